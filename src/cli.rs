@@ -1,0 +1,91 @@
+//! The command line: `serve` (the default) runs the MCP server on stdio;
+//! the other commands work on the same database, even while a server runs.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::config;
+use crate::error::Result;
+use crate::serve::{self, ServeOptions};
+use crate::store::{OpenOptionsStore, Store, SyncMode};
+
+#[derive(Debug, Parser)]
+#[command(name = "thoughtbox", version, about = "A durable reasoning ledger for AI agents: an MCP server on SQLite")]
+pub struct Cli {
+    #[command(flatten)]
+    pub db: DbArgs,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct DbArgs {
+    /// Database file (default: ~/.thoughtbox/thoughtbox.db)
+    #[arg(long, global = true, env = "THOUGHTBOX_DB", value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    /// Directory holding thoughtbox.db when --db is not given
+    #[arg(long, global = true, env = "THOUGHTBOX_DATA_DIR", value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// normal: an acknowledged write survives the process being killed;
+    /// full: it also survives power loss (every commit is flushed)
+    #[arg(long, global = true, env = "THOUGHTBOX_SYNC", value_enum, default_value_t = Sync::Normal)]
+    pub sync: Sync,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Sync {
+    Normal,
+    Full,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the MCP server on stdio (the default)
+    Serve(ServeArgs),
+    /// Write a consistent copy of the database to DEST (a file, or a directory to put it in)
+    Backup {
+        /// Destination file or directory
+        dest: PathBuf,
+    },
+}
+
+#[derive(Debug, Clone, Default, Args)]
+pub struct ServeArgs {
+    /// Let every operation run at any stage (for clients that cannot follow
+    /// the staged flow); also THOUGHTBOX_STAGES=off
+    #[arg(long)]
+    pub no_stages: bool,
+}
+
+impl DbArgs {
+    pub fn open(&self) -> Result<Store> {
+        let path = config::resolve_db_path(self.db.clone(), self.data_dir.clone())?;
+        let sync = match self.sync {
+            Sync::Normal => SyncMode::Normal,
+            Sync::Full => SyncMode::Full,
+        };
+        Store::open(path, OpenOptionsStore { sync, pool_size: None })
+    }
+}
+
+/// Run the command line. Errors are returned for `main` to print.
+pub fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command.unwrap_or(Command::Serve(ServeArgs::default())) {
+        Command::Serve(args) => {
+            let store = cli.db.open()?;
+            let options = ServeOptions {
+                stages: !(args.no_stages || config::stages_disabled_by_env()),
+            };
+            serve::run_stdio(store, options)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Backup { dest } => {
+            let store = cli.db.open()?;
+            let written = store.backup_to(&dest)?;
+            eprintln!("backup written to {}", written.display());
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

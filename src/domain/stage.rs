@@ -1,0 +1,35 @@
+/// Progressive-disclosure stages (CORE-CONCEPTS "The Four Stages"). A stage
+/// belongs to one MCP connection and never goes down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub enum Stage {
+    #[default]
+    Entry = 0,
+    InitComplete = 1,
+    CipherLoaded = 2,
+    DomainActive = 3,
+}
+
+impl Stage {
+    pub fn number(self) -> u8 {
+        self as u8
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Stage::Entry => "entry",
+            Stage::InitComplete => "init_complete",
+            Stage::CipherLoaded => "cipher_loaded",
+            Stage::DomainActive => "domain_active",
+        }
+    }
+
+    /// What to call to reach `self` from a lower stage.
+    pub fn how_to_reach(self) -> &'static str {
+        match self {
+            Stage::Entry => "No action needed.",
+            Stage::InitComplete => "Call thoughtbox_gateway with operation 'start_new' or 'load_context' first.",
+            Stage::CipherLoaded => "Call thoughtbox_gateway with operation 'cipher' first.",
+            Stage::DomainActive => "Call thoughtbox_gateway with a domain operation first.",
+        }
+    }
+}

@@ -1,0 +1,128 @@
+use serde::{Deserialize, Serialize};
+
+/// A reasoning session (the Session schema of DATA-MODELS).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Session {
+    pub id: String,
+    pub title: String,
+    pub description: Option<String>,
+    pub tags: Vec<String>,
+    pub thought_count: u64,
+    pub branch_count: u64,
+    pub partition_path: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+    pub last_accessed_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub domain: Option<String>,
+}
+
+/// What a caller supplies to create a session.
+#[derive(Debug, Clone, Default)]
+pub struct NewSession {
+    pub title: String,
+    pub description: Option<String>,
+    pub tags: Vec<String>,
+    pub domain: Option<String>,
+}
+
+/// A critique obtained through MCP sampling.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Critique {
+    pub text: String,
+    pub model: String,
+    pub timestamp: String,
+}
+
+/// One reasoning step as stored (the ThoughtData schema).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThoughtData {
+    pub thought: String,
+    pub thought_number: u32,
+    pub total_thoughts: u32,
+    pub next_thought_needed: bool,
+    pub is_revision: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revises_thought: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch_from_thought: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub needs_more_thoughts: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub include_guide: Option<bool>,
+    pub timestamp: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub critique: Option<Critique>,
+}
+
+/// A stored thought with its place in the node graph.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Thought {
+    /// Row id: creation order across the whole ledger.
+    pub seq: i64,
+    pub session_id: String,
+    pub node_id: String,
+    pub prev_node: Option<String>,
+    pub revises_node: Option<String>,
+    pub branch_origin: Option<String>,
+    pub data: ThoughtData,
+}
+
+/// A branch of a session.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Branch {
+    pub id: String,
+    pub from_thought: u32,
+    pub origin_node: String,
+    pub count: u64,
+    pub first: Option<u32>,
+    pub last: Option<u32>,
+    pub created_at: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SortBy {
+    CreatedAt,
+    #[default]
+    UpdatedAt,
+    Title,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SortOrder {
+    Asc,
+    #[default]
+    Desc,
+}
+
+/// SessionFilter of DATA-MODELS: tags (AND), search over titles,
+/// descriptions and tags, paging and sorting.
+#[derive(Debug, Clone)]
+pub struct SessionFilter {
+    pub tags: Vec<String>,
+    pub search: Option<String>,
+    pub limit: u32,
+    pub offset: u32,
+    pub sort_by: SortBy,
+    pub sort_order: SortOrder,
+}
+
+impl Default for SessionFilter {
+    fn default() -> Self {
+        SessionFilter {
+            tags: Vec::new(),
+            search: None,
+            limit: 20,
+            offset: 0,
+            sort_by: SortBy::default(),
+            sort_order: SortOrder::default(),
+        }
+    }
+}

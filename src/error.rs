@@ -1,0 +1,191 @@
+//! The crate's typed errors and their mapping to the error codes of the
+//! specification (DATA-MODELS, ErrorPayload). The mapping happens once, here;
+//! the gateway turns an [`Error`] into an ErrorPayload with [`Error::payload`].
+
+use serde_json::{Value, json};
+
+/// Result alias used throughout the library.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("session not found: {session_id}")]
+    SessionNotFound { session_id: String },
+
+    #[error("{message}")]
+    ThoughtNotFound { message: String, details: Value },
+
+    /// A field is missing, has the wrong type, or breaks a ledger rule.
+    #[error("{message}")]
+    InvalidPayload {
+        field: String,
+        message: String,
+        details: Option<Value>,
+    },
+
+    /// Unknown operation or sub-operation, or mutually exclusive modes at once.
+    #[error("{message}")]
+    InvalidOperation { message: String, details: Option<Value> },
+
+    #[error("operation '{operation}' requires stage {required}, but the connection is at stage {current}")]
+    StageRequirementNotMet {
+        operation: String,
+        current: u8,
+        required: u8,
+        suggestion: String,
+    },
+
+    #[error("the client does not support sampling: {0}")]
+    SamplingNotSupported(String),
+
+    #[error("database error: {0}")]
+    Database(#[from] rusqlite::Error),
+
+    #[error("database pool error: {0}")]
+    Pool(#[from] r2d2::Error),
+
+    #[error("database migration failed: {0}")]
+    Migration(#[from] refinery::Error),
+
+    #[error(
+        "the database {path} was written by a newer thoughtbox (schema version {found}, this binary knows up to {known}); upgrade thoughtbox to open it"
+    )]
+    SchemaTooNew {
+        path: String,
+        found: i64,
+        known: i64,
+    },
+
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl Error {
+    pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Error::InvalidPayload {
+            field: field.into(),
+            message: message.into(),
+            details: None,
+        }
+    }
+
+    pub fn invalid_with(field: impl Into<String>, message: impl Into<String>, details: Value) -> Self {
+        Error::InvalidPayload {
+            field: field.into(),
+            message: message.into(),
+            details: Some(details),
+        }
+    }
+
+    pub fn operation(message: impl Into<String>) -> Self {
+        Error::InvalidOperation {
+            message: message.into(),
+            details: None,
+        }
+    }
+
+    pub fn session_not_found(id: impl Into<String>) -> Self {
+        Error::SessionNotFound { session_id: id.into() }
+    }
+
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        Error::Io {
+            context: context.into(),
+            source,
+        }
+    }
+
+    /// The specification's error code for this error.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::SessionNotFound { .. } => "SESSION_NOT_FOUND",
+            Error::ThoughtNotFound { .. } => "THOUGHT_NOT_FOUND",
+            Error::InvalidPayload { .. } => "INVALID_PAYLOAD",
+            Error::InvalidOperation { .. } => "INVALID_OPERATION",
+            Error::StageRequirementNotMet { .. } => "STAGE_REQUIREMENT_NOT_MET",
+            Error::SamplingNotSupported(_) => "SAMPLING_NOT_SUPPORTED",
+            Error::Database(_)
+            | Error::Pool(_)
+            | Error::Migration(_)
+            | Error::SchemaTooNew { .. }
+            | Error::Io { .. } => "STORAGE_ERROR",
+            Error::Internal(_) => "INTERNAL_ERROR",
+        }
+    }
+
+    /// Extra context for the ErrorPayload `details` field.
+    pub fn details(&self) -> Option<Value> {
+        match self {
+            Error::SessionNotFound { session_id } => Some(json!({ "sessionId": session_id })),
+            Error::ThoughtNotFound { details, .. } => Some(details.clone()),
+            Error::InvalidPayload { field, details, .. } => {
+                let mut d = match details {
+                    Some(Value::Object(map)) => map.clone(),
+                    _ => serde_json::Map::new(),
+                };
+                d.insert("field".into(), Value::String(field.clone()));
+                Some(Value::Object(d))
+            }
+            Error::InvalidOperation { details, .. } => details.clone(),
+            Error::StageRequirementNotMet {
+                current,
+                required,
+                suggestion,
+                operation,
+            } => Some(json!({
+                "operation": operation,
+                "currentStage": current,
+                "requiredStage": required,
+                "suggestion": suggestion,
+            })),
+            _ => None,
+        }
+    }
+
+    /// The ErrorPayload `{ code, message, details? }` of the specification.
+    pub fn payload(&self) -> Value {
+        let mut payload = json!({ "code": self.code(), "message": self.to_string() });
+        if let Some(details) = self.details() {
+            payload["details"] = details;
+        }
+        payload
+    }
+
+    /// True when SQLite reported a UNIQUE constraint violation.
+    pub fn is_unique_violation(&self) -> bool {
+        matches!(
+            self,
+            Error::Database(rusqlite::Error::SqliteFailure(e, _))
+                if e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
+                    || e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn invalid_payload_names_the_field_in_details() {
+        let e = Error::invalid_with("thoughtNumber", "taken", json!({ "nextThoughtNumber": 4 }));
+        let p = e.payload();
+        assert_eq!(p["code"], "INVALID_PAYLOAD");
+        assert_eq!(p["details"]["field"], "thoughtNumber");
+        assert_eq!(p["details"]["nextThoughtNumber"], 4);
+    }
+
+    #[test]
+    fn storage_failures_map_to_storage_error() {
+        let e = Error::io("reading", std::io::Error::other("boom"));
+        assert_eq!(e.code(), "STORAGE_ERROR");
+        assert!(e.payload().get("details").is_none());
+    }
+}

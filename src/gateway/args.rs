@@ -1,0 +1,258 @@
+//! Lenient reading of `args`: integers accept JSON integers and decimal
+//! strings, booleans accept `true`/`false` and their strings; anything else
+//! is `INVALID_PAYLOAD` naming the field. `null` counts as absent.
+
+use serde_json::{Map, Value};
+
+use crate::error::{Error, Result};
+
+#[derive(Debug, Clone, Default)]
+pub struct Args(Map<String, Value>);
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+impl Args {
+    pub fn new(map: Map<String, Value>) -> Args {
+        Args(map)
+    }
+
+    /// `args` of a gateway call: absent or null is empty; anything but an object is an error.
+    pub fn from_value(field: &str, v: Option<&Value>) -> Result<Args> {
+        match v {
+            None | Some(Value::Null) => Ok(Args::default()),
+            Some(Value::Object(m)) => Ok(Args(m.clone())),
+            Some(other) => Err(Error::invalid(
+                field,
+                format!("{field} must be an object, got {}", type_name(other)),
+            )),
+        }
+    }
+
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.0.get(key).filter(|v| !v.is_null())
+    }
+
+    pub fn has(&self, key: &str) -> bool {
+        self.get(key).is_some()
+    }
+
+    pub fn keys(&self) -> impl Iterator<Item = &String> {
+        self.0.keys()
+    }
+
+    pub fn into_map(self) -> Map<String, Value> {
+        self.0
+    }
+
+    pub fn remove(&mut self, key: &str) -> Option<Value> {
+        self.0.remove(key)
+    }
+
+    pub fn insert(&mut self, key: String, value: Value) {
+        self.0.insert(key, value);
+    }
+
+    /// The first of `keys` that is present (a field and its aliases).
+    fn pick<'a>(&self, keys: &[&'a str]) -> Option<(&'a str, &Value)> {
+        keys.iter().find_map(|k| self.get(k).map(|v| (*k, v)))
+    }
+
+    pub fn str_opt(&self, keys: &[&str]) -> Result<Option<String>> {
+        match self.pick(keys) {
+            None => Ok(None),
+            Some((_, Value::String(s))) => Ok(Some(s.clone())),
+            Some((k, v)) => Err(Error::invalid(k, format!("{k} must be a string, got {}", type_name(v)))),
+        }
+    }
+
+    pub fn str_req(&self, keys: &[&str]) -> Result<String> {
+        match self.str_opt(keys)? {
+            Some(s) if !s.trim().is_empty() => Ok(s),
+            Some(_) => Err(Error::invalid(keys[0], format!("{} must not be empty", keys[0]))),
+            None => Err(Error::invalid(keys[0], format!("{} is required", keys[0]))),
+        }
+    }
+
+    fn int_of(k: &str, v: &Value) -> Result<i64> {
+        let bad = || Error::invalid(k, format!("{k} must be a whole number, got {v}"));
+        match v {
+            Value::Number(n) => {
+                if let Some(i) = n.as_i64() {
+                    Ok(i)
+                } else if let Some(f) = n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15) {
+                    Ok(f as i64)
+                } else {
+                    Err(bad())
+                }
+            }
+            Value::String(s) => s.trim().parse::<i64>().map_err(|_| bad()),
+            _ => Err(bad()),
+        }
+    }
+
+    /// An integer field that must be at least `min`.
+    pub fn int_opt(&self, keys: &[&str], min: i64, max: i64) -> Result<Option<i64>> {
+        match self.pick(keys) {
+            None => Ok(None),
+            Some((k, v)) => {
+                let i = Self::int_of(k, v)?;
+                if i < min || i > max {
+                    return Err(Error::invalid(k, format!("{k} must be between {min} and {max}, got {i}")));
+                }
+                Ok(Some(i))
+            }
+        }
+    }
+
+    /// A positive integer (thought numbers and counts).
+    pub fn pos_opt(&self, keys: &[&str]) -> Result<Option<u32>> {
+        Ok(self
+            .int_opt(keys, 1, i64::from(crate::domain::MAX_THOUGHT_NUMBER))?
+            .map(|i| i as u32))
+    }
+
+    pub fn bool_opt(&self, keys: &[&str]) -> Result<Option<bool>> {
+        match self.pick(keys) {
+            None => Ok(None),
+            Some((_, Value::Bool(b))) => Ok(Some(*b)),
+            Some((k, Value::String(s))) => match s.trim() {
+                "true" => Ok(Some(true)),
+                "false" => Ok(Some(false)),
+                _ => Err(Error::invalid(k, format!("{k} must be true or false, got {s:?}"))),
+            },
+            Some((k, v)) => Err(Error::invalid(k, format!("{k} must be true or false, got {}", type_name(v)))),
+        }
+    }
+
+    pub fn bool_req(&self, keys: &[&str]) -> Result<bool> {
+        self.bool_opt(keys)?
+            .ok_or_else(|| Error::invalid(keys[0], format!("{} is required (true or false)", keys[0])))
+    }
+
+    /// A list of strings; a single string is a list of one.
+    pub fn str_list_opt(&self, keys: &[&str]) -> Result<Option<Vec<String>>> {
+        match self.pick(keys) {
+            None => Ok(None),
+            Some((_, Value::String(s))) => Ok(Some(vec![s.clone()])),
+            Some((k, Value::Array(items))) => items
+                .iter()
+                .map(|i| match i {
+                    Value::String(s) => Ok(s.clone()),
+                    other => Err(Error::invalid(k, format!("{k} must hold strings, found {}", type_name(other)))),
+                })
+                .collect::<Result<Vec<_>>>()
+                .map(Some),
+            Some((k, v)) => Err(Error::invalid(k, format!("{k} must be a list of strings, got {}", type_name(v)))),
+        }
+    }
+
+    pub fn object_opt(&self, keys: &[&str]) -> Result<Option<Args>> {
+        match self.pick(keys) {
+            None => Ok(None),
+            Some((_, Value::Object(m))) => Ok(Some(Args(m.clone()))),
+            Some((k, v)) => Err(Error::invalid(k, format!("{k} must be an object, got {}", type_name(v)))),
+        }
+    }
+
+    /// A string from a fixed set of values.
+    pub fn enum_opt<T>(&self, keys: &[&str], parse: impl Fn(&str) -> Option<T>, allowed: &[&str]) -> Result<Option<T>> {
+        match self.str_opt(keys)? {
+            None => Ok(None),
+            Some(s) => parse(s.trim()).map(Some).ok_or_else(|| {
+                Error::invalid_with(
+                    keys[0],
+                    format!("{} must be one of {}, got {s:?}", keys[0], allowed.join(", ")),
+                    serde_json::json!({ "allowed": allowed }),
+                )
+            }),
+        }
+    }
+
+    /// Split a call with a sub-operation: the name comes from `subOperation`
+    /// or `operation`; its parameters are `args` itself plus, overriding them,
+    /// a nested `args` object.
+    pub fn sub_operation(mut self) -> Result<(Option<String>, Args)> {
+        let name = match self.str_opt(&["subOperation", "operation"])? {
+            Some(n) => Some(n),
+            None => None,
+        };
+        self.remove("subOperation");
+        self.remove("operation");
+        let nested = self.remove("args");
+        match nested {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(m)) => {
+                for (k, v) in m {
+                    self.insert(k, v);
+                }
+            }
+            Some(other) => {
+                return Err(Error::invalid("args", format!("args must be an object, got {}", type_name(&other))));
+            }
+        }
+        Ok((name, self))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn args(v: Value) -> Args {
+        Args::from_value("args", Some(&v)).unwrap()
+    }
+
+    #[test]
+    fn integers_are_coerced_from_decimal_strings_only() {
+        let a = args(json!({ "a": "7", "b": 7, "c": "seven", "d": 0, "e": -2, "f": 1.5, "g": 3.0, "h": true }));
+        assert_eq!(a.pos_opt(&["a"]).unwrap(), Some(7));
+        assert_eq!(a.pos_opt(&["b"]).unwrap(), Some(7));
+        assert_eq!(a.pos_opt(&["g"]).unwrap(), Some(3));
+        for k in ["c", "d", "e", "f", "h"] {
+            let e = a.pos_opt(&[k]).unwrap_err();
+            assert_eq!(e.details().unwrap()["field"], k);
+        }
+    }
+
+    #[test]
+    fn booleans_accept_their_strings() {
+        let a = args(json!({ "a": "false", "b": true, "c": "yes", "d": 1 }));
+        assert_eq!(a.bool_opt(&["a"]).unwrap(), Some(false));
+        assert_eq!(a.bool_opt(&["b"]).unwrap(), Some(true));
+        assert!(a.bool_opt(&["c"]).is_err());
+        assert!(a.bool_opt(&["d"]).is_err());
+        assert!(a.bool_req(&["zz"]).is_err());
+    }
+
+    #[test]
+    fn sub_operations_in_all_four_spellings() {
+        for v in [
+            json!({ "subOperation": "get", "sessionId": "x" }),
+            json!({ "operation": "get", "sessionId": "x" }),
+            json!({ "subOperation": "get", "args": { "sessionId": "x" } }),
+            json!({ "operation": "get", "args": { "sessionId": "x" } }),
+        ] {
+            let (name, rest) = args(v).sub_operation().unwrap();
+            assert_eq!(name.as_deref(), Some("get"));
+            assert_eq!(rest.str_req(&["sessionId"]).unwrap(), "x");
+        }
+        assert!(args(json!({ "operation": "get", "args": 3 })).sub_operation().is_err());
+    }
+
+    #[test]
+    fn non_object_args_are_rejected() {
+        for v in [json!(3), json!("x"), json!([1])] {
+            assert_eq!(Args::from_value("args", Some(&v)).unwrap_err().code(), "INVALID_PAYLOAD");
+        }
+    }
+}

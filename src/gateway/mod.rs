@@ -1,0 +1,272 @@
+//! The `thoughtbox_gateway` MCP tool: one tool, `{ operation, args }`,
+//! routed to the operations below after the connection's stage is checked.
+//! Successes answer the response JSON (as text and as structuredContent);
+//! failures answer `isError: true` with an ErrorPayload. Protocol types stay
+//! in this module; everything below it works with the domain and the store.
+
+mod args;
+mod critique;
+mod ops;
+mod session_ops;
+
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use serde_json::{Map, Value, json};
+use tokio::sync::Notify;
+
+pub use args::Args;
+
+use crate::domain::Stage;
+use crate::error::{Error, Result};
+use crate::serve::ServeOptions;
+use crate::store::Store;
+
+/// The one tool's name.
+pub const TOOL_NAME: &str = "thoughtbox_gateway";
+
+/// Every operation, the stage it needs, and what it does.
+pub const OPERATIONS: &[(&str, Stage, &str)] = &[
+    ("get_state", Stage::Entry, "Where this connection stands: stage, active session, what to call next."),
+    ("start_new", Stage::Entry, "Create a session and make it active. args: sessionTitle?, description?, tags?, domain?, newWork?{project,task,aspect}."),
+    ("load_context", Stage::Entry, "Resume a session: args: sessionId. Answers the session, its last 5 thoughts and restorationInfo."),
+    ("list_sessions", Stage::Entry, "List sessions. args: project?, task?, aspect?, tags?, search?, limit?, offset?, sortBy?, sortOrder?."),
+    ("cipher", Stage::InitComplete, "Get the compact notation guide; unlocks thought, read_thoughts, get_structure."),
+    ("session", Stage::InitComplete, "Session management. args: subOperation = list | get | search | resume | export | delete, plus its parameters."),
+    ("thought", Stage::CipherLoaded, "Record a thought. args: thought, nextThoughtNeeded, thoughtNumber?, totalThoughts?, isRevision?, revisesThought?, branchFromThought?, branchId?, needsMoreThoughts?, verbose?, includeGuide?, critique?, sessionTitle?, sessionTags?."),
+    ("read_thoughts", Stage::CipherLoaded, "Read thoughts back. args: one of thoughtNumber | last | range [start, end] | branchId (default: last 5 main-chain thoughts); sessionId?."),
+    ("get_structure", Stage::CipherLoaded, "The shape of a session without text: main chain, branches, revisions. args: sessionId?."),
+];
+
+fn required_stage(operation: &str) -> Option<Stage> {
+    OPERATIONS.iter().find(|(name, _, _)| *name == operation).map(|(_, s, _)| *s)
+}
+
+/// One MCP connection's state.
+#[derive(Debug, Default)]
+pub(crate) struct Connection {
+    pub stage: Stage,
+    pub active_session: Option<String>,
+}
+
+/// The MCP server handler. One per connection (stdio: one per process).
+#[derive(Clone)]
+pub struct Gateway {
+    pub(crate) store: Store,
+    pub(crate) options: ServeOptions,
+    pub(crate) conn: Arc<Mutex<Connection>>,
+    writes: Arc<Notify>,
+    tool: Arc<Tool>,
+}
+
+fn tool_definition() -> Tool {
+    let names: Vec<&str> = OPERATIONS.iter().map(|(n, _, _)| *n).collect();
+    let mut description = String::from(
+        "Thoughtbox: a durable reasoning ledger. Every thought you record is stored, linked to the thoughts before it, \
+         searchable and exportable. Call with { \"operation\": <name>, \"args\": { ... } }.\n\
+         Flow: start_new (new session) or load_context (resume) -> cipher -> thought ... with nextThoughtNeeded: false to finish.\n\
+         Operations (minimum stage in brackets):\n",
+    );
+    for (name, stage, what) in OPERATIONS {
+        description.push_str(&format!("- {name} [{}]: {what}\n", stage.number()));
+    }
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "operation": {
+                "type": "string",
+                "enum": names,
+                "description": "The operation to run."
+            },
+            "args": {
+                "type": "object",
+                "description": "The operation's parameters (see the tool description).",
+                "additionalProperties": true
+            }
+        },
+        "required": ["operation"]
+    });
+    let schema: Map<String, Value> = match schema {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    Tool::new(TOOL_NAME, description, Arc::new(schema))
+        .with_title("Thoughtbox reasoning ledger")
+        .annotate(
+            ToolAnnotations::new()
+                .read_only(false)
+                .destructive(true)
+                .idempotent(false)
+                .open_world(false),
+        )
+}
+
+impl Gateway {
+    pub fn new(store: Store, options: ServeOptions, writes: Arc<Notify>) -> Gateway {
+        Gateway {
+            store,
+            options,
+            conn: Arc::new(Mutex::new(Connection::default())),
+            writes,
+            tool: Arc::new(tool_definition()),
+        }
+    }
+
+    /// Run blocking store work off the async runtime.
+    pub(crate) async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Store) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let store = self.store.clone();
+        tokio::task::spawn_blocking(move || f(&store))
+            .await
+            .map_err(|e| Error::Internal(format!("storage task failed: {e}")))?
+    }
+
+    /// Tell the maintenance task that something was written.
+    pub(crate) fn wrote(&self) {
+        self.writes.notify_one();
+    }
+
+    pub(crate) fn with_conn<T>(&self, f: impl FnOnce(&mut Connection) -> T) -> T {
+        let mut guard = match self.conn.lock() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        f(&mut guard)
+    }
+
+    pub(crate) fn stage(&self) -> Stage {
+        self.with_conn(|c| c.stage)
+    }
+
+    /// Raise the connection's stage (it never goes down).
+    pub(crate) fn advance(&self, to: Stage) -> Stage {
+        self.with_conn(|c| {
+            if to > c.stage {
+                tracing::debug!(from = c.stage.number(), to = to.number(), "stage advanced");
+                c.stage = to;
+            }
+            c.stage
+        })
+    }
+
+    pub(crate) fn active_session(&self) -> Option<String> {
+        self.with_conn(|c| c.active_session.clone())
+    }
+
+    pub(crate) fn set_active_session(&self, id: Option<String>) {
+        self.with_conn(|c| c.active_session = id);
+    }
+
+    fn check_stage(&self, operation: &str, required: Stage) -> Result<()> {
+        let current = self.stage();
+        if self.options.stages && current < required {
+            return Err(Error::StageRequirementNotMet {
+                operation: operation.to_string(),
+                current: current.number(),
+                required: required.number(),
+                suggestion: required.how_to_reach().to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Parse, gate and run one gateway call.
+    pub async fn call(&self, arguments: Option<Map<String, Value>>, ctx: Option<&RequestContext<RoleServer>>) -> Result<Value> {
+        let mut arguments = Args::new(arguments.unwrap_or_default());
+        let operation = match arguments.get("operation") {
+            Some(Value::String(s)) => s.clone(),
+            Some(other) => {
+                return Err(Error::invalid("operation", format!("operation must be a string, got {other}")));
+            }
+            None => return Err(Error::invalid("operation", "operation is required")),
+        };
+        let Some(required) = required_stage(&operation) else {
+            let valid: Vec<&str> = OPERATIONS.iter().map(|(n, _, _)| *n).collect();
+            return Err(Error::InvalidOperation {
+                message: format!("unknown operation {operation:?}"),
+                details: Some(json!({ "operation": operation, "validOperations": valid })),
+            });
+        };
+        arguments.remove("operation");
+        // `args` holds the parameters; clients that put them beside
+        // `operation` instead are understood too.
+        let args = match arguments.remove("args") {
+            Some(v) => Args::from_value("args", Some(&v))?,
+            None => arguments,
+        };
+        self.check_stage(&operation, required)?;
+        match operation.as_str() {
+            "get_state" => ops::get_state(self).await,
+            "start_new" => ops::start_new(self, args).await,
+            "load_context" => ops::load_context(self, args).await,
+            "list_sessions" => ops::list_sessions(self, args).await,
+            "cipher" => ops::cipher(self).await,
+            "session" => session_ops::session(self, args).await,
+            "thought" => ops::thought(self, args, ctx).await,
+            "read_thoughts" => ops::read_thoughts(self, args).await,
+            "get_structure" => ops::get_structure(self, args).await,
+            other => Err(Error::operation(format!("unknown operation {other:?}"))),
+        }
+    }
+}
+
+impl ServerHandler for Gateway {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(
+                Implementation::new(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION"))
+                    .with_title("Thoughtbox reasoning ledger"),
+            )
+            .with_instructions(
+                "Thoughtbox records your reasoning as a durable ledger. Use the thoughtbox_gateway tool: \
+                 get_state to orient; start_new to begin a session (or list_sessions + load_context to resume one); \
+                 cipher to load the notation guide; then thought for each reasoning step, with nextThoughtNeeded: false \
+                 on the last. read_thoughts and get_structure re-orient you mid-session; session search finds past reasoning.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> std::result::Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(vec![(*self.tool).clone()]))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        (name == TOOL_NAME).then(|| (*self.tool).clone())
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> std::result::Result<CallToolResponse, McpError> {
+        if request.name != TOOL_NAME {
+            return Err(McpError::invalid_params(
+                format!("unknown tool {:?}; this server has one tool, {TOOL_NAME}", request.name),
+                None,
+            ));
+        }
+        let result = match self.call(request.arguments, Some(&context)).await {
+            Ok(value) => CallToolResult::structured(value),
+            Err(e) => {
+                match &e {
+                    Error::Database(_) | Error::Pool(_) | Error::Io { .. } | Error::Internal(_) => {
+                        tracing::error!("gateway call failed: {e}")
+                    }
+                    _ => tracing::debug!("gateway call rejected: {e}"),
+                }
+                CallToolResult::structured_error(e.payload())
+            }
+        };
+        Ok(result.into())
+    }
+}

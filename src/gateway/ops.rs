@@ -1,0 +1,409 @@
+//! The gateway's top-level operations: init, cipher, thought and reads.
+
+use rmcp::RoleServer;
+use rmcp::service::RequestContext;
+use serde_json::{Value, json};
+
+use super::{Args, Gateway, OPERATIONS};
+use crate::content;
+use crate::domain::{self, NewSession, SessionFilter, SortBy, SortOrder, Stage, Thought, ThoughtInput};
+use crate::error::{Error, Result};
+use crate::store::{Shape, Target, ThoughtQuery};
+
+/// A thought as answered to clients: every ThoughtData field plus its node id.
+pub(crate) fn thought_json(t: &Thought) -> Value {
+    let mut v = serde_json::to_value(&t.data).unwrap_or_else(|_| json!({}));
+    v["nodeId"] = Value::String(t.node_id.clone());
+    v
+}
+
+/// The session id named in `args`, or the connection's active session.
+pub(crate) fn session_arg(gw: &Gateway, args: &Args) -> Result<String> {
+    match args.str_opt(&["sessionId", "session_id", "id"])? {
+        Some(id) if !id.trim().is_empty() => Ok(id.trim().to_string()),
+        Some(_) => Err(Error::invalid("sessionId", "sessionId must not be empty")),
+        None => gw.active_session().ok_or_else(|| {
+            Error::invalid(
+                "sessionId",
+                "no session is active on this connection: pass sessionId, or call start_new or load_context first",
+            )
+        }),
+    }
+}
+
+pub async fn get_state(gw: &Gateway) -> Result<Value> {
+    let stage = gw.stage();
+    let active = match gw.active_session() {
+        Some(id) => match gw.blocking(move |s| s.session(&id)).await {
+            Ok(s) => json!({ "id": s.id, "title": s.title, "thoughtCount": s.thought_count, "branchCount": s.branch_count }),
+            Err(e) if e.code() == "SESSION_NOT_FOUND" => {
+                gw.set_active_session(None);
+                Value::Null
+            }
+            Err(e) => return Err(e),
+        },
+        None => Value::Null,
+    };
+    let available: Vec<&str> = OPERATIONS
+        .iter()
+        .filter(|(_, s, _)| !gw.options.stages || *s <= stage)
+        .map(|(n, _, _)| *n)
+        .collect();
+    let next = match stage {
+        Stage::Entry => "Call start_new to begin a session, or list_sessions then load_context to resume one.",
+        Stage::InitComplete => "Call cipher to load the notation guide and unlock thought.",
+        _ if active.is_null() => "Call thought: a new session is created for it, or start_new / load_context to choose one.",
+        _ => "Call thought to record the next step.",
+    };
+    Ok(json!({
+        "stage": stage.number(),
+        "stageName": stage.name(),
+        "stagesEnforced": gw.options.stages,
+        "activeSession": active,
+        "availableOperations": available,
+        "nextStep": next,
+        "server": { "name": env!("CARGO_PKG_NAME"), "version": env!("CARGO_PKG_VERSION") },
+        "database": gw.store.path().display().to_string(),
+    }))
+}
+
+fn new_session_from(args: &Args, title_keys: &[&str], tag_keys: &[&str]) -> Result<NewSession> {
+    let mut tags = args.str_list_opt(tag_keys)?.unwrap_or_default();
+    let mut domain = args.str_opt(&["domain"])?;
+    if let Some(work) = args.object_opt(&["newWork"])? {
+        for key in ["project", "task", "aspect"] {
+            if let Some(v) = work.str_opt(&[key])?.filter(|v| !v.trim().is_empty()) {
+                tags.push(format!("{key}:{}", v.trim()));
+            }
+        }
+        if domain.is_none() {
+            domain = work.str_opt(&["domain"])?;
+        }
+    }
+    let title = match args.str_opt(title_keys)? {
+        Some(t) => t,
+        None => format!("Reasoning session {}", domain::now()),
+    };
+    Ok(NewSession {
+        title,
+        description: args.str_opt(&["description"])?,
+        tags,
+        domain,
+    })
+}
+
+pub async fn start_new(gw: &Gateway, args: Args) -> Result<Value> {
+    let new = new_session_from(&args, &["sessionTitle", "title"], &["tags", "sessionTags"])?;
+    let session = gw.blocking(move |s| s.create_session(new)).await?;
+    gw.wrote();
+    gw.set_active_session(Some(session.id.clone()));
+    let stage = gw.advance(Stage::InitComplete);
+    Ok(json!({
+        "session": session,
+        "stage": stage.number(),
+        "message": format!("Session \"{}\" created and active.", session.title),
+        "nextStep": if stage < Stage::CipherLoaded { "Call cipher, then thought." } else { "Call thought." },
+    }))
+}
+
+/// Open a session on this connection: the answer of `load_context` and `session resume`.
+pub(crate) async fn open_session(gw: &Gateway, id: String) -> Result<Value> {
+    let (session, recent) = gw
+        .blocking(move |s| {
+            let session = s.touch_session(&id)?;
+            let recent = s.read_thoughts(&id, &ThoughtQuery::Last(5))?;
+            Ok((session, recent))
+        })
+        .await?;
+    let current = recent.last().map(|t| t.data.thought_number).unwrap_or(0);
+    gw.set_active_session(Some(session.id.clone()));
+    let stage = gw.advance(Stage::InitComplete);
+    Ok(json!({
+        "session": session,
+        "recentThoughts": recent.iter().map(thought_json).collect::<Vec<_>>(),
+        "restorationInfo": {
+            "thoughtCount": session.thought_count,
+            "currentThoughtNumber": current,
+            "branchCount": session.branch_count,
+            "message": format!("Next thought will be #{}", current + 1),
+        },
+        "stage": stage.number(),
+    }))
+}
+
+pub async fn load_context(gw: &Gateway, args: Args) -> Result<Value> {
+    let id = args.str_req(&["sessionId", "session_id"])?;
+    open_session(gw, id.trim().to_string()).await
+}
+
+/// SessionFilter from args (flat, or nested under `filters`), with
+/// project / task / aspect as `project:<p>` style tags.
+pub(crate) fn session_filter(args: &Args) -> Result<SessionFilter> {
+    let args = match args.object_opt(&["filters", "filter"])? {
+        Some(nested) => nested,
+        None => args.clone(),
+    };
+    let mut tags = args.str_list_opt(&["tags"])?.unwrap_or_default();
+    for key in ["project", "task", "aspect"] {
+        if let Some(v) = args.str_opt(&[key])?.filter(|v| !v.trim().is_empty()) {
+            tags.push(format!("{key}:{}", v.trim()));
+        }
+    }
+    Ok(SessionFilter {
+        tags,
+        search: args.str_opt(&["search"])?.filter(|s| !s.trim().is_empty()),
+        limit: args.int_opt(&["limit"], 1, 100)?.unwrap_or(20) as u32,
+        offset: args.int_opt(&["offset"], 0, i64::from(u32::MAX))?.unwrap_or(0) as u32,
+        sort_by: args
+            .enum_opt(
+                &["sortBy"],
+                |s| match s {
+                    "createdAt" => Some(SortBy::CreatedAt),
+                    "updatedAt" => Some(SortBy::UpdatedAt),
+                    "title" => Some(SortBy::Title),
+                    _ => None,
+                },
+                &["createdAt", "updatedAt", "title"],
+            )?
+            .unwrap_or_default(),
+        sort_order: args
+            .enum_opt(
+                &["sortOrder"],
+                |s| match s {
+                    "asc" => Some(SortOrder::Asc),
+                    "desc" => Some(SortOrder::Desc),
+                    _ => None,
+                },
+                &["asc", "desc"],
+            )?
+            .unwrap_or_default(),
+    })
+}
+
+pub async fn list_sessions(gw: &Gateway, args: Args) -> Result<Value> {
+    let filter = session_filter(&args)?;
+    let page = gw.blocking(move |s| s.list_sessions(&filter)).await?;
+    serde_json::to_value(page).map_err(|e| Error::Internal(e.to_string()))
+}
+
+pub async fn cipher(gw: &Gateway) -> Result<Value> {
+    let stage = gw.advance(Stage::CipherLoaded);
+    Ok(json!({
+        "stage": stage.number(),
+        "guide": content::CIPHER_GUIDE,
+        "nextStep": "thought, read_thoughts and get_structure are now available.",
+    }))
+}
+
+fn thought_input(args: &Args) -> Result<ThoughtInput> {
+    let thought = match args.get("thought") {
+        Some(Value::String(s)) => s.clone(),
+        Some(_) => return Err(Error::invalid("thought", "thought must be a string")),
+        None => return Err(Error::invalid("thought", "thought is required: the text of this reasoning step")),
+    };
+    let branch_id = args.str_opt(&["branchId"])?;
+    Ok(ThoughtInput {
+        thought,
+        next_thought_needed: args.bool_req(&["nextThoughtNeeded"])?,
+        thought_number: args.pos_opt(&["thoughtNumber"])?,
+        total_thoughts: args.pos_opt(&["totalThoughts"])?,
+        is_revision: args.bool_opt(&["isRevision"])?,
+        revises_thought: args.pos_opt(&["revisesThought"])?,
+        branch_from_thought: args.pos_opt(&["branchFromThought"])?,
+        branch_id,
+        needs_more_thoughts: args.bool_opt(&["needsMoreThoughts"])?,
+        include_guide: args.bool_opt(&["includeGuide"])?,
+    })
+}
+
+pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleServer>>) -> Result<Value> {
+    let input = thought_input(&args)?;
+    let verbose = args.bool_opt(&["verbose"])?.unwrap_or(false);
+    let want_critique = args.bool_opt(&["critique"])?.unwrap_or(false);
+    let include_guide = input.include_guide.unwrap_or(false);
+    let target = match gw.active_session() {
+        Some(id) => Target::Session(id),
+        None => Target::New(new_session_from(&args, &["sessionTitle"], &["sessionTags"])?),
+    };
+    let appended = match gw.blocking(move |s| s.append_thought(target, input)).await {
+        Ok(a) => a,
+        Err(e) => {
+            // The active session was deleted (perhaps by another process):
+            // forget it so the next thought starts a new one.
+            if e.code() == "SESSION_NOT_FOUND" {
+                gw.set_active_session(None);
+            }
+            return Err(e);
+        }
+    };
+    gw.wrote();
+    let mut thought = appended.thought;
+    let session_id = thought.session_id.clone();
+    gw.set_active_session(if appended.closed { None } else { Some(session_id.clone()) });
+
+    let mut critique_error = None;
+    if want_critique {
+        let outcome = match ctx {
+            Some(ctx) => super::critique::request_critique(gw, ctx, &thought).await,
+            None => Err(Error::SamplingNotSupported("no MCP client to ask".into())),
+        };
+        match outcome {
+            Ok(c) => {
+                let node = thought.node_id.clone();
+                let stored = c.clone();
+                gw.blocking(move |s| s.set_critique(&node, &stored)).await?;
+                gw.wrote();
+                thought.data.critique = Some(c);
+            }
+            Err(e) => critique_error = Some(e.payload()),
+        }
+    }
+
+    let mut out = json!({
+        "sessionId": session_id,
+        "thoughtNumber": thought.data.thought_number,
+        "nodeId": thought.node_id,
+    });
+    if verbose {
+        let sid = session_id.clone();
+        let branches = gw.blocking(move |s| s.branches(&sid)).await?;
+        out["totalThoughts"] = json!(thought.data.total_thoughts);
+        out["nextThoughtNeeded"] = json!(thought.data.next_thought_needed);
+        out["branches"] = json!(branches.iter().map(|b| b.id.clone()).collect::<Vec<_>>());
+        out["thoughtHistoryLength"] = json!(appended.session.thought_count);
+        out["autoNumbered"] = json!(appended.auto_numbered);
+        if let Some(c) = &thought.data.critique {
+            out["critique"] = json!(c);
+        }
+    }
+    if want_critique && thought.data.critique.is_none() {
+        out["critique"] = Value::Null;
+        out["critiqueError"] = critique_error.unwrap_or(Value::Null);
+    }
+    if appended.closed {
+        out["sessionClosed"] = json!(true);
+        out["closedSessionId"] = json!(session_id);
+    }
+    if include_guide {
+        out["guide"] = json!(content::PATTERNS_GUIDE);
+    }
+    Ok(out)
+}
+
+fn read_query(args: &Args) -> Result<(ThoughtQuery, Value)> {
+    let number = args.pos_opt(&["thoughtNumber"])?;
+    let last = args.pos_opt(&["last"])?;
+    let branch = args.str_opt(&["branchId"])?;
+    let range = match args.get("range") {
+        None => None,
+        Some(Value::Array(items)) if items.len() == 2 => {
+            let r = Args::new(serde_json::Map::from_iter([
+                ("start".to_string(), items[0].clone()),
+                ("end".to_string(), items[1].clone()),
+            ]));
+            Some((r.pos_opt(&["start"])?, r.pos_opt(&["end"])?))
+        }
+        Some(Value::Object(_)) => {
+            let r = args.object_opt(&["range"])?.unwrap_or_default();
+            Some((r.pos_opt(&["start"])?, r.pos_opt(&["end"])?))
+        }
+        Some(_) => {
+            return Err(Error::invalid("range", "range must be [start, end] or { \"start\": s, \"end\": e }"));
+        }
+    };
+    let modes = [number.is_some(), last.is_some(), range.is_some(), branch.is_some()];
+    if modes.iter().filter(|m| **m).count() > 1 {
+        return Err(Error::InvalidOperation {
+            message: "read_thoughts takes one of thoughtNumber, last, range or branchId, not several".into(),
+            details: Some(json!({ "modes": ["thoughtNumber", "last", "range", "branchId"] })),
+        });
+    }
+    Ok(if let Some(n) = number {
+        (ThoughtQuery::Number(n), json!({ "mode": "thoughtNumber", "thoughtNumber": n }))
+    } else if let Some(n) = last {
+        (ThoughtQuery::Last(n), json!({ "mode": "last", "last": n }))
+    } else if let Some((start, end)) = range {
+        let (Some(start), Some(end)) = (start, end) else {
+            return Err(Error::invalid("range", "range needs both start and end"));
+        };
+        if start > end {
+            return Err(Error::invalid("range", format!("range start {start} is after its end {end}")));
+        }
+        (ThoughtQuery::Range(start, end), json!({ "mode": "range", "range": { "start": start, "end": end } }))
+    } else if let Some(b) = branch {
+        domain::validate_branch_id("branchId", &b)?;
+        (ThoughtQuery::Branch(b.clone()), json!({ "mode": "branchId", "branchId": b }))
+    } else {
+        (ThoughtQuery::Last(5), json!({ "mode": "last", "last": 5, "default": true }))
+    })
+}
+
+pub async fn read_thoughts(gw: &Gateway, args: Args) -> Result<Value> {
+    let (query, echo) = read_query(&args)?;
+    let session_id = session_arg(gw, &args)?;
+    let sid = session_id.clone();
+    let thoughts = gw.blocking(move |s| s.read_thoughts(&sid, &query)).await?;
+    Ok(json!({
+        "sessionId": session_id,
+        "query": echo,
+        "count": thoughts.len(),
+        "thoughts": thoughts.iter().map(thought_json).collect::<Vec<_>>(),
+    }))
+}
+
+/// GetStructureResponse (seed 000) plus seed 003's non-colliding fields.
+pub(crate) fn structure_json(session_id: &str, shapes: &[Shape], branches: &[domain::Branch]) -> Value {
+    let main: Vec<u32> = shapes.iter().filter(|s| s.branch_id.is_none()).map(|s| s.number).collect();
+    let first = main.iter().min().copied();
+    let last = main.iter().max().copied();
+    let revisions: Vec<Value> = shapes
+        .iter()
+        .filter_map(|s| {
+            s.revises.map(|r| {
+                let mut v = json!({ "thoughtNumber": s.number, "revises": r });
+                if let Some(b) = &s.branch_id {
+                    v["branchId"] = json!(b);
+                }
+                v
+            })
+        })
+        .collect();
+    let branch_list: Vec<Value> = branches
+        .iter()
+        .map(|b| {
+            json!({
+                "id": b.id,
+                "fromThought": b.from_thought,
+                "count": b.count,
+                "range": { "first": b.first, "last": b.last },
+            })
+        })
+        .collect();
+    json!({
+        "sessionId": session_id,
+        "mainChain": { "count": main.len(), "range": { "first": first, "last": last },
+                       "length": main.len(), "head": first, "tail": last },
+        "branches": branch_list,
+        "revisions": revisions,
+        "summary": {
+            "totalThoughts": shapes.len(),
+            "totalBranches": branches.len(),
+            "totalRevisions": revisions.len(),
+        },
+        "totalThoughts": shapes.len(),
+        "branchCount": branches.len(),
+        "revisionCount": revisions.len(),
+    })
+}
+
+pub async fn get_structure(gw: &Gateway, args: Args) -> Result<Value> {
+    let session_id = session_arg(gw, &args)?;
+    let sid = session_id.clone();
+    let (shapes, branches) = gw
+        .blocking(move |s| {
+            let (_, shapes) = s.shapes(&sid)?;
+            Ok((shapes, s.branches(&sid)?))
+        })
+        .await?;
+    Ok(structure_json(&session_id, &shapes, &branches))
+}

@@ -1,0 +1,19 @@
+//! thoughtbox: a durable reasoning ledger for AI agents, served over MCP.
+//!
+//! Data flows one way: the MCP [`gateway`] parses `thoughtbox_gateway`
+//! calls, checks the connection's stage and calls the [`domain`] rules
+//! through the [`store`], which keeps the whole ledger in one SQLite file.
+//! [`export`] renders sessions as SessionExport JSON, Markdown or the compact
+//! cipher form.
+
+pub mod cli;
+pub mod config;
+pub mod content;
+pub mod domain;
+pub mod error;
+pub mod export;
+pub mod gateway;
+pub mod serve;
+pub mod store;
+
+pub use error::{Error, Result};

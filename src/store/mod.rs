@@ -1,0 +1,348 @@
+//! SQLite storage: opening the database (directory, file mode, pragmas,
+//! migrations serialised across processes), the connection pool, and one
+//! file per table family. Everything here is synchronous rusqlite; async
+//! callers run it on blocking threads.
+
+mod backup;
+mod search;
+mod sessions;
+mod thoughts;
+
+use std::fs::{DirBuilder, File, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use r2d2::{Pool, PooledConnection};
+use r2d2_sqlite::SqliteConnectionManager;
+use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior};
+
+use crate::domain::{self, Granularity};
+use crate::error::{Error, Result};
+
+pub use search::{SearchHit, SessionHits, ThoughtHit};
+pub use sessions::SessionPage;
+pub use thoughts::{Appended, Shape, Target, ThoughtQuery};
+
+mod embedded {
+    refinery::embed_migrations!("migrations");
+}
+
+/// How hard a commit is pushed to disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SyncMode {
+    /// WAL + synchronous=NORMAL: an acknowledged write survives the process
+    /// being killed; the last commits may be lost on power failure.
+    #[default]
+    Normal,
+    /// WAL + synchronous=FULL: every acknowledged write is flushed to disk.
+    Full,
+}
+
+impl SyncMode {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "normal" => Some(SyncMode::Normal),
+            "full" => Some(SyncMode::Full),
+            _ => None,
+        }
+    }
+}
+
+/// Options for [`Store::open`].
+#[derive(Debug, Clone, Default)]
+pub struct OpenOptionsStore {
+    pub sync: SyncMode,
+    /// Largest number of pooled connections.
+    pub pool_size: Option<u32>,
+}
+
+/// Installation-wide settings kept in the `config` table.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Config {
+    pub install_id: String,
+    pub data_dir: String,
+    pub disable_thought_logging: bool,
+    pub session_partition_granularity: String,
+    pub created_at: String,
+}
+
+/// The ledger database. Cheap to clone; all clones share one pool.
+#[derive(Clone)]
+pub struct Store {
+    pool: Pool<SqliteConnectionManager>,
+    path: PathBuf,
+    granularity: Granularity,
+}
+
+pub(crate) type Conn = PooledConnection<SqliteConnectionManager>;
+
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+fn configure(conn: &Connection, sync: SyncMode) -> rusqlite::Result<()> {
+    // busy_timeout first: switching to WAL can itself meet a lock.
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(
+        None,
+        "synchronous",
+        match sync {
+            SyncMode::Normal => "NORMAL",
+            SyncMode::Full => "FULL",
+        },
+    )?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    conn.set_prepared_statement_cache_capacity(64);
+    Ok(())
+}
+
+/// Create the database file (mode 0600) and its directory (0700) if missing.
+fn create_file(path: &Path) -> Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        let mut builder = DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder
+            .create(dir)
+            .map_err(|e| Error::io(format!("creating directory {}", dir.display()), e))?;
+    }
+    let mut opts = OpenOptions::new();
+    opts.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
+    match opts.open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(Error::io(format!("creating database {}", path.display()), e)),
+    }
+}
+
+/// Hold an exclusive lock on `<db>.lock` while migrating, so that several
+/// servers starting at once on a new file do not race to create tables.
+fn migration_lock(path: &Path) -> Result<File> {
+    let mut lock_path = path.as_os_str().to_owned();
+    lock_path.push(".lock");
+    let lock_path = PathBuf::from(lock_path);
+    let mut opts = OpenOptions::new();
+    opts.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
+    let file = opts
+        .open(&lock_path)
+        .map_err(|e| Error::io(format!("opening lock file {}", lock_path.display()), e))?;
+    file.lock()
+        .map_err(|e| Error::io(format!("locking {}", lock_path.display()), e))?;
+    Ok(file)
+}
+
+fn latest_known_version() -> i64 {
+    embedded::migrations::runner()
+        .get_migrations()
+        .iter()
+        .map(|m| i64::from(m.version()))
+        .max()
+        .unwrap_or(0)
+}
+
+fn migrate(conn: &mut Connection, path: &Path) -> Result<()> {
+    let has_history: bool = conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'refinery_schema_history')",
+        [],
+        |r| r.get(0),
+    )?;
+    let known = latest_known_version();
+    if has_history {
+        let found: Option<i64> =
+            conn.query_row("SELECT MAX(version) FROM refinery_schema_history", [], |r| r.get(0))?;
+        if let Some(found) = found.filter(|f| *f > known) {
+            return Err(Error::SchemaTooNew {
+                path: path.display().to_string(),
+                found,
+                known,
+            });
+        }
+    }
+    embedded::migrations::runner().run(conn)?;
+    Ok(())
+}
+
+fn ensure_config(conn: &Connection) -> Result<()> {
+    let now = domain::now();
+    let install_id = uuid::Uuid::new_v4().to_string();
+    let mut stmt = conn.prepare("INSERT OR IGNORE INTO config (key, value) VALUES (?1, ?2)")?;
+    for (k, v) in [
+        ("installId", install_id.as_str()),
+        ("createdAt", now.as_str()),
+        ("sessionPartitionGranularity", "monthly"),
+        ("disableThoughtLogging", "false"),
+    ] {
+        stmt.execute((k, v))?;
+    }
+    Ok(())
+}
+
+impl Store {
+    /// Open (creating if needed) the ledger at `path`.
+    pub fn open(path: impl AsRef<Path>, opts: OpenOptionsStore) -> Result<Store> {
+        let path = path.as_ref().to_path_buf();
+        create_file(&path)?;
+        {
+            let _lock = migration_lock(&path)?;
+            let mut conn = Connection::open(&path)?;
+            configure(&conn, opts.sync)?;
+            migrate(&mut conn, &path)?;
+            ensure_config(&conn)?;
+        }
+        let sync = opts.sync;
+        let manager = SqliteConnectionManager::file(&path)
+            .with_flags(OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI)
+            .with_init(move |c| configure(c, sync));
+        let pool = Pool::builder()
+            .max_size(opts.pool_size.unwrap_or(4))
+            .min_idle(Some(1))
+            .connection_timeout(Duration::from_secs(30))
+            .build(manager)?;
+        let store = Store {
+            pool,
+            path,
+            granularity: Granularity::Monthly,
+        };
+        let granularity = store
+            .config_value("sessionPartitionGranularity")?
+            .and_then(|g| Granularity::parse(&g))
+            .unwrap_or_default();
+        Ok(Store { granularity, ..store })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn granularity(&self) -> Granularity {
+        self.granularity
+    }
+
+    pub(crate) fn conn(&self) -> Result<Conn> {
+        Ok(self.pool.get()?)
+    }
+
+    /// Run `f` in a `BEGIN IMMEDIATE` transaction and commit it.
+    pub(crate) fn write<T>(&self, f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T>) -> Result<T> {
+        let mut conn = self.conn()?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let value = f(&tx)?;
+        tx.commit()?;
+        Ok(value)
+    }
+
+    /// Run `f` in a read transaction (one consistent snapshot).
+    pub(crate) fn read<T>(&self, f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T>) -> Result<T> {
+        let mut conn = self.conn()?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Deferred)?;
+        let value = f(&tx)?;
+        tx.finish()?;
+        Ok(value)
+    }
+
+    pub fn config_value(&self, key: &str) -> Result<Option<String>> {
+        let conn = self.conn()?;
+        Ok(conn
+            .query_row("SELECT value FROM config WHERE key = ?1", [key], |r| r.get(0))
+            .optional()?)
+    }
+
+    pub fn set_config_value(&self, key: &str, value: &str) -> Result<()> {
+        self.write(|tx| {
+            tx.execute(
+                "INSERT INTO config (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )?;
+            Ok(())
+        })
+    }
+
+    /// The Config model: settings from the `config` table plus the data directory.
+    pub fn config(&self) -> Result<Config> {
+        let get = |k: &str| -> Result<String> { Ok(self.config_value(k)?.unwrap_or_default()) };
+        Ok(Config {
+            install_id: get("installId")?,
+            data_dir: self
+                .path
+                .parent()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+            disable_thought_logging: get("disableThoughtLogging")? == "true",
+            session_partition_granularity: get("sessionPartitionGranularity")?,
+            created_at: get("createdAt")?,
+        })
+    }
+
+    /// The schema version recorded by the migrations.
+    pub fn schema_version(&self) -> Result<i64> {
+        let conn = self.conn()?;
+        Ok(conn.query_row("SELECT COALESCE(MAX(version), 0) FROM refinery_schema_history", [], |r| {
+            r.get(0)
+        })?)
+    }
+
+    /// Copy the WAL into the database file and truncate the WAL, so the
+    /// database file alone holds every committed write.
+    pub fn checkpoint(&self) -> Result<()> {
+        let conn = self.conn()?;
+        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod test_support {
+    use super::*;
+
+    pub fn temp_store() -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = Store::open(dir.path().join("t.db"), OpenOptionsStore::default()).expect("open store");
+        (dir, store)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_support::temp_store;
+    use super::*;
+
+    #[test]
+    fn opening_creates_private_file_and_config() {
+        let (dir, store) = temp_store();
+        let cfg = store.config().unwrap();
+        assert_eq!(cfg.session_partition_granularity, "monthly");
+        assert_eq!(cfg.install_id.len(), 36);
+        assert_eq!(store.schema_version().unwrap(), latest_known_version());
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(dir.path().join("t.db")).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        // Reopening keeps the install id.
+        let again = Store::open(dir.path().join("t.db"), OpenOptionsStore::default()).unwrap();
+        assert_eq!(again.config().unwrap().install_id, cfg.install_id);
+    }
+
+    #[test]
+    fn newer_schema_is_refused_and_untouched() {
+        let (dir, store) = temp_store();
+        let path = dir.path().join("t.db");
+        store
+            .conn()
+            .unwrap()
+            .execute(
+                "INSERT INTO refinery_schema_history (version, name, applied_on, checksum) VALUES (999, 'future', 'x', '0')",
+                [],
+            )
+            .unwrap();
+        drop(store);
+        let err = Store::open(&path, OpenOptionsStore::default()).err().unwrap();
+        assert!(matches!(err, Error::SchemaTooNew { found: 999, .. }), "{err}");
+    }
+}

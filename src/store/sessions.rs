@@ -1,0 +1,305 @@
+//! The `sessions` and `session_tags` tables.
+
+use rusqlite::{OptionalExtension, Row, ToSql, Transaction};
+
+use super::Store;
+use super::search::fts_query;
+use crate::domain::{self, Granularity, NewSession, Session, SessionFilter, SortBy, SortOrder};
+use crate::error::{Error, Result};
+
+pub(crate) const SESSION_COLUMNS: &str = "id, title, description, tags, thought_count, branch_count, created_at, updated_at, last_accessed_at, completed_at, domain";
+
+pub(crate) fn session_from_row(row: &Row<'_>, granularity: Granularity) -> rusqlite::Result<Session> {
+    let tags: String = row.get(3)?;
+    let created_at: String = row.get(6)?;
+    Ok(Session {
+        id: row.get(0)?,
+        title: row.get(1)?,
+        description: row.get(2)?,
+        tags: serde_json::from_str(&tags).unwrap_or_default(),
+        thought_count: row.get::<_, i64>(4)?.max(0) as u64,
+        branch_count: row.get::<_, i64>(5)?.max(0) as u64,
+        partition_path: domain::partition_path(granularity, &created_at),
+        created_at,
+        updated_at: row.get(7)?,
+        last_accessed_at: row.get(8)?,
+        completed_at: row.get(9)?,
+        domain: row.get(10)?,
+    })
+}
+
+/// One page of sessions (the answer to `session list`).
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionPage {
+    pub sessions: Vec<Session>,
+    pub count: usize,
+    pub total: u64,
+    pub has_more: bool,
+}
+
+impl Store {
+    /// Create a session and return it.
+    pub fn create_session(&self, new: NewSession) -> Result<Session> {
+        let granularity = self.granularity;
+        self.write(|tx| insert_session_tx(tx, &new, granularity))
+    }
+
+    /// A session by id, or `SESSION_NOT_FOUND`.
+    pub fn session(&self, id: &str) -> Result<Session> {
+        let granularity = self.granularity;
+        self.read(|tx| get_session_tx(tx, id, granularity))
+    }
+
+    /// Record that a session was opened (`load_context`, `resume`): bumps
+    /// `lastAccessedAt` only, never `updatedAt`.
+    pub fn touch_session(&self, id: &str) -> Result<Session> {
+        let granularity = self.granularity;
+        let now = domain::now();
+        self.write(|tx| {
+            let n = tx.execute("UPDATE sessions SET last_accessed_at = ?2 WHERE id = ?1", (id, &now))?;
+            if n == 0 {
+                return Err(Error::session_not_found(id));
+            }
+            get_session_tx(tx, id, granularity)
+        })
+    }
+
+    /// Delete a session and everything in it, in one transaction. Returns the
+    /// number of thoughts removed.
+    pub fn delete_session(&self, id: &str) -> Result<u64> {
+        self.write(|tx| {
+            let exists: bool = tx.query_row("SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?1)", [id], |r| r.get(0))?;
+            if !exists {
+                return Err(Error::session_not_found(id));
+            }
+            // Thoughts already in the full-text index must be removed from it
+            // with their original text (external-content FTS5).
+            tx.execute(
+                "INSERT INTO thoughts_fts (thoughts_fts, rowid, thought)
+                 SELECT 'delete', id, thought FROM thoughts
+                 WHERE session_id = ?1 AND id <= (SELECT indexed_through FROM thoughts_fts_state WHERE id = 1)",
+                [id],
+            )?;
+            let removed = tx.execute("DELETE FROM thoughts WHERE session_id = ?1", [id])?;
+            tx.execute("DELETE FROM branches WHERE session_id = ?1", [id])?;
+            tx.execute("DELETE FROM session_tags WHERE session_id = ?1", [id])?;
+            tx.execute("DELETE FROM sessions WHERE id = ?1", [id])?;
+            Ok(removed as u64)
+        })
+    }
+
+    /// Sessions matching a SessionFilter, newest first by default.
+    pub fn list_sessions(&self, filter: &SessionFilter) -> Result<SessionPage> {
+        let mut clauses: Vec<String> = Vec::new();
+        let mut params: Vec<Box<dyn ToSql>> = Vec::new();
+        if !filter.tags.is_empty() {
+            let mut tags = filter.tags.clone();
+            tags.sort();
+            tags.dedup();
+            let marks = vec!["?"; tags.len()].join(", ");
+            clauses.push(format!(
+                "s.id IN (SELECT session_id FROM session_tags WHERE tag IN ({marks}) GROUP BY session_id HAVING count(*) = {})",
+                tags.len()
+            ));
+            for t in tags {
+                params.push(Box::new(t));
+            }
+        }
+        if let Some(search) = filter.search.as_deref() {
+            match fts_query(search) {
+                Some(q) => {
+                    clauses.push("s.seq IN (SELECT rowid FROM sessions_fts WHERE sessions_fts MATCH ?)".into());
+                    params.push(Box::new(q));
+                }
+                // Nothing searchable in the text (only punctuation): nothing matches.
+                None => clauses.push("0".into()),
+            }
+        }
+        let where_sql = if clauses.is_empty() {
+            String::new()
+        } else {
+            format!("WHERE {}", clauses.join(" AND "))
+        };
+        let dir = match filter.sort_order {
+            SortOrder::Asc => "ASC",
+            SortOrder::Desc => "DESC",
+        };
+        let order = match filter.sort_by {
+            SortBy::CreatedAt => format!("s.created_at {dir}, s.seq {dir}"),
+            SortBy::UpdatedAt => format!("s.updated_at {dir}, s.seq {dir}"),
+            SortBy::Title => format!("s.title COLLATE NOCASE {dir}, s.seq {dir}"),
+        };
+        let granularity = self.granularity;
+        let limit = filter.limit;
+        let offset = filter.offset;
+        self.read(|tx| {
+            let refs: Vec<&dyn ToSql> = params.iter().map(|p| p.as_ref()).collect();
+            let cols = SESSION_COLUMNS
+                .split(", ")
+                .map(|c| format!("s.{c}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let sql = format!("SELECT {cols} FROM sessions AS s {where_sql} ORDER BY {order} LIMIT {limit} OFFSET {offset}");
+            let mut stmt = tx.prepare_cached(&sql)?;
+            let sessions = stmt
+                .query_map(refs.as_slice(), |r| session_from_row(r, granularity))?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            let total: i64 = tx
+                .prepare_cached(&format!("SELECT count(*) FROM sessions AS s {where_sql}"))?
+                .query_row(refs.as_slice(), |r| r.get(0))?;
+            let total = total.max(0) as u64;
+            Ok(SessionPage {
+                count: sessions.len(),
+                has_more: u64::from(offset) + (sessions.len() as u64) < total,
+                sessions,
+                total,
+            })
+        })
+    }
+
+    /// Mark a session completed (a main-chain thought said nextThoughtNeeded: false).
+    pub fn complete_session(&self, id: &str) -> Result<()> {
+        let now = domain::now();
+        self.write(|tx| {
+            tx.execute("UPDATE sessions SET completed_at = ?2 WHERE id = ?1", (id, &now))?;
+            Ok(())
+        })
+    }
+
+    /// Number of sessions and thoughts in the ledger.
+    pub fn counts(&self) -> Result<(u64, u64)> {
+        self.read(|tx| {
+            let s: i64 = tx.query_row("SELECT count(*) FROM sessions", [], |r| r.get(0))?;
+            let t: i64 = tx.query_row("SELECT count(*) FROM thoughts", [], |r| r.get(0))?;
+            Ok((s.max(0) as u64, t.max(0) as u64))
+        })
+    }
+}
+
+/// Validate and insert a new session inside a write transaction.
+pub(crate) fn insert_session_tx(tx: &Transaction<'_>, new: &NewSession, granularity: Granularity) -> Result<Session> {
+    let title = new.title.trim().to_string();
+    if title.is_empty() {
+        return Err(Error::invalid("sessionTitle", "a session title must be non-empty"));
+    }
+    if title.chars().count() > domain::MAX_TITLE_CHARS {
+        return Err(Error::invalid(
+            "sessionTitle",
+            format!("a session title is at most {} characters", domain::MAX_TITLE_CHARS),
+        ));
+    }
+    let mut tags: Vec<String> = Vec::new();
+    for t in &new.tags {
+        let t = t.trim().to_string();
+        if t.is_empty() {
+            return Err(Error::invalid("tags", "tags must be non-empty strings"));
+        }
+        if !tags.contains(&t) {
+            tags.push(t);
+        }
+    }
+    let id = uuid::Uuid::new_v4().to_string();
+    let now = domain::now();
+    let tags_json = serde_json::to_string(&tags).map_err(|e| Error::Internal(e.to_string()))?;
+    tx.prepare_cached(
+        "INSERT INTO sessions (id, title, description, tags, domain, created_at, updated_at, last_accessed_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?6)",
+    )?
+    .execute((&id, &title, &new.description, &tags_json, &new.domain, &now))?;
+    let mut stmt = tx.prepare_cached("INSERT INTO session_tags (session_id, tag) VALUES (?1, ?2)")?;
+    for t in &tags {
+        stmt.execute((&id, t))?;
+    }
+    get_session_tx(tx, &id, granularity)
+}
+
+pub(crate) fn get_session_tx(tx: &Transaction<'_>, id: &str, granularity: Granularity) -> Result<Session> {
+    tx.prepare_cached(&format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?1"))?
+        .query_row([id], |r| session_from_row(r, granularity))
+        .optional()?
+        .ok_or_else(|| Error::session_not_found(id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::test_support::temp_store;
+
+    fn new(title: &str, tags: &[&str]) -> NewSession {
+        NewSession {
+            title: title.into(),
+            tags: tags.iter().map(|t| t.to_string()).collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn tags_filter_with_and_semantics() {
+        let (_d, store) = temp_store();
+        store.create_session(new("one", &["project:a", "task:x"])).unwrap();
+        store.create_session(new("two", &["project:a"])).unwrap();
+        store.create_session(new("three", &["task:x"])).unwrap();
+        let f = SessionFilter {
+            tags: vec!["project:a".into(), "task:x".into()],
+            ..Default::default()
+        };
+        let page = store.list_sessions(&f).unwrap();
+        assert_eq!(page.total, 1);
+        assert_eq!(page.sessions[0].title, "one");
+    }
+
+    #[test]
+    fn paging_and_sorting() {
+        let (_d, store) = temp_store();
+        for t in ["b", "a", "c"] {
+            store.create_session(new(t, &[])).unwrap();
+        }
+        let f = SessionFilter {
+            sort_by: SortBy::Title,
+            sort_order: SortOrder::Asc,
+            limit: 2,
+            ..Default::default()
+        };
+        let page = store.list_sessions(&f).unwrap();
+        assert_eq!(page.sessions.iter().map(|s| s.title.as_str()).collect::<Vec<_>>(), ["a", "b"]);
+        assert!(page.has_more);
+        assert_eq!(page.total, 3);
+        let page = store.list_sessions(&SessionFilter { offset: 2, ..f }).unwrap();
+        assert_eq!(page.sessions[0].title, "c");
+        assert!(!page.has_more);
+    }
+
+    #[test]
+    fn search_matches_title_words_and_tolerates_fts_syntax() {
+        let (_d, store) = temp_store();
+        store.create_session(new("Debug authentication flow", &["auth"])).unwrap();
+        for q in ["\"", "*", "NEAR(", ")", "a OR", "authentication*"] {
+            store
+                .list_sessions(&SessionFilter { search: Some(q.into()), ..Default::default() })
+                .unwrap();
+        }
+        let page = store
+            .list_sessions(&SessionFilter { search: Some("AUTHENTICATION".into()), ..Default::default() })
+            .unwrap();
+        assert_eq!(page.total, 1);
+    }
+
+    #[test]
+    fn delete_removes_everything() {
+        let (_d, store) = temp_store();
+        let s = store.create_session(new("gone", &["x"])).unwrap();
+        store.delete_session(&s.id).unwrap();
+        assert_eq!(store.session(&s.id).unwrap_err().code(), "SESSION_NOT_FOUND");
+        assert_eq!(store.delete_session(&s.id).unwrap_err().code(), "SESSION_NOT_FOUND");
+    }
+
+    #[test]
+    fn bad_titles_are_rejected() {
+        let (_d, store) = temp_store();
+        assert!(store.create_session(new("  ", &[])).is_err());
+        assert!(store.create_session(new(&"x".repeat(201), &[])).is_err());
+        assert!(store.create_session(new("ok", &[""])).is_err());
+        assert_eq!(store.counts().unwrap().0, 0);
+    }
+}

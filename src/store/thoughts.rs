@@ -1,0 +1,440 @@
+//! The `thoughts` and `branches` tables: appending and reading thoughts.
+//!
+//! Appending costs a handful of indexed point lookups and one insert,
+//! whatever the size of the session: the chain's highest number and last
+//! node come from indexes, and the session's counters are updated in place.
+
+use rusqlite::{OptionalExtension, Row, Transaction, params};
+use serde_json::json;
+
+use super::Store;
+use super::sessions::{get_session_tx, insert_session_tx};
+use crate::domain::{
+    self, Branch, ChainFacts, Critique, NewSession, PlannedThought, Session, Thought, ThoughtData, ThoughtInput, plan_thought,
+};
+use crate::error::{Error, Result};
+
+const THOUGHT_COLUMNS: &str = "id, session_id, node_id, branch_id, thought_number, total_thoughts, thought, next_thought_needed, is_revision, revises_thought, branch_from_thought, needs_more_thoughts, include_guide, prev_node, revises_node, branch_origin, critique, created_at";
+
+fn thought_from_row(row: &Row<'_>) -> rusqlite::Result<Thought> {
+    let critique: Option<String> = row.get(16)?;
+    Ok(Thought {
+        seq: row.get(0)?,
+        session_id: row.get(1)?,
+        node_id: row.get(2)?,
+        prev_node: row.get(13)?,
+        revises_node: row.get(14)?,
+        branch_origin: row.get(15)?,
+        data: ThoughtData {
+            thought: row.get(6)?,
+            thought_number: row.get(4)?,
+            total_thoughts: row.get(5)?,
+            next_thought_needed: row.get(7)?,
+            is_revision: row.get(8)?,
+            revises_thought: row.get(9)?,
+            branch_from_thought: row.get(10)?,
+            branch_id: row.get(3)?,
+            needs_more_thoughts: row.get(11)?,
+            include_guide: row.get(12)?,
+            timestamp: row.get(17)?,
+            critique: critique.and_then(|c| serde_json::from_str(&c).ok()),
+        },
+    })
+}
+
+/// Which thoughts `read_thoughts` returns.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ThoughtQuery {
+    /// One main-chain thought.
+    Number(u32),
+    /// The last N main-chain thoughts by number.
+    Last(u32),
+    /// Main-chain thoughts with numbers in `[start, end]`.
+    Range(u32, u32),
+    /// Every thought of a branch.
+    Branch(String),
+}
+
+/// A thought without its text, for structure queries.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shape {
+    pub number: u32,
+    pub branch_id: Option<String>,
+    pub revises: Option<u32>,
+}
+
+/// Which session a thought goes to.
+#[derive(Debug, Clone)]
+pub enum Target {
+    Session(String),
+    /// Create this session in the same transaction (no session was active).
+    New(NewSession),
+}
+
+/// What appending a thought produced.
+#[derive(Debug, Clone)]
+pub struct Appended {
+    pub thought: Thought,
+    pub session: Session,
+    pub new_branch: bool,
+    pub auto_numbered: bool,
+    /// A main-chain thought with nextThoughtNeeded: false completed the session.
+    pub closed: bool,
+}
+
+/// [`ChainFacts`] answered from inside the write transaction.
+struct TxFacts<'a, 'c> {
+    tx: &'a Transaction<'c>,
+    session_id: &'a str,
+}
+
+impl ChainFacts for TxFacts<'_, '_> {
+    fn max_number(&mut self, branch: Option<&str>) -> Result<Option<u32>> {
+        Ok(self
+            .tx
+            .prepare_cached("SELECT MAX(thought_number) FROM thoughts WHERE session_id = ?1 AND branch_id IS ?2")?
+            .query_row(params![self.session_id, branch], |r| r.get(0))?)
+    }
+
+    fn last_node(&mut self, branch: Option<&str>) -> Result<Option<String>> {
+        Ok(self
+            .tx
+            .prepare_cached(
+                "SELECT node_id FROM thoughts WHERE session_id = ?1 AND branch_id IS ?2 ORDER BY id DESC LIMIT 1",
+            )?
+            .query_row(params![self.session_id, branch], |r| r.get(0))
+            .optional()?)
+    }
+
+    fn has_thought(&mut self, branch: Option<&str>, number: u32) -> Result<bool> {
+        let id = domain::node_id(self.session_id, branch, number);
+        Ok(self
+            .tx
+            .prepare_cached("SELECT EXISTS (SELECT 1 FROM thoughts WHERE node_id = ?1)")?
+            .query_row([id], |r| r.get(0))?)
+    }
+
+    fn branch_from(&mut self, branch: &str) -> Result<Option<u32>> {
+        Ok(self
+            .tx
+            .prepare_cached("SELECT from_thought FROM branches WHERE session_id = ?1 AND branch_id = ?2")?
+            .query_row((self.session_id, branch), |r| r.get(0))
+            .optional()?)
+    }
+}
+
+fn insert_planned(tx: &Transaction<'_>, session_id: &str, p: &PlannedThought) -> Result<i64> {
+    let d = &p.data;
+    let critique = d
+        .critique
+        .as_ref()
+        .map(|c| serde_json::to_string(c).map_err(|e| Error::Internal(e.to_string())))
+        .transpose()?;
+    tx.prepare_cached(
+        "INSERT INTO thoughts (session_id, node_id, branch_id, thought_number, total_thoughts, thought,
+             next_thought_needed, is_revision, revises_thought, branch_from_thought, needs_more_thoughts,
+             include_guide, prev_node, revises_node, branch_origin, critique, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+    )?
+    .execute(params![
+        session_id,
+        p.node_id,
+        d.branch_id,
+        d.thought_number,
+        d.total_thoughts,
+        d.thought,
+        d.next_thought_needed,
+        d.is_revision,
+        d.revises_thought,
+        d.branch_from_thought,
+        d.needs_more_thoughts,
+        d.include_guide,
+        p.prev_node,
+        p.revises_node,
+        p.branch_origin,
+        critique,
+        d.timestamp,
+    ])?;
+    Ok(tx.last_insert_rowid())
+}
+
+impl Store {
+    /// Append a thought to a session: number it, link it, store it, and
+    /// update the session, all in one `BEGIN IMMEDIATE` transaction.
+    pub fn append_thought(&self, target: Target, input: ThoughtInput) -> Result<Appended> {
+        let granularity = self.granularity();
+        let now = domain::now();
+        self.write(|tx| {
+            let session_id = match &target {
+                Target::Session(id) => {
+                    let exists: bool = tx
+                        .prepare_cached("SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?1)")?
+                        .query_row([id], |r| r.get(0))?;
+                    if !exists {
+                        return Err(Error::session_not_found(id.as_str()));
+                    }
+                    id.clone()
+                }
+                Target::New(new) => insert_session_tx(tx, new, granularity)?.id,
+            };
+            let session_id = session_id.as_str();
+            let mut facts = TxFacts { tx, session_id };
+            let planned = plan_thought(session_id, input, &mut facts, now.clone())?;
+            let seq = insert_planned(tx, session_id, &planned)?;
+            if planned.new_branch {
+                let (Some(branch), Some(from), Some(origin)) = (
+                    planned.data.branch_id.as_deref(),
+                    planned.data.branch_from_thought,
+                    planned.branch_origin.as_deref(),
+                ) else {
+                    return Err(Error::Internal("a new branch without its fork point".into()));
+                };
+                tx.prepare_cached(
+                    "INSERT INTO branches (session_id, branch_id, from_thought, origin_node, created_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5)",
+                )?
+                .execute(params![session_id, branch, from, origin, now])?;
+            }
+            let closed = planned.data.branch_id.is_none() && !planned.data.next_thought_needed;
+            tx.prepare_cached(
+                "UPDATE sessions SET thought_count = thought_count + 1, branch_count = branch_count + ?2,
+                     updated_at = ?3, completed_at = CASE WHEN ?4 THEN ?3 ELSE NULL END
+                 WHERE id = ?1",
+            )?
+            .execute(params![session_id, i64::from(planned.new_branch), now, closed])?;
+            let session = get_session_tx(tx, session_id, granularity)?;
+            Ok(Appended {
+                new_branch: planned.new_branch,
+                auto_numbered: planned.auto_numbered,
+                closed,
+                session,
+                thought: Thought {
+                    seq,
+                    session_id: session_id.to_string(),
+                    node_id: planned.node_id,
+                    prev_node: planned.prev_node,
+                    revises_node: planned.revises_node,
+                    branch_origin: planned.branch_origin,
+                    data: planned.data,
+                },
+            })
+        })
+    }
+
+    /// Store the critique of a thought (set once; the thought itself is never rewritten).
+    pub fn set_critique(&self, node_id: &str, critique: &Critique) -> Result<()> {
+        let json = serde_json::to_string(critique).map_err(|e| Error::Internal(e.to_string()))?;
+        self.write(|tx| {
+            tx.execute(
+                "UPDATE thoughts SET critique = ?2 WHERE node_id = ?1 AND critique IS NULL",
+                (node_id, json),
+            )?;
+            Ok(())
+        })
+    }
+
+    /// Thoughts selected by `query`. `SESSION_NOT_FOUND` for an unknown
+    /// session, `THOUGHT_NOT_FOUND` for a missing thought or branch.
+    pub fn read_thoughts(&self, session_id: &str, query: &ThoughtQuery) -> Result<Vec<Thought>> {
+        self.read(|tx| {
+            let exists: bool = tx
+                .prepare_cached("SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?1)")?
+                .query_row([session_id], |r| r.get(0))?;
+            if !exists {
+                return Err(Error::session_not_found(session_id));
+            }
+            let main = format!("SELECT {THOUGHT_COLUMNS} FROM thoughts WHERE session_id = ?1 AND branch_id IS NULL");
+            let rows = match query {
+                ThoughtQuery::Number(n) => tx
+                    .prepare_cached(&format!("{main} AND thought_number = ?2"))?
+                    .query_map(params![session_id, n], thought_from_row)?
+                    .collect::<rusqlite::Result<Vec<_>>>()?,
+                ThoughtQuery::Last(n) => {
+                    let mut v = tx
+                        .prepare_cached(&format!("{main} ORDER BY thought_number DESC LIMIT ?2"))?
+                        .query_map(params![session_id, n], thought_from_row)?
+                        .collect::<rusqlite::Result<Vec<_>>>()?;
+                    v.reverse();
+                    v
+                }
+                ThoughtQuery::Range(a, b) => tx
+                    .prepare_cached(&format!(
+                        "{main} AND thought_number BETWEEN ?2 AND ?3 ORDER BY thought_number"
+                    ))?
+                    .query_map(params![session_id, a, b], thought_from_row)?
+                    .collect::<rusqlite::Result<Vec<_>>>()?,
+                ThoughtQuery::Branch(b) => tx
+                    .prepare_cached(&format!(
+                        "SELECT {THOUGHT_COLUMNS} FROM thoughts WHERE session_id = ?1 AND branch_id = ?2 ORDER BY thought_number"
+                    ))?
+                    .query_map(params![session_id, b], thought_from_row)?
+                    .collect::<rusqlite::Result<Vec<_>>>()?,
+            };
+            match query {
+                ThoughtQuery::Number(n) if rows.is_empty() => Err(Error::ThoughtNotFound {
+                    message: format!("thought {n} not found on the main chain of session {session_id}"),
+                    details: json!({ "sessionId": session_id, "thoughtNumber": n, "branchId": null }),
+                }),
+                ThoughtQuery::Branch(b) if rows.is_empty() => Err(Error::ThoughtNotFound {
+                    message: format!("session {session_id} has no branch '{b}'"),
+                    details: json!({ "sessionId": session_id, "branchId": b }),
+                }),
+                _ => Ok(rows),
+            }
+        })
+    }
+
+    /// Every thought of a session: the main chain by number, then each branch by number.
+    pub fn session_thoughts(&self, session_id: &str) -> Result<(Session, Vec<Thought>)> {
+        let granularity = self.granularity();
+        self.read(|tx| {
+            let session = get_session_tx(tx, session_id, granularity)?;
+            let thoughts = tx
+                .prepare_cached(&format!(
+                    "SELECT {THOUGHT_COLUMNS} FROM thoughts WHERE session_id = ?1
+                     ORDER BY branch_id IS NOT NULL, branch_id, thought_number"
+                ))?
+                .query_map([session_id], thought_from_row)?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok((session, thoughts))
+        })
+    }
+
+    /// The branches of a session, in creation order, with their sizes.
+    pub fn branches(&self, session_id: &str) -> Result<Vec<Branch>> {
+        self.read(|tx| {
+            let rows = tx
+                .prepare_cached(
+                    "SELECT b.branch_id, b.from_thought, b.origin_node, b.created_at,
+                            count(t.id), min(t.thought_number), max(t.thought_number)
+                     FROM branches AS b
+                     LEFT JOIN thoughts AS t ON t.session_id = b.session_id AND t.branch_id = b.branch_id
+                     WHERE b.session_id = ?1
+                     GROUP BY b.branch_id
+                     ORDER BY b.created_at, b.branch_id",
+                )?
+                .query_map([session_id], |r| {
+                    Ok(Branch {
+                        id: r.get(0)?,
+                        from_thought: r.get(1)?,
+                        origin_node: r.get(2)?,
+                        created_at: r.get(3)?,
+                        count: r.get::<_, i64>(4)?.max(0) as u64,
+                        first: r.get(5)?,
+                        last: r.get(6)?,
+                    })
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok(rows)
+        })
+    }
+
+    /// The shape of a session without thought text: number, chain and revision target of every thought.
+    pub fn shapes(&self, session_id: &str) -> Result<(Session, Vec<Shape>)> {
+        let granularity = self.granularity();
+        self.read(|tx| {
+            let session = get_session_tx(tx, session_id, granularity)?;
+            let shapes = tx
+                .prepare_cached(
+                    "SELECT thought_number, branch_id, revises_thought FROM thoughts WHERE session_id = ?1 ORDER BY id",
+                )?
+                .query_map([session_id], |r| {
+                    Ok(Shape { number: r.get(0)?, branch_id: r.get(1)?, revises: r.get(2)? })
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok((session, shapes))
+        })
+    }
+
+    /// Node ids whose `prev` is `node_id`, in creation order.
+    pub fn next_nodes(&self, node_id: &str) -> Result<Vec<String>> {
+        self.read(|tx| {
+            Ok(tx
+                .prepare_cached("SELECT node_id FROM thoughts WHERE prev_node = ?1 ORDER BY id")?
+                .query_map([node_id], |r| r.get(0))?
+                .collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::NewSession;
+    use crate::store::test_support::temp_store;
+
+    fn t(text: &str) -> ThoughtInput {
+        ThoughtInput {
+            thought: text.into(),
+            next_thought_needed: true,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn append_links_and_counts() {
+        let (_d, store) = temp_store();
+        let s = store
+            .create_session(NewSession { title: "s".into(), ..Default::default() })
+            .unwrap();
+        let a = store.append_thought(Target::Session(s.id.clone()), t("one")).unwrap();
+        assert_eq!(a.thought.data.thought_number, 1);
+        let b = store.append_thought(Target::Session(s.id.clone()), t("two")).unwrap();
+        assert_eq!(b.thought.prev_node.as_deref(), Some(a.thought.node_id.as_str()));
+        let br = store
+            .append_thought(
+                Target::Session(s.id.clone()),
+                ThoughtInput { branch_id: Some("alt".into()), branch_from_thought: Some(1), ..t("alt") },
+            )
+            .unwrap();
+        assert!(br.new_branch);
+        assert_eq!(br.session.thought_count, 3);
+        assert_eq!(br.session.branch_count, 1);
+        assert_eq!(
+            store.next_nodes(&a.thought.node_id).unwrap(),
+            vec![b.thought.node_id.clone(), br.thought.node_id.clone()]
+        );
+        let branches = store.branches(&s.id).unwrap();
+        assert_eq!(branches[0].id, "alt");
+        assert_eq!(branches[0].count, 1);
+        let closing = store
+            .append_thought(Target::Session(s.id.clone()), ThoughtInput { next_thought_needed: false, ..t("done") })
+            .unwrap();
+        assert!(closing.closed);
+        assert!(closing.session.completed_at.is_some());
+    }
+
+    #[test]
+    fn failed_appends_change_nothing() {
+        let (_d, store) = temp_store();
+        let s = store
+            .create_session(NewSession { title: "s".into(), ..Default::default() })
+            .unwrap();
+        store.append_thought(Target::Session(s.id.clone()), t("one")).unwrap();
+        let before = store.session(&s.id).unwrap();
+        assert!(store.append_thought(Target::Session(s.id.clone()), ThoughtInput { thought_number: Some(1), ..t("dup") }).is_err());
+        assert!(store.append_thought(Target::Session(s.id.clone()), ThoughtInput { revises_thought: Some(5), ..t("r") }).is_err());
+        assert_eq!(store.append_thought(Target::Session("nope".into()), t("x")).unwrap_err().code(), "SESSION_NOT_FOUND");
+        assert_eq!(store.session(&s.id).unwrap(), before);
+    }
+
+    #[test]
+    fn reads() {
+        let (_d, store) = temp_store();
+        let s = store
+            .create_session(NewSession { title: "s".into(), ..Default::default() })
+            .unwrap();
+        for i in 0..8 {
+            store.append_thought(Target::Session(s.id.clone()), t(&format!("t{i}"))).unwrap();
+        }
+        let last = store.read_thoughts(&s.id, &ThoughtQuery::Last(3)).unwrap();
+        assert_eq!(last.iter().map(|t| t.data.thought_number).collect::<Vec<_>>(), [6, 7, 8]);
+        let range = store.read_thoughts(&s.id, &ThoughtQuery::Range(2, 4)).unwrap();
+        assert_eq!(range.len(), 3);
+        assert_eq!(store.read_thoughts(&s.id, &ThoughtQuery::Number(9)).unwrap_err().code(), "THOUGHT_NOT_FOUND");
+        assert_eq!(
+            store.read_thoughts(&s.id, &ThoughtQuery::Branch("x".into())).unwrap_err().code(),
+            "THOUGHT_NOT_FOUND"
+        );
+    }
+}
