@@ -12,7 +12,11 @@ use crate::serve::{self, ServeOptions};
 use crate::store::{OpenOptionsStore, Store, SyncMode};
 
 #[derive(Debug, Parser)]
-#[command(name = "thoughtbox", version, about = "A durable reasoning ledger for AI agents: an MCP server on SQLite")]
+#[command(
+    name = "thoughtbox",
+    version,
+    about = "A durable reasoning ledger for AI agents: an MCP server on SQLite"
+)]
 pub struct Cli {
     #[command(flatten)]
     pub db: DbArgs,

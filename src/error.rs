@@ -50,11 +50,7 @@ pub enum Error {
     #[error(
         "the database {path} was written by a newer thoughtbox (schema version {found}, this binary knows up to {known}); upgrade thoughtbox to open it"
     )]
-    SchemaTooNew {
-        path: String,
-        found: i64,
-        known: i64,
-    },
+    SchemaTooNew { path: String, found: i64, known: i64 },
 
     #[error("{context}: {source}")]
     Io {

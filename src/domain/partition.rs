@@ -53,15 +53,27 @@ mod tests {
 
     #[test]
     fn iso_week_uses_the_week_year() {
-        assert_eq!(partition_path(Granularity::Weekly, "2024-12-30T10:00:00Z").as_deref(), Some("2025-W01"));
-        assert_eq!(partition_path(Granularity::Weekly, "2021-01-03T10:00:00Z").as_deref(), Some("2020-W53"));
+        assert_eq!(
+            partition_path(Granularity::Weekly, "2024-12-30T10:00:00Z").as_deref(),
+            Some("2025-W01")
+        );
+        assert_eq!(
+            partition_path(Granularity::Weekly, "2021-01-03T10:00:00Z").as_deref(),
+            Some("2020-W53")
+        );
     }
 
     #[test]
     fn partitions_use_utc() {
         // 23:30 at -05:00 is already the next day and month in UTC.
-        assert_eq!(partition_path(Granularity::Monthly, "2025-01-31T23:30:00-05:00").as_deref(), Some("2025-02"));
-        assert_eq!(partition_path(Granularity::Daily, "2025-01-31T23:30:00-05:00").as_deref(), Some("2025-02-01"));
+        assert_eq!(
+            partition_path(Granularity::Monthly, "2025-01-31T23:30:00-05:00").as_deref(),
+            Some("2025-02")
+        );
+        assert_eq!(
+            partition_path(Granularity::Daily, "2025-01-31T23:30:00-05:00").as_deref(),
+            Some("2025-02-01")
+        );
         assert_eq!(partition_path(Granularity::None, "2025-01-31T23:30:00Z"), None);
     }
 }

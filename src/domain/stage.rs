@@ -23,7 +23,16 @@ impl Stage {
         }
     }
 
-    /// What to call to reach `self` from a lower stage.
+    /// The stage after this one.
+    pub fn next(self) -> Stage {
+        match self {
+            Stage::Entry => Stage::InitComplete,
+            Stage::InitComplete => Stage::CipherLoaded,
+            Stage::CipherLoaded | Stage::DomainActive => Stage::DomainActive,
+        }
+    }
+
+    /// What to call to reach `self` from the stage below it.
     pub fn how_to_reach(self) -> &'static str {
         match self {
             Stage::Entry => "No action needed.",

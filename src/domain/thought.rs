@@ -67,7 +67,9 @@ pub fn node_id(session_id: &str, branch: Option<&str>, number: u32) -> String {
 pub fn validate_branch_id(field: &str, id: &str) -> Result<()> {
     let ok = !id.is_empty()
         && id.len() <= 64
-        && id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
     if ok {
         Ok(())
     } else {
@@ -98,7 +100,10 @@ pub fn plan_thought(
     if input.thought.len() > MAX_THOUGHT_BYTES {
         return Err(Error::invalid_with(
             "thought",
-            format!("thought text is {} bytes; the limit is {MAX_THOUGHT_BYTES} bytes (1 MiB)", input.thought.len()),
+            format!(
+                "thought text is {} bytes; the limit is {MAX_THOUGHT_BYTES} bytes (1 MiB)",
+                input.thought.len()
+            ),
             json!({ "maxBytes": MAX_THOUGHT_BYTES }),
         ));
     }
@@ -126,7 +131,9 @@ pub fn plan_thought(
                 {
                     return Err(Error::invalid_with(
                         "branchFromThought",
-                        format!("branch '{b}' already forks from thought {existing}; a branch is one chain from one fork point (use a new branchId to fork from thought {given})"),
+                        format!(
+                            "branch '{b}' already forks from thought {existing}; a branch is one chain from one fork point (use a new branchId to fork from thought {given})"
+                        ),
                         json!({ "branchFromThought": existing }),
                     ));
                 }
@@ -136,7 +143,9 @@ pub fn plan_thought(
                 let Some(from) = input.branch_from_thought else {
                     return Err(Error::invalid(
                         "branchFromThought",
-                        format!("the first thought of branch '{b}' needs branchFromThought: the main-chain thought it forks from"),
+                        format!(
+                            "the first thought of branch '{b}' needs branchFromThought: the main-chain thought it forks from"
+                        ),
                     ));
                 };
                 if !facts.has_thought(None, from)? {
@@ -179,7 +188,10 @@ pub fn plan_thought(
         None => (next_free(), true),
     };
     if number > MAX_THOUGHT_NUMBER {
-        return Err(Error::invalid("thoughtNumber", format!("thought numbers stop at {MAX_THOUGHT_NUMBER}")));
+        return Err(Error::invalid(
+            "thoughtNumber",
+            format!("thought numbers stop at {MAX_THOUGHT_NUMBER}"),
+        ));
     }
 
     // Revision target: an existing thought on the same chain, not this one.
@@ -202,7 +214,10 @@ pub fn plan_thought(
     let revises_node = match input.revises_thought {
         None => None,
         Some(r) if r == number => {
-            return Err(Error::invalid("revisesThought", format!("thought {number} cannot revise itself")));
+            return Err(Error::invalid(
+                "revisesThought",
+                format!("thought {number} cannot revise itself"),
+            ));
         }
         Some(r) => {
             if !facts.has_thought(branch, r)? {
@@ -369,10 +384,24 @@ pub(crate) mod tests {
         assert!(r.data.is_revision);
         assert_eq!(r.revises_node.as_deref(), Some("s:1"));
         for bad in [
-            ThoughtInput { revises_thought: Some(9), ..text("x") },
-            ThoughtInput { is_revision: Some(true), ..text("x") },
-            ThoughtInput { thought_number: Some(7), revises_thought: Some(7), ..text("x") },
-            ThoughtInput { is_revision: Some(false), revises_thought: Some(1), ..text("x") },
+            ThoughtInput {
+                revises_thought: Some(9),
+                ..text("x")
+            },
+            ThoughtInput {
+                is_revision: Some(true),
+                ..text("x")
+            },
+            ThoughtInput {
+                thought_number: Some(7),
+                revises_thought: Some(7),
+                ..text("x")
+            },
+            ThoughtInput {
+                is_revision: Some(false),
+                revises_thought: Some(1),
+                ..text("x")
+            },
         ] {
             assert_eq!(l.add(bad).unwrap_err().code(), "INVALID_PAYLOAD");
         }
@@ -384,19 +413,45 @@ pub(crate) mod tests {
         let mut l = FakeChains::default();
         l.add(text("a")).unwrap();
         let cases = [
-            ThoughtInput { branch_id: Some("x".into()), ..text("no fork point") },
-            ThoughtInput { branch_id: Some("x".into()), branch_from_thought: Some(5), ..text("missing fork") },
-            ThoughtInput { branch_from_thought: Some(1), ..text("no branch id") },
-            ThoughtInput { branch_id: Some("../../x".into()), branch_from_thought: Some(1), ..text("bad id") },
-            ThoughtInput { branch_id: Some("UPPER".into()), branch_from_thought: Some(1), ..text("bad id") },
+            ThoughtInput {
+                branch_id: Some("x".into()),
+                ..text("no fork point")
+            },
+            ThoughtInput {
+                branch_id: Some("x".into()),
+                branch_from_thought: Some(5),
+                ..text("missing fork")
+            },
+            ThoughtInput {
+                branch_from_thought: Some(1),
+                ..text("no branch id")
+            },
+            ThoughtInput {
+                branch_id: Some("../../x".into()),
+                branch_from_thought: Some(1),
+                ..text("bad id")
+            },
+            ThoughtInput {
+                branch_id: Some("UPPER".into()),
+                branch_from_thought: Some(1),
+                ..text("bad id")
+            },
         ];
         for bad in cases {
             assert_eq!(l.add(bad).unwrap_err().code(), "INVALID_PAYLOAD");
         }
-        l.add(ThoughtInput { branch_id: Some("x".into()), branch_from_thought: Some(1), ..text("ok") })
-            .unwrap();
+        l.add(ThoughtInput {
+            branch_id: Some("x".into()),
+            branch_from_thought: Some(1),
+            ..text("ok")
+        })
+        .unwrap();
         let err = l
-            .add(ThoughtInput { branch_id: Some("x".into()), branch_from_thought: Some(2), ..text("other fork") })
+            .add(ThoughtInput {
+                branch_id: Some("x".into()),
+                branch_from_thought: Some(2),
+                ..text("other fork")
+            })
             .unwrap_err();
         assert_eq!(err.details().unwrap()["field"], "branchFromThought");
     }

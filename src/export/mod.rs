@@ -136,7 +136,11 @@ pub fn markdown(session: &Session, thoughts: &[Thought], include_metadata: bool)
         ));
         s.push_str(&format!(
             "- **Status:** {}\n",
-            if session.completed_at.is_some() { "completed" } else { "active" }
+            if session.completed_at.is_some() {
+                "completed"
+            } else {
+                "active"
+            }
         ));
         if let Some(d) = session.description.as_deref().filter(|d| !d.is_empty()) {
             s.push_str(&format!("\n> {}\n", d.replace('\n', "\n> ")));
@@ -161,7 +165,11 @@ pub fn markdown(session: &Session, thoughts: &[Thought], include_metadata: bool)
             s.push_str(d.thought.trim_end());
             s.push_str("\n\n");
             if let Some(c) = &d.critique {
-                s.push_str(&format!("> **Critique** ({}): {}\n\n", c.model, c.text.replace('\n', "\n> ")));
+                s.push_str(&format!(
+                    "> **Critique** ({}): {}\n\n",
+                    c.model,
+                    c.text.replace('\n', "\n> ")
+                ));
             }
         }
     }
@@ -239,8 +247,18 @@ pub fn cipher(session: &Session, thoughts: &[Thought]) -> String {
             if let Some(r) = d.revises_thought {
                 refs.push(format!("r@{r}"));
             }
-            let refs = if refs.is_empty() { String::new() } else { format!("({})", refs.join(",")) };
-            s.push_str(&format!("{}{}{} {}\n", d.thought_number, step_type(d), refs, squash(&d.thought, 200)));
+            let refs = if refs.is_empty() {
+                String::new()
+            } else {
+                format!("({})", refs.join(","))
+            };
+            s.push_str(&format!(
+                "{}{}{} {}\n",
+                d.thought_number,
+                step_type(d),
+                refs,
+                squash(&d.thought, 200)
+            ));
         }
     }
     s

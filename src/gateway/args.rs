@@ -106,7 +106,10 @@ impl Args {
             Some((k, v)) => {
                 let i = Self::int_of(k, v)?;
                 if i < min || i > max {
-                    return Err(Error::invalid(k, format!("{k} must be between {min} and {max}, got {i}")));
+                    return Err(Error::invalid(
+                        k,
+                        format!("{k} must be between {min} and {max}, got {i}"),
+                    ));
                 }
                 Ok(Some(i))
             }
@@ -129,7 +132,10 @@ impl Args {
                 "false" => Ok(Some(false)),
                 _ => Err(Error::invalid(k, format!("{k} must be true or false, got {s:?}"))),
             },
-            Some((k, v)) => Err(Error::invalid(k, format!("{k} must be true or false, got {}", type_name(v)))),
+            Some((k, v)) => Err(Error::invalid(
+                k,
+                format!("{k} must be true or false, got {}", type_name(v)),
+            )),
         }
     }
 
@@ -147,11 +153,17 @@ impl Args {
                 .iter()
                 .map(|i| match i {
                     Value::String(s) => Ok(s.clone()),
-                    other => Err(Error::invalid(k, format!("{k} must hold strings, found {}", type_name(other)))),
+                    other => Err(Error::invalid(
+                        k,
+                        format!("{k} must hold strings, found {}", type_name(other)),
+                    )),
                 })
                 .collect::<Result<Vec<_>>>()
                 .map(Some),
-            Some((k, v)) => Err(Error::invalid(k, format!("{k} must be a list of strings, got {}", type_name(v)))),
+            Some((k, v)) => Err(Error::invalid(
+                k,
+                format!("{k} must be a list of strings, got {}", type_name(v)),
+            )),
         }
     }
 
@@ -159,7 +171,10 @@ impl Args {
         match self.pick(keys) {
             None => Ok(None),
             Some((_, Value::Object(m))) => Ok(Some(Args(m.clone()))),
-            Some((k, v)) => Err(Error::invalid(k, format!("{k} must be an object, got {}", type_name(v)))),
+            Some((k, v)) => Err(Error::invalid(
+                k,
+                format!("{k} must be an object, got {}", type_name(v)),
+            )),
         }
     }
 
@@ -181,10 +196,7 @@ impl Args {
     /// or `operation`; its parameters are `args` itself plus, overriding them,
     /// a nested `args` object.
     pub fn sub_operation(mut self) -> Result<(Option<String>, Args)> {
-        let name = match self.str_opt(&["subOperation", "operation"])? {
-            Some(n) => Some(n),
-            None => None,
-        };
+        let name = self.str_opt(&["subOperation", "operation"])?;
         self.remove("subOperation");
         self.remove("operation");
         let nested = self.remove("args");
@@ -196,7 +208,10 @@ impl Args {
                 }
             }
             Some(other) => {
-                return Err(Error::invalid("args", format!("args must be an object, got {}", type_name(&other))));
+                return Err(Error::invalid(
+                    "args",
+                    format!("args must be an object, got {}", type_name(&other)),
+                ));
             }
         }
         Ok((name, self))
@@ -252,7 +267,10 @@ mod tests {
     #[test]
     fn non_object_args_are_rejected() {
         for v in [json!(3), json!("x"), json!([1])] {
-            assert_eq!(Args::from_value("args", Some(&v)).unwrap_err().code(), "INVALID_PAYLOAD");
+            assert_eq!(
+                Args::from_value("args", Some(&v)).unwrap_err().code(),
+                "INVALID_PAYLOAD"
+            );
         }
     }
 }

@@ -75,7 +75,9 @@ pub(crate) async fn request_critique(gw: &Gateway, ctx: &RequestContext<RoleServ
         .collect::<Vec<_>>()
         .join("\n");
     if text.trim().is_empty() {
-        return Err(Error::SamplingNotSupported("the client answered the sampling request without text".into()));
+        return Err(Error::SamplingNotSupported(
+            "the client answered the sampling request without text".into(),
+        ));
     }
     Ok(Critique {
         text,
@@ -83,4 +85,3 @@ pub(crate) async fn request_critique(gw: &Gateway, ctx: &RequestContext<RoleServ
         timestamp: domain::now(),
     })
 }
-

@@ -12,8 +12,8 @@ mod session_ops;
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -32,19 +32,58 @@ pub const TOOL_NAME: &str = "thoughtbox_gateway";
 
 /// Every operation, the stage it needs, and what it does.
 pub const OPERATIONS: &[(&str, Stage, &str)] = &[
-    ("get_state", Stage::Entry, "Where this connection stands: stage, active session, what to call next."),
-    ("start_new", Stage::Entry, "Create a session and make it active. args: sessionTitle?, description?, tags?, domain?, newWork?{project,task,aspect}."),
-    ("load_context", Stage::Entry, "Resume a session: args: sessionId. Answers the session, its last 5 thoughts and restorationInfo."),
-    ("list_sessions", Stage::Entry, "List sessions. args: project?, task?, aspect?, tags?, search?, limit?, offset?, sortBy?, sortOrder?."),
-    ("cipher", Stage::InitComplete, "Get the compact notation guide; unlocks thought, read_thoughts, get_structure."),
-    ("session", Stage::InitComplete, "Session management. args: subOperation = list | get | search | resume | export | delete, plus its parameters."),
-    ("thought", Stage::CipherLoaded, "Record a thought. args: thought, nextThoughtNeeded, thoughtNumber?, totalThoughts?, isRevision?, revisesThought?, branchFromThought?, branchId?, needsMoreThoughts?, verbose?, includeGuide?, critique?, sessionTitle?, sessionTags?."),
-    ("read_thoughts", Stage::CipherLoaded, "Read thoughts back. args: one of thoughtNumber | last | range [start, end] | branchId (default: last 5 main-chain thoughts); sessionId?."),
-    ("get_structure", Stage::CipherLoaded, "The shape of a session without text: main chain, branches, revisions. args: sessionId?."),
+    (
+        "get_state",
+        Stage::Entry,
+        "Where this connection stands: stage, active session, what to call next.",
+    ),
+    (
+        "start_new",
+        Stage::Entry,
+        "Create a session and make it active. args: sessionTitle?, description?, tags?, domain?, newWork?{project,task,aspect}.",
+    ),
+    (
+        "load_context",
+        Stage::Entry,
+        "Resume a session: args: sessionId. Answers the session, its last 5 thoughts and restorationInfo.",
+    ),
+    (
+        "list_sessions",
+        Stage::Entry,
+        "List sessions. args: project?, task?, aspect?, tags?, search?, limit?, offset?, sortBy?, sortOrder?.",
+    ),
+    (
+        "cipher",
+        Stage::InitComplete,
+        "Get the compact notation guide; unlocks thought, read_thoughts, get_structure.",
+    ),
+    (
+        "session",
+        Stage::InitComplete,
+        "Session management. args: subOperation = list | get | search | resume | export | delete, plus its parameters.",
+    ),
+    (
+        "thought",
+        Stage::CipherLoaded,
+        "Record a thought. args: thought, nextThoughtNeeded, thoughtNumber?, totalThoughts?, isRevision?, revisesThought?, branchFromThought?, branchId?, needsMoreThoughts?, verbose?, includeGuide?, critique?, sessionTitle?, sessionTags?.",
+    ),
+    (
+        "read_thoughts",
+        Stage::CipherLoaded,
+        "Read thoughts back. args: one of thoughtNumber | last | range [start, end] | branchId (default: last 5 main-chain thoughts); sessionId?.",
+    ),
+    (
+        "get_structure",
+        Stage::CipherLoaded,
+        "The shape of a session without text: main chain, branches, revisions. args: sessionId?.",
+    ),
 ];
 
 fn required_stage(operation: &str) -> Option<Stage> {
-    OPERATIONS.iter().find(|(name, _, _)| *name == operation).map(|(_, s, _)| *s)
+    OPERATIONS
+        .iter()
+        .find(|(name, _, _)| *name == operation)
+        .map(|(_, s, _)| *s)
 }
 
 /// One MCP connection's state.
@@ -171,19 +210,26 @@ impl Gateway {
                 operation: operation.to_string(),
                 current: current.number(),
                 required: required.number(),
-                suggestion: required.how_to_reach().to_string(),
+                suggestion: current.next().how_to_reach().to_string(),
             });
         }
         Ok(())
     }
 
     /// Parse, gate and run one gateway call.
-    pub async fn call(&self, arguments: Option<Map<String, Value>>, ctx: Option<&RequestContext<RoleServer>>) -> Result<Value> {
+    pub async fn call(
+        &self,
+        arguments: Option<Map<String, Value>>,
+        ctx: Option<&RequestContext<RoleServer>>,
+    ) -> Result<Value> {
         let mut arguments = Args::new(arguments.unwrap_or_default());
         let operation = match arguments.get("operation") {
             Some(Value::String(s)) => s.clone(),
             Some(other) => {
-                return Err(Error::invalid("operation", format!("operation must be a string, got {other}")));
+                return Err(Error::invalid(
+                    "operation",
+                    format!("operation must be a string, got {other}"),
+                ));
             }
             None => return Err(Error::invalid("operation", "operation is required")),
         };

@@ -35,7 +35,9 @@ pub async fn get_state(gw: &Gateway) -> Result<Value> {
     let stage = gw.stage();
     let active = match gw.active_session() {
         Some(id) => match gw.blocking(move |s| s.session(&id)).await {
-            Ok(s) => json!({ "id": s.id, "title": s.title, "thoughtCount": s.thought_count, "branchCount": s.branch_count }),
+            Ok(s) => {
+                json!({ "id": s.id, "title": s.title, "thoughtCount": s.thought_count, "branchCount": s.branch_count })
+            }
             Err(e) if e.code() == "SESSION_NOT_FOUND" => {
                 gw.set_active_session(None);
                 Value::Null
@@ -52,7 +54,9 @@ pub async fn get_state(gw: &Gateway) -> Result<Value> {
     let next = match stage {
         Stage::Entry => "Call start_new to begin a session, or list_sessions then load_context to resume one.",
         Stage::InitComplete => "Call cipher to load the notation guide and unlock thought.",
-        _ if active.is_null() => "Call thought: a new session is created for it, or start_new / load_context to choose one.",
+        _ if active.is_null() => {
+            "Call thought: a new session is created for it, or start_new / load_context to choose one."
+        }
         _ => "Call thought to record the next step.",
     };
     Ok(json!({
@@ -199,7 +203,12 @@ fn thought_input(args: &Args) -> Result<ThoughtInput> {
     let thought = match args.get("thought") {
         Some(Value::String(s)) => s.clone(),
         Some(_) => return Err(Error::invalid("thought", "thought must be a string")),
-        None => return Err(Error::invalid("thought", "thought is required: the text of this reasoning step")),
+        None => {
+            return Err(Error::invalid(
+                "thought",
+                "thought is required: the text of this reasoning step",
+            ));
+        }
     };
     let branch_id = args.str_opt(&["branchId"])?;
     Ok(ThoughtInput {
@@ -239,7 +248,11 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
     gw.wrote();
     let mut thought = appended.thought;
     let session_id = thought.session_id.clone();
-    gw.set_active_session(if appended.closed { None } else { Some(session_id.clone()) });
+    gw.set_active_session(if appended.closed {
+        None
+    } else {
+        Some(session_id.clone())
+    });
 
     let mut critique_error = None;
     if want_critique {
@@ -308,7 +321,10 @@ fn read_query(args: &Args) -> Result<(ThoughtQuery, Value)> {
             Some((r.pos_opt(&["start"])?, r.pos_opt(&["end"])?))
         }
         Some(_) => {
-            return Err(Error::invalid("range", "range must be [start, end] or { \"start\": s, \"end\": e }"));
+            return Err(Error::invalid(
+                "range",
+                "range must be [start, end] or { \"start\": s, \"end\": e }",
+            ));
         }
     };
     let modes = [number.is_some(), last.is_some(), range.is_some(), branch.is_some()];
@@ -319,7 +335,10 @@ fn read_query(args: &Args) -> Result<(ThoughtQuery, Value)> {
         });
     }
     Ok(if let Some(n) = number {
-        (ThoughtQuery::Number(n), json!({ "mode": "thoughtNumber", "thoughtNumber": n }))
+        (
+            ThoughtQuery::Number(n),
+            json!({ "mode": "thoughtNumber", "thoughtNumber": n }),
+        )
     } else if let Some(n) = last {
         (ThoughtQuery::Last(n), json!({ "mode": "last", "last": n }))
     } else if let Some((start, end)) = range {
@@ -327,14 +346,26 @@ fn read_query(args: &Args) -> Result<(ThoughtQuery, Value)> {
             return Err(Error::invalid("range", "range needs both start and end"));
         };
         if start > end {
-            return Err(Error::invalid("range", format!("range start {start} is after its end {end}")));
+            return Err(Error::invalid(
+                "range",
+                format!("range start {start} is after its end {end}"),
+            ));
         }
-        (ThoughtQuery::Range(start, end), json!({ "mode": "range", "range": { "start": start, "end": end } }))
+        (
+            ThoughtQuery::Range(start, end),
+            json!({ "mode": "range", "range": { "start": start, "end": end } }),
+        )
     } else if let Some(b) = branch {
         domain::validate_branch_id("branchId", &b)?;
-        (ThoughtQuery::Branch(b.clone()), json!({ "mode": "branchId", "branchId": b }))
+        (
+            ThoughtQuery::Branch(b.clone()),
+            json!({ "mode": "branchId", "branchId": b }),
+        )
     } else {
-        (ThoughtQuery::Last(5), json!({ "mode": "last", "last": 5, "default": true }))
+        (
+            ThoughtQuery::Last(5),
+            json!({ "mode": "last", "last": 5, "default": true }),
+        )
     })
 }
 
@@ -353,7 +384,11 @@ pub async fn read_thoughts(gw: &Gateway, args: Args) -> Result<Value> {
 
 /// GetStructureResponse (seed 000) plus seed 003's non-colliding fields.
 pub(crate) fn structure_json(session_id: &str, shapes: &[Shape], branches: &[domain::Branch]) -> Value {
-    let main: Vec<u32> = shapes.iter().filter(|s| s.branch_id.is_none()).map(|s| s.number).collect();
+    let main: Vec<u32> = shapes
+        .iter()
+        .filter(|s| s.branch_id.is_none())
+        .map(|s| s.number)
+        .collect();
     let first = main.iter().min().copied();
     let last = main.iter().max().copied();
     let revisions: Vec<Value> = shapes

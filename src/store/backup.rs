@@ -17,7 +17,10 @@ impl Store {
     /// `thoughtbox-backup-<UTC time>.db` inside it. Returns the path written.
     pub fn backup_to(&self, dest: &Path) -> Result<PathBuf> {
         let dest = if dest.is_dir() {
-            dest.join(format!("thoughtbox-backup-{}.db", chrono::Utc::now().format("%Y%m%dT%H%M%SZ")))
+            dest.join(format!(
+                "thoughtbox-backup-{}.db",
+                chrono::Utc::now().format("%Y%m%dT%H%M%SZ")
+            ))
         } else {
             dest.to_path_buf()
         };
@@ -72,7 +75,10 @@ mod tests {
     fn backup_is_a_complete_standalone_copy() {
         let (dir, store) = temp_store();
         store
-            .create_session(NewSession { title: "kept".into(), ..Default::default() })
+            .create_session(NewSession {
+                title: "kept".into(),
+                ..Default::default()
+            })
             .unwrap();
         let dest = dir.path().join("copy.db");
         store.backup_to(&dest).unwrap();

@@ -196,7 +196,9 @@ impl Store {
         }
         let sync = opts.sync;
         let manager = SqliteConnectionManager::file(&path)
-            .with_flags(OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI)
+            .with_flags(
+                OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI,
+            )
             .with_init(move |c| configure(c, sync));
         let pool = Pool::builder()
             .max_size(opts.pool_size.unwrap_or(4))
@@ -267,11 +269,7 @@ impl Store {
         let get = |k: &str| -> Result<String> { Ok(self.config_value(k)?.unwrap_or_default()) };
         Ok(Config {
             install_id: get("installId")?,
-            data_dir: self
-                .path
-                .parent()
-                .map(|p| p.display().to_string())
-                .unwrap_or_default(),
+            data_dir: self.path.parent().map(|p| p.display().to_string()).unwrap_or_default(),
             disable_thought_logging: get("disableThoughtLogging")? == "true",
             session_partition_granularity: get("sessionPartitionGranularity")?,
             created_at: get("createdAt")?,
@@ -281,9 +279,11 @@ impl Store {
     /// The schema version recorded by the migrations.
     pub fn schema_version(&self) -> Result<i64> {
         let conn = self.conn()?;
-        Ok(conn.query_row("SELECT COALESCE(MAX(version), 0) FROM refinery_schema_history", [], |r| {
-            r.get(0)
-        })?)
+        Ok(conn.query_row(
+            "SELECT COALESCE(MAX(version), 0) FROM refinery_schema_history",
+            [],
+            |r| r.get(0),
+        )?)
     }
 
     /// Copy the WAL into the database file and truncate the WAL, so the

@@ -106,7 +106,9 @@ impl Store {
 
     /// Thoughts matching all words of `text`, best first.
     pub fn search_thoughts(&self, text: &str, limit: u32, session_id: Option<&str>) -> Result<Vec<ThoughtHit>> {
-        let Some(q) = fts_query(text) else { return Ok(Vec::new()) };
+        let Some(q) = fts_query(text) else {
+            return Ok(Vec::new());
+        };
         self.index_all_pending()?;
         self.read(|tx| {
             // The rowid of the CANDIDATES-th newest match bounds the ranked set.
@@ -167,7 +169,9 @@ impl Store {
 
     /// Sessions whose title, description or tags match all words of `text`, best first.
     pub fn search_session_fields(&self, text: &str, limit: u32) -> Result<Vec<(Session, f64)>> {
-        let Some(q) = fts_query(text) else { return Ok(Vec::new()) };
+        let Some(q) = fts_query(text) else {
+            return Ok(Vec::new());
+        };
         let granularity = self.granularity();
         self.read(|tx| {
             let cols = SESSION_COLUMNS
@@ -198,7 +202,12 @@ impl Store {
             order.push(session.id.clone());
             by_session.insert(
                 session.id.clone(),
-                SessionHits { session, matched_session: true, matches: Vec::new(), score },
+                SessionHits {
+                    session,
+                    matched_session: true,
+                    matches: Vec::new(),
+                    score,
+                },
             );
         }
         for hit in thought_hits {
@@ -215,7 +224,12 @@ impl Store {
             order.push(session.id.clone());
             by_session.insert(
                 session.id.clone(),
-                SessionHits { session, matched_session: false, score: hit.score, matches: vec![hit] },
+                SessionHits {
+                    session,
+                    matched_session: false,
+                    score: hit.score,
+                    matches: vec![hit],
+                },
             );
         }
         let mut out: Vec<SessionHits> = order.into_iter().filter_map(|id| by_session.remove(&id)).collect();
@@ -242,11 +256,21 @@ mod tests {
     fn search_sees_unindexed_thoughts_and_deletes() {
         let (_d, store) = temp_store();
         let s = store
-            .create_session(NewSession { title: "Cache design".into(), ..Default::default() })
+            .create_session(NewSession {
+                title: "Cache design".into(),
+                ..Default::default()
+            })
             .unwrap();
         for text in ["redis would work", "memcached is simpler", "redis cluster costs"] {
             store
-                .append_thought(crate::store::Target::Session(s.id.clone()), ThoughtInput { thought: text.into(), next_thought_needed: true, ..Default::default() })
+                .append_thought(
+                    crate::store::Target::Session(s.id.clone()),
+                    ThoughtInput {
+                        thought: text.into(),
+                        next_thought_needed: true,
+                        ..Default::default()
+                    },
+                )
                 .unwrap();
         }
         let hits = store.search_thoughts("redis", 10, None).unwrap();
@@ -262,6 +286,7 @@ mod tests {
         assert!(store.search_thoughts("redis", 10, None).unwrap().is_empty());
         // The index stays consistent after deleting indexed rows.
         let conn = store.conn().unwrap();
-        conn.execute("INSERT INTO thoughts_fts (thoughts_fts) VALUES ('integrity-check')", []).unwrap();
+        conn.execute("INSERT INTO thoughts_fts (thoughts_fts) VALUES ('integrity-check')", [])
+            .unwrap();
     }
 }

@@ -69,7 +69,9 @@ impl Store {
     /// number of thoughts removed.
     pub fn delete_session(&self, id: &str) -> Result<u64> {
         self.write(|tx| {
-            let exists: bool = tx.query_row("SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?1)", [id], |r| r.get(0))?;
+            let exists: bool = tx.query_row("SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?1)", [id], |r| {
+                r.get(0)
+            })?;
             if !exists {
                 return Err(Error::session_not_found(id));
             }
@@ -140,7 +142,8 @@ impl Store {
                 .map(|c| format!("s.{c}"))
                 .collect::<Vec<_>>()
                 .join(", ");
-            let sql = format!("SELECT {cols} FROM sessions AS s {where_sql} ORDER BY {order} LIMIT {limit} OFFSET {offset}");
+            let sql =
+                format!("SELECT {cols} FROM sessions AS s {where_sql} ORDER BY {order} LIMIT {limit} OFFSET {offset}");
             let mut stmt = tx.prepare_cached(&sql)?;
             let sessions = stmt
                 .query_map(refs.as_slice(), |r| session_from_row(r, granularity))?
@@ -262,7 +265,10 @@ mod tests {
             ..Default::default()
         };
         let page = store.list_sessions(&f).unwrap();
-        assert_eq!(page.sessions.iter().map(|s| s.title.as_str()).collect::<Vec<_>>(), ["a", "b"]);
+        assert_eq!(
+            page.sessions.iter().map(|s| s.title.as_str()).collect::<Vec<_>>(),
+            ["a", "b"]
+        );
         assert!(page.has_more);
         assert_eq!(page.total, 3);
         let page = store.list_sessions(&SessionFilter { offset: 2, ..f }).unwrap();
@@ -273,14 +279,22 @@ mod tests {
     #[test]
     fn search_matches_title_words_and_tolerates_fts_syntax() {
         let (_d, store) = temp_store();
-        store.create_session(new("Debug authentication flow", &["auth"])).unwrap();
+        store
+            .create_session(new("Debug authentication flow", &["auth"]))
+            .unwrap();
         for q in ["\"", "*", "NEAR(", ")", "a OR", "authentication*"] {
             store
-                .list_sessions(&SessionFilter { search: Some(q.into()), ..Default::default() })
+                .list_sessions(&SessionFilter {
+                    search: Some(q.into()),
+                    ..Default::default()
+                })
                 .unwrap();
         }
         let page = store
-            .list_sessions(&SessionFilter { search: Some("AUTHENTICATION".into()), ..Default::default() })
+            .list_sessions(&SessionFilter {
+                search: Some("AUTHENTICATION".into()),
+                ..Default::default()
+            })
             .unwrap();
         assert_eq!(page.total, 1);
     }

@@ -10,7 +10,8 @@ use serde_json::json;
 use super::Store;
 use super::sessions::{get_session_tx, insert_session_tx};
 use crate::domain::{
-    self, Branch, ChainFacts, Critique, NewSession, PlannedThought, Session, Thought, ThoughtData, ThoughtInput, plan_thought,
+    self, Branch, ChainFacts, Critique, NewSession, PlannedThought, Session, Thought, ThoughtData, ThoughtInput,
+    plan_thought,
 };
 use crate::error::{Error, Result};
 
@@ -339,7 +340,11 @@ impl Store {
                     "SELECT thought_number, branch_id, revises_thought FROM thoughts WHERE session_id = ?1 ORDER BY id",
                 )?
                 .query_map([session_id], |r| {
-                    Ok(Shape { number: r.get(0)?, branch_id: r.get(1)?, revises: r.get(2)? })
+                    Ok(Shape {
+                        number: r.get(0)?,
+                        branch_id: r.get(1)?,
+                        revises: r.get(2)?,
+                    })
                 })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             Ok((session, shapes))
@@ -375,7 +380,10 @@ mod tests {
     fn append_links_and_counts() {
         let (_d, store) = temp_store();
         let s = store
-            .create_session(NewSession { title: "s".into(), ..Default::default() })
+            .create_session(NewSession {
+                title: "s".into(),
+                ..Default::default()
+            })
             .unwrap();
         let a = store.append_thought(Target::Session(s.id.clone()), t("one")).unwrap();
         assert_eq!(a.thought.data.thought_number, 1);
@@ -384,7 +392,11 @@ mod tests {
         let br = store
             .append_thought(
                 Target::Session(s.id.clone()),
-                ThoughtInput { branch_id: Some("alt".into()), branch_from_thought: Some(1), ..t("alt") },
+                ThoughtInput {
+                    branch_id: Some("alt".into()),
+                    branch_from_thought: Some(1),
+                    ..t("alt")
+                },
             )
             .unwrap();
         assert!(br.new_branch);
@@ -398,7 +410,13 @@ mod tests {
         assert_eq!(branches[0].id, "alt");
         assert_eq!(branches[0].count, 1);
         let closing = store
-            .append_thought(Target::Session(s.id.clone()), ThoughtInput { next_thought_needed: false, ..t("done") })
+            .append_thought(
+                Target::Session(s.id.clone()),
+                ThoughtInput {
+                    next_thought_needed: false,
+                    ..t("done")
+                },
+            )
             .unwrap();
         assert!(closing.closed);
         assert!(closing.session.completed_at.is_some());
@@ -408,13 +426,42 @@ mod tests {
     fn failed_appends_change_nothing() {
         let (_d, store) = temp_store();
         let s = store
-            .create_session(NewSession { title: "s".into(), ..Default::default() })
+            .create_session(NewSession {
+                title: "s".into(),
+                ..Default::default()
+            })
             .unwrap();
         store.append_thought(Target::Session(s.id.clone()), t("one")).unwrap();
         let before = store.session(&s.id).unwrap();
-        assert!(store.append_thought(Target::Session(s.id.clone()), ThoughtInput { thought_number: Some(1), ..t("dup") }).is_err());
-        assert!(store.append_thought(Target::Session(s.id.clone()), ThoughtInput { revises_thought: Some(5), ..t("r") }).is_err());
-        assert_eq!(store.append_thought(Target::Session("nope".into()), t("x")).unwrap_err().code(), "SESSION_NOT_FOUND");
+        assert!(
+            store
+                .append_thought(
+                    Target::Session(s.id.clone()),
+                    ThoughtInput {
+                        thought_number: Some(1),
+                        ..t("dup")
+                    }
+                )
+                .is_err()
+        );
+        assert!(
+            store
+                .append_thought(
+                    Target::Session(s.id.clone()),
+                    ThoughtInput {
+                        revises_thought: Some(5),
+                        ..t("r")
+                    }
+                )
+                .is_err()
+        );
+        assert_eq!(
+            store
+                .append_thought(Target::Session("nope".into()), t("x"))
+                .unwrap_err()
+                .code(),
+            "SESSION_NOT_FOUND"
+        );
         assert_eq!(store.session(&s.id).unwrap(), before);
     }
 
@@ -422,18 +469,32 @@ mod tests {
     fn reads() {
         let (_d, store) = temp_store();
         let s = store
-            .create_session(NewSession { title: "s".into(), ..Default::default() })
+            .create_session(NewSession {
+                title: "s".into(),
+                ..Default::default()
+            })
             .unwrap();
         for i in 0..8 {
-            store.append_thought(Target::Session(s.id.clone()), t(&format!("t{i}"))).unwrap();
+            store
+                .append_thought(Target::Session(s.id.clone()), t(&format!("t{i}")))
+                .unwrap();
         }
         let last = store.read_thoughts(&s.id, &ThoughtQuery::Last(3)).unwrap();
-        assert_eq!(last.iter().map(|t| t.data.thought_number).collect::<Vec<_>>(), [6, 7, 8]);
+        assert_eq!(
+            last.iter().map(|t| t.data.thought_number).collect::<Vec<_>>(),
+            [6, 7, 8]
+        );
         let range = store.read_thoughts(&s.id, &ThoughtQuery::Range(2, 4)).unwrap();
         assert_eq!(range.len(), 3);
-        assert_eq!(store.read_thoughts(&s.id, &ThoughtQuery::Number(9)).unwrap_err().code(), "THOUGHT_NOT_FOUND");
         assert_eq!(
-            store.read_thoughts(&s.id, &ThoughtQuery::Branch("x".into())).unwrap_err().code(),
+            store.read_thoughts(&s.id, &ThoughtQuery::Number(9)).unwrap_err().code(),
+            "THOUGHT_NOT_FOUND"
+        );
+        assert_eq!(
+            store
+                .read_thoughts(&s.id, &ThoughtQuery::Branch("x".into()))
+                .unwrap_err()
+                .code(),
             "THOUGHT_NOT_FOUND"
         );
     }

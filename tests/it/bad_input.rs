@@ -1,0 +1,455 @@
+//! Every operation answers bad input with an ErrorPayload carrying the
+//! seed's code (and the field, for INVALID_PAYLOAD), writes nothing, and the
+//! server keeps serving.
+
+use serde_json::{Map, Value, json};
+
+use crate::common::*;
+
+/// (operation, args, expected code, expected details.field)
+fn cases(sid: &str) -> Vec<(&'static str, Value, &'static str, Option<&'static str>)> {
+    let big = "x".repeat((1 << 20) + 1);
+    vec![
+        // Gateway shape.
+        ("nope", json!({}), "INVALID_OPERATION", None),
+        ("thought", json!(3), "INVALID_PAYLOAD", Some("args")),
+        ("thought", json!("text"), "INVALID_PAYLOAD", Some("args")),
+        ("thought", json!([1, 2]), "INVALID_PAYLOAD", Some("args")),
+        // thought: types and ranges.
+        (
+            "thought",
+            json!({ "nextThoughtNeeded": true }),
+            "INVALID_PAYLOAD",
+            Some("thought"),
+        ),
+        (
+            "thought",
+            json!({ "thought": "", "nextThoughtNeeded": true }),
+            "INVALID_PAYLOAD",
+            Some("thought"),
+        ),
+        (
+            "thought",
+            json!({ "thought": 5, "nextThoughtNeeded": true }),
+            "INVALID_PAYLOAD",
+            Some("thought"),
+        ),
+        (
+            "thought",
+            json!({ "thought": "x" }),
+            "INVALID_PAYLOAD",
+            Some("nextThoughtNeeded"),
+        ),
+        (
+            "thought",
+            json!({ "thought": "x", "nextThoughtNeeded": "maybe" }),
+            "INVALID_PAYLOAD",
+            Some("nextThoughtNeeded"),
+        ),
+        (
+            "thought",
+            json!({ "thought": "x", "nextThoughtNeeded": 1 }),
+            "INVALID_PAYLOAD",
+            Some("nextThoughtNeeded"),
+        ),
+        (
+            "thought",
+            json!({ "thought": "x", "nextThoughtNeeded": true, "thoughtNumber": "seven" }),
+            "INVALID_PAYLOAD",
+            Some("thoughtNumber"),
+        ),
+        (
+            "thought",
+            json!({ "thought": "x", "nextThoughtNeeded": true, "thoughtNumber": 0 }),
+            "INVALID_PAYLOAD",
+            Some("thoughtNumber"),
+        ),
+        (
+            "thought",
+            json!({ "thought": "x", "nextThoughtNeeded": true, "thoughtNumber": -2 }),
+            "INVALID_PAYLOAD",
+            Some("thoughtNumber"),
+        ),
+        (
+            "thought",
+            json!({ "thought": "x", "nextThoughtNeeded": true, "thoughtNumber": 1.5 }),
+            "INVALID_PAYLOAD",
+            Some("thoughtNumber"),
+        ),
+        (
+            "thought",
+            json!({ "thought": "x", "nextThoughtNeeded": true, "thoughtNumber": [1] }),
+            "INVALID_PAYLOAD",
+            Some("thoughtNumber"),
+        ),
+        (
+            "thought",
+            json!({ "thought": "x", "nextThoughtNeeded": true, "totalThoughts": 0 }),
+            "INVALID_PAYLOAD",
+            Some("totalThoughts"),
+        ),
+        (
+            "thought",
+            json!({ "thought": "x", "nextThoughtNeeded": true, "thoughtNumber": 1 }),
+            "INVALID_PAYLOAD",
+            Some("thoughtNumber"),
+        ),
+        (
+            "thought",
+            json!({ "thought": "x", "nextThoughtNeeded": true, "revisesThought": 99 }),
+            "INVALID_PAYLOAD",
+            Some("revisesThought"),
+        ),
+        (
+            "thought",
+            json!({ "thought": "x", "nextThoughtNeeded": true, "isRevision": true }),
+            "INVALID_PAYLOAD",
+            Some("revisesThought"),
+        ),
+        (
+            "thought",
+            json!({ "thought": "x", "nextThoughtNeeded": true, "thoughtNumber": 4, "revisesThought": 4 }),
+            "INVALID_PAYLOAD",
+            Some("revisesThought"),
+        ),
+        (
+            "thought",
+            json!({ "thought": "x", "nextThoughtNeeded": true, "branchId": "alt" }),
+            "INVALID_PAYLOAD",
+            Some("branchFromThought"),
+        ),
+        (
+            "thought",
+            json!({ "thought": "x", "nextThoughtNeeded": true, "branchId": "alt", "branchFromThought": 42 }),
+            "INVALID_PAYLOAD",
+            Some("branchFromThought"),
+        ),
+        (
+            "thought",
+            json!({ "thought": "x", "nextThoughtNeeded": true, "branchId": "../../x", "branchFromThought": 1 }),
+            "INVALID_PAYLOAD",
+            Some("branchId"),
+        ),
+        (
+            "thought",
+            json!({ "thought": "x", "nextThoughtNeeded": true, "branchId": "A B", "branchFromThought": 1 }),
+            "INVALID_PAYLOAD",
+            Some("branchId"),
+        ),
+        (
+            "thought",
+            json!({ "thought": "x", "nextThoughtNeeded": true, "branchId": "x".repeat(65), "branchFromThought": 1 }),
+            "INVALID_PAYLOAD",
+            Some("branchId"),
+        ),
+        (
+            "thought",
+            json!({ "thought": "x", "nextThoughtNeeded": true, "branchFromThought": 1 }),
+            "INVALID_PAYLOAD",
+            Some("branchId"),
+        ),
+        (
+            "thought",
+            json!({ "thought": "x", "nextThoughtNeeded": true, "verbose": "loud" }),
+            "INVALID_PAYLOAD",
+            Some("verbose"),
+        ),
+        (
+            "thought",
+            json!({ "thought": big, "nextThoughtNeeded": true }),
+            "INVALID_PAYLOAD",
+            Some("thought"),
+        ),
+        // read_thoughts.
+        (
+            "read_thoughts",
+            json!({ "thoughtNumber": 99 }),
+            "THOUGHT_NOT_FOUND",
+            None,
+        ),
+        (
+            "read_thoughts",
+            json!({ "branchId": "nope" }),
+            "THOUGHT_NOT_FOUND",
+            None,
+        ),
+        (
+            "read_thoughts",
+            json!({ "branchId": "../x" }),
+            "INVALID_PAYLOAD",
+            Some("branchId"),
+        ),
+        (
+            "read_thoughts",
+            json!({ "last": 2, "thoughtNumber": 1 }),
+            "INVALID_OPERATION",
+            None,
+        ),
+        (
+            "read_thoughts",
+            json!({ "range": [3, 1] }),
+            "INVALID_PAYLOAD",
+            Some("range"),
+        ),
+        (
+            "read_thoughts",
+            json!({ "range": "1-3" }),
+            "INVALID_PAYLOAD",
+            Some("range"),
+        ),
+        (
+            "read_thoughts",
+            json!({ "range": [0, 3] }),
+            "INVALID_PAYLOAD",
+            Some("start"),
+        ),
+        (
+            "read_thoughts",
+            json!({ "last": "all" }),
+            "INVALID_PAYLOAD",
+            Some("last"),
+        ),
+        (
+            "read_thoughts",
+            json!({ "sessionId": "no-such-session" }),
+            "SESSION_NOT_FOUND",
+            None,
+        ),
+        (
+            "get_structure",
+            json!({ "sessionId": "no-such-session" }),
+            "SESSION_NOT_FOUND",
+            None,
+        ),
+        (
+            "get_structure",
+            json!({ "sessionId": 12 }),
+            "INVALID_PAYLOAD",
+            Some("sessionId"),
+        ),
+        // init operations.
+        ("load_context", json!({}), "INVALID_PAYLOAD", Some("sessionId")),
+        (
+            "load_context",
+            json!({ "sessionId": "no-such-session" }),
+            "SESSION_NOT_FOUND",
+            None,
+        ),
+        (
+            "start_new",
+            json!({ "sessionTitle": "x".repeat(201) }),
+            "INVALID_PAYLOAD",
+            Some("sessionTitle"),
+        ),
+        ("start_new", json!({ "tags": [1, 2] }), "INVALID_PAYLOAD", Some("tags")),
+        (
+            "start_new",
+            json!({ "newWork": "web" }),
+            "INVALID_PAYLOAD",
+            Some("newWork"),
+        ),
+        ("list_sessions", json!({ "limit": 0 }), "INVALID_PAYLOAD", Some("limit")),
+        (
+            "list_sessions",
+            json!({ "limit": 101 }),
+            "INVALID_PAYLOAD",
+            Some("limit"),
+        ),
+        (
+            "list_sessions",
+            json!({ "offset": -1 }),
+            "INVALID_PAYLOAD",
+            Some("offset"),
+        ),
+        (
+            "list_sessions",
+            json!({ "sortBy": "size" }),
+            "INVALID_PAYLOAD",
+            Some("sortBy"),
+        ),
+        (
+            "list_sessions",
+            json!({ "sortOrder": "up" }),
+            "INVALID_PAYLOAD",
+            Some("sortOrder"),
+        ),
+        // session sub-operations.
+        ("session", json!({}), "INVALID_PAYLOAD", Some("subOperation")),
+        (
+            "session",
+            json!({ "subOperation": "explode" }),
+            "INVALID_OPERATION",
+            None,
+        ),
+        (
+            "session",
+            json!({ "subOperation": "get" }),
+            "INVALID_PAYLOAD",
+            Some("sessionId"),
+        ),
+        (
+            "session",
+            json!({ "subOperation": "get", "sessionId": "no-such-session" }),
+            "SESSION_NOT_FOUND",
+            None,
+        ),
+        (
+            "session",
+            json!({ "operation": "get", "args": 7 }),
+            "INVALID_PAYLOAD",
+            Some("args"),
+        ),
+        (
+            "session",
+            json!({ "subOperation": "search" }),
+            "INVALID_PAYLOAD",
+            Some("query"),
+        ),
+        (
+            "session",
+            json!({ "subOperation": "search", "query": 5 }),
+            "INVALID_PAYLOAD",
+            Some("query"),
+        ),
+        (
+            "session",
+            json!({ "subOperation": "resume", "sessionId": "no-such-session" }),
+            "SESSION_NOT_FOUND",
+            None,
+        ),
+        (
+            "session",
+            json!({ "subOperation": "export", "sessionId": sid, "format": "pdf" }),
+            "INVALID_PAYLOAD",
+            Some("format"),
+        ),
+        (
+            "session",
+            json!({ "subOperation": "export", "sessionId": "no-such-session" }),
+            "SESSION_NOT_FOUND",
+            None,
+        ),
+        (
+            "session",
+            json!({ "subOperation": "delete", "sessionId": "no-such-session" }),
+            "SESSION_NOT_FOUND",
+            None,
+        ),
+        (
+            "session",
+            json!({ "subOperation": "list", "tags": { "a": 1 } }),
+            "INVALID_PAYLOAD",
+            Some("tags"),
+        ),
+    ]
+}
+
+#[tokio::test]
+async fn bad_input_gets_a_clear_error_and_changes_nothing() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    let sid = s.ready("target").await;
+    s.thought(t("first")).await;
+    s.thought(t("second")).await;
+    let before = s
+        .ok("session", json!({ "subOperation": "export", "sessionId": sid }))
+        .await["content"]["nodes"]
+        .clone();
+    let sessions_before = s.ok("list_sessions", Value::Null).await["total"].clone();
+
+    for (op, args, code, field) in cases(&sid) {
+        let e = s.err(op, args.clone(), code).await;
+        if let Some(field) = field {
+            assert_eq!(e["details"]["field"], field, "{op} {args}: {e}");
+        }
+        // Still serving, still on the same session.
+        assert_eq!(
+            s.ok("get_state", Value::Null).await["activeSession"]["id"],
+            sid.as_str()
+        );
+    }
+
+    let after = s
+        .ok("session", json!({ "subOperation": "export", "sessionId": sid }))
+        .await["content"]["nodes"]
+        .clone();
+    assert_eq!(before, after, "bad input changed the ledger");
+    assert_eq!(s.ok("list_sessions", Value::Null).await["total"], sessions_before);
+    // The duplicate error says which number is next.
+    let e = s
+        .err(
+            "thought",
+            json!({ "thought": "x", "nextThoughtNeeded": true, "thoughtNumber": 2 }),
+            "INVALID_PAYLOAD",
+        )
+        .await;
+    assert_eq!(e["details"]["nextThoughtNumber"], 3);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn gateway_shape_errors() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    let e = s.call_raw(Map::new()).await.unwrap_err();
+    assert_eq!(e["code"], "INVALID_PAYLOAD");
+    assert_eq!(e["details"]["field"], "operation");
+    let mut m = Map::new();
+    m.insert("operation".into(), json!(7));
+    assert_eq!(s.call_raw(m).await.unwrap_err()["details"]["field"], "operation");
+    let e = s.err("list_roots_of_evil", Value::Null, "INVALID_OPERATION").await;
+    assert!(
+        e["details"]["validOperations"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("thought"))
+    );
+    // Parameters beside `operation` (no `args`) are understood too.
+    let mut m = Map::new();
+    m.insert("operation".into(), json!("start_new"));
+    m.insert("sessionTitle".into(), json!("flat"));
+    assert_eq!(s.call_raw(m).await.unwrap()["session"]["title"], "flat");
+    // A thought with no active session and a bad field creates no session.
+    let (_d2, db2) = temp_db();
+    let mut cmd = command(&db2);
+    cmd.arg("serve").arg("--no-stages");
+    let s2 = start_with((), cmd).await;
+    s2.err(
+        "thought",
+        json!({ "thought": "x", "nextThoughtNeeded": true, "branchId": "b" }),
+        "INVALID_PAYLOAD",
+    )
+    .await;
+    assert_eq!(s2.ok("list_sessions", Value::Null).await["total"], 0);
+    s2.stop().await;
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn search_text_is_never_fts_syntax() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    s.ready("Search me").await;
+    s.thought(t("the quick brown fox")).await;
+    for q in [
+        "\"",
+        "*",
+        "NEAR(",
+        ")",
+        "fox\" OR \"",
+        "AND",
+        "-",
+        "fox*",
+        "(((",
+        "title:fox",
+        "^fox",
+    ] {
+        s.ok("session", json!({ "subOperation": "search", "query": q })).await;
+        s.ok("list_sessions", json!({ "search": q })).await;
+    }
+    let r = s
+        .ok("session", json!({ "subOperation": "search", "query": "(fox)" }))
+        .await;
+    assert_eq!(r["count"], 1);
+    s.stop().await;
+}

@@ -1,0 +1,196 @@
+#![allow(deprecated)] // sampling types, used by the sampling test client
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
+    Implementation, SamplingMessage,
+};
+use rmcp::service::{RequestContext, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
+use serde_json::{Map, Value, json};
+use tokio::process::Command;
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_thoughtbox")
+}
+
+/// A command for the binary with a scrubbed environment.
+pub fn command(db: &Path) -> Command {
+    let mut cmd = Command::new(bin());
+    cmd.arg("--db").arg(db);
+    for var in [
+        "THOUGHTBOX_DB",
+        "THOUGHTBOX_DATA_DIR",
+        "THOUGHTBOX_SYNC",
+        "THOUGHTBOX_STAGES",
+        "THOUGHTBOX_EVENTS",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd.env("RUST_LOG", "warn");
+    cmd
+}
+
+/// A test client that answers sampling requests with a fixed critique.
+#[derive(Clone)]
+pub struct SamplingClient;
+
+impl ClientHandler for SamplingClient {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::builder().enable_sampling().build(),
+            Implementation::new("sampling-test-client", "1.0.0"),
+        )
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        let asked = params
+            .messages
+            .iter()
+            .flat_map(|m| m.content.clone().into_vec())
+            .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+            .collect::<Vec<_>>()
+            .join("\n");
+        Ok(CreateMessageResult::new(
+            SamplingMessage::assistant_text(format!(
+                "Critique: consider the edge cases. (saw {} chars)",
+                asked.len()
+            )),
+            "test-model-1".into(),
+        ))
+    }
+}
+
+pub struct Server<H: ClientHandler = ()> {
+    pub client: RunningService<RoleClient, H>,
+    pub pid: u32,
+}
+
+pub async fn start_with<H: ClientHandler>(handler: H, mut cmd: Command) -> Server<H> {
+    cmd.stderr(Stdio::null());
+    let (transport, _stderr) = TokioChildProcess::builder(cmd)
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn thoughtbox");
+    let pid = transport.id().expect("child pid");
+    let client = handler.serve(transport).await.expect("MCP initialize");
+    Server { client, pid }
+}
+
+pub async fn start(db: &Path) -> Server {
+    start_with((), command(db)).await
+}
+
+impl<H: ClientHandler> Server<H> {
+    /// Call the gateway: `Ok(response)` or `Err(ErrorPayload)`.
+    pub async fn call(&self, operation: &str, args: Value) -> Result<Value, Value> {
+        let mut arguments = Map::new();
+        arguments.insert("operation".into(), json!(operation));
+        if !args.is_null() {
+            arguments.insert("args".into(), args);
+        }
+        self.call_raw(arguments).await
+    }
+
+    pub async fn call_raw(&self, arguments: Map<String, Value>) -> Result<Value, Value> {
+        let result = self
+            .client
+            .call_tool(CallToolRequestParams::new("thoughtbox_gateway").with_arguments(arguments))
+            .await
+            .expect("tools/call transport");
+        let text = result
+            .content
+            .first()
+            .and_then(|c| c.as_text())
+            .expect("a text block")
+            .text
+            .clone();
+        let value: Value = serde_json::from_str(&text).expect("the text block is JSON");
+        assert_eq!(
+            result.structured_content.as_ref(),
+            Some(&value),
+            "structuredContent mirrors the text"
+        );
+        if result.is_error == Some(true) {
+            Err(value)
+        } else {
+            Ok(value)
+        }
+    }
+
+    /// Call and expect success.
+    pub async fn ok(&self, operation: &str, args: Value) -> Value {
+        match self.call(operation, args.clone()).await {
+            Ok(v) => v,
+            Err(e) => panic!("{operation} {args} failed: {e}"),
+        }
+    }
+
+    /// Call and expect an error with `code`; returns the ErrorPayload.
+    pub async fn err(&self, operation: &str, args: Value, code: &str) -> Value {
+        match self.call(operation, args.clone()).await {
+            Ok(v) => panic!("{operation} {args} should fail with {code}, answered {v}"),
+            Err(e) => {
+                assert_eq!(e["code"], code, "{operation} {args}: {e}");
+                assert!(e["message"].as_str().is_some_and(|m| !m.is_empty()));
+                e
+            }
+        }
+    }
+
+    /// start_new + cipher: a session is active and thoughts are allowed.
+    pub async fn ready(&self, title: &str) -> String {
+        let s = self.ok("start_new", json!({ "sessionTitle": title })).await;
+        self.ok("cipher", Value::Null).await;
+        s["session"]["id"].as_str().expect("session id").to_string()
+    }
+
+    pub async fn thought(&self, args: Value) -> Value {
+        self.ok("thought", args).await
+    }
+
+    /// Close stdin and wait for the server to exit cleanly.
+    pub async fn stop(self) {
+        let _ = self.client.cancel().await;
+        wait_exit(self.pid).await;
+    }
+}
+
+/// Wait until a process has exited (polls /proc; bounded).
+pub async fn wait_exit(pid: u32) {
+    for _ in 0..500 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        // Gone, or a zombie waiting to be reaped.
+        if stat.is_empty() || stat.split_whitespace().nth(2) == Some("Z") {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("process {pid} did not exit");
+}
+
+pub fn kill(pid: u32, signal: &str) {
+    let status = std::process::Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(pid.to_string())
+        .status()
+        .expect("run kill");
+    assert!(status.success());
+}
+
+pub fn temp_db() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("ledger.db");
+    (dir, db)
+}
+
+pub fn t(text: &str) -> Value {
+    json!({ "thought": text, "nextThoughtNeeded": true })
+}

@@ -1,0 +1,459 @@
+//! The core flow, driven as a client would: stages, sessions, thoughts,
+//! branches, revisions, reads, structure, export, search, delete.
+
+use serde_json::{Value, json};
+
+use crate::common::*;
+
+#[tokio::test]
+async fn one_tool_with_an_operation_enum() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    let tools = s.client.list_all_tools().await.unwrap();
+    assert_eq!(tools.len(), 1);
+    assert_eq!(tools[0].name, "thoughtbox_gateway");
+    let ops = tools[0].input_schema["properties"]["operation"]["enum"]
+        .as_array()
+        .unwrap()
+        .clone();
+    for op in [
+        "get_state",
+        "start_new",
+        "load_context",
+        "list_sessions",
+        "cipher",
+        "session",
+        "thought",
+        "read_thoughts",
+        "get_structure",
+    ] {
+        assert!(ops.contains(&json!(op)), "{op} missing");
+    }
+    let info = s.client.peer_info().unwrap();
+    assert_eq!(info.server_info.as_ref().unwrap().name, "thoughtbox");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn stages_gate_operations_and_never_go_down() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    assert_eq!(s.ok("get_state", Value::Null).await["stage"], 0);
+    let e = s.err("thought", t("too early"), "STAGE_REQUIREMENT_NOT_MET").await;
+    assert_eq!(e["details"]["currentStage"], 0);
+    assert_eq!(e["details"]["requiredStage"], 2);
+    assert!(e["details"]["suggestion"].as_str().unwrap().contains("start_new"));
+    let e = s.err("cipher", Value::Null, "STAGE_REQUIREMENT_NOT_MET").await;
+    assert_eq!(e["details"]["requiredStage"], 1);
+    s.err(
+        "session",
+        json!({ "subOperation": "list" }),
+        "STAGE_REQUIREMENT_NOT_MET",
+    )
+    .await;
+    // list_sessions works at stage 0.
+    assert_eq!(s.ok("list_sessions", Value::Null).await["count"], 0);
+
+    let started = s
+        .ok(
+            "start_new",
+            json!({ "sessionTitle": "Debug authentication flow", "tags": ["auth"] }),
+        )
+        .await;
+    assert_eq!(started["stage"], 1);
+    let e = s.err("read_thoughts", Value::Null, "STAGE_REQUIREMENT_NOT_MET").await;
+    assert!(e["details"]["suggestion"].as_str().unwrap().contains("cipher"));
+    let c = s.ok("cipher", Value::Null).await;
+    assert_eq!(c["stage"], 2);
+    assert!(c["guide"].as_str().unwrap().len() > 2000);
+    // A second start_new keeps stage 2.
+    assert_eq!(s.ok("start_new", Value::Null).await["stage"], 2);
+    let state = s.ok("get_state", Value::Null).await;
+    assert_eq!(state["stage"], 2);
+    assert!(state["activeSession"]["id"].is_string());
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn no_stages_option_opens_everything() {
+    let (_d, db) = temp_db();
+    let mut cmd = command(&db);
+    cmd.arg("serve").arg("--no-stages");
+    let s = start_with((), cmd).await;
+    let r = s
+        .ok(
+            "thought",
+            json!({ "thought": "straight in", "nextThoughtNeeded": true, "sessionTitle": "auto" }),
+        )
+        .await;
+    assert_eq!(r["thoughtNumber"], 1);
+    s.stop().await;
+    let mut cmd = command(&db);
+    cmd.env("THOUGHTBOX_STAGES", "off");
+    let s = start_with((), cmd).await;
+    s.ok("read_thoughts", json!({ "sessionId": r["sessionId"] })).await;
+    s.stop().await;
+}
+
+/// CORE-CONCEPTS: a five-thought session, auto-numbered, then closed.
+#[tokio::test]
+async fn core_concepts_session_and_auto_numbering() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    let sid = s.ready("Debug authentication flow").await;
+    let texts = [
+        "Users report 401 errors after token refresh...",
+        "Tracing the code, I see the refresh token is stored but...",
+        "Found it - the old token isn't invalidated...",
+        "The fix is to clear the token cache on refresh...",
+    ];
+    for (i, text) in texts.iter().enumerate() {
+        let r = s.thought(t(text)).await;
+        assert_eq!(r["thoughtNumber"], i as u64 + 1);
+        assert_eq!(r["sessionId"], sid.as_str());
+        assert_eq!(r["nodeId"], format!("{sid}:{}", i + 1));
+        // Minimal by default.
+        assert_eq!(r.as_object().unwrap().len(), 3, "{r}");
+    }
+    let last = s
+        .thought(json!({ "thought": "Verified: no more 401 errors after the change.", "nextThoughtNeeded": false, "verbose": true }))
+        .await;
+    assert_eq!(last["thoughtNumber"], 5);
+    assert_eq!(last["totalThoughts"], 5);
+    assert_eq!(last["sessionClosed"], true);
+    assert_eq!(last["closedSessionId"], sid.as_str());
+    assert_eq!(last["thoughtHistoryLength"], 5);
+    let got = s
+        .ok("session", json!({ "subOperation": "get", "sessionId": sid }))
+        .await;
+    assert!(got["session"]["completedAt"].is_string());
+    assert_eq!(got["thoughts"].as_array().unwrap().len(), 5);
+
+    // No session is active now: the next thought starts a new one.
+    let fresh = s.thought(json!({ "thought": "New problem", "nextThoughtNeeded": true, "sessionTitle": "Second", "sessionTags": ["x"] })).await;
+    assert_ne!(fresh["sessionId"], sid.as_str());
+    assert_eq!(fresh["thoughtNumber"], 1);
+    let second = s
+        .ok(
+            "session",
+            json!({ "subOperation": "get", "sessionId": fresh["sessionId"] }),
+        )
+        .await;
+    assert_eq!(second["session"]["title"], "Second");
+    assert_eq!(second["session"]["tags"], json!(["x"]));
+
+    // load_context reopens the closed session; numbering continues.
+    let ctx = s.ok("load_context", json!({ "sessionId": sid })).await;
+    assert_eq!(ctx["restorationInfo"]["currentThoughtNumber"], 5);
+    assert_eq!(ctx["restorationInfo"]["message"], "Next thought will be #6");
+    assert_eq!(ctx["recentThoughts"].as_array().unwrap().len(), 5);
+    let r = s.thought(t("Follow-up after reopening")).await;
+    assert_eq!(r["thoughtNumber"], 6);
+    let got = s
+        .ok("session", json!({ "subOperation": "get", "sessionId": sid }))
+        .await;
+    assert!(got["session"].get("completedAt").is_none());
+    s.stop().await;
+}
+
+/// CORE-CONCEPTS: branches A and B from thought 3, revision 6 of thought 3,
+/// restorationInfo with branches.
+#[tokio::test]
+async fn core_concepts_branches_and_revisions() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    let sid = s.ready("Cache choice").await;
+    for n in 1..=5 {
+        s.thought(json!({ "thought": format!("main {n}"), "thoughtNumber": n, "totalThoughts": 5, "nextThoughtNeeded": true })).await;
+    }
+    let a4 = s
+        .thought(json!({ "thought": "Alternative approach: what if we use Redis instead?", "thoughtNumber": 4,
+                         "branchFromThought": 3, "branchId": "redis-approach", "nextThoughtNeeded": true, "verbose": true }))
+        .await;
+    assert_eq!(a4["nodeId"], format!("{sid}:redis-approach:4"));
+    assert_eq!(a4["branches"], json!(["redis-approach"]));
+    // Later thoughts of the branch omit branchFromThought and auto-number.
+    let a5 = s
+        .thought(json!({ "thought": "Redis cluster costs", "branchId": "redis-approach", "nextThoughtNeeded": true }))
+        .await;
+    assert_eq!(a5["thoughtNumber"], 5);
+    let b4 = s
+        .thought(json!({ "thought": "Or memcached", "branchFromThought": 3, "branchId": "memcached", "nextThoughtNeeded": true }))
+        .await;
+    assert_eq!(b4["thoughtNumber"], 4);
+    let rev = s
+        .thought(
+            json!({ "thought": "Correction: the issue isn't in the token handling, it's in the session middleware.",
+                         "thoughtNumber": 6, "isRevision": true, "revisesThought": 3, "nextThoughtNeeded": true }),
+        )
+        .await;
+    assert_eq!(rev["thoughtNumber"], 6);
+
+    let structure = s.ok("get_structure", Value::Null).await;
+    assert_eq!(structure["mainChain"]["count"], 6);
+    assert_eq!(structure["mainChain"]["range"], json!({ "first": 1, "last": 6 }));
+    assert_eq!(structure["mainChain"]["head"], 1);
+    assert_eq!(structure["mainChain"]["tail"], 6);
+    assert_eq!(
+        structure["branches"],
+        json!([
+            { "id": "redis-approach", "fromThought": 3, "count": 2, "range": { "first": 4, "last": 5 } },
+            { "id": "memcached", "fromThought": 3, "count": 1, "range": { "first": 4, "last": 4 } }
+        ])
+    );
+    assert_eq!(structure["revisions"], json!([{ "thoughtNumber": 6, "revises": 3 }]));
+    assert_eq!(
+        structure["summary"],
+        json!({ "totalThoughts": 9, "totalBranches": 2, "totalRevisions": 1 })
+    );
+
+    // The graph, as exported.
+    let export = s
+        .ok("session", json!({ "subOperation": "export", "sessionId": sid }))
+        .await;
+    assert_eq!(export["format"], "json");
+    let content = &export["content"];
+    assert_eq!(content["version"], "1.0");
+    let nodes = content["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 9);
+    let node = |id: String| nodes.iter().find(|n| n["id"] == id.as_str()).unwrap().clone();
+    let n3 = node(format!("{sid}:3"));
+    assert_eq!(
+        n3["next"],
+        json!([
+            format!("{sid}:4"),
+            format!("{sid}:redis-approach:4"),
+            format!("{sid}:memcached:4")
+        ])
+    );
+    let ra5 = node(format!("{sid}:redis-approach:5"));
+    assert_eq!(ra5["prev"], format!("{sid}:redis-approach:4"));
+    assert_eq!(ra5["branchOrigin"], format!("{sid}:3"));
+    assert_eq!(ra5["branchId"], "redis-approach");
+    let n6 = node(format!("{sid}:6"));
+    assert_eq!(n6["revisesNode"], format!("{sid}:3"));
+    assert_eq!(n6["prev"], format!("{sid}:5"));
+    assert_eq!(n6["data"]["isRevision"], true);
+
+    // read_thoughts modes.
+    let r = s.ok("read_thoughts", json!({ "branchId": "redis-approach" })).await;
+    assert_eq!(r["count"], 2);
+    assert_eq!(r["query"]["mode"], "branchId");
+    let r = s.ok("read_thoughts", json!({ "range": [2, 4] })).await;
+    assert_eq!(
+        r["thoughts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["thoughtNumber"].clone())
+            .collect::<Vec<_>>(),
+        [json!(2), json!(3), json!(4)]
+    );
+    let r = s
+        .ok("read_thoughts", json!({ "range": { "start": 5, "end": 6 } }))
+        .await;
+    assert_eq!(r["count"], 2);
+    let r = s.ok("read_thoughts", json!({ "last": 2 })).await;
+    assert_eq!(r["thoughts"][1]["thoughtNumber"], 6);
+    let r = s.ok("read_thoughts", json!({ "thoughtNumber": "3" })).await;
+    assert_eq!(r["thoughts"][0]["thought"], "main 3");
+    assert_eq!(r["thoughts"][0]["nextThoughtNeeded"], true);
+    let r = s.ok("read_thoughts", Value::Null).await;
+    assert_eq!(r["count"], 5);
+    assert_eq!(r["query"]["default"], true);
+
+    // Restoration counts branches and all thoughts.
+    let ctx = s.ok("load_context", json!({ "sessionId": sid })).await;
+    assert_eq!(ctx["restorationInfo"]["branchCount"], 2);
+    assert_eq!(ctx["restorationInfo"]["thoughtCount"], 9);
+    assert_eq!(ctx["restorationInfo"]["message"], "Next thought will be #7");
+
+    // Markdown and cipher include the branches.
+    let md = s
+        .ok(
+            "session",
+            json!({ "operation": "export", "args": { "sessionId": sid, "format": "markdown" } }),
+        )
+        .await;
+    let md = md["content"].as_str().unwrap();
+    assert!(md.contains("## Branch `redis-approach` (from thought 3)"), "{md}");
+    assert!(md.contains("### Thought 6/6 (revises #3)"), "{md}");
+    let c = s
+        .ok(
+            "session",
+            json!({ "subOperation": "export", "sessionId": sid, "format": "cipher" }),
+        )
+        .await;
+    let c = c["content"].as_str().unwrap();
+    assert!(c.contains("6R(r@3)"), "{c}");
+    assert!(c.contains("## memcached b@3"), "{c}");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn backward_thinking_and_total_thoughts() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    s.ready("Backward").await;
+    for n in (1..=5).rev() {
+        s.thought(json!({ "thought": format!("step {n}"), "thoughtNumber": n, "totalThoughts": 5, "nextThoughtNeeded": true })).await;
+    }
+    let r = s
+        .thought(json!({ "thought": "beyond the estimate", "nextThoughtNeeded": true, "verbose": true }))
+        .await;
+    assert_eq!(r["thoughtNumber"], 6);
+    assert_eq!(r["totalThoughts"], 6);
+    let r = s
+        .thought(json!({ "thought": "with guide", "nextThoughtNeeded": true, "includeGuide": true }))
+        .await;
+    assert!(r["guide"].as_str().unwrap().len() > 2000);
+    let r = s.ok("read_thoughts", json!({ "thoughtNumber": 7 })).await;
+    assert_eq!(r["thoughts"][0]["includeGuide"], true);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn sessions_list_search_resume_delete() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    let a = s
+        .ok(
+            "start_new",
+            json!({ "sessionTitle": "Token refresh bug", "newWork": { "project": "web", "task": "auth" } }),
+        )
+        .await;
+    let a = a["session"]["id"].as_str().unwrap().to_string();
+    s.ok("session", json!({ "subOperation": "get", "sessionId": a })).await;
+    s.ok("cipher", Value::Null).await;
+    s.thought(t("The refresh token is never rotated; the middleware caches it"))
+        .await;
+    let b = s
+        .ok(
+            "start_new",
+            json!({ "sessionTitle": "Pick a queue", "tags": ["project:web"], "description": "Kafka or SQS" }),
+        )
+        .await;
+    let b = b["session"]["id"].as_str().unwrap().to_string();
+    s.thought(t("SQS is simpler to run")).await;
+    s.ok(
+        "start_new",
+        json!({ "sessionTitle": "Unrelated", "newWork": { "project": "ops" } }),
+    )
+    .await;
+
+    let all = s.ok("session", json!({ "subOperation": "list" })).await;
+    assert_eq!(all["total"], 3);
+    // Newest update first: the empty "Unrelated" was created last.
+    assert_eq!(all["sessions"][0]["title"], "Unrelated");
+    let web = s.ok("list_sessions", json!({ "project": "web" })).await;
+    assert_eq!(web["total"], 2);
+    let web_auth = s
+        .ok(
+            "list_sessions",
+            json!({ "filters": { "project": "web", "task": "auth" } }),
+        )
+        .await;
+    assert_eq!(web_auth["total"], 1);
+    assert_eq!(web_auth["sessions"][0]["id"], a.as_str());
+    let page = s
+        .ok(
+            "session",
+            json!({ "subOperation": "list", "limit": 1, "offset": 1, "sortBy": "title", "sortOrder": "asc" }),
+        )
+        .await;
+    assert_eq!(page["sessions"][0]["title"], "Token refresh bug");
+    assert_eq!(page["hasMore"], true);
+    let by_text = s
+        .ok("session", json!({ "subOperation": "list", "search": "kafka" }))
+        .await;
+    assert_eq!(by_text["sessions"][0]["id"], b.as_str());
+
+    // Search finds thought text with numbers and snippets, and titles.
+    let found = s
+        .ok("session", json!({ "subOperation": "search", "query": "middleware" }))
+        .await;
+    assert_eq!(found["count"], 1);
+    assert_eq!(found["sessions"][0]["session"]["id"], a.as_str());
+    assert_eq!(found["sessions"][0]["matches"][0]["thoughtNumber"], 1);
+    assert!(
+        found["sessions"][0]["matches"][0]["snippet"]
+            .as_str()
+            .unwrap()
+            .contains("[middleware]")
+    );
+    let found = s
+        .ok("session", json!({ "subOperation": "search", "query": "queue" }))
+        .await;
+    assert_eq!(found["sessions"][0]["matchedSession"], true);
+
+    // Reads do not change updatedAt.
+    let before =
+        s.ok("session", json!({ "subOperation": "get", "sessionId": a })).await["session"]["updatedAt"].clone();
+    s.ok("session", json!({ "subOperation": "resume", "sessionId": a }))
+        .await;
+    s.ok("read_thoughts", Value::Null).await;
+    s.ok("get_structure", Value::Null).await;
+    let after = s.ok("session", json!({ "subOperation": "get", "sessionId": a })).await["session"]["updatedAt"].clone();
+    assert_eq!(before, after);
+    // resume made `a` active.
+    assert_eq!(s.thought(t("back on a")).await["thoughtNumber"], 2);
+
+    let d = s
+        .ok("session", json!({ "subOperation": "delete", "sessionId": a }))
+        .await;
+    assert_eq!(d["thoughtsDeleted"], 2);
+    s.err(
+        "session",
+        json!({ "subOperation": "get", "sessionId": a }),
+        "SESSION_NOT_FOUND",
+    )
+    .await;
+    let found = s
+        .ok("session", json!({ "subOperation": "search", "query": "middleware" }))
+        .await;
+    assert_eq!(found["count"], 0);
+    // The deleted session was active: reads need a session again.
+    s.err("read_thoughts", Value::Null, "INVALID_PAYLOAD").await;
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn critique_without_sampling_still_records_the_thought() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    let sid = s.ready("crit").await;
+    let r = s
+        .thought(json!({ "thought": "Ship it", "nextThoughtNeeded": true, "critique": true }))
+        .await;
+    assert_eq!(r["thoughtNumber"], 1);
+    assert!(r["critique"].is_null());
+    assert_eq!(r["critiqueError"]["code"], "SAMPLING_NOT_SUPPORTED");
+    let read = s
+        .ok("read_thoughts", json!({ "sessionId": sid, "thoughtNumber": 1 }))
+        .await;
+    assert!(read["thoughts"][0].get("critique").is_none());
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn critique_through_sampling_is_stored_and_exported() {
+    let (_d, db) = temp_db();
+    let s = start_with(SamplingClient, command(&db)).await;
+    let sid = s.ready("crit").await;
+    s.thought(t("The cache is the problem")).await;
+    let r = s
+        .thought(json!({ "thought": "So we remove the cache", "nextThoughtNeeded": true, "critique": true, "verbose": true }))
+        .await;
+    assert_eq!(r["critique"]["model"], "test-model-1");
+    assert!(r["critique"]["text"].as_str().unwrap().starts_with("Critique:"));
+    let read = s.ok("read_thoughts", json!({ "thoughtNumber": 2 })).await;
+    assert_eq!(read["thoughts"][0]["critique"]["model"], "test-model-1");
+    let md = s
+        .ok(
+            "session",
+            json!({ "subOperation": "export", "sessionId": sid, "format": "markdown" }),
+        )
+        .await;
+    assert!(md["content"].as_str().unwrap().contains("**Critique** (test-model-1)"));
+    s.stop().await;
+}

@@ -1,0 +1,286 @@
+//! Data safety: kill -9, restarts, several processes on one file, clean
+//! shutdown leaving one self-contained file, and live backups.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::common::*;
+
+fn wal(db: &Path) -> std::path::PathBuf {
+    let mut p = db.as_os_str().to_owned();
+    p.push("-wal");
+    p.into()
+}
+
+/// Kill -9 right after an acknowledgement, at several points: every
+/// acknowledged thought is there after a restart.
+#[tokio::test]
+async fn kill_nine_loses_nothing_acknowledged() {
+    let (_d, db) = temp_db();
+    let mut acknowledged: Vec<(String, u64, String)> = Vec::new();
+    let mut session: Option<String> = None;
+    for (round, burst) in [1usize, 7, 40, 3].into_iter().enumerate() {
+        let s = start(&db).await;
+        match &session {
+            None => session = Some(s.ready("crash test").await),
+            Some(id) => {
+                s.ok("load_context", json!({ "sessionId": id })).await;
+                s.ok("cipher", Value::Null).await;
+            }
+        }
+        for i in 0..burst {
+            let text = format!("round {round} thought {i}");
+            let r = s.thought(t(&text)).await;
+            acknowledged.push((
+                r["sessionId"].as_str().unwrap().to_string(),
+                r["thoughtNumber"].as_u64().unwrap(),
+                text,
+            ));
+        }
+        kill(s.pid, "KILL");
+        wait_exit(s.pid).await;
+        drop(s);
+    }
+    let s = start(&db).await;
+    let sid = session.unwrap();
+    s.ok("load_context", json!({ "sessionId": sid })).await;
+    s.ok("cipher", Value::Null).await;
+    let all = s.ok("read_thoughts", json!({ "range": [1, 1000] })).await;
+    let stored: Vec<(u64, String)> = all["thoughts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["thoughtNumber"].as_u64().unwrap(),
+                t["thought"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    for (session_id, n, text) in &acknowledged {
+        assert_eq!(session_id, &sid);
+        assert!(stored.contains(&(*n, text.clone())), "acknowledged thought {n} lost");
+    }
+    assert_eq!(stored.len(), acknowledged.len());
+    // Search sees them too, though the server never indexed before dying.
+    let found = s
+        .ok(
+            "session",
+            json!({ "subOperation": "search", "query": "round thought", "limit": 5 }),
+        )
+        .await;
+    assert_eq!(found["sessions"][0]["session"]["id"], sid.as_str());
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn graph_and_counts_survive_a_restart() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    let sid = s.ready("restart").await;
+    for n in [3, 1, 2] {
+        s.thought(json!({ "thought": format!("t{n}"), "thoughtNumber": n, "nextThoughtNeeded": true }))
+            .await;
+    }
+    s.thought(json!({ "thought": "b", "branchId": "b", "branchFromThought": 2, "nextThoughtNeeded": true }))
+        .await;
+    s.thought(json!({ "thought": "b2", "branchId": "b", "nextThoughtNeeded": true }))
+        .await;
+    s.thought(json!({ "thought": "rb", "branchId": "b", "revisesThought": 3, "nextThoughtNeeded": true }))
+        .await;
+    s.thought(json!({ "thought": "r1", "revisesThought": 1, "nextThoughtNeeded": true }))
+        .await;
+    let export = |v: Value| {
+        let mut c = v["content"].clone();
+        c.as_object_mut().unwrap().remove("exportedAt");
+        c
+    };
+    let before = export(
+        s.ok("session", json!({ "subOperation": "export", "sessionId": sid }))
+            .await,
+    );
+    let structure_before = s.ok("get_structure", Value::Null).await;
+    s.stop().await;
+    assert!(!wal(&db).exists() || std::fs::metadata(wal(&db)).unwrap().len() == 0);
+
+    let s = start(&db).await;
+    s.ok("load_context", json!({ "sessionId": sid })).await;
+    s.ok("cipher", Value::Null).await;
+    let mut after = export(
+        s.ok("session", json!({ "subOperation": "export", "sessionId": sid }))
+            .await,
+    );
+    // load_context bumps lastAccessedAt; everything else is identical.
+    after["session"]["lastAccessedAt"] = before["session"]["lastAccessedAt"].clone();
+    assert_eq!(before, after);
+    assert_eq!(structure_before, s.ok("get_structure", Value::Null).await);
+    let nodes = before["nodes"].as_array().unwrap();
+    let n2 = nodes.iter().find(|n| n["id"] == format!("{sid}:2")).unwrap();
+    assert_eq!(n2["next"], json!([format!("{sid}:b:3"), format!("{sid}:4")]));
+    s.stop().await;
+}
+
+/// Four servers on one file append to their own sessions and to a shared one
+/// at once: no "database is locked", no lost or duplicated numbers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn four_processes_share_one_database() {
+    let (_d, db) = temp_db();
+    let setup = start(&db).await;
+    let shared = setup.ready("shared").await;
+    setup.stop().await;
+
+    let per_process = 30;
+    let mut tasks = Vec::new();
+    for p in 0..4 {
+        let db = db.clone();
+        let shared = shared.clone();
+        tasks.push(tokio::spawn(async move {
+            let s = start(&db).await;
+            let own = s.ready(&format!("own {p}")).await;
+            for i in 0..per_process {
+                // Alternate between the shared session and this process's own.
+                let target = if i % 2 == 0 { &shared } else { &own };
+                s.ok("load_context", json!({ "sessionId": target })).await;
+                let r = s.thought(t(&format!("p{p} i{i}"))).await;
+                assert_eq!(r["sessionId"], target.as_str());
+            }
+            s.stop().await;
+            own
+        }));
+    }
+    let mut owns = Vec::new();
+    for task in tasks {
+        owns.push(task.await.expect("worker"));
+    }
+    let s = start(&db).await;
+    s.ok("load_context", json!({ "sessionId": shared })).await;
+    s.ok("cipher", Value::Null).await;
+    let all = s.ok("read_thoughts", json!({ "range": [1, 10000] })).await;
+    let numbers: Vec<u64> = all["thoughts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["thoughtNumber"].as_u64().unwrap())
+        .collect();
+    let expected: Vec<u64> = (1..=4 * per_process as u64 / 2).collect();
+    assert_eq!(numbers, expected);
+    for own in owns {
+        let r = s
+            .ok("read_thoughts", json!({ "sessionId": own, "range": [1, 1000] }))
+            .await;
+        assert_eq!(r["count"], per_process / 2);
+        let got = s
+            .ok("session", json!({ "subOperation": "get", "sessionId": own }))
+            .await;
+        assert_eq!(got["session"]["thoughtCount"], per_process / 2);
+    }
+    s.stop().await;
+}
+
+/// On a clean shutdown (stdin EOF or SIGTERM) the WAL is checkpointed and
+/// removed: copying the database file alone gives the whole ledger.
+#[tokio::test]
+async fn clean_shutdown_leaves_one_complete_file() {
+    for how in ["eof", "TERM", "INT"] {
+        let (dir, db) = temp_db();
+        let s = start(&db).await;
+        let sid = s.ready("copy me").await;
+        for i in 0..20 {
+            s.thought(t(&format!("thought {i}"))).await;
+        }
+        if how == "eof" {
+            s.stop().await;
+        } else {
+            kill(s.pid, how);
+            wait_exit(s.pid).await;
+        }
+        assert!(!wal(&db).exists(), "{how}: the -wal file is still there");
+        let copy = dir.path().join("copy.db");
+        std::fs::copy(&db, &copy).unwrap();
+        let s = start(&copy).await;
+        s.ok("load_context", json!({ "sessionId": sid })).await;
+        s.ok("cipher", Value::Null).await;
+        assert_eq!(
+            s.ok("read_thoughts", json!({ "range": [1, 100] })).await["count"],
+            20,
+            "{how}"
+        );
+        s.stop().await;
+    }
+}
+
+/// `thoughtbox backup` while another process writes gives a complete,
+/// consistent copy.
+#[tokio::test]
+async fn backup_while_writing() {
+    let (dir, db) = temp_db();
+    let s = start(&db).await;
+    let sid = s.ready("backed up").await;
+    for i in 0..10 {
+        s.thought(t(&format!("before {i}"))).await;
+    }
+    let writer = tokio::spawn(async move {
+        for i in 0..100 {
+            s.thought(t(&format!("during {i}"))).await;
+        }
+        s
+    });
+    let dest = dir.path().join("backup.db");
+    let out = tokio::process::Command::new(bin())
+        .arg("backup")
+        .arg(&dest)
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stdout.is_empty());
+    let s = writer.await.unwrap();
+    s.stop().await;
+    let b = start(&dest).await;
+    b.ok("load_context", json!({ "sessionId": sid })).await;
+    b.ok("cipher", Value::Null).await;
+    let r = b.ok("read_thoughts", json!({ "range": [1, 1000] })).await;
+    let n = r["count"].as_u64().unwrap();
+    assert!((10..=110).contains(&n));
+    // Consistent: the session's counter matches its rows.
+    let got = b
+        .ok("session", json!({ "subOperation": "get", "sessionId": sid }))
+        .await;
+    assert_eq!(got["session"]["thoughtCount"], n);
+    b.stop().await;
+    // Backing up into a missing directory fails clearly.
+    let out = std::process::Command::new(bin())
+        .args(["backup", "/nonexistent-dir/x.db", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("thoughtbox:"));
+}
+
+#[tokio::test]
+async fn newer_schema_is_refused() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    s.stop().await;
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute(
+        "INSERT INTO refinery_schema_history (version, name, applied_on, checksum) VALUES (99, 'future', 'x', '0')",
+        [],
+    )
+    .unwrap();
+    drop(conn);
+    let out = std::process::Command::new(bin())
+        .arg("--db")
+        .arg(&db)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("newer thoughtbox"), "{err}");
+    assert!(out.stdout.is_empty());
+}

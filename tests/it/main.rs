@@ -1,0 +1,8 @@
+//! Integration tests: every test spawns the real `thoughtbox` binary on a
+//! temporary database and talks MCP to it through an rmcp client over stdio.
+
+mod bad_input;
+mod common;
+mod core_flow;
+mod durability;
+mod stdout;
