@@ -1,1 +1,152 @@
-fn main() {}
+//! Store-level costs, without the protocol.
+//!
+//!   cargo bench --bench store
+//!
+//! `append` appends one thought to a session that already holds N thoughts:
+//! the per-thought cost must not grow with N.
+
+use std::sync::OnceLock;
+
+use thoughtbox::domain::{NewSession, SessionFilter, ThoughtInput};
+use thoughtbox::store::{OpenOptionsStore, Store, SyncMode, Target};
+
+fn main() {
+    divan::main();
+}
+
+fn text(i: usize) -> String {
+    let base = "we compare the cache invalidation path against the baseline and measure the refresh latency ";
+    let mut s = format!("Step {i}: ");
+    while s.len() < 550 {
+        s.push_str(base);
+    }
+    s.truncate(550);
+    s
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    store: Store,
+    session: String,
+}
+
+fn fixture(size: usize, sync: SyncMode) -> Fixture {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(
+        dir.path().join("b.db"),
+        OpenOptionsStore {
+            sync,
+            ..Default::default()
+        },
+    )
+    .expect("open");
+    let session = store
+        .create_session(NewSession {
+            title: "bench".into(),
+            ..Default::default()
+        })
+        .expect("session")
+        .id;
+    for i in 0..size {
+        store
+            .append_thought(
+                Target::Session(session.clone()),
+                ThoughtInput {
+                    thought: text(i),
+                    next_thought_needed: true,
+                    ..Default::default()
+                },
+            )
+            .expect("append");
+    }
+    Fixture {
+        _dir: dir,
+        store,
+        session,
+    }
+}
+
+#[divan::bench(args = [0, 10_000, 100_000], sample_count = 2000, sample_size = 1)]
+fn append(bencher: divan::Bencher, size: usize) {
+    static CACHE: OnceLock<std::sync::Mutex<Vec<(usize, Fixture)>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    let mut guard = cache.lock().expect("lock");
+    if !guard.iter().any(|(s, _)| *s == size) {
+        guard.push((size, fixture(size, SyncMode::Normal)));
+    }
+    let (_, f) = guard.iter().find(|(s, _)| *s == size).expect("fixture");
+    let mut i = 0;
+    bencher.bench_local(|| {
+        i += 1;
+        f.store
+            .append_thought(
+                Target::Session(f.session.clone()),
+                ThoughtInput {
+                    thought: text(i),
+                    next_thought_needed: true,
+                    ..Default::default()
+                },
+            )
+            .expect("append")
+    });
+}
+
+#[divan::bench(sample_count = 500, sample_size = 1)]
+fn append_sync_full(bencher: divan::Bencher) {
+    let f = fixture(0, SyncMode::Full);
+    let mut i = 0;
+    bencher.bench_local(|| {
+        i += 1;
+        f.store
+            .append_thought(
+                Target::Session(f.session.clone()),
+                ThoughtInput {
+                    thought: text(i),
+                    next_thought_needed: true,
+                    ..Default::default()
+                },
+            )
+            .expect("append")
+    });
+}
+
+#[divan::bench(sample_count = 200, sample_size = 1)]
+fn index_batch_of_128(bencher: divan::Bencher) {
+    let f = fixture(0, SyncMode::Normal);
+    bencher
+        .with_inputs(|| {
+            for i in 0..128 {
+                f.store
+                    .append_thought(
+                        Target::Session(f.session.clone()),
+                        ThoughtInput {
+                            thought: text(i),
+                            next_thought_needed: true,
+                            ..Default::default()
+                        },
+                    )
+                    .expect("append");
+            }
+        })
+        .bench_local_values(|()| f.store.index_pending(128).expect("index"));
+}
+
+#[divan::bench(sample_count = 500)]
+fn list_sessions_page(bencher: divan::Bencher) {
+    static F: OnceLock<(tempfile::TempDir, Store)> = OnceLock::new();
+    let (_, store) = F.get_or_init(|| {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path().join("l.db"), OpenOptionsStore::default()).expect("open");
+        for i in 0..1000 {
+            store
+                .create_session(NewSession {
+                    title: format!("s{i}"),
+                    ..Default::default()
+                })
+                .expect("session");
+        }
+        (dir, store)
+    });
+    let filter = SessionFilter::default();
+    bencher.bench_local(|| store.list_sessions(&filter).expect("list"));
+}

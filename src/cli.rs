@@ -65,12 +65,28 @@ pub struct ServeArgs {
 
 impl DbArgs {
     pub fn open(&self) -> Result<Store> {
+        self.open_with(false)
+    }
+
+    /// Open for serving: WAL checkpoints run in the background.
+    pub fn open_for_serving(&self) -> Result<Store> {
+        self.open_with(true)
+    }
+
+    fn open_with(&self, background_checkpoints: bool) -> Result<Store> {
         let path = config::resolve_db_path(self.db.clone(), self.data_dir.clone())?;
         let sync = match self.sync {
             Sync::Normal => SyncMode::Normal,
             Sync::Full => SyncMode::Full,
         };
-        Store::open(path, OpenOptionsStore { sync, pool_size: None })
+        Store::open(
+            path,
+            OpenOptionsStore {
+                sync,
+                pool_size: None,
+                background_checkpoints,
+            },
+        )
     }
 }
 
@@ -78,7 +94,7 @@ impl DbArgs {
 pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command.unwrap_or(Command::Serve(ServeArgs::default())) {
         Command::Serve(args) => {
-            let store = cli.db.open()?;
+            let store = cli.db.open_for_serving()?;
             let options = ServeOptions {
                 stages: !(args.no_stages || config::stages_disabled_by_env()),
             };

@@ -5,6 +5,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rmcp::ServiceExt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
 use tokio::sync::{Notify, watch};
 
 use crate::error::{Error, Result};
@@ -23,19 +25,44 @@ impl Default for ServeOptions {
     }
 }
 
-/// Indexing is deferred until writes pause for this long...
+/// Indexing waits until writes pause for this long...
 const INDEX_QUIET: Duration = Duration::from_millis(50);
-/// ...but never for longer than this under a steady stream of writes.
+/// ...but under a steady stream of writes it catches up at least this often.
 const INDEX_MAX_DELAY: Duration = Duration::from_secs(5);
 /// Rows indexed per transaction, so that an append waits at most one batch.
 const INDEX_BATCH: i64 = 128;
-/// After this long without writes the WAL is checkpointed into the database
-/// file, so that copying the file of an idle server gives the whole ledger.
+/// While writes keep coming, the WAL is copied into the database this often
+/// (a PASSIVE checkpoint runs beside the writers, so appends never pay for it).
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(500);
+/// After this long without writes the WAL is checkpointed and truncated, so
+/// that copying the file of an idle server gives the whole ledger.
 const CHECKPOINT_QUIET: Duration = Duration::from_secs(1);
+
+/// How the gateway tells the maintenance task that it wrote: a counter, and
+/// a wake-up only when the task is idle, so a burst of writes costs one wake.
+#[derive(Debug, Default)]
+pub struct WriteSignal {
+    count: AtomicU64,
+    idle: AtomicBool,
+    notify: Notify,
+}
+
+impl WriteSignal {
+    pub fn wrote(&self) {
+        self.count.fetch_add(1, Ordering::Release);
+        if self.idle.swap(false, Ordering::AcqRel) {
+            self.notify.notify_one();
+        }
+    }
+
+    fn count(&self) -> u64 {
+        self.count.load(Ordering::Acquire)
+    }
+}
 
 /// Background upkeep after writes: full-text indexing and WAL checkpoints.
 pub struct Maintenance {
-    writes: Arc<Notify>,
+    signal: Arc<WriteSignal>,
     stop: watch::Sender<bool>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -47,56 +74,91 @@ async fn blocking<T: Send + 'static>(store: &Store, f: impl FnOnce(&Store) -> Re
         .map_err(|e| Error::Internal(e.to_string()))?
 }
 
+async fn index_pending(store: &Store) {
+    loop {
+        match blocking(store, |s| s.index_pending(INDEX_BATCH)).await {
+            Ok(0) => return,
+            Ok(_) => tokio::task::yield_now().await,
+            Err(e) => {
+                tracing::warn!("full-text indexing failed: {e}");
+                return;
+            }
+        }
+    }
+}
+
+async fn checkpoint(store: &Store, truncate: bool) {
+    if let Err(e) = blocking(store, move |s| {
+        if truncate {
+            s.checkpoint()
+        } else {
+            s.checkpoint_passive()
+        }
+    })
+    .await
+    {
+        tracing::warn!("checkpoint failed: {e}");
+    }
+}
+
 impl Maintenance {
     pub fn start(store: Store) -> Maintenance {
-        let writes = Arc::new(Notify::new());
+        let signal = Arc::new(WriteSignal::default());
         let (stop, mut stopped) = watch::channel(false);
-        let w = writes.clone();
+        let sig = signal.clone();
         let task = tokio::spawn(async move {
+            let mut seen = sig.count();
             'outer: loop {
-                tokio::select! {
-                    _ = w.notified() => {}
-                    _ = stopped.changed() => break,
-                }
-                let first = Instant::now();
-                loop {
+                // Sleep until the next write (re-checking after announcing idleness).
+                sig.idle.store(true, Ordering::Release);
+                if sig.count() == seen {
                     tokio::select! {
-                        _ = tokio::time::sleep(INDEX_QUIET) => break,
-                        _ = w.notified() => if first.elapsed() > INDEX_MAX_DELAY { break },
+                        _ = sig.notify.notified() => {}
+                        _ = stopped.changed() => break,
+                    }
+                }
+                sig.idle.store(false, Ordering::Release);
+                // A burst: wait for a pause, checkpointing (and, in long bursts, indexing) meanwhile.
+                let mut burst = Instant::now();
+                let mut checkpointed = Instant::now();
+                loop {
+                    seen = sig.count();
+                    tokio::select! {
+                        _ = tokio::time::sleep(INDEX_QUIET) => {}
                         _ = stopped.changed() => break 'outer,
                     }
-                }
-                loop {
-                    match blocking(&store, |s| s.index_pending(INDEX_BATCH)).await {
-                        Ok(0) => break,
-                        Ok(_) => tokio::task::yield_now().await,
-                        Err(e) => {
-                            tracing::warn!("full-text indexing failed: {e}");
-                            break;
-                        }
+                    if sig.count() == seen {
+                        break;
+                    }
+                    if checkpointed.elapsed() >= CHECKPOINT_EVERY {
+                        checkpoint(&store, false).await;
+                        checkpointed = Instant::now();
+                    }
+                    if burst.elapsed() >= INDEX_MAX_DELAY {
+                        index_pending(&store).await;
+                        burst = Instant::now();
                     }
                 }
+                index_pending(&store).await;
+                seen = sig.count();
                 tokio::select! {
-                    _ = tokio::time::sleep(CHECKPOINT_QUIET) => {
-                        if let Err(e) = blocking(&store, |s| s.checkpoint()).await {
-                            tracing::warn!("checkpoint failed: {e}");
-                        }
-                    }
-                    // More writes: the permit stays stored, so the loop starts over.
-                    _ = w.notified() => w.notify_one(),
+                    _ = tokio::time::sleep(CHECKPOINT_QUIET) => {}
                     _ = stopped.changed() => break,
+                }
+                if sig.count() == seen {
+                    checkpoint(&store, true).await;
                 }
             }
             if let Err(e) = blocking(&store, |s| s.index_all_pending().map(|_| ())).await {
                 tracing::warn!("full-text indexing at shutdown failed: {e}");
             }
         });
-        Maintenance { writes, stop, task }
+        Maintenance { signal, stop, task }
     }
 
-    /// A handle the gateway pokes after every write.
-    pub fn writes(&self) -> Arc<Notify> {
-        self.writes.clone()
+    /// The handle the gateway signals after every write.
+    pub fn signal(&self) -> Arc<WriteSignal> {
+        self.signal.clone()
     }
 
     /// Finish pending upkeep and stop.
@@ -130,23 +192,76 @@ async fn shutdown_signal() {
     }
 }
 
+type Reader = Box<dyn tokio::io::AsyncRead + Send + Unpin>;
+type Writer = Box<dyn tokio::io::AsyncWrite + Send + Unpin>;
+
+/// stdin and stdout as async streams. When they are pipes or sockets (as MCP
+/// clients spawn us) they are registered with the reactor directly; tokio's
+/// own stdin/stdout would send every read and write through the blocking
+/// thread pool, which more than doubles the cost of a small request.
+fn stdio_streams() -> (Reader, Writer) {
+    #[cfg(unix)]
+    {
+        if let (Some(r), Some(w)) = (unix_stream(0, true), unix_stream(1, false)) {
+            return (r.0, w.1);
+        }
+    }
+    (Box::new(tokio::io::stdin()), Box::new(tokio::io::stdout()))
+}
+
+#[cfg(unix)]
+type Halves = (Reader, Writer);
+
+/// fd 0 or 1 as an async reader/writer, if it is a pipe or a socket.
+#[cfg(unix)]
+fn unix_stream(fd: i32, read: bool) -> Option<Halves> {
+    use std::os::fd::{AsFd, OwnedFd};
+    use std::os::unix::fs::FileTypeExt;
+    let owned: OwnedFd = if fd == 0 {
+        std::io::stdin().as_fd().try_clone_to_owned().ok()?
+    } else {
+        std::io::stdout().as_fd().try_clone_to_owned().ok()?
+    };
+    let file = std::fs::File::from(owned);
+    let kind = file.metadata().ok()?.file_type();
+    let owned = OwnedFd::from(file);
+    if kind.is_fifo() {
+        if read {
+            let r = tokio::net::unix::pipe::Receiver::from_owned_fd(owned).ok()?;
+            Some((Box::new(r), Box::new(tokio::io::sink())))
+        } else {
+            let w = tokio::net::unix::pipe::Sender::from_owned_fd(owned).ok()?;
+            Some((Box::new(tokio::io::empty()), Box::new(w)))
+        }
+    } else if kind.is_socket() {
+        let std_stream = std::os::unix::net::UnixStream::from(owned);
+        std_stream.set_nonblocking(true).ok()?;
+        let stream = tokio::net::UnixStream::from_std(std_stream).ok()?;
+        let (r, w) = stream.into_split();
+        Some((Box::new(r), Box::new(w)))
+    } else {
+        None
+    }
+}
+
 /// Serve MCP on stdin/stdout until the client closes stdin or a signal
 /// arrives, then index, checkpoint and close the database so that the
 /// database file alone holds the whole ledger.
 pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .max_blocking_threads(8)
+    // One client, one thread: requests never hop between threads. Background
+    // upkeep (indexing, checkpoints) runs on the blocking pool.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .max_blocking_threads(4)
         .enable_all()
         .build()
         .map_err(|e| Error::io("starting the async runtime", e))?;
     let result = runtime.block_on(async move {
         tracing::info!(db = %store.path().display(), "thoughtbox serving MCP on stdio");
         let maintenance = Maintenance::start(store.clone());
-        let gateway = Gateway::new(store.clone(), options, maintenance.writes());
+        let gateway = Gateway::new(store.clone(), options, maintenance.signal());
         let served = async {
             let service = gateway
-                .serve(rmcp::transport::stdio())
+                .serve(stdio_streams())
                 .await
                 .map_err(|e| Error::Internal(format!("MCP initialization failed: {e}")))?;
             let cancel = service.cancellation_token();

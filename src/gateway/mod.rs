@@ -18,13 +18,12 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{Map, Value, json};
-use tokio::sync::Notify;
 
 pub use args::Args;
 
 use crate::domain::Stage;
 use crate::error::{Error, Result};
-use crate::serve::ServeOptions;
+use crate::serve::{ServeOptions, WriteSignal};
 use crate::store::Store;
 
 /// The one tool's name.
@@ -99,7 +98,7 @@ pub struct Gateway {
     pub(crate) store: Store,
     pub(crate) options: ServeOptions,
     pub(crate) conn: Arc<Mutex<Connection>>,
-    writes: Arc<Notify>,
+    writes: Arc<WriteSignal>,
     tool: Arc<Tool>,
 }
 
@@ -146,7 +145,7 @@ fn tool_definition() -> Tool {
 }
 
 impl Gateway {
-    pub fn new(store: Store, options: ServeOptions, writes: Arc<Notify>) -> Gateway {
+    pub fn new(store: Store, options: ServeOptions, writes: Arc<WriteSignal>) -> Gateway {
         Gateway {
             store,
             options,
@@ -156,20 +155,24 @@ impl Gateway {
         }
     }
 
-    /// Run blocking store work off the async runtime.
+    /// Run synchronous store work. On a multi-threaded runtime the worker
+    /// hands its other tasks to another thread and runs `f` in place. On the
+    /// current-thread runtime of a stdio server (one client, requests a few
+    /// tens of microseconds long) `f` simply runs inline: any hop to another
+    /// thread would cost more than the work itself.
     pub(crate) async fn blocking<T: Send + 'static>(
         &self,
         f: impl FnOnce(&Store) -> Result<T> + Send + 'static,
     ) -> Result<T> {
-        let store = self.store.clone();
-        tokio::task::spawn_blocking(move || f(&store))
-            .await
-            .map_err(|e| Error::Internal(format!("storage task failed: {e}")))?
+        match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+            Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(|| f(&self.store)),
+            _ => f(&self.store),
+        }
     }
 
     /// Tell the maintenance task that something was written.
     pub(crate) fn wrote(&self) {
-        self.writes.notify_one();
+        self.writes.wrote();
     }
 
     pub(crate) fn with_conn<T>(&self, f: impl FnOnce(&mut Connection) -> T) -> T {

@@ -54,6 +54,9 @@ pub struct OpenOptionsStore {
     pub sync: SyncMode,
     /// Largest number of pooled connections.
     pub pool_size: Option<u32>,
+    /// Leave WAL checkpoints to the caller (the server's maintenance task)
+    /// instead of letting the commit that crosses 1,000 WAL pages pay for one.
+    pub background_checkpoints: bool,
 }
 
 /// Installation-wide settings kept in the `config` table.
@@ -79,7 +82,17 @@ pub(crate) type Conn = PooledConnection<SqliteConnectionManager>;
 
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
-fn configure(conn: &Connection, sync: SyncMode) -> rusqlite::Result<()> {
+/// WAL size past which background checkpoints make the WAL start over; also
+/// the size the WAL file is cut back to when it does.
+pub const WAL_RESTART_BYTES: u64 = 16 << 20;
+
+fn wal_path(db: &Path) -> PathBuf {
+    let mut p = db.as_os_str().to_owned();
+    p.push("-wal");
+    PathBuf::from(p)
+}
+
+fn configure(conn: &Connection, sync: SyncMode, background_checkpoints: bool) -> rusqlite::Result<()> {
     // busy_timeout first: switching to WAL can itself meet a lock.
     conn.busy_timeout(BUSY_TIMEOUT)?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
@@ -92,6 +105,10 @@ fn configure(conn: &Connection, sync: SyncMode) -> rusqlite::Result<()> {
         },
     )?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
+    if background_checkpoints {
+        conn.pragma_update(None, "wal_autocheckpoint", 0)?;
+    }
+    conn.pragma_update(None, "journal_size_limit", WAL_RESTART_BYTES as i64)?;
     conn.set_prepared_statement_cache_capacity(64);
     Ok(())
 }
@@ -190,16 +207,17 @@ impl Store {
         {
             let _lock = migration_lock(&path)?;
             let mut conn = Connection::open(&path)?;
-            configure(&conn, opts.sync)?;
+            configure(&conn, opts.sync, false)?;
             migrate(&mut conn, &path)?;
             ensure_config(&conn)?;
         }
         let sync = opts.sync;
+        let background = opts.background_checkpoints;
         let manager = SqliteConnectionManager::file(&path)
             .with_flags(
                 OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI,
             )
-            .with_init(move |c| configure(c, sync));
+            .with_init(move |c| configure(c, sync, background));
         let pool = Pool::builder()
             .max_size(opts.pool_size.unwrap_or(4))
             .min_idle(Some(1))
@@ -284,6 +302,21 @@ impl Store {
             [],
             |r| r.get(0),
         )?)
+    }
+
+    /// Copy as much of the WAL into the database file as possible without
+    /// waiting for readers or writers. Once the WAL has grown past
+    /// [`WAL_RESTART_BYTES`], finish with a RESTART checkpoint (a short stall
+    /// for writers, most pages being copied already) so the WAL is reused
+    /// from its start instead of growing for as long as writes keep coming.
+    pub fn checkpoint_passive(&self) -> Result<()> {
+        let conn = self.conn()?;
+        conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))?;
+        let wal_len = std::fs::metadata(wal_path(&self.path)).map(|m| m.len()).unwrap_or(0);
+        if wal_len > WAL_RESTART_BYTES {
+            conn.query_row("PRAGMA wal_checkpoint(RESTART)", [], |_| Ok(()))?;
+        }
+        Ok(())
     }
 
     /// Copy the WAL into the database file and truncate the WAL, so the

@@ -1,0 +1,232 @@
+//! End-to-end figures through the real stdio protocol: the release binary,
+//! driven by an rmcp client, one request in flight.
+//!
+//!   cargo bench --bench stdio            # all figures
+//!   cargo bench --bench stdio -- append  # only the 10,000-thought runs
+//!
+//! Prints throughput, latency percentiles, first-vs-last-1000 medians, peak
+//! RSS of the server, and start-up time to `initialize` answered.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::RunningService;
+use rmcp::transport::TokioChildProcess;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{Map, Value, json};
+use thoughtbox::domain::NewSession;
+use thoughtbox::store::{OpenOptionsStore, Store};
+
+type Client = RunningService<RoleClient, ()>;
+
+const THOUGHTS: usize = 10_000;
+
+fn command(db: &Path, extra: &[&str]) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_thoughtbox"));
+    cmd.arg("--db")
+        .arg(db)
+        .args(extra)
+        .env("RUST_LOG", "warn")
+        .stderr(Stdio::null());
+    cmd
+}
+
+async fn spawn(db: &Path, extra: &[&str]) -> (Client, u32) {
+    let (transport, _) = TokioChildProcess::builder(command(db, extra))
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let pid = transport.id().expect("pid");
+    (().serve(transport).await.expect("initialize"), pid)
+}
+
+async fn call(client: &Client, operation: &str, args: Value) -> Value {
+    let mut m = Map::new();
+    m.insert("operation".into(), json!(operation));
+    m.insert("args".into(), args);
+    let r = client
+        .call_tool(CallToolRequestParams::new("thoughtbox_gateway").with_arguments(m))
+        .await
+        .expect("call");
+    assert_ne!(r.is_error, Some(true), "{operation} failed: {:?}", r.content);
+    r.structured_content.unwrap_or(Value::Null)
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i]
+}
+
+fn median(v: &[Duration]) -> Duration {
+    let mut s = v.to_vec();
+    s.sort();
+    percentile(&s, 0.5)
+}
+
+fn us(d: Duration) -> String {
+    format!("{:.0} us", d.as_secs_f64() * 1e6)
+}
+
+fn peak_rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// A thought of about 550 characters, different each time.
+fn text(i: usize) -> String {
+    let mut s = format!("Step {i}: ");
+    let words = [
+        "the",
+        "cache",
+        "invalidation",
+        "fails",
+        "when",
+        "token",
+        "refresh",
+        "races",
+        "with",
+        "logout",
+        "so",
+        "we",
+        "measure",
+        "latency",
+        "under",
+        "load",
+        "and",
+        "compare",
+        "against",
+        "baseline",
+        "before",
+        "deciding",
+    ];
+    let mut k = i;
+    while s.len() < 550 {
+        s.push_str(words[k % words.len()]);
+        s.push(' ');
+        k = k.wrapping_mul(31).wrapping_add(7);
+    }
+    s
+}
+
+async fn append_run(label: &str, extra: &[&str]) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("bench.db");
+    let (client, pid) = spawn(&db, extra).await;
+    call(&client, "start_new", json!({ "sessionTitle": "bench" })).await;
+    call(&client, "cipher", json!({})).await;
+    let mut lat = Vec::with_capacity(THOUGHTS);
+    let start = Instant::now();
+    for i in 0..THOUGHTS {
+        let args = json!({ "thought": text(i), "nextThoughtNeeded": true });
+        let t0 = Instant::now();
+        call(&client, "thought", args).await;
+        lat.push(t0.elapsed());
+    }
+    let total = start.elapsed();
+    let rss = peak_rss_kib(pid);
+    let wal = std::fs::metadata(dir.path().join("bench.db-wal"))
+        .map(|m| m.len())
+        .unwrap_or(0);
+    let first = median(&lat[..1000]);
+    let last = median(&lat[THOUGHTS - 1000..]);
+    let mut sorted = lat.clone();
+    sorted.sort();
+    println!(
+        "{label}: {THOUGHTS} thoughts in {:.2} s = {:.0} thoughts/s | p50 {} p99 {} p99.9 {} max {} | median first 1000 {} last 1000 {} ({:+.1} %) | server peak RSS {} | WAL at end {:.1} MiB",
+        total.as_secs_f64(),
+        THOUGHTS as f64 / total.as_secs_f64(),
+        us(percentile(&sorted, 0.5)),
+        us(percentile(&sorted, 0.99)),
+        us(percentile(&sorted, 0.999)),
+        us(*sorted.last().expect("samples")),
+        us(first),
+        us(last),
+        (last.as_secs_f64() / first.as_secs_f64() - 1.0) * 100.0,
+        rss.map(|k| format!("{:.1} MiB", k as f64 / 1024.0))
+            .unwrap_or_else(|| "n/a".into()),
+        wal as f64 / (1024.0 * 1024.0),
+    );
+    client.cancel().await.ok();
+}
+
+/// A round trip that touches no database: the protocol's own cost.
+async fn roundtrip_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (client, _) = spawn(&dir.path().join("rt.db"), &[]).await;
+    let mut lat = Vec::new();
+    for _ in 0..5000 {
+        let t0 = Instant::now();
+        call(&client, "get_state", json!({})).await;
+        lat.push(t0.elapsed());
+    }
+    lat.sort();
+    println!(
+        "roundtrip (get_state, no database work): p50 {} p99 {}",
+        us(percentile(&lat, 0.5)),
+        us(percentile(&lat, 0.99))
+    );
+    client.cancel().await.ok();
+}
+
+async fn startup_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("startup.db");
+    {
+        let store = Store::open(&db, OpenOptionsStore::default()).expect("open");
+        for i in 0..1000 {
+            store
+                .create_session(NewSession {
+                    title: format!("session {i}"),
+                    tags: vec!["project:bench".into()],
+                    ..Default::default()
+                })
+                .expect("session");
+        }
+        store.checkpoint().expect("checkpoint");
+    }
+    let mut times = Vec::new();
+    for _ in 0..30 {
+        let t0 = Instant::now();
+        let (client, _) = spawn(&db, &[]).await;
+        times.push(t0.elapsed());
+        client.cancel().await.ok();
+    }
+    times.sort();
+    println!(
+        "startup: spawn to `initialize` answered, existing database of 1,000 sessions, 30 runs: p50 {:.1} ms, p95 {:.1} ms, max {:.1} ms",
+        percentile(&times, 0.5).as_secs_f64() * 1e3,
+        percentile(&times, 0.95).as_secs_f64() * 1e3,
+        times.last().expect("runs").as_secs_f64() * 1e3,
+    );
+}
+
+fn main() {
+    let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let wanted = |name: &str| filter.is_empty() || filter.iter().any(|f| name.contains(f.as_str()));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        if wanted("append-normal") {
+            append_run("append-normal (default: WAL, synchronous=NORMAL)", &[]).await;
+        }
+        if wanted("append-full") {
+            append_run("append-full (--sync full)", &["--sync", "full"]).await;
+        }
+        if wanted("roundtrip") {
+            roundtrip_run().await;
+        }
+        if wanted("startup") {
+            startup_run().await;
+        }
+    });
+}
