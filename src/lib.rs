@@ -13,6 +13,7 @@ pub mod domain;
 pub mod error;
 pub mod export;
 pub mod gateway;
+pub mod knowledge;
 pub mod serve;
 pub mod store;
 

@@ -3,7 +3,9 @@
 //! file per table family. Everything here is synchronous rusqlite; async
 //! callers run it on blocking threads.
 
+mod analysis;
 mod backup;
+mod knowledge;
 mod search;
 mod sessions;
 mod thoughts;
