@@ -6,6 +6,7 @@
 //! [`export`] renders sessions as SessionExport JSON, Markdown or the compact
 //! cipher form.
 
+pub mod analysis;
 pub mod cli;
 pub mod config;
 pub mod content;
