@@ -15,6 +15,7 @@ pub mod error;
 pub mod export;
 pub mod gateway;
 pub mod knowledge;
+pub mod models;
 pub mod serve;
 pub mod store;
 
