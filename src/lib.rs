@@ -12,6 +12,7 @@ pub mod config;
 pub mod content;
 pub mod domain;
 pub mod error;
+pub mod events;
 pub mod export;
 pub mod gateway;
 pub mod knowledge;

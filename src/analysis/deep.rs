@@ -144,9 +144,9 @@ pub struct PatternSection {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Metrics {
-    /// 0.4 × min(1, thoughts / 25) + 0.35 × min(1, (branches + revisions) / 10)
-    /// + 0.25 × min(1, mean thought length / 800 characters): how much the
-    /// reasoning holds at once (volume, structure, density of each step).
+    /// How much the reasoning holds at once (volume, structure, density of
+    /// each step): 0.4 × min(1, thoughts / 25) + 0.35 × min(1, (branches +
+    /// revisions) / 10) + 0.25 × min(1, mean thought length / 800 characters).
     pub cognitive_load: f64,
     /// As in SessionAnalysis: main-chain non-revisions / all thoughts.
     pub linearity_score: f64,

@@ -92,6 +92,30 @@ fn set_tags_tx(tx: &Transaction<'_>, id: &str, tags: &[String]) -> Result<()> {
     Ok(())
 }
 
+fn insert_pattern_tx(tx: &Transaction<'_>, new: &NewPattern, now: &str) -> Result<KnowledgePattern> {
+    check_sessions_exist(tx, &new.derived_from_sessions)?;
+    let base = slug_or_fallback("pattern", &new.title);
+    let mut exists = tx.prepare_cached("SELECT EXISTS (SELECT 1 FROM knowledge_patterns WHERE id = ?1)")?;
+    let id = unique_slug(&base, |c| Ok(exists.query_row([c], |r| r.get::<_, bool>(0))?))?;
+    tx.prepare_cached(
+        "INSERT INTO knowledge_patterns
+             (id, title, description, tags, content, derived_from_sessions, created_by, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)",
+    )?
+    .execute(params![
+        id,
+        new.title,
+        new.description,
+        to_json(&new.tags)?,
+        new.content,
+        to_json(&new.derived_from_sessions)?,
+        new.created_by,
+        now
+    ])?;
+    set_tags_tx(tx, &id, &new.tags)?;
+    get_pattern_tx(tx, &id)
+}
+
 fn get_note_tx(tx: &Transaction<'_>, id: &str) -> Result<Option<ScratchpadNote>> {
     Ok(tx
         .prepare_cached(&format!(
@@ -106,29 +130,13 @@ impl Store {
     /// with `-2`, `-3`... on collision.
     pub fn create_pattern(&self, new: NewPattern) -> Result<KnowledgePattern> {
         let now = domain::now();
-        self.write(|tx| {
-            check_sessions_exist(tx, &new.derived_from_sessions)?;
-            let base = slug_or_fallback("pattern", &new.title);
-            let mut exists = tx.prepare_cached("SELECT EXISTS (SELECT 1 FROM knowledge_patterns WHERE id = ?1)")?;
-            let id = unique_slug(&base, |c| Ok(exists.query_row([c], |r| r.get::<_, bool>(0))?))?;
-            tx.prepare_cached(
-                "INSERT INTO knowledge_patterns
-                     (id, title, description, tags, content, derived_from_sessions, created_by, created_at, updated_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)",
-            )?
-            .execute(params![
-                id,
-                new.title,
-                new.description,
-                to_json(&new.tags)?,
-                new.content,
-                to_json(&new.derived_from_sessions)?,
-                new.created_by,
-                now
-            ])?;
-            set_tags_tx(tx, &id, &new.tags)?;
-            get_pattern_tx(tx, &id)
-        })
+        self.write(|tx| insert_pattern_tx(tx, &new, &now))
+    }
+
+    /// Create several patterns in one transaction: all or none.
+    pub fn create_patterns(&self, new: &[NewPattern]) -> Result<Vec<KnowledgePattern>> {
+        let now = domain::now();
+        self.write(|tx| new.iter().map(|n| insert_pattern_tx(tx, n, &now)).collect())
     }
 
     pub fn pattern(&self, id: &str) -> Result<KnowledgePattern> {

@@ -6,6 +6,7 @@
 mod analysis;
 mod backup;
 mod knowledge;
+mod projects;
 mod search;
 mod sessions;
 mod thoughts;
