@@ -20,7 +20,10 @@ impl Store {
             *last = last.saturating_add(1);
         }
         let upper = String::from_utf8_lossy(&upper).into_owned();
-        let marks = vec!["?"; within.len()].join(", ");
+        let marks = (1..=within.len())
+            .map(|i| format!("?{i}"))
+            .collect::<Vec<_>>()
+            .join(", ");
         let scope = if within.is_empty() {
             String::new()
         } else {
