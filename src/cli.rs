@@ -80,7 +80,7 @@ pub struct ServeArgs {
         default_value_t = 10
     )]
     pub roots_timeout: u64,
-    /// Project of new sessions while no root is bound (tag project:<NAME>)
+    /// Project of new sessions while no root is bound (they get the tag `project:NAME`)
     #[arg(long, env = "THOUGHTBOX_PROJECT", value_name = "NAME")]
     pub project: Option<String>,
     /// Event stream (one JSON object per line): stderr, or a file to append to; off by default

@@ -1,11 +1,11 @@
-//! Analyses of one reasoning session: pure functions over a [`Session`] and
+//! Analyses of one reasoning session: pure functions over a `Session` and
 //! every one of its thoughts (main chain and branches), with no I/O.
 //!
 //! - [`session_analysis`]: the SessionAnalysis of `session analyze`.
 //! - [`extract_learnings`]: ExtractedLearning items of `session extract_learnings`.
 //! - [`deep_analysis`]: the DeepAnalysisResult of `deep_analysis`.
 //!
-//! All three start from the same [`Facts`], computed once from the thoughts
+//! All three start from the same `Facts`, computed once from the thoughts
 //! in the order they were recorded (their ledger row order, not their
 //! numbers). Every formula is written next to the field it fills; ratios are
 //! rounded to two decimals and always lie in `[0, 1]`; an empty session is

@@ -345,8 +345,11 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
                 thought.data.critique = Some(c);
             }
             Err(e) => {
+                // The thought is recorded; failing to note the request must not fail the call.
                 let node = thought.node_id.clone();
-                gw.blocking(move |s| s.mark_critique_requested(&node)).await?;
+                if let Err(mark) = gw.blocking(move |s| s.mark_critique_requested(&node)).await {
+                    tracing::warn!("could not record the critique request: {mark}");
+                }
                 critique_error = Some(e.payload());
             }
         }
