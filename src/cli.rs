@@ -3,11 +3,13 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, FromArgMatches, Parser, Subcommand, ValueEnum};
 
 use crate::config;
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::events::EventTarget;
 use crate::serve::{self, ServeOptions};
 use crate::store::{OpenOptionsStore, Store, SyncMode};
 
@@ -55,12 +57,62 @@ pub enum Command {
     },
 }
 
-#[derive(Debug, Clone, Default, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
     /// Let every operation run at any stage (for clients that cannot follow
     /// the staged flow); also THOUGHTBOX_STAGES=off
     #[arg(long)]
     pub no_stages: bool,
+    /// Seconds to wait for the client's critique (MCP sampling) before
+    /// answering the thought without it
+    #[arg(
+        long,
+        env = "THOUGHTBOX_CRITIQUE_TIMEOUT_SECS",
+        value_name = "SECS",
+        default_value_t = 60
+    )]
+    pub critique_timeout: u64,
+    /// Seconds to wait for the client's answer to roots/list
+    #[arg(
+        long,
+        env = "THOUGHTBOX_ROOTS_TIMEOUT_SECS",
+        value_name = "SECS",
+        default_value_t = 10
+    )]
+    pub roots_timeout: u64,
+    /// Project of new sessions while no root is bound (they get the tag `project:NAME`)
+    #[arg(long, env = "THOUGHTBOX_PROJECT", value_name = "NAME")]
+    pub project: Option<String>,
+    /// Event stream (one JSON object per line): stderr, or a file to append to; off by default
+    #[arg(long, env = "THOUGHTBOX_EVENTS", value_name = "stderr|PATH", value_parser = EventTarget::parse)]
+    pub events: Option<EventTarget>,
+}
+
+impl ServeArgs {
+    /// The serve options when no `serve` command was given: defaults and
+    /// environment variables, as `thoughtbox serve` would read them.
+    fn from_env() -> Result<ServeArgs> {
+        let command = ServeArgs::augment_args(clap::Command::new("serve"));
+        command
+            .try_get_matches_from(["serve"])
+            .and_then(|m| ServeArgs::from_arg_matches(&m))
+            .map_err(|e| Error::invalid("serve", e.to_string().trim().to_string()))
+    }
+
+    fn options(&self) -> ServeOptions {
+        ServeOptions {
+            stages: !(self.no_stages || config::stages_disabled_by_env()),
+            critique_timeout: Duration::from_secs(self.critique_timeout),
+            roots_timeout: Duration::from_secs(self.roots_timeout),
+            default_project: self
+                .project
+                .as_deref()
+                .map(str::trim)
+                .filter(|p| !p.is_empty())
+                .map(str::to_string),
+            events: self.events.clone().unwrap_or_default(),
+        }
+    }
 }
 
 impl DbArgs {
@@ -92,12 +144,14 @@ impl DbArgs {
 
 /// Run the command line. Errors are returned for `main` to print.
 pub fn run(cli: Cli) -> Result<ExitCode> {
-    match cli.command.unwrap_or(Command::Serve(ServeArgs::default())) {
+    let command = match cli.command {
+        Some(c) => c,
+        None => Command::Serve(ServeArgs::from_env()?),
+    };
+    match command {
         Command::Serve(args) => {
+            let options = args.options();
             let store = cli.db.open_for_serving()?;
-            let options = ServeOptions {
-                stages: !(args.no_stages || config::stages_disabled_by_env()),
-            };
             serve::run_stdio(store, options)?;
             Ok(ExitCode::SUCCESS)
         }

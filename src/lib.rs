@@ -5,14 +5,24 @@
 //! through the [`store`], which keeps the whole ledger in one SQLite file.
 //! [`export`] renders sessions as SessionExport JSON, Markdown or the compact
 //! cipher form.
+//!
+//! Around the ledger: [`analysis`] computes SessionAnalysis, learnings and
+//! deep analyses as pure functions over a session's thoughts; [`knowledge`]
+//! holds the pattern and scratchpad types of the knowledge garden (stored by
+//! `store::knowledge`); [`models`] embeds the mental model prompts; [`events`]
+//! writes the optional JSONL event stream.
 
+pub mod analysis;
 pub mod cli;
 pub mod config;
 pub mod content;
 pub mod domain;
 pub mod error;
+pub mod events;
 pub mod export;
 pub mod gateway;
+pub mod knowledge;
+pub mod models;
 pub mod serve;
 pub mod store;
 

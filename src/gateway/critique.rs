@@ -7,8 +7,6 @@
 //! that cannot or do not answer.
 #![allow(deprecated)]
 
-use std::time::Duration;
-
 use rmcp::RoleServer;
 use rmcp::model::{CreateMessageRequestParams, SamplingMessage};
 use rmcp::service::RequestContext;
@@ -17,15 +15,6 @@ use super::Gateway;
 use crate::domain::{self, Critique, Thought};
 use crate::error::{Error, Result};
 use crate::store::ThoughtQuery;
-
-/// How long a critique may take before the thought is answered without it.
-pub(crate) fn critique_timeout() -> Duration {
-    std::env::var("THOUGHTBOX_CRITIQUE_TIMEOUT_SECS")
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .map(Duration::from_secs)
-        .unwrap_or(Duration::from_secs(60))
-}
 
 const CRITIC_PROMPT: &str = "You review one step of someone's reasoning. Point out logical errors, unstated assumptions, \
 missed alternatives and unconsidered edge cases, and suggest concrete improvements. Be brief and specific; \
@@ -62,9 +51,14 @@ pub(crate) async fn request_critique(gw: &Gateway, ctx: &RequestContext<RoleServ
     let params = CreateMessageRequestParams::new(vec![SamplingMessage::user_text(prompt)], 1000)
         .with_system_prompt(CRITIC_PROMPT);
     let call = ctx.peer.create_message(params);
-    let result = tokio::time::timeout(critique_timeout(), call)
+    let result = tokio::time::timeout(gw.options.critique_timeout, call)
         .await
-        .map_err(|_| Error::SamplingNotSupported("the client did not answer the sampling request in time".into()))?
+        .map_err(|_| {
+            Error::SamplingNotSupported(format!(
+                "the client did not answer the sampling request within {} s (--critique-timeout)",
+                gw.options.critique_timeout.as_secs()
+            ))
+        })?
         .map_err(|e| Error::SamplingNotSupported(format!("the sampling request failed: {e}")))?;
     let text = result
         .message

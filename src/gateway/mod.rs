@@ -4,16 +4,23 @@
 //! failures answer `isError: true` with an ErrorPayload. Protocol types stay
 //! in this module; everything below it works with the domain and the store.
 
+mod analysis_ops;
 mod args;
 mod critique;
+mod init_ops;
+mod knowledge_ops;
+mod models_ops;
 mod ops;
+mod resources;
 mod session_ops;
 
+use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, GetPromptRequestParams, GetPromptResponse, Implementation,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -23,6 +30,7 @@ pub use args::Args;
 
 use crate::domain::Stage;
 use crate::error::{Error, Result};
+use crate::events::{self, EventType, Events};
 use crate::serve::{ServeOptions, WriteSignal};
 use crate::store::Store;
 
@@ -52,6 +60,21 @@ pub const OPERATIONS: &[(&str, Stage, &str)] = &[
         "List sessions. args: project?, task?, aspect?, tags?, search?, limit?, offset?, sortBy?, sortOrder?.",
     ),
     (
+        "navigate",
+        Stage::Entry,
+        "Look around a project: args: target { project?, task?, aspect? } (default: the bound project). Answers its sessions (all given parts must match) and its tasks and aspects.",
+    ),
+    (
+        "list_roots",
+        Stage::Entry,
+        "Ask the client for its roots (workspace folders). Needs a client with the roots capability.",
+    ),
+    (
+        "bind_root",
+        Stage::Entry,
+        "Bind one of the client's roots as this connection's project: args: rootUri (or name). New sessions get the tag project:<name>.",
+    ),
+    (
         "cipher",
         Stage::InitComplete,
         "Get the compact notation guide; unlocks thought, read_thoughts, get_structure.",
@@ -59,7 +82,12 @@ pub const OPERATIONS: &[(&str, Stage, &str)] = &[
     (
         "session",
         Stage::InitComplete,
-        "Session management. args: subOperation = list | get | search | resume | export | delete, plus its parameters.",
+        "Session management. args: subOperation = list | get | search | resume | export | delete | analyze | extract_learnings | discovery, plus its parameters.",
+    ),
+    (
+        "deep_analysis",
+        Stage::InitComplete,
+        "Reasoning patterns, metrics, insights, cognitive load, decision points and timeline of a session. args: sessionId, analysisType? (patterns | cognitive_load | decision_points | full), options? { includeTimeline?, compareWith? [sessionIds] }.",
     ),
     (
         "thought",
@@ -76,6 +104,16 @@ pub const OPERATIONS: &[(&str, Stage, &str)] = &[
         Stage::CipherLoaded,
         "The shape of a session without text: main chain, branches, revisions. args: sessionId?.",
     ),
+    (
+        "mental_models",
+        Stage::CipherLoaded,
+        "Structured reasoning frameworks. args: subOperation = get_model (modelId) | list_models (tag? or tags? [all must match]) | list_tags.",
+    ),
+    (
+        "knowledge",
+        Stage::CipherLoaded,
+        "The knowledge garden. args: subOperation = create_pattern | get_pattern | update_pattern | delete_pattern | list_patterns | list_tags | write_scratchpad | read_scratchpad | list_scratchpad | delete_scratchpad | search.",
+    ),
 ];
 
 fn required_stage(operation: &str) -> Option<Stage> {
@@ -85,11 +123,21 @@ fn required_stage(operation: &str) -> Option<Stage> {
         .map(|(_, s, _)| *s)
 }
 
+/// A client root bound as the connection's project.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct BoundRoot {
+    pub uri: String,
+    pub name: String,
+}
+
 /// One MCP connection's state.
 #[derive(Debug, Default)]
 pub(crate) struct Connection {
     pub stage: Stage,
     pub active_session: Option<String>,
+    pub root: Option<BoundRoot>,
+    /// Optional operations hidden with `session discovery`.
+    pub hidden: BTreeSet<String>,
 }
 
 /// The MCP server handler. One per connection (stdio: one per process).
@@ -98,19 +146,22 @@ pub struct Gateway {
     pub(crate) store: Store,
     pub(crate) options: ServeOptions,
     pub(crate) conn: Arc<Mutex<Connection>>,
+    pub(crate) events: Arc<Events>,
     writes: Arc<WriteSignal>,
     tool: Arc<Tool>,
 }
 
-fn tool_definition() -> Tool {
-    let names: Vec<&str> = OPERATIONS.iter().map(|(n, _, _)| *n).collect();
+/// The tool, listing the operations not in `hidden`.
+fn tool_definition(hidden: &BTreeSet<String>) -> Tool {
+    let visible: Vec<&(&str, Stage, &str)> = OPERATIONS.iter().filter(|(n, _, _)| !hidden.contains(*n)).collect();
+    let names: Vec<&str> = visible.iter().map(|(n, _, _)| *n).collect();
     let mut description = String::from(
         "Thoughtbox: a durable reasoning ledger. Every thought you record is stored, linked to the thoughts before it, \
          searchable and exportable. Call with { \"operation\": <name>, \"args\": { ... } }.\n\
          Flow: start_new (new session) or load_context (resume) -> cipher -> thought ... with nextThoughtNeeded: false to finish.\n\
          Operations (minimum stage in brackets):\n",
     );
-    for (name, stage, what) in OPERATIONS {
+    for (name, stage, what) in visible {
         description.push_str(&format!("- {name} [{}]: {what}\n", stage.number()));
     }
     let schema = json!({
@@ -148,11 +199,17 @@ impl Gateway {
     pub fn new(store: Store, options: ServeOptions, writes: Arc<WriteSignal>) -> Gateway {
         Gateway {
             store,
+            events: Arc::new(Events::new(options.events.clone())),
             options,
             conn: Arc::new(Mutex::new(Connection::default())),
             writes,
-            tool: Arc::new(tool_definition()),
+            tool: Arc::new(tool_definition(&BTreeSet::new())),
         }
+    }
+
+    /// Write an event to the event stream (when one is configured).
+    pub(crate) fn emit(&self, kind: EventType, session_id: Option<&str>, data: Value) {
+        self.events.emit(kind, session_id, data);
     }
 
     /// Run synchronous store work. On a multi-threaded runtime the worker
@@ -187,15 +244,25 @@ impl Gateway {
         self.with_conn(|c| c.stage)
     }
 
-    /// Raise the connection's stage (it never goes down).
-    pub(crate) fn advance(&self, to: Stage) -> Stage {
-        self.with_conn(|c| {
+    /// Raise the connection's stage (it never goes down); `trigger` is the
+    /// operation that caused it, for the `stage_changed` event.
+    pub(crate) fn advance(&self, to: Stage, trigger: &str) -> Stage {
+        let (previous, now) = self.with_conn(|c| {
+            let previous = c.stage;
             if to > c.stage {
                 tracing::debug!(from = c.stage.number(), to = to.number(), "stage advanced");
                 c.stage = to;
             }
-            c.stage
-        })
+            (previous, c.stage)
+        });
+        if now != previous {
+            self.emit(
+                EventType::StageChanged,
+                self.active_session().as_deref(),
+                events::stage_changed(previous.number(), now.number(), trigger),
+            );
+        }
+        now
     }
 
     pub(crate) fn active_session(&self) -> Option<String> {
@@ -250,17 +317,31 @@ impl Gateway {
             Some(v) => Args::from_value("args", Some(&v))?,
             None => arguments,
         };
+        if self.with_conn(|c| c.hidden.contains(&operation)) {
+            return Err(Error::InvalidOperation {
+                message: format!(
+                    "operation {operation:?} is hidden on this connection; session discovery with action \"show\" brings it back"
+                ),
+                details: Some(json!({ "operation": operation, "hidden": true })),
+            });
+        }
         self.check_stage(&operation, required)?;
         match operation.as_str() {
             "get_state" => ops::get_state(self).await,
             "start_new" => ops::start_new(self, args).await,
             "load_context" => ops::load_context(self, args).await,
             "list_sessions" => ops::list_sessions(self, args).await,
+            "navigate" => init_ops::navigate(self, args).await,
+            "list_roots" => init_ops::list_roots(self, ctx).await,
+            "bind_root" => init_ops::bind_root(self, args, ctx).await,
             "cipher" => ops::cipher(self).await,
-            "session" => session_ops::session(self, args).await,
+            "session" => session_ops::session(self, args, ctx).await,
+            "deep_analysis" => analysis_ops::deep_analysis(self, args).await,
             "thought" => ops::thought(self, args, ctx).await,
             "read_thoughts" => ops::read_thoughts(self, args).await,
             "get_structure" => ops::get_structure(self, args).await,
+            "mental_models" => models_ops::mental_models(self, args).await,
+            "knowledge" => knowledge_ops::knowledge(self, args).await,
             other => Err(Error::operation(format!("unknown operation {other:?}"))),
         }
     }
@@ -268,7 +349,14 @@ impl Gateway {
 
 impl ServerHandler for Gateway {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_prompts()
+                .enable_resources()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
             .with_server_info(
                 Implementation::new(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION"))
                     .with_title("Thoughtbox reasoning ledger"),
@@ -277,7 +365,9 @@ impl ServerHandler for Gateway {
                 "Thoughtbox records your reasoning as a durable ledger. Use the thoughtbox_gateway tool: \
                  get_state to orient; start_new to begin a session (or list_sessions + load_context to resume one); \
                  cipher to load the notation guide; then thought for each reasoning step, with nextThoughtNeeded: false \
-                 on the last. read_thoughts and get_structure re-orient you mid-session; session search finds past reasoning.",
+                 on the last. read_thoughts and get_structure re-orient you mid-session; session search finds past reasoning; \
+                 session analyze and deep_analysis describe how a session went; mental_models offers reasoning frameworks \
+                 (also as prompts and resources); knowledge keeps reusable patterns and scratchpad notes.",
             )
     }
 
@@ -286,7 +376,53 @@ impl ServerHandler for Gateway {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> std::result::Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(vec![(*self.tool).clone()]))
+        let hidden = self.with_conn(|c| c.hidden.clone());
+        let tool = if hidden.is_empty() {
+            (*self.tool).clone()
+        } else {
+            tool_definition(&hidden)
+        };
+        Ok(ListToolsResult::with_all_items(vec![tool]))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> std::result::Result<ListResourcesResult, McpError> {
+        resources::list_resources(self).await
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> std::result::Result<ListResourceTemplatesResult, McpError> {
+        Ok(resources::list_resource_templates())
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> std::result::Result<ReadResourceResponse, McpError> {
+        resources::read_resource(self, &request.uri).await.map(Into::into)
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> std::result::Result<ListPromptsResult, McpError> {
+        Ok(resources::list_prompts())
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> std::result::Result<GetPromptResponse, McpError> {
+        resources::get_prompt(&request).map(Into::into)
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {

@@ -8,6 +8,7 @@ use super::{Args, Gateway, OPERATIONS};
 use crate::content;
 use crate::domain::{self, NewSession, SessionFilter, SortBy, SortOrder, Stage, Thought, ThoughtInput};
 use crate::error::{Error, Result};
+use crate::events::{self, EventType};
 use crate::store::{Shape, Target, ThoughtQuery};
 
 /// A thought as answered to clients: every ThoughtData field plus its node id.
@@ -46,9 +47,10 @@ pub async fn get_state(gw: &Gateway) -> Result<Value> {
         },
         None => Value::Null,
     };
+    let hidden = gw.with_conn(|c| c.hidden.clone());
     let available: Vec<&str> = OPERATIONS
         .iter()
-        .filter(|(_, s, _)| !gw.options.stages || *s <= stage)
+        .filter(|(n, s, _)| (!gw.options.stages || *s <= stage) && !hidden.contains(*n))
         .map(|(n, _, _)| *n)
         .collect();
     let next = match stage {
@@ -65,6 +67,8 @@ pub async fn get_state(gw: &Gateway) -> Result<Value> {
         "stagesEnforced": gw.options.stages,
         "activeSession": active,
         "availableOperations": available,
+        "hiddenOperations": hidden,
+        "project": super::init_ops::project_json(gw),
         "nextStep": next,
         "server": { "name": env!("CARGO_PKG_NAME"), "version": env!("CARGO_PKG_VERSION") },
         "database": gw.store.path().display().to_string(),
@@ -97,11 +101,17 @@ fn new_session_from(args: &Args, title_keys: &[&str], tag_keys: &[&str]) -> Resu
 }
 
 pub async fn start_new(gw: &Gateway, args: Args) -> Result<Value> {
-    let new = new_session_from(&args, &["sessionTitle", "title"], &["tags", "sessionTags"])?;
+    let mut new = new_session_from(&args, &["sessionTitle", "title"], &["tags", "sessionTags"])?;
+    super::init_ops::scope_new_session(gw, &mut new);
     let session = gw.blocking(move |s| s.create_session(new)).await?;
     gw.wrote();
     gw.set_active_session(Some(session.id.clone()));
-    let stage = gw.advance(Stage::InitComplete);
+    gw.emit(
+        EventType::SessionStarted,
+        Some(&session.id),
+        events::session_started(&session),
+    );
+    let stage = gw.advance(Stage::InitComplete, "start_new");
     Ok(json!({
         "session": session,
         "stage": stage.number(),
@@ -111,7 +121,7 @@ pub async fn start_new(gw: &Gateway, args: Args) -> Result<Value> {
 }
 
 /// Open a session on this connection: the answer of `load_context` and `session resume`.
-pub(crate) async fn open_session(gw: &Gateway, id: String) -> Result<Value> {
+pub(crate) async fn open_session(gw: &Gateway, id: String, trigger: &str) -> Result<Value> {
     let (session, recent) = gw
         .blocking(move |s| {
             let session = s.touch_session(&id)?;
@@ -121,7 +131,12 @@ pub(crate) async fn open_session(gw: &Gateway, id: String) -> Result<Value> {
         .await?;
     let current = recent.last().map(|t| t.data.thought_number).unwrap_or(0);
     gw.set_active_session(Some(session.id.clone()));
-    let stage = gw.advance(Stage::InitComplete);
+    gw.emit(
+        EventType::SessionLoaded,
+        Some(&session.id),
+        events::session_loaded(&session),
+    );
+    let stage = gw.advance(Stage::InitComplete, trigger);
     Ok(json!({
         "session": session,
         "recentThoughts": recent.iter().map(thought_json).collect::<Vec<_>>(),
@@ -137,7 +152,7 @@ pub(crate) async fn open_session(gw: &Gateway, id: String) -> Result<Value> {
 
 pub async fn load_context(gw: &Gateway, args: Args) -> Result<Value> {
     let id = args.str_req(&["sessionId", "session_id"])?;
-    open_session(gw, id.trim().to_string()).await
+    open_session(gw, id.trim().to_string(), "load_context").await
 }
 
 /// SessionFilter from args (flat, or nested under `filters`), with
@@ -184,14 +199,37 @@ pub(crate) fn session_filter(args: &Args) -> Result<SessionFilter> {
     })
 }
 
+/// `list_sessions` and `session list`: a SessionFilter; without a project
+/// filter, the connection's project (bound root or `--project`) scopes the
+/// list unless `allProjects: true`.
 pub async fn list_sessions(gw: &Gateway, args: Args) -> Result<Value> {
-    let filter = session_filter(&args)?;
+    let mut filter = session_filter(&args)?;
+    let all = args.bool_opt(&["allProjects"])?.unwrap_or(false);
+    let mut scope = filter
+        .tags
+        .iter()
+        .find_map(|t| t.strip_prefix("project:"))
+        .map_or(Value::Null, |p| json!(p));
+    if !all
+        && !filter.tags.iter().any(|t| t.starts_with("project:"))
+        && let Some((project, _)) = super::init_ops::current_project(gw)
+    {
+        filter.tags.push(format!("project:{project}"));
+        scope = json!(project);
+    }
     let page = gw.blocking(move |s| s.list_sessions(&filter)).await?;
-    serde_json::to_value(page).map_err(|e| Error::Internal(e.to_string()))
+    let mut out = serde_json::to_value(page).map_err(|e| Error::Internal(e.to_string()))?;
+    out["project"] = scope;
+    Ok(out)
 }
 
 pub async fn cipher(gw: &Gateway) -> Result<Value> {
-    let stage = gw.advance(Stage::CipherLoaded);
+    let stage = gw.advance(Stage::CipherLoaded, "cipher");
+    gw.emit(
+        EventType::CipherLoaded,
+        gw.active_session().as_deref(),
+        json!({ "stage": stage.number() }),
+    );
     Ok(json!({
         "stage": stage.number(),
         "guide": content::CIPHER_GUIDE,
@@ -232,8 +270,13 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
     let include_guide = input.include_guide.unwrap_or(false);
     let target = match gw.active_session() {
         Some(id) => Target::Session(id),
-        None => Target::New(new_session_from(&args, &["sessionTitle"], &["sessionTags"])?),
+        None => {
+            let mut new = new_session_from(&args, &["sessionTitle"], &["sessionTags"])?;
+            super::init_ops::scope_new_session(gw, &mut new);
+            Target::New(new)
+        }
     };
+    let creates_session = matches!(target, Target::New(_));
     let appended = match gw.blocking(move |s| s.append_thought(target, input)).await {
         Ok(a) => a,
         Err(e) => {
@@ -248,6 +291,39 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
     gw.wrote();
     let mut thought = appended.thought;
     let session_id = thought.session_id.clone();
+    if creates_session {
+        gw.emit(
+            EventType::SessionStarted,
+            Some(&session_id),
+            events::session_started(&appended.session),
+        );
+    }
+    gw.emit(
+        EventType::ThoughtAdded,
+        Some(&session_id),
+        events::thought_added(&thought),
+    );
+    if thought.data.is_revision {
+        gw.emit(
+            EventType::ThoughtRevised,
+            Some(&session_id),
+            events::thought_revised(&thought),
+        );
+    }
+    if appended.new_branch {
+        gw.emit(
+            EventType::BranchCreated,
+            Some(&session_id),
+            events::branch_created(&thought),
+        );
+    }
+    if appended.closed {
+        gw.emit(
+            EventType::SessionCompleted,
+            Some(&session_id),
+            events::session_completed(&appended.session),
+        );
+    }
     gw.set_active_session(if appended.closed {
         None
     } else {
@@ -268,7 +344,14 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
                 gw.wrote();
                 thought.data.critique = Some(c);
             }
-            Err(e) => critique_error = Some(e.payload()),
+            Err(e) => {
+                // The thought is recorded; failing to note the request must not fail the call.
+                let node = thought.node_id.clone();
+                if let Err(mark) = gw.blocking(move |s| s.mark_critique_requested(&node)).await {
+                    tracing::warn!("could not record the critique request: {mark}");
+                }
+                critique_error = Some(e.payload());
+            }
         }
     }
 

@@ -1,20 +1,33 @@
 //! The `session` operation and its sub-operations.
 
+use rmcp::RoleServer;
+use rmcp::service::RequestContext;
 use serde_json::{Value, json};
 
 use super::ops::{open_session, thought_json};
 use super::{Args, Gateway};
 use crate::error::{Error, Result};
+use crate::events::EventType;
 use crate::export::{self, Format};
 
-pub const SUB_OPERATIONS: &[&str] = &["list", "get", "search", "resume", "export", "delete"];
+pub const SUB_OPERATIONS: &[&str] = &[
+    "list",
+    "get",
+    "search",
+    "resume",
+    "export",
+    "delete",
+    "analyze",
+    "extract_learnings",
+    "discovery",
+];
 
-pub async fn session(gw: &Gateway, args: Args) -> Result<Value> {
+pub async fn session(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleServer>>) -> Result<Value> {
     let (name, args) = args.sub_operation()?;
     let Some(name) = name else {
         return Err(Error::invalid_with(
             "subOperation",
-            "session needs subOperation: one of list, get, search, resume, export, delete",
+            format!("session needs subOperation: one of {}", SUB_OPERATIONS.join(", ")),
             json!({ "subOperations": SUB_OPERATIONS }),
         ));
     };
@@ -24,10 +37,13 @@ pub async fn session(gw: &Gateway, args: Args) -> Result<Value> {
         "search" => search(gw, args).await,
         "resume" => {
             let id = args.str_req(&["sessionId", "session_id"])?;
-            open_session(gw, id.trim().to_string()).await
+            open_session(gw, id.trim().to_string(), "session resume").await
         }
         "export" => export(gw, args).await,
         "delete" => delete(gw, args).await,
+        "analyze" => super::analysis_ops::analyze(gw, args).await,
+        "extract_learnings" => super::analysis_ops::extract_learnings(gw, args).await,
+        "discovery" => super::init_ops::discovery(gw, args, ctx).await,
         other => Err(Error::InvalidOperation {
             message: format!("unknown session sub-operation {other:?}"),
             details: Some(json!({ "subOperation": other, "validSubOperations": SUB_OPERATIONS })),
@@ -53,12 +69,43 @@ async fn get(gw: &Gateway, args: Args) -> Result<Value> {
     Ok(json!({ "session": session, "thoughts": main, "branches": branches }))
 }
 
+/// What `session search` can include besides sessions.
+const SEARCH_INCLUDES: &[&str] = &["sessions", "patterns", "notes"];
+
 async fn search(gw: &Gateway, args: Args) -> Result<Value> {
     let query = args.str_req(&["query", "q"])?;
     let limit = args.int_opt(&["limit"], 1, 100)?.unwrap_or(10) as u32;
+    let include = args.str_list_opt(&["include"])?.unwrap_or_default();
+    if let Some(bad) = include.iter().find(|i| !SEARCH_INCLUDES.contains(&i.as_str())) {
+        return Err(Error::invalid_with(
+            "include",
+            format!("include may hold {}; got {bad:?}", SEARCH_INCLUDES.join(", ")),
+            json!({ "allowed": SEARCH_INCLUDES }),
+        ));
+    }
+    let patterns = include.iter().any(|i| i == "patterns");
+    let notes = include.iter().any(|i| i == "notes");
     let q = query.clone();
-    let hits = gw.blocking(move |s| s.search(&q, limit)).await?;
-    Ok(json!({ "query": query, "count": hits.len(), "sessions": hits }))
+    let (hits, pattern_hits, note_hits) = gw
+        .blocking(move |s| {
+            let hits = s.search(&q, limit)?;
+            let p = if patterns {
+                Some(s.search_patterns(&q, limit)?)
+            } else {
+                None
+            };
+            let n = if notes { Some(s.search_notes(&q, limit)?) } else { None };
+            Ok((hits, p, n))
+        })
+        .await?;
+    let mut out = json!({ "query": query, "count": hits.len(), "sessions": hits });
+    if let Some(p) = pattern_hits {
+        out["patterns"] = json!(p);
+    }
+    if let Some(n) = note_hits {
+        out["notes"] = json!(n);
+    }
+    Ok(out)
 }
 
 async fn export(gw: &Gateway, args: Args) -> Result<Value> {
@@ -69,6 +116,11 @@ async fn export(gw: &Gateway, args: Args) -> Result<Value> {
     let include_metadata = args.bool_opt(&["includeMetadata"])?.unwrap_or(true);
     let (session, thoughts) = gw.blocking(move |s| s.session_thoughts(id.trim())).await?;
     let content = export::render(format, &session, &thoughts, include_metadata)?;
+    gw.emit(
+        EventType::SessionExported,
+        Some(&session.id),
+        json!({ "sessionId": session.id, "format": format.as_str(), "thoughtCount": thoughts.len() }),
+    );
     Ok(json!({ "sessionId": session.id, "format": format.as_str(), "content": content }))
 }
 

@@ -3,7 +3,10 @@
 //! file per table family. Everything here is synchronous rusqlite; async
 //! callers run it on blocking threads.
 
+mod analysis;
 mod backup;
+mod knowledge;
+mod projects;
 mod search;
 mod sessions;
 mod thoughts;

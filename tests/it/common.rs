@@ -27,6 +27,9 @@ pub fn command(db: &Path) -> Command {
         "THOUGHTBOX_SYNC",
         "THOUGHTBOX_STAGES",
         "THOUGHTBOX_EVENTS",
+        "THOUGHTBOX_PROJECT",
+        "THOUGHTBOX_CRITIQUE_TIMEOUT_SECS",
+        "THOUGHTBOX_ROOTS_TIMEOUT_SECS",
     ] {
         cmd.env_remove(var);
     }

@@ -1,8 +1,14 @@
 //! Integration tests: every test spawns the real `thoughtbox` binary on a
 //! temporary database and talks MCP to it through an rmcp client over stdio.
 
+mod analysis;
 mod bad_input;
 mod common;
 mod core_flow;
+mod critique;
 mod durability;
+mod events;
+mod knowledge;
+mod models;
+mod roots;
 mod stdout;

@@ -13,6 +13,7 @@ async fn every_stdout_line_is_json_rpc() {
     let (_d, db) = temp_db();
     let mut cmd = command(&db);
     cmd.env("RUST_LOG", "trace")
+        .env("THOUGHTBOX_EVENTS", "stderr")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -55,13 +56,26 @@ async fn every_stdout_line_is_json_rpc() {
         ),
         json!({ "jsonrpc": "2.0", "id": 10, "method": "tools/call", "params": { "name": "other_tool", "arguments": {} } }),
         json!({ "jsonrpc": "2.0", "id": 11, "method": "no/such/method" }),
+        call(
+            12,
+            "knowledge",
+            json!({ "subOperation": "create_pattern", "title": "t", "description": "d", "content": "c" }),
+        ),
+        call(
+            13,
+            "mental_models",
+            json!({ "subOperation": "get_model", "modelId": "inversion" }),
+        ),
+        call(14, "deep_analysis", json!({})),
+        json!({ "jsonrpc": "2.0", "id": 15, "method": "resources/read", "params": { "uri": "thoughtbox://mental-models/nope" } }),
+        json!({ "jsonrpc": "2.0", "id": 16, "method": "prompts/get", "params": { "name": "five-whys" } }),
     ];
     for m in &messages {
         stdin.write_all(format!("{m}\n").as_bytes()).await.unwrap();
     }
     let mut lines = BufReader::new(stdout).lines();
     let mut seen = Vec::new();
-    while seen.len() < 12 {
+    while seen.len() < 17 {
         let line = tokio::time::timeout(std::time::Duration::from_secs(20), lines.next_line())
             .await
             .expect("server answered")

@@ -1,0 +1,506 @@
+//! ExtractedLearning (DATA-MODELS): reusable lessons drawn from a session's
+//! key moments. Nothing is written anywhere: `targetPath` is a suggestion for
+//! the client (the gateway can save patterns to the knowledge garden when asked).
+
+use serde::Serialize;
+use serde_json::json;
+
+use super::{Facts, ratio, round2};
+use crate::domain::{Session, Thought};
+use crate::error::{Error, Result};
+use crate::knowledge::slugify;
+
+/// What kind of moment a key moment is (seed 003: insight, decision, pivot, revision; plus branch).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MomentKind {
+    Insight,
+    Decision,
+    Pivot,
+    Revision,
+    Branch,
+}
+
+impl MomentKind {
+    pub const NAMES: &'static [&'static str] = &["insight", "decision", "pivot", "revision", "branch"];
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "insight" => Some(MomentKind::Insight),
+            "decision" => Some(MomentKind::Decision),
+            "pivot" => Some(MomentKind::Pivot),
+            "revision" => Some(MomentKind::Revision),
+            "branch" => Some(MomentKind::Branch),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MomentKind::Insight => "insight",
+            MomentKind::Decision => "decision",
+            MomentKind::Pivot => "pivot",
+            MomentKind::Revision => "revision",
+            MomentKind::Branch => "branch",
+        }
+    }
+}
+
+/// A thought the caller singled out as significant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeyMoment {
+    pub thought_number: u32,
+    /// The branch the thought is on (main chain when absent).
+    pub branch_id: Option<String>,
+    pub kind: MomentKind,
+    /// 1 to 10; 5 when not given.
+    pub significance: Option<u8>,
+    pub summary: Option<String>,
+}
+
+/// ExtractedLearning `type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LearningType {
+    Pattern,
+    AntiPattern,
+    Signal,
+}
+
+impl LearningType {
+    pub const NAMES: &'static [&'static str] = &["pattern", "anti-pattern", "signal"];
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "pattern" => Some(LearningType::Pattern),
+            "anti-pattern" => Some(LearningType::AntiPattern),
+            "signal" => Some(LearningType::Signal),
+            _ => None,
+        }
+    }
+}
+
+/// Scores of a learning, each an integer from 1 to 10.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct BehaviorCharacteristics {
+    /// 1 + ⌊words of the source thought / 20⌋: a longer, more detailed step is more specific.
+    pub specificity: u8,
+    /// 11 − specificity: the more specific a lesson, the fewer situations it fits.
+    pub applicability: u8,
+    /// 1 + branches + revisions of the session: reasoning that needed more
+    /// exploration and correction is harder to repeat.
+    pub complexity: u8,
+    /// 1 + 4 if the session is complete + ⌊significance / 2⌋: a lesson from a
+    /// finished session that its author rated highly is more proven.
+    pub maturity: u8,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LearningMetadata {
+    pub source_session: String,
+    pub source_thoughts: Vec<u32>,
+    /// The branch of the source thoughts, when they are on one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_branch: Option<String>,
+    pub extracted_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub behavior_characteristics: Option<BehaviorCharacteristics>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExtractedLearning {
+    #[serde(rename = "type")]
+    pub kind: LearningType,
+    pub content: String,
+    pub target_path: String,
+    pub metadata: LearningMetadata,
+    /// A short title (the moment's summary or the thought's first line).
+    pub title: String,
+}
+
+/// The answer of `session extract_learnings`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Extraction {
+    pub session_id: String,
+    pub extracted_count: usize,
+    pub learnings: Vec<ExtractedLearning>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+fn clamp10(x: usize) -> u8 {
+    x.clamp(1, 10) as u8
+}
+
+fn excerpt(text: &str, max_chars: usize) -> String {
+    let text = text.trim();
+    if text.chars().count() <= max_chars {
+        return text.to_string();
+    }
+    let mut s: String = text.chars().take(max_chars.saturating_sub(1)).collect();
+    s.push('…');
+    s
+}
+
+fn quote(text: &str) -> String {
+    text.lines().map(|l| format!("> {l}")).collect::<Vec<_>>().join("\n")
+}
+
+fn heading(moment: &KeyMoment, thought: &Thought) -> String {
+    let source = moment
+        .summary
+        .as_deref()
+        .filter(|s| !s.trim().is_empty())
+        .unwrap_or_else(|| thought.data.thought.lines().next().unwrap_or(""));
+    excerpt(source, 80)
+}
+
+/// The directory a session's learnings are filed under: its domain, else
+/// its first tag without a `key:` prefix, else `general`.
+fn category(session: &Session) -> String {
+    let raw = session
+        .domain
+        .clone()
+        .or_else(|| session.tags.iter().find(|t| !t.contains(':')).cloned())
+        .unwrap_or_default();
+    let slug = slugify(&raw);
+    if slug.is_empty() { "general".into() } else { slug }
+}
+
+fn find<'a>(thoughts: &'a [Thought], number: u32, branch: Option<&str>) -> Option<&'a Thought> {
+    thoughts
+        .iter()
+        .find(|t| t.data.thought_number == number && t.data.branch_id.as_deref() == branch)
+}
+
+fn chain_label(branch: Option<&str>) -> String {
+    branch.map(|b| format!(" on branch `{b}`")).unwrap_or_default()
+}
+
+/// Extract learnings of the `targets` types from `moments`.
+///
+/// - `pattern`: one per moment of kind insight, decision, pivot or branch.
+/// - `anti-pattern`: one per moment of kind revision (what was believed, and
+///   the correction, when the thought revises another).
+/// - `signal`: one per call, the session's outcome and metrics as JSON.
+///
+/// A moment naming a thought the session does not have is `THOUGHT_NOT_FOUND`.
+pub fn extract_learnings(
+    session: &Session,
+    thoughts: &[Thought],
+    critique_requests: u64,
+    moments: &[KeyMoment],
+    targets: &[LearningType],
+    extracted_at: &str,
+) -> Result<Extraction> {
+    let mut resolved = Vec::with_capacity(moments.len());
+    for m in moments {
+        match find(thoughts, m.thought_number, m.branch_id.as_deref()) {
+            Some(t) => resolved.push((m, t)),
+            None => {
+                return Err(Error::ThoughtNotFound {
+                    message: format!(
+                        "key moment names thought {}{} but session {} has no such thought",
+                        m.thought_number,
+                        chain_label(m.branch_id.as_deref()),
+                        session.id
+                    ),
+                    details: json!({
+                        "sessionId": session.id,
+                        "thoughtNumber": m.thought_number,
+                        "branchId": m.branch_id,
+                    }),
+                });
+            }
+        }
+    }
+    let f = Facts::new(thoughts);
+    let cat = category(session);
+    let complexity = clamp10(1 + f.branches.len() + f.revisions);
+    let characteristics = |m: &KeyMoment, t: &Thought| {
+        let words = t.data.thought.split_whitespace().count();
+        let specificity = clamp10(1 + words / 20);
+        BehaviorCharacteristics {
+            specificity,
+            applicability: clamp10(11 - usize::from(specificity)),
+            complexity,
+            maturity: clamp10(
+                1 + if f.complete { 4 } else { 0 } + usize::from(m.significance.unwrap_or(5).clamp(1, 10)) / 2,
+            ),
+        }
+    };
+    let metadata = |numbers: Vec<u32>, branch: Option<&str>, bc: Option<BehaviorCharacteristics>| LearningMetadata {
+        source_session: session.id.clone(),
+        source_thoughts: numbers,
+        source_branch: branch.map(str::to_string),
+        extracted_at: extracted_at.to_string(),
+        behavior_characteristics: bc,
+    };
+    let mut used_paths: Vec<String> = Vec::new();
+    let mut unique_path = |dir: &str, title: &str, number: u32| {
+        let mut slug = slugify(title);
+        slug.truncate(48);
+        let slug = slug.trim_end_matches('-').to_string();
+        let base = if slug.is_empty() {
+            format!("thought-{number}")
+        } else {
+            slug
+        };
+        let mut path = format!("{dir}/{cat}/{base}.md");
+        let mut k = 2;
+        while used_paths.contains(&path) {
+            path = format!("{dir}/{cat}/{base}-{k}.md");
+            k += 1;
+        }
+        used_paths.push(path.clone());
+        path
+    };
+
+    let mut learnings = Vec::new();
+    let mut notes = Vec::new();
+    let source_line = |t: &Thought| {
+        format!(
+            "- Source: session \"{}\" (`{}`), thought {}{}",
+            session.title,
+            session.id,
+            t.data.thought_number,
+            chain_label(t.data.branch_id.as_deref())
+        )
+    };
+
+    if targets.contains(&LearningType::Pattern) {
+        let before = learnings.len();
+        for (m, t) in resolved.iter().filter(|(m, _)| m.kind != MomentKind::Revision) {
+            let title = heading(m, t);
+            let significance = m.significance.unwrap_or(5);
+            let why = m
+                .summary
+                .clone()
+                .filter(|s| !s.trim().is_empty())
+                .unwrap_or_else(|| "No summary was given; read the step in its session for context.".into());
+            let content = format!(
+                "# {title}\n\n{}\n- Moment: {}, significance {significance}/10\n\n## The step\n\n{}\n\n## Why it matters\n\n{why}\n",
+                source_line(t),
+                m.kind.as_str(),
+                quote(&excerpt(&t.data.thought, 500)),
+            );
+            learnings.push(ExtractedLearning {
+                kind: LearningType::Pattern,
+                target_path: unique_path("patterns", &title, t.data.thought_number),
+                metadata: metadata(
+                    vec![t.data.thought_number],
+                    t.data.branch_id.as_deref(),
+                    Some(characteristics(m, t)),
+                ),
+                content,
+                title,
+            });
+        }
+        if learnings.len() == before {
+            notes.push("No patterns extracted: pass keyMoments of type insight, decision, pivot or branch.");
+        }
+    }
+
+    if targets.contains(&LearningType::AntiPattern) {
+        let before = learnings.len();
+        for (m, t) in resolved.iter().filter(|(m, _)| m.kind == MomentKind::Revision) {
+            let title = heading(m, t);
+            let branch = t.data.branch_id.as_deref();
+            let revised = t.data.revises_thought.and_then(|r| find(thoughts, r, branch));
+            let mut numbers = vec![t.data.thought_number];
+            let body = match revised {
+                Some(r) => {
+                    numbers.insert(0, r.data.thought_number);
+                    format!(
+                        "## What was believed (thought {})\n\n{}\n\n## The correction (thought {})\n\n{}",
+                        r.data.thought_number,
+                        quote(&excerpt(&r.data.thought, 300)),
+                        t.data.thought_number,
+                        quote(&excerpt(&t.data.thought, 300)),
+                    )
+                }
+                None => format!("## The step\n\n{}", quote(&excerpt(&t.data.thought, 300))),
+            };
+            let lesson = m
+                .summary
+                .clone()
+                .filter(|s| !s.trim().is_empty())
+                .unwrap_or_else(|| "Check this kind of belief earlier next time.".into());
+            let content = format!(
+                "# Avoid: {title}\n\n{}\n- Moment: revision, significance {}/10\n\n{body}\n\n## Lesson\n\n{lesson}\n",
+                source_line(t),
+                m.significance.unwrap_or(5),
+            );
+            learnings.push(ExtractedLearning {
+                kind: LearningType::AntiPattern,
+                target_path: unique_path("anti-patterns", &title, t.data.thought_number),
+                metadata: metadata(numbers, branch, Some(characteristics(m, t))),
+                content,
+                title,
+            });
+        }
+        if learnings.len() == before {
+            notes.push("No anti-patterns extracted: pass keyMoments of type revision.");
+        }
+    }
+
+    if targets.contains(&LearningType::Signal) {
+        let n = f.total();
+        let signal = json!({
+            "sessionId": session.id,
+            "title": session.title,
+            "outcome": if f.complete { "success" } else { "incomplete" },
+            "metrics": {
+                "thoughts": n,
+                "branches": f.branches.len(),
+                "revisions": f.revisions,
+                "durationMs": f.duration_ms,
+                "linearityScore": f.linearity(),
+                "revisionRate": round2(ratio(f.revisions, n)),
+                "critiqueRequests": critique_requests,
+            },
+            "extractedAt": extracted_at,
+        });
+        learnings.push(ExtractedLearning {
+            kind: LearningType::Signal,
+            content: signal.to_string(),
+            target_path: format!("signals/{cat}.jsonl"),
+            metadata: metadata(Vec::new(), None, None),
+            title: format!("Session outcome: {}", if f.complete { "success" } else { "incomplete" }),
+        });
+    }
+
+    Ok(Extraction {
+        session_id: session.id.clone(),
+        extracted_count: learnings.len(),
+        learnings,
+        note: if notes.is_empty() { None } else { Some(notes.join(" ")) },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixtures::*;
+    use super::*;
+
+    const AT: &str = "2026-02-01T00:00:00.000Z";
+
+    fn moment(n: u32, kind: MomentKind) -> KeyMoment {
+        KeyMoment {
+            thought_number: n,
+            branch_id: None,
+            kind,
+            significance: None,
+            summary: None,
+        }
+    }
+
+    #[test]
+    fn default_signal_only() {
+        let x = extract_learnings(&session("s"), &linear(), 0, &[], &[LearningType::Signal], AT).unwrap();
+        assert_eq!(x.extracted_count, 1);
+        let l = &x.learnings[0];
+        assert_eq!(l.kind, LearningType::Signal);
+        // The first tag without "key:" names the category.
+        assert_eq!(l.target_path, "signals/debugging.jsonl");
+        let v: serde_json::Value = serde_json::from_str(&l.content).unwrap();
+        assert_eq!(v["outcome"], "success");
+        assert_eq!(v["metrics"]["thoughts"], 4);
+        assert_eq!(v["metrics"]["linearityScore"], 1.0);
+        assert!(l.metadata.source_thoughts.is_empty());
+        assert_eq!(l.metadata.extracted_at, AT);
+        assert!(x.note.is_none());
+    }
+
+    #[test]
+    fn patterns_from_key_moments_with_hand_computed_scores() {
+        let mut m = moment(3, MomentKind::Insight);
+        m.significance = Some(8);
+        m.summary = Some("Check the query plan first".into());
+        let x = extract_learnings(&session("s"), &linear(), 0, &[m], &[LearningType::Pattern], AT).unwrap();
+        assert_eq!(x.extracted_count, 1);
+        let l = &x.learnings[0];
+        assert_eq!(l.target_path, "patterns/debugging/check-the-query-plan-first.md");
+        assert_eq!(l.metadata.source_thoughts, [3]);
+        assert!(l.content.contains("The query misses an index."));
+        let bc = l.metadata.behavior_characteristics.unwrap();
+        // "The query misses an index." has 5 words: 1 + 5/20 = 1.
+        assert_eq!(bc.specificity, 1);
+        assert_eq!(bc.applicability, 10);
+        // No branches, no revisions.
+        assert_eq!(bc.complexity, 1);
+        // Complete (+4), significance 8 (+4): 9.
+        assert_eq!(bc.maturity, 9);
+    }
+
+    #[test]
+    fn anti_patterns_from_revisions_of_a_revising_session() {
+        let moments = [moment(4, MomentKind::Revision), moment(5, MomentKind::Revision)];
+        let x = extract_learnings(
+            &session("s"),
+            &revising(),
+            0,
+            &moments,
+            &[LearningType::AntiPattern, LearningType::Pattern],
+            AT,
+        )
+        .unwrap();
+        assert_eq!(x.extracted_count, 2);
+        assert_eq!(x.learnings[0].kind, LearningType::AntiPattern);
+        // Thought 4 revises thought 2.
+        assert_eq!(x.learnings[0].metadata.source_thoughts, [2, 4]);
+        assert!(x.learnings[0].content.contains("CI must use another timezone."));
+        let bc = x.learnings[0].metadata.behavior_characteristics.unwrap();
+        // Two revisions, no branches: 1 + 2.
+        assert_eq!(bc.complexity, 3);
+        // Complete (+4), default significance 5 (+2): 7.
+        assert_eq!(bc.maturity, 7);
+        // Every learning gets its own path.
+        assert_ne!(x.learnings[0].target_path, x.learnings[1].target_path);
+        assert!(x.note.as_deref().unwrap().contains("No patterns"));
+    }
+
+    #[test]
+    fn branch_moments_and_missing_thoughts() {
+        let ts = branching();
+        let mut m = moment(4, MomentKind::Branch);
+        m.branch_id = Some("alt".into());
+        let x = extract_learnings(&session("s"), &ts, 0, &[m], &[LearningType::Pattern], AT).unwrap();
+        let l = &x.learnings[0];
+        assert_eq!(l.metadata.source_branch.as_deref(), Some("alt"));
+        // Two branches, no revisions: 1 + 2; incomplete, significance 5: 1 + 0 + 2.
+        let bc = l.metadata.behavior_characteristics.unwrap();
+        assert_eq!((bc.complexity, bc.maturity), (3, 3));
+        // Thought 4 exists on branches, not on the main chain.
+        let e = extract_learnings(
+            &session("s"),
+            &ts,
+            0,
+            &[moment(4, MomentKind::Insight)],
+            &[LearningType::Pattern],
+            AT,
+        )
+        .unwrap_err();
+        assert_eq!(e.code(), "THOUGHT_NOT_FOUND");
+    }
+
+    #[test]
+    fn empty_session_gives_an_incomplete_signal() {
+        let x = extract_learnings(
+            &session("s"),
+            &[],
+            0,
+            &[],
+            &[LearningType::Signal, LearningType::Pattern],
+            AT,
+        )
+        .unwrap();
+        assert_eq!(x.extracted_count, 1);
+        let v: serde_json::Value = serde_json::from_str(&x.learnings[0].content).unwrap();
+        assert_eq!(v["outcome"], "incomplete");
+        assert_eq!(v["metrics"]["thoughts"], 0);
+        assert!(x.note.is_some());
+    }
+}

@@ -1,0 +1,234 @@
+//! `session analyze`, `session extract_learnings` and `deep_analysis`: read
+//! a session with all its branches, run the pure analyses of
+//! [`crate::analysis`], shape the answer.
+
+use serde_json::{Value, json};
+
+use super::ops::session_arg;
+use super::{Args, Gateway};
+use crate::analysis::{
+    self, AnalysisType, DeepOptions, ExtractedLearning, KeyMoment, LearningType, MomentKind, compare,
+};
+use crate::domain::{self, Stage};
+use crate::error::{Error, Result};
+use crate::knowledge::NewPattern;
+
+/// Most sessions `compareWith` may name, and most key moments per call.
+const MAX_COMPARE: usize = 10;
+const MAX_KEY_MOMENTS: usize = 100;
+
+fn to_value<T: serde::Serialize>(v: &T) -> Result<Value> {
+    serde_json::to_value(v).map_err(|e| Error::Internal(e.to_string()))
+}
+
+pub async fn analyze(gw: &Gateway, args: Args) -> Result<Value> {
+    let id = session_arg(gw, &args)?;
+    let (session, thoughts, critiques) = gw.blocking(move |s| s.analysis_input(&id)).await?;
+    to_value(&analysis::session_analysis(&session, &thoughts, critiques))
+}
+
+/// Prefix the field of a payload error with where it sits in a list.
+fn within(prefix: String, e: Error) -> Error {
+    match e {
+        Error::InvalidPayload {
+            field,
+            message,
+            details,
+        } => Error::InvalidPayload {
+            field: format!("{prefix}.{field}"),
+            message: format!("{prefix}: {message}"),
+            details,
+        },
+        other => other,
+    }
+}
+
+fn key_moment(i: usize, v: &Value) -> Result<KeyMoment> {
+    let Value::Object(map) = v else {
+        return Err(Error::invalid(
+            format!("keyMoments[{i}]"),
+            "each key moment is an object { thoughtNumber, type, significance?, summary?, branchId? }",
+        ));
+    };
+    let a = Args::new(map.clone());
+    let parse = || -> Result<KeyMoment> {
+        let thought_number = a
+            .pos_opt(&["thoughtNumber"])?
+            .ok_or_else(|| Error::invalid("thoughtNumber", "thoughtNumber is required"))?;
+        let kind = a
+            .enum_opt(&["type"], MomentKind::parse, MomentKind::NAMES)?
+            .ok_or_else(|| Error::invalid("type", format!("type is required: {}", MomentKind::NAMES.join(", "))))?;
+        let branch_id = a.str_opt(&["branchId"])?;
+        if let Some(b) = &branch_id {
+            domain::validate_branch_id("branchId", b)?;
+        }
+        Ok(KeyMoment {
+            thought_number,
+            branch_id,
+            kind,
+            significance: a.int_opt(&["significance"], 1, 10)?.map(|s| s as u8),
+            summary: a.str_opt(&["summary"])?,
+        })
+    };
+    parse().map_err(|e| within(format!("keyMoments[{i}]"), e))
+}
+
+/// The parts of a learning saved as a knowledge pattern.
+fn as_pattern(l: &ExtractedLearning, session_id: &str, tags: Vec<String>) -> NewPattern {
+    let kind = match l.kind {
+        LearningType::AntiPattern => "anti-pattern",
+        _ => "pattern",
+    };
+    NewPattern {
+        title: l.title.chars().take(crate::knowledge::MAX_TITLE_CHARS).collect(),
+        description: format!("A {kind} extracted from session {session_id} ({}).", l.target_path),
+        tags,
+        content: l.content.clone(),
+        derived_from_sessions: vec![session_id.to_string()],
+        created_by: Some("extract_learnings".into()),
+    }
+}
+
+/// `session extract_learnings`: learnings from key moments; with `save: true`
+/// the pattern and anti-pattern learnings are also stored as knowledge
+/// patterns (the only thing this operation ever writes).
+pub async fn extract_learnings(gw: &Gateway, args: Args) -> Result<Value> {
+    let id = session_arg(gw, &args)?;
+    let moments: Vec<KeyMoment> = match args.get("keyMoments") {
+        None => Vec::new(),
+        Some(Value::Array(items)) => {
+            if items.len() > MAX_KEY_MOMENTS {
+                return Err(Error::invalid(
+                    "keyMoments",
+                    format!("at most {MAX_KEY_MOMENTS} key moments per call"),
+                ));
+            }
+            items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| key_moment(i, v))
+                .collect::<Result<_>>()?
+        }
+        Some(_) => return Err(Error::invalid("keyMoments", "keyMoments must be a list of objects")),
+    };
+    let targets: Vec<LearningType> = match args.str_list_opt(&["targetTypes"])? {
+        None => vec![LearningType::Signal],
+        Some(list) if list.is_empty() => {
+            return Err(Error::invalid_with(
+                "targetTypes",
+                "targetTypes must name at least one of pattern, anti-pattern, signal",
+                json!({ "allowed": LearningType::NAMES }),
+            ));
+        }
+        Some(list) => list
+            .iter()
+            .map(|t| {
+                LearningType::parse(t.trim()).ok_or_else(|| {
+                    Error::invalid_with(
+                        "targetTypes",
+                        format!("unknown learning type {t:?}; valid: {}", LearningType::NAMES.join(", ")),
+                        json!({ "allowed": LearningType::NAMES }),
+                    )
+                })
+            })
+            .collect::<Result<_>>()?,
+    };
+    let save = args.bool_opt(&["save", "persist"])?.unwrap_or(false);
+    if save && gw.options.stages && gw.stage() < Stage::CipherLoaded {
+        return Err(Error::StageRequirementNotMet {
+            operation: "session extract_learnings with save".into(),
+            current: gw.stage().number(),
+            required: Stage::CipherLoaded.number(),
+            suggestion: Stage::CipherLoaded.how_to_reach().into(),
+        });
+    }
+    let now = domain::now();
+    let (extraction, saved) = gw
+        .blocking(move |s| {
+            let (session, thoughts, critiques) = s.analysis_input(&id)?;
+            let x = analysis::extract_learnings(&session, &thoughts, critiques, &moments, &targets, &now)?;
+            let mut saved = Vec::new();
+            if save {
+                let patterns = x
+                    .learnings
+                    .iter()
+                    .filter(|l| l.kind != LearningType::Signal)
+                    .map(|l| {
+                        let kind = if l.kind == LearningType::Pattern {
+                            "pattern"
+                        } else {
+                            "anti-pattern"
+                        };
+                        as_pattern(l, &session.id, vec!["learning".into(), kind.into()]).validated()
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                saved = s.create_patterns(&patterns)?.into_iter().map(|p| p.id).collect();
+            }
+            Ok((x, saved))
+        })
+        .await?;
+    let mut out = to_value(&extraction)?;
+    if save {
+        gw.wrote();
+        out["savedPatterns"] = json!(saved);
+    }
+    Ok(out)
+}
+
+fn deep_options(args: &Args) -> Result<(DeepOptions, Vec<String>)> {
+    let analysis_type = args
+        .enum_opt(&["analysisType"], AnalysisType::parse, AnalysisType::NAMES)?
+        .unwrap_or_default();
+    let options = args.object_opt(&["options"])?.unwrap_or_default();
+    let pick = |keys: &[&str]| -> Result<Option<bool>> {
+        match options.bool_opt(keys)? {
+            Some(b) => Ok(Some(b)),
+            None => args.bool_opt(keys),
+        }
+    };
+    let include_timeline = pick(&["includeTimeline"])?.unwrap_or(true);
+    let compare_with = match options.str_list_opt(&["compareWith"])? {
+        Some(c) => c,
+        None => args.str_list_opt(&["compareWith"])?.unwrap_or_default(),
+    };
+    if compare_with.len() > MAX_COMPARE {
+        return Err(Error::invalid(
+            "compareWith",
+            format!("compareWith names at most {MAX_COMPARE} sessions"),
+        ));
+    }
+    if compare_with.iter().any(|c| c.trim().is_empty()) {
+        return Err(Error::invalid("compareWith", "compareWith must hold session ids"));
+    }
+    Ok((
+        DeepOptions {
+            analysis_type,
+            include_timeline,
+        },
+        compare_with.into_iter().map(|c| c.trim().to_string()).collect(),
+    ))
+}
+
+pub async fn deep_analysis(gw: &Gateway, args: Args) -> Result<Value> {
+    let id = session_arg(gw, &args)?;
+    let (options, compare_with) = deep_options(&args)?;
+    let now = domain::now();
+    let (result, comparisons) = gw
+        .blocking(move |s| {
+            let (session, thoughts) = s.session_thoughts(&id)?;
+            let base = analysis::deep_analysis(&session, &thoughts, options, &now);
+            let mut comparisons = Vec::with_capacity(compare_with.len());
+            for other in &compare_with {
+                let (os, ot) = s.session_thoughts(other)?;
+                let r = analysis::deep_analysis(&os, &ot, options, &now);
+                comparisons.push(compare(&base, &r, &os.title));
+            }
+            Ok((base, comparisons))
+        })
+        .await?;
+    let mut out = to_value(&result)?;
+    if !comparisons.is_empty() {
+        out["comparison"] = to_value(&comparisons)?;
+    }
+    Ok(out)
+}

@@ -1,0 +1,368 @@
+//! Project scope: the client's roots (`list_roots`, `bind_root`), the
+//! connection's project, `navigate`, and `session discovery`.
+//!
+//! A connection's project is the root bound with `bind_root`, else the
+//! server's `--project` / `THOUGHTBOX_PROJECT`, else none. Sessions created
+//! while there is one carry the tag `project:<name>` unless the caller names
+//! a project itself (an explicit `newWork.project` or `project:` tag wins).
+//!
+//! `roots/list` is a server-to-client request that rmcp marks deprecated
+//! (protocol 2026-07-28 drops it); clients on 2025-11-25 answer it. The
+//! capability check and the timeout cover clients that cannot or do not.
+#![allow(deprecated)]
+
+use rmcp::RoleServer;
+use rmcp::model::Root;
+use rmcp::service::RequestContext;
+use serde_json::{Value, json};
+
+use super::{Args, BoundRoot, Gateway, OPERATIONS};
+use crate::domain::{NewSession, SessionFilter};
+use crate::error::{Error, Result};
+
+/// Operations a connection may hide with `session discovery`.
+pub const OPTIONAL_OPERATIONS: &[&str] = &[
+    "navigate",
+    "list_roots",
+    "bind_root",
+    "deep_analysis",
+    "mental_models",
+    "knowledge",
+];
+
+/// The connection's project and where it comes from (`root` or `default`).
+pub(crate) fn current_project(gw: &Gateway) -> Option<(String, &'static str)> {
+    if let Some(root) = gw.with_conn(|c| c.root.clone()) {
+        return Some((root.name, "root"));
+    }
+    gw.options.default_project.clone().map(|p| (p, "default"))
+}
+
+/// The project as `get_state` shows it.
+pub(crate) fn project_json(gw: &Gateway) -> Value {
+    let root = gw.with_conn(|c| c.root.clone());
+    match current_project(gw) {
+        None => Value::Null,
+        Some((name, source)) => json!({
+            "name": name,
+            "source": source,
+            "rootUri": root.map(|r| r.uri),
+        }),
+    }
+}
+
+/// Tag a session about to be created with the connection's project, unless
+/// the caller already gave it one.
+pub(crate) fn scope_new_session(gw: &Gateway, new: &mut NewSession) {
+    if new.tags.iter().any(|t| t.starts_with("project:")) {
+        return;
+    }
+    if let Some((project, _)) = current_project(gw) {
+        new.tags.push(format!("project:{project}"));
+    }
+}
+
+fn hex(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+/// Decode `%XX` escapes of a URI segment (invalid escapes stay as they are).
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && i + 2 < bytes.len()
+            && let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2]))
+        {
+            out.push(h * 16 + l);
+            i += 3;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A root's name: the one the client gave, else the last segment of its URI.
+pub(crate) fn root_name(root: &Root) -> String {
+    if let Some(n) = root.name.as_deref().map(str::trim).filter(|n| !n.is_empty()) {
+        return n.to_string();
+    }
+    let path = root.uri.split_once("://").map(|(_, rest)| rest).unwrap_or(&root.uri);
+    let last = path.trim_end_matches('/').rsplit('/').next().unwrap_or("");
+    let name = percent_decode(last).trim().to_string();
+    if name.is_empty() { "root".into() } else { name }
+}
+
+fn roots_error(reason: &str, message: String) -> Error {
+    Error::InvalidOperation {
+        message,
+        details: Some(json!({
+            "reason": reason,
+            "suggestion": "Pass newWork.project to start_new, or start the server with --project (THOUGHTBOX_PROJECT).",
+        })),
+    }
+}
+
+/// Ask the client for its roots: capability check, then `roots/list` within the timeout.
+async fn client_roots(gw: &Gateway, ctx: Option<&RequestContext<RoleServer>>) -> Result<Vec<Root>> {
+    let Some(ctx) = ctx else {
+        return Err(roots_error(
+            "ROOTS_NOT_SUPPORTED",
+            "no MCP client to ask for roots".into(),
+        ));
+    };
+    let supports = ctx
+        .peer
+        .peer_info()
+        .map(|info| info.capabilities.roots.is_some())
+        .unwrap_or(false);
+    if !supports {
+        return Err(roots_error(
+            "ROOTS_NOT_SUPPORTED",
+            "the client did not declare the roots capability, so it has no roots to list".into(),
+        ));
+    }
+    let timeout = gw.options.roots_timeout;
+    match tokio::time::timeout(timeout, ctx.peer.list_roots()).await {
+        Err(_) => Err(roots_error(
+            "ROOTS_TIMEOUT",
+            format!(
+                "the client did not answer roots/list within {} s (--roots-timeout)",
+                timeout.as_secs()
+            ),
+        )),
+        Ok(Err(e)) => Err(roots_error(
+            "ROOTS_FAILED",
+            format!("the client failed roots/list: {e}"),
+        )),
+        Ok(Ok(result)) => Ok(result.roots),
+    }
+}
+
+fn root_json(root: &Root, bound: Option<&BoundRoot>) -> Value {
+    json!({
+        "uri": root.uri,
+        "name": root_name(root),
+        "bound": bound.is_some_and(|b| b.uri == root.uri),
+    })
+}
+
+pub async fn list_roots(gw: &Gateway, ctx: Option<&RequestContext<RoleServer>>) -> Result<Value> {
+    let roots = client_roots(gw, ctx).await?;
+    let bound = gw.with_conn(|c| c.root.clone());
+    let message = match (roots.len(), &bound) {
+        (0, _) => "The client shares no roots; use newWork.project or --project to name a project.".to_string(),
+        (n, Some(b)) => format!("Found {n} root(s); bound to {}.", b.name),
+        (n, None) => format!("Found {n} root(s); bind_root with a rootUri makes one this connection's project."),
+    };
+    Ok(json!({
+        "roots": roots.iter().map(|r| root_json(r, bound.as_ref())).collect::<Vec<_>>(),
+        "count": roots.len(),
+        "boundRoot": bound.map(|b| json!({ "uri": b.uri, "name": b.name })),
+        "message": message,
+    }))
+}
+
+pub async fn bind_root(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleServer>>) -> Result<Value> {
+    let uri = args.str_opt(&["rootUri", "uri", "root"])?.map(|u| u.trim().to_string());
+    let name = args.str_opt(&["name"])?.map(|n| n.trim().to_string());
+    let (field, wanted) = match (&uri, &name) {
+        (Some(u), _) if !u.is_empty() => ("rootUri", u.clone()),
+        (None, Some(n)) if !n.is_empty() => ("name", n.clone()),
+        (Some(_), _) | (None, Some(_)) => return Err(Error::invalid("rootUri", "rootUri must not be empty")),
+        (None, None) => {
+            return Err(Error::invalid(
+                "rootUri",
+                "bind_root needs rootUri: one of the URIs list_roots answers",
+            ));
+        }
+    };
+    let roots = client_roots(gw, ctx).await?;
+    let found = roots.iter().find(|r| {
+        if field == "rootUri" {
+            r.uri == wanted
+        } else {
+            root_name(r) == wanted
+        }
+    });
+    let Some(root) = found else {
+        let available: Vec<&str> = roots.iter().map(|r| r.uri.as_str()).collect();
+        return Err(Error::invalid_with(
+            field,
+            format!("the client has no root {wanted:?}; its roots: {}", available.join(", ")),
+            json!({ "availableRoots": available }),
+        ));
+    };
+    let bound = BoundRoot {
+        uri: root.uri.clone(),
+        name: root_name(root),
+    };
+    let previous = gw.with_conn(|c| c.root.replace(bound.clone()));
+    Ok(json!({
+        "boundRoot": { "uri": bound.uri, "name": bound.name },
+        "project": bound.name,
+        "previousRoot": previous.map(|p| json!({ "uri": p.uri, "name": p.name })),
+        "message": format!("Bound to root {}: new sessions get the tag project:{}.", bound.name, bound.name),
+        "nextSteps": ["start_new to begin a session in this project", "list_sessions to see its sessions"],
+    }))
+}
+
+/// `navigate`: the sessions of a project (and task, and aspect: all given
+/// parts must match), newest first, with the project's tasks and aspects.
+pub async fn navigate(gw: &Gateway, args: Args) -> Result<Value> {
+    let target = args.object_opt(&["target"])?.unwrap_or_else(|| args.clone());
+    let mut parts: Vec<(&str, String)> = Vec::new();
+    for key in ["project", "task", "aspect"] {
+        if let Some(v) = target.str_opt(&[key])? {
+            let v = v.trim();
+            if v.is_empty() {
+                return Err(Error::invalid(key, format!("{key} must not be empty")));
+            }
+            parts.push((key, v.to_string()));
+        }
+    }
+    if !parts.iter().any(|(k, _)| *k == "project") {
+        match current_project(gw) {
+            Some((p, _)) => parts.insert(0, ("project", p)),
+            None => {
+                return Err(Error::invalid(
+                    "target",
+                    "navigate needs target.project (or a project bound with bind_root or set with --project)",
+                ));
+            }
+        }
+    }
+    let limit = args.int_opt(&["limit"], 1, 100)?.unwrap_or(20) as u32;
+    let offset = args.int_opt(&["offset"], 0, i64::from(u32::MAX))?.unwrap_or(0) as u32;
+    let tags: Vec<String> = parts.iter().map(|(k, v)| format!("{k}:{v}")).collect();
+    let project_tag = tags[0].clone();
+    let filter = SessionFilter {
+        tags: tags.clone(),
+        limit,
+        offset,
+        ..SessionFilter::default()
+    };
+    let (page, tasks, aspects) = gw
+        .blocking(move |s| {
+            let page = s.list_sessions(&filter)?;
+            let within = [project_tag];
+            let tasks = s.tag_values(&within, "task:")?;
+            let aspects = s.tag_values(&tags, "aspect:")?;
+            Ok((page, tasks, aspects))
+        })
+        .await?;
+    let path = parts.iter().map(|(_, v)| v.as_str()).collect::<Vec<_>>().join("/");
+    let counts = |v: Vec<(String, u64)>| -> Vec<Value> {
+        v.into_iter()
+            .map(|(name, sessions)| json!({ "name": name, "sessions": sessions }))
+            .collect()
+    };
+    let part = |k: &str| parts.iter().find(|(p, _)| *p == k).map(|(_, v)| v.clone());
+    Ok(json!({
+        "target": { "project": part("project"), "task": part("task"), "aspect": part("aspect") },
+        "path": path,
+        "message": format!("Navigated to {path}: {} session(s).", page.total),
+        "sessions": page.sessions,
+        "count": page.count,
+        "total": page.total,
+        "hasMore": page.has_more,
+        "tasks": counts(tasks),
+        "aspects": counts(aspects),
+    }))
+}
+
+fn discovery_listing(gw: &Gateway) -> Value {
+    let hidden = gw.with_conn(|c| c.hidden.clone());
+    let optional: Vec<Value> = OPTIONAL_OPERATIONS
+        .iter()
+        .filter_map(|name| OPERATIONS.iter().find(|(n, _, _)| n == name))
+        .map(|(name, stage, what)| {
+            json!({
+                "name": name,
+                "hidden": hidden.contains(*name),
+                "minimumStage": stage.number(),
+                "description": what,
+            })
+        })
+        .collect();
+    json!({ "optionalOperations": optional, "hidden": hidden })
+}
+
+/// `session discovery`: list, hide or show the optional operations of this connection.
+pub async fn discovery(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleServer>>) -> Result<Value> {
+    let action = args
+        .enum_opt(
+            &["action"],
+            |s| matches!(s, "list" | "hide" | "show").then(|| s.to_string()),
+            &["list", "hide", "show"],
+        )?
+        .ok_or_else(|| Error::invalid("action", "discovery needs action: list, hide or show"))?;
+    if action == "list" {
+        let mut out = discovery_listing(gw);
+        out["action"] = json!("list");
+        out["success"] = json!(true);
+        out["message"] = json!("Optional operations of this connection; hide the ones you do not need.");
+        return Ok(out);
+    }
+    let name = args.str_req(&["toolName", "tool", "name"])?.trim().to_string();
+    if !OPTIONAL_OPERATIONS.contains(&name.as_str()) {
+        return Err(Error::invalid_with(
+            "toolName",
+            format!(
+                "{name:?} is not an optional operation; these can be hidden or shown: {}",
+                OPTIONAL_OPERATIONS.join(", ")
+            ),
+            json!({ "allowed": OPTIONAL_OPERATIONS }),
+        ));
+    }
+    let changed = gw.with_conn(|c| {
+        if action == "hide" {
+            c.hidden.insert(name.clone())
+        } else {
+            c.hidden.remove(&name)
+        }
+    });
+    if changed && let Some(ctx) = ctx {
+        // Clients that follow tools/list_changed refresh the operation list.
+        if let Err(e) = ctx.peer.notify_tool_list_changed().await {
+            tracing::debug!("tools/list_changed not delivered: {e}");
+        }
+    }
+    let mut out = discovery_listing(gw);
+    out["action"] = json!(action);
+    out["success"] = json!(true);
+    out["changed"] = json!(changed);
+    out["message"] = json!(match (action.as_str(), changed) {
+        ("hide", true) => format!("{name} is hidden on this connection."),
+        ("hide", false) => format!("{name} was already hidden."),
+        (_, true) => format!("{name} is available again."),
+        _ => format!("{name} was not hidden."),
+    });
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn root_names() {
+        let mut r = Root::new("file:///home/ada/my%20project/");
+        assert_eq!(root_name(&r), "my project");
+        r.name = Some("Engine".into());
+        assert_eq!(root_name(&r), "Engine");
+        assert_eq!(root_name(&Root::new("file:///")), "root");
+        assert_eq!(root_name(&Root::new("file:///x/%zz")), "%zz");
+        assert_eq!(root_name(&Root::new("file:///x/a%")), "a%");
+        assert_eq!(root_name(&Root::new("file:///x/%é1")), "%é1");
+    }
+}

@@ -1,0 +1,279 @@
+//! The `knowledge` operation: patterns and scratchpad notes of the garden.
+//! The sub-operation comes as `subOperation`, `operation` or (the
+//! reference's form) `action`.
+
+use serde_json::{Value, json};
+
+use super::{Args, Gateway};
+use crate::domain::{SortBy, SortOrder, Stage};
+use crate::error::{Error, Result};
+use crate::knowledge::{
+    KnowledgePattern, NewPattern, PatternFilter, PatternUpdate, ScratchpadNote, check_content, check_topic, is_slug,
+    note_uri, pattern_uri, slug_or_fallback,
+};
+
+pub const SUB_OPERATIONS: &[&str] = &[
+    "create_pattern",
+    "get_pattern",
+    "update_pattern",
+    "delete_pattern",
+    "list_patterns",
+    "list_tags",
+    "write_scratchpad",
+    "read_scratchpad",
+    "list_scratchpad",
+    "delete_scratchpad",
+    "search",
+];
+
+fn pattern_json(p: &KnowledgePattern) -> Value {
+    let mut v = serde_json::to_value(p).unwrap_or_else(|_| json!({}));
+    v["uri"] = json!(pattern_uri(&p.id));
+    v
+}
+
+fn note_json(n: &ScratchpadNote) -> Value {
+    let mut v = serde_json::to_value(n).unwrap_or_else(|_| json!({}));
+    v["uri"] = json!(note_uri(&n.id));
+    v
+}
+
+pub async fn knowledge(gw: &Gateway, mut args: Args) -> Result<Value> {
+    if !args.has("subOperation")
+        && !args.has("operation")
+        && let Some(action) = args.remove("action")
+    {
+        args.insert("subOperation".into(), action);
+    }
+    let (name, args) = args.sub_operation()?;
+    let Some(name) = name else {
+        return Err(Error::invalid_with(
+            "subOperation",
+            format!("knowledge needs subOperation: one of {}", SUB_OPERATIONS.join(", ")),
+            json!({ "subOperations": SUB_OPERATIONS }),
+        ));
+    };
+    let out = match name.as_str() {
+        "create_pattern" => create_pattern(gw, args).await,
+        "get_pattern" => {
+            let id = pattern_id(&args)?;
+            let p = gw.blocking(move |s| s.pattern(&id)).await?;
+            Ok(pattern_json(&p))
+        }
+        "update_pattern" => update_pattern(gw, args).await,
+        "delete_pattern" => {
+            let id = pattern_id(&args)?;
+            let p = gw.blocking(move |s| s.delete_pattern(&id)).await?;
+            gw.wrote();
+            Ok(json!({ "id": p.id, "title": p.title, "deleted": true }))
+        }
+        "list_patterns" => list_patterns(gw, args).await,
+        "list_tags" => {
+            let tags = gw.blocking(|s| s.pattern_tags()).await?;
+            Ok(json!({ "count": tags.len(), "tags": tags }))
+        }
+        "write_scratchpad" => write_scratchpad(gw, args).await,
+        "read_scratchpad" => {
+            let id = note_id(&args)?;
+            let n = gw.blocking(move |s| s.note(&id)).await?;
+            Ok(note_json(&n))
+        }
+        "list_scratchpad" => {
+            let limit = args.int_opt(&["limit"], 1, 100)?.unwrap_or(20) as u32;
+            let offset = args.int_opt(&["offset"], 0, i64::from(u32::MAX))?.unwrap_or(0) as u32;
+            let (notes, total) = gw.blocking(move |s| s.list_notes(limit, offset)).await?;
+            Ok(json!({
+                "notes": notes.iter().map(note_json).collect::<Vec<_>>(),
+                "count": notes.len(),
+                "total": total,
+                "hasMore": u64::from(offset) + (notes.len() as u64) < total,
+            }))
+        }
+        "delete_scratchpad" => {
+            let id = note_id(&args)?;
+            let n = gw.blocking(move |s| s.delete_note(&id)).await?;
+            gw.wrote();
+            Ok(json!({ "id": n.id, "title": n.title, "deleted": true }))
+        }
+        "search" => search(gw, args).await,
+        other => Err(Error::InvalidOperation {
+            message: format!("unknown knowledge sub-operation {other:?}"),
+            details: Some(json!({ "subOperation": other, "validSubOperations": SUB_OPERATIONS })),
+        }),
+    }?;
+    // Using the garden is a domain operation: it moves a connection that has
+    // loaded the cipher to stage 3 (nothing requires stage 3; get_state shows it).
+    if gw.stage() >= Stage::CipherLoaded {
+        gw.advance(Stage::DomainActive, "knowledge");
+    }
+    Ok(out)
+}
+
+fn slug_arg(args: &Args, keys: &[&str], what: &str) -> Result<String> {
+    let id = args.str_req(keys)?.trim().to_string();
+    if !is_slug(&id) {
+        return Err(Error::invalid(
+            keys[0],
+            format!(
+                "{} must be a {what} id: lower-case letters, digits and '-' (got {id:?})",
+                keys[0]
+            ),
+        ));
+    }
+    Ok(id)
+}
+
+fn pattern_id(args: &Args) -> Result<String> {
+    slug_arg(args, &["id", "patternId"], "pattern")
+}
+
+/// A note is named by its `id`, or by its `topic` (whose slug is the id).
+fn note_id(args: &Args) -> Result<String> {
+    if args.has("id") || args.has("noteId") {
+        return slug_arg(args, &["id", "noteId"], "note");
+    }
+    match args.str_opt(&["topic", "title"])? {
+        Some(t) => Ok(slug_or_fallback("note", &check_topic(&t)?)),
+        None => Err(Error::invalid("id", "give the note's id (or its topic)")),
+    }
+}
+
+fn derived_sessions(args: &Args) -> Result<Option<Vec<String>>> {
+    args.str_list_opt(&["derivedFromSessions"])
+}
+
+async fn create_pattern(gw: &Gateway, args: Args) -> Result<Value> {
+    let new = NewPattern {
+        title: args.str_req(&["title"])?,
+        description: args.str_req(&["description"])?,
+        content: args.str_req(&["content"])?,
+        tags: args.str_list_opt(&["tags"])?.unwrap_or_default(),
+        derived_from_sessions: derived_sessions(&args)?.unwrap_or_default(),
+        created_by: args.str_opt(&["createdBy"])?,
+    }
+    .validated()?;
+    let p = gw.blocking(move |s| s.create_pattern(new)).await?;
+    gw.wrote();
+    Ok(pattern_json(&p))
+}
+
+async fn update_pattern(gw: &Gateway, args: Args) -> Result<Value> {
+    let id = pattern_id(&args)?;
+    let upd = PatternUpdate {
+        title: args.str_opt(&["title"])?,
+        description: args.str_opt(&["description"])?,
+        content: args.str_opt(&["content"])?,
+        tags: args.str_list_opt(&["tags"])?,
+        derived_from_sessions: derived_sessions(&args)?,
+        created_by: args.str_opt(&["createdBy"])?,
+    }
+    .validated()?;
+    let p = gw.blocking(move |s| s.update_pattern(&id, upd)).await?;
+    gw.wrote();
+    Ok(pattern_json(&p))
+}
+
+async fn list_patterns(gw: &Gateway, args: Args) -> Result<Value> {
+    let args = args.object_opt(&["filter", "filters"])?.unwrap_or(args);
+    let filter = PatternFilter {
+        tags: args.str_list_opt(&["tags", "tag"])?.unwrap_or_default(),
+        search: args.str_opt(&["search", "query"])?.filter(|s| !s.trim().is_empty()),
+        limit: args.int_opt(&["limit"], 1, 100)?.unwrap_or(20) as u32,
+        offset: args.int_opt(&["offset"], 0, i64::from(u32::MAX))?.unwrap_or(0) as u32,
+        sort_by: args.enum_opt(
+            &["sortBy"],
+            |s| match s {
+                "createdAt" => Some(SortBy::CreatedAt),
+                "updatedAt" => Some(SortBy::UpdatedAt),
+                "title" => Some(SortBy::Title),
+                _ => None,
+            },
+            &["createdAt", "updatedAt", "title"],
+        )?,
+        sort_order: args
+            .enum_opt(
+                &["sortOrder"],
+                |s| match s {
+                    "asc" => Some(SortOrder::Asc),
+                    "desc" => Some(SortOrder::Desc),
+                    _ => None,
+                },
+                &["asc", "desc"],
+            )?
+            .unwrap_or(SortOrder::Desc),
+    };
+    let page = gw.blocking(move |s| s.list_patterns(&filter)).await?;
+    let patterns: Vec<Value> = page
+        .patterns
+        .iter()
+        .map(|item| {
+            let mut v = pattern_json(&item.pattern);
+            if let Some(snippet) = &item.snippet {
+                v["snippet"] = json!(snippet);
+            }
+            if let Some(score) = item.score {
+                v["score"] = json!(score);
+            }
+            v
+        })
+        .collect();
+    Ok(json!({
+        "patterns": patterns,
+        "count": page.count,
+        "total": page.total,
+        "hasMore": page.has_more,
+    }))
+}
+
+async fn write_scratchpad(gw: &Gateway, args: Args) -> Result<Value> {
+    let topic = check_topic(&args.str_req(&["topic", "title"])?)?;
+    let content = match args.get("content") {
+        Some(Value::String(c)) => c.clone(),
+        Some(_) => return Err(Error::invalid("content", "content must be a string")),
+        None => return Err(Error::invalid("content", "content is required")),
+    };
+    check_content(&content, true)?;
+    let (note, created) = gw.blocking(move |s| s.write_note(&topic, &content)).await?;
+    gw.wrote();
+    let mut v = note_json(&note);
+    v["created"] = json!(created);
+    Ok(v)
+}
+
+/// Search patterns and notes together (`include` narrows it to one of them).
+async fn search(gw: &Gateway, args: Args) -> Result<Value> {
+    let query = args.str_req(&["query", "q"])?;
+    let limit = args.int_opt(&["limit"], 1, 100)?.unwrap_or(10) as u32;
+    let include = args
+        .str_list_opt(&["include"])?
+        .unwrap_or_else(|| vec!["patterns".into(), "notes".into()]);
+    if let Some(bad) = include.iter().find(|i| !matches!(i.as_str(), "patterns" | "notes")) {
+        return Err(Error::invalid_with(
+            "include",
+            format!("include may hold patterns and notes; got {bad:?}"),
+            json!({ "allowed": ["patterns", "notes"] }),
+        ));
+    }
+    let (want_p, want_n) = (
+        include.iter().any(|i| i == "patterns"),
+        include.iter().any(|i| i == "notes"),
+    );
+    let q = query.clone();
+    let (patterns, notes) = gw
+        .blocking(move |s| {
+            let p = if want_p {
+                s.search_patterns(&q, limit)?
+            } else {
+                Vec::new()
+            };
+            let n = if want_n { s.search_notes(&q, limit)? } else { Vec::new() };
+            Ok((p, n))
+        })
+        .await?;
+    Ok(json!({
+        "query": query,
+        "count": patterns.len() + notes.len(),
+        "patterns": patterns,
+        "notes": notes,
+    }))
+}

@@ -1,0 +1,102 @@
+//! The `mental_models` operation: get_model, list_models, list_tags.
+
+use serde_json::{Value, json};
+
+use super::{Args, Gateway};
+use crate::domain::Stage;
+use crate::error::{Error, Result};
+use crate::models;
+
+pub const SUB_OPERATIONS: &[&str] = &["get_model", "list_models", "list_tags"];
+
+pub async fn mental_models(gw: &Gateway, args: Args) -> Result<Value> {
+    let (name, args) = args.sub_operation()?;
+    let Some(name) = name else {
+        return Err(Error::invalid_with(
+            "subOperation",
+            format!("mental_models needs subOperation: one of {}", SUB_OPERATIONS.join(", ")),
+            json!({ "subOperations": SUB_OPERATIONS }),
+        ));
+    };
+    let out = match name.as_str() {
+        "get_model" => get_model(&args),
+        "list_models" => list_models(&args),
+        "list_tags" => {
+            let tags: Vec<Value> = models::catalog()
+                .tags
+                .iter()
+                .map(|t| {
+                    let n = models::catalog()
+                        .models
+                        .iter()
+                        .filter(|m| m.tags.contains(&t.name))
+                        .count();
+                    json!({ "name": t.name, "description": t.description, "modelCount": n })
+                })
+                .collect();
+            Ok(json!({ "count": tags.len(), "tags": tags }))
+        }
+        other => Err(Error::InvalidOperation {
+            message: format!("unknown mental_models sub-operation {other:?}"),
+            details: Some(json!({ "subOperation": other, "validSubOperations": SUB_OPERATIONS })),
+        }),
+    }?;
+    // Applying a reasoning framework is a domain operation: a connection that
+    // has loaded the cipher reaches stage 3 (informational; nothing requires it).
+    if name == "get_model" && gw.stage() >= Stage::CipherLoaded {
+        gw.advance(Stage::DomainActive, "mental_models get_model");
+    }
+    Ok(out)
+}
+
+fn get_model(args: &Args) -> Result<Value> {
+    let (field, name) = match args.str_opt(&["modelId"])? {
+        Some(n) => ("modelId", n),
+        None => match args.str_opt(&["model", "name"])? {
+            Some(n) => ("model", n),
+            None => {
+                return Err(Error::invalid_with(
+                    "modelId",
+                    format!("get_model needs modelId: one of {}", models::names().join(", ")),
+                    json!({ "validModels": models::names() }),
+                ));
+            }
+        },
+    };
+    let m = models::require(field, name.trim())?;
+    Ok(json!({
+        "name": m.name,
+        "title": m.title,
+        "description": m.description,
+        "tags": m.tags,
+        "content": m.content,
+        "uri": models::uri(&m.name),
+    }))
+}
+
+/// `tag` (one) and `tags` (all must match) combine; `filter` answers the tag
+/// filter as a string (tags joined with ",") or null.
+fn list_models(args: &Args) -> Result<Value> {
+    let mut tags: Vec<String> = Vec::new();
+    let mut field = "tags";
+    if let Some(t) = args.str_opt(&["tag"])? {
+        field = "tag";
+        tags.push(t.trim().to_string());
+    }
+    for t in args.str_list_opt(&["tags"])?.unwrap_or_default() {
+        let t = t.trim().to_string();
+        if !tags.contains(&t) {
+            tags.push(t);
+        }
+    }
+    let found = models::with_tags(field, &tags)?;
+    let list: Vec<Value> = found
+        .iter()
+        .map(|m| json!({ "name": m.name, "title": m.title, "description": m.description, "tags": m.tags }))
+        .collect();
+    Ok(json!({
+        "models": list,
+        "count": list.len(),
+        "filter": if tags.is_empty() { Value::Null } else { json!(tags.join(",")) },
+    }))
+}

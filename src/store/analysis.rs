@@ -1,0 +1,38 @@
+//! What the analyses need beyond the thoughts themselves: which thoughts
+//! asked for a critique (the `critique_requested` column).
+
+use super::Store;
+use crate::domain::{Session, Thought};
+use crate::error::Result;
+
+impl Store {
+    /// Record that a thought asked for a critique the client could not give.
+    pub fn mark_critique_requested(&self, node_id: &str) -> Result<()> {
+        self.write(|tx| {
+            tx.prepare_cached("UPDATE thoughts SET critique_requested = 1 WHERE node_id = ?1")?
+                .execute([node_id])?;
+            Ok(())
+        })
+    }
+
+    /// Thoughts of a session recorded with `critique: true`, answered or not.
+    pub fn critique_requests(&self, session_id: &str) -> Result<u64> {
+        self.read(|tx| {
+            let n: i64 = tx
+                .prepare_cached(
+                    "SELECT count(*) FROM thoughts
+                     WHERE session_id = ?1 AND (critique_requested = 1 OR critique IS NOT NULL)",
+                )?
+                .query_row([session_id], |r| r.get(0))?;
+            Ok(n.max(0) as u64)
+        })
+    }
+
+    /// A session, all its thoughts and its number of critique requests: the
+    /// input of every analysis.
+    pub fn analysis_input(&self, session_id: &str) -> Result<(Session, Vec<Thought>, u64)> {
+        let (session, thoughts) = self.session_thoughts(session_id)?;
+        let requests = self.critique_requests(session_id)?;
+        Ok((session, thoughts, requests))
+    }
+}

@@ -1,0 +1,525 @@
+//! The knowledge garden tables: `knowledge_patterns` (+ tags) and
+//! `scratchpad_notes`, each with an FTS5 index kept in sync by triggers.
+
+use rusqlite::{OptionalExtension, Row, ToSql, Transaction, params};
+use serde_json::json;
+
+use super::Store;
+use super::search::fts_query;
+use crate::domain::{self, SortBy, SortOrder};
+use crate::error::{Error, Result};
+use crate::knowledge::{
+    KnowledgeHit, KnowledgePattern, NewPattern, PatternFilter, PatternListItem, PatternPage, PatternUpdate,
+    ScratchpadNote, TagCount, note_uri, pattern_uri, slug_or_fallback, unique_slug,
+};
+
+const PATTERN_COLUMNS: &str = "p.id, p.title, p.description, p.tags, p.content, p.derived_from_sessions, p.created_by, p.created_at, p.updated_at";
+const NOTE_COLUMNS: &str = "n.id, n.title, n.content, n.created_at, n.updated_at";
+
+fn pattern_from_row(r: &Row<'_>) -> rusqlite::Result<KnowledgePattern> {
+    let tags: String = r.get(3)?;
+    let sessions: String = r.get(5)?;
+    Ok(KnowledgePattern {
+        id: r.get(0)?,
+        title: r.get(1)?,
+        description: r.get(2)?,
+        tags: serde_json::from_str(&tags).unwrap_or_default(),
+        content: r.get(4)?,
+        derived_from_sessions: serde_json::from_str(&sessions).unwrap_or_default(),
+        created_by: r.get(6)?,
+        created_at: r.get(7)?,
+        updated_at: r.get(8)?,
+    })
+}
+
+fn note_from_row(r: &Row<'_>) -> rusqlite::Result<ScratchpadNote> {
+    Ok(ScratchpadNote {
+        id: r.get(0)?,
+        title: r.get(1)?,
+        content: r.get(2)?,
+        created_at: r.get(3)?,
+        updated_at: r.get(4)?,
+    })
+}
+
+fn no_pattern(id: &str) -> Error {
+    Error::invalid_with(
+        "id",
+        format!("no knowledge pattern with id '{id}' (list_patterns shows the ids)"),
+        json!({ "id": id }),
+    )
+}
+
+fn no_note(id: &str) -> Error {
+    Error::invalid_with(
+        "id",
+        format!("no scratchpad note with id '{id}' (list_scratchpad shows the ids)"),
+        json!({ "id": id }),
+    )
+}
+
+fn to_json(v: &[String]) -> Result<String> {
+    serde_json::to_string(v).map_err(|e| Error::Internal(e.to_string()))
+}
+
+/// Every id in `sessions` names an existing session.
+fn check_sessions_exist(tx: &Transaction<'_>, sessions: &[String]) -> Result<()> {
+    let mut stmt = tx.prepare_cached("SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?1)")?;
+    for id in sessions {
+        if !stmt.query_row([id], |r| r.get::<_, bool>(0))? {
+            return Err(Error::session_not_found(id.as_str()));
+        }
+    }
+    Ok(())
+}
+
+fn get_pattern_tx(tx: &Transaction<'_>, id: &str) -> Result<KnowledgePattern> {
+    tx.prepare_cached(&format!(
+        "SELECT {PATTERN_COLUMNS} FROM knowledge_patterns AS p WHERE p.id = ?1"
+    ))?
+    .query_row([id], pattern_from_row)
+    .optional()?
+    .ok_or_else(|| no_pattern(id))
+}
+
+fn set_tags_tx(tx: &Transaction<'_>, id: &str, tags: &[String]) -> Result<()> {
+    tx.prepare_cached("DELETE FROM knowledge_pattern_tags WHERE pattern_id = ?1")?
+        .execute([id])?;
+    let mut stmt = tx.prepare_cached("INSERT INTO knowledge_pattern_tags (pattern_id, tag) VALUES (?1, ?2)")?;
+    for t in tags {
+        stmt.execute((id, t))?;
+    }
+    Ok(())
+}
+
+fn insert_pattern_tx(tx: &Transaction<'_>, new: &NewPattern, now: &str) -> Result<KnowledgePattern> {
+    check_sessions_exist(tx, &new.derived_from_sessions)?;
+    let base = slug_or_fallback("pattern", &new.title);
+    let mut exists = tx.prepare_cached("SELECT EXISTS (SELECT 1 FROM knowledge_patterns WHERE id = ?1)")?;
+    let id = unique_slug(&base, |c| Ok(exists.query_row([c], |r| r.get::<_, bool>(0))?))?;
+    tx.prepare_cached(
+        "INSERT INTO knowledge_patterns
+             (id, title, description, tags, content, derived_from_sessions, created_by, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)",
+    )?
+    .execute(params![
+        id,
+        new.title,
+        new.description,
+        to_json(&new.tags)?,
+        new.content,
+        to_json(&new.derived_from_sessions)?,
+        new.created_by,
+        now
+    ])?;
+    set_tags_tx(tx, &id, &new.tags)?;
+    get_pattern_tx(tx, &id)
+}
+
+fn get_note_tx(tx: &Transaction<'_>, id: &str) -> Result<Option<ScratchpadNote>> {
+    Ok(tx
+        .prepare_cached(&format!(
+            "SELECT {NOTE_COLUMNS} FROM scratchpad_notes AS n WHERE n.id = ?1"
+        ))?
+        .query_row([id], note_from_row)
+        .optional()?)
+}
+
+impl Store {
+    /// Create a pattern (already validated). Its id is the title's slug,
+    /// with `-2`, `-3`... on collision.
+    pub fn create_pattern(&self, new: NewPattern) -> Result<KnowledgePattern> {
+        let now = domain::now();
+        self.write(|tx| insert_pattern_tx(tx, &new, &now))
+    }
+
+    /// Create several patterns in one transaction: all or none.
+    pub fn create_patterns(&self, new: &[NewPattern]) -> Result<Vec<KnowledgePattern>> {
+        let now = domain::now();
+        self.write(|tx| new.iter().map(|n| insert_pattern_tx(tx, n, &now)).collect())
+    }
+
+    pub fn pattern(&self, id: &str) -> Result<KnowledgePattern> {
+        self.read(|tx| get_pattern_tx(tx, id))
+    }
+
+    /// Change some fields of a pattern (already validated); its id stays.
+    pub fn update_pattern(&self, id: &str, upd: PatternUpdate) -> Result<KnowledgePattern> {
+        let now = domain::now();
+        self.write(|tx| {
+            let old = get_pattern_tx(tx, id)?;
+            if let Some(s) = &upd.derived_from_sessions {
+                check_sessions_exist(tx, s)?;
+            }
+            let tags = upd.tags.unwrap_or(old.tags);
+            tx.prepare_cached(
+                "UPDATE knowledge_patterns SET title = ?2, description = ?3, tags = ?4, content = ?5,
+                     derived_from_sessions = ?6, created_by = ?7, updated_at = ?8
+                 WHERE id = ?1",
+            )?
+            .execute(params![
+                id,
+                upd.title.unwrap_or(old.title),
+                upd.description.unwrap_or(old.description),
+                to_json(&tags)?,
+                upd.content.unwrap_or(old.content),
+                to_json(&upd.derived_from_sessions.unwrap_or(old.derived_from_sessions))?,
+                upd.created_by.or(old.created_by),
+                now
+            ])?;
+            set_tags_tx(tx, id, &tags)?;
+            get_pattern_tx(tx, id)
+        })
+    }
+
+    pub fn delete_pattern(&self, id: &str) -> Result<KnowledgePattern> {
+        self.write(|tx| {
+            let old = get_pattern_tx(tx, id)?;
+            tx.prepare_cached("DELETE FROM knowledge_patterns WHERE id = ?1")?
+                .execute([id])?;
+            Ok(old)
+        })
+    }
+
+    /// Patterns matching a PatternFilter.
+    pub fn list_patterns(&self, filter: &PatternFilter) -> Result<PatternPage> {
+        let mut clauses: Vec<String> = Vec::new();
+        let mut params: Vec<Box<dyn ToSql>> = Vec::new();
+        let search = match filter.search.as_deref() {
+            None => None,
+            Some(text) => match fts_query(text) {
+                Some(q) => Some(q),
+                // Nothing searchable in the text: nothing matches.
+                None => {
+                    return Ok(PatternPage {
+                        patterns: Vec::new(),
+                        count: 0,
+                        total: 0,
+                        has_more: false,
+                    });
+                }
+            },
+        };
+        let from = if let Some(q) = &search {
+            clauses.push("knowledge_patterns_fts MATCH ?".into());
+            params.push(Box::new(q.clone()));
+            "knowledge_patterns_fts JOIN knowledge_patterns AS p ON p.seq = knowledge_patterns_fts.rowid"
+        } else {
+            "knowledge_patterns AS p"
+        };
+        if !filter.tags.is_empty() {
+            let mut tags = filter.tags.clone();
+            tags.sort();
+            tags.dedup();
+            let marks = vec!["?"; tags.len()].join(", ");
+            clauses.push(format!(
+                "p.id IN (SELECT pattern_id FROM knowledge_pattern_tags WHERE tag IN ({marks})
+                          GROUP BY pattern_id HAVING count(*) = {})",
+                tags.len()
+            ));
+            for t in tags {
+                params.push(Box::new(t));
+            }
+        }
+        let where_sql = if clauses.is_empty() {
+            String::new()
+        } else {
+            format!("WHERE {}", clauses.join(" AND "))
+        };
+        let dir = match filter.sort_order {
+            SortOrder::Asc => "ASC",
+            SortOrder::Desc => "DESC",
+        };
+        let order = match (filter.sort_by, &search) {
+            (None, Some(_)) => "bm25(knowledge_patterns_fts), p.seq DESC".to_string(),
+            (Some(SortBy::CreatedAt), _) => format!("p.created_at {dir}, p.seq {dir}"),
+            (Some(SortBy::Title), _) => format!("p.title COLLATE NOCASE {dir}, p.seq {dir}"),
+            (Some(SortBy::UpdatedAt), _) | (None, None) => format!("p.updated_at {dir}, p.seq {dir}"),
+        };
+        let extra = if search.is_some() {
+            ", snippet(knowledge_patterns_fts, -1, '[', ']', '...', 16), bm25(knowledge_patterns_fts)"
+        } else {
+            ""
+        };
+        let (limit, offset) = (filter.limit, filter.offset);
+        let searching = search.is_some();
+        self.read(|tx| {
+            let refs: Vec<&dyn ToSql> = params.iter().map(|p| p.as_ref()).collect();
+            let sql = format!(
+                "SELECT {PATTERN_COLUMNS}{extra} FROM {from} {where_sql} ORDER BY {order} LIMIT {limit} OFFSET {offset}"
+            );
+            let patterns = tx
+                .prepare_cached(&sql)?
+                .query_map(refs.as_slice(), |r| {
+                    Ok(PatternListItem {
+                        pattern: pattern_from_row(r)?,
+                        snippet: if searching { Some(r.get(9)?) } else { None },
+                        score: if searching { Some(-r.get::<_, f64>(10)?) } else { None },
+                    })
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            let total: i64 = tx
+                .prepare_cached(&format!("SELECT count(*) FROM {from} {where_sql}"))?
+                .query_row(refs.as_slice(), |r| r.get(0))?;
+            let total = total.max(0) as u64;
+            Ok(PatternPage {
+                count: patterns.len(),
+                has_more: u64::from(offset) + (patterns.len() as u64) < total,
+                patterns,
+                total,
+            })
+        })
+    }
+
+    /// Every pattern tag with its number of patterns, most used first.
+    pub fn pattern_tags(&self) -> Result<Vec<TagCount>> {
+        self.read(|tx| {
+            Ok(tx
+                .prepare_cached(
+                    "SELECT tag, count(*) AS n FROM knowledge_pattern_tags GROUP BY tag ORDER BY n DESC, tag",
+                )?
+                .query_map([], |r| {
+                    Ok(TagCount {
+                        name: r.get(0)?,
+                        count: r.get::<_, i64>(1)?.max(0) as u64,
+                    })
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+    }
+
+    /// The newest patterns (for resource listings).
+    pub fn recent_patterns(&self, limit: u32) -> Result<Vec<KnowledgePattern>> {
+        self.read(|tx| {
+            Ok(tx
+                .prepare_cached(&format!(
+                    "SELECT {PATTERN_COLUMNS} FROM knowledge_patterns AS p ORDER BY p.updated_at DESC, p.seq DESC LIMIT ?1"
+                ))?
+                .query_map([limit], pattern_from_row)?
+                .collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+    }
+
+    /// Patterns matching all words of `text`, best first, with snippets.
+    pub fn search_patterns(&self, text: &str, limit: u32) -> Result<Vec<KnowledgeHit>> {
+        let Some(q) = fts_query(text) else {
+            return Ok(Vec::new());
+        };
+        self.read(|tx| {
+            Ok(tx
+                .prepare_cached(
+                    "SELECT p.id, p.title, snippet(knowledge_patterns_fts, -1, '[', ']', '...', 16),
+                            bm25(knowledge_patterns_fts) AS r
+                     FROM knowledge_patterns_fts JOIN knowledge_patterns AS p ON p.seq = knowledge_patterns_fts.rowid
+                     WHERE knowledge_patterns_fts MATCH ?1 ORDER BY r LIMIT ?2",
+                )?
+                .query_map(params![q, limit], |r| {
+                    let id: String = r.get(0)?;
+                    Ok(KnowledgeHit {
+                        uri: pattern_uri(&id),
+                        id,
+                        title: r.get(1)?,
+                        snippet: r.get(2)?,
+                        score: -r.get::<_, f64>(3)?,
+                    })
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+    }
+
+    /// Create or overwrite the note of a topic (already validated). Returns
+    /// the note and whether it was created.
+    pub fn write_note(&self, topic: &str, content: &str) -> Result<(ScratchpadNote, bool)> {
+        let now = domain::now();
+        let id = slug_or_fallback("note", topic);
+        self.write(|tx| {
+            let created = get_note_tx(tx, &id)?.is_none();
+            tx.prepare_cached(
+                "INSERT INTO scratchpad_notes (id, title, content, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?4)
+                 ON CONFLICT (id) DO UPDATE SET title = excluded.title, content = excluded.content,
+                     updated_at = excluded.updated_at",
+            )?
+            .execute(params![id, topic, content, now])?;
+            let note = get_note_tx(tx, &id)?.ok_or_else(|| Error::Internal("note vanished".into()))?;
+            Ok((note, created))
+        })
+    }
+
+    pub fn note(&self, id: &str) -> Result<ScratchpadNote> {
+        self.read(|tx| get_note_tx(tx, id)?.ok_or_else(|| no_note(id)))
+    }
+
+    pub fn delete_note(&self, id: &str) -> Result<ScratchpadNote> {
+        self.write(|tx| {
+            let old = get_note_tx(tx, id)?.ok_or_else(|| no_note(id))?;
+            tx.prepare_cached("DELETE FROM scratchpad_notes WHERE id = ?1")?
+                .execute([id])?;
+            Ok(old)
+        })
+    }
+
+    /// Notes, most recently updated first, and their total number.
+    pub fn list_notes(&self, limit: u32, offset: u32) -> Result<(Vec<ScratchpadNote>, u64)> {
+        self.read(|tx| {
+            let notes = tx
+                .prepare_cached(&format!(
+                    "SELECT {NOTE_COLUMNS} FROM scratchpad_notes AS n ORDER BY n.updated_at DESC, n.seq DESC
+                     LIMIT ?1 OFFSET ?2"
+                ))?
+                .query_map([limit, offset], note_from_row)?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            let total: i64 = tx.query_row("SELECT count(*) FROM scratchpad_notes", [], |r| r.get(0))?;
+            Ok((notes, total.max(0) as u64))
+        })
+    }
+
+    /// Notes matching all words of `text`, best first, with snippets.
+    pub fn search_notes(&self, text: &str, limit: u32) -> Result<Vec<KnowledgeHit>> {
+        let Some(q) = fts_query(text) else {
+            return Ok(Vec::new());
+        };
+        self.read(|tx| {
+            Ok(tx
+                .prepare_cached(
+                    "SELECT n.id, n.title, snippet(scratchpad_notes_fts, -1, '[', ']', '...', 16),
+                            bm25(scratchpad_notes_fts) AS r
+                     FROM scratchpad_notes_fts JOIN scratchpad_notes AS n ON n.seq = scratchpad_notes_fts.rowid
+                     WHERE scratchpad_notes_fts MATCH ?1 ORDER BY r LIMIT ?2",
+                )?
+                .query_map(params![q, limit], |r| {
+                    let id: String = r.get(0)?;
+                    Ok(KnowledgeHit {
+                        uri: note_uri(&id),
+                        id,
+                        title: r.get(1)?,
+                        snippet: r.get(2)?,
+                        score: -r.get::<_, f64>(3)?,
+                    })
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::NewSession;
+    use crate::store::test_support::temp_store;
+
+    fn p(title: &str, tags: &[&str], content: &str) -> NewPattern {
+        NewPattern {
+            title: title.into(),
+            description: format!("about {title}"),
+            tags: tags.iter().map(|t| t.to_string()).collect(),
+            content: content.into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn patterns_crud_slugs_tags_and_search() {
+        let (_d, store) = temp_store();
+        let a = store
+            .create_pattern(p(
+                "Race conditions",
+                &["debugging", "concurrency"],
+                "Look for shared state.",
+            ))
+            .unwrap();
+        assert_eq!(a.id, "race-conditions");
+        let b = store
+            .create_pattern(p("Race Conditions!", &["debugging"], "Add a lock around the counter."))
+            .unwrap();
+        assert_eq!(b.id, "race-conditions-2");
+        store.create_pattern(p("Race conditions", &[], "third")).unwrap();
+        assert!(store.pattern("race-conditions-3").is_ok());
+
+        let f = PatternFilter {
+            tags: vec!["debugging".into(), "concurrency".into()],
+            ..Default::default()
+        };
+        let page = store.list_patterns(&f).unwrap();
+        assert_eq!(page.total, 1);
+        assert_eq!(page.patterns[0].pattern.id, "race-conditions");
+
+        let hits = store
+            .list_patterns(&PatternFilter {
+                search: Some("lock counter".into()),
+                ..Default::default()
+            })
+            .unwrap();
+        assert_eq!(hits.total, 1);
+        assert!(hits.patterns[0].snippet.as_deref().unwrap().contains("[lock]"));
+        for q in ["\"", "*", "NEAR(", "a OR"] {
+            store
+                .list_patterns(&PatternFilter {
+                    search: Some(q.into()),
+                    ..Default::default()
+                })
+                .unwrap();
+            store.search_patterns(q, 5).unwrap();
+        }
+
+        let up = store
+            .update_pattern(
+                "race-conditions",
+                PatternUpdate {
+                    title: Some("Data races".into()),
+                    tags: Some(vec!["threads".into()]),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        assert_eq!(up.id, "race-conditions");
+        assert_eq!(up.title, "Data races");
+        assert_eq!(up.content, "Look for shared state.");
+        assert_eq!(store.pattern_tags().unwrap()[0].name, "debugging");
+        assert_eq!(store.search_patterns("data races", 5).unwrap()[0].id, "race-conditions");
+
+        store.delete_pattern("race-conditions").unwrap();
+        assert_eq!(store.pattern("race-conditions").unwrap_err().code(), "INVALID_PAYLOAD");
+        assert!(store.search_patterns("shared", 5).unwrap().is_empty());
+        let conn = store.conn().unwrap();
+        conn.execute(
+            "INSERT INTO knowledge_patterns_fts (knowledge_patterns_fts) VALUES ('integrity-check')",
+            [],
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn derived_sessions_must_exist_and_failures_change_nothing() {
+        let (_d, store) = temp_store();
+        let s = store
+            .create_session(NewSession {
+                title: "s".into(),
+                ..Default::default()
+            })
+            .unwrap();
+        let mut new = p("From a session", &[], "c");
+        new.derived_from_sessions = vec![s.id.clone()];
+        assert_eq!(store.create_pattern(new.clone()).unwrap().derived_from_sessions, [s.id]);
+        new.derived_from_sessions = vec!["nope".into()];
+        new.title = "Other".into();
+        assert_eq!(store.create_pattern(new).unwrap_err().code(), "SESSION_NOT_FOUND");
+        assert_eq!(store.list_patterns(&PatternFilter::default()).unwrap().total, 1);
+    }
+
+    #[test]
+    fn notes_overwrite_by_topic() {
+        let (_d, store) = temp_store();
+        let (n, created) = store.write_note("API Design Ideas", "v1").unwrap();
+        assert!(created);
+        assert_eq!(n.id, "api-design-ideas");
+        let (m, created) = store.write_note("api design ideas", "v2 with pagination").unwrap();
+        assert!(!created);
+        assert_eq!(m.created_at, n.created_at);
+        assert_eq!(m.content, "v2 with pagination");
+        assert_eq!(store.list_notes(10, 0).unwrap().1, 1);
+        assert_eq!(store.search_notes("pagination", 5).unwrap()[0].id, "api-design-ideas");
+        assert!(store.search_notes("v1", 5).unwrap().is_empty());
+        store.delete_note("api-design-ideas").unwrap();
+        assert_eq!(store.note("api-design-ideas").unwrap_err().code(), "INVALID_PAYLOAD");
+    }
+}

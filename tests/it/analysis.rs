@@ -1,0 +1,447 @@
+//! `session analyze`, `session extract_learnings` and `deep_analysis`
+//! through the real binary: branches count everywhere, values stay in their
+//! ranges, bad input changes nothing.
+
+use serde_json::{Value, json};
+
+use crate::common::*;
+
+/// Main 1, 2; branch "alt" from 2 (two thoughts); main 3 revising 1; main 4 closes.
+async fn branching_session(s: &Server) -> String {
+    let sid = s.ready("Cache design").await;
+    s.thought(t("Two ways to cache: in process or Redis")).await;
+    s.thought(t("In-process is simplest")).await;
+    s.thought(json!({ "thought": "Redis survives restarts", "nextThoughtNeeded": true,
+                      "branchId": "alt", "branchFromThought": 2 }))
+        .await;
+    s.thought(json!({ "thought": "Redis adds a network hop", "nextThoughtNeeded": true, "branchId": "alt" }))
+        .await;
+    s.thought(
+        json!({ "thought": "Actually restarts matter: reconsider", "nextThoughtNeeded": true,
+                      "revisesThought": 1 }),
+    )
+    .await;
+    s.thought(json!({ "thought": "Stay in process, warm on start", "nextThoughtNeeded": false }))
+        .await;
+    sid
+}
+
+fn unit(v: &Value) {
+    let x = v.as_f64().unwrap_or(-1.0);
+    assert!((0.0..=1.0).contains(&x), "{v} out of [0, 1]");
+}
+
+#[tokio::test]
+async fn analyze_counts_branches_and_revisions() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    let sid = branching_session(&s).await;
+    // The session was closed; analyze takes it by id.
+    let a = s
+        .ok("session", json!({ "subOperation": "analyze", "sessionId": sid }))
+        .await;
+    assert_eq!(a["sessionId"], sid.as_str());
+    assert_eq!(a["metadata"]["title"], "Cache design");
+    assert_eq!(a["metadata"]["thoughtCount"], 6);
+    assert_eq!(a["metadata"]["branchCount"], 1);
+    assert_eq!(a["metadata"]["revisionCount"], 1);
+    assert!(a["metadata"]["duration"].as_u64().is_some());
+    // Main non-revisions 1, 2, 4 (the closing thought is #4): 3 / 6.
+    assert_eq!(a["structure"]["linearityScore"], 0.5);
+    assert_eq!(a["structure"]["revisionRate"], 0.17);
+    assert_eq!(a["structure"]["maxDepth"], 1);
+    assert!(a["structure"]["thoughtDensity"].as_f64().unwrap() >= 0.0);
+    assert_eq!(a["quality"]["critiqueRequests"], 0);
+    assert_eq!(a["quality"]["hasConvergence"], true);
+    assert_eq!(a["quality"]["isComplete"], true);
+    // Seed 003's summary fields.
+    assert_eq!(a["linearity"], 0.5);
+    assert_eq!(a["completion"], 1.0);
+    assert_eq!(a["branchCount"], 1);
+    // The reference form of the sub-operation and nested args.
+    let b = s
+        .ok(
+            "session",
+            json!({ "operation": "analyze", "args": { "sessionId": sid } }),
+        )
+        .await;
+    assert_eq!(a["structure"], b["structure"]);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn an_empty_session_is_valid_input() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    let started = s.ok("start_new", json!({ "sessionTitle": "empty" })).await;
+    let sid = started["session"]["id"].as_str().unwrap().to_string();
+    let a = s.ok("session", json!({ "subOperation": "analyze" })).await;
+    assert_eq!(a["sessionId"], sid.as_str());
+    assert_eq!(a["metadata"]["thoughtCount"], 0);
+    assert_eq!(a["structure"]["linearityScore"], 1.0);
+    assert_eq!(a["quality"]["isComplete"], false);
+    let d = s.ok("deep_analysis", json!({ "sessionId": sid })).await;
+    assert_eq!(d["patterns"]["dominantPattern"], "linear");
+    assert_eq!(d["metrics"]["cognitiveLoad"], 0.0);
+    assert_eq!(d["timeline"]["durationEstimate"], "unknown");
+    let x = s
+        .ok(
+            "session",
+            json!({ "subOperation": "extract_learnings", "sessionId": sid }),
+        )
+        .await;
+    assert_eq!(x["extractedCount"], 1);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn extract_learnings_from_key_moments() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    let sid = branching_session(&s).await;
+    // Default: one signal, nothing stored.
+    let x = s
+        .ok(
+            "session",
+            json!({ "subOperation": "extract_learnings", "sessionId": sid }),
+        )
+        .await;
+    assert_eq!(x["extractedCount"], 1);
+    let signal = &x["learnings"][0];
+    assert_eq!(signal["type"], "signal");
+    let content: Value = serde_json::from_str(signal["content"].as_str().unwrap()).unwrap();
+    assert_eq!(content["outcome"], "success");
+    assert_eq!(content["metrics"]["branches"], 1);
+    assert_eq!(signal["metadata"]["sourceSession"], sid.as_str());
+    assert!(signal["metadata"]["extractedAt"].is_string());
+
+    let moments = json!([
+        { "thoughtNumber": 2, "type": "decision", "significance": 8, "summary": "Prefer the simplest cache" },
+        { "thoughtNumber": 4, "type": "branch", "branchId": "alt" },
+        { "thoughtNumber": 3, "type": "revision", "summary": "Restarts were underestimated" },
+    ]);
+    let x = s
+        .ok(
+            "session",
+            json!({ "subOperation": "extract_learnings", "sessionId": sid, "keyMoments": moments,
+                    "targetTypes": ["pattern", "anti-pattern", "signal"] }),
+        )
+        .await;
+    assert_eq!(x["extractedCount"], 4);
+    let kinds: Vec<&str> = x["learnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["pattern", "pattern", "anti-pattern", "signal"]);
+    let first = &x["learnings"][0];
+    assert_eq!(first["metadata"]["sourceThoughts"], json!([2]));
+    assert_eq!(first["targetPath"], "patterns/general/prefer-the-simplest-cache.md");
+    for k in ["specificity", "applicability", "complexity", "maturity"] {
+        let v = first["metadata"]["behaviorCharacteristics"][k].as_u64().unwrap();
+        assert!((1..=10).contains(&v), "{k} = {v}");
+    }
+    assert_eq!(x["learnings"][1]["metadata"]["sourceBranch"], "alt");
+    // The anti-pattern pairs the revised thought with its revision.
+    assert_eq!(x["learnings"][2]["metadata"]["sourceThoughts"], json!([1, 3]));
+    assert!(x.get("savedPatterns").is_none());
+    // Nothing was written: the garden is empty.
+    let listed = s.ok("knowledge", json!({ "subOperation": "list_patterns" })).await;
+    assert_eq!(listed["total"], 0);
+
+    // Asked to save: patterns and anti-patterns become knowledge patterns.
+    let saved = s
+        .ok(
+            "session",
+            json!({ "subOperation": "extract_learnings", "sessionId": sid, "keyMoments": moments,
+                    "targetTypes": "pattern", "save": true }),
+        )
+        .await;
+    let ids = saved["savedPatterns"].as_array().unwrap();
+    assert_eq!(ids.len(), 2);
+    let p = s
+        .ok("knowledge", json!({ "subOperation": "get_pattern", "id": ids[0] }))
+        .await;
+    assert_eq!(p["derivedFromSessions"], json!([sid]));
+    assert_eq!(p["tags"], json!(["learning", "pattern"]));
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn deep_analysis_full_and_by_type() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    let sid = branching_session(&s).await;
+    let d = s.ok("deep_analysis", json!({ "sessionId": sid })).await;
+    assert_eq!(d["sessionId"], sid.as_str());
+    assert_eq!(d["analysisType"], "full");
+    assert!(d["analysisTimestamp"].is_string());
+    assert_eq!(d["timestamp"], d["analysisTimestamp"]);
+    let patterns = &d["patterns"];
+    let dominant = patterns["dominantPattern"].as_str().unwrap();
+    assert!(["linear", "exploratory", "iterative", "convergent", "divergent"].contains(&dominant));
+    assert_eq!(patterns["allPatterns"].as_array().unwrap().len(), 5);
+    for p in patterns["allPatterns"].as_array().unwrap() {
+        unit(&p["frequency"]);
+    }
+    // Recording order: linear 1, 2; exploratory alt 3, 4; iterative main 3; linear main 4.
+    let at: Vec<u64> = patterns["transitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["atThought"].as_u64().unwrap())
+        .collect();
+    assert_eq!(at, [3, 3, 4]);
+    assert_eq!(patterns["totalThoughts"], 6);
+    assert_eq!(patterns["branchCount"], 1);
+    assert_eq!(patterns["revisionCount"], 1);
+    assert!(patterns["averageThoughtLength"].as_u64().unwrap() > 10);
+    for k in ["cognitiveLoad", "linearityScore", "convergenceRate"] {
+        unit(&d["metrics"][k]);
+    }
+    assert_eq!(d["metrics"]["explorationDepth"], 2);
+    assert_eq!(d["metrics"]["convergenceRate"], 1.0);
+    for i in d["insights"].as_array().unwrap() {
+        unit(&i["confidence"]);
+        assert!(i["relatedThoughts"].is_array());
+    }
+    let c = &d["cognitiveLoad"];
+    assert!(c["complexityScore"].as_u64().unwrap() <= 100);
+    assert_eq!(c["breadthIndicator"], 2);
+    // alt forks from 2: main 1, 2 + alt 3, 4 = 4 deep.
+    assert_eq!(c["depthIndicator"], 4);
+    let points = d["decisionPoints"].as_array().unwrap();
+    assert_eq!(
+        points[0],
+        json!({ "thoughtNumber": 3, "type": "branch", "reference": 2, "branchId": "alt" })
+    );
+    assert_eq!(points[1]["type"], "revision");
+    assert_eq!(d["timeline"]["entries"].as_array().unwrap().len(), 6);
+
+    let p = s
+        .ok(
+            "deep_analysis",
+            json!({ "sessionId": sid, "analysisType": "patterns", "options": { "includeTimeline": "false" } }),
+        )
+        .await;
+    assert!(p.get("cognitiveLoad").is_none() && p.get("decisionPoints").is_none() && p.get("timeline").is_none());
+    assert!(p["metrics"].is_object() && p["insights"].is_array());
+    let c = s
+        .ok(
+            "deep_analysis",
+            json!({ "sessionId": sid, "analysisType": "cognitive_load" }),
+        )
+        .await;
+    assert!(c["cognitiveLoad"].is_object() && c.get("decisionPoints").is_none());
+    let dp = s
+        .ok(
+            "deep_analysis",
+            json!({ "sessionId": sid, "analysisType": "decision_points" }),
+        )
+        .await;
+    assert!(dp["decisionPoints"].is_array() && dp.get("cognitiveLoad").is_none());
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn deep_analysis_compares_sessions_side_by_side() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    let a = branching_session(&s).await;
+    s.ok("start_new", json!({ "sessionTitle": "Straight" })).await;
+    for i in 0..5 {
+        s.thought(t(&format!("step {i}"))).await;
+    }
+    let b = s.ok("get_state", Value::Null).await["activeSession"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let d = s
+        .ok(
+            "deep_analysis",
+            json!({ "sessionId": a, "options": { "compareWith": [b] } }),
+        )
+        .await;
+    let cmp = &d["comparison"][0];
+    assert_eq!(cmp["sessionId"], b.as_str());
+    assert_eq!(cmp["title"], "Straight");
+    assert_eq!(cmp["dominantPattern"], "linear");
+    assert_eq!(cmp["metrics"]["linearityScore"], 1.0);
+    assert_eq!(cmp["differences"]["linearityScore"], 0.5);
+    assert_eq!(cmp["differences"]["explorationDepth"], -2);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn analysis_bad_input_changes_nothing() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    let sid = branching_session(&s).await;
+    let before = s
+        .ok("session", json!({ "subOperation": "export", "sessionId": sid }))
+        .await["content"]["nodes"]
+        .clone();
+    let missing = "00000000-0000-4000-8000-000000000000";
+    let cases: Vec<(&str, Value, &str, Option<&str>)> = vec![
+        // analyze: the session closed, so nothing is active.
+        (
+            "session",
+            json!({ "subOperation": "analyze" }),
+            "INVALID_PAYLOAD",
+            Some("sessionId"),
+        ),
+        (
+            "session",
+            json!({ "subOperation": "analyze", "sessionId": missing }),
+            "SESSION_NOT_FOUND",
+            None,
+        ),
+        (
+            "session",
+            json!({ "subOperation": "analyze", "sessionId": 7 }),
+            "INVALID_PAYLOAD",
+            Some("sessionId"),
+        ),
+        // extract_learnings.
+        (
+            "session",
+            json!({ "subOperation": "extract_learnings", "sessionId": sid, "targetTypes": ["lesson"] }),
+            "INVALID_PAYLOAD",
+            Some("targetTypes"),
+        ),
+        (
+            "session",
+            json!({ "subOperation": "extract_learnings", "sessionId": sid, "targetTypes": [] }),
+            "INVALID_PAYLOAD",
+            Some("targetTypes"),
+        ),
+        (
+            "session",
+            json!({ "subOperation": "extract_learnings", "sessionId": sid, "keyMoments": "thought 2" }),
+            "INVALID_PAYLOAD",
+            Some("keyMoments"),
+        ),
+        (
+            "session",
+            json!({ "subOperation": "extract_learnings", "sessionId": sid, "keyMoments": [3] }),
+            "INVALID_PAYLOAD",
+            Some("keyMoments[0]"),
+        ),
+        (
+            "session",
+            json!({ "subOperation": "extract_learnings", "sessionId": sid,
+                    "keyMoments": [{ "thoughtNumber": 2, "type": "eureka" }] }),
+            "INVALID_PAYLOAD",
+            Some("keyMoments[0].type"),
+        ),
+        (
+            "session",
+            json!({ "subOperation": "extract_learnings", "sessionId": sid,
+                    "keyMoments": [{ "type": "insight" }] }),
+            "INVALID_PAYLOAD",
+            Some("keyMoments[0].thoughtNumber"),
+        ),
+        (
+            "session",
+            json!({ "subOperation": "extract_learnings", "sessionId": sid,
+                    "keyMoments": [{ "thoughtNumber": 1, "type": "insight", "significance": 11 }] }),
+            "INVALID_PAYLOAD",
+            Some("keyMoments[0].significance"),
+        ),
+        (
+            "session",
+            json!({ "subOperation": "extract_learnings", "sessionId": sid,
+                    "keyMoments": [{ "thoughtNumber": 9, "type": "insight" }], "targetTypes": ["pattern"], "save": true }),
+            "THOUGHT_NOT_FOUND",
+            None,
+        ),
+        (
+            "session",
+            json!({ "subOperation": "extract_learnings", "sessionId": sid, "save": "yes" }),
+            "INVALID_PAYLOAD",
+            Some("save"),
+        ),
+        // deep_analysis.
+        ("deep_analysis", json!({}), "INVALID_PAYLOAD", Some("sessionId")),
+        (
+            "deep_analysis",
+            json!({ "sessionId": missing }),
+            "SESSION_NOT_FOUND",
+            None,
+        ),
+        (
+            "deep_analysis",
+            json!({ "sessionId": sid, "analysisType": "vibes" }),
+            "INVALID_PAYLOAD",
+            Some("analysisType"),
+        ),
+        (
+            "deep_analysis",
+            json!({ "sessionId": sid, "options": "full" }),
+            "INVALID_PAYLOAD",
+            Some("options"),
+        ),
+        (
+            "deep_analysis",
+            json!({ "sessionId": sid, "options": { "includeTimeline": 2 } }),
+            "INVALID_PAYLOAD",
+            Some("includeTimeline"),
+        ),
+        (
+            "deep_analysis",
+            json!({ "sessionId": sid, "options": { "compareWith": [missing] } }),
+            "SESSION_NOT_FOUND",
+            None,
+        ),
+        (
+            "deep_analysis",
+            json!({ "sessionId": sid, "options": { "compareWith": [1] } }),
+            "INVALID_PAYLOAD",
+            Some("compareWith"),
+        ),
+    ];
+    for (op, args, code, field) in cases {
+        let e = s.err(op, args.clone(), code).await;
+        if let Some(field) = field {
+            assert_eq!(e["details"]["field"], field, "{op} {args}: {e}");
+        }
+    }
+    let after = s
+        .ok("session", json!({ "subOperation": "export", "sessionId": sid }))
+        .await["content"]["nodes"]
+        .clone();
+    assert_eq!(before, after);
+    assert_eq!(
+        s.ok("knowledge", json!({ "subOperation": "list_patterns" })).await["total"],
+        0
+    );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn analysis_stages() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    let e = s
+        .err(
+            "deep_analysis",
+            json!({ "sessionId": "x" }),
+            "STAGE_REQUIREMENT_NOT_MET",
+        )
+        .await;
+    assert_eq!(e["details"]["requiredStage"], 1);
+    s.ok("start_new", json!({ "sessionTitle": "s" })).await;
+    // Stage 1 is enough for analysis, but saving learnings writes knowledge (stage 2).
+    s.ok("deep_analysis", Value::Null).await;
+    s.ok("session", json!({ "subOperation": "analyze" })).await;
+    let e = s
+        .err(
+            "session",
+            json!({ "subOperation": "extract_learnings", "save": true }),
+            "STAGE_REQUIREMENT_NOT_MET",
+        )
+        .await;
+    assert_eq!(e["details"]["requiredStage"], 2);
+    s.stop().await;
+}

@@ -1,0 +1,110 @@
+//! Critique through MCP sampling, beyond core_flow: the timeout (flag and
+//! environment variable) with a client that never answers, and critique
+//! requests counted by the analysis.
+#![allow(deprecated)] // sampling types, used by the silent sampling client
+
+use std::time::{Duration, Instant};
+
+use rmcp::model::{ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult, Implementation};
+use rmcp::service::RequestContext;
+use rmcp::{ClientHandler, ErrorData, RoleClient};
+use serde_json::json;
+
+use crate::common::*;
+
+/// A client that declares sampling and never answers a sampling request.
+#[derive(Clone)]
+pub struct SilentSamplingClient;
+
+impl ClientHandler for SilentSamplingClient {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::builder().enable_sampling().build(),
+            Implementation::new("silent-sampling-client", "1.0.0"),
+        )
+    }
+
+    async fn create_message(
+        &self,
+        _params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        std::future::pending().await
+    }
+}
+
+#[tokio::test]
+async fn a_client_that_never_answers_hits_the_timeout() {
+    let (_d, db) = temp_db();
+    let mut cmd = command(&db);
+    cmd.arg("serve").arg("--critique-timeout").arg("1");
+    let s = start_with(SilentSamplingClient, cmd).await;
+    let sid = s.ready("slow critic").await;
+    let t0 = Instant::now();
+    let r = s
+        .thought(json!({ "thought": "Ship it", "nextThoughtNeeded": true, "critique": true, "verbose": true }))
+        .await;
+    let took = t0.elapsed();
+    assert!(
+        took >= Duration::from_millis(900) && took < Duration::from_secs(5),
+        "{took:?}"
+    );
+    assert_eq!(r["thoughtNumber"], 1);
+    assert!(r["critique"].is_null());
+    assert_eq!(r["critiqueError"]["code"], "SAMPLING_NOT_SUPPORTED");
+    assert!(r["critiqueError"]["message"].as_str().unwrap().contains("within 1 s"));
+    // Recorded without a critique, and counted as a request.
+    let read = s.ok("read_thoughts", json!({ "thoughtNumber": 1 })).await;
+    assert!(read["thoughts"][0].get("critique").is_none());
+    let a = s
+        .ok("session", json!({ "subOperation": "analyze", "sessionId": sid }))
+        .await;
+    assert_eq!(a["quality"]["critiqueRequests"], 1);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn the_timeout_also_comes_from_the_environment() {
+    let (_d, db) = temp_db();
+    let mut cmd = command(&db);
+    cmd.env("THOUGHTBOX_CRITIQUE_TIMEOUT_SECS", "1");
+    let s = start_with(SilentSamplingClient, cmd).await;
+    s.ready("env").await;
+    let t0 = Instant::now();
+    let r = s
+        .thought(json!({ "thought": "x", "nextThoughtNeeded": true, "critique": true }))
+        .await;
+    assert!(t0.elapsed() < Duration::from_secs(5));
+    assert_eq!(r["critiqueError"]["code"], "SAMPLING_NOT_SUPPORTED");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn answered_and_unanswered_critiques_both_count() {
+    let (_d, db) = temp_db();
+    let s = start_with(SamplingClient, command(&db)).await;
+    let sid = s.ready("critics").await;
+    s.thought(json!({ "thought": "a", "nextThoughtNeeded": true, "critique": true }))
+        .await;
+    s.thought(t("b")).await;
+    s.thought(json!({ "thought": "c", "nextThoughtNeeded": true, "critique": "true" }))
+        .await;
+    let a = s
+        .ok("session", json!({ "subOperation": "analyze", "sessionId": sid }))
+        .await;
+    assert_eq!(a["quality"]["critiqueRequests"], 2);
+    s.stop().await;
+
+    let s = start(&db).await;
+    s.ok("load_context", json!({ "sessionId": sid })).await;
+    s.ok("cipher", serde_json::Value::Null).await;
+    let r = s
+        .thought(json!({ "thought": "d", "nextThoughtNeeded": true, "critique": true }))
+        .await;
+    assert_eq!(r["critiqueError"]["code"], "SAMPLING_NOT_SUPPORTED");
+    let a = s
+        .ok("session", json!({ "subOperation": "analyze", "sessionId": sid }))
+        .await;
+    assert_eq!(a["quality"]["critiqueRequests"], 3);
+    s.stop().await;
+}

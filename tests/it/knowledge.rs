@@ -1,0 +1,490 @@
+//! The knowledge garden through the real binary: patterns, scratchpad notes,
+//! full-text search, `session search` including them, resources, restarts.
+
+use rmcp::model::ReadResourceRequestParams;
+use serde_json::{Value, json};
+
+use crate::common::*;
+
+fn k(sub: &str, args: Value) -> Value {
+    let mut a = args;
+    a["subOperation"] = json!(sub);
+    a
+}
+
+fn resource_text(r: &rmcp::model::ReadResourceResult) -> String {
+    match &r.contents[0] {
+        rmcp::model::ResourceContents::TextResourceContents { text, .. } => text.clone(),
+        other => panic!("not text: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn patterns_crud_with_slugs_tags_and_search() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    let sid = s.ready("Where patterns come from").await;
+    // Knowledge needs stage 2; get_state reports stage 3 after use.
+    let p = s
+        .ok(
+            "knowledge",
+            k(
+                "create_pattern",
+                json!({ "title": "Debugging Race Conditions", "description": "Find shared mutable state first",
+                        "content": "# Steps\n1. List every shared variable.\n2. Add a lock or make it owned.",
+                        "tags": ["debugging", "concurrency"], "derivedFromSessions": [sid], "createdBy": "agent-7" }),
+            ),
+        )
+        .await;
+    assert_eq!(p["id"], "debugging-race-conditions");
+    assert_eq!(p["uri"], "thoughtbox://knowledge/patterns/debugging-race-conditions");
+    for f in [
+        "title",
+        "description",
+        "tags",
+        "content",
+        "createdAt",
+        "updatedAt",
+        "derivedFromSessions",
+    ] {
+        assert!(p.get(f).is_some(), "{f} missing");
+    }
+    assert_eq!(p["createdBy"], "agent-7");
+    assert_eq!(s.ok("get_state", Value::Null).await["stage"], 3);
+    // Same title: the slug gets -2, then -3.
+    let p2 = s
+        .ok(
+            "knowledge",
+            k(
+                "create_pattern",
+                json!({ "title": "debugging race-conditions!", "description": "d", "content": "Use a mutex.", "tags": "debugging" }),
+            ),
+        )
+        .await;
+    assert_eq!(p2["id"], "debugging-race-conditions-2");
+    let p3 = s
+        .ok(
+            "knowledge",
+            json!({ "action": "create_pattern", "title": "Debugging race conditions", "description": "d", "content": "c" }),
+        )
+        .await;
+    assert_eq!(p3["id"], "debugging-race-conditions-3");
+
+    // Filters: tags must all match.
+    let l = s
+        .ok(
+            "knowledge",
+            k("list_patterns", json!({ "tags": ["debugging", "concurrency"] })),
+        )
+        .await;
+    assert_eq!(l["total"], 1);
+    let l = s
+        .ok(
+            "knowledge",
+            k(
+                "list_patterns",
+                json!({ "tags": ["debugging"], "sortBy": "title", "sortOrder": "asc", "limit": 1 }),
+            ),
+        )
+        .await;
+    assert_eq!(l["count"], 1);
+    assert_eq!(l["total"], 2);
+    assert_eq!(l["hasMore"], true);
+    // Full-text search, ranked, with a snippet.
+    let l = s
+        .ok("knowledge", k("list_patterns", json!({ "search": "mutex" })))
+        .await;
+    assert_eq!(l["total"], 1);
+    assert_eq!(l["patterns"][0]["id"], "debugging-race-conditions-2");
+    assert!(l["patterns"][0]["snippet"].as_str().unwrap().contains("[mutex]"));
+    let tags = s.ok("knowledge", k("list_tags", json!({}))).await;
+    assert_eq!(tags["tags"][0], json!({ "name": "debugging", "count": 2 }));
+
+    // Update keeps the id; delete removes it.
+    let u = s
+        .ok(
+            "knowledge",
+            k(
+                "update_pattern",
+                json!({ "id": "debugging-race-conditions", "title": "Data races", "tags": ["threads"] }),
+            ),
+        )
+        .await;
+    assert_eq!(u["id"], "debugging-race-conditions");
+    assert_eq!(u["title"], "Data races");
+    assert_eq!(u["content"], p["content"]);
+    assert_eq!(u["createdAt"], p["createdAt"]);
+    let d = s
+        .ok(
+            "knowledge",
+            k("delete_pattern", json!({ "id": "debugging-race-conditions-3" })),
+        )
+        .await;
+    assert_eq!(d["deleted"], true);
+    s.err(
+        "knowledge",
+        k("get_pattern", json!({ "id": "debugging-race-conditions-3" })),
+        "INVALID_PAYLOAD",
+    )
+    .await;
+
+    // Readable as an MCP resource.
+    let r = s
+        .client
+        .read_resource(ReadResourceRequestParams::new(
+            "thoughtbox://knowledge/patterns/debugging-race-conditions",
+        ))
+        .await
+        .unwrap();
+    let text = resource_text(&r);
+    assert!(text.starts_with("# Data races"));
+    assert!(text.contains("List every shared variable"));
+    let templates = s.client.list_all_resource_templates().await.unwrap();
+    assert!(
+        templates
+            .iter()
+            .any(|t| t.uri_template == "thoughtbox://knowledge/patterns/{id}")
+    );
+    let listed = s.client.list_all_resources().await.unwrap();
+    assert!(listed.iter().any(|r| r.uri.ends_with("/debugging-race-conditions-2")));
+    assert!(
+        s.client
+            .read_resource(ReadResourceRequestParams::new("thoughtbox://knowledge/patterns/nope"))
+            .await
+            .is_err()
+    );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn scratchpad_notes_overwrite_by_topic() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    s.ready("notes").await;
+    let n = s
+        .ok(
+            "knowledge",
+            k(
+                "write_scratchpad",
+                json!({ "topic": "API Design Ideas", "content": "cursor pagination" }),
+            ),
+        )
+        .await;
+    assert_eq!(n["id"], "api-design-ideas");
+    assert_eq!(n["created"], true);
+    let m = s
+        .ok(
+            "knowledge",
+            k(
+                "write_scratchpad",
+                json!({ "topic": "api design ideas", "content": "offset pagination is simpler" }),
+            ),
+        )
+        .await;
+    assert_eq!(m["created"], false);
+    assert_eq!(m["createdAt"], n["createdAt"]);
+    let r = s
+        .ok("knowledge", k("read_scratchpad", json!({ "id": "api-design-ideas" })))
+        .await;
+    assert_eq!(r["content"], "offset pagination is simpler");
+    let r2 = s
+        .ok(
+            "knowledge",
+            k("read_scratchpad", json!({ "topic": "API design ideas" })),
+        )
+        .await;
+    assert_eq!(r2["id"], "api-design-ideas");
+    s.ok(
+        "knowledge",
+        k("write_scratchpad", json!({ "topic": "日本語のメモ", "content": "" })),
+    )
+    .await;
+    let l = s.ok("knowledge", k("list_scratchpad", json!({}))).await;
+    assert_eq!(l["total"], 2);
+    let found = s.ok("knowledge", k("search", json!({ "query": "simpler" }))).await;
+    assert_eq!(found["notes"][0]["id"], "api-design-ideas");
+    assert!(found["notes"][0]["snippet"].as_str().unwrap().contains("[simpler]"));
+    s.ok("knowledge", k("delete_scratchpad", json!({ "id": "api-design-ideas" })))
+        .await;
+    s.err(
+        "knowledge",
+        k("read_scratchpad", json!({ "id": "api-design-ideas" })),
+        "INVALID_PAYLOAD",
+    )
+    .await;
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn session_search_includes_patterns_and_notes_and_everything_survives_a_restart() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    s.ready("Tuning the connection pool").await;
+    s.thought(t("The pool starves under burst load")).await;
+    s.ok(
+        "knowledge",
+        k(
+            "create_pattern",
+            json!({ "title": "Size pools from measurements", "description": "Measure burst load", "content": "Pool size = peak concurrency." }),
+        ),
+    )
+    .await;
+    s.ok(
+        "knowledge",
+        k(
+            "write_scratchpad",
+            json!({ "topic": "pool", "content": "burst load at 9am" }),
+        ),
+    )
+    .await;
+    let plain = s
+        .ok("session", json!({ "subOperation": "search", "query": "burst load" }))
+        .await;
+    assert_eq!(plain["count"], 1);
+    assert!(plain.get("patterns").is_none());
+    let all = s
+        .ok(
+            "session",
+            json!({ "subOperation": "search", "query": "burst load", "include": ["patterns", "notes"] }),
+        )
+        .await;
+    assert_eq!(all["sessions"][0]["matches"][0]["thoughtNumber"], 1);
+    assert_eq!(all["patterns"][0]["id"], "size-pools-from-measurements");
+    assert!(all["patterns"][0]["snippet"].as_str().unwrap().contains('['));
+    assert_eq!(all["notes"][0]["id"], "pool");
+    s.err(
+        "session",
+        json!({ "subOperation": "search", "query": "x", "include": ["thoughts"] }),
+        "INVALID_PAYLOAD",
+    )
+    .await;
+    s.stop().await;
+
+    let s = start(&db).await;
+    s.ready("again").await;
+    let p = s
+        .ok(
+            "knowledge",
+            k("get_pattern", json!({ "id": "size-pools-from-measurements" })),
+        )
+        .await;
+    assert_eq!(p["content"], "Pool size = peak concurrency.");
+    let n = s.ok("knowledge", k("read_scratchpad", json!({ "id": "pool" }))).await;
+    assert_eq!(n["content"], "burst load at 9am");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn knowledge_bad_input_changes_nothing() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    s.ok("start_new", json!({ "sessionTitle": "k" })).await;
+    s.err("knowledge", k("list_patterns", json!({})), "STAGE_REQUIREMENT_NOT_MET")
+        .await;
+    s.ok("cipher", Value::Null).await;
+    s.ok(
+        "knowledge",
+        k(
+            "create_pattern",
+            json!({ "title": "Keep", "description": "d", "content": "c" }),
+        ),
+    )
+    .await;
+    s.ok(
+        "knowledge",
+        k("write_scratchpad", json!({ "topic": "keep", "content": "c" })),
+    )
+    .await;
+    let snapshot = || async {
+        (
+            s.ok("knowledge", k("list_patterns", json!({}))).await["patterns"].clone(),
+            s.ok("knowledge", k("list_scratchpad", json!({}))).await["notes"].clone(),
+        )
+    };
+    let before = snapshot().await;
+    let big = "x".repeat((1 << 20) + 1);
+    let missing = "00000000-0000-4000-8000-000000000000";
+    let cases: Vec<(Value, &str, Option<&str>)> = vec![
+        (json!({}), "INVALID_PAYLOAD", Some("subOperation")),
+        (k("plant_tree", json!({})), "INVALID_OPERATION", None),
+        (
+            k("create_pattern", json!({ "description": "d", "content": "c" })),
+            "INVALID_PAYLOAD",
+            Some("title"),
+        ),
+        (
+            k("create_pattern", json!({ "title": "t", "content": "c" })),
+            "INVALID_PAYLOAD",
+            Some("description"),
+        ),
+        (
+            k("create_pattern", json!({ "title": "t", "description": "d" })),
+            "INVALID_PAYLOAD",
+            Some("content"),
+        ),
+        (
+            k(
+                "create_pattern",
+                json!({ "title": "x".repeat(201), "description": "d", "content": "c" }),
+            ),
+            "INVALID_PAYLOAD",
+            Some("title"),
+        ),
+        (
+            k(
+                "create_pattern",
+                json!({ "title": "t", "description": "d", "content": big }),
+            ),
+            "INVALID_PAYLOAD",
+            Some("content"),
+        ),
+        (
+            k(
+                "create_pattern",
+                json!({ "title": "t", "description": "d", "content": "c", "tags": [1] }),
+            ),
+            "INVALID_PAYLOAD",
+            Some("tags"),
+        ),
+        (
+            k(
+                "create_pattern",
+                json!({ "title": "t", "description": "d", "content": "c", "tags": [" "] }),
+            ),
+            "INVALID_PAYLOAD",
+            Some("tags"),
+        ),
+        (
+            k(
+                "create_pattern",
+                json!({ "title": "t", "description": "d", "content": "c", "derivedFromSessions": [missing] }),
+            ),
+            "SESSION_NOT_FOUND",
+            None,
+        ),
+        (
+            k(
+                "create_pattern",
+                json!({ "title": "t", "description": "d", "content": "c", "derivedFromSessions": 5 }),
+            ),
+            "INVALID_PAYLOAD",
+            Some("derivedFromSessions"),
+        ),
+        (k("get_pattern", json!({})), "INVALID_PAYLOAD", Some("id")),
+        (
+            k("get_pattern", json!({ "id": "../etc/passwd" })),
+            "INVALID_PAYLOAD",
+            Some("id"),
+        ),
+        (k("get_pattern", json!({ "id": "nope" })), "INVALID_PAYLOAD", Some("id")),
+        (k("update_pattern", json!({ "id": "keep" })), "INVALID_PAYLOAD", None),
+        (
+            k("update_pattern", json!({ "id": "nope", "title": "x" })),
+            "INVALID_PAYLOAD",
+            Some("id"),
+        ),
+        (
+            k("update_pattern", json!({ "id": "keep", "title": "" })),
+            "INVALID_PAYLOAD",
+            Some("title"),
+        ),
+        (
+            k(
+                "update_pattern",
+                json!({ "id": "keep", "derivedFromSessions": [missing] }),
+            ),
+            "SESSION_NOT_FOUND",
+            None,
+        ),
+        (
+            k("delete_pattern", json!({ "id": "nope" })),
+            "INVALID_PAYLOAD",
+            Some("id"),
+        ),
+        (
+            k("list_patterns", json!({ "limit": 0 })),
+            "INVALID_PAYLOAD",
+            Some("limit"),
+        ),
+        (
+            k("list_patterns", json!({ "limit": 101 })),
+            "INVALID_PAYLOAD",
+            Some("limit"),
+        ),
+        (
+            k("list_patterns", json!({ "offset": -1 })),
+            "INVALID_PAYLOAD",
+            Some("offset"),
+        ),
+        (
+            k("list_patterns", json!({ "sortBy": "size" })),
+            "INVALID_PAYLOAD",
+            Some("sortBy"),
+        ),
+        (
+            k("list_patterns", json!({ "sortOrder": "up" })),
+            "INVALID_PAYLOAD",
+            Some("sortOrder"),
+        ),
+        (
+            k("list_patterns", json!({ "tags": { "a": 1 } })),
+            "INVALID_PAYLOAD",
+            Some("tags"),
+        ),
+        (
+            k("write_scratchpad", json!({ "content": "c" })),
+            "INVALID_PAYLOAD",
+            Some("topic"),
+        ),
+        (
+            k("write_scratchpad", json!({ "topic": "keep" })),
+            "INVALID_PAYLOAD",
+            Some("content"),
+        ),
+        (
+            k("write_scratchpad", json!({ "topic": "keep", "content": 3 })),
+            "INVALID_PAYLOAD",
+            Some("content"),
+        ),
+        (
+            k("write_scratchpad", json!({ "topic": "x".repeat(201), "content": "c" })),
+            "INVALID_PAYLOAD",
+            Some("topic"),
+        ),
+        (k("read_scratchpad", json!({})), "INVALID_PAYLOAD", Some("id")),
+        (
+            k("read_scratchpad", json!({ "id": "Not A Slug" })),
+            "INVALID_PAYLOAD",
+            Some("id"),
+        ),
+        (
+            k("delete_scratchpad", json!({ "id": "nope" })),
+            "INVALID_PAYLOAD",
+            Some("id"),
+        ),
+        (
+            k("list_scratchpad", json!({ "limit": "many" })),
+            "INVALID_PAYLOAD",
+            Some("limit"),
+        ),
+        (k("search", json!({})), "INVALID_PAYLOAD", Some("query")),
+        (
+            k("search", json!({ "query": "x", "include": ["sessions"] })),
+            "INVALID_PAYLOAD",
+            Some("include"),
+        ),
+    ];
+    for (args, code, field) in cases {
+        let e = s.err("knowledge", args.clone(), code).await;
+        if let Some(field) = field {
+            assert_eq!(e["details"]["field"], field, "{args}: {e}");
+        }
+    }
+    // FTS syntax in searches is just words.
+    for q in ["\"", "*", "NEAR(", "a OR", "title:x", "(((("] {
+        s.ok("knowledge", k("search", json!({ "query": q }))).await;
+        s.ok("knowledge", k("list_patterns", json!({ "search": q }))).await;
+    }
+    assert_eq!(snapshot().await, before, "bad input changed the garden");
+    s.stop().await;
+}

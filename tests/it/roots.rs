@@ -1,0 +1,347 @@
+//! Project scope: roots through test clients that implement roots, do not,
+//! or never answer; bind_root, project tags, scoped lists, navigate, the
+//! default project, and session discovery.
+#![allow(deprecated)] // roots types, used by the roots test clients
+
+use std::time::{Duration, Instant};
+
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ListRootsResult, Root};
+use rmcp::service::RequestContext;
+use rmcp::{ClientHandler, ErrorData, RoleClient};
+use serde_json::{Value, json};
+
+use crate::common::*;
+
+const ENGINE: &str = "file:///home/ada/engine";
+const SITE: &str = "file:///home/ada/web%20site/";
+
+/// A client with two roots, one named by the client, one not.
+#[derive(Clone)]
+pub struct RootsClient;
+
+impl ClientHandler for RootsClient {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::builder().enable_roots().build(),
+            Implementation::new("roots-test-client", "1.0.0"),
+        )
+    }
+
+    async fn list_roots(&self, _context: RequestContext<RoleClient>) -> Result<ListRootsResult, ErrorData> {
+        let mut engine = Root::new(ENGINE);
+        engine.name = Some("Engine".into());
+        Ok(ListRootsResult::new(vec![engine, Root::new(SITE)]))
+    }
+}
+
+/// A client that declares roots and never answers roots/list.
+#[derive(Clone)]
+pub struct SilentRootsClient;
+
+impl ClientHandler for SilentRootsClient {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::builder().enable_roots().build(),
+            Implementation::new("silent-roots-client", "1.0.0"),
+        )
+    }
+
+    async fn list_roots(&self, _context: RequestContext<RoleClient>) -> Result<ListRootsResult, ErrorData> {
+        std::future::pending().await
+    }
+}
+
+fn tags(session: &Value) -> Vec<String> {
+    session["tags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn list_and_bind_roots_then_sessions_carry_the_project() {
+    let (_d, db) = temp_db();
+    let s = start_with(RootsClient, command(&db)).await;
+    let r = s.ok("list_roots", Value::Null).await;
+    assert_eq!(r["count"], 2);
+    assert_eq!(
+        r["roots"][0],
+        json!({ "uri": ENGINE, "name": "Engine", "bound": false })
+    );
+    assert_eq!(r["roots"][1]["name"], "web site");
+    assert!(r["boundRoot"].is_null());
+
+    // A session before binding has no project.
+    let before = s.ok("start_new", json!({ "sessionTitle": "unscoped" })).await;
+    assert!(tags(&before["session"]).is_empty());
+
+    let e = s
+        .err(
+            "bind_root",
+            json!({ "rootUri": "file:///elsewhere" }),
+            "INVALID_PAYLOAD",
+        )
+        .await;
+    assert_eq!(e["details"]["field"], "rootUri");
+    assert_eq!(e["details"]["availableRoots"], json!([ENGINE, SITE]));
+    s.err("bind_root", json!({}), "INVALID_PAYLOAD").await;
+    let e = s.err("bind_root", json!({ "rootUri": 5 }), "INVALID_PAYLOAD").await;
+    assert_eq!(e["details"]["field"], "rootUri");
+    s.err("bind_root", json!({ "rootUri": " " }), "INVALID_PAYLOAD").await;
+    s.err("bind_root", json!({ "name": "Nobody" }), "INVALID_PAYLOAD").await;
+    // Failed binds change nothing.
+    assert_eq!(s.ok("get_state", Value::Null).await["project"], Value::Null);
+    let b = s.ok("bind_root", json!({ "rootUri": SITE })).await;
+    assert_eq!(b["project"], "web site");
+    assert_eq!(b["boundRoot"]["uri"], SITE);
+    let state = s.ok("get_state", Value::Null).await;
+    assert_eq!(
+        state["project"],
+        json!({ "name": "web site", "source": "root", "rootUri": SITE })
+    );
+    let listed = s.ok("list_roots", Value::Null).await;
+    assert_eq!(listed["roots"][1]["bound"], true);
+
+    let scoped = s.ok("start_new", json!({ "sessionTitle": "scoped" })).await;
+    assert_eq!(tags(&scoped["session"]), ["project:web site"]);
+    // An explicit project wins over the bound root.
+    let explicit = s
+        .ok(
+            "start_new",
+            json!({ "sessionTitle": "explicit", "newWork": { "project": "other", "task": "t" } }),
+        )
+        .await;
+    assert_eq!(tags(&explicit["session"]), ["project:other", "task:t"]);
+    // A thought that creates its session is scoped too.
+    s.ok("cipher", Value::Null).await;
+    s.ok("session", json!({ "subOperation": "list" })).await;
+    let closed = s
+        .thought(json!({ "thought": "done", "nextThoughtNeeded": false }))
+        .await;
+    assert_eq!(closed["sessionClosed"], true);
+    let auto = s
+        .thought(json!({ "thought": "new", "nextThoughtNeeded": true, "sessionTitle": "auto" }))
+        .await;
+    let got = s
+        .ok(
+            "session",
+            json!({ "subOperation": "get", "sessionId": auto["sessionId"] }),
+        )
+        .await;
+    assert_eq!(tags(&got["session"]), ["project:web site"]);
+
+    // Lists default to the connection's project; allProjects lifts it.
+    let l = s.ok("list_sessions", Value::Null).await;
+    assert_eq!(l["project"], "web site");
+    assert_eq!(l["total"], 2);
+    let l = s.ok("session", json!({ "subOperation": "list" })).await;
+    assert_eq!(l["total"], 2);
+    let l = s.ok("list_sessions", json!({ "allProjects": true })).await;
+    assert_eq!(l["total"], 4);
+    let l = s.ok("list_sessions", json!({ "project": "other" })).await;
+    assert_eq!(l["total"], 1);
+
+    // Binding by name works too.
+    let b = s.ok("bind_root", json!({ "name": "Engine" })).await;
+    assert_eq!(b["previousRoot"]["name"], "web site");
+    assert_eq!(s.ok("list_sessions", Value::Null).await["total"], 0);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn clients_without_roots_get_a_clear_error() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    for (op, args) in [("list_roots", Value::Null), ("bind_root", json!({ "rootUri": ENGINE }))] {
+        let e = s.err(op, args, "INVALID_OPERATION").await;
+        assert_eq!(e["details"]["reason"], "ROOTS_NOT_SUPPORTED");
+        assert!(e["message"].as_str().unwrap().contains("roots"));
+        assert!(e["details"]["suggestion"].as_str().unwrap().contains("--project"));
+    }
+    assert_eq!(s.ok("get_state", Value::Null).await["project"], Value::Null);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn a_client_that_never_answers_times_out() {
+    let (_d, db) = temp_db();
+    let mut cmd = command(&db);
+    cmd.arg("serve").arg("--roots-timeout").arg("1");
+    let s = start_with(SilentRootsClient, cmd).await;
+    let t0 = Instant::now();
+    let e = s.err("list_roots", Value::Null, "INVALID_OPERATION").await;
+    assert_eq!(e["details"]["reason"], "ROOTS_TIMEOUT");
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    // Still serving.
+    s.ok("list_sessions", Value::Null).await;
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn default_project_from_flag_and_environment() {
+    let (_d, db) = temp_db();
+    let mut cmd = command(&db);
+    cmd.arg("serve").arg("--project").arg("flagged");
+    let s = start_with((), cmd).await;
+    let made = s.ok("start_new", json!({ "sessionTitle": "a" })).await;
+    assert_eq!(tags(&made["session"]), ["project:flagged"]);
+    assert_eq!(
+        s.ok("get_state", Value::Null).await["project"],
+        json!({ "name": "flagged", "source": "default", "rootUri": null })
+    );
+    s.stop().await;
+
+    let mut cmd = command(&db);
+    cmd.env("THOUGHTBOX_PROJECT", "from-env");
+    let s = start_with((), cmd).await;
+    let made = s.ok("start_new", json!({ "sessionTitle": "b" })).await;
+    assert_eq!(tags(&made["session"]), ["project:from-env"]);
+    let l = s.ok("list_sessions", Value::Null).await;
+    assert_eq!(l["total"], 1);
+    assert_eq!(
+        s.ok("list_sessions", json!({ "allProjects": "true" })).await["total"],
+        2
+    );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn navigate_filters_with_and_semantics() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    for (title, p, t, a) in [
+        ("a", "p", "t1", Some("perf")),
+        ("b", "p", "t2", None),
+        ("c", "q", "t1", None),
+        ("d", "p", "t1", None),
+    ] {
+        let mut work = json!({ "project": p, "task": t });
+        if let Some(a) = a {
+            work["aspect"] = json!(a);
+        }
+        s.ok("start_new", json!({ "sessionTitle": title, "newWork": work }))
+            .await;
+    }
+    let n = s
+        .ok("navigate", json!({ "target": { "project": "p", "task": "t1" } }))
+        .await;
+    assert_eq!(n["total"], 2);
+    assert_eq!(n["path"], "p/t1");
+    let titles: Vec<&str> = n["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["title"].as_str().unwrap())
+        .collect();
+    assert!(titles.contains(&"a") && titles.contains(&"d"));
+    assert_eq!(
+        n["tasks"],
+        json!([{ "name": "t1", "sessions": 2 }, { "name": "t2", "sessions": 1 }])
+    );
+    assert_eq!(n["aspects"], json!([{ "name": "perf", "sessions": 1 }]));
+    let n = s
+        .ok("navigate", json!({ "project": "p", "task": "t1", "aspect": "perf" }))
+        .await;
+    assert_eq!(n["total"], 1);
+    assert_eq!(n["sessions"][0]["title"], "a");
+    // The same filters on list_sessions and session list.
+    let l = s.ok("list_sessions", json!({ "project": "p", "task": "t1" })).await;
+    assert_eq!(l["total"], 2);
+    let l = s
+        .ok(
+            "session",
+            json!({ "subOperation": "list", "project": "q", "task": "t1" }),
+        )
+        .await;
+    assert_eq!(l["total"], 1);
+    let n = s.ok("navigate", json!({ "target": { "project": "none" } })).await;
+    assert_eq!(n["total"], 0);
+
+    let e = s.err("navigate", json!({}), "INVALID_PAYLOAD").await;
+    assert_eq!(e["details"]["field"], "target");
+    let e = s
+        .err("navigate", json!({ "target": { "project": 5 } }), "INVALID_PAYLOAD")
+        .await;
+    assert_eq!(e["details"]["field"], "project");
+    let e = s.err("navigate", json!({ "target": "p" }), "INVALID_PAYLOAD").await;
+    assert_eq!(e["details"]["field"], "target");
+    s.err("navigate", json!({ "target": { "project": " " } }), "INVALID_PAYLOAD")
+        .await;
+    s.err("navigate", json!({ "project": "p", "limit": 0 }), "INVALID_PAYLOAD")
+        .await;
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn discovery_hides_and_shows_optional_operations() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    let sid = s.ready("d").await;
+    let l = s
+        .ok("session", json!({ "subOperation": "discovery", "action": "list" }))
+        .await;
+    let names: Vec<&str> = l["optionalOperations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"deep_analysis") && names.contains(&"knowledge"));
+    assert!(!names.contains(&"thought"));
+
+    let h = s
+        .ok(
+            "session",
+            json!({ "subOperation": "discovery", "action": "hide", "toolName": "deep_analysis" }),
+        )
+        .await;
+    assert_eq!(h["changed"], true);
+    assert_eq!(h["hidden"], json!(["deep_analysis"]));
+    let e = s
+        .err("deep_analysis", json!({ "sessionId": sid }), "INVALID_OPERATION")
+        .await;
+    assert_eq!(e["details"]["hidden"], true);
+    let state = s.ok("get_state", Value::Null).await;
+    assert!(
+        !state["availableOperations"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("deep_analysis"))
+    );
+    let tools = s.client.list_all_tools().await.unwrap();
+    let ops = tools[0].input_schema["properties"]["operation"]["enum"]
+        .as_array()
+        .unwrap();
+    assert!(!ops.contains(&json!("deep_analysis")) && ops.contains(&json!("thought")));
+
+    let again = s
+        .ok(
+            "session",
+            json!({ "subOperation": "discovery", "action": "hide", "toolName": "deep_analysis" }),
+        )
+        .await;
+    assert_eq!(again["changed"], false);
+    s.ok(
+        "session",
+        json!({ "operation": "discovery", "args": { "action": "show", "toolName": "deep_analysis" } }),
+    )
+    .await;
+    s.ok("deep_analysis", json!({ "sessionId": sid })).await;
+
+    for (args, field) in [
+        (json!({}), "action"),
+        (json!({ "action": "toggle" }), "action"),
+        (json!({ "action": "hide" }), "toolName"),
+        (json!({ "action": "hide", "toolName": "thought" }), "toolName"),
+        (json!({ "action": "show", "toolName": 3 }), "toolName"),
+    ] {
+        let mut a = args;
+        a["subOperation"] = json!("discovery");
+        let e = s.err("session", a.clone(), "INVALID_PAYLOAD").await;
+        assert_eq!(e["details"]["field"], field, "{a}");
+    }
+    assert_eq!(s.ok("get_state", Value::Null).await["hiddenOperations"], json!([]));
+    s.stop().await;
+}
