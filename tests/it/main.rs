@@ -10,5 +10,6 @@ mod durability;
 mod events;
 mod knowledge;
 mod models;
+mod readme;
 mod roots;
 mod stdout;
