@@ -51,9 +51,10 @@ fn thought_text(rng: &mut Rng, vocab: &[String], i: usize) -> String {
         s.push_str("quasar ");
     }
     while s.len() < 550 {
+        // Square a uniform draw in [0, 1) to skew towards low indexes:
+        // a few words are common, most are rare.
         let r = rng.next() % 1_000_000;
-        // Square the uniform draw to skew towards low indexes.
-        let idx = ((r * r) / 1_000_000_000_000 * vocab.len() as u64 / 1) as usize % vocab.len();
+        let idx = ((r * r / 1_000_000) * vocab.len() as u64 / 1_000_000) as usize;
         s.push_str(&vocab[idx]);
         s.push(' ');
     }

@@ -208,7 +208,7 @@ impl Gateway {
     }
 
     /// Write an event to the event stream (when one is configured).
-    pub(crate) fn emit(&self, kind: EventType, session_id: Option<&str>, data: Value) {
+    pub(crate) fn emit(&self, kind: EventType, session_id: Option<&str>, data: impl FnOnce() -> Value) {
         self.events.emit(kind, session_id, data);
     }
 
@@ -256,11 +256,9 @@ impl Gateway {
             (previous, c.stage)
         });
         if now != previous {
-            self.emit(
-                EventType::StageChanged,
-                self.active_session().as_deref(),
-                events::stage_changed(previous.number(), now.number(), trigger),
-            );
+            self.emit(EventType::StageChanged, self.active_session().as_deref(), || {
+                events::stage_changed(previous.number(), now.number(), trigger)
+            });
         }
         now
     }

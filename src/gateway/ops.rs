@@ -106,11 +106,9 @@ pub async fn start_new(gw: &Gateway, args: Args) -> Result<Value> {
     let session = gw.blocking(move |s| s.create_session(new)).await?;
     gw.wrote();
     gw.set_active_session(Some(session.id.clone()));
-    gw.emit(
-        EventType::SessionStarted,
-        Some(&session.id),
-        events::session_started(&session),
-    );
+    gw.emit(EventType::SessionStarted, Some(&session.id), || {
+        events::session_started(&session)
+    });
     let stage = gw.advance(Stage::InitComplete, "start_new");
     Ok(json!({
         "session": session,
@@ -131,11 +129,9 @@ pub(crate) async fn open_session(gw: &Gateway, id: String, trigger: &str) -> Res
         .await?;
     let current = recent.last().map(|t| t.data.thought_number).unwrap_or(0);
     gw.set_active_session(Some(session.id.clone()));
-    gw.emit(
-        EventType::SessionLoaded,
-        Some(&session.id),
-        events::session_loaded(&session),
-    );
+    gw.emit(EventType::SessionLoaded, Some(&session.id), || {
+        events::session_loaded(&session)
+    });
     let stage = gw.advance(Stage::InitComplete, trigger);
     Ok(json!({
         "session": session,
@@ -228,7 +224,7 @@ pub async fn cipher(gw: &Gateway) -> Result<Value> {
     gw.emit(
         EventType::CipherLoaded,
         gw.active_session().as_deref(),
-        json!({ "stage": stage.number() }),
+        || json!({ "stage": stage.number() }),
     );
     Ok(json!({
         "stage": stage.number(),
@@ -292,37 +288,27 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
     let mut thought = appended.thought;
     let session_id = thought.session_id.clone();
     if creates_session {
-        gw.emit(
-            EventType::SessionStarted,
-            Some(&session_id),
-            events::session_started(&appended.session),
-        );
+        gw.emit(EventType::SessionStarted, Some(&session_id), || {
+            events::session_started(&appended.session)
+        });
     }
-    gw.emit(
-        EventType::ThoughtAdded,
-        Some(&session_id),
-        events::thought_added(&thought),
-    );
+    gw.emit(EventType::ThoughtAdded, Some(&session_id), || {
+        events::thought_added(&thought)
+    });
     if thought.data.is_revision {
-        gw.emit(
-            EventType::ThoughtRevised,
-            Some(&session_id),
-            events::thought_revised(&thought),
-        );
+        gw.emit(EventType::ThoughtRevised, Some(&session_id), || {
+            events::thought_revised(&thought)
+        });
     }
     if appended.new_branch {
-        gw.emit(
-            EventType::BranchCreated,
-            Some(&session_id),
-            events::branch_created(&thought),
-        );
+        gw.emit(EventType::BranchCreated, Some(&session_id), || {
+            events::branch_created(&thought)
+        });
     }
     if appended.closed {
-        gw.emit(
-            EventType::SessionCompleted,
-            Some(&session_id),
-            events::session_completed(&appended.session),
-        );
+        gw.emit(EventType::SessionCompleted, Some(&session_id), || {
+            events::session_completed(&appended.session)
+        });
     }
     gw.set_active_session(if appended.closed {
         None

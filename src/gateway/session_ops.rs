@@ -119,7 +119,7 @@ async fn export(gw: &Gateway, args: Args) -> Result<Value> {
     gw.emit(
         EventType::SessionExported,
         Some(&session.id),
-        json!({ "sessionId": session.id, "format": format.as_str(), "thoughtCount": thoughts.len() }),
+        || json!({ "sessionId": session.id, "format": format.as_str(), "thoughtCount": thoughts.len() }),
     );
     Ok(json!({ "sessionId": session.id, "format": format.as_str(), "content": content }))
 }
