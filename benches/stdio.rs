@@ -211,7 +211,10 @@ async fn startup_run() {
 fn main() {
     let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     let wanted = |name: &str| filter.is_empty() || filter.iter().any(|f| name.contains(f.as_str()));
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    // The client runs on one thread, like the server, so that the figures
+    // measure the server and the protocol rather than thread hand-offs
+    // inside the load generator.
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("runtime");
