@@ -49,6 +49,9 @@ const INDEX_BATCH: i64 = 128;
 /// While writes keep coming, the WAL is copied into the database this often
 /// (a PASSIVE checkpoint runs beside the writers, so appends never pay for it).
 const CHECKPOINT_EVERY: Duration = Duration::from_millis(500);
+/// A WAL this large is checkpointed at the next tick, whatever the time, so
+/// that even the fastest stream of writes leaves a bounded WAL.
+const CHECKPOINT_WAL_BYTES: u64 = 64 << 20;
 /// After this long without writes the WAL is checkpointed and truncated, so
 /// that copying the file of an idle server gives the whole ledger.
 const CHECKPOINT_QUIET: Duration = Duration::from_secs(1);
@@ -145,7 +148,7 @@ impl Maintenance {
                     if sig.count() == seen {
                         break;
                     }
-                    if checkpointed.elapsed() >= CHECKPOINT_EVERY {
+                    if checkpointed.elapsed() >= CHECKPOINT_EVERY || store.wal_size() > CHECKPOINT_WAL_BYTES {
                         checkpoint(&store, false).await;
                         checkpointed = Instant::now();
                     }

@@ -315,11 +315,15 @@ impl Store {
     pub fn checkpoint_passive(&self) -> Result<()> {
         let conn = self.conn()?;
         conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))?;
-        let wal_len = std::fs::metadata(wal_path(&self.path)).map(|m| m.len()).unwrap_or(0);
-        if wal_len > WAL_RESTART_BYTES {
+        if self.wal_size() > WAL_RESTART_BYTES {
             conn.query_row("PRAGMA wal_checkpoint(RESTART)", [], |_| Ok(()))?;
         }
         Ok(())
+    }
+
+    /// Current size of the WAL file in bytes (0 when there is none).
+    pub fn wal_size(&self) -> u64 {
+        std::fs::metadata(wal_path(&self.path)).map(|m| m.len()).unwrap_or(0)
     }
 
     /// Copy the WAL into the database file and truncate the WAL, so the
