@@ -4,8 +4,10 @@
 //! callers run it on blocking threads.
 
 mod backup;
+mod import;
 mod search;
 mod sessions;
+mod stats;
 mod thoughts;
 
 use std::fs::{DirBuilder, File, OpenOptions};
@@ -19,8 +21,10 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 use crate::domain::{self, Granularity};
 use crate::error::{Error, Result};
 
+pub use import::ImportOutcome;
 pub use search::{SearchHit, SessionHits, ThoughtHit};
 pub use sessions::SessionPage;
+pub use stats::{FileSizes, LedgerStats};
 pub use thoughts::{Appended, Shape, Target, ThoughtQuery};
 
 mod embedded {
