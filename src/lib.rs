@@ -4,9 +4,11 @@
 //! calls, checks the connection's stage and calls the [`domain`] rules
 //! through the [`store`], which keeps the whole ledger in one SQLite file.
 //! [`export`] renders sessions as SessionExport JSON, Markdown or the compact
-//! cipher form.
+//! cipher form; [`tree`] writes and reads the directory layout of JSON
+//! files that the TypeScript Thoughtbox keeps, and checks its integrity.
 
 pub mod cli;
+pub mod commands;
 pub mod config;
 pub mod content;
 pub mod domain;
@@ -15,5 +17,6 @@ pub mod export;
 pub mod gateway;
 pub mod serve;
 pub mod store;
+pub mod tree;
 
 pub use error::{Error, Result};
