@@ -751,3 +751,115 @@ fn is_single_chain(nodes: &[Node], members: &[usize], head_prev: &Option<String>
     }
     seen == members.len()
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    const SID: &str = "1b9d6bcd-bbfd-4b2d-9b5d-ab8dfbbd4bed";
+
+    fn put(path: &Path, v: &Value) {
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, serde_json::to_vec(v).unwrap()).unwrap();
+    }
+
+    fn node(id: &str, n: u32, secs: u32, prev: Option<&str>, branch: Option<&str>) -> Value {
+        json!({
+            "id": id, "prev": prev, "next": [], "branchId": branch,
+            "data": { "thought": format!("t{n}"), "thoughtNumber": n, "totalThoughts": n, "nextThoughtNeeded": true,
+                      "timestamp": format!("2025-01-01T00:00:{secs:02}.000Z"), "branchId": branch,
+                      "branchFromThought": branch.map(|_| 1) }
+        })
+    }
+
+    fn session(dir: &Path, main: &[(u32, u32, Option<&str>)], branch: &[(u32, u32, Option<&str>)]) {
+        let files: Vec<String> = main.iter().map(|(n, _, _)| format!("{n:03}.json")).collect();
+        let bfiles: Vec<String> = branch.iter().map(|(n, _, _)| format!("{n:03}.json")).collect();
+        put(
+            &dir.join(MANIFEST),
+            &json!({ "id": SID, "version": "1.0.0", "thoughtFiles": files, "branchFiles": { "alt": bfiles },
+                     "metadata": { "title": "t", "tags": [], "createdAt": "2025-01-01T00:00:00Z", "updatedAt": "2025-01-01T00:00:00Z" } }),
+        );
+        for (n, secs, prev) in main {
+            put(
+                &dir.join(format!("{n:03}.json")),
+                &node(&format!("{SID}:{n}"), *n, *secs, *prev, None),
+            );
+        }
+        for (n, secs, prev) in branch {
+            put(
+                &dir.join("branches/alt").join(format!("{n:03}.json")),
+                &node(&format!("{SID}:alt:{n}"), *n, *secs, *prev, Some("alt")),
+            );
+        }
+    }
+
+    #[test]
+    fn backward_chains_keep_their_links_and_order() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(SID);
+        let p3 = format!("{SID}:3");
+        let p2 = format!("{SID}:2");
+        // Created 3, 2, 1, all in the same millisecond: only the links tell the order.
+        session(&dir, &[(1, 0, Some(&p2)), (2, 0, Some(&p3)), (3, 0, None)], &[]);
+        let (report, loaded) = load_session(&dir);
+        assert!(report.result.valid, "{report:?}");
+        let order: Vec<u32> = loaded.unwrap().thoughts.iter().map(|t| t.data.thought_number).collect();
+        assert_eq!(order, [3, 2, 1]);
+        assert!(
+            report.warnings.iter().all(|w| !w.contains("relinked")),
+            "{:?}",
+            report.warnings
+        );
+    }
+
+    #[test]
+    fn star_shaped_branches_become_chains() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(SID);
+        let p1 = format!("{SID}:1");
+        session(
+            &dir,
+            &[(1, 0, None), (2, 5, Some(&p1))],
+            &[(3, 4, Some(&p1)), (2, 2, Some(&p1))],
+        );
+        let (report, loaded) = load_session(&dir);
+        assert!(report.result.valid, "{report:?}");
+        assert!(report.warnings.iter().any(|w| w.contains("relinked")));
+        let thoughts = loaded.unwrap().thoughts;
+        let by_id = |id: &str| thoughts.iter().find(|t| t.node_id == id).unwrap();
+        assert_eq!(by_id(&format!("{SID}:alt:2")).prev_node.as_deref(), Some(p1.as_str()));
+        assert_eq!(by_id(&format!("{SID}:alt:3")).prev_node, Some(format!("{SID}:alt:2")));
+        // Creation order follows the timestamps where nothing else decides.
+        let order: Vec<&str> = thoughts.iter().map(|t| t.node_id.as_str()).collect();
+        assert_eq!(order.first(), Some(&p1.as_str()));
+        assert_eq!(order.last(), Some(&format!("{SID}:2").as_str()));
+    }
+
+    #[test]
+    fn dangling_links_and_bad_numbers_are_errors() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(SID);
+        let ghost = format!("{SID}:7");
+        session(&dir, &[(1, 0, None), (2, 1, Some(&ghost))], &[]);
+        let (report, loaded) = load_session(&dir);
+        assert!(loaded.is_none() && !report.result.valid);
+        assert!(
+            report.result.errors[0].contains("not a node of this session"),
+            "{report:?}"
+        );
+
+        let mut bad = node(&format!("{SID}:1"), 1, 0, None, None);
+        bad["data"]["thoughtNumber"] = json!(0);
+        bad["data"]["thought"] = json!("  ");
+        put(&dir.join("001.json"), &bad);
+        let (report, _) = load_session(&dir);
+        let errors = report.result.errors.join("\n");
+        assert!(
+            errors.contains("thoughtNumber 0") && errors.contains("empty"),
+            "{errors}"
+        );
+    }
+}

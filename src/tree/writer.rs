@@ -290,3 +290,55 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     }
     result
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{NewSession, ThoughtInput};
+    use crate::store::Target;
+    use crate::store::test_support::temp_store;
+    use crate::tree::reader::load_session;
+
+    #[test]
+    fn what_is_written_reads_back_the_same() {
+        let (dir, store) = temp_store();
+        let s = store
+            .create_session(NewSession {
+                title: "t".into(),
+                tags: vec!["project:p".into()],
+                ..Default::default()
+            })
+            .unwrap();
+        for (n, branch) in [(Some(3), None), (Some(1), None), (None, Some("b")), (None, None)] {
+            store
+                .append_thought(
+                    Target::Session(s.id.clone()),
+                    ThoughtInput {
+                        thought: "x".into(),
+                        next_thought_needed: true,
+                        thought_number: n,
+                        branch_id: branch.map(str::to_string),
+                        branch_from_thought: branch.map(|_| 1),
+                        ..Default::default()
+                    },
+                )
+                .unwrap();
+        }
+        let out = dir.path().join("out");
+        let summary = export_tree(&store, &out, &ExportOptions::default(), &mut |_, _| {}).unwrap();
+        assert_eq!(summary.files_written, 6, "4 thoughts, the manifest, config.json");
+        let path = &summary.sessions[0].path;
+        assert!(path.starts_with(out.join("projects/p/sessions")));
+        let (report, loaded) = load_session(path);
+        assert!(report.result.valid && report.warnings.is_empty(), "{report:?}");
+        let (_, mut stored) = store.session_thoughts(&s.id).unwrap();
+        stored.sort_by_key(|t| t.seq);
+        let key = |t: &Thought| (t.node_id.clone(), t.prev_node.clone(), t.data.clone());
+        assert_eq!(
+            loaded.unwrap().thoughts.iter().map(key).collect::<Vec<_>>(),
+            stored.iter().map(key).collect::<Vec<_>>()
+        );
+        let again = export_tree(&store, &out, &ExportOptions::default(), &mut |_, _| {}).unwrap();
+        assert_eq!((again.files_written, again.files_unchanged), (0, 6));
+    }
+}
