@@ -50,6 +50,8 @@ pub struct SessionManifest {
     pub id: String,
     pub version: String,
     pub thought_files: Vec<String>,
+    /// Optional on reading: a session without branches may leave it out.
+    #[serde(default)]
     pub branch_files: BTreeMap<String, Vec<String>>,
     pub metadata: ManifestMetadata,
 }

@@ -71,7 +71,7 @@ pub fn find_session_dirs(root: &Path) -> Result<Vec<PathBuf>> {
         roots.push(root.to_path_buf());
     }
     let is_session =
-        |d: &Path| d.join(MANIFEST).is_file() || d.file_name().and_then(|n| n.to_str()).is_some_and(is_session_id);
+        |d: &Path| d.file_name().and_then(|n| n.to_str()).is_some_and(is_session_id) || d.join(MANIFEST).is_file();
     let mut found = Vec::new();
     for sessions in roots {
         for child in subdirs(&sessions)? {
@@ -84,6 +84,14 @@ pub fn find_session_dirs(root: &Path) -> Result<Vec<PathBuf>> {
     }
     found.sort();
     Ok(found)
+}
+
+/// The first of `candidates` that exists (not following a symbolic link),
+/// and whether it is a regular file.
+fn locate<const N: usize>(candidates: [PathBuf; N]) -> Option<(PathBuf, bool)> {
+    candidates
+        .into_iter()
+        .find_map(|p| fs::symlink_metadata(&p).ok().map(|m| (p, m.is_file())))
 }
 
 /// Real subdirectories of `dir` (none when it does not exist).
@@ -213,15 +221,20 @@ impl Loader<'_> {
             return None;
         }
         let manifest_path = self.dir.join(MANIFEST);
-        r.manifest_exists = manifest_path.is_file();
-        if !r.manifest_exists {
-            self.error("manifest.json is missing".into());
-            return None;
-        }
-        let manifest: SessionManifest = match fs::read(&manifest_path)
-            .map_err(|e| e.to_string())
-            .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
-        {
+        let bytes = match fs::read(&manifest_path) {
+            Ok(b) => b,
+            Err(e) => {
+                if e.kind() == std::io::ErrorKind::NotFound {
+                    self.error("manifest.json is missing".into());
+                } else {
+                    self.report.result.manifest_exists = true;
+                    self.error(format!("manifest.json cannot be read: {e}"));
+                }
+                return None;
+            }
+        };
+        self.report.result.manifest_exists = true;
+        let manifest: SessionManifest = match serde_json::from_slice(&bytes) {
             Ok(m) => m,
             Err(e) => {
                 self.error(format!("manifest.json is not a valid SessionManifest: {e}"));
@@ -270,11 +283,10 @@ impl Loader<'_> {
     fn session(&mut self, m: &SessionManifest) -> Option<Session> {
         let md = &m.metadata;
         let mut ok = true;
-        let title = md.title.trim();
-        if title.is_empty() || title.chars().count() > MAX_TITLE_CHARS {
+        let chars = md.title.chars().count();
+        if md.title.trim().is_empty() || chars > MAX_TITLE_CHARS {
             self.error(format!(
-                "the title must be 1 to {MAX_TITLE_CHARS} characters (it has {})",
-                title.chars().count()
+                "the title must be 1 to {MAX_TITLE_CHARS} characters, not blank (it has {chars})"
             ));
             ok = false;
         }
@@ -326,11 +338,10 @@ impl Loader<'_> {
                 ));
                 continue;
             }
-            let path = self.dir.join(f);
-            if !path.exists() {
+            let Some(path) = locate([self.dir.join(f)]) else {
                 self.report.result.missing_thought_files.push(f.clone());
                 continue;
-            }
+            };
             if let Some(n) = self.read_node(&path, f, None, &m.id) {
                 nodes.push(n);
             }
@@ -351,8 +362,7 @@ impl Loader<'_> {
                     ));
                     continue;
                 }
-                let path = [ours.join(f), reference.join(f)].into_iter().find(|p| p.exists());
-                let Some(path) = path else {
+                let Some(path) = locate([ours.join(f), reference.join(f)]) else {
                     self.report
                         .result
                         .missing_branch_files
@@ -362,6 +372,7 @@ impl Loader<'_> {
                     continue;
                 };
                 let shown = path
+                    .0
                     .strip_prefix(self.dir)
                     .map(|p| p.display().to_string())
                     .unwrap_or_else(|_| f.clone());
@@ -374,8 +385,13 @@ impl Loader<'_> {
     }
 
     /// Parse and check one thought file.
-    fn read_node(&mut self, path: &Path, shown: &str, branch: Option<&String>, sid: &str) -> Option<Node> {
-        let is_file = fs::symlink_metadata(path).is_ok_and(|m| m.is_file());
+    fn read_node(
+        &mut self,
+        (path, is_file): &(PathBuf, bool),
+        shown: &str,
+        branch: Option<&String>,
+        sid: &str,
+    ) -> Option<Node> {
         if !is_file {
             self.error(format!("{shown} is not a regular file"));
             return None;
