@@ -99,11 +99,14 @@ pub fn sessions(db: &DbArgs, command: SessionsCommand) -> Result<ExitCode> {
             }
             for h in &hits {
                 s.push_str(&format!(
-                    "{}  {}  (score {:.2}{})\n",
+                    "{}  {}{}\n",
                     h.session.id,
                     clip(&h.session.title, 60),
-                    h.score,
-                    if h.matched_session { ", title/tags match" } else { "" }
+                    if h.matched_session {
+                        "  (title, description or tags match)"
+                    } else {
+                        ""
+                    }
                 ));
                 let rows: Vec<Vec<String>> = h
                     .matches

@@ -273,7 +273,12 @@ impl Store {
         let get = |k: &str| -> Result<String> { Ok(self.config_value(k)?.unwrap_or_default()) };
         Ok(Config {
             install_id: get("installId")?,
-            data_dir: self.path.parent().map(|p| p.display().to_string()).unwrap_or_default(),
+            data_dir: std::path::absolute(&self.path)
+                .ok()
+                .as_deref()
+                .and_then(Path::parent)
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
             disable_thought_logging: get("disableThoughtLogging")? == "true",
             session_partition_granularity: get("sessionPartitionGranularity")?,
             created_at: get("createdAt")?,

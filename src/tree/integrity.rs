@@ -54,7 +54,7 @@ impl SessionReport {
     pub fn describe(&self) -> String {
         let r = &self.result;
         let mut s = format!(
-            "{} {}\n    path: {}\n",
+            "{} {}  {}\n",
             if r.valid { "valid  " } else { "INVALID" },
             self.session_id,
             self.path.display()

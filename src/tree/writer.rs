@@ -119,10 +119,6 @@ pub fn export_tree(
     }
     let mut config = store.config()?;
     config.session_partition_granularity = granularity.as_str().to_string();
-    // The database's directory, absolute, so the file means the same wherever it is read.
-    if let Some(dir) = std::path::absolute(store.path()).ok().as_deref().and_then(Path::parent) {
-        config.data_dir = dir.display().to_string();
-    }
     count(&mut summary, write_file(&dest.join(CONFIG), &pretty(&config)?)?);
     Ok(summary)
 }
