@@ -468,11 +468,16 @@ fn importing_the_reference_layout() {
     );
     assert_eq!(ok_json(&db, &["stats"])["thoughts"], 6);
     // Plain output: a summary line and the reports of the broken sessions.
-    let text = String::from_utf8(run(&db, &["import", path_str(&root)]).stdout).unwrap();
+    let plain = run(&db, &["import", path_str(&root)]);
+    let text = String::from_utf8(plain.stdout).unwrap();
     assert!(
         text.contains("5 session directories") && text.contains("2 already present"),
         "{text}"
     );
+    // Progress, off a terminal: one plain line per session on stderr.
+    let progress = String::from_utf8(plain.stderr).unwrap();
+    assert_eq!(progress.lines().filter(|l| l.starts_with('[')).count(), 5, "{progress}");
+    assert!(progress.contains(&format!("[4/5] {ESCAPE} INVALID")), "{progress}");
     assert!(text.contains("missing thought files: 002.json"), "{text}");
 }
 
