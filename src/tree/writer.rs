@@ -6,8 +6,9 @@
 //! unchanged ledger rewrites nothing. A session's thought files are written
 //! before its manifest, which therefore never lists a file not yet there.
 //! Re-exporting removes the numbered files of thoughts a session no longer
-//! has, and the files of a session exported before under another project or
-//! partition; it never removes anything else.
+//! has (including the reference's `branches/{branchId}/` copies), and the
+//! files of a session exported before under another project or partition; it
+//! never removes anything else.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs;
@@ -17,8 +18,8 @@ use serde::Serialize;
 
 use super::reader::find_session_dirs;
 use super::{
-    CONFIG, MANIFEST, MANIFEST_VERSION, ManifestMetadata, SessionManifest, check_project, check_session_id, io,
-    project_from_tags, session_dir, thought_file, thought_file_number,
+    CONFIG, MANIFEST, MANIFEST_VERSION, ManifestMetadata, REFERENCE_BRANCH_DIR, SessionManifest, check_project,
+    check_session_id, io, project_from_tags, session_dir, thought_file, thought_file_number,
 };
 use crate::domain::{Granularity, Session, Thought, partition_path, validate_branch_id};
 use crate::error::{Error, Result};
@@ -193,13 +194,18 @@ fn write_session(dir: &Path, session: &Session, thoughts: &[Thought], summary: &
         },
     };
     count(summary, write_file(&dir.join(MANIFEST), &pretty(&manifest)?)?);
-    remove_stale(dir, &manifest, summary)
+    remove_stale(dir, &manifest.thought_files, &manifest.branch_files, summary)
 }
 
-/// Remove numbered files the manifest does not list, in the session folder
-/// and in every folder named like a branch id.
-fn remove_stale(dir: &Path, manifest: &SessionManifest, summary: &mut ExportSummary) -> Result<()> {
-    let keep: HashSet<&String> = manifest.thought_files.iter().collect();
+/// Remove numbered files not listed in `thought_files` / `branch_files`, in
+/// the session folder and in every folder named like a branch id.
+fn remove_stale(
+    dir: &Path,
+    thought_files: &[String],
+    branch_files: &BTreeMap<String, Vec<String>>,
+    summary: &mut ExportSummary,
+) -> Result<()> {
+    let keep: HashSet<&String> = thought_files.iter().collect();
     remove_numbered(dir, &keep, summary)?;
     let entries = fs::read_dir(dir).map_err(io(format!("listing {}", dir.display())))?;
     for entry in entries {
@@ -210,7 +216,22 @@ fn remove_stale(dir: &Path, manifest: &SessionManifest, summary: &mut ExportSumm
         if !entry.file_type().is_ok_and(|t| t.is_dir()) || validate_branch_id("branchId", &name).is_err() {
             continue;
         }
-        let keep: HashSet<&String> = manifest.branch_files.get(&name).into_iter().flatten().collect();
+        if name == REFERENCE_BRANCH_DIR {
+            // The reference's `branches/{branchId}/` copies: this layout keeps
+            // branches in `{branchId}/`, so they are stale duplicates.
+            for sub in fs::read_dir(entry.path()).map_err(io(format!("listing {}", entry.path().display())))? {
+                let sub = sub.map_err(io(format!("listing {}", entry.path().display())))?;
+                let is_branch = sub
+                    .file_name()
+                    .to_str()
+                    .is_some_and(|n| validate_branch_id("branchId", n).is_ok());
+                if is_branch && sub.file_type().is_ok_and(|t| t.is_dir()) {
+                    remove_numbered(&sub.path(), &HashSet::new(), summary)?;
+                    let _ = fs::remove_dir(sub.path());
+                }
+            }
+        }
+        let keep: HashSet<&String> = branch_files.get(&name).into_iter().flatten().collect();
         remove_numbered(&entry.path(), &keep, summary)?;
         if keep.is_empty() {
             // Only succeeds when nothing else is left in it.
@@ -239,22 +260,7 @@ fn remove_numbered(dir: &Path, keep: &HashSet<&String>, summary: &mut ExportSumm
 /// Remove a session exported earlier to another place: its manifest and
 /// numbered files, then the folders if nothing else is in them.
 fn remove_session_files(dir: &Path, summary: &mut ExportSummary) -> Result<()> {
-    let empty = SessionManifest {
-        id: String::new(),
-        version: String::new(),
-        thought_files: Vec::new(),
-        branch_files: BTreeMap::new(),
-        metadata: ManifestMetadata {
-            title: String::new(),
-            description: None,
-            tags: Vec::new(),
-            created_at: String::new(),
-            updated_at: String::new(),
-            completed_at: None,
-            domain: None,
-        },
-    };
-    remove_stale(dir, &empty, summary)?;
+    remove_stale(dir, &[], &BTreeMap::new(), summary)?;
     let manifest = dir.join(MANIFEST);
     if manifest.is_file() {
         fs::remove_file(&manifest).map_err(io(format!("removing {}", manifest.display())))?;

@@ -479,6 +479,21 @@ fn importing_the_reference_layout() {
     assert_eq!(progress.lines().filter(|l| l.starts_with('[')).count(), 5, "{progress}");
     assert!(progress.contains(&format!("[4/5] {ESCAPE} INVALID")), "{progress}");
     assert!(text.contains("missing thought files: 002.json"), "{text}");
+
+    // Exporting over the reference tree moves the imported sessions into this
+    // layout (project from their tag) and leaves the broken ones alone.
+    ok(&db, &["export", "--out", path_str(&root)]);
+    let old = root.join("projects/_default/sessions");
+    assert!(!old.join("2025-01").join(GOOD).exists() && !old.join(FLAT).exists());
+    assert!(old.join("2025-01").join(MISSING).join("001.json").is_file());
+    let moved = root.join("projects/legacy/sessions/2025-01").join(GOOD);
+    assert!(moved.join("alt/005.json").is_file() && !moved.join("branches").exists());
+    let out = run(&db, &["validate", path_str(&root), "--json"]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (v["sessionsChecked"].clone(), v["invalid"].clone()),
+        (json!(5), json!(3))
+    );
 }
 
 #[test]
