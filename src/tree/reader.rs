@@ -290,8 +290,12 @@ impl Loader<'_> {
             ));
             ok = false;
         }
-        let times = [("createdAt", Some(&md.created_at)), ("updatedAt", Some(&md.updated_at))];
-        for (name, value) in times.into_iter().chain([("completedAt", md.completed_at.as_ref())]) {
+        let times = [
+            ("createdAt", Some(&md.created_at)),
+            ("updatedAt", Some(&md.updated_at)),
+            ("completedAt", md.completed_at.as_ref()),
+        ];
+        for (name, value) in times {
             if let Some(v) = value
                 && valid_time(v).is_none()
             {
