@@ -3,7 +3,8 @@
 //! Run with `cargo bench --bench tree`.
 
 use std::path::PathBuf;
-use std::sync::LazyLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{LazyLock, OnceLock};
 
 use divan::Bencher;
 use divan::counter::ItemsCount;
@@ -12,13 +13,26 @@ use thoughtbox::store::{OpenOptionsStore, Store, Target};
 use thoughtbox::tree::importer::import_tree;
 use thoughtbox::tree::writer::{ExportOptions, export_tree};
 
+/// Everything the run writes lives here and is removed at the end. Outputs
+/// of the timed samples are kept until then, so that deleting thousands of
+/// files never overlaps the next sample.
+static SCRATCH: OnceLock<PathBuf> = OnceLock::new();
+
+fn scratch(name: &str) -> PathBuf {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let root = SCRATCH.get_or_init(|| tempfile::tempdir().expect("temp dir").keep());
+    root.join(format!("{name}-{}", NEXT.fetch_add(1, Ordering::Relaxed)))
+}
+
 fn main() {
     divan::main();
+    if let Some(root) = SCRATCH.get() {
+        let _ = std::fs::remove_dir_all(root);
+    }
 }
 
 /// A ledger and its exported tree, built once per run.
 struct Ledger {
-    _dir: tempfile::TempDir,
     store: Store,
     tree: PathBuf,
     thoughts: usize,
@@ -27,8 +41,8 @@ struct Ledger {
 /// `sessions` sessions of `per_session` thoughts each: mostly main chain,
 /// a branch every 50 thoughts and a revision every 40, ~200 bytes of text.
 fn ledger(sessions: usize, per_session: usize) -> Ledger {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let store = Store::open(dir.path().join("bench.db"), OpenOptionsStore::default()).expect("open");
+    let dir = scratch("ledger");
+    let store = Store::open(dir.join("bench.db"), OpenOptionsStore::default()).expect("open");
     for s in 0..sessions {
         let session = store
             .create_session(NewSession {
@@ -59,10 +73,9 @@ fn ledger(sessions: usize, per_session: usize) -> Ledger {
                 .expect("append");
         }
     }
-    let tree = dir.path().join("tree");
+    let tree = dir.join("tree");
     export_tree(&store, &tree, &ExportOptions::default(), &mut |_, _| {}).expect("export");
     Ledger {
-        _dir: dir,
         store,
         tree,
         thoughts: sessions * per_session,
@@ -80,10 +93,8 @@ fn plain(text: String) -> ThoughtInput {
 static ONE_BIG: LazyLock<Ledger> = LazyLock::new(|| ledger(1, 10_000));
 static MANY_SMALL: LazyLock<Ledger> = LazyLock::new(|| ledger(1_000, 20));
 
-fn empty_store() -> (tempfile::TempDir, Store) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let store = Store::open(dir.path().join("import.db"), OpenOptionsStore::default()).expect("open");
-    (dir, store)
+fn empty_store() -> Store {
+    Store::open(scratch("import").join("import.db"), OpenOptionsStore::default()).expect("open")
 }
 
 /// Export a 10,000-thought session into an empty directory.
@@ -92,11 +103,9 @@ fn export_10k_thought_session(bencher: Bencher) {
     let l = &*ONE_BIG;
     bencher
         .counter(ItemsCount::new(l.thoughts))
-        .with_inputs(|| tempfile::tempdir().expect("temp dir"))
+        .with_inputs(|| scratch("export"))
         .bench_local_values(|out| {
-            export_tree(&l.store, out.path(), &ExportOptions::default(), &mut |_, _| {}).expect("export");
-            // Returned so that deleting the files is not timed.
-            out
+            export_tree(&l.store, &out, &ExportOptions::default(), &mut |_, _| {}).expect("export")
         });
 }
 
@@ -116,10 +125,10 @@ fn import_10k_thought_session(bencher: Bencher) {
     bencher
         .counter(ItemsCount::new(l.thoughts))
         .with_inputs(empty_store)
-        .bench_local_values(|(dir, store)| {
+        .bench_local_values(|store| {
             let s = import_tree(&store, &l.tree, &mut |_, _, _| {}).expect("import");
             assert_eq!(s.thoughts_imported as usize, l.thoughts);
-            (dir, store)
+            store
         });
 }
 
@@ -130,9 +139,9 @@ fn import_1000_sessions_of_20_thoughts(bencher: Bencher) {
     bencher
         .counter(ItemsCount::new(l.thoughts))
         .with_inputs(empty_store)
-        .bench_local_values(|(dir, store)| {
+        .bench_local_values(|store| {
             let s = import_tree(&store, &l.tree, &mut |_, _, _| {}).expect("import");
             assert_eq!(s.imported, 1_000);
-            (dir, store)
+            store
         });
 }

@@ -94,7 +94,8 @@ fn locate<const N: usize>(candidates: [PathBuf; N]) -> Option<(PathBuf, bool)> {
         .find_map(|p| fs::symlink_metadata(&p).ok().map(|m| (p, m.is_file())))
 }
 
-/// Real subdirectories of `dir` (none when it does not exist).
+/// Real subdirectories of `dir` (none when it does not exist), hidden ones
+/// left out: an exporter stages new sessions in `.{id}.{pid}.tmp`.
 fn subdirs(dir: &Path) -> Result<Vec<PathBuf>> {
     let entries = match fs::read_dir(dir) {
         Ok(e) => e,
@@ -104,7 +105,8 @@ fn subdirs(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for entry in entries {
         let entry = entry.map_err(io(format!("listing {}", dir.display())))?;
-        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+        let hidden = entry.file_name().as_encoded_bytes().starts_with(b".");
+        if !hidden && entry.file_type().is_ok_and(|t| t.is_dir()) {
             out.push(entry.path());
         }
     }

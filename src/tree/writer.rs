@@ -1,10 +1,12 @@
 //! Writing the tree from the database.
 //!
-//! Each file is written to a temporary name in its directory and renamed into
-//! place, so a reader sees the old file or the new one, never half of one; a
-//! file whose content is already right is left untouched, so re-exporting an
-//! unchanged ledger rewrites nothing. A session's thought files are written
-//! before its manifest, which therefore never lists a file not yet there.
+//! Nothing is ever seen half-written. A session new to the tree is written
+//! into a temporary directory beside its place and renamed into place whole.
+//! In a session already there, each changed file is written to a temporary
+//! name and renamed over the old one; a file whose content is already right
+//! is left untouched, so re-exporting an unchanged ledger rewrites nothing,
+//! and thought files are written before the manifest, which therefore never
+//! lists a file not yet there.
 //! Re-exporting removes the numbered files of thoughts a session no longer
 //! has (including the reference's `branches/{branchId}/` copies), and the
 //! files of a session exported before under another project or partition; it
@@ -150,10 +152,60 @@ fn count(summary: &mut ExportSummary, written: bool) {
     }
 }
 
-/// Write one session directory: thought files, branch folders, manifest,
-/// then remove numbered files of thoughts the session no longer has.
+/// Write one session directory. A session new to the tree is written whole
+/// into a temporary sibling directory and renamed into place, so it appears
+/// complete or not at all (and costs one rename rather than one per file);
+/// an existing one is updated file by file.
 fn write_session(dir: &Path, session: &Session, thoughts: &[Thought], summary: &mut ExportSummary) -> Result<()> {
-    fs::create_dir_all(dir).map_err(io(format!("creating {}", dir.display())))?;
+    if dir.exists() {
+        return write_session_files(dir, session, thoughts, false, summary);
+    }
+    let parent = dir.parent().unwrap_or(dir);
+    fs::create_dir_all(parent).map_err(io(format!("creating {}", parent.display())))?;
+    let staging = dir.with_file_name(format!(".{}.{}.tmp", session.id, std::process::id()));
+    let written = (|| {
+        fs::create_dir(&staging).map_err(io(format!("creating {}", staging.display())))?;
+        let mut counts = ExportSummary::default();
+        write_session_files(&staging, session, thoughts, true, &mut counts)?;
+        fs::rename(&staging, dir).map_err(io(format!("moving {} into place", dir.display())))?;
+        Ok(counts)
+    })();
+    match written {
+        Ok(counts) => {
+            summary.files_written += counts.files_written;
+            Ok(())
+        }
+        Err(e) => {
+            let _ = fs::remove_dir_all(&staging);
+            // Another exporter put the session there meanwhile: update it instead.
+            if dir.is_dir() {
+                write_session_files(dir, session, thoughts, false, summary)
+            } else {
+                Err(e)
+            }
+        }
+    }
+}
+
+/// Write the thought files, branch folders and manifest into `dir`, then
+/// remove numbered files of thoughts the session no longer has. `fresh`: the
+/// directory is new and private, so files are written directly.
+fn write_session_files(
+    dir: &Path,
+    session: &Session,
+    thoughts: &[Thought],
+    fresh: bool,
+    summary: &mut ExportSummary,
+) -> Result<()> {
+    let put = |path: &Path, bytes: &[u8], summary: &mut ExportSummary| -> Result<()> {
+        if fresh {
+            fs::write(path, bytes).map_err(io(format!("writing {}", path.display())))?;
+            summary.files_written += 1;
+        } else {
+            count(summary, write_file(path, bytes)?);
+        }
+        Ok(())
+    };
     let mut thought_files = Vec::new();
     let mut branch_files: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for node in export::nodes(thoughts) {
@@ -176,7 +228,7 @@ fn write_session(dir: &Path, session: &Session, thoughts: &[Thought], summary: &
                 dir.join(b).join(&name)
             }
         };
-        count(summary, write_file(&path, &pretty(&node)?)?);
+        put(&path, &pretty(&node)?, summary)?;
     }
     let manifest = SessionManifest {
         id: session.id.clone(),
@@ -193,7 +245,10 @@ fn write_session(dir: &Path, session: &Session, thoughts: &[Thought], summary: &
             domain: session.domain.clone(),
         },
     };
-    count(summary, write_file(&dir.join(MANIFEST), &pretty(&manifest)?)?);
+    put(&dir.join(MANIFEST), &pretty(&manifest)?, summary)?;
+    if fresh {
+        return Ok(());
+    }
     remove_stale(dir, &manifest.thought_files, &manifest.branch_files, summary)
 }
 
