@@ -17,7 +17,19 @@ pub enum ImportOutcome {
     AlreadyPresent(u64),
 }
 
+/// WAL pages between automatic checkpoints on a connection that imports (32 MiB).
+const IMPORT_AUTOCHECKPOINT: i64 = 8192;
+
 impl Store {
+    /// Copy what the WAL holds into the database file as far as no reader
+    /// prevents it, without waiting: after an import, so that the file alone
+    /// holds the imported sessions even when a server keeps the WAL open.
+    pub fn checkpoint_passive(&self) -> Result<()> {
+        let conn = self.conn()?;
+        conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))?;
+        Ok(())
+    }
+
     /// Every session id, oldest first.
     pub fn session_ids(&self) -> Result<Vec<String>> {
         self.read(|tx| {
@@ -37,6 +49,10 @@ impl Store {
     pub fn import_session(&self, session: &Session, thoughts: &[Thought]) -> Result<ImportOutcome> {
         let tags = serde_json::to_string(&session.tags).map_err(|e| Error::Internal(e.to_string()))?;
         self.write(|tx| {
+            // Many sessions in a row write the same index pages again and
+            // again; checkpointing every 1,000 pages (the default) would copy
+            // them to the database file, with two fsyncs, each time.
+            tx.pragma_update(None, "wal_autocheckpoint", IMPORT_AUTOCHECKPOINT)?;
             let present: Option<i64> = tx
                 .prepare_cached("SELECT thought_count FROM sessions WHERE id = ?1")?
                 .query_row([&session.id], |r| r.get(0))

@@ -129,5 +129,8 @@ pub fn import_tree(
         }
         Ok(())
     })?;
+    if summary.imported > 0 {
+        store.checkpoint_passive()?;
+    }
     Ok(summary)
 }
