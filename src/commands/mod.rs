@@ -109,8 +109,10 @@ pub enum SessionsCommand {
         /// Only sessions whose title, description or tags contain these words
         #[arg(long)]
         search: Option<String>,
+        /// Sessions per page (1-1000)
         #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1000))]
         limit: u32,
+        /// Sessions to skip
         #[arg(long, default_value_t = 0)]
         offset: u32,
         /// Sort key
@@ -119,11 +121,13 @@ pub enum SessionsCommand {
         /// Oldest (or A to Z) first
         #[arg(long)]
         asc: bool,
+        /// Print the page as JSON ({ sessions, count, total, hasMore })
         #[arg(long)]
         json: bool,
     },
     /// Show one session with all its thoughts, branches included
     Show {
+        /// Session id
         id: String,
         /// Print SessionExport JSON
         #[arg(long)]
@@ -131,9 +135,12 @@ pub enum SessionsCommand {
     },
     /// Search titles, descriptions, tags and thought text
     Search {
+        /// Words to look for (all of them)
         text: String,
+        /// Sessions to answer (1-100)
         #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=100))]
         limit: u32,
+        /// Print the matches as JSON
         #[arg(long)]
         json: bool,
     },
@@ -157,13 +164,19 @@ pub struct JsonArg {
 pub enum ConfigCommand {
     /// Print one setting, or all of them
     Get {
+        /// installId, dataDir, disableThoughtLogging, sessionPartitionGranularity or createdAt
         key: Option<String>,
+        /// Print JSON
         #[arg(long)]
         json: bool,
     },
     /// Change a setting: sessionPartitionGranularity (monthly|weekly|daily|none)
     /// or disableThoughtLogging (true|false)
-    Set { key: String, value: String },
+    Set {
+        /// sessionPartitionGranularity or disableThoughtLogging
+        key: String,
+        value: String,
+    },
 }
 
 /// Write text to stdout (an error, not a panic, when stdout is closed).
