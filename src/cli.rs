@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use clap::{Args, FromArgMatches, Parser, Subcommand, ValueEnum};
 
+use crate::commands::{self, ConfigCommand, ExportArgs, ImportArgs, JsonArg, SessionsCommand, ValidateArgs};
 use crate::config;
 use crate::error::{Error, Result};
 use crate::events::EventTarget;
@@ -54,6 +55,27 @@ pub enum Command {
     Backup {
         /// Destination file or directory
         dest: PathBuf,
+    },
+    /// Write sessions as the directory tree of JSON files (or one session as
+    /// a file with --format)
+    Export(ExportArgs),
+    /// Bring a directory tree (ours or the TypeScript Thoughtbox's) into the database
+    Import(ImportArgs),
+    /// Check a directory tree: an IntegrityValidationResult per session
+    Validate(ValidateArgs),
+    /// List, show and search sessions
+    Sessions {
+        #[command(subcommand)]
+        command: SessionsCommand,
+    },
+    /// Counts over the whole ledger
+    Stats(JsonArg),
+    /// The resolved database path, schema version, settings, counts and file sizes
+    Info(JsonArg),
+    /// Read or change the database's settings
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
     },
 }
 
@@ -161,5 +183,12 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             eprintln!("backup written to {}", written.display());
             Ok(ExitCode::SUCCESS)
         }
+        Command::Export(args) => commands::export(&cli.db, args),
+        Command::Import(args) => commands::import(&cli.db, args),
+        Command::Validate(args) => commands::validate(args),
+        Command::Sessions { command } => commands::sessions(&cli.db, command),
+        Command::Stats(args) => commands::stats(&cli.db, args.json),
+        Command::Info(args) => commands::info(&cli.db, args.json),
+        Command::Config { command } => commands::config(&cli.db, command),
     }
 }

@@ -4,7 +4,8 @@
 //! calls, checks the connection's stage and calls the [`domain`] rules
 //! through the [`store`], which keeps the whole ledger in one SQLite file.
 //! [`export`] renders sessions as SessionExport JSON, Markdown or the compact
-//! cipher form.
+//! cipher form; [`tree`] writes and reads the directory layout of JSON
+//! files that the TypeScript Thoughtbox keeps, and checks its integrity.
 //!
 //! Around the ledger: [`analysis`] computes SessionAnalysis, learnings and
 //! deep analyses as pure functions over a session's thoughts; [`knowledge`]
@@ -14,6 +15,7 @@
 
 pub mod analysis;
 pub mod cli;
+pub mod commands;
 pub mod config;
 pub mod content;
 pub mod domain;
@@ -25,5 +27,6 @@ pub mod knowledge;
 pub mod models;
 pub mod serve;
 pub mod store;
+pub mod tree;
 
 pub use error::{Error, Result};

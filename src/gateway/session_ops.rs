@@ -9,6 +9,7 @@ use super::{Args, Gateway};
 use crate::error::{Error, Result};
 use crate::events::EventType;
 use crate::export::{self, Format};
+use crate::tree::{self, writer::ExportOptions};
 
 pub const SUB_OPERATIONS: &[&str] = &[
     "list",
@@ -110,10 +111,42 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
 
 async fn export(gw: &Gateway, args: Args) -> Result<Value> {
     let id = args.str_req(&["sessionId", "session_id"])?;
-    let format = args
-        .enum_opt(&["format"], Format::parse, &["json", "markdown", "cipher"])?
-        .unwrap_or_default();
+    let format = args.enum_opt(&["format"], Format::parse, &["json", "markdown", "cipher"])?;
     let include_metadata = args.bool_opt(&["includeMetadata"])?.unwrap_or(true);
+    if let Some(dest) = args.str_opt(&["destination"])? {
+        // The directory layout is made of JSON files; another format with it is a contradiction.
+        if format.is_some_and(|f| f != Format::Json) {
+            return Err(Error::invalid(
+                "format",
+                "destination writes the directory layout (JSON files); drop format, or drop destination to get markdown or cipher text",
+            ));
+        }
+        if dest.trim().is_empty() {
+            return Err(Error::invalid("destination", "destination must name a directory"));
+        }
+        let dest =
+            std::path::absolute(dest.trim()).map_err(|e| Error::io(format!("resolving destination {dest:?}"), e))?;
+        let opts = ExportOptions {
+            sessions: vec![id.trim().to_string()],
+            ..Default::default()
+        };
+        let summary = gw
+            .blocking(move |s| tree::writer::export_tree(s, &dest, &opts, &mut |_, _| {}))
+            .await?;
+        let Some(session) = summary.sessions.first() else {
+            return Err(Error::Internal("the export wrote no session".into()));
+        };
+        return Ok(json!({
+            "sessionId": session.session_id,
+            "format": "json",
+            "destination": summary.destination,
+            "path": session.path,
+            "thoughts": session.thoughts,
+            "filesWritten": summary.files_written,
+            "filesUnchanged": summary.files_unchanged,
+        }));
+    }
+    let format = format.unwrap_or_default();
     let (session, thoughts) = gw.blocking(move |s| s.session_thoughts(id.trim())).await?;
     let content = export::render(format, &session, &thoughts, include_metadata)?;
     gw.emit(

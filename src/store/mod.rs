@@ -5,10 +5,12 @@
 
 mod analysis;
 mod backup;
+mod import;
 mod knowledge;
 mod projects;
 mod search;
 mod sessions;
+mod stats;
 mod thoughts;
 
 use std::fs::{DirBuilder, File, OpenOptions};
@@ -22,8 +24,10 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 use crate::domain::{self, Granularity};
 use crate::error::{Error, Result};
 
+pub use import::ImportOutcome;
 pub use search::{SearchHit, SessionHits, ThoughtHit};
 pub use sessions::SessionPage;
+pub use stats::{FileSizes, LedgerStats};
 pub use thoughts::{Appended, Shape, Target, ThoughtQuery};
 
 mod embedded {
@@ -290,7 +294,12 @@ impl Store {
         let get = |k: &str| -> Result<String> { Ok(self.config_value(k)?.unwrap_or_default()) };
         Ok(Config {
             install_id: get("installId")?,
-            data_dir: self.path.parent().map(|p| p.display().to_string()).unwrap_or_default(),
+            data_dir: std::path::absolute(&self.path)
+                .ok()
+                .as_deref()
+                .and_then(Path::parent)
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
             disable_thought_logging: get("disableThoughtLogging")? == "true",
             session_partition_granularity: get("sessionPartitionGranularity")?,
             created_at: get("createdAt")?,

@@ -3,6 +3,7 @@
 
 mod analysis;
 mod bad_input;
+mod cli;
 mod common;
 mod core_flow;
 mod critique;
@@ -13,3 +14,4 @@ mod models;
 mod readme;
 mod roots;
 mod stdout;
+mod tree;

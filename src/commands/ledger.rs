@@ -1,0 +1,345 @@
+//! `sessions`, `stats`, `info` and `config`: looking at the ledger without SQL.
+
+use std::process::ExitCode;
+
+use serde_json::{Value, json};
+
+use super::{ConfigCommand, SessionsCommand, SortArg, clip, out, out_json, table};
+use crate::cli::DbArgs;
+use crate::domain::{Granularity, Session, SessionFilter, SortBy, SortOrder};
+use crate::error::{Error, Result};
+use crate::export;
+
+fn status(s: &Session) -> &'static str {
+    if s.completed_at.is_some() {
+        "completed"
+    } else {
+        "active"
+    }
+}
+
+/// `2026-11-22T01:12:02.123Z` as `2026-11-22 01:12`.
+fn minute(ts: &str) -> String {
+    ts.get(..16)
+        .map(|t| t.replace('T', " "))
+        .unwrap_or_else(|| ts.to_string())
+}
+
+pub fn sessions(db: &DbArgs, command: SessionsCommand) -> Result<ExitCode> {
+    let store = db.open()?;
+    match command {
+        SessionsCommand::List {
+            tags,
+            search,
+            limit,
+            offset,
+            sort,
+            asc,
+            json,
+        } => {
+            let filter = SessionFilter {
+                tags,
+                search,
+                limit,
+                offset,
+                sort_by: match sort {
+                    SortArg::Created => SortBy::CreatedAt,
+                    SortArg::Updated => SortBy::UpdatedAt,
+                    SortArg::Title => SortBy::Title,
+                },
+                sort_order: if asc { SortOrder::Asc } else { SortOrder::Desc },
+            };
+            let page = store.list_sessions(&filter)?;
+            if json {
+                return out_json(&page).map(|()| ExitCode::SUCCESS);
+            }
+            let rows: Vec<Vec<String>> = page
+                .sessions
+                .iter()
+                .map(|s| {
+                    vec![
+                        s.id.clone(),
+                        clip(&s.title, 48),
+                        s.thought_count.to_string(),
+                        s.branch_count.to_string(),
+                        status(s).to_string(),
+                        minute(&s.updated_at),
+                    ]
+                })
+                .collect();
+            let mut text = table(&["ID", "TITLE", "THOUGHTS", "BRANCHES", "STATUS", "UPDATED"], &rows);
+            text.push_str(&if page.count == 0 {
+                format!("no sessions ({} in total)\n", page.total)
+            } else {
+                format!(
+                    "sessions {}-{} of {}\n",
+                    offset as usize + 1,
+                    offset as usize + page.count,
+                    page.total
+                )
+            });
+            out(&text)?;
+        }
+        SessionsCommand::Show { id, json } => {
+            let (session, thoughts) = store.session_thoughts(id.trim())?;
+            if json {
+                out_json(&export::session_export(&session, &thoughts, crate::domain::now()))?;
+            } else {
+                out(&export::markdown(&session, &thoughts, true))?;
+            }
+        }
+        SessionsCommand::Search { text, limit, json } => {
+            let hits = store.search(&text, limit)?;
+            if json {
+                return out_json(&hits).map(|()| ExitCode::SUCCESS);
+            }
+            let mut s = String::new();
+            if hits.is_empty() {
+                s.push_str(&format!("nothing matches {text:?}\n"));
+            }
+            for h in &hits {
+                s.push_str(&format!(
+                    "{}  {}{}\n",
+                    h.session.id,
+                    clip(&h.session.title, 60),
+                    if h.matched_session {
+                        "  (title, description or tags match)"
+                    } else {
+                        ""
+                    }
+                ));
+                let rows: Vec<Vec<String>> = h
+                    .matches
+                    .iter()
+                    .map(|m| {
+                        vec![
+                            format!(
+                                "    #{}{}",
+                                m.thought_number,
+                                m.branch_id.as_deref().map(|b| format!(" [{b}]")).unwrap_or_default()
+                            ),
+                            clip(&m.snippet, 100),
+                        ]
+                    })
+                    .collect();
+                if !rows.is_empty() {
+                    // Skip the header line: the session line above says what these are.
+                    let t = table(&["", ""], &rows);
+                    s.push_str(t.split_once('\n').map_or("", |(_, rest)| rest));
+                }
+            }
+            out(&s)?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn stats(db: &DbArgs, json: bool) -> Result<ExitCode> {
+    let store = db.open()?;
+    let st = store.stats(10)?;
+    if json {
+        out_json(&st)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let rows = vec![
+        vec!["sessions".into(), st.sessions.to_string()],
+        vec!["  completed".into(), st.completed_sessions.to_string()],
+        vec![
+            "  active".into(),
+            (st.sessions - st.completed_sessions.min(st.sessions)).to_string(),
+        ],
+        vec!["thoughts".into(), st.thoughts.to_string()],
+        vec!["  main chain".into(), st.main_chain_thoughts.to_string()],
+        vec!["  on branches".into(), st.branch_thoughts.to_string()],
+        vec!["branches".into(), st.branches.to_string()],
+        vec!["revisions".into(), st.revisions.to_string()],
+        vec!["critiques".into(), st.critiques.to_string()],
+        vec!["not yet searchable".into(), st.unindexed_thoughts.to_string()],
+        vec![
+            "first thought".into(),
+            st.first_thought_at.clone().unwrap_or_else(|| "-".into()),
+        ],
+        vec![
+            "last thought".into(),
+            st.last_thought_at.clone().unwrap_or_else(|| "-".into()),
+        ],
+    ];
+    let mut text = table(&["LEDGER", "COUNT"], &rows);
+    if !st.top_tags.is_empty() {
+        let tags: Vec<Vec<String>> = st
+            .top_tags
+            .iter()
+            .map(|(t, n)| vec![t.clone(), n.to_string()])
+            .collect();
+        text.push('\n');
+        text.push_str(&table(&["TAG", "SESSIONS"], &tags));
+    }
+    out(&text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn human(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut v = bytes as f64;
+    let mut unit = "B";
+    for u in UNITS {
+        if v < 1024.0 {
+            break;
+        }
+        v /= 1024.0;
+        unit = u;
+    }
+    format!("{v:.1} {unit}")
+}
+
+pub fn info(db: &DbArgs, json: bool) -> Result<ExitCode> {
+    let store = db.open()?;
+    let config = store.config()?;
+    let st = store.stats(0)?;
+    let sizes = store.file_sizes();
+    let path = std::path::absolute(store.path()).unwrap_or_else(|_| store.path().to_path_buf());
+    let value = json!({
+        "database": path,
+        "schemaVersion": store.schema_version()?,
+        "sqliteVersion": rusqlite::version(),
+        "thoughtboxVersion": env!("CARGO_PKG_VERSION"),
+        "config": config,
+        "counts": { "sessions": st.sessions, "thoughts": st.thoughts, "branches": st.branches },
+        "sizes": sizes,
+    });
+    if json {
+        out_json(&value)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let rows = vec![
+        vec!["database".into(), path.display().to_string()],
+        vec!["schema version".into(), value["schemaVersion"].to_string()],
+        vec!["sqlite".into(), rusqlite::version().to_string()],
+        vec!["thoughtbox".into(), env!("CARGO_PKG_VERSION").to_string()],
+        vec!["install id".into(), config.install_id.clone()],
+        vec!["created".into(), config.created_at.clone()],
+        vec!["partitions".into(), config.session_partition_granularity.clone()],
+        vec!["sessions".into(), st.sessions.to_string()],
+        vec!["thoughts".into(), st.thoughts.to_string()],
+        vec!["branches".into(), st.branches.to_string()],
+        vec!["database file".into(), human(sizes.database)],
+        vec!["wal file".into(), human(sizes.wal)],
+        vec!["shm file".into(), human(sizes.shm)],
+        vec!["total size".into(), human(sizes.total)],
+    ];
+    out(&table(&["", ""], &rows)
+        .split_once('\n')
+        .map_or(String::new(), |(_, r)| r.to_string()))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Settings users may change, and how their values are checked.
+const SETTABLE: &[(&str, &str)] = &[
+    ("sessionPartitionGranularity", "monthly, weekly, daily or none"),
+    ("disableThoughtLogging", "true or false"),
+];
+/// Settings that are only read.
+const READ_ONLY: &[&str] = &["installId", "createdAt"];
+
+fn check_setting(key: &str, value: &str) -> Result<()> {
+    let ok = match key {
+        "sessionPartitionGranularity" => Granularity::parse(value).is_some(),
+        "disableThoughtLogging" => matches!(value, "true" | "false"),
+        _ if READ_ONLY.contains(&key) => {
+            return Err(Error::invalid(
+                key,
+                format!("{key} is set once when the database is created"),
+            ));
+        }
+        _ => {
+            return Err(Error::invalid(
+                key,
+                format!(
+                    "unknown setting {key:?}; settings: {}",
+                    SETTABLE
+                        .iter()
+                        .map(|(k, _)| *k)
+                        .chain(READ_ONLY.iter().copied())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
+        }
+    };
+    if ok {
+        Ok(())
+    } else {
+        let allowed = SETTABLE.iter().find(|(k, _)| *k == key).map_or("", |(_, a)| a);
+        Err(Error::invalid(key, format!("{key} must be {allowed} (got {value:?})")))
+    }
+}
+
+pub fn config(db: &DbArgs, command: ConfigCommand) -> Result<ExitCode> {
+    let store = db.open()?;
+    match command {
+        ConfigCommand::Get { key, json } => {
+            let all = serde_json::to_value(store.config()?).map_err(|e| Error::Internal(e.to_string()))?;
+            let Value::Object(all) = all else {
+                return Err(Error::Internal("config is not an object".into()));
+            };
+            match key {
+                Some(k) => {
+                    let Some(v) = all.get(&k) else {
+                        return Err(Error::invalid(
+                            k.clone(),
+                            format!(
+                                "unknown setting {k:?}; settings: {}",
+                                all.keys().cloned().collect::<Vec<_>>().join(", ")
+                            ),
+                        ));
+                    };
+                    if json {
+                        out_json(&json!({ k: v }))?;
+                    } else {
+                        out(&format!(
+                            "{}\n",
+                            v.as_str().map_or_else(|| v.to_string(), str::to_string)
+                        ))?;
+                    }
+                }
+                None if json => out_json(&all)?,
+                None => {
+                    let rows: Vec<Vec<String>> = all
+                        .iter()
+                        .map(|(k, v)| vec![k.clone(), v.as_str().map_or_else(|| v.to_string(), str::to_string)])
+                        .collect();
+                    out(&table(&["KEY", "VALUE"], &rows))?;
+                }
+            }
+        }
+        ConfigCommand::Set { key, value } => {
+            let value = value.trim().to_ascii_lowercase();
+            check_setting(&key, &value)?;
+            store.set_config_value(&key, &value)?;
+            out(&format!(
+                "{key} = {value}\n(a server already running keeps its settings until it restarts)\n"
+            ))?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_are_checked() {
+        assert!(check_setting("sessionPartitionGranularity", "weekly").is_ok());
+        assert!(check_setting("sessionPartitionGranularity", "yearly").is_err());
+        assert!(check_setting("disableThoughtLogging", "yes").is_err());
+        assert!(check_setting("installId", "x").is_err());
+        assert!(check_setting("nope", "x").is_err());
+        assert_eq!(human(512), "512 B");
+        assert_eq!(human(1536), "1.5 KiB");
+        assert_eq!(minute("2026-11-22T01:12:02.123Z"), "2026-11-22 01:12");
+    }
+}

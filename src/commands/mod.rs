@@ -1,0 +1,253 @@
+//! The command-line tools around the database (everything but `serve`):
+//! exporting, importing and validating directory trees, and looking at the
+//! ledger. They print readable text, or JSON with `--json`, to stdout;
+//! progress goes to stderr, and errors reach `main`, which prints them to
+//! stderr and exits non-zero.
+
+mod ledger;
+mod progress;
+mod tree;
+
+use std::io::Write;
+
+use clap::{Args, Subcommand, ValueEnum};
+use serde::Serialize;
+
+pub use ledger::{config, info, sessions, stats};
+pub use tree::{export, import, validate};
+
+use crate::domain::Granularity;
+use crate::error::{Error, Result};
+use crate::export::Format;
+
+#[derive(Debug, Clone, Args)]
+pub struct ExportArgs {
+    /// Destination: the tree's root directory; with --format, a file (default: stdout)
+    #[arg(long, value_name = "PATH")]
+    pub out: Option<std::path::PathBuf>,
+    /// A session to export (repeat for several); every session when none is given
+    #[arg(long = "session", value_name = "ID")]
+    pub sessions: Vec<String>,
+    /// Project directory for every session (default: the session's `project:<p>` tag, else `_default`)
+    #[arg(long, value_name = "P", conflicts_with = "format")]
+    pub project: Option<String>,
+    /// Partition directories (default: the database's sessionPartitionGranularity)
+    #[arg(long, value_enum, conflicts_with = "format")]
+    pub partition: Option<PartitionArg>,
+    /// Write one session as a single file in this format instead of the tree
+    #[arg(long, value_enum)]
+    pub format: Option<FormatArg>,
+    /// Print the summary as JSON
+    #[arg(long, conflicts_with = "format")]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PartitionArg {
+    Monthly,
+    Weekly,
+    Daily,
+    None,
+}
+
+impl From<PartitionArg> for Granularity {
+    fn from(p: PartitionArg) -> Granularity {
+        match p {
+            PartitionArg::Monthly => Granularity::Monthly,
+            PartitionArg::Weekly => Granularity::Weekly,
+            PartitionArg::Daily => Granularity::Daily,
+            PartitionArg::None => Granularity::None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    Json,
+    Markdown,
+    Cipher,
+}
+
+impl From<FormatArg> for Format {
+    fn from(f: FormatArg) -> Format {
+        match f {
+            FormatArg::Json => Format::Json,
+            FormatArg::Markdown => Format::Markdown,
+            FormatArg::Cipher => Format::Cipher,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ImportArgs {
+    /// Root of the tree (or a sessions directory, or one session directory)
+    pub dir: std::path::PathBuf,
+    /// Print the summary as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ValidateArgs {
+    /// Root of the tree (or a sessions directory, or one session directory)
+    pub dir: std::path::PathBuf,
+    /// Check only this session
+    #[arg(long = "session", value_name = "ID")]
+    pub session: Option<String>,
+    /// Print the results as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum SessionsCommand {
+    /// List sessions, most recently updated first
+    List {
+        /// Only sessions with this tag (repeat: all of them)
+        #[arg(long = "tag", value_name = "TAG")]
+        tags: Vec<String>,
+        /// Only sessions whose title, description or tags contain these words
+        #[arg(long)]
+        search: Option<String>,
+        /// Sessions per page (1-1000)
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1000))]
+        limit: u32,
+        /// Sessions to skip
+        #[arg(long, default_value_t = 0)]
+        offset: u32,
+        /// Sort key
+        #[arg(long, value_enum, default_value_t = SortArg::Updated)]
+        sort: SortArg,
+        /// Oldest (or A to Z) first
+        #[arg(long)]
+        asc: bool,
+        /// Print the page as JSON ({ sessions, count, total, hasMore })
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one session with all its thoughts, branches included
+    Show {
+        /// Session id
+        id: String,
+        /// Print SessionExport JSON
+        #[arg(long)]
+        json: bool,
+    },
+    /// Search titles, descriptions, tags and thought text
+    Search {
+        /// Words to look for (all of them)
+        text: String,
+        /// Sessions to answer (1-100)
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=100))]
+        limit: u32,
+        /// Print the matches as JSON
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SortArg {
+    Created,
+    Updated,
+    Title,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct JsonArg {
+    /// Print JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum ConfigCommand {
+    /// Print one setting, or all of them
+    Get {
+        /// installId, dataDir, disableThoughtLogging, sessionPartitionGranularity or createdAt
+        key: Option<String>,
+        /// Print JSON
+        #[arg(long)]
+        json: bool,
+    },
+    /// Change a setting: sessionPartitionGranularity (monthly|weekly|daily|none)
+    /// or disableThoughtLogging (true|false)
+    Set {
+        /// sessionPartitionGranularity or disableThoughtLogging
+        key: String,
+        value: String,
+    },
+}
+
+/// Write text to stdout (an error, not a panic, when stdout is closed).
+fn out(text: &str) -> Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+        .map_err(|e| Error::io("writing to stdout", e))
+}
+
+/// Print a value as pretty JSON on stdout.
+fn out_json(value: &impl Serialize) -> Result<()> {
+    let mut text = serde_json::to_string_pretty(value).map_err(|e| Error::Internal(e.to_string()))?;
+    text.push('\n');
+    out(&text)
+}
+
+/// Columns padded to their widest cell, two spaces apart.
+fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let width = |s: &str| s.chars().count();
+    let mut widths: Vec<usize> = headers.iter().map(|h| width(h)).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(width(cell));
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let mut s = String::new();
+        for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
+            if i + 1 == cells.len() {
+                s.push_str(cell);
+            } else {
+                s.push_str(cell);
+                s.push_str(&" ".repeat(w - width(cell) + 2));
+            }
+        }
+        s.truncate(s.trim_end().len());
+        s.push('\n');
+        s
+    };
+    let mut s = line(headers.to_vec());
+    for row in rows {
+        s.push_str(&line(row.iter().map(String::as_str).collect()));
+    }
+    s
+}
+
+/// At most `max` characters, with an ellipsis when cut; one line.
+fn clip(text: &str, max: usize) -> String {
+    let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one_line.chars().count() <= max {
+        one_line
+    } else {
+        let cut: String = one_line.chars().take(max.saturating_sub(1)).collect();
+        format!("{cut}…")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_align_on_characters() {
+        let t = table(
+            &["ID", "TITLE"],
+            &[vec!["1".into(), "héllo".into()], vec!["22".into(), "x".into()]],
+        );
+        assert_eq!(t, "ID  TITLE\n1   héllo\n22  x\n");
+        assert_eq!(clip("a  b\nc", 10), "a b c");
+        assert_eq!(clip("abcdef", 4), "abc…");
+    }
+}

@@ -1,0 +1,187 @@
+//! `export`, `import` and `validate`.
+
+use std::process::ExitCode;
+
+use serde_json::json;
+
+use super::progress::Progress;
+use super::{ExportArgs, ImportArgs, ValidateArgs, out, out_json};
+use crate::cli::DbArgs;
+use crate::error::{Error, Result};
+use crate::export::{self, Format};
+use crate::tree::check_session_id;
+use crate::tree::importer::{Status, import_tree};
+use crate::tree::reader::{find_session_dirs, load_session};
+use crate::tree::writer::{ExportOptions, export_tree, write_atomic};
+
+pub fn export(db: &DbArgs, args: ExportArgs) -> Result<ExitCode> {
+    if let Some(format) = args.format {
+        return export_file(db, args.sessions, format.into(), args.out);
+    }
+    let Some(dest) = args.out else {
+        return Err(Error::invalid(
+            "out",
+            "export needs --out DIR for the directory tree (or --format with one --session for a single file)",
+        ));
+    };
+    let store = db.open()?;
+    let opts = ExportOptions {
+        sessions: args.sessions,
+        project: args.project,
+        granularity: args.partition.map(Into::into),
+    };
+    let mut progress = Progress::new("exporting");
+    let summary = export_tree(&store, &dest, &opts, &mut |done, total| {
+        progress.step(done, total, || format!("exported {done}/{total}"))
+    })?;
+    progress.finish();
+    if args.json {
+        out_json(&summary)?;
+    } else {
+        out(&format!(
+            "exported {} sessions ({} thoughts) to {} with {} partitions: {} files written, {} unchanged, {} removed\n",
+            summary.sessions.len(),
+            summary.thoughts,
+            dest.display(),
+            summary.granularity,
+            summary.files_written,
+            summary.files_unchanged,
+            summary.files_removed
+        ))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One session as SessionExport JSON, Markdown or cipher, to a file or stdout.
+fn export_file(
+    db: &DbArgs,
+    sessions: Vec<String>,
+    format: Format,
+    dest: Option<std::path::PathBuf>,
+) -> Result<ExitCode> {
+    let [id] = &sessions[..] else {
+        return Err(Error::invalid(
+            "session",
+            "export --format writes one session: name it with exactly one --session ID",
+        ));
+    };
+    if let Some(d) = &dest
+        && d.is_dir()
+    {
+        return Err(Error::invalid(
+            "out",
+            format!("{} is a directory; with --format, --out names a file", d.display()),
+        ));
+    }
+    let store = db.open()?;
+    let (session, thoughts) = store.session_thoughts(id)?;
+    let mut text = match export::render(format, &session, &thoughts, true)? {
+        serde_json::Value::String(s) => s,
+        value => serde_json::to_string_pretty(&value).map_err(|e| Error::Internal(e.to_string()))?,
+    };
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    match dest {
+        Some(path) => {
+            write_atomic(&path, text.as_bytes())?;
+            eprintln!("wrote session {id} as {} to {}", format.as_str(), path.display());
+        }
+        None => out(&text)?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn import(db: &DbArgs, args: ImportArgs) -> Result<ExitCode> {
+    // Look at the tree before opening (and maybe creating) the database.
+    find_session_dirs(&args.dir)?;
+    let store = db.open()?;
+    let mut progress = Progress::new("importing");
+    let summary = import_tree(&store, &args.dir, &mut |done, total, r| {
+        progress.step(done, total, || {
+            let what = match r.status {
+                Status::Imported => format!("imported {} thoughts", r.thoughts),
+                Status::AlreadyPresent => "already in the ledger".to_string(),
+                Status::Invalid => format!(
+                    "INVALID: {}",
+                    r.report.result.errors.first().map_or("missing files", String::as_str)
+                ),
+            };
+            format!("[{done}/{total}] {} {what}", r.report.session_id)
+        })
+    })?;
+    progress.finish();
+    if args.json {
+        out_json(&summary)?;
+    } else {
+        let mut text = format!(
+            "{} session directories in {}: {} imported ({} thoughts), {} already present, {} invalid and skipped\n",
+            summary.sessions_found,
+            summary.source.display(),
+            summary.imported,
+            summary.thoughts_imported,
+            summary.already_present,
+            summary.invalid
+        );
+        for w in &summary.warnings {
+            text.push_str(&format!("warning: {w}\n"));
+        }
+        for r in summary
+            .sessions
+            .iter()
+            .filter(|r| r.status == Status::Invalid || !r.report.warnings.is_empty())
+        {
+            text.push_str(&r.report.describe());
+        }
+        out(&text)?;
+    }
+    Ok(if summary.invalid > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+pub fn validate(args: ValidateArgs) -> Result<ExitCode> {
+    if let Some(id) = &args.session {
+        check_session_id(id)?;
+    }
+    let mut reports = Vec::new();
+    for dir in find_session_dirs(&args.dir)? {
+        let (report, _) = load_session(&dir);
+        if args.session.as_ref().is_none_or(|id| *id == report.session_id) {
+            reports.push(report);
+        }
+    }
+    if let Some(id) = &args.session
+        && reports.is_empty()
+    {
+        return Err(Error::session_not_found(format!(
+            "{id} (no such session under {})",
+            args.dir.display()
+        )));
+    }
+    let invalid = reports.iter().filter(|r| !r.result.valid).count();
+    if args.json {
+        out_json(&json!({
+            "valid": invalid == 0,
+            "sessionsChecked": reports.len(),
+            "invalid": invalid,
+            "sessions": reports,
+        }))?;
+    } else {
+        let mut text: String = reports.iter().map(|r| r.describe()).collect();
+        text.push_str(&format!(
+            "{} sessions checked in {}: {} valid, {invalid} invalid\n",
+            reports.len(),
+            args.dir.display(),
+            reports.len() - invalid
+        ));
+        out(&text)?;
+    }
+    Ok(if invalid > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}

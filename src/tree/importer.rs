@@ -1,0 +1,136 @@
+//! Importing a tree into the database, one transaction per session.
+//!
+//! Loading (file reads, JSON parsing, checks) runs on a second thread while
+//! the first inserts the sessions already loaded, so the two costs overlap.
+//! A session that fails its checks is reported and skipped; one already in
+//! the ledger is left as it is. Nothing is written outside the database.
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+
+use serde::Serialize;
+
+use super::CONFIG;
+use super::integrity::SessionReport;
+use super::reader::{find_session_dirs, load_session};
+use crate::error::{Error, Result};
+use crate::store::{ImportOutcome, Store};
+
+/// What became of one session directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Status {
+    Imported,
+    AlreadyPresent,
+    Invalid,
+}
+
+/// One session directory's outcome, with its integrity report.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionResult {
+    pub status: Status,
+    /// Thoughts inserted (0 unless imported).
+    pub thoughts: u64,
+    pub report: SessionReport,
+}
+
+/// What an import did.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImportSummary {
+    pub source: PathBuf,
+    pub sessions_found: usize,
+    pub imported: usize,
+    pub already_present: usize,
+    pub invalid: usize,
+    pub thoughts_imported: u64,
+    /// About the tree as a whole (an unreadable config.json).
+    pub warnings: Vec<String>,
+    pub sessions: Vec<SessionResult>,
+}
+
+/// Import every session found under `root`. `progress(done, total, result)`
+/// is called after each session directory.
+pub fn import_tree(
+    store: &Store,
+    root: &Path,
+    progress: &mut dyn FnMut(usize, usize, &SessionResult),
+) -> Result<ImportSummary> {
+    let dirs = find_session_dirs(root)?;
+    let mut summary = ImportSummary {
+        source: root.to_path_buf(),
+        sessions_found: dirs.len(),
+        ..Default::default()
+    };
+    // config.json is optional and describes the exporting installation; the
+    // ledger keeps its own settings, so it is only checked.
+    let config = root.join(CONFIG);
+    if config.is_file()
+        && let Err(e) = std::fs::read(&config).map_err(|e| e.to_string()).and_then(|b| {
+            serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(&b).map_err(|e| e.to_string())
+        })
+    {
+        summary
+            .warnings
+            .push(format!("config.json is not a readable JSON object ({e}); ignored"));
+    }
+    let total = dirs.len();
+    std::thread::scope(|scope| -> Result<()> {
+        let (send, receive) = mpsc::sync_channel(32);
+        scope.spawn(move || {
+            for dir in dirs {
+                if send.send(load_session(&dir)).is_err() {
+                    return;
+                }
+            }
+        });
+        for (done, (mut report, loaded)) in receive.into_iter().enumerate() {
+            let (status, thoughts) = match loaded {
+                None => (Status::Invalid, 0),
+                Some(l) => match store.import_session(&l.session, &l.thoughts) {
+                    Ok(ImportOutcome::Imported(n)) => (Status::Imported, n),
+                    Ok(ImportOutcome::AlreadyPresent(n)) => {
+                        if n != l.thoughts.len() as u64 {
+                            report.warnings.push(format!(
+                                "already in the ledger with {n} thoughts (the tree has {}); left unchanged",
+                                l.thoughts.len()
+                            ));
+                        }
+                        (Status::AlreadyPresent, 0)
+                    }
+                    // A row the schema refuses fails this session only.
+                    Err(Error::Database(e))
+                        if e.sqlite_error_code() == Some(rusqlite::ErrorCode::ConstraintViolation) =>
+                    {
+                        report
+                            .result
+                            .errors
+                            .push(format!("the database refused the session: {e}"));
+                        report.result.settle();
+                        (Status::Invalid, 0)
+                    }
+                    Err(e) => return Err(e),
+                },
+            };
+            match status {
+                Status::Imported => summary.imported += 1,
+                Status::AlreadyPresent => summary.already_present += 1,
+                Status::Invalid => summary.invalid += 1,
+            }
+            summary.thoughts_imported += thoughts;
+            let result = SessionResult {
+                status,
+                thoughts,
+                report,
+            };
+            progress(done + 1, total, &result);
+            summary.sessions.push(result);
+        }
+        Ok(())
+    })?;
+    if summary.imported > 0 {
+        store.checkpoint_passive()?;
+    }
+    Ok(summary)
+}

@@ -1,0 +1,228 @@
+//! The filesystem layout of seeds 002/003: the ledger as a directory tree of
+//! JSON files, which the TypeScript Thoughtbox keeps and other tools read.
+//!
+//! ```text
+//! DIR/config.json
+//! DIR/projects/{project}/sessions/{partition}/{sessionId}/manifest.json
+//!                                                        /001.json 002.json ...
+//!                                                        /{branchId}/004.json ...
+//! ```
+//!
+//! A thought file is named after its thought number (zero-padded to three
+//! digits, wider past 999) and holds one ThoughtNode. [`writer`] rebuilds the
+//! tree from the database, [`reader`] loads and checks one session directory
+//! of our layout or the reference's (`branches/{branchId}/`, flat or
+//! partitioned sessions), [`integrity`] holds the IntegrityValidationResult,
+//! and [`importer`] brings whole trees into the database.
+//!
+//! Every name that becomes part of a path is checked here first: session ids
+//! must be UUIDs, branch ids `[a-z0-9-]{1,64}`, thought files `<digits>.json`,
+//! so nothing read from a tree or the database can point outside it.
+
+pub mod importer;
+pub mod integrity;
+pub mod reader;
+pub mod writer;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// Version written into every manifest.
+pub const MANIFEST_VERSION: &str = "1.0.0";
+/// Manifest file name inside a session directory.
+pub const MANIFEST: &str = "manifest.json";
+/// Configuration file at the root of a tree.
+pub const CONFIG: &str = "config.json";
+/// Project used when neither an option nor a `project:` tag names one.
+pub const DEFAULT_PROJECT: &str = "_default";
+/// The reference keeps branch folders under this directory.
+pub const REFERENCE_BRANCH_DIR: &str = "branches";
+
+/// SessionManifest of DATA-MODELS. `metadata` also carries `completedAt` and
+/// `domain` when the session has them, so that a round trip keeps them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionManifest {
+    pub id: String,
+    pub version: String,
+    pub thought_files: Vec<String>,
+    /// Optional on reading: a session without branches may leave it out.
+    #[serde(default)]
+    pub branch_files: BTreeMap<String, Vec<String>>,
+    pub metadata: ManifestMetadata,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ManifestMetadata {
+    pub title: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    pub tags: Vec<String>,
+    pub created_at: String,
+    pub updated_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub domain: Option<String>,
+}
+
+/// True for a lower-case hyphenated UUID (`8-4-4-4-12` hex digits), the only
+/// form a session id may take in a path.
+pub fn is_session_id(id: &str) -> bool {
+    let b = id.as_bytes();
+    b.len() == 36
+        && b.iter().enumerate().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => *c == b'-',
+            _ => c.is_ascii_digit() || (b'a'..=b'f').contains(c),
+        })
+}
+
+/// Reject a session id that is not a UUID before it becomes a path.
+pub fn check_session_id(id: &str) -> Result<()> {
+    if is_session_id(id) {
+        Ok(())
+    } else {
+        Err(Error::invalid(
+            "sessionId",
+            format!("session id {id:?} is not a lower-case UUID; refusing to use it as a directory name"),
+        ))
+    }
+}
+
+/// The file holding thought `n`: `001.json`, ..., `999.json`, `1000.json`.
+pub fn thought_file(n: u32) -> String {
+    format!("{n:03}.json")
+}
+
+/// The thought number a file name stands for, when it is `<digits>.json`.
+pub fn thought_file_number(name: &str) -> Option<u32> {
+    let digits = name.strip_suffix(".json")?;
+    if digits.is_empty() || digits.len() > 10 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// Sort thought file names by number (the reference sorted them as strings,
+/// which puts `1000.json` before `101.json`).
+pub fn sort_files(files: &mut [String]) {
+    files.sort_by_key(|f| (thought_file_number(f), f.clone()));
+}
+
+/// A project directory name: `[A-Za-z0-9._-]`, 1-64 characters, not `.`/`..`.
+fn is_project_name(p: &str) -> bool {
+    !p.is_empty()
+        && p.len() <= 64
+        && p.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+        && !p.bytes().all(|b| b == b'.')
+}
+
+/// Check a project name given on the command line.
+pub fn check_project(p: &str) -> Result<()> {
+    if is_project_name(p) {
+        Ok(())
+    } else {
+        Err(Error::invalid(
+            "project",
+            format!("project {p:?} must be 1-64 characters of letters, digits, '.', '_' and '-' (and not only dots)"),
+        ))
+    }
+}
+
+/// The project of a session: the first `project:<p>` tag, with characters
+/// that cannot be part of a directory name replaced by `-`; `_default` when
+/// there is none or nothing usable is left.
+pub fn project_from_tags(tags: &[String]) -> String {
+    tags.iter()
+        .filter_map(|t| t.strip_prefix("project:"))
+        .map(|p| {
+            p.trim()
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                        c
+                    } else {
+                        '-'
+                    }
+                })
+                .take(64)
+                .collect::<String>()
+        })
+        .find(|p| is_project_name(p))
+        .unwrap_or_else(|| DEFAULT_PROJECT.to_string())
+}
+
+/// `DIR/projects/{project}/sessions/{partition?}/{sessionId}`.
+pub fn session_dir(root: &Path, project: &str, partition: Option<&str>, session_id: &str) -> PathBuf {
+    let mut p = root.join("projects").join(project).join("sessions");
+    if let Some(part) = partition {
+        p.push(part);
+    }
+    p.push(session_id);
+    p
+}
+
+fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
+    let context = context.into();
+    move |e| Error::io(context, e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_ids_must_be_uuids() {
+        assert!(is_session_id("a1b2c3d4-e5f6-7890-abcd-ef1234567890"));
+        for bad in [
+            "",
+            "..",
+            "../../etc",
+            "A1B2C3D4-E5F6-7890-ABCD-EF1234567890",
+            "a1b2c3d4-e5f6-7890-abcd-ef123456789",
+            "a1b2c3d4/e5f6-7890-abcd-ef1234567890",
+            "a1b2c3d4-e5f6-7890-abcd-ef12345678901",
+        ] {
+            assert!(!is_session_id(bad), "{bad}");
+            assert!(check_session_id(bad).is_err());
+        }
+    }
+
+    #[test]
+    fn file_names_sort_numerically() {
+        assert_eq!(thought_file(7), "007.json");
+        assert_eq!(thought_file(1000), "1000.json");
+        assert_eq!(thought_file_number("0042.json"), Some(42));
+        for bad in [
+            "x.json",
+            ".json",
+            "1.json.tmp",
+            "../1.json",
+            "-1.json",
+            "99999999999.json",
+        ] {
+            assert_eq!(thought_file_number(bad), None, "{bad}");
+        }
+        let mut files = vec!["1000.json".to_string(), "101.json".into(), "002.json".into()];
+        sort_files(&mut files);
+        assert_eq!(files, ["002.json", "101.json", "1000.json"]);
+    }
+
+    #[test]
+    fn projects_never_escape() {
+        assert_eq!(project_from_tags(&["x".into(), "project:api".into()]), "api");
+        assert_eq!(project_from_tags(&["project:my app/v2".into()]), "my-app-v2");
+        assert_eq!(project_from_tags(&["project:..".into()]), DEFAULT_PROJECT);
+        assert_eq!(project_from_tags(&["project:../..".into()]), "..-..");
+        assert_eq!(project_from_tags(&[]), DEFAULT_PROJECT);
+        assert!(check_project("../x").is_err());
+        assert!(check_project("..").is_err());
+        assert!(check_project("ok_1.2").is_ok());
+    }
+}

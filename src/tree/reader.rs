@@ -1,0 +1,887 @@
+//! Reading a tree: finding its session directories, and loading one session
+//! directory into ledger rows, checking everything on the way.
+//!
+//! A session is loaded completely or not at all: any missing file, corrupt
+//! file, bad name or dangling link makes it invalid, and its report says why.
+//! Two habits of the TypeScript Thoughtbox (1.2.x) are repaired instead, with
+//! a warning, because its trees always have them:
+//! - `prev` links that do not form one chain per branch (every node of a
+//!   branch pointing at the fork point: a star), or a main chain forked after
+//!   a restart: that chain is relinked in timestamp order, as our ledger
+//!   would have linked it;
+//! - `next` lists that disagree with `prev` (written once, never updated):
+//!   `next` is derived from `prev`, so it is only used, where it agrees, to
+//!   recover the creation order of siblings.
+//!
+//! The manifest decides which files belong to the session; numbered files it
+//! does not list are reported and left out.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use chrono::DateTime;
+use serde::Deserialize;
+
+use super::integrity::{IntegrityValidationResult, SessionReport};
+use super::{MANIFEST, REFERENCE_BRANCH_DIR, SessionManifest, io, is_session_id, sort_files, thought_file_number};
+use crate::domain::{
+    self, Critique, MAX_THOUGHT_BYTES, MAX_THOUGHT_NUMBER, MAX_TITLE_CHARS, Session, Thought, ThoughtData,
+    validate_branch_id,
+};
+use crate::error::{Error, Result};
+
+/// A session read from a tree, ready to insert: thoughts in creation order.
+#[derive(Debug, Clone)]
+pub struct LoadedSession {
+    pub session: Session,
+    pub thoughts: Vec<Thought>,
+}
+
+/// The session directories under `root`, in path order. `root` may be a tree
+/// (`projects/*/sessions/`, or the reference's older `sessions/`), a sessions
+/// directory, or one session directory. Sessions may sit directly in a
+/// sessions directory (flat, partition `none`) or one partition level below.
+/// A directory counts as a session when it holds `manifest.json` or is named
+/// like a session id (so a session that lost its manifest is still reported).
+/// Symbolic links are not followed.
+pub fn find_session_dirs(root: &Path) -> Result<Vec<PathBuf>> {
+    let meta = fs::metadata(root).map_err(io(format!("reading {}", root.display())))?;
+    if !meta.is_dir() {
+        return Err(Error::io(
+            format!("{} is not a directory", root.display()),
+            std::io::Error::from(std::io::ErrorKind::NotADirectory),
+        ));
+    }
+    if root.join(MANIFEST).is_file() {
+        return Ok(vec![root.to_path_buf()]);
+    }
+    let mut roots = Vec::new();
+    for project in subdirs(&root.join("projects"))? {
+        let s = project.join("sessions");
+        if s.is_dir() {
+            roots.push(s);
+        }
+    }
+    if root.join("sessions").is_dir() {
+        roots.push(root.join("sessions"));
+    }
+    if roots.is_empty() {
+        roots.push(root.to_path_buf());
+    }
+    let is_session =
+        |d: &Path| d.file_name().and_then(|n| n.to_str()).is_some_and(is_session_id) || d.join(MANIFEST).is_file();
+    let mut found = Vec::new();
+    for sessions in roots {
+        for child in subdirs(&sessions)? {
+            if is_session(&child) {
+                found.push(child);
+            } else {
+                found.extend(subdirs(&child)?.into_iter().filter(|d| is_session(d)));
+            }
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// The first of `candidates` that exists (not following a symbolic link),
+/// and whether it is a regular file.
+fn locate<const N: usize>(candidates: [PathBuf; N]) -> Option<(PathBuf, bool)> {
+    candidates
+        .into_iter()
+        .find_map(|p| fs::symlink_metadata(&p).ok().map(|m| (p, m.is_file())))
+}
+
+/// Real subdirectories of `dir` (none when it does not exist), hidden ones
+/// left out: an exporter stages new sessions in `.{id}.{pid}.tmp`.
+fn subdirs(dir: &Path) -> Result<Vec<PathBuf>> {
+    let entries = match fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io(format!("listing {}", dir.display()), e)),
+    };
+    let mut out = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(io(format!("listing {}", dir.display())))?;
+        let hidden = entry.file_name().as_encoded_bytes().starts_with(b".");
+        if !hidden && entry.file_type().is_ok_and(|t| t.is_dir()) {
+            out.push(entry.path());
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// A ThoughtNode as found on disk: numbers as plain integers so that zero or
+/// negative values are reported rather than failing the parse, and every
+/// link optional.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawNode {
+    id: String,
+    data: RawData,
+    #[serde(default)]
+    prev: Option<String>,
+    #[serde(default)]
+    next: Option<Vec<String>>,
+    #[serde(default)]
+    revises_node: Option<String>,
+    #[serde(default)]
+    branch_origin: Option<String>,
+    #[serde(default)]
+    branch_id: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawData {
+    thought: String,
+    thought_number: i64,
+    #[serde(default)]
+    total_thoughts: Option<i64>,
+    next_thought_needed: bool,
+    #[serde(default)]
+    is_revision: Option<bool>,
+    #[serde(default)]
+    revises_thought: Option<i64>,
+    #[serde(default)]
+    branch_from_thought: Option<i64>,
+    #[serde(default)]
+    branch_id: Option<String>,
+    #[serde(default)]
+    needs_more_thoughts: Option<bool>,
+    #[serde(default)]
+    include_guide: Option<bool>,
+    #[serde(default)]
+    timestamp: Option<String>,
+    #[serde(default)]
+    critique: Option<Critique>,
+}
+
+/// A node that passed the per-file checks.
+struct Node {
+    /// Where it was read from, for messages (`alt/004.json`).
+    file: String,
+    branch: Option<String>,
+    id: String,
+    prev: Option<String>,
+    next: Option<Vec<String>>,
+    revises_node: Option<String>,
+    branch_origin: Option<String>,
+    /// Milliseconds since the epoch, for ordering.
+    millis: i64,
+    data: ThoughtData,
+}
+
+fn valid_time(s: &str) -> Option<i64> {
+    DateTime::parse_from_rfc3339(s).ok().map(|t| t.timestamp_millis())
+}
+
+fn small_number(v: i64) -> Option<u32> {
+    u32::try_from(v).ok().filter(|n| (1..=MAX_THOUGHT_NUMBER).contains(n))
+}
+
+/// Load one session directory. Returns its report, and the session when it
+/// is valid.
+pub fn load_session(dir: &Path) -> (SessionReport, Option<LoadedSession>) {
+    let mut report = SessionReport {
+        session_id: dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        path: dir.to_path_buf(),
+        result: IntegrityValidationResult::default(),
+        warnings: Vec::new(),
+    };
+    let loaded = Loader {
+        dir,
+        report: &mut report,
+    }
+    .load();
+    report.result.settle();
+    let loaded = loaded.filter(|_| report.result.valid);
+    (report, loaded)
+}
+
+struct Loader<'a> {
+    dir: &'a Path,
+    report: &'a mut SessionReport,
+}
+
+impl Loader<'_> {
+    fn error(&mut self, message: String) {
+        self.report.result.errors.push(message);
+    }
+
+    fn load(&mut self) -> Option<LoadedSession> {
+        let r = &mut self.report.result;
+        r.session_exists = self.dir.is_dir();
+        if !r.session_exists {
+            self.error("the session directory does not exist".into());
+            return None;
+        }
+        let manifest_path = self.dir.join(MANIFEST);
+        let bytes = match fs::read(&manifest_path) {
+            Ok(b) => b,
+            Err(e) => {
+                if e.kind() == std::io::ErrorKind::NotFound {
+                    self.error("manifest.json is missing".into());
+                } else {
+                    self.report.result.manifest_exists = true;
+                    self.error(format!("manifest.json cannot be read: {e}"));
+                }
+                return None;
+            }
+        };
+        self.report.result.manifest_exists = true;
+        let manifest: SessionManifest = match serde_json::from_slice(&bytes) {
+            Ok(m) => m,
+            Err(e) => {
+                self.error(format!("manifest.json is not a valid SessionManifest: {e}"));
+                return None;
+            }
+        };
+        self.report.result.manifest_valid = true;
+        let sid = manifest.id.clone();
+        if !is_session_id(&sid) {
+            self.error(format!("manifest id {sid:?} is not a lower-case UUID"));
+            return None;
+        }
+        self.report.session_id = sid.clone();
+        if self.dir.file_name().and_then(|n| n.to_str()) != Some(sid.as_str()) {
+            self.error(format!("the directory is not named after the manifest id {sid}"));
+        }
+        let session = self.session(&manifest);
+        let nodes = self.read_files(&manifest);
+        self.warn_unlisted(&manifest);
+        if !self.report.result.errors.is_empty() || !self.missing_nothing() {
+            return None;
+        }
+        let session = session?;
+        let nodes = self.check_links(&sid, nodes)?;
+        let thoughts = self.creation_order(&sid, nodes);
+        Some(LoadedSession {
+            session: Session {
+                thought_count: thoughts.len() as u64,
+                branch_count: thoughts
+                    .iter()
+                    .filter_map(|t| t.data.branch_id.as_deref())
+                    .collect::<HashSet<_>>()
+                    .len() as u64,
+                ..session
+            },
+            thoughts,
+        })
+    }
+
+    fn missing_nothing(&self) -> bool {
+        let r = &self.report.result;
+        r.missing_thought_files.is_empty() && r.missing_branch_files.values().all(Vec::is_empty)
+    }
+
+    /// The session row from the manifest's metadata.
+    fn session(&mut self, m: &SessionManifest) -> Option<Session> {
+        let md = &m.metadata;
+        let mut ok = true;
+        let chars = md.title.chars().count();
+        if md.title.trim().is_empty() || chars > MAX_TITLE_CHARS {
+            self.error(format!(
+                "the title must be 1 to {MAX_TITLE_CHARS} characters, not blank (it has {chars})"
+            ));
+            ok = false;
+        }
+        let times = [
+            ("createdAt", Some(&md.created_at)),
+            ("updatedAt", Some(&md.updated_at)),
+            ("completedAt", md.completed_at.as_ref()),
+        ];
+        for (name, value) in times {
+            if let Some(v) = value
+                && valid_time(v).is_none()
+            {
+                self.error(format!("metadata.{name} {v:?} is not an ISO 8601 date-time"));
+                ok = false;
+            }
+        }
+        let mut tags: Vec<String> = Vec::new();
+        for t in &md.tags {
+            if !t.trim().is_empty() && !tags.contains(t) {
+                tags.push(t.clone());
+            }
+        }
+        if tags.len() != md.tags.len() {
+            self.report
+                .warnings
+                .push("empty or repeated tags were dropped".to_string());
+        }
+        ok.then(|| Session {
+            id: m.id.clone(),
+            title: md.title.clone(),
+            description: md.description.clone(),
+            tags,
+            thought_count: 0,
+            branch_count: 0,
+            partition_path: None,
+            created_at: md.created_at.clone(),
+            updated_at: md.updated_at.clone(),
+            // Not kept in the tree; the last change is the closest known value.
+            last_accessed_at: md.updated_at.clone(),
+            completed_at: md.completed_at.clone(),
+            domain: md.domain.clone(),
+        })
+    }
+
+    /// Read every file the manifest lists. Missing files are recorded in the
+    /// result; unreadable or invalid ones as errors.
+    fn read_files(&mut self, m: &SessionManifest) -> Vec<Node> {
+        let mut nodes = Vec::new();
+        for f in &m.thought_files {
+            if thought_file_number(f).is_none() {
+                self.error(format!(
+                    "thoughtFiles lists {f:?}, which is not a thought file name (NNN.json)"
+                ));
+                continue;
+            }
+            let Some(path) = locate([self.dir.join(f)]) else {
+                self.report.result.missing_thought_files.push(f.clone());
+                continue;
+            };
+            if let Some(n) = self.read_node(&path, f, None, &m.id) {
+                nodes.push(n);
+            }
+        }
+        for (branch, files) in &m.branch_files {
+            if validate_branch_id("branchId", branch).is_err() {
+                self.error(format!(
+                    "branchFiles names branch {branch:?}, which is not a valid branch id ([a-z0-9-], 1-64 characters); its files were not read"
+                ));
+                continue;
+            }
+            let ours = self.dir.join(branch);
+            let reference = self.dir.join(REFERENCE_BRANCH_DIR).join(branch);
+            for f in files {
+                if thought_file_number(f).is_none() {
+                    self.error(format!(
+                        "branchFiles[{branch}] lists {f:?}, which is not a thought file name (NNN.json)"
+                    ));
+                    continue;
+                }
+                let Some(path) = locate([ours.join(f), reference.join(f)]) else {
+                    self.report
+                        .result
+                        .missing_branch_files
+                        .entry(branch.clone())
+                        .or_default()
+                        .push(f.clone());
+                    continue;
+                };
+                let shown = path
+                    .0
+                    .strip_prefix(self.dir)
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_else(|_| f.clone());
+                if let Some(n) = self.read_node(&path, &shown, Some(branch), &m.id) {
+                    nodes.push(n);
+                }
+            }
+        }
+        nodes
+    }
+
+    /// Parse and check one thought file.
+    fn read_node(
+        &mut self,
+        (path, is_file): &(PathBuf, bool),
+        shown: &str,
+        branch: Option<&String>,
+        sid: &str,
+    ) -> Option<Node> {
+        if !is_file {
+            self.error(format!("{shown} is not a regular file"));
+            return None;
+        }
+        let raw: RawNode = match fs::read(path)
+            .map_err(|e| e.to_string())
+            .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
+        {
+            Ok(n) => n,
+            Err(e) => {
+                self.error(format!("{shown} is not a valid ThoughtNode: {e}"));
+                return None;
+            }
+        };
+        let before = self.report.result.errors.len();
+        let d = raw.data;
+        let number = small_number(d.thought_number);
+        if number.is_none() {
+            self.error(format!(
+                "{shown}: thoughtNumber {} is not between 1 and {MAX_THOUGHT_NUMBER}",
+                d.thought_number
+            ));
+        }
+        let file_name = Path::new(shown).file_name().and_then(|n| n.to_str()).unwrap_or(shown);
+        if let Some(n) = number
+            && thought_file_number(file_name) != Some(n)
+        {
+            self.error(format!(
+                "{shown} holds thought {n}; its file name should be {:03}.json",
+                n
+            ));
+        }
+        for stated in [raw.branch_id.as_ref(), d.branch_id.as_ref()].into_iter().flatten() {
+            if Some(stated) != branch {
+                self.error(format!(
+                    "{shown} says branchId {stated:?} but is stored as {}",
+                    branch.map_or("a main-chain thought".to_string(), |b| format!(
+                        "a thought of branch {b:?}"
+                    ))
+                ));
+            }
+        }
+        if let Some(n) = number {
+            let expected = domain::node_id(sid, branch.map(String::as_str), n);
+            if raw.id != expected {
+                self.error(format!("{shown}: node id {:?} should be {expected:?}", raw.id));
+            }
+        }
+        if d.thought.trim().is_empty() {
+            self.error(format!("{shown}: the thought text is empty"));
+        }
+        if d.thought.len() > MAX_THOUGHT_BYTES {
+            self.error(format!(
+                "{shown}: the thought text is {} bytes; the limit is {MAX_THOUGHT_BYTES}",
+                d.thought.len()
+            ));
+        }
+        let total = match d.total_thoughts {
+            None => number,
+            Some(t) => {
+                let t = small_number(t);
+                if t.is_none() {
+                    self.error(format!(
+                        "{shown}: totalThoughts is not between 1 and {MAX_THOUGHT_NUMBER}"
+                    ));
+                }
+                t
+            }
+        };
+        let millis = match d.timestamp.as_deref() {
+            Some(ts) => valid_time(ts),
+            None => None,
+        };
+        if millis.is_none() {
+            self.error(format!("{shown}: timestamp is missing or not an ISO 8601 date-time"));
+        }
+        let revises = d.revises_thought.map(|r| small_number(r).ok_or(r)).transpose();
+        let from = d.branch_from_thought.map(|f| small_number(f).ok_or(f)).transpose();
+        if let Err(bad) = revises {
+            self.error(format!("{shown}: revisesThought {bad} is not a thought number"));
+        }
+        if let Err(bad) = from {
+            self.error(format!("{shown}: branchFromThought {bad} is not a thought number"));
+        }
+        if let Some(c) = &d.critique
+            && valid_time(&c.timestamp).is_none()
+        {
+            self.error(format!(
+                "{shown}: the critique's timestamp is not an ISO 8601 date-time"
+            ));
+        }
+        if self.report.result.errors.len() > before {
+            return None;
+        }
+        let (Some(number), Some(total), Some(millis), Some(timestamp), Ok(revises), Ok(from)) =
+            (number, total, millis, d.timestamp, revises, from)
+        else {
+            return None;
+        };
+        Some(Node {
+            file: shown.to_string(),
+            branch: branch.cloned(),
+            id: raw.id,
+            prev: raw.prev,
+            next: raw.next,
+            revises_node: raw.revises_node,
+            branch_origin: raw.branch_origin,
+            millis,
+            data: ThoughtData {
+                thought: d.thought,
+                thought_number: number,
+                total_thoughts: total,
+                next_thought_needed: d.next_thought_needed,
+                is_revision: d.is_revision.unwrap_or(false) || revises.is_some(),
+                revises_thought: revises,
+                branch_from_thought: from,
+                branch_id: branch.cloned(),
+                needs_more_thoughts: d.needs_more_thoughts,
+                include_guide: d.include_guide,
+                timestamp,
+                critique: d.critique,
+            },
+        })
+    }
+
+    /// Warn about numbered files in the session's folders that the manifest
+    /// does not list: they are not imported.
+    fn warn_unlisted(&mut self, m: &SessionManifest) {
+        let mut folders: Vec<(PathBuf, String, HashSet<&String>)> =
+            vec![(self.dir.to_path_buf(), String::new(), m.thought_files.iter().collect())];
+        for (branch, files) in &m.branch_files {
+            if validate_branch_id("branchId", branch).is_ok() {
+                let listed: HashSet<&String> = files.iter().collect();
+                folders.push((self.dir.join(branch), format!("{branch}/"), listed.clone()));
+                folders.push((
+                    self.dir.join(REFERENCE_BRANCH_DIR).join(branch),
+                    format!("{REFERENCE_BRANCH_DIR}/{branch}/"),
+                    listed,
+                ));
+            }
+        }
+        let mut unlisted = Vec::new();
+        for (folder, prefix, listed) in folders {
+            let Ok(entries) = fs::read_dir(&folder) else { continue };
+            let mut names: Vec<String> = entries
+                .filter_map(|e| e.ok())
+                .filter_map(|e| e.file_name().to_str().map(str::to_string))
+                .filter(|n| thought_file_number(n).is_some() && !listed.contains(n))
+                .collect();
+            sort_files(&mut names);
+            unlisted.extend(names.into_iter().map(|n| format!("{prefix}{n}")));
+        }
+        if !unlisted.is_empty() {
+            self.report.warnings.push(format!(
+                "thought files not listed in the manifest were left out: {}",
+                unlisted.join(", ")
+            ));
+        }
+    }
+
+    /// Check that every link names a node of the session and that each branch
+    /// forks from one main-chain node; fill in what the links imply.
+    fn check_links(&mut self, sid: &str, mut nodes: Vec<Node>) -> Option<Vec<Node>> {
+        let mut index: HashMap<String, usize> = HashMap::new();
+        for (i, n) in nodes.iter().enumerate() {
+            if index.insert(n.id.clone(), i).is_some() {
+                self.error(format!("node {} appears twice", n.id));
+            }
+        }
+        // Each branch's fork point: the origin its nodes state (branchOrigin,
+        // else branchFromThought), which must agree.
+        let mut forks: BTreeMap<String, String> = BTreeMap::new();
+        for n in &nodes {
+            let stated = n
+                .branch_origin
+                .clone()
+                .or_else(|| n.data.branch_from_thought.map(|f| domain::node_id(sid, None, f)));
+            match (&n.branch, stated) {
+                (None, Some(_)) => self.error(format!(
+                    "{}: a main-chain thought cannot have branchOrigin or branchFromThought",
+                    n.file
+                )),
+                (Some(b), Some(origin)) => match forks.get(b) {
+                    Some(existing) if *existing != origin => self.error(format!(
+                        "branch {b:?} forks from both {existing} and {origin}; a branch has one fork point"
+                    )),
+                    Some(_) => {}
+                    None => {
+                        forks.insert(b.clone(), origin);
+                    }
+                },
+                _ => {}
+            }
+        }
+        let mut fork_numbers: HashMap<String, u32> = HashMap::new();
+        let branches: HashSet<String> = nodes.iter().filter_map(|n| n.branch.clone()).collect();
+        for b in &branches {
+            let origin = forks.get(b).and_then(|o| index.get(o).map(|&i| &nodes[i]));
+            match origin {
+                Some(o) if o.branch.is_none() => {
+                    fork_numbers.insert(b.clone(), o.data.thought_number);
+                }
+                _ => self.error(format!(
+                    "branch {b:?} does not fork from a main-chain thought of this session (fork point: {})",
+                    forks.get(b).map_or("none given", String::as_str)
+                )),
+            }
+        }
+        for n in &mut nodes {
+            if let Some(r) = n.data.revises_thought
+                && n.revises_node.is_none()
+            {
+                n.revises_node = Some(domain::node_id(sid, n.branch.as_deref(), r));
+            }
+            if let Some(b) = &n.branch
+                && let Some(&f) = fork_numbers.get(b)
+            {
+                n.branch_origin = Some(domain::node_id(sid, None, f));
+                n.data.branch_from_thought = Some(f);
+            }
+        }
+        let mut errors = Vec::new();
+        for n in &nodes {
+            for (what, link) in [("prev", &n.prev), ("revisesNode", &n.revises_node)] {
+                if let Some(l) = link
+                    && !index.contains_key(l)
+                {
+                    errors.push(format!(
+                        "{}: {what} names {l}, which is not a node of this session",
+                        n.file
+                    ));
+                }
+            }
+            if n.revises_node.as_deref() == Some(n.id.as_str()) || n.prev.as_deref() == Some(n.id.as_str()) {
+                errors.push(format!("{}: the node links to itself", n.file));
+            }
+        }
+        for e in errors {
+            self.error(e);
+        }
+        self.report.result.errors.is_empty().then_some(nodes)
+    }
+
+    /// Make each chain a single chain of `prev` links (relinking it in
+    /// timestamp order when it is not), then order all nodes as they were
+    /// created: a node after its `prev`, siblings in the order of their
+    /// parent's `next` list where that list agrees, otherwise by timestamp.
+    fn creation_order(&mut self, sid: &str, mut nodes: Vec<Node>) -> Vec<Thought> {
+        let index: HashMap<String, usize> = nodes.iter().enumerate().map(|(i, n)| (n.id.clone(), i)).collect();
+        let mut chains: BTreeMap<Option<String>, Vec<usize>> = BTreeMap::new();
+        for (i, n) in nodes.iter().enumerate() {
+            chains.entry(n.branch.clone()).or_default().push(i);
+        }
+        for (branch, members) in &chains {
+            let head_prev = members.first().and_then(|&i| nodes[i].branch_origin.clone());
+            if is_single_chain(&nodes, members, &head_prev) {
+                continue;
+            }
+            let mut ordered = members.clone();
+            ordered.sort_by_key(|&i| (nodes[i].millis, nodes[i].data.thought_number));
+            let mut prev = head_prev;
+            for i in ordered {
+                nodes[i].prev = prev;
+                prev = Some(nodes[i].id.clone());
+            }
+            self.report.warnings.push(match branch {
+                Some(b) => format!(
+                    "branch {b:?} was not one chain of prev links (Thoughtbox 1.2.x links every branch thought to the fork point); relinked in timestamp order"
+                ),
+                None => "the main chain was not one chain of prev links; relinked in timestamp order".to_string(),
+            });
+        }
+        // children[p] = nodes whose prev is p, in the file order.
+        let mut children: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
+        let mut indegree = vec![0usize; nodes.len()];
+        for (i, n) in nodes.iter().enumerate() {
+            if let Some(&p) = n.prev.as_ref().and_then(|p| index.get(p)) {
+                children[p].push(i);
+                indegree[i] += 1;
+            }
+        }
+        // Sibling order from `next`, where it names exactly the children.
+        let mut after: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
+        let mut stale = false;
+        for (p, kids) in children.iter().enumerate() {
+            let listed: Vec<usize> = nodes[p]
+                .next
+                .iter()
+                .flatten()
+                .filter_map(|id| index.get(id).copied())
+                .collect();
+            let agrees = nodes[p].next.as_ref().is_some_and(|n| n.len() == kids.len())
+                && listed.len() == kids.len()
+                && kids.iter().all(|k| listed.contains(k));
+            if !agrees {
+                stale |= nodes[p].next.as_ref().is_some_and(|n| !n.is_empty()) || !kids.is_empty();
+                continue;
+            }
+            for pair in listed.windows(2) {
+                after[pair[0]].push(pair[1]);
+                indegree[pair[1]] += 1;
+            }
+        }
+        if stale {
+            self.report.warnings.push(
+                "next lists disagree with prev links (Thoughtbox 1.2.x never updates them); next is rebuilt from prev"
+                    .to_string(),
+            );
+        }
+        let mut ready: BinaryHeap<Reverse<(i64, usize)>> = BinaryHeap::new();
+        for (i, n) in nodes.iter().enumerate() {
+            if indegree[i] == 0 {
+                ready.push(Reverse((n.millis, i)));
+            }
+        }
+        let mut order = Vec::with_capacity(nodes.len());
+        while let Some(Reverse((_, i))) = ready.pop() {
+            order.push(i);
+            for &c in children[i].iter().chain(&after[i]) {
+                indegree[c] -= 1;
+                if indegree[c] == 0 {
+                    ready.push(Reverse((nodes[c].millis, c)));
+                }
+            }
+        }
+        let mut slots: Vec<Option<Node>> = nodes.into_iter().map(Some).collect();
+        order
+            .into_iter()
+            .enumerate()
+            .filter_map(|(seq, i)| {
+                let n = slots[i].take()?;
+                Some(Thought {
+                    seq: seq as i64,
+                    session_id: sid.to_string(),
+                    node_id: n.id,
+                    prev_node: n.prev,
+                    revises_node: n.revises_node,
+                    branch_origin: n.branch_origin,
+                    data: n.data,
+                })
+            })
+            .collect()
+    }
+}
+
+/// True when `members` (one chain's nodes) are linked as one chain: one head
+/// whose `prev` is `head_prev`, every other node's `prev` a member, no member
+/// the `prev` of two others, and every member reachable from the head.
+fn is_single_chain(nodes: &[Node], members: &[usize], head_prev: &Option<String>) -> bool {
+    let ids: HashMap<&str, usize> = members.iter().map(|&i| (nodes[i].id.as_str(), i)).collect();
+    let mut heads = Vec::new();
+    let mut child_of: HashMap<usize, usize> = HashMap::new();
+    for &i in members {
+        match nodes[i].prev.as_deref().and_then(|p| ids.get(p)) {
+            Some(&p) => {
+                if child_of.insert(p, i).is_some() {
+                    return false;
+                }
+            }
+            None if nodes[i].prev == *head_prev => heads.push(i),
+            None => return false,
+        }
+    }
+    let [head] = heads[..] else { return false };
+    let mut seen = 1;
+    let mut at = head;
+    while let Some(&c) = child_of.get(&at) {
+        seen += 1;
+        if seen > members.len() {
+            return false;
+        }
+        at = c;
+    }
+    seen == members.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    const SID: &str = "1b9d6bcd-bbfd-4b2d-9b5d-ab8dfbbd4bed";
+
+    fn put(path: &Path, v: &Value) {
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, serde_json::to_vec(v).unwrap()).unwrap();
+    }
+
+    fn node(id: &str, n: u32, secs: u32, prev: Option<&str>, branch: Option<&str>) -> Value {
+        json!({
+            "id": id, "prev": prev, "next": [], "branchId": branch,
+            "data": { "thought": format!("t{n}"), "thoughtNumber": n, "totalThoughts": n, "nextThoughtNeeded": true,
+                      "timestamp": format!("2025-01-01T00:00:{secs:02}.000Z"), "branchId": branch,
+                      "branchFromThought": branch.map(|_| 1) }
+        })
+    }
+
+    fn session(dir: &Path, main: &[(u32, u32, Option<&str>)], branch: &[(u32, u32, Option<&str>)]) {
+        let files: Vec<String> = main.iter().map(|(n, _, _)| format!("{n:03}.json")).collect();
+        let bfiles: Vec<String> = branch.iter().map(|(n, _, _)| format!("{n:03}.json")).collect();
+        put(
+            &dir.join(MANIFEST),
+            &json!({ "id": SID, "version": "1.0.0", "thoughtFiles": files, "branchFiles": { "alt": bfiles },
+                     "metadata": { "title": "t", "tags": [], "createdAt": "2025-01-01T00:00:00Z", "updatedAt": "2025-01-01T00:00:00Z" } }),
+        );
+        for (n, secs, prev) in main {
+            put(
+                &dir.join(format!("{n:03}.json")),
+                &node(&format!("{SID}:{n}"), *n, *secs, *prev, None),
+            );
+        }
+        for (n, secs, prev) in branch {
+            put(
+                &dir.join("branches/alt").join(format!("{n:03}.json")),
+                &node(&format!("{SID}:alt:{n}"), *n, *secs, *prev, Some("alt")),
+            );
+        }
+    }
+
+    #[test]
+    fn backward_chains_keep_their_links_and_order() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(SID);
+        let p3 = format!("{SID}:3");
+        let p2 = format!("{SID}:2");
+        // Created 3, 2, 1, all in the same millisecond: only the links tell the order.
+        session(&dir, &[(1, 0, Some(&p2)), (2, 0, Some(&p3)), (3, 0, None)], &[]);
+        let (report, loaded) = load_session(&dir);
+        assert!(report.result.valid, "{report:?}");
+        let order: Vec<u32> = loaded.unwrap().thoughts.iter().map(|t| t.data.thought_number).collect();
+        assert_eq!(order, [3, 2, 1]);
+        assert!(
+            report.warnings.iter().all(|w| !w.contains("relinked")),
+            "{:?}",
+            report.warnings
+        );
+    }
+
+    #[test]
+    fn star_shaped_branches_become_chains() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(SID);
+        let p1 = format!("{SID}:1");
+        session(
+            &dir,
+            &[(1, 0, None), (2, 5, Some(&p1))],
+            &[(3, 4, Some(&p1)), (2, 2, Some(&p1))],
+        );
+        let (report, loaded) = load_session(&dir);
+        assert!(report.result.valid, "{report:?}");
+        assert!(report.warnings.iter().any(|w| w.contains("relinked")));
+        let thoughts = loaded.unwrap().thoughts;
+        let by_id = |id: &str| thoughts.iter().find(|t| t.node_id == id).unwrap();
+        assert_eq!(by_id(&format!("{SID}:alt:2")).prev_node.as_deref(), Some(p1.as_str()));
+        assert_eq!(by_id(&format!("{SID}:alt:3")).prev_node, Some(format!("{SID}:alt:2")));
+        // Creation order follows the timestamps where nothing else decides.
+        let order: Vec<&str> = thoughts.iter().map(|t| t.node_id.as_str()).collect();
+        assert_eq!(order.first(), Some(&p1.as_str()));
+        assert_eq!(order.last(), Some(&format!("{SID}:2").as_str()));
+    }
+
+    #[test]
+    fn dangling_links_and_bad_numbers_are_errors() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(SID);
+        let ghost = format!("{SID}:7");
+        session(&dir, &[(1, 0, None), (2, 1, Some(&ghost))], &[]);
+        let (report, loaded) = load_session(&dir);
+        assert!(loaded.is_none() && !report.result.valid);
+        assert!(
+            report.result.errors[0].contains("not a node of this session"),
+            "{report:?}"
+        );
+
+        let mut bad = node(&format!("{SID}:1"), 1, 0, None, None);
+        bad["data"]["thoughtNumber"] = json!(0);
+        bad["data"]["thought"] = json!("  ");
+        put(&dir.join("001.json"), &bad);
+        let (report, _) = load_session(&dir);
+        let errors = report.result.errors.join("\n");
+        assert!(
+            errors.contains("thoughtNumber 0") && errors.contains("empty"),
+            "{errors}"
+        );
+    }
+}

@@ -1,0 +1,405 @@
+//! Writing the tree from the database.
+//!
+//! Nothing is ever seen half-written. A session new to the tree is written
+//! into a temporary directory beside its place and renamed into place whole.
+//! In a session already there, each changed file is written to a temporary
+//! name and renamed over the old one; a file whose content is already right
+//! is left untouched, so re-exporting an unchanged ledger rewrites nothing,
+//! and thought files are written before the manifest, which therefore never
+//! lists a file not yet there.
+//! Re-exporting removes the numbered files of thoughts a session no longer
+//! has (including the reference's `branches/{branchId}/` copies), and the
+//! files of a session exported before under another project or partition; it
+//! never removes anything else.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::reader::find_session_dirs;
+use super::{
+    CONFIG, MANIFEST, MANIFEST_VERSION, ManifestMetadata, REFERENCE_BRANCH_DIR, SessionManifest, check_project,
+    check_session_id, io, project_from_tags, session_dir, thought_file, thought_file_number,
+};
+use crate::domain::{Granularity, Session, Thought, partition_path, validate_branch_id};
+use crate::error::{Error, Result};
+use crate::export;
+use crate::store::Store;
+
+/// What to export and where each session goes.
+#[derive(Debug, Clone, Default)]
+pub struct ExportOptions {
+    /// Sessions to export; every session when empty.
+    pub sessions: Vec<String>,
+    /// Project directory for every session; else each session's
+    /// `project:<p>` tag, else `_default`.
+    pub project: Option<String>,
+    /// Partition granularity; else the database's `sessionPartitionGranularity`.
+    pub granularity: Option<Granularity>,
+}
+
+/// One exported session.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExportedSession {
+    pub session_id: String,
+    pub path: PathBuf,
+    pub thoughts: u64,
+}
+
+/// What an export did.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExportSummary {
+    pub destination: PathBuf,
+    pub granularity: String,
+    pub sessions: Vec<ExportedSession>,
+    pub thoughts: u64,
+    pub files_written: u64,
+    pub files_unchanged: u64,
+    pub files_removed: u64,
+}
+
+/// Export sessions from `store` into the tree at `dest`, creating it if
+/// missing. Names and the destination are checked before anything is written.
+/// `progress(done, total)` is called after each session.
+pub fn export_tree(
+    store: &Store,
+    dest: &Path,
+    opts: &ExportOptions,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<ExportSummary> {
+    if let Some(p) = &opts.project {
+        check_project(p)?;
+    }
+    let ids = if opts.sessions.is_empty() {
+        store.session_ids()?
+    } else {
+        for id in &opts.sessions {
+            check_session_id(id)?;
+            store.session(id)?;
+        }
+        opts.sessions.clone()
+    };
+    prepare_destination(dest)?;
+    let granularity = opts.granularity.unwrap_or(store.granularity());
+    // Where sessions already are in this tree, to move rather than duplicate them.
+    let mut existing: HashMap<String, Vec<PathBuf>> = HashMap::new();
+    if dest.join("projects").is_dir() {
+        for dir in find_session_dirs(dest)? {
+            if let Some(name) = dir.file_name().and_then(|n| n.to_str()) {
+                existing.entry(name.to_string()).or_default().push(dir);
+            }
+        }
+    }
+    let mut summary = ExportSummary {
+        destination: dest.to_path_buf(),
+        granularity: granularity.as_str().to_string(),
+        ..Default::default()
+    };
+    let total = ids.len();
+    for (done, id) in ids.iter().enumerate() {
+        let (session, thoughts) = store.session_thoughts(id)?;
+        check_session_id(&session.id)?;
+        let project = opts.project.clone().unwrap_or_else(|| project_from_tags(&session.tags));
+        let partition = partition_path(granularity, &session.created_at);
+        let dir = session_dir(dest, &project, partition.as_deref(), &session.id);
+        write_session(&dir, &session, &thoughts, &mut summary)?;
+        for old in existing.remove(&session.id).unwrap_or_default() {
+            if old != dir {
+                remove_session_files(&old, &mut summary)?;
+            }
+        }
+        summary.thoughts += thoughts.len() as u64;
+        summary.sessions.push(ExportedSession {
+            session_id: session.id.clone(),
+            path: dir,
+            thoughts: thoughts.len() as u64,
+        });
+        progress(done + 1, total);
+    }
+    let mut config = store.config()?;
+    config.session_partition_granularity = granularity.as_str().to_string();
+    count(&mut summary, write_file(&dest.join(CONFIG), &pretty(&config)?)?);
+    Ok(summary)
+}
+
+/// The destination must be a directory (created when missing).
+fn prepare_destination(dest: &Path) -> Result<()> {
+    match fs::metadata(dest) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(Error::io(
+            format!("export destination {} exists and is not a directory", dest.display()),
+            std::io::Error::from(std::io::ErrorKind::NotADirectory),
+        )),
+        Err(_) => fs::create_dir_all(dest).map_err(io(format!("cannot create export destination {}", dest.display()))),
+    }
+}
+
+fn pretty(value: &impl Serialize) -> Result<Vec<u8>> {
+    let mut bytes = serde_json::to_vec_pretty(value).map_err(|e| Error::Internal(e.to_string()))?;
+    bytes.push(b'\n');
+    Ok(bytes)
+}
+
+fn count(summary: &mut ExportSummary, written: bool) {
+    if written {
+        summary.files_written += 1;
+    } else {
+        summary.files_unchanged += 1;
+    }
+}
+
+/// Write one session directory. A session new to the tree is written whole
+/// into a temporary sibling directory and renamed into place, so it appears
+/// complete or not at all (and costs one rename rather than one per file);
+/// an existing one is updated file by file.
+fn write_session(dir: &Path, session: &Session, thoughts: &[Thought], summary: &mut ExportSummary) -> Result<()> {
+    if dir.exists() {
+        return write_session_files(dir, session, thoughts, false, summary);
+    }
+    let parent = dir.parent().unwrap_or(dir);
+    fs::create_dir_all(parent).map_err(io(format!("creating {}", parent.display())))?;
+    let staging = dir.with_file_name(format!(".{}.{}.tmp", session.id, std::process::id()));
+    let written = (|| {
+        fs::create_dir(&staging).map_err(io(format!("creating {}", staging.display())))?;
+        let mut counts = ExportSummary::default();
+        write_session_files(&staging, session, thoughts, true, &mut counts)?;
+        fs::rename(&staging, dir).map_err(io(format!("moving {} into place", dir.display())))?;
+        Ok(counts)
+    })();
+    match written {
+        Ok(counts) => {
+            summary.files_written += counts.files_written;
+            Ok(())
+        }
+        Err(e) => {
+            let _ = fs::remove_dir_all(&staging);
+            // Another exporter put the session there meanwhile: update it instead.
+            if dir.is_dir() {
+                write_session_files(dir, session, thoughts, false, summary)
+            } else {
+                Err(e)
+            }
+        }
+    }
+}
+
+/// Write the thought files, branch folders and manifest into `dir`, then
+/// remove numbered files of thoughts the session no longer has. `fresh`: the
+/// directory is new and private, so files are written directly.
+fn write_session_files(
+    dir: &Path,
+    session: &Session,
+    thoughts: &[Thought],
+    fresh: bool,
+    summary: &mut ExportSummary,
+) -> Result<()> {
+    let put = |path: &Path, bytes: &[u8], summary: &mut ExportSummary| -> Result<()> {
+        if fresh {
+            fs::write(path, bytes).map_err(io(format!("writing {}", path.display())))?;
+            summary.files_written += 1;
+        } else {
+            count(summary, write_file(path, bytes)?);
+        }
+        Ok(())
+    };
+    let mut thought_files = Vec::new();
+    let mut branch_files: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for node in export::nodes(thoughts) {
+        let name = thought_file(node.data.thought_number);
+        let path = match node.branch_id.as_deref() {
+            None => {
+                thought_files.push(name.clone());
+                dir.join(&name)
+            }
+            Some(b) => {
+                // Stored branch ids are checked on the way in; checked again
+                // here because this one becomes a directory name.
+                validate_branch_id("branchId", b)?;
+                let files = branch_files.entry(b.to_string()).or_default();
+                if files.is_empty() {
+                    let bdir = dir.join(b);
+                    fs::create_dir_all(&bdir).map_err(io(format!("creating {}", bdir.display())))?;
+                }
+                files.push(name.clone());
+                dir.join(b).join(&name)
+            }
+        };
+        put(&path, &pretty(&node)?, summary)?;
+    }
+    let manifest = SessionManifest {
+        id: session.id.clone(),
+        version: MANIFEST_VERSION.to_string(),
+        thought_files,
+        branch_files,
+        metadata: ManifestMetadata {
+            title: session.title.clone(),
+            description: session.description.clone(),
+            tags: session.tags.clone(),
+            created_at: session.created_at.clone(),
+            updated_at: session.updated_at.clone(),
+            completed_at: session.completed_at.clone(),
+            domain: session.domain.clone(),
+        },
+    };
+    put(&dir.join(MANIFEST), &pretty(&manifest)?, summary)?;
+    if fresh {
+        return Ok(());
+    }
+    remove_stale(dir, &manifest.thought_files, &manifest.branch_files, summary)
+}
+
+/// Remove numbered files not listed in `thought_files` / `branch_files`, in
+/// the session folder and in every folder named like a branch id.
+fn remove_stale(
+    dir: &Path,
+    thought_files: &[String],
+    branch_files: &BTreeMap<String, Vec<String>>,
+    summary: &mut ExportSummary,
+) -> Result<()> {
+    let keep: HashSet<&String> = thought_files.iter().collect();
+    remove_numbered(dir, &keep, summary)?;
+    let entries = fs::read_dir(dir).map_err(io(format!("listing {}", dir.display())))?;
+    for entry in entries {
+        let entry = entry.map_err(io(format!("listing {}", dir.display())))?;
+        let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+            continue;
+        };
+        if !entry.file_type().is_ok_and(|t| t.is_dir()) || validate_branch_id("branchId", &name).is_err() {
+            continue;
+        }
+        if name == REFERENCE_BRANCH_DIR {
+            // The reference's `branches/{branchId}/` copies: this layout keeps
+            // branches in `{branchId}/`, so they are stale duplicates.
+            for sub in fs::read_dir(entry.path()).map_err(io(format!("listing {}", entry.path().display())))? {
+                let sub = sub.map_err(io(format!("listing {}", entry.path().display())))?;
+                let is_branch = sub
+                    .file_name()
+                    .to_str()
+                    .is_some_and(|n| validate_branch_id("branchId", n).is_ok());
+                if is_branch && sub.file_type().is_ok_and(|t| t.is_dir()) {
+                    remove_numbered(&sub.path(), &HashSet::new(), summary)?;
+                    let _ = fs::remove_dir(sub.path());
+                }
+            }
+        }
+        let keep: HashSet<&String> = branch_files.get(&name).into_iter().flatten().collect();
+        remove_numbered(&entry.path(), &keep, summary)?;
+        if keep.is_empty() {
+            // Only succeeds when nothing else is left in it.
+            let _ = fs::remove_dir(entry.path());
+        }
+    }
+    Ok(())
+}
+
+fn remove_numbered(dir: &Path, keep: &HashSet<&String>, summary: &mut ExportSummary) -> Result<()> {
+    let entries = fs::read_dir(dir).map_err(io(format!("listing {}", dir.display())))?;
+    for entry in entries {
+        let entry = entry.map_err(io(format!("listing {}", dir.display())))?;
+        let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+            continue;
+        };
+        if thought_file_number(&name).is_some() && !keep.contains(&name) && entry.file_type().is_ok_and(|t| t.is_file())
+        {
+            fs::remove_file(entry.path()).map_err(io(format!("removing {}", entry.path().display())))?;
+            summary.files_removed += 1;
+        }
+    }
+    Ok(())
+}
+
+/// Remove a session exported earlier to another place: its manifest and
+/// numbered files, then the folders if nothing else is in them.
+fn remove_session_files(dir: &Path, summary: &mut ExportSummary) -> Result<()> {
+    remove_stale(dir, &[], &BTreeMap::new(), summary)?;
+    let manifest = dir.join(MANIFEST);
+    if manifest.is_file() {
+        fs::remove_file(&manifest).map_err(io(format!("removing {}", manifest.display())))?;
+        summary.files_removed += 1;
+    }
+    let _ = fs::remove_dir(dir);
+    Ok(())
+}
+
+/// Write `bytes` to `path` atomically unless it already holds them. Returns
+/// whether the file was written.
+pub fn write_file(path: &Path, bytes: &[u8]) -> Result<bool> {
+    if fs::read(path).is_ok_and(|old| old == bytes) {
+        return Ok(false);
+    }
+    write_atomic(path, bytes)?;
+    Ok(true)
+}
+
+/// Write to a temporary file beside `path` (named per process, so two
+/// exporters never share one) and rename it over `path`.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let result = fs::write(&tmp, bytes)
+        .map_err(io(format!("writing {}", tmp.display())))
+        .and_then(|()| fs::rename(&tmp, path).map_err(io(format!("moving {} into place", path.display()))));
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{NewSession, ThoughtInput};
+    use crate::store::Target;
+    use crate::store::test_support::temp_store;
+    use crate::tree::reader::load_session;
+
+    #[test]
+    fn what_is_written_reads_back_the_same() {
+        let (dir, store) = temp_store();
+        let s = store
+            .create_session(NewSession {
+                title: "t".into(),
+                tags: vec!["project:p".into()],
+                ..Default::default()
+            })
+            .unwrap();
+        for (n, branch) in [(Some(3), None), (Some(1), None), (None, Some("b")), (None, None)] {
+            store
+                .append_thought(
+                    Target::Session(s.id.clone()),
+                    ThoughtInput {
+                        thought: "x".into(),
+                        next_thought_needed: true,
+                        thought_number: n,
+                        branch_id: branch.map(str::to_string),
+                        branch_from_thought: branch.map(|_| 1),
+                        ..Default::default()
+                    },
+                )
+                .unwrap();
+        }
+        let out = dir.path().join("out");
+        let summary = export_tree(&store, &out, &ExportOptions::default(), &mut |_, _| {}).unwrap();
+        assert_eq!(summary.files_written, 6, "4 thoughts, the manifest, config.json");
+        let path = &summary.sessions[0].path;
+        assert!(path.starts_with(out.join("projects/p/sessions")));
+        let (report, loaded) = load_session(path);
+        assert!(report.result.valid && report.warnings.is_empty(), "{report:?}");
+        let (_, mut stored) = store.session_thoughts(&s.id).unwrap();
+        stored.sort_by_key(|t| t.seq);
+        let key = |t: &Thought| (t.node_id.clone(), t.prev_node.clone(), t.data.clone());
+        assert_eq!(
+            loaded.unwrap().thoughts.iter().map(key).collect::<Vec<_>>(),
+            stored.iter().map(key).collect::<Vec<_>>()
+        );
+        let again = export_tree(&store, &out, &ExportOptions::default(), &mut |_, _| {}).unwrap();
+        assert_eq!((again.files_written, again.files_unchanged), (0, 6));
+    }
+}

@@ -1,0 +1,242 @@
+//! The command line around the database: sessions, stats, info, config, and
+//! every command while a server is using the same database.
+
+use std::path::Path;
+use std::process::Output;
+
+use serde_json::{Value, json};
+use thoughtbox::domain::{NewSession, ThoughtInput};
+use thoughtbox::store::{OpenOptionsStore, Store, Target};
+
+use crate::common::*;
+
+/// Run the binary on `db` with `args` (scrubbed environment, no stdin).
+pub fn run(db: &Path, args: &[&str]) -> Output {
+    let mut cmd = std::process::Command::new(bin());
+    cmd.arg("--db").arg(db).args(args).stdin(std::process::Stdio::null());
+    for var in [
+        "THOUGHTBOX_DB",
+        "THOUGHTBOX_DATA_DIR",
+        "THOUGHTBOX_SYNC",
+        "THOUGHTBOX_STAGES",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd.env("RUST_LOG", "warn").output().expect("run thoughtbox")
+}
+
+/// Run and expect success; returns stdout.
+pub fn ok(db: &Path, args: &[&str]) -> String {
+    let out = run(db, args);
+    assert!(
+        out.status.success(),
+        "{args:?} failed: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8(out.stdout).expect("utf-8 stdout")
+}
+
+/// Run with `--json` appended and parse stdout.
+pub fn ok_json(db: &Path, args: &[&str]) -> Value {
+    let mut args = args.to_vec();
+    args.push("--json");
+    let text = ok(db, &args);
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{args:?}: not JSON ({e}): {text}"))
+}
+
+/// Run and expect failure; returns stderr.
+pub fn fails(db: &Path, args: &[&str]) -> String {
+    let out = run(db, args);
+    assert!(
+        !out.status.success(),
+        "{args:?} should fail; stdout: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let err = String::from_utf8(out.stderr).expect("utf-8 stderr");
+    assert!(err.contains("thoughtbox: "), "no error message on stderr: {err}");
+    err
+}
+
+pub fn input(text: &str) -> ThoughtInput {
+    ThoughtInput {
+        thought: text.into(),
+        next_thought_needed: true,
+        ..Default::default()
+    }
+}
+
+/// A database with two sessions, one with a branch and a revision.
+fn small_ledger(db: &Path) -> (String, String) {
+    let store = Store::open(db, OpenOptionsStore::default()).unwrap();
+    let a = store
+        .create_session(NewSession {
+            title: "Cache design".into(),
+            tags: vec!["project:api".into(), "perf".into()],
+            ..Default::default()
+        })
+        .unwrap();
+    let b = store
+        .create_session(NewSession {
+            title: "Débogage du flux".into(),
+            ..Default::default()
+        })
+        .unwrap();
+    let add = |id: &str, i: ThoughtInput| store.append_thought(Target::Session(id.into()), i).unwrap();
+    add(&a.id, input("redis would work"));
+    add(&a.id, input("memcached is simpler"));
+    add(
+        &a.id,
+        ThoughtInput {
+            revises_thought: Some(1),
+            ..input("redis cluster costs more")
+        },
+    );
+    add(
+        &a.id,
+        ThoughtInput {
+            branch_id: Some("alt".into()),
+            branch_from_thought: Some(2),
+            ..input("or no cache at all")
+        },
+    );
+    add(
+        &b.id,
+        ThoughtInput {
+            next_thought_needed: false,
+            ..input("fini ✓")
+        },
+    );
+    store.checkpoint().unwrap();
+    (a.id, b.id)
+}
+
+#[test]
+fn sessions_list_show_and_search() {
+    let (_d, db) = temp_db();
+    let (a, b) = small_ledger(&db);
+    let text = ok(&db, &["sessions", "list"]);
+    assert!(text.starts_with("ID"), "{text}");
+    assert!(text.contains(&a) && text.contains("Cache design") && text.contains("Débogage du flux"));
+    assert!(
+        text.contains("completed") && text.contains("sessions 1-2 of 2"),
+        "{text}"
+    );
+    let page = ok_json(&db, &["sessions", "list", "--tag", "perf"]);
+    assert_eq!(page["total"], 1);
+    assert_eq!(page["sessions"][0]["id"], a.as_str());
+    assert_eq!(page["sessions"][0]["thoughtCount"], 4);
+    let page = ok_json(&db, &["sessions", "list", "--sort", "title", "--asc", "--limit", "1"]);
+    assert_eq!(page["sessions"][0]["title"], "Cache design");
+    assert_eq!(page["hasMore"], true);
+
+    let shown = ok(&db, &["sessions", "show", &a]);
+    assert!(
+        shown.contains("## Main chain") && shown.contains("## Branch `alt` (from thought 2)"),
+        "{shown}"
+    );
+    let export = ok_json(&db, &["sessions", "show", &a]);
+    assert_eq!(export["version"], "1.0");
+    assert_eq!(export["nodes"].as_array().unwrap().len(), 4);
+
+    let hits = ok_json(&db, &["sessions", "search", "redis"]);
+    assert_eq!(hits[0]["session"]["id"], a.as_str());
+    assert_eq!(hits[0]["matches"].as_array().unwrap().len(), 2);
+    let text = ok(&db, &["sessions", "search", "redis"]);
+    assert!(text.contains("#1") && text.contains("[redis]"), "{text}");
+    assert!(ok(&db, &["sessions", "search", "nowhere"]).contains("nothing matches"));
+
+    let err = fails(&db, &["sessions", "show", "7d4b7a4e-0000-4000-8000-000000000000"]);
+    assert!(err.contains("session not found"), "{err}");
+    assert!(!ok(&db, &["sessions", "show", &b]).is_empty());
+}
+
+#[test]
+fn stats_info_and_config() {
+    let (_d, db) = temp_db();
+    small_ledger(&db);
+    let st = ok_json(&db, &["stats"]);
+    assert_eq!(st["sessions"], 2);
+    assert_eq!(st["completedSessions"], 1);
+    assert_eq!(st["thoughts"], 5);
+    assert_eq!(st["branchThoughts"], 1);
+    assert_eq!(st["revisions"], 1);
+    assert_eq!(st["topTags"][0], json!(["perf", 1]));
+    let text = ok(&db, &["stats"]);
+    assert!(text.contains("thoughts") && text.contains("project:api"), "{text}");
+
+    let info = ok_json(&db, &["info"]);
+    assert_eq!(
+        info["database"],
+        std::path::absolute(&db).unwrap().display().to_string()
+    );
+    let migrations = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/migrations"))
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().ends_with(".sql"))
+        .count();
+    assert_eq!(info["schemaVersion"], migrations as u64);
+    assert_eq!(info["counts"], json!({ "sessions": 2, "thoughts": 5, "branches": 1 }));
+    assert!(info["sizes"]["database"].as_u64().unwrap() > 0);
+    assert_eq!(info["config"]["sessionPartitionGranularity"], "monthly");
+    let text = ok(&db, &["info"]);
+    assert!(
+        text.contains(&db.display().to_string()) && text.contains("schema version"),
+        "{text}"
+    );
+
+    assert_eq!(ok(&db, &["config", "get", "sessionPartitionGranularity"]), "monthly\n");
+    ok(&db, &["config", "set", "sessionPartitionGranularity", "weekly"]);
+    assert_eq!(ok(&db, &["config", "get", "sessionPartitionGranularity"]), "weekly\n");
+    let all = ok_json(&db, &["config", "get"]);
+    assert_eq!(all["sessionPartitionGranularity"], "weekly");
+    assert_eq!(all["installId"].as_str().unwrap().len(), 36);
+    assert!(ok(&db, &["config", "get"]).contains("disableThoughtLogging"));
+    for bad in [
+        &["config", "set", "sessionPartitionGranularity", "yearly"][..],
+        &["config", "set", "installId", "x"],
+        &["config", "set", "colour", "blue"],
+        &["config", "get", "colour"],
+    ] {
+        let err = fails(&db, bad);
+        assert!(
+            err.contains("sessionPartitionGranularity") || err.contains("installId"),
+            "{err}"
+        );
+    }
+    assert_eq!(ok(&db, &["config", "get", "sessionPartitionGranularity"]), "weekly\n");
+}
+
+#[tokio::test]
+async fn commands_work_while_a_server_writes() {
+    let (dir, db) = temp_db();
+    let s = start(&db).await;
+    let id = s.ready("Live").await;
+    for i in 0..5 {
+        s.thought(t(&format!("live thought {i}"))).await;
+    }
+    let db2 = db.clone();
+    let out = dir.path().join("tree");
+    let out2 = out.clone();
+    let (page, st, exported) = tokio::task::spawn_blocking(move || {
+        let page = ok_json(&db2, &["sessions", "list"]);
+        let st = ok_json(&db2, &["stats"]);
+        let exported = ok_json(&db2, &["export", "--out", out2.to_str().unwrap()]);
+        // The session is already in the ledger: importing adds nothing.
+        let imported = run(&db2, &["import", out2.to_str().unwrap(), "--json"]);
+        assert!(imported.status.success());
+        let summary: Value = serde_json::from_slice(&imported.stdout).unwrap();
+        assert_eq!(summary["alreadyPresent"], 1);
+        assert_eq!(summary["imported"], 0);
+        (page, st, exported)
+    })
+    .await
+    .unwrap();
+    assert_eq!(page["sessions"][0]["id"], id.as_str());
+    assert_eq!(st["thoughts"], 5);
+    assert_eq!(exported["thoughts"], 5);
+    // The server keeps working after all that.
+    let r = s.thought(t("after the export")).await;
+    assert_eq!(r["thoughtNumber"], 6);
+    s.stop().await;
+    assert_eq!(ok_json(&db, &["stats"])["thoughts"], 6);
+}

@@ -1,0 +1,759 @@
+//! The directory tree: export, import, validate, round trips, the
+//! reference's layout and its bugs, partitions, destinations, and the
+//! `session export` destination of the gateway.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use proptest::prelude::*;
+use serde_json::{Value, json};
+use thoughtbox::domain::{Critique, NewSession, ThoughtInput};
+use thoughtbox::store::{OpenOptionsStore, Store, Target};
+
+use crate::cli::{fails, input, ok, ok_json, run};
+use crate::common::*;
+
+/// Every file under `root` (relative path -> bytes), config.json left out.
+fn files(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
+        for e in fs::read_dir(dir).unwrap() {
+            let e = e.unwrap();
+            let p = e.path();
+            if e.file_type().unwrap().is_dir() {
+                walk(root, &p, out);
+            } else {
+                out.insert(p.strip_prefix(root).unwrap().to_path_buf(), fs::read(&p).unwrap());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(root, root, &mut out);
+    out.remove(Path::new("config.json"));
+    out
+}
+
+fn path_str(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// export -> import into an empty database -> export, and compare the trees.
+fn round_trip(db: &Path, work: &Path, partition: &str) {
+    let a = work.join("a");
+    let b = work.join("b");
+    let db2 = work.join("second.db");
+    ok(db, &["export", "--out", path_str(&a), "--partition", partition]);
+    let imported = run(&db2, &["import", path_str(&a), "--json"]);
+    assert!(
+        imported.status.success(),
+        "{}",
+        String::from_utf8_lossy(&imported.stdout)
+    );
+    let summary: Value = serde_json::from_slice(&imported.stdout).unwrap();
+    assert_eq!(summary["invalid"], 0, "{summary}");
+    ok(&db2, &["export", "--out", path_str(&b), "--partition", partition]);
+    let (fa, fb) = (files(&a), files(&b));
+    assert_eq!(fa.keys().collect::<Vec<_>>(), fb.keys().collect::<Vec<_>>());
+    for (k, v) in &fa {
+        assert!(
+            *v == fb[k],
+            "{} differs:\n{}\n---\n{}",
+            k.display(),
+            String::from_utf8_lossy(v),
+            String::from_utf8_lossy(&fb[k])
+        );
+    }
+    // The second ledger holds the same counts.
+    let (s1, s2) = (ok_json(db, &["stats"]), ok_json(&db2, &["stats"]));
+    for k in [
+        "sessions",
+        "completedSessions",
+        "thoughts",
+        "branches",
+        "revisions",
+        "critiques",
+    ] {
+        assert_eq!(s1[k], s2[k], "{k}");
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Step {
+    Main(Option<u32>),
+    Branch(u8, Option<u32>, Option<u32>),
+    Revise(Option<u8>, u32),
+    Close,
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        5 => proptest::option::weighted(0.4, 1u32..30).prop_map(Step::Main),
+        2 => (0u8..3, proptest::option::of(1u32..10), proptest::option::weighted(0.2, 1u32..30))
+            .prop_map(|(b, f, n)| Step::Branch(b, f, n)),
+        1 => (proptest::option::of(0u8..3), 1u32..20).prop_map(|(b, r)| Step::Revise(b, r)),
+        1 => Just(Step::Close),
+    ]
+}
+
+const TEXTS: &[&str] = &[
+    "plain words",
+    "ünïcödé — ✓ 漢字 🙂",
+    "line one\nline \"two\"\t\\ end",
+    "  padded  ",
+    "RTL \u{202e} mark and zero\u{200b}width",
+];
+
+/// Apply generated steps to a new session; steps the ledger refuses are skipped.
+fn play(store: &Store, title: &str, tags: Vec<String>, steps: &[Step], critique_every: usize) {
+    let s = store
+        .create_session(NewSession {
+            title: title.into(),
+            description: tags
+                .len()
+                .is_multiple_of(2)
+                .then(|| "a description\nover two lines".into()),
+            tags,
+            ..Default::default()
+        })
+        .unwrap();
+    for (i, st) in steps.iter().enumerate() {
+        let text = format!("{} #{i}", TEXTS[i % TEXTS.len()]);
+        let thought = match st {
+            Step::Main(n) => ThoughtInput {
+                thought_number: *n,
+                total_thoughts: n.map(|n| n + 3),
+                ..input(&text)
+            },
+            Step::Branch(b, from, n) => ThoughtInput {
+                branch_id: Some(format!("b-{b}")),
+                branch_from_thought: *from,
+                thought_number: *n,
+                ..input(&text)
+            },
+            Step::Revise(b, r) => ThoughtInput {
+                branch_id: b.map(|b| format!("b-{b}")),
+                revises_thought: Some(*r),
+                ..input(&text)
+            },
+            Step::Close => ThoughtInput {
+                next_thought_needed: false,
+                needs_more_thoughts: Some(false),
+                ..input(&text)
+            },
+        };
+        if let Ok(a) = store.append_thought(Target::Session(s.id.clone()), thought)
+            && i % critique_every == 0
+        {
+            let c = Critique {
+                text: format!("critique of {i}: ✓ consider edge cases"),
+                model: "test-model".into(),
+                timestamp: "2026-01-02T03:04:05.678Z".into(),
+            };
+            store.set_critique(&a.thought.node_id, &c).unwrap();
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 6, ..ProptestConfig::default() })]
+    #[test]
+    fn export_import_export_is_byte_identical(
+        sessions in proptest::collection::vec(proptest::collection::vec(step(), 1..40), 1..4),
+        partition in prop_oneof![Just("monthly"), Just("weekly"), Just("daily"), Just("none")],
+    ) {
+        let (dir, db) = temp_db();
+        {
+            let store = Store::open(&db, OpenOptionsStore::default()).unwrap();
+            for (i, steps) in sessions.iter().enumerate() {
+                let tags = match i {
+                    0 => vec!["project:alpha".to_string(), "x".into()],
+                    1 => vec!["project:my app".to_string()],
+                    _ => vec![],
+                };
+                play(&store, &format!("Session {i} — ✓"), tags, steps, 3);
+            }
+            store.checkpoint().unwrap();
+        }
+        round_trip(&db, dir.path(), partition);
+    }
+}
+
+#[test]
+fn thousands_of_thoughts_round_trip_with_wide_file_names() {
+    let (dir, db) = temp_db();
+    let id = {
+        let store = Store::open(&db, OpenOptionsStore::default()).unwrap();
+        let mut steps: Vec<Step> = Vec::new();
+        // Backward numbering first, then forward past 999, with branches and revisions.
+        steps.extend((1..=20).rev().map(|n| Step::Main(Some(n))));
+        for i in 0..2980u32 {
+            steps.push(match i % 97 {
+                0 => Step::Branch((i % 3) as u8, Some(5 + i % 11), None),
+                13 => Step::Revise(None, 1 + i % 19),
+                50 => Step::Branch((i % 3) as u8, None, None),
+                _ => Step::Main(None),
+            });
+        }
+        play(&store, "Long session", vec!["project:big".into()], &steps, 250);
+        store.checkpoint().unwrap();
+        store.session_ids().unwrap().remove(0)
+    };
+    round_trip(&db, dir.path(), "monthly");
+    let export = ok_json(&db, &["sessions", "show", &id]);
+    let count = export["session"]["thoughtCount"].as_u64().unwrap();
+    assert!(count > 2800, "{count}");
+    let session_dir = fs::read_dir(dir.path().join("a/projects/big/sessions"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+        .join(&id);
+    assert!(session_dir.join("1000.json").is_file());
+    let manifest: Value = serde_json::from_slice(&fs::read(session_dir.join("manifest.json")).unwrap()).unwrap();
+    let files: Vec<&str> = manifest["thoughtFiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap())
+        .collect();
+    let at = files.iter().position(|f| *f == "999.json").unwrap();
+    assert_eq!(files[at + 1], "1000.json");
+    assert_eq!(files[0], "001.json");
+    assert!(manifest["branchFiles"]["b-0"].as_array().unwrap().len() > 5);
+}
+
+/// Write `value` as JSON at `path`, creating directories.
+fn put(path: &Path, value: &Value) {
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, serde_json::to_vec_pretty(value).unwrap()).unwrap();
+}
+
+fn node(sid: &str, branch: Option<&str>, n: u32, prev: Option<String>, extra: Value) -> Value {
+    let id = match branch {
+        Some(b) => format!("{sid}:{b}:{n}"),
+        None => format!("{sid}:{n}"),
+    };
+    let mut data = json!({
+        "thought": format!("thought {n} {}", branch.unwrap_or("main")),
+        "thoughtNumber": n,
+        "totalThoughts": 5,
+        "nextThoughtNeeded": true,
+        "timestamp": format!("2025-01-15T10:00:{:02}.000Z", n * 2 + u32::from(branch.is_some())),
+    });
+    if let Value::Object(e) = extra {
+        for (k, v) in e {
+            data[k] = v;
+        }
+    }
+    json!({
+        "id": id, "data": data, "prev": prev, "next": [],
+        "revisesNode": null, "branchOrigin": null, "branchId": branch,
+    })
+}
+
+fn manifest(sid: &str, files: &[&str], branches: Value) -> Value {
+    json!({
+        "id": sid, "version": "1.0.0", "thoughtFiles": files, "branchFiles": branches,
+        "metadata": { "title": "Reference session", "tags": ["project:legacy"],
+                      "createdAt": "2025-01-15T10:00:00.000Z", "updatedAt": "2025-01-15T10:05:00.000Z" }
+    })
+}
+
+const GOOD: &str = "1b9d6bcd-bbfd-4b2d-9b5d-ab8dfbbd4bed";
+const FLAT: &str = "2c8e7ace-ccfe-4c3e-8c6e-bc9efccd5cfe";
+const MISSING: &str = "3d7f8bdf-ddff-4d4f-9d7f-cdaf0dde6d0f";
+const CORRUPT: &str = "4e6a9cea-eeaa-4e5a-8e8a-debaaeef7e1a";
+const ESCAPE: &str = "5f5bad0b-ffbb-4f6b-9f9b-efcbbff08f2b";
+
+/// A tree as Thoughtbox 1.2.x writes it: monthly partitions, branches under
+/// `branches/{branchId}/`, star-shaped branch links, stale `next`, plus a
+/// flat session and three broken ones.
+fn reference_tree(root: &Path) {
+    put(
+        &root.join("config.json"),
+        &json!({ "installId": "0f0e0d0c-0b0a-4909-8807-060504030201", "dataDir": "/home/u/.thoughtbox",
+                 "disableThoughtLogging": false, "sessionPartitionGranularity": "monthly",
+                 "createdAt": "2025-01-01T00:00:00.000Z" }),
+    );
+    let sessions = root.join("projects/_default/sessions");
+    let g = sessions.join("2025-01").join(GOOD);
+    put(
+        &g.join("manifest.json"),
+        &manifest(
+            GOOD,
+            &["001.json", "002.json", "003.json"],
+            json!({ "alt": ["004.json", "005.json"] }),
+        ),
+    );
+    put(&g.join("001.json"), &node(GOOD, None, 1, None, json!({})));
+    put(
+        &g.join("002.json"),
+        &node(
+            GOOD,
+            None,
+            2,
+            Some(format!("{GOOD}:1")),
+            json!({
+                "critique": { "text": "Check the cache", "model": "claude-x", "timestamp": "2025-01-15T10:00:05.000Z" }
+            }),
+        ),
+    );
+    let mut n3 = node(
+        GOOD,
+        None,
+        3,
+        Some(format!("{GOOD}:2")),
+        json!({ "isRevision": true, "revisesThought": 1 }),
+    );
+    n3["revisesNode"] = json!(format!("{GOOD}:1"));
+    n3["revisionMetadata"] = json!({ "isOriginal": false });
+    put(&g.join("003.json"), &n3);
+    for n in [4, 5] {
+        // Both branch thoughts point at the fork point: the reference's star.
+        let mut b = node(
+            GOOD,
+            Some("alt"),
+            n,
+            Some(format!("{GOOD}:2")),
+            json!({ "branchFromThought": 2, "branchId": "alt" }),
+        );
+        b["branchOrigin"] = json!(format!("{GOOD}:2"));
+        put(&g.join("branches/alt").join(format!("{n:03}.json")), &b);
+    }
+    // A stray numbered file the manifest does not list.
+    put(&g.join("009.json"), &node(GOOD, None, 9, None, json!({})));
+
+    let f = sessions.join(FLAT);
+    put(&f.join("manifest.json"), &manifest(FLAT, &["001.json"], json!({})));
+    put(
+        &f.join("001.json"),
+        &node(FLAT, None, 1, None, json!({ "nextThoughtNeeded": false })),
+    );
+
+    let m = sessions.join("2025-01").join(MISSING);
+    put(
+        &m.join("manifest.json"),
+        &manifest(MISSING, &["001.json", "002.json"], json!({})),
+    );
+    put(&m.join("001.json"), &node(MISSING, None, 1, None, json!({})));
+
+    let c = sessions.join("2025-01").join(CORRUPT);
+    put(&c.join("manifest.json"), &manifest(CORRUPT, &["001.json"], json!({})));
+    fs::write(c.join("001.json"), b"{ \"id\": \"truncated").unwrap();
+
+    let e = sessions.join("2025-02").join(ESCAPE);
+    put(
+        &e.join("manifest.json"),
+        &manifest(ESCAPE, &["001.json"], json!({ "../../x": ["001.json"] })),
+    );
+    put(&e.join("001.json"), &node(ESCAPE, None, 1, None, json!({})));
+    put(
+        &e.join("branches/x/001.json"),
+        &node(ESCAPE, Some("x"), 1, None, json!({})),
+    );
+}
+
+/// Every path under `dir` with its size, to see what a command changed.
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, u64> {
+    fn walk(dir: &Path, out: &mut BTreeMap<PathBuf, u64>) {
+        for e in fs::read_dir(dir).unwrap() {
+            let e = e.unwrap();
+            let meta = e.metadata().unwrap();
+            if meta.is_dir() {
+                walk(&e.path(), out);
+            }
+            out.insert(e.path(), if meta.is_dir() { 0 } else { meta.len() });
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(dir, &mut out);
+    out
+}
+
+#[test]
+fn importing_the_reference_layout() {
+    let (dir, db) = temp_db();
+    let root = dir.path().join("legacy");
+    reference_tree(&root);
+    let before = snapshot(dir.path());
+
+    let out = run(&db, &["import", path_str(&root), "--json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "invalid sessions make the exit code non-zero"
+    );
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["sessionsFound"], 5);
+    assert_eq!(summary["imported"], 2, "{summary:#}");
+    assert_eq!(summary["invalid"], 3);
+    assert_eq!(summary["thoughtsImported"], 6);
+    let by_id = |id: &str| -> Value {
+        summary["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["report"]["sessionId"] == id)
+            .unwrap()
+            .clone()
+    };
+    let good = by_id(GOOD);
+    assert_eq!(good["status"], "imported");
+    assert_eq!(good["report"]["valid"], true);
+    let warnings = good["report"]["warnings"].to_string();
+    assert!(
+        warnings.contains("branch \\\"alt\\\"") && warnings.contains("relinked"),
+        "{warnings}"
+    );
+    assert!(warnings.contains("009.json"), "{warnings}");
+    let missing = by_id(MISSING);
+    assert_eq!(missing["status"], "invalid");
+    assert_eq!(missing["report"]["missingThoughtFiles"], json!(["002.json"]));
+    assert_eq!(missing["report"]["manifestValid"], true);
+    let corrupt = by_id(CORRUPT);
+    assert!(
+        corrupt["report"]["errors"][0].as_str().unwrap().contains("001.json"),
+        "{corrupt}"
+    );
+    let escape = by_id(ESCAPE);
+    assert!(escape["report"]["errors"].to_string().contains("../../x"), "{escape}");
+    assert_eq!(by_id(FLAT)["status"], "imported");
+
+    // Nothing was written but the database.
+    let after = snapshot(dir.path());
+    let added: Vec<_> = after.keys().filter(|p| !before.contains_key(*p)).collect();
+    assert!(
+        added
+            .iter()
+            .all(|p| p.file_name().unwrap().to_str().unwrap().starts_with("ledger.db")),
+        "{added:?}"
+    );
+    for (p, size) in &before {
+        assert_eq!(after.get(p), Some(size), "{} changed", p.display());
+    }
+    assert!(!dir.path().join("x").exists() && !root.join("projects/_default/x").exists());
+
+    // What went in: ids, timestamps, critique; the star relinked into a chain;
+    // next rebuilt from prev.
+    let export = ok_json(&db, &["sessions", "show", GOOD]);
+    assert_eq!(export["session"]["title"], "Reference session");
+    assert_eq!(export["session"]["createdAt"], "2025-01-15T10:00:00.000Z");
+    assert_eq!(export["session"]["thoughtCount"], 5);
+    assert_eq!(export["session"]["branchCount"], 1);
+    let nodes: BTreeMap<String, Value> = export["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| (n["id"].as_str().unwrap().to_string(), n.clone()))
+        .collect();
+    let id = |s: &str| format!("{GOOD}:{s}");
+    assert_eq!(nodes[&id("alt:4")]["prev"], id("2"));
+    assert_eq!(nodes[&id("alt:5")]["prev"], id("alt:4"));
+    assert_eq!(nodes[&id("alt:5")]["branchOrigin"], id("2"));
+    assert_eq!(nodes[&id("2")]["next"], json!([id("3"), id("alt:4")]));
+    assert_eq!(nodes[&id("1")]["next"], json!([id("2")]));
+    assert_eq!(nodes[&id("3")]["revisesNode"], id("1"));
+    assert_eq!(nodes[&id("2")]["data"]["critique"]["model"], "claude-x");
+    assert_eq!(nodes[&id("2")]["data"]["timestamp"], "2025-01-15T10:00:04.000Z");
+    let flat = ok_json(&db, &["sessions", "show", FLAT]);
+    assert_eq!(flat["session"]["thoughtCount"], 1);
+
+    // Importing again adds nothing.
+    let again = run(&db, &["import", path_str(&root), "--json"]);
+    let summary: Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(
+        (summary["imported"].clone(), summary["alreadyPresent"].clone()),
+        (json!(0), json!(2))
+    );
+    assert_eq!(ok_json(&db, &["stats"])["thoughts"], 6);
+    // Plain output: a summary line and the reports of the broken sessions.
+    let plain = run(&db, &["import", path_str(&root)]);
+    let text = String::from_utf8(plain.stdout).unwrap();
+    assert!(
+        text.contains("5 session directories") && text.contains("2 already present"),
+        "{text}"
+    );
+    // Progress, off a terminal: one plain line per session on stderr.
+    let progress = String::from_utf8(plain.stderr).unwrap();
+    assert_eq!(progress.lines().filter(|l| l.starts_with('[')).count(), 5, "{progress}");
+    assert!(progress.contains(&format!("[4/5] {ESCAPE} INVALID")), "{progress}");
+    assert!(text.contains("missing thought files: 002.json"), "{text}");
+
+    // Exporting over the reference tree moves the imported sessions into this
+    // layout (project from their tag) and leaves the broken ones alone.
+    ok(&db, &["export", "--out", path_str(&root)]);
+    let old = root.join("projects/_default/sessions");
+    assert!(!old.join("2025-01").join(GOOD).exists() && !old.join(FLAT).exists());
+    assert!(old.join("2025-01").join(MISSING).join("001.json").is_file());
+    let moved = root.join("projects/legacy/sessions/2025-01").join(GOOD);
+    assert!(moved.join("alt/005.json").is_file() && !moved.join("branches").exists());
+    let out = run(&db, &["validate", path_str(&root), "--json"]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (v["sessionsChecked"].clone(), v["invalid"].clone()),
+        (json!(5), json!(3))
+    );
+}
+
+#[test]
+fn validate_reports_each_session() {
+    let (dir, db) = temp_db();
+    let root = dir.path().join("legacy");
+    reference_tree(&root);
+    let out = run(&db, &["validate", path_str(&root), "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["valid"], false);
+    assert_eq!(v["sessionsChecked"], 5);
+    assert_eq!(v["invalid"], 3);
+    for r in v["sessions"].as_array().unwrap() {
+        for key in [
+            "valid",
+            "sessionExists",
+            "manifestExists",
+            "manifestValid",
+            "missingThoughtFiles",
+            "missingBranchFiles",
+            "errors",
+        ] {
+            assert!(r.get(key).is_some(), "{key} missing in {r}");
+        }
+    }
+    let one = ok_json(&db, &["validate", path_str(&root), "--session", GOOD]);
+    assert_eq!(one["sessions"].as_array().unwrap().len(), 1);
+    assert_eq!(one["valid"], true);
+    let text = String::from_utf8(run(&db, &["validate", path_str(&root)]).stdout).unwrap();
+    assert!(
+        text.contains("INVALID 3d7f8bdf") && text.contains("3 invalid"),
+        "{text}"
+    );
+    fails(&db, &["validate", path_str(&root), "--session", "../../x"]);
+    fails(&db, &["validate", path_str(&dir.path().join("nowhere"))]);
+    // validate reads only: no database was created.
+    assert!(!db.exists());
+    // A missing branch file is reported under its branch.
+    fs::remove_file(
+        root.join("projects/_default/sessions/2025-01")
+            .join(GOOD)
+            .join("branches/alt/005.json"),
+    )
+    .unwrap();
+    let out = run(&db, &["validate", path_str(&root), "--session", GOOD, "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["sessions"][0]["missingBranchFiles"], json!({ "alt": ["005.json"] }));
+}
+
+#[test]
+fn partitions_projects_and_moves() {
+    let (dir, db) = temp_db();
+    // A session created on 2024-12-30 (ISO week 1 of 2025), brought in from a tree.
+    let src = dir.path().join("src");
+    let sid = "6a4c1e0f-0a1b-4c2d-8e3f-a0b1c2d3e4f5";
+    let mut m = manifest(sid, &["001.json"], json!({}));
+    m["metadata"]["createdAt"] = json!("2024-12-30T10:00:00.000Z");
+    m["metadata"]["tags"] = json!(["project:web app"]);
+    put(&src.join(sid).join("manifest.json"), &m);
+    put(&src.join(sid).join("001.json"), &node(sid, None, 1, None, json!({})));
+    ok(&db, &["import", path_str(&src)]);
+
+    let out = dir.path().join("out");
+    for (partition, expected) in [
+        ("weekly", "projects/web-app/sessions/2025-W01"),
+        ("monthly", "projects/web-app/sessions/2024-12"),
+        ("daily", "projects/web-app/sessions/2024-12-30"),
+        ("none", "projects/web-app/sessions"),
+    ] {
+        let summary = ok_json(&db, &["export", "--out", path_str(&out), "--partition", partition]);
+        let path = out.join(expected).join(sid);
+        assert_eq!(summary["sessions"][0]["path"], path_str(&path));
+        assert!(path.join("manifest.json").is_file(), "{partition}");
+        // Re-exporting with another partition moved the session: one copy only.
+        let copies = files(&out).keys().filter(|p| p.ends_with("manifest.json")).count();
+        assert_eq!(copies, 1, "{partition}");
+    }
+    // The database's setting is the default; --project overrides the tag.
+    ok(&db, &["config", "set", "sessionPartitionGranularity", "weekly"]);
+    ok(&db, &["export", "--out", path_str(&out), "--project", "other"]);
+    assert!(
+        out.join("projects/other/sessions/2025-W01")
+            .join(sid)
+            .join("001.json")
+            .is_file()
+    );
+    let config: Value = serde_json::from_slice(&fs::read(out.join("config.json")).unwrap()).unwrap();
+    assert_eq!(config["sessionPartitionGranularity"], "weekly");
+    for key in ["installId", "dataDir", "disableThoughtLogging", "createdAt"] {
+        assert!(config.get(key).is_some(), "{key}");
+    }
+}
+
+#[test]
+fn re_export_updates_in_place() {
+    let (dir, db) = temp_db();
+    {
+        let store = Store::open(&db, OpenOptionsStore::default()).unwrap();
+        play(
+            &store,
+            "s",
+            vec![],
+            &[Step::Main(None), Step::Main(None), Step::Branch(1, Some(1), None)],
+            99,
+        );
+    }
+    let out = dir.path().join("out");
+    let first = ok_json(&db, &["export", "--out", path_str(&out)]);
+    let session_dir = PathBuf::from(first["sessions"][0]["path"].as_str().unwrap());
+    // Files of thoughts the session does not have, and a file of the user's.
+    fs::write(session_dir.join("099.json"), "{}").unwrap();
+    fs::create_dir_all(session_dir.join("gone")).unwrap();
+    fs::write(session_dir.join("gone/001.json"), "{}").unwrap();
+    fs::write(session_dir.join("notes.txt"), "mine").unwrap();
+    let second = ok_json(&db, &["export", "--out", path_str(&out)]);
+    assert_eq!(second["filesRemoved"], 2);
+    assert_eq!(second["filesWritten"], 0, "{second}");
+    assert!(!session_dir.join("099.json").exists() && !session_dir.join("gone").exists());
+    assert!(session_dir.join("notes.txt").is_file() && session_dir.join("b-1/002.json").is_file());
+    // No temporary files are left behind.
+    assert!(files(&out).keys().all(|p| !p.to_str().unwrap().ends_with(".tmp")));
+}
+
+#[test]
+fn export_destinations_and_bad_names() {
+    let (dir, db) = temp_db();
+    let id = {
+        let store = Store::open(&db, OpenOptionsStore::default()).unwrap();
+        play(&store, "s", vec![], &[Step::Main(None), Step::Close], 99);
+        store.session_ids().unwrap().remove(0)
+    };
+    // A file where the tree should go: refused, file untouched.
+    let file = dir.path().join("file");
+    fs::write(&file, "keep").unwrap();
+    let err = fails(&db, &["export", "--out", path_str(&file)]);
+    assert!(err.contains("not a directory"), "{err}");
+    assert_eq!(fs::read(&file).unwrap(), b"keep");
+    let err = fails(&db, &["export", "--out", path_str(&file.join("below"))]);
+    assert!(err.contains("cannot create export destination"), "{err}");
+    // A missing destination is created, nested.
+    let nested = dir.path().join("a/b/c");
+    ok(&db, &["export", "--out", path_str(&nested)]);
+    assert!(nested.join("config.json").is_file());
+    // Not writable (root may write anyway, then there is nothing to check).
+    let ro = dir.path().join("ro");
+    fs::create_dir(&ro).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&ro, fs::Permissions::from_mode(0o555)).unwrap();
+        if fs::write(ro.join("probe"), "x").is_err() {
+            let err = fails(&db, &["export", "--out", path_str(&ro)]);
+            assert!(err.contains("Permission denied") || err.contains("permission"), "{err}");
+            assert_eq!(fs::read_dir(&ro).unwrap().count(), 0);
+        } else {
+            fs::remove_file(ro.join("probe")).unwrap();
+        }
+    }
+    // Names that could escape the tree are refused before anything is written.
+    let fresh = dir.path().join("fresh");
+    for args in [
+        &["export", "--out", path_str(&fresh), "--session", "../../x"][..],
+        &["export", "--out", path_str(&fresh), "--project", "../x"],
+        &[
+            "export",
+            "--out",
+            path_str(&fresh),
+            "--session",
+            "7d4b7a4e-0000-4000-8000-000000000000",
+        ],
+    ] {
+        fails(&db, args);
+        assert!(!fresh.exists());
+    }
+    // One session as a file, or on stdout.
+    let md = dir.path().join("s.md");
+    ok(
+        &db,
+        &[
+            "export",
+            "--session",
+            &id,
+            "--format",
+            "markdown",
+            "--out",
+            path_str(&md),
+        ],
+    );
+    assert!(fs::read_to_string(&md).unwrap().starts_with("# s"));
+    let json: Value = serde_json::from_str(&ok(&db, &["export", "--session", &id, "--format", "json"])).unwrap();
+    assert_eq!(json["version"], "1.0");
+    assert_eq!(json["nodes"].as_array().unwrap().len(), 2);
+    assert!(ok(&db, &["export", "--session", &id, "--format", "cipher"]).contains("1O"));
+    fails(&db, &["export", "--format", "json"]);
+    fails(
+        &db,
+        &[
+            "export",
+            "--session",
+            &id,
+            "--format",
+            "json",
+            "--out",
+            path_str(dir.path()),
+        ],
+    );
+    fails(&db, &["export"]);
+}
+
+#[tokio::test]
+async fn gateway_export_to_a_destination() {
+    let (dir, db) = temp_db();
+    let s = start(&db).await;
+    let id = s.ready("Exported by an agent").await;
+    s.thought(t("first")).await;
+    s.thought(t("second")).await;
+    s.thought(json!({ "thought": "alt", "nextThoughtNeeded": true, "branchId": "alt", "branchFromThought": 1 }))
+        .await;
+    let dest = dir.path().join("exports");
+    let r = s
+        .ok(
+            "session",
+            json!({ "subOperation": "export", "sessionId": id, "destination": path_str(&dest) }),
+        )
+        .await;
+    let path = PathBuf::from(r["path"].as_str().unwrap());
+    assert!(path.starts_with(&dest) && path.ends_with(&id), "{r}");
+    assert_eq!(r["thoughts"], 3);
+    let manifest: Value = serde_json::from_slice(&fs::read(path.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["thoughtFiles"], json!(["001.json", "002.json"]));
+    assert_eq!(manifest["branchFiles"], json!({ "alt": ["002.json"] }));
+    let first: Value = serde_json::from_slice(&fs::read(path.join("001.json")).unwrap()).unwrap();
+    assert_eq!(first["next"], json!([format!("{id}:2"), format!("{id}:alt:2")]));
+    assert!(dest.join("config.json").is_file());
+    // format keeps working without a destination; with one it must be json.
+    let md = s
+        .ok(
+            "session",
+            json!({ "subOperation": "export", "sessionId": id, "format": "markdown" }),
+        )
+        .await;
+    assert!(md["content"].as_str().unwrap().contains("## Branch `alt`"));
+    s.err(
+        "session",
+        json!({ "subOperation": "export", "sessionId": id, "format": "cipher", "destination": path_str(&dest) }),
+        "INVALID_PAYLOAD",
+    )
+    .await;
+    s.err(
+        "session",
+        json!({ "subOperation": "export", "sessionId": "../../x", "destination": path_str(&dest) }),
+        "INVALID_PAYLOAD",
+    )
+    .await;
+    s.stop().await;
+    // The agent's tree imports into another ledger.
+    let db2 = dir.path().join("other.db");
+    let summary = ok_json(&db2, &["import", path_str(&dest)]);
+    assert_eq!(summary["imported"], 1);
+    assert_eq!(summary["thoughtsImported"], 3);
+}
