@@ -4,6 +4,7 @@
 use rusqlite::{OptionalExtension, params};
 
 use super::Store;
+use super::thoughts::insert_thought;
 use crate::domain::{Session, Thought};
 use crate::error::{Error, Result};
 
@@ -83,12 +84,6 @@ impl Store {
                 "INSERT OR IGNORE INTO branches (session_id, branch_id, from_thought, origin_node, created_at)
                  VALUES (?1, ?2, ?3, ?4, ?5)",
             )?;
-            let mut thought_stmt = tx.prepare_cached(
-                "INSERT INTO thoughts (session_id, node_id, branch_id, thought_number, total_thoughts, thought,
-                     next_thought_needed, is_revision, revises_thought, branch_from_thought, needs_more_thoughts,
-                     include_guide, prev_node, revises_node, branch_origin, critique, created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
-            )?;
             for t in thoughts {
                 let d = &t.data;
                 if let (Some(b), Some(from), Some(origin)) = (
@@ -98,30 +93,7 @@ impl Store {
                 ) {
                     branch_stmt.execute(params![session.id, b, from, origin, d.timestamp])?;
                 }
-                let critique = d
-                    .critique
-                    .as_ref()
-                    .map(|c| serde_json::to_string(c).map_err(|e| Error::Internal(e.to_string())))
-                    .transpose()?;
-                thought_stmt.execute(params![
-                    session.id,
-                    t.node_id,
-                    d.branch_id,
-                    d.thought_number,
-                    d.total_thoughts,
-                    d.thought,
-                    d.next_thought_needed,
-                    d.is_revision,
-                    d.revises_thought,
-                    d.branch_from_thought,
-                    d.needs_more_thoughts,
-                    d.include_guide,
-                    t.prev_node,
-                    t.revises_node,
-                    t.branch_origin,
-                    critique,
-                    d.timestamp,
-                ])?;
+                insert_thought(tx, &session.id, t)?;
             }
             Ok(ImportOutcome::Imported(thoughts.len() as u64))
         })

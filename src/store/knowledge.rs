@@ -302,21 +302,36 @@ impl Store {
 
     /// Patterns matching all words of `text`, best first, with snippets.
     pub fn search_patterns(&self, text: &str, limit: u32) -> Result<Vec<KnowledgeHit>> {
+        self.search_knowledge(
+            "SELECT p.id, p.title, snippet(knowledge_patterns_fts, -1, '[', ']', '...', 16),
+                    bm25(knowledge_patterns_fts) AS r
+             FROM knowledge_patterns_fts JOIN knowledge_patterns AS p ON p.seq = knowledge_patterns_fts.rowid
+             WHERE knowledge_patterns_fts MATCH ?1 ORDER BY r LIMIT ?2",
+            text,
+            limit,
+            pattern_uri,
+        )
+    }
+
+    /// Run one of the knowledge searches: `sql` takes the FTS query and a
+    /// limit and answers id, title, snippet and bm25 rank.
+    fn search_knowledge(
+        &self,
+        sql: &str,
+        text: &str,
+        limit: u32,
+        uri: fn(&str) -> String,
+    ) -> Result<Vec<KnowledgeHit>> {
         let Some(q) = fts_query(text) else {
             return Ok(Vec::new());
         };
         self.read(|tx| {
             Ok(tx
-                .prepare_cached(
-                    "SELECT p.id, p.title, snippet(knowledge_patterns_fts, -1, '[', ']', '...', 16),
-                            bm25(knowledge_patterns_fts) AS r
-                     FROM knowledge_patterns_fts JOIN knowledge_patterns AS p ON p.seq = knowledge_patterns_fts.rowid
-                     WHERE knowledge_patterns_fts MATCH ?1 ORDER BY r LIMIT ?2",
-                )?
+                .prepare_cached(sql)?
                 .query_map(params![q, limit], |r| {
                     let id: String = r.get(0)?;
                     Ok(KnowledgeHit {
-                        uri: pattern_uri(&id),
+                        uri: uri(&id),
                         id,
                         title: r.get(1)?,
                         snippet: r.get(2)?,
@@ -375,29 +390,15 @@ impl Store {
 
     /// Notes matching all words of `text`, best first, with snippets.
     pub fn search_notes(&self, text: &str, limit: u32) -> Result<Vec<KnowledgeHit>> {
-        let Some(q) = fts_query(text) else {
-            return Ok(Vec::new());
-        };
-        self.read(|tx| {
-            Ok(tx
-                .prepare_cached(
-                    "SELECT n.id, n.title, snippet(scratchpad_notes_fts, -1, '[', ']', '...', 16),
-                            bm25(scratchpad_notes_fts) AS r
-                     FROM scratchpad_notes_fts JOIN scratchpad_notes AS n ON n.seq = scratchpad_notes_fts.rowid
-                     WHERE scratchpad_notes_fts MATCH ?1 ORDER BY r LIMIT ?2",
-                )?
-                .query_map(params![q, limit], |r| {
-                    let id: String = r.get(0)?;
-                    Ok(KnowledgeHit {
-                        uri: note_uri(&id),
-                        id,
-                        title: r.get(1)?,
-                        snippet: r.get(2)?,
-                        score: -r.get::<_, f64>(3)?,
-                    })
-                })?
-                .collect::<rusqlite::Result<Vec<_>>>()?)
-        })
+        self.search_knowledge(
+            "SELECT n.id, n.title, snippet(scratchpad_notes_fts, -1, '[', ']', '...', 16),
+                    bm25(scratchpad_notes_fts) AS r
+             FROM scratchpad_notes_fts JOIN scratchpad_notes AS n ON n.seq = scratchpad_notes_fts.rowid
+             WHERE scratchpad_notes_fts MATCH ?1 ORDER BY r LIMIT ?2",
+            text,
+            limit,
+            note_uri,
+        )
     }
 }
 

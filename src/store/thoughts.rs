@@ -124,8 +124,9 @@ impl ChainFacts for TxFacts<'_, '_> {
     }
 }
 
-fn insert_planned(tx: &Transaction<'_>, session_id: &str, p: &PlannedThought) -> Result<i64> {
-    let d = &p.data;
+/// The one place a thought row is written: by appends and by imports.
+pub(crate) fn insert_thought(tx: &Transaction<'_>, session_id: &str, t: &Thought) -> Result<i64> {
+    let d = &t.data;
     let critique = d
         .critique
         .as_ref()
@@ -139,7 +140,7 @@ fn insert_planned(tx: &Transaction<'_>, session_id: &str, p: &PlannedThought) ->
     )?
     .execute(params![
         session_id,
-        p.node_id,
+        t.node_id,
         d.branch_id,
         d.thought_number,
         d.total_thoughts,
@@ -150,9 +151,9 @@ fn insert_planned(tx: &Transaction<'_>, session_id: &str, p: &PlannedThought) ->
         d.branch_from_thought,
         d.needs_more_thoughts,
         d.include_guide,
-        p.prev_node,
-        p.revises_node,
-        p.branch_origin,
+        t.prev_node,
+        t.revises_node,
+        t.branch_origin,
         critique,
         d.timestamp,
     ])?;
@@ -180,13 +181,30 @@ impl Store {
             };
             let session_id = session_id.as_str();
             let mut facts = TxFacts { tx, session_id };
-            let planned = plan_thought(session_id, input, &mut facts, now.clone())?;
-            let seq = insert_planned(tx, session_id, &planned)?;
-            if planned.new_branch {
+            let PlannedThought {
+                node_id,
+                prev_node,
+                revises_node,
+                branch_origin,
+                data,
+                new_branch,
+                auto_numbered,
+            } = plan_thought(session_id, input, &mut facts, now.clone())?;
+            let mut thought = Thought {
+                seq: 0,
+                session_id: session_id.to_string(),
+                node_id,
+                prev_node,
+                revises_node,
+                branch_origin,
+                data,
+            };
+            thought.seq = insert_thought(tx, session_id, &thought)?;
+            if new_branch {
                 let (Some(branch), Some(from), Some(origin)) = (
-                    planned.data.branch_id.as_deref(),
-                    planned.data.branch_from_thought,
-                    planned.branch_origin.as_deref(),
+                    thought.data.branch_id.as_deref(),
+                    thought.data.branch_from_thought,
+                    thought.branch_origin.as_deref(),
                 ) else {
                     return Err(Error::Internal("a new branch without its fork point".into()));
                 };
@@ -196,28 +214,20 @@ impl Store {
                 )?
                 .execute(params![session_id, branch, from, origin, now])?;
             }
-            let closed = planned.data.branch_id.is_none() && !planned.data.next_thought_needed;
+            let closed = thought.data.branch_id.is_none() && !thought.data.next_thought_needed;
             tx.prepare_cached(
                 "UPDATE sessions SET thought_count = thought_count + 1, branch_count = branch_count + ?2,
                      updated_at = ?3, completed_at = CASE WHEN ?4 THEN ?3 ELSE NULL END
                  WHERE id = ?1",
             )?
-            .execute(params![session_id, i64::from(planned.new_branch), now, closed])?;
+            .execute(params![session_id, i64::from(new_branch), now, closed])?;
             let session = get_session_tx(tx, session_id, granularity)?;
             Ok(Appended {
-                new_branch: planned.new_branch,
-                auto_numbered: planned.auto_numbered,
+                new_branch,
+                auto_numbered,
                 closed,
                 session,
-                thought: Thought {
-                    seq,
-                    session_id: session_id.to_string(),
-                    node_id: planned.node_id,
-                    prev_node: planned.prev_node,
-                    revises_node: planned.revises_node,
-                    branch_origin: planned.branch_origin,
-                    data: planned.data,
-                },
+                thought,
             })
         })
     }
