@@ -266,8 +266,9 @@ fn unix_stream(fd: i32, read: bool) -> Option<Halves> {
 /// arrives, then index, checkpoint and close the database so that the
 /// database file alone holds the whole ledger.
 pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
-    // One client, one thread: requests never hop between threads. Background
-    // upkeep (indexing, checkpoints) runs on the blocking pool.
+    // One client: the protocol runs on one thread, so requests never hop
+    // between executor threads; SQLite work (requests and background upkeep)
+    // runs on the blocking pool, off the runtime.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .max_blocking_threads(4)
         .enable_all()

@@ -212,18 +212,33 @@ impl Gateway {
         self.events.emit(kind, session_id, data);
     }
 
-    /// Run synchronous store work. On a multi-threaded runtime the worker
-    /// hands its other tasks to another thread and runs `f` in place. On the
-    /// current-thread runtime of a stdio server (one client, requests a few
-    /// tens of microseconds long) `f` simply runs inline: any hop to another
-    /// thread would cost more than the work itself.
+    /// Run synchronous store work off the async runtime, on the blocking
+    /// thread pool, so that a write waiting for another process's lock
+    /// (busy_timeout) never stalls this connection's other requests, pings
+    /// or cancellations.
     pub(crate) async fn blocking<T: Send + 'static>(
         &self,
         f: impl FnOnce(&Store) -> Result<T> + Send + 'static,
     ) -> Result<T> {
+        let store = self.store.clone();
+        tokio::task::spawn_blocking(move || f(&store))
+            .await
+            .map_err(|e| Error::Internal(format!("storage task failed: {e}")))?
+    }
+
+    /// Run a short, bounded store call (one append transaction) directly on
+    /// the stdio server's protocol thread. Handing it to the blocking pool
+    /// costs two thread wake-ups, more than the work itself: 3,900 against
+    /// 6,450 thoughts/s measured (BENCHMARKS.md). Anything that can take
+    /// long goes through [`Gateway::blocking`]. On a multi-threaded runtime
+    /// (a shared server) this is [`Gateway::blocking`] too.
+    pub(crate) async fn quick<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Store) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
         match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
-            Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(|| f(&self.store)),
-            _ => f(&self.store),
+            Ok(tokio::runtime::RuntimeFlavor::CurrentThread) => f(&self.store),
+            _ => self.blocking(f).await,
         }
     }
 

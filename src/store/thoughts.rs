@@ -8,7 +8,7 @@ use rusqlite::{OptionalExtension, Row, Transaction, params};
 use serde_json::json;
 
 use super::Store;
-use super::sessions::{get_session_tx, insert_session_tx};
+use super::sessions::{SESSION_COLUMNS, get_session_tx, insert_session_tx, session_from_row};
 use crate::domain::{
     self, Branch, ChainFacts, Critique, NewSession, PlannedThought, Session, Thought, ThoughtData, ThoughtInput,
     plan_thought,
@@ -215,13 +215,16 @@ impl Store {
                 .execute(params![session_id, branch, from, origin, now])?;
             }
             let closed = thought.data.branch_id.is_none() && !thought.data.next_thought_needed;
-            tx.prepare_cached(
-                "UPDATE sessions SET thought_count = thought_count + 1, branch_count = branch_count + ?2,
-                     updated_at = ?3, completed_at = CASE WHEN ?4 THEN ?3 ELSE NULL END
-                 WHERE id = ?1",
-            )?
-            .execute(params![session_id, i64::from(new_branch), now, closed])?;
-            let session = get_session_tx(tx, session_id, granularity)?;
+            // Update the counters and read the session back in one statement.
+            let session = tx
+                .prepare_cached(&format!(
+                    "UPDATE sessions SET thought_count = thought_count + 1, branch_count = branch_count + ?2,
+                         updated_at = ?3, completed_at = CASE WHEN ?4 THEN ?3 ELSE NULL END
+                     WHERE id = ?1 RETURNING {SESSION_COLUMNS}"
+                ))?
+                .query_row(params![session_id, i64::from(new_branch), now, closed], |r| {
+                    session_from_row(r, granularity)
+                })?;
             Ok(Appended {
                 new_branch,
                 auto_numbered,
