@@ -102,6 +102,31 @@ pub enum SortOrder {
     Desc,
 }
 
+impl SortBy {
+    pub const NAMES: &'static [&'static str] = &["createdAt", "updatedAt", "title"];
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "createdAt" => Some(SortBy::CreatedAt),
+            "updatedAt" => Some(SortBy::UpdatedAt),
+            "title" => Some(SortBy::Title),
+            _ => None,
+        }
+    }
+}
+
+impl SortOrder {
+    pub const NAMES: &'static [&'static str] = &["asc", "desc"];
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "asc" => Some(SortOrder::Asc),
+            "desc" => Some(SortOrder::Desc),
+            _ => None,
+        }
+    }
+}
+
 /// SessionFilter of DATA-MODELS: tags (AND), search over titles,
 /// descriptions and tags, paging and sorting.
 #[derive(Debug, Clone)]

@@ -4,6 +4,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::domain::{SortBy, SortOrder};
 use crate::error::{Error, Result};
 
 #[derive(Debug, Clone, Default)]
@@ -190,6 +191,14 @@ impl Args {
                 )
             }),
         }
+    }
+
+    /// `sortBy` and `sortOrder` of the list filters (SessionFilter, PatternFilter).
+    pub fn sort_opt(&self) -> Result<(Option<SortBy>, Option<SortOrder>)> {
+        Ok((
+            self.enum_opt(&["sortBy"], SortBy::parse, SortBy::NAMES)?,
+            self.enum_opt(&["sortOrder"], SortOrder::parse, SortOrder::NAMES)?,
+        ))
     }
 
     /// Split a call with a sub-operation: the name comes from `subOperation`

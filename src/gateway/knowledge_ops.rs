@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 use super::{Args, Gateway};
-use crate::domain::{SortBy, SortOrder, Stage};
+use crate::domain::{SortOrder, Stage};
 use crate::error::{Error, Result};
 use crate::knowledge::{
     KnowledgePattern, NewPattern, PatternFilter, PatternUpdate, ScratchpadNote, check_content, check_topic, is_slug,
@@ -175,32 +175,14 @@ async fn update_pattern(gw: &Gateway, args: Args) -> Result<Value> {
 
 async fn list_patterns(gw: &Gateway, args: Args) -> Result<Value> {
     let args = args.object_opt(&["filter", "filters"])?.unwrap_or(args);
+    let (sort_by, sort_order) = args.sort_opt()?;
     let filter = PatternFilter {
         tags: args.str_list_opt(&["tags", "tag"])?.unwrap_or_default(),
         search: args.str_opt(&["search", "query"])?.filter(|s| !s.trim().is_empty()),
         limit: args.int_opt(&["limit"], 1, 100)?.unwrap_or(20) as u32,
         offset: args.int_opt(&["offset"], 0, i64::from(u32::MAX))?.unwrap_or(0) as u32,
-        sort_by: args.enum_opt(
-            &["sortBy"],
-            |s| match s {
-                "createdAt" => Some(SortBy::CreatedAt),
-                "updatedAt" => Some(SortBy::UpdatedAt),
-                "title" => Some(SortBy::Title),
-                _ => None,
-            },
-            &["createdAt", "updatedAt", "title"],
-        )?,
-        sort_order: args
-            .enum_opt(
-                &["sortOrder"],
-                |s| match s {
-                    "asc" => Some(SortOrder::Asc),
-                    "desc" => Some(SortOrder::Desc),
-                    _ => None,
-                },
-                &["asc", "desc"],
-            )?
-            .unwrap_or(SortOrder::Desc),
+        sort_by,
+        sort_order: sort_order.unwrap_or(SortOrder::Desc),
     };
     let page = gw.blocking(move |s| s.list_patterns(&filter)).await?;
     let patterns: Vec<Value> = page

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::{Args, Gateway, OPERATIONS};
 use crate::content;
-use crate::domain::{self, NewSession, SessionFilter, SortBy, SortOrder, Stage, Thought, ThoughtInput};
+use crate::domain::{self, NewSession, SessionFilter, Stage, Thought, ThoughtInput};
 use crate::error::{Error, Result};
 use crate::events::{self, EventType};
 use crate::store::{Shape, Target, ThoughtQuery};
@@ -164,34 +164,14 @@ pub(crate) fn session_filter(args: &Args) -> Result<SessionFilter> {
             tags.push(format!("{key}:{}", v.trim()));
         }
     }
+    let (sort_by, sort_order) = args.sort_opt()?;
     Ok(SessionFilter {
         tags,
         search: args.str_opt(&["search"])?.filter(|s| !s.trim().is_empty()),
         limit: args.int_opt(&["limit"], 1, 100)?.unwrap_or(20) as u32,
         offset: args.int_opt(&["offset"], 0, i64::from(u32::MAX))?.unwrap_or(0) as u32,
-        sort_by: args
-            .enum_opt(
-                &["sortBy"],
-                |s| match s {
-                    "createdAt" => Some(SortBy::CreatedAt),
-                    "updatedAt" => Some(SortBy::UpdatedAt),
-                    "title" => Some(SortBy::Title),
-                    _ => None,
-                },
-                &["createdAt", "updatedAt", "title"],
-            )?
-            .unwrap_or_default(),
-        sort_order: args
-            .enum_opt(
-                &["sortOrder"],
-                |s| match s {
-                    "asc" => Some(SortOrder::Asc),
-                    "desc" => Some(SortOrder::Desc),
-                    _ => None,
-                },
-                &["asc", "desc"],
-            )?
-            .unwrap_or_default(),
+        sort_by: sort_by.unwrap_or_default(),
+        sort_order: sort_order.unwrap_or_default(),
     })
 }
 
