@@ -3,6 +3,7 @@
 //!
 //!   cargo bench --bench stdio            # all figures
 //!   cargo bench --bench stdio -- append  # only the 10,000-thought runs
+//!   THOUGHTBOX_BIN=/other/build/thoughtbox cargo bench --bench stdio -- append-normal
 //!
 //! Prints throughput, latency percentiles, first-vs-last-1000 medians, peak
 //! RSS of the server, and start-up time to `initialize` answered.
@@ -24,7 +25,10 @@ type Client = RunningService<RoleClient, ()>;
 const THOUGHTS: usize = 10_000;
 
 fn command(db: &Path, extra: &[&str]) -> tokio::process::Command {
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_thoughtbox"));
+    // THOUGHTBOX_BIN runs another build of the server, to compare two builds
+    // in the same minutes on a noisy machine.
+    let bin = std::env::var_os("THOUGHTBOX_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_thoughtbox").into());
+    let mut cmd = tokio::process::Command::new(bin);
     cmd.arg("--db")
         .arg(db)
         .args(extra)

@@ -11,7 +11,8 @@
 //! deep analyses as pure functions over a session's thoughts; [`knowledge`]
 //! holds the pattern and scratchpad types of the knowledge garden (stored by
 //! `store::knowledge`); [`models`] embeds the mental model prompts; [`events`]
-//! writes the optional JSONL event stream.
+//! writes the optional JSONL event stream. The server's request-path writes,
+//! full-text indexing and WAL upkeep go through one [`writer`] thread.
 
 pub mod analysis;
 pub mod cli;
@@ -28,5 +29,6 @@ pub mod models;
 pub mod serve;
 pub mod store;
 pub mod tree;
+pub mod writer;
 
 pub use error::{Error, Result};

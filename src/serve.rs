@@ -12,7 +12,8 @@ use tokio::sync::{Notify, watch};
 use crate::error::{Error, Result};
 use crate::events::EventTarget;
 use crate::gateway::Gateway;
-use crate::store::Store;
+use crate::store::{Store, WAL_RESTART_BYTES};
+use crate::writer::Writer;
 
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
@@ -47,11 +48,9 @@ const INDEX_MAX_DELAY: Duration = Duration::from_secs(5);
 /// Rows indexed per transaction, so that an append waits at most one batch.
 const INDEX_BATCH: i64 = 128;
 /// While writes keep coming, the WAL is copied into the database this often
-/// (a PASSIVE checkpoint runs beside the writers, so appends never pay for it).
-const CHECKPOINT_EVERY: Duration = Duration::from_millis(500);
-/// A WAL this large is checkpointed at the next tick, whatever the time, so
-/// that even the fastest stream of writes leaves a bounded WAL.
-const CHECKPOINT_WAL_BYTES: u64 = 64 << 20;
+/// (a PASSIVE checkpoint runs beside the writers, so appends never pay for
+/// it; see [`Store::checkpoint_passive`] for how the WAL stays bounded).
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(250);
 /// After this long without writes the WAL is checkpointed and truncated, so
 /// that copying the file of an idle server gives the whole ledger.
 const CHECKPOINT_QUIET: Duration = Duration::from_secs(1);
@@ -92,9 +91,9 @@ async fn blocking<T: Send + 'static>(store: &Store, f: impl FnOnce(&Store) -> Re
         .map_err(|e| Error::Internal(e.to_string()))?
 }
 
-async fn index_pending(store: &Store) {
+async fn index_pending(writer: &Writer) {
     loop {
-        match blocking(store, |s| s.index_pending(INDEX_BATCH)).await {
+        match writer.run(|s| s.index_pending(INDEX_BATCH)).await {
             Ok(0) => return,
             Ok(_) => tokio::task::yield_now().await,
             Err(e) => {
@@ -105,22 +104,38 @@ async fn index_pending(store: &Store) {
     }
 }
 
-async fn checkpoint(store: &Store, truncate: bool) {
-    if let Err(e) = blocking(store, move |s| {
-        if truncate {
-            s.checkpoint()
-        } else {
-            s.checkpoint_passive()
+/// Copy the WAL into the database beside the writers; once it has grown
+/// past [`WAL_RESTART_BYTES`], copy the rest between two writes on the writer
+/// thread, so that the next write starts the WAL over from its beginning.
+async fn checkpoint(store: &Store, writer: &Writer) {
+    let wal = match blocking(store, |s| s.checkpoint_passive()).await {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            tracing::warn!("checkpoint failed: {e}");
+            return;
         }
-    })
-    .await
-    {
+    };
+    if wal > WAL_RESTART_BYTES {
+        // Once more beside the writers, for what they wrote during the first
+        // pass, so that the writer thread has only a few frames left to copy.
+        if let Err(e) = blocking(store, |s| s.checkpoint_passive()).await {
+            tracing::warn!("checkpoint failed: {e}");
+        }
+        if let Err(e) = writer.run(|s| s.checkpoint_passive()).await {
+            tracing::warn!("checkpoint failed: {e}");
+        }
+    }
+}
+
+/// Copy the whole WAL into the database and truncate it.
+async fn checkpoint_truncate(store: &Store) {
+    if let Err(e) = blocking(store, |s| s.checkpoint()).await {
         tracing::warn!("checkpoint failed: {e}");
     }
 }
 
 impl Maintenance {
-    pub fn start(store: Store) -> Maintenance {
+    pub fn start(store: Store, writer: Writer) -> Maintenance {
         let signal = Arc::new(WriteSignal::default());
         let (stop, mut stopped) = watch::channel(false);
         let sig = signal.clone();
@@ -148,23 +163,23 @@ impl Maintenance {
                     if sig.count() == seen {
                         break;
                     }
-                    if checkpointed.elapsed() >= CHECKPOINT_EVERY || store.wal_size() > CHECKPOINT_WAL_BYTES {
-                        checkpoint(&store, false).await;
+                    if checkpointed.elapsed() >= CHECKPOINT_EVERY {
+                        checkpoint(&store, &writer).await;
                         checkpointed = Instant::now();
                     }
                     if burst.elapsed() >= INDEX_MAX_DELAY {
-                        index_pending(&store).await;
+                        index_pending(&writer).await;
                         burst = Instant::now();
                     }
                 }
-                index_pending(&store).await;
+                index_pending(&writer).await;
                 seen = sig.count();
                 tokio::select! {
                     _ = tokio::time::sleep(CHECKPOINT_QUIET) => {}
                     _ = stopped.changed() => break,
                 }
                 if sig.count() == seen {
-                    checkpoint(&store, true).await;
+                    checkpoint_truncate(&store).await;
                 }
             }
             if let Err(e) = blocking(&store, |s| s.index_all_pending().map(|_| ())).await {
@@ -210,14 +225,14 @@ async fn shutdown_signal() {
     }
 }
 
-type Reader = Box<dyn tokio::io::AsyncRead + Send + Unpin>;
-type Writer = Box<dyn tokio::io::AsyncWrite + Send + Unpin>;
+type Input = Box<dyn tokio::io::AsyncRead + Send + Unpin>;
+type Output = Box<dyn tokio::io::AsyncWrite + Send + Unpin>;
 
 /// stdin and stdout as async streams. When they are pipes or sockets (as MCP
 /// clients spawn us) they are registered with the reactor directly; tokio's
 /// own stdin/stdout would send every read and write through the blocking
 /// thread pool, which more than doubles the cost of a small request.
-fn stdio_streams() -> (Reader, Writer) {
+fn stdio_streams() -> (Input, Output) {
     #[cfg(unix)]
     {
         if let (Some(r), Some(w)) = (unix_stream(0, true), unix_stream(1, false)) {
@@ -228,7 +243,7 @@ fn stdio_streams() -> (Reader, Writer) {
 }
 
 #[cfg(unix)]
-type Halves = (Reader, Writer);
+type Halves = (Input, Output);
 
 /// fd 0 or 1 as an async reader/writer, if it is a pipe or a socket.
 #[cfg(unix)]
@@ -267,8 +282,9 @@ fn unix_stream(fd: i32, read: bool) -> Option<Halves> {
 /// database file alone holds the whole ledger.
 pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
     // One client: the protocol runs on one thread, so requests never hop
-    // between executor threads; SQLite work (requests and background upkeep)
-    // runs on the blocking pool, off the runtime.
+    // between executor threads. SQLite work runs off the runtime: appends,
+    // indexing and the WAL restart on the writer thread, reads and the rest
+    // on the blocking pool.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .max_blocking_threads(4)
         .enable_all()
@@ -276,8 +292,9 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
         .map_err(|e| Error::io("starting the async runtime", e))?;
     let result = runtime.block_on(async move {
         tracing::info!(db = %store.path().display(), "thoughtbox serving MCP on stdio");
-        let maintenance = Maintenance::start(store.clone());
-        let gateway = Gateway::new(store.clone(), options, maintenance.signal());
+        let writer = Writer::start(store.clone())?;
+        let maintenance = Maintenance::start(store.clone(), writer.clone());
+        let gateway = Gateway::new(store.clone(), writer, options, maintenance.signal());
         let served = async {
             let service = gateway
                 .serve(stdio_streams())

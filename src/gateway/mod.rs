@@ -33,6 +33,7 @@ use crate::error::{Error, Result};
 use crate::events::{self, EventType, Events};
 use crate::serve::{ServeOptions, WriteSignal};
 use crate::store::Store;
+use crate::writer::Writer;
 
 /// The one tool's name.
 pub const TOOL_NAME: &str = "thoughtbox_gateway";
@@ -148,6 +149,7 @@ pub struct Gateway {
     pub(crate) conn: Arc<Mutex<Connection>>,
     pub(crate) events: Arc<Events>,
     writes: Arc<WriteSignal>,
+    writer: Writer,
     tool: Arc<Tool>,
 }
 
@@ -196,8 +198,9 @@ fn tool_definition(hidden: &BTreeSet<String>) -> Tool {
 }
 
 impl Gateway {
-    pub fn new(store: Store, options: ServeOptions, writes: Arc<WriteSignal>) -> Gateway {
+    pub fn new(store: Store, writer: Writer, options: ServeOptions, writes: Arc<WriteSignal>) -> Gateway {
         Gateway {
+            writer,
             store,
             events: Arc::new(Events::new(options.events.clone())),
             options,
@@ -226,20 +229,16 @@ impl Gateway {
             .map_err(|e| Error::Internal(format!("storage task failed: {e}")))?
     }
 
-    /// Run a short, bounded store call (one append transaction) directly on
-    /// the stdio server's protocol thread. Handing it to the blocking pool
-    /// costs two thread wake-ups, more than the work itself: 3,900 against
-    /// 6,450 thoughts/s measured (BENCHMARKS.md). Anything that can take
-    /// long goes through [`Gateway::blocking`]. On a multi-threaded runtime
-    /// (a shared server) this is [`Gateway::blocking`] too.
-    pub(crate) async fn quick<T: Send + 'static>(
+    /// Run a short write on the request path (a thought append) on the
+    /// ledger writer thread, off the async runtime. Unlike the blocking pool
+    /// it hands work over without putting either thread to sleep during a
+    /// burst (see [`crate::writer`]): the pool's two wake-ups per call cost more
+    /// than the append itself (3,900 against 6,450 thoughts/s measured).
+    pub(crate) async fn write<T: Send + 'static>(
         &self,
         f: impl FnOnce(&Store) -> Result<T> + Send + 'static,
     ) -> Result<T> {
-        match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
-            Ok(tokio::runtime::RuntimeFlavor::CurrentThread) => f(&self.store),
-            _ => self.blocking(f).await,
-        }
+        self.writer.run(f).await
     }
 
     /// Tell the maintenance task that something was written.

@@ -253,7 +253,7 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
         }
     };
     let creates_session = matches!(target, Target::New(_));
-    let appended = match gw.quick(move |s| s.append_thought(target, input)).await {
+    let appended = match gw.write(move |s| s.append_thought(target, input)).await {
         Ok(a) => a,
         Err(e) => {
             // The active session was deleted (perhaps by another process):

@@ -89,9 +89,22 @@ pub(crate) type Conn = PooledConnection<SqliteConnectionManager>;
 
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// WAL size past which background checkpoints make the WAL start over; also
-/// the size the WAL file is cut back to when it does.
-pub const WAL_RESTART_BYTES: u64 = 16 << 20;
+/// Page size of new databases. A commit writes every page it touched to the
+/// WAL in full, and an append touches about eight pages (the row, four
+/// indexes, the session row and its updatedAt index); 2 KiB pages halve the
+/// bytes written and checkpointed per thought against 4 KiB, for ~16 % more
+/// file (two ~700-byte thought rows per page instead of five). Measured in
+/// BENCHMARKS.md.
+const PAGE_SIZE: i64 = 2048;
+
+/// WAL content past which the server makes the WAL start over from its
+/// beginning instead of growing (see [`Store::checkpoint_passive`]).
+pub const WAL_RESTART_BYTES: u64 = 32 << 20;
+/// The WAL file is cut back to this size when it starts over. Larger than
+/// [`WAL_RESTART_BYTES`] so that a busy server reuses the file's blocks
+/// instead of truncating and re-extending it at every restart, which costs
+/// tens of milliseconds on ext4. An idle server truncates it to nothing.
+const WAL_FILE_LIMIT: u64 = 64 << 20;
 
 fn wal_path(db: &Path) -> PathBuf {
     let mut p = db.as_os_str().to_owned();
@@ -102,6 +115,8 @@ fn wal_path(db: &Path) -> PathBuf {
 fn configure(conn: &Connection, sync: SyncMode, background_checkpoints: bool) -> rusqlite::Result<()> {
     // busy_timeout first: switching to WAL can itself meet a lock.
     conn.busy_timeout(BUSY_TIMEOUT)?;
+    // Only a new, empty database takes it; an existing file keeps its own.
+    conn.pragma_update(None, "page_size", PAGE_SIZE)?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(
         None,
@@ -115,7 +130,7 @@ fn configure(conn: &Connection, sync: SyncMode, background_checkpoints: bool) ->
     if background_checkpoints {
         conn.pragma_update(None, "wal_autocheckpoint", 0)?;
     }
-    conn.pragma_update(None, "journal_size_limit", WAL_RESTART_BYTES as i64)?;
+    conn.pragma_update(None, "journal_size_limit", WAL_FILE_LIMIT as i64)?;
     conn.set_prepared_statement_cache_capacity(64);
     Ok(())
 }
@@ -317,17 +332,19 @@ impl Store {
     }
 
     /// Copy as much of the WAL into the database file as possible without
-    /// waiting for readers or writers. Once the WAL has grown past
-    /// [`WAL_RESTART_BYTES`], finish with a RESTART checkpoint (a short stall
-    /// for writers, most pages being copied already) so the WAL is reused
-    /// from its start instead of growing for as long as writes keep coming.
-    pub fn checkpoint_passive(&self) -> Result<()> {
+    /// waiting for readers or writers (a PASSIVE checkpoint), and answer how
+    /// many bytes of frames the WAL holds. The WAL starts over from its
+    /// beginning at the first write after a checkpoint that copied all of
+    /// it; under a steady stream of writes from another thread that never
+    /// happens, so the server runs one more on its writer thread, between
+    /// two writes, once the WAL is past [`WAL_RESTART_BYTES`].
+    pub fn checkpoint_passive(&self) -> Result<u64> {
         let conn = self.conn()?;
-        conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))?;
-        if self.wal_size() > WAL_RESTART_BYTES {
-            conn.query_row("PRAGMA wal_checkpoint(RESTART)", [], |_| Ok(()))?;
-        }
-        Ok(())
+        let page_size: i64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0))?;
+        // (busy, frames in the WAL, frames copied); -1 when not in WAL mode.
+        let frames: i64 = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get(1))?;
+        let frame_bytes = u64::try_from(page_size).unwrap_or(0) + 24;
+        Ok(u64::try_from(frames).unwrap_or(0) * frame_bytes)
     }
 
     /// Current size of the WAL file in bytes (0 when there is none).
@@ -376,6 +393,126 @@ mod tests {
         // Reopening keeps the install id.
         let again = Store::open(dir.path().join("t.db"), OpenOptionsStore::default()).unwrap();
         assert_eq!(again.config().unwrap().install_id, cfg.install_id);
+    }
+
+    /// A ledger written by schema version 2 (AUTOINCREMENT ids, the
+    /// chain-order index, no tails) opens, migrates and keeps linking.
+    #[test]
+    fn version_2_ledgers_migrate_and_keep_their_links() {
+        use crate::domain::ThoughtInput;
+        use crate::store::Target;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v2.db");
+        let sid = "6f1c0a52-5d2e-4a57-9d43-3e4c6b1f2a10";
+        {
+            let mut conn = Connection::open(&path).unwrap();
+            embedded::migrations::runner()
+                .set_target(refinery::Target::Version(2))
+                .run(&mut conn)
+                .unwrap();
+            conn.execute_batch(&format!(
+                "INSERT INTO sessions (id, title, thought_count, branch_count, created_at, updated_at, last_accessed_at)
+                 VALUES ('{sid}', 'old', 4, 1, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z');
+                 INSERT INTO thoughts (session_id, node_id, branch_id, thought_number, total_thoughts, thought,
+                     next_thought_needed, prev_node, branch_from_thought, branch_origin, created_at) VALUES
+                   ('{sid}', '{sid}:1', NULL, 1, 3, 'alpha', 1, NULL, NULL, NULL, '2026-01-01T00:00:01.000Z'),
+                   ('{sid}', '{sid}:2', NULL, 2, 3, 'beta', 1, '{sid}:1', NULL, NULL, '2026-01-01T00:00:02.000Z'),
+                   ('{sid}', '{sid}:alt:1', 'alt', 1, 3, 'gamma', 1, '{sid}:1', 1, '{sid}:1', '2026-01-01T00:00:03.000Z'),
+                   ('{sid}', '{sid}:3', NULL, 3, 3, 'delta', 1, '{sid}:2', NULL, NULL, '2026-01-01T00:00:04.000Z');
+                 INSERT INTO branches (session_id, branch_id, from_thought, origin_node, created_at)
+                 VALUES ('{sid}', 'alt', 1, '{sid}:1', '2026-01-01T00:00:03.000Z');"
+            ))
+            .unwrap();
+        }
+        let store = Store::open(&path, OpenOptionsStore::default()).unwrap();
+        assert_eq!(store.schema_version().unwrap(), latest_known_version());
+        let conn = store.conn().unwrap();
+        let tails: (Option<String>, Option<String>, i64) = conn
+            .query_row(
+                "SELECT s.tail_node, b.tail_node, (SELECT count(*) FROM sqlite_sequence WHERE name = 'thoughts')
+                 FROM sessions s JOIN branches b ON b.session_id = s.id",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .unwrap();
+        assert_eq!(tails, (Some(format!("{sid}:3")), Some(format!("{sid}:alt:1")), 0));
+        drop(conn);
+        let input = |branch: Option<&str>| ThoughtInput {
+            thought: "after the upgrade".into(),
+            next_thought_needed: true,
+            branch_id: branch.map(String::from),
+            branch_from_thought: branch.map(|_| 1),
+            ..Default::default()
+        };
+        let main = store.append_thought(Target::Session(sid.into()), input(None)).unwrap();
+        assert_eq!(main.thought.node_id, format!("{sid}:4"));
+        assert_eq!(main.thought.prev_node.as_deref(), Some(format!("{sid}:3").as_str()));
+        assert_eq!(main.thought.seq, 5, "ids continue after the highest");
+        let alt = store
+            .append_thought(Target::Session(sid.into()), input(Some("alt")))
+            .unwrap();
+        assert_eq!(alt.thought.prev_node.as_deref(), Some(format!("{sid}:alt:1").as_str()));
+        // The views were rebuilt and the old rows are searchable.
+        let next: String = store
+            .conn()
+            .unwrap()
+            .query_row(
+                "SELECT next FROM thought_next WHERE node_id = ?1",
+                [format!("{sid}:1")],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(next, format!("[\"{sid}:2\",\"{sid}:alt:1\"]"));
+        assert_eq!(store.search_thoughts("gamma", 10).unwrap().len(), 1);
+    }
+
+    /// Without AUTOINCREMENT, deleting the newest session frees its ids for
+    /// the next thoughts; they must still reach the full-text index.
+    #[test]
+    fn ids_freed_by_a_delete_are_indexed_again() {
+        use crate::domain::{NewSession, ThoughtInput};
+        use crate::store::Target;
+        let (_dir, store) = temp_store();
+        let add = |sid: &str, text: &str| {
+            let input = ThoughtInput {
+                thought: text.into(),
+                next_thought_needed: true,
+                ..Default::default()
+            };
+            store
+                .append_thought(Target::Session(sid.into()), input)
+                .unwrap()
+                .thought
+                .seq
+        };
+        let a = store
+            .create_session(NewSession {
+                title: "a".into(),
+                ..Default::default()
+            })
+            .unwrap()
+            .id;
+        let b = store
+            .create_session(NewSession {
+                title: "b".into(),
+                ..Default::default()
+            })
+            .unwrap()
+            .id;
+        add(&a, "kept");
+        let freed = add(&b, "removed");
+        assert_eq!(store.search_thoughts("removed", 10).unwrap().len(), 1);
+        store.delete_session(&b).unwrap();
+        let c = store
+            .create_session(NewSession {
+                title: "c".into(),
+                ..Default::default()
+            })
+            .unwrap()
+            .id;
+        assert_eq!(add(&c, "reborn"), freed, "the freed id is handed out again");
+        assert_eq!(store.search_thoughts("reborn", 10).unwrap().len(), 1);
+        assert!(store.search_thoughts("removed", 10).unwrap().is_empty());
     }
 
     #[test]

@@ -98,13 +98,20 @@ impl ChainFacts for TxFacts<'_, '_> {
     }
 
     fn last_node(&mut self, branch: Option<&str>) -> Result<Option<String>> {
-        Ok(self
-            .tx
-            .prepare_cached(
-                "SELECT node_id FROM thoughts WHERE session_id = ?1 AND branch_id IS ?2 ORDER BY id DESC LIMIT 1",
-            )?
-            .query_row(params![self.session_id, branch], |r| r.get(0))
-            .optional()?)
+        // The chain's owner row keeps its tail (see migration V3).
+        let tail = match branch {
+            None => self
+                .tx
+                .prepare_cached("SELECT tail_node FROM sessions WHERE id = ?1")?
+                .query_row([self.session_id], |r| r.get(0))
+                .optional()?,
+            Some(b) => self
+                .tx
+                .prepare_cached("SELECT tail_node FROM branches WHERE session_id = ?1 AND branch_id = ?2")?
+                .query_row([self.session_id, b], |r| r.get(0))
+                .optional()?,
+        };
+        Ok(tail.flatten())
     }
 
     fn has_thought(&mut self, branch: Option<&str>, number: u32) -> Result<bool> {
@@ -200,31 +207,45 @@ impl Store {
                 data,
             };
             thought.seq = insert_thought(tx, session_id, &thought)?;
+            let branch = thought.data.branch_id.as_deref();
             if new_branch {
                 let (Some(branch), Some(from), Some(origin)) = (
-                    thought.data.branch_id.as_deref(),
+                    branch,
                     thought.data.branch_from_thought,
                     thought.branch_origin.as_deref(),
                 ) else {
                     return Err(Error::Internal("a new branch without its fork point".into()));
                 };
                 tx.prepare_cached(
-                    "INSERT INTO branches (session_id, branch_id, from_thought, origin_node, created_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5)",
+                    "INSERT INTO branches (session_id, branch_id, from_thought, origin_node, created_at, tail_node)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                 )?
-                .execute(params![session_id, branch, from, origin, now])?;
+                .execute(params![session_id, branch, from, origin, now, thought.node_id])?;
+            } else if let Some(branch) = branch {
+                tx.prepare_cached("UPDATE branches SET tail_node = ?3 WHERE session_id = ?1 AND branch_id = ?2")?
+                    .execute(params![session_id, branch, thought.node_id])?;
             }
-            let closed = thought.data.branch_id.is_none() && !thought.data.next_thought_needed;
-            // Update the counters and read the session back in one statement.
+            let closed = branch.is_none() && !thought.data.next_thought_needed;
+            // Update the counters and the main chain's tail, and read the
+            // session back, in one statement.
             let session = tx
                 .prepare_cached(&format!(
                     "UPDATE sessions SET thought_count = thought_count + 1, branch_count = branch_count + ?2,
-                         updated_at = ?3, completed_at = CASE WHEN ?4 THEN ?3 ELSE NULL END
+                         updated_at = ?3, completed_at = CASE WHEN ?4 THEN ?3 ELSE NULL END,
+                         tail_node = CASE WHEN ?5 THEN ?6 ELSE tail_node END
                      WHERE id = ?1 RETURNING {SESSION_COLUMNS}"
                 ))?
-                .query_row(params![session_id, i64::from(new_branch), now, closed], |r| {
-                    session_from_row(r, granularity)
-                })?;
+                .query_row(
+                    params![
+                        session_id,
+                        i64::from(new_branch),
+                        now,
+                        closed,
+                        branch.is_none(),
+                        thought.node_id
+                    ],
+                    |r| session_from_row(r, granularity),
+                )?;
             Ok(Appended {
                 new_branch,
                 auto_numbered,

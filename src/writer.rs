@@ -1,0 +1,162 @@
+//! The ledger writer: one dedicated OS thread that runs the server's short
+//! store writes (thought appends, full-text index batches, the checkpoint
+//! that lets the WAL start over) one after another, off the async runtime.
+//! One writer per process means these never wait for each other's locks.
+//!
+//! Handing work to a sleeping thread and being woken when it is done costs
+//! two cross-CPU wake-ups; on a virtual machine each one is tens of
+//! microseconds, as much as the append itself. So both sides wait actively,
+//! for a bounded time, before they sleep:
+//!
+//! - the writer thread polls its queue for [`WRITER_SPIN`] after each job,
+//!   so a burst of thoughts finds it awake, then blocks on the channel;
+//! - the request task checks for its answer between `yield_now`s for
+//!   [`WAITER_SPIN`] (the runtime keeps serving other tasks and I/O
+//!   meanwhile), then awaits the answer like any future.
+//!
+//! A write that waits for another process's lock (busy_timeout) therefore
+//! never stalls the protocol thread.
+
+use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
+use std::time::{Duration, Instant};
+
+use tokio::sync::oneshot;
+
+use crate::error::{Error, Result};
+use crate::store::Store;
+
+/// How long the writer thread stays awake for the next job.
+const WRITER_SPIN: Duration = Duration::from_millis(1);
+/// How long a request task polls for its answer before it sleeps on it.
+const WAITER_SPIN: Duration = Duration::from_millis(1);
+
+type Job = Box<dyn FnOnce(&Store) + Send>;
+
+/// Handle to the writer thread; the thread ends when the last handle drops.
+#[derive(Clone)]
+pub struct Writer {
+    jobs: Sender<Job>,
+}
+
+impl Writer {
+    /// Start the thread. It holds a clone of `store` (a pool handle).
+    pub fn start(store: Store) -> Result<Writer> {
+        let (jobs, queue) = mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("ledger-writer".into())
+            .spawn(move || serve(&store, &queue))
+            .map_err(|e| Error::io("starting the writer thread", e))?;
+        Ok(Writer { jobs })
+    }
+
+    /// Run `f` on the writer thread and wait for its result. Jobs run one
+    /// at a time, in the order they were sent.
+    pub async fn run<T: Send + 'static>(&self, f: impl FnOnce(&Store) -> Result<T> + Send + 'static) -> Result<T> {
+        let (tx, mut rx) = oneshot::channel();
+        let job: Job = Box::new(move |store| {
+            // The receiver is gone only when the request was cancelled.
+            let _ = tx.send(f(store));
+        });
+        let stopped = || Error::Internal("the ledger writer thread has stopped".into());
+        self.jobs.send(job).map_err(|_| stopped())?;
+        let start = Instant::now();
+        loop {
+            match rx.try_recv() {
+                Ok(result) => return result,
+                Err(oneshot::error::TryRecvError::Closed) => return Err(stopped()),
+                Err(oneshot::error::TryRecvError::Empty) => {}
+            }
+            if start.elapsed() >= WAITER_SPIN {
+                return rx.await.map_err(|_| stopped())?;
+            }
+            tokio::task::yield_now().await;
+        }
+    }
+}
+
+/// The thread's loop: run jobs until every [`Writer`] handle is dropped.
+fn serve(store: &Store, queue: &Receiver<Job>) {
+    // Asleep until a job arrives.
+    while let Ok(job) = queue.recv() {
+        job(store);
+        // Awake for the rest of a burst.
+        let mut idle_since = Instant::now();
+        loop {
+            match queue.try_recv() {
+                Ok(job) => {
+                    job(store);
+                    idle_since = Instant::now();
+                }
+                Err(TryRecvError::Disconnected) => return,
+                Err(TryRecvError::Empty) if idle_since.elapsed() >= WRITER_SPIN => break,
+                Err(TryRecvError::Empty) => std::hint::spin_loop(),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::test_support::temp_store;
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn runs_jobs_in_order_on_its_own_thread() {
+        let (_dir, store) = temp_store();
+        let writer = Writer::start(store).expect("start");
+        let here = std::thread::current().id();
+        let mut seen = Vec::new();
+        for i in 0..50 {
+            let (n, thread) = writer
+                .run(move |_| Ok((i, std::thread::current().id())))
+                .await
+                .expect("job");
+            assert_ne!(thread, here, "the job ran on the runtime thread");
+            seen.push(n);
+        }
+        assert_eq!(seen, (0..50).collect::<Vec<_>>());
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn errors_and_slow_jobs_come_back() {
+        let (_dir, store) = temp_store();
+        let writer = Writer::start(store).expect("start");
+        let err = writer
+            .run(|_| -> Result<()> { Err(Error::Internal("boom".into())) })
+            .await
+            .expect_err("an error");
+        assert!(err.to_string().contains("boom"));
+        // Longer than both spins: the task sleeps and is woken.
+        let v = writer
+            .run(|_| {
+                std::thread::sleep(Duration::from_millis(20));
+                Ok(7)
+            })
+            .await
+            .expect("slow job");
+        assert_eq!(v, 7);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn the_runtime_keeps_serving_while_a_job_waits() {
+        let (_dir, store) = temp_store();
+        let writer = Writer::start(store).expect("start");
+        let ticker = tokio::spawn(async {
+            let mut ticks = 0;
+            for _ in 0..5 {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                ticks += 1;
+            }
+            ticks
+        });
+        writer
+            .run(|_| {
+                std::thread::sleep(Duration::from_millis(100));
+                Ok(())
+            })
+            .await
+            .expect("job");
+        assert!(ticker.is_finished(), "other tasks ran while the job was in flight");
+        assert_eq!(ticker.await.expect("ticker"), 5);
+    }
+}
