@@ -158,7 +158,10 @@ async fn append_run(label: &str, extra: &[&str]) {
             .unwrap_or_else(|| "n/a".into()),
         wal as f64 / (1024.0 * 1024.0),
     );
-    let blocks: Vec<String> = lat.chunks(1000).map(|c| format!("{:.0}", median(c).as_secs_f64() * 1e6)).collect();
+    let blocks: Vec<String> = lat
+        .chunks(1000)
+        .map(|c| format!("{:.0}", median(c).as_secs_f64() * 1e6))
+        .collect();
     println!("  median of each 1,000 calls (us): {}", blocks.join(" "));
     client.cancel().await.ok();
 }

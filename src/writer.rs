@@ -57,20 +57,31 @@ impl Writer {
             // The receiver is gone only when the request was cancelled.
             let _ = tx.send(f(store));
         });
-        let stopped = || Error::Internal("the ledger writer thread has stopped".into());
-        self.jobs.send(job).map_err(|_| stopped())?;
+        self.jobs
+            .send(job)
+            .map_err(|_| Error::Internal("the ledger writer thread has stopped".into()))?;
+        // The answer's sender is dropped unused only if the job panicked.
+        let failed = || Error::Internal("the write failed unexpectedly (see the server log)".into());
         let start = Instant::now();
         loop {
             match rx.try_recv() {
                 Ok(result) => return result,
-                Err(oneshot::error::TryRecvError::Closed) => return Err(stopped()),
+                Err(oneshot::error::TryRecvError::Closed) => return Err(failed()),
                 Err(oneshot::error::TryRecvError::Empty) => {}
             }
             if start.elapsed() >= WAITER_SPIN {
-                return rx.await.map_err(|_| stopped())?;
+                return rx.await.map_err(|_| failed())?;
             }
             tokio::task::yield_now().await;
         }
+    }
+}
+
+/// Run one job; a panic fails that job (its caller gets an error) and
+/// leaves the thread serving the next.
+fn run_job(store: &Store, job: Job) {
+    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(store))).is_err() {
+        tracing::error!("a write on the ledger writer thread panicked; its transaction was rolled back");
     }
 }
 
@@ -78,13 +89,13 @@ impl Writer {
 fn serve(store: &Store, queue: &Receiver<Job>) {
     // Asleep until a job arrives.
     while let Ok(job) = queue.recv() {
-        job(store);
+        run_job(store, job);
         // Awake for the rest of a burst.
         let mut idle_since = Instant::now();
         loop {
             match queue.try_recv() {
                 Ok(job) => {
-                    job(store);
+                    run_job(store, job);
                     idle_since = Instant::now();
                 }
                 Err(TryRecvError::Disconnected) => return,
@@ -135,6 +146,18 @@ mod tests {
             .await
             .expect("slow job");
         assert_eq!(v, 7);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_panicking_job_fails_alone() {
+        let (_dir, store) = temp_store();
+        let writer = Writer::start(store).expect("start");
+        let err = writer
+            .run(|_| -> Result<()> { panic!("bug in a write") })
+            .await
+            .expect_err("the panic is an error");
+        assert!(err.to_string().contains("failed unexpectedly"), "{err}");
+        assert_eq!(writer.run(|_| Ok(1)).await.expect("still serving"), 1);
     }
 
     #[tokio::test(flavor = "current_thread")]
