@@ -292,7 +292,7 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
         .map_err(|e| Error::io("starting the async runtime", e))?;
     let result = runtime.block_on(async move {
         tracing::info!(db = %store.path().display(), "thoughtbox serving MCP on stdio");
-        let writer = Writer::start(store.clone())?;
+        let (writer, writer_thread) = Writer::start(store.clone())?;
         let maintenance = Maintenance::start(store.clone(), writer.clone());
         let gateway = Gateway::new(store.clone(), writer, options, maintenance.signal());
         let served = async {
@@ -317,6 +317,11 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
             _ = shutdown_signal() => Ok(()),
         };
         maintenance.stop().await;
+        // The writer thread holds pool connections until it ends; the WAL
+        // file goes away only when the last connection closes.
+        if !writer_thread.ended_within(Duration::from_secs(5)).await {
+            tracing::warn!("the ledger writer thread is still busy at shutdown");
+        }
         let closed = tokio::task::spawn_blocking(move || {
             let r = store.checkpoint();
             drop(store);

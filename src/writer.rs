@@ -38,15 +38,37 @@ pub struct Writer {
     jobs: Sender<Job>,
 }
 
+/// The writer thread itself, to wait for its end at shutdown.
+pub struct WriterThread {
+    handle: std::thread::JoinHandle<()>,
+}
+
+impl WriterThread {
+    /// Wait until the thread has ended (every [`Writer`] dropped, its last
+    /// job done and its connections back in the pool), for at most
+    /// `timeout`. Answers whether it ended.
+    pub async fn ended_within(self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        while !self.handle.is_finished() {
+            if Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        self.handle.join().is_ok()
+    }
+}
+
 impl Writer {
-    /// Start the thread. It holds a clone of `store` (a pool handle).
-    pub fn start(store: Store) -> Result<Writer> {
+    /// Start the thread. It holds a clone of `store` (a pool handle) until
+    /// it ends.
+    pub fn start(store: Store) -> Result<(Writer, WriterThread)> {
         let (jobs, queue) = mpsc::channel::<Job>();
-        std::thread::Builder::new()
+        let handle = std::thread::Builder::new()
             .name("ledger-writer".into())
             .spawn(move || serve(&store, &queue))
             .map_err(|e| Error::io("starting the writer thread", e))?;
-        Ok(Writer { jobs })
+        Ok((Writer { jobs }, WriterThread { handle }))
     }
 
     /// Run `f` on the writer thread and wait for its result. Jobs run one
@@ -114,7 +136,7 @@ mod tests {
     #[tokio::test(flavor = "current_thread")]
     async fn runs_jobs_in_order_on_its_own_thread() {
         let (_dir, store) = temp_store();
-        let writer = Writer::start(store).expect("start");
+        let (writer, _thread) = Writer::start(store).expect("start");
         let here = std::thread::current().id();
         let mut seen = Vec::new();
         for i in 0..50 {
@@ -131,7 +153,7 @@ mod tests {
     #[tokio::test(flavor = "current_thread")]
     async fn errors_and_slow_jobs_come_back() {
         let (_dir, store) = temp_store();
-        let writer = Writer::start(store).expect("start");
+        let (writer, _thread) = Writer::start(store).expect("start");
         let err = writer
             .run(|_| -> Result<()> { Err(Error::Internal("boom".into())) })
             .await
@@ -149,9 +171,21 @@ mod tests {
     }
 
     #[tokio::test(flavor = "current_thread")]
+    async fn the_thread_ends_with_its_last_handle() {
+        let (_dir, store) = temp_store();
+        let (writer, thread) = Writer::start(store).expect("start");
+        let copy = writer.clone();
+        writer.run(|_| Ok(())).await.expect("job");
+        drop(writer);
+        copy.run(|_| Ok(())).await.expect("a clone still works");
+        drop(copy);
+        assert!(thread.ended_within(Duration::from_secs(5)).await);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
     async fn a_panicking_job_fails_alone() {
         let (_dir, store) = temp_store();
-        let writer = Writer::start(store).expect("start");
+        let (writer, _thread) = Writer::start(store).expect("start");
         let err = writer
             .run(|_| -> Result<()> { panic!("bug in a write") })
             .await
@@ -163,7 +197,7 @@ mod tests {
     #[tokio::test(flavor = "current_thread")]
     async fn the_runtime_keeps_serving_while_a_job_waits() {
         let (_dir, store) = temp_store();
-        let writer = Writer::start(store).expect("start");
+        let (writer, _thread) = Writer::start(store).expect("start");
         let ticker = tokio::spawn(async {
             let mut ticks = 0;
             for _ in 0..5 {
