@@ -60,9 +60,10 @@ impl WriterThread {
 }
 
 impl Writer {
-    /// Start the thread. It holds a clone of `store` (a pool handle) until
-    /// it ends.
-    pub fn start(store: Store) -> Result<(Writer, WriterThread)> {
+    /// Start the thread, with a connection of its own to `store`'s ledger
+    /// ([`Store::dedicated`]), held until the thread ends.
+    pub fn start(store: &Store) -> Result<(Writer, WriterThread)> {
+        let store = store.dedicated()?;
         let (jobs, queue) = mpsc::channel::<Job>();
         let handle = std::thread::Builder::new()
             .name("ledger-writer".into())
@@ -136,7 +137,7 @@ mod tests {
     #[tokio::test(flavor = "current_thread")]
     async fn runs_jobs_in_order_on_its_own_thread() {
         let (_dir, store) = temp_store();
-        let (writer, _thread) = Writer::start(store).expect("start");
+        let (writer, _thread) = Writer::start(&store).expect("start");
         let here = std::thread::current().id();
         let mut seen = Vec::new();
         for i in 0..50 {
@@ -153,7 +154,7 @@ mod tests {
     #[tokio::test(flavor = "current_thread")]
     async fn errors_and_slow_jobs_come_back() {
         let (_dir, store) = temp_store();
-        let (writer, _thread) = Writer::start(store).expect("start");
+        let (writer, _thread) = Writer::start(&store).expect("start");
         let err = writer
             .run(|_| -> Result<()> { Err(Error::Internal("boom".into())) })
             .await
@@ -173,7 +174,7 @@ mod tests {
     #[tokio::test(flavor = "current_thread")]
     async fn the_thread_ends_with_its_last_handle() {
         let (_dir, store) = temp_store();
-        let (writer, thread) = Writer::start(store).expect("start");
+        let (writer, thread) = Writer::start(&store).expect("start");
         let copy = writer.clone();
         writer.run(|_| Ok(())).await.expect("job");
         drop(writer);
@@ -183,9 +184,37 @@ mod tests {
     }
 
     #[tokio::test(flavor = "current_thread")]
+    async fn writes_never_wait_for_the_shared_pool() {
+        use crate::domain::NewSession;
+        let dir = tempfile::tempdir().expect("dir");
+        let opts = crate::store::OpenOptionsStore {
+            pool_size: Some(2),
+            ..Default::default()
+        };
+        let store = Store::open(dir.path().join("t.db"), opts).expect("open");
+        let (writer, _thread) = Writer::start(&store).expect("start");
+        // Long reads hold every pooled connection.
+        let held = (store.conn().expect("conn"), store.conn().expect("conn"));
+        let session = writer
+            .run(|s| {
+                s.create_session(NewSession {
+                    title: "written while the pool is busy".into(),
+                    ..Default::default()
+                })
+            })
+            .await
+            .expect("write");
+        drop(held);
+        assert_eq!(
+            store.session(&session.id).expect("read").title,
+            "written while the pool is busy"
+        );
+    }
+
+    #[tokio::test(flavor = "current_thread")]
     async fn a_panicking_job_fails_alone() {
         let (_dir, store) = temp_store();
-        let (writer, _thread) = Writer::start(store).expect("start");
+        let (writer, _thread) = Writer::start(&store).expect("start");
         let err = writer
             .run(|_| -> Result<()> { panic!("bug in a write") })
             .await
@@ -197,7 +226,7 @@ mod tests {
     #[tokio::test(flavor = "current_thread")]
     async fn the_runtime_keeps_serving_while_a_job_waits() {
         let (_dir, store) = temp_store();
-        let (writer, _thread) = Writer::start(store).expect("start");
+        let (writer, _thread) = Writer::start(&store).expect("start");
         let ticker = tokio::spawn(async {
             let mut ticks = 0;
             for _ in 0..5 {

@@ -83,6 +83,7 @@ pub struct Store {
     pool: Pool<SqliteConnectionManager>,
     path: PathBuf,
     granularity: Granularity,
+    opts: OpenOptionsStore,
 }
 
 pub(crate) type Conn = PooledConnection<SqliteConnectionManager>;
@@ -221,6 +222,19 @@ fn ensure_config(conn: &Connection) -> Result<()> {
     Ok(())
 }
 
+fn pool(path: &Path, opts: &OpenOptionsStore, size: u32) -> Result<Pool<SqliteConnectionManager>> {
+    let sync = opts.sync;
+    let background = opts.background_checkpoints;
+    let manager = SqliteConnectionManager::file(path)
+        .with_flags(OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI)
+        .with_init(move |c| configure(c, sync, background));
+    Ok(Pool::builder()
+        .max_size(size)
+        .min_idle(Some(1))
+        .connection_timeout(Duration::from_secs(30))
+        .build(manager)?)
+}
+
 impl Store {
     /// Open (creating if needed) the ledger at `path`.
     pub fn open(path: impl AsRef<Path>, opts: OpenOptionsStore) -> Result<Store> {
@@ -233,28 +247,31 @@ impl Store {
             migrate(&mut conn, &path)?;
             ensure_config(&conn)?;
         }
-        let sync = opts.sync;
-        let background = opts.background_checkpoints;
-        let manager = SqliteConnectionManager::file(&path)
-            .with_flags(
-                OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI,
-            )
-            .with_init(move |c| configure(c, sync, background));
-        let pool = Pool::builder()
-            .max_size(opts.pool_size.unwrap_or(4))
-            .min_idle(Some(1))
-            .connection_timeout(Duration::from_secs(30))
-            .build(manager)?;
+        let pool = pool(&path, &opts, opts.pool_size.unwrap_or(4))?;
         let store = Store {
             pool,
             path,
             granularity: Granularity::Monthly,
+            opts,
         };
         let granularity = store
             .config_value("sessionPartitionGranularity")?
             .and_then(|g| Granularity::parse(&g))
             .unwrap_or_default();
         Ok(Store { granularity, ..store })
+    }
+
+    /// Another handle on the same ledger with one connection of its own,
+    /// for the thread that does a server's writes: it never waits for a
+    /// pooled connection held by long reads (exports, analyses), and its
+    /// page cache stays warm from one write to the next.
+    pub fn dedicated(&self) -> Result<Store> {
+        Ok(Store {
+            pool: pool(&self.path, &self.opts, 1)?,
+            path: self.path.clone(),
+            granularity: self.granularity,
+            opts: self.opts.clone(),
+        })
     }
 
     pub fn path(&self) -> &Path {
