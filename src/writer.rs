@@ -1,7 +1,8 @@
-//! The ledger writer: one dedicated OS thread that runs the server's short
-//! store writes (thought appends, full-text index batches, the checkpoint
-//! that lets the WAL start over) one after another, off the async runtime.
-//! One writer per process means these never wait for each other's locks.
+//! The ledger writer: one dedicated OS thread that runs every write of the
+//! server (thought appends, session and knowledge changes, full-text index
+//! batches, the checkpoint that lets the WAL start over) one after another,
+//! off the async runtime. One writer per process means these never wait for
+//! each other's locks.
 //!
 //! Handing work to a sleeping thread and being woken when it is done costs
 //! two cross-CPU wake-ups; on a virtual machine each one is tens of

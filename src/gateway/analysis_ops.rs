@@ -143,30 +143,34 @@ pub async fn extract_learnings(gw: &Gateway, args: Args) -> Result<Value> {
         });
     }
     let now = domain::now();
-    let (extraction, saved) = gw
-        .blocking(move |s| {
-            let (session, thoughts, critiques) = s.analysis_input(&id)?;
-            let x = analysis::extract_learnings(&session, &thoughts, critiques, &moments, &targets, &now)?;
-            let mut saved = Vec::new();
-            if save {
-                let patterns = x
-                    .learnings
-                    .iter()
-                    .filter(|l| l.kind != LearningType::Signal)
-                    .map(|l| {
-                        let kind = if l.kind == LearningType::Pattern {
-                            "pattern"
-                        } else {
-                            "anti-pattern"
-                        };
-                        as_pattern(l, &session.id, vec!["learning".into(), kind.into()]).validated()
-                    })
-                    .collect::<Result<Vec<_>>>()?;
-                saved = s.create_patterns(&patterns)?.into_iter().map(|p| p.id).collect();
-            }
-            Ok((x, saved))
-        })
-        .await?;
+    let job = move |s: &crate::store::Store| {
+        let (session, thoughts, critiques) = s.analysis_input(&id)?;
+        let x = analysis::extract_learnings(&session, &thoughts, critiques, &moments, &targets, &now)?;
+        let mut saved = Vec::new();
+        if save {
+            let patterns = x
+                .learnings
+                .iter()
+                .filter(|l| l.kind != LearningType::Signal)
+                .map(|l| {
+                    let kind = if l.kind == LearningType::Pattern {
+                        "pattern"
+                    } else {
+                        "anti-pattern"
+                    };
+                    as_pattern(l, &session.id, vec!["learning".into(), kind.into()]).validated()
+                })
+                .collect::<Result<Vec<_>>>()?;
+            saved = s.create_patterns(&patterns)?.into_iter().map(|p| p.id).collect();
+        }
+        Ok((x, saved))
+    };
+    // Saving writes patterns: that goes through the writer thread.
+    let (extraction, saved) = if save {
+        gw.write(job).await?
+    } else {
+        gw.blocking(job).await?
+    };
     let mut out = to_value(&extraction)?;
     if save {
         gw.wrote();

@@ -63,7 +63,7 @@ pub async fn knowledge(gw: &Gateway, mut args: Args) -> Result<Value> {
         "update_pattern" => update_pattern(gw, args).await,
         "delete_pattern" => {
             let id = pattern_id(&args)?;
-            let p = gw.blocking(move |s| s.delete_pattern(&id)).await?;
+            let p = gw.write(move |s| s.delete_pattern(&id)).await?;
             gw.wrote();
             Ok(json!({ "id": p.id, "title": p.title, "deleted": true }))
         }
@@ -91,7 +91,7 @@ pub async fn knowledge(gw: &Gateway, mut args: Args) -> Result<Value> {
         }
         "delete_scratchpad" => {
             let id = note_id(&args)?;
-            let n = gw.blocking(move |s| s.delete_note(&id)).await?;
+            let n = gw.write(move |s| s.delete_note(&id)).await?;
             gw.wrote();
             Ok(json!({ "id": n.id, "title": n.title, "deleted": true }))
         }
@@ -152,7 +152,7 @@ async fn create_pattern(gw: &Gateway, args: Args) -> Result<Value> {
         created_by: args.str_opt(&["createdBy"])?,
     }
     .validated()?;
-    let p = gw.blocking(move |s| s.create_pattern(new)).await?;
+    let p = gw.write(move |s| s.create_pattern(new)).await?;
     gw.wrote();
     Ok(pattern_json(&p))
 }
@@ -168,7 +168,7 @@ async fn update_pattern(gw: &Gateway, args: Args) -> Result<Value> {
         created_by: args.str_opt(&["createdBy"])?,
     }
     .validated()?;
-    let p = gw.blocking(move |s| s.update_pattern(&id, upd)).await?;
+    let p = gw.write(move |s| s.update_pattern(&id, upd)).await?;
     gw.wrote();
     Ok(pattern_json(&p))
 }
@@ -215,7 +215,7 @@ async fn write_scratchpad(gw: &Gateway, args: Args) -> Result<Value> {
         None => return Err(Error::invalid("content", "content is required")),
     };
     check_content(&content, true)?;
-    let (note, created) = gw.blocking(move |s| s.write_note(&topic, &content)).await?;
+    let (note, created) = gw.write(move |s| s.write_note(&topic, &content)).await?;
     gw.wrote();
     let mut v = note_json(&note);
     v["created"] = json!(created);

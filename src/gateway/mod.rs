@@ -215,10 +215,10 @@ impl Gateway {
         self.events.emit(kind, session_id, data);
     }
 
-    /// Run synchronous store work off the async runtime, on the blocking
-    /// thread pool, so that a write waiting for another process's lock
-    /// (busy_timeout) never stalls this connection's other requests, pings
-    /// or cancellations.
+    /// Run a read (which may take long: whole sessions, exports, analyses)
+    /// off the async runtime, on the blocking thread pool, so that it never
+    /// stalls this connection's other requests, pings or cancellations.
+    /// Writes go through [`Gateway::write`].
     pub(crate) async fn blocking<T: Send + 'static>(
         &self,
         f: impl FnOnce(&Store) -> Result<T> + Send + 'static,
@@ -229,7 +229,7 @@ impl Gateway {
             .map_err(|e| Error::Internal(format!("storage task failed: {e}")))?
     }
 
-    /// Run a short write on the request path (a thought append) on the
+    /// Run a write (a thought append, a session or knowledge change) on the
     /// ledger writer thread, off the async runtime. Unlike the blocking pool
     /// it hands work over without putting either thread to sleep during a
     /// burst (see [`crate::writer`]): the pool's two wake-ups per call cost more

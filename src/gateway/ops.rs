@@ -103,7 +103,7 @@ fn new_session_from(args: &Args, title_keys: &[&str], tag_keys: &[&str]) -> Resu
 pub async fn start_new(gw: &Gateway, args: Args) -> Result<Value> {
     let mut new = new_session_from(&args, &["sessionTitle", "title"], &["tags", "sessionTags"])?;
     super::init_ops::scope_new_session(gw, &mut new);
-    let session = gw.blocking(move |s| s.create_session(new)).await?;
+    let session = gw.write(move |s| s.create_session(new)).await?;
     gw.wrote();
     gw.set_active_session(Some(session.id.clone()));
     gw.emit(EventType::SessionStarted, Some(&session.id), || {
@@ -121,7 +121,7 @@ pub async fn start_new(gw: &Gateway, args: Args) -> Result<Value> {
 /// Open a session on this connection: the answer of `load_context` and `session resume`.
 pub(crate) async fn open_session(gw: &Gateway, id: String, trigger: &str) -> Result<Value> {
     let (session, recent) = gw
-        .blocking(move |s| {
+        .write(move |s| {
             let session = s.touch_session(&id)?;
             let recent = s.read_thoughts(&id, &ThoughtQuery::Last(5))?;
             Ok((session, recent))
@@ -306,14 +306,14 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
             Ok(c) => {
                 let node = thought.node_id.clone();
                 let stored = c.clone();
-                gw.blocking(move |s| s.set_critique(&node, &stored)).await?;
+                gw.write(move |s| s.set_critique(&node, &stored)).await?;
                 gw.wrote();
                 thought.data.critique = Some(c);
             }
             Err(e) => {
                 // The thought is recorded; failing to note the request must not fail the call.
                 let node = thought.node_id.clone();
-                if let Err(mark) = gw.blocking(move |s| s.mark_critique_requested(&node)).await {
+                if let Err(mark) = gw.write(move |s| s.mark_critique_requested(&node)).await {
                     tracing::warn!("could not record the critique request: {mark}");
                 }
                 critique_error = Some(e.payload());

@@ -87,6 +87,9 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
     let patterns = include.iter().any(|i| i == "patterns");
     let notes = include.iter().any(|i| i == "notes");
     let q = query.clone();
+    // Thoughts still waiting for the full-text index are indexed first, by
+    // the writer thread like every other write of this server.
+    gw.write(|s| s.index_all_pending()).await?;
     let (hits, pattern_hits, note_hits) = gw
         .blocking(move |s| {
             let hits = s.search(&q, limit)?;
@@ -160,7 +163,7 @@ async fn export(gw: &Gateway, args: Args) -> Result<Value> {
 async fn delete(gw: &Gateway, args: Args) -> Result<Value> {
     let id = args.str_req(&["sessionId", "session_id"])?.trim().to_string();
     let sid = id.clone();
-    let removed = gw.blocking(move |s| s.delete_session(&sid)).await?;
+    let removed = gw.write(move |s| s.delete_session(&sid)).await?;
     gw.wrote();
     if gw.active_session().as_deref() == Some(id.as_str()) {
         gw.set_active_session(None);
