@@ -182,9 +182,8 @@ impl Maintenance {
                     checkpoint_truncate(&store).await;
                 }
             }
-            if let Err(e) = blocking(&store, |s| s.index_all_pending().map(|_| ())).await {
-                tracing::warn!("full-text indexing at shutdown failed: {e}");
-            }
+            // Whatever is still pending is indexed by the writer too.
+            index_pending(&writer).await;
         });
         Maintenance { signal, stop, task }
     }
@@ -317,9 +316,10 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
             _ = shutdown_signal() => Ok(()),
         };
         maintenance.stop().await;
-        // The writer thread holds pool connections until it ends; the WAL
-        // file goes away only when the last connection closes.
-        if !writer_thread.ended_within(Duration::from_secs(5)).await {
+        // Nothing may be written after the final checkpoint, and the WAL
+        // file goes away only when the writer's connection has closed too.
+        // A write waiting for another process's lock may take BUSY_TIMEOUT.
+        if !writer_thread.close_within(Duration::from_secs(15)).await {
             tracing::warn!("the ledger writer thread is still busy at shutdown");
         }
         let closed = tokio::task::spawn_blocking(move || {

@@ -18,6 +18,8 @@
 //! A write that waits for another process's lock (busy_timeout) therefore
 //! never stalls the protocol thread.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
 use std::time::{Duration, Instant};
 
@@ -33,22 +35,29 @@ const WAITER_SPIN: Duration = Duration::from_millis(1);
 
 type Job = Box<dyn FnOnce(&Store) + Send>;
 
-/// Handle to the writer thread; the thread ends when the last handle drops.
+/// Handle to the writer thread, for sending it jobs.
 #[derive(Clone)]
 pub struct Writer {
     jobs: Sender<Job>,
+    closed: Arc<AtomicBool>,
 }
 
-/// The writer thread itself, to wait for its end at shutdown.
+/// The writer thread itself, to close it at shutdown.
 pub struct WriterThread {
     handle: std::thread::JoinHandle<()>,
+    closed: Arc<AtomicBool>,
+    wake: Sender<Job>,
 }
 
 impl WriterThread {
-    /// Wait until the thread has ended (every [`Writer`] dropped, its last
-    /// job done and its connections back in the pool), for at most
-    /// `timeout`. Answers whether it ended.
-    pub async fn ended_within(self, timeout: Duration) -> bool {
+    /// Refuse new jobs, let the thread finish the ones it accepted and end
+    /// (closing its connection), and wait for that for at most `timeout`.
+    /// Answers whether it ended. Nothing is written after this returns true,
+    /// so a final checkpoint leaves the whole ledger in the database file.
+    pub async fn close_within(self, timeout: Duration) -> bool {
+        self.closed.store(true, Ordering::Release);
+        // Wakes the thread if it sleeps on an empty queue.
+        let _ = self.wake.send(Box::new(|_| {}));
         let deadline = Instant::now() + timeout;
         while !self.handle.is_finished() {
             if Instant::now() >= deadline {
@@ -66,11 +75,18 @@ impl Writer {
     pub fn start(store: &Store) -> Result<(Writer, WriterThread)> {
         let store = store.dedicated()?;
         let (jobs, queue) = mpsc::channel::<Job>();
+        let closed = Arc::new(AtomicBool::new(false));
+        let flag = closed.clone();
         let handle = std::thread::Builder::new()
             .name("ledger-writer".into())
-            .spawn(move || serve(&store, &queue))
+            .spawn(move || serve(&store, &queue, &flag))
             .map_err(|e| Error::io("starting the writer thread", e))?;
-        Ok((Writer { jobs }, WriterThread { handle }))
+        let thread = WriterThread {
+            handle,
+            closed: closed.clone(),
+            wake: jobs.clone(),
+        };
+        Ok((Writer { jobs, closed }, thread))
     }
 
     /// Run `f` on the writer thread and wait for its result. Jobs run one
@@ -81,9 +97,11 @@ impl Writer {
             // The receiver is gone only when the request was cancelled.
             let _ = tx.send(f(store));
         });
-        self.jobs
-            .send(job)
-            .map_err(|_| Error::Internal("the ledger writer thread has stopped".into()))?;
+        let stopped = || Error::Internal("the server is shutting down; nothing was written".into());
+        if self.closed.load(Ordering::Acquire) {
+            return Err(stopped());
+        }
+        self.jobs.send(job).map_err(|_| stopped())?;
         // The answer's sender is dropped unused only if the job panicked.
         let failed = || Error::Internal("the write failed unexpectedly (see the server log)".into());
         let start = Instant::now();
@@ -109,8 +127,9 @@ fn run_job(store: &Store, job: Job) {
     }
 }
 
-/// The thread's loop: run jobs until every [`Writer`] handle is dropped.
-fn serve(store: &Store, queue: &Receiver<Job>) {
+/// The thread's loop: run jobs until the queue is empty after
+/// [`WriterThread::close_within`], or every handle is gone.
+fn serve(store: &Store, queue: &Receiver<Job>, closed: &AtomicBool) {
     // Asleep until a job arrives.
     while let Ok(job) = queue.recv() {
         run_job(store, job);
@@ -123,9 +142,13 @@ fn serve(store: &Store, queue: &Receiver<Job>) {
                     idle_since = Instant::now();
                 }
                 Err(TryRecvError::Disconnected) => return,
+                Err(TryRecvError::Empty) if closed.load(Ordering::Acquire) => return,
                 Err(TryRecvError::Empty) if idle_since.elapsed() >= WRITER_SPIN => break,
                 Err(TryRecvError::Empty) => std::hint::spin_loop(),
             }
+        }
+        if closed.load(Ordering::Acquire) {
+            return;
         }
     }
 }
@@ -173,15 +196,28 @@ mod tests {
     }
 
     #[tokio::test(flavor = "current_thread")]
-    async fn the_thread_ends_with_its_last_handle() {
+    async fn closing_finishes_accepted_jobs_and_refuses_new_ones() {
         let (_dir, store) = temp_store();
         let (writer, thread) = Writer::start(&store).expect("start");
-        let copy = writer.clone();
-        writer.run(|_| Ok(())).await.expect("job");
-        drop(writer);
-        copy.run(|_| Ok(())).await.expect("a clone still works");
-        drop(copy);
-        assert!(thread.ended_within(Duration::from_secs(5)).await);
+        let done = Arc::new(AtomicBool::new(false));
+        let flag = done.clone();
+        // A job still running when shutdown starts (a handle stays alive, as
+        // a request task may hold one).
+        let slow = writer.clone();
+        let running = tokio::spawn(async move {
+            slow.run(move |_| {
+                std::thread::sleep(Duration::from_millis(50));
+                flag.store(true, Ordering::Release);
+                Ok(())
+            })
+            .await
+        });
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert!(thread.close_within(Duration::from_secs(5)).await, "the thread ended");
+        assert!(done.load(Ordering::Acquire), "the accepted job ran to the end");
+        running.await.expect("task").expect("its answer arrived");
+        let err = writer.run(|_| Ok(())).await.expect_err("refused after close");
+        assert!(err.to_string().contains("shutting down"), "{err}");
     }
 
     #[tokio::test(flavor = "current_thread")]

@@ -143,33 +143,39 @@ pub async fn extract_learnings(gw: &Gateway, args: Args) -> Result<Value> {
         });
     }
     let now = domain::now();
-    let job = move |s: &crate::store::Store| {
-        let (session, thoughts, critiques) = s.analysis_input(&id)?;
-        let x = analysis::extract_learnings(&session, &thoughts, critiques, &moments, &targets, &now)?;
-        let mut saved = Vec::new();
-        if save {
-            let patterns = x
-                .learnings
-                .iter()
-                .filter(|l| l.kind != LearningType::Signal)
-                .map(|l| {
-                    let kind = if l.kind == LearningType::Pattern {
-                        "pattern"
-                    } else {
-                        "anti-pattern"
-                    };
-                    as_pattern(l, &session.id, vec!["learning".into(), kind.into()]).validated()
-                })
-                .collect::<Result<Vec<_>>>()?;
-            saved = s.create_patterns(&patterns)?.into_iter().map(|p| p.id).collect();
-        }
-        Ok((x, saved))
-    };
-    // Saving writes patterns: that goes through the writer thread.
-    let (extraction, saved) = if save {
-        gw.write(job).await?
+    // The analysis reads on the blocking pool; saving its patterns is a
+    // write, for the writer thread.
+    let (extraction, to_save) = gw
+        .blocking(move |s| {
+            let (session, thoughts, critiques) = s.analysis_input(&id)?;
+            let x = analysis::extract_learnings(&session, &thoughts, critiques, &moments, &targets, &now)?;
+            let mut to_save = Vec::new();
+            if save {
+                to_save = x
+                    .learnings
+                    .iter()
+                    .filter(|l| l.kind != LearningType::Signal)
+                    .map(|l| {
+                        let kind = if l.kind == LearningType::Pattern {
+                            "pattern"
+                        } else {
+                            "anti-pattern"
+                        };
+                        as_pattern(l, &session.id, vec!["learning".into(), kind.into()]).validated()
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+            }
+            Ok((x, to_save))
+        })
+        .await?;
+    let saved: Vec<String> = if save {
+        gw.write(move |s| s.create_patterns(&to_save))
+            .await?
+            .into_iter()
+            .map(|p| p.id)
+            .collect()
     } else {
-        gw.blocking(job).await?
+        Vec::new()
     };
     let mut out = to_value(&extraction)?;
     if save {

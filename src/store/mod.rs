@@ -437,7 +437,19 @@ mod tests {
                    ('{sid}', '{sid}:alt:1', 'alt', 1, 3, 'gamma', 1, '{sid}:1', 1, '{sid}:1', '2026-01-01T00:00:03.000Z'),
                    ('{sid}', '{sid}:3', NULL, 3, 3, 'delta', 1, '{sid}:2', NULL, NULL, '2026-01-01T00:00:04.000Z');
                  INSERT INTO branches (session_id, branch_id, from_thought, origin_node, created_at)
-                 VALUES ('{sid}', 'alt', 1, '{sid}:1', '2026-01-01T00:00:03.000Z');"
+                 VALUES ('{sid}', 'alt', 1, '{sid}:1', '2026-01-01T00:00:03.000Z');
+                 -- A newer session, indexed, then deleted the way version 2 did it:
+                 -- the watermark stays above the freed id.
+                 INSERT INTO sessions (id, title, thought_count, created_at, updated_at, last_accessed_at)
+                 VALUES ('gone', 'gone', 1, '2026-01-02T00:00:00.000Z', '2026-01-02T00:00:00.000Z', '2026-01-02T00:00:00.000Z');
+                 INSERT INTO thoughts (session_id, node_id, thought_number, total_thoughts, thought, next_thought_needed, created_at)
+                 VALUES ('gone', 'gone:1', 1, 1, 'epsilon', 1, '2026-01-02T00:00:01.000Z');
+                 INSERT INTO thoughts_fts (rowid, thought) SELECT id, thought FROM thoughts;
+                 UPDATE thoughts_fts_state SET indexed_through = (SELECT max(id) FROM thoughts);
+                 INSERT INTO thoughts_fts (thoughts_fts, rowid, thought)
+                 SELECT 'delete', id, thought FROM thoughts WHERE session_id = 'gone';
+                 DELETE FROM thoughts WHERE session_id = 'gone';
+                 DELETE FROM sessions WHERE id = 'gone';"
             ))
             .unwrap();
         }
@@ -481,6 +493,56 @@ mod tests {
             .unwrap();
         assert_eq!(next, format!("[\"{sid}:2\",\"{sid}:alt:1\"]"));
         assert_eq!(store.search_thoughts("gamma", 10).unwrap().len(), 1);
+        // Id 5 was handed out again and still reached the index.
+        assert_eq!(store.search_thoughts("upgrade", 10).unwrap().len(), 2);
+        assert!(store.search_thoughts("epsilon", 10).unwrap().is_empty());
+    }
+
+    /// Another writer on the same file (an older thoughtbox, or sqlite3)
+    /// inserts rows without knowing about tails; the triggers keep the
+    /// chains linked for the next append.
+    #[test]
+    fn tails_follow_rows_inserted_by_other_writers() {
+        use crate::domain::{NewSession, ThoughtInput};
+        use crate::store::Target;
+        let (_dir, store) = temp_store();
+        let sid = store
+            .create_session(NewSession {
+                title: "shared".into(),
+                ..Default::default()
+            })
+            .unwrap()
+            .id;
+        let input = |branch: Option<&str>| ThoughtInput {
+            thought: "ours".into(),
+            next_thought_needed: true,
+            branch_id: branch.map(String::from),
+            branch_from_thought: branch.map(|_| 1),
+            ..Default::default()
+        };
+        store.append_thought(Target::Session(sid.clone()), input(None)).unwrap();
+        // The way version 2 wrote: the thought, then (for a new branch) its row without a tail.
+        store
+            .conn()
+            .unwrap()
+            .execute_batch(&format!(
+                "INSERT INTO thoughts (session_id, node_id, thought_number, total_thoughts, thought, next_thought_needed, prev_node, created_at)
+                 VALUES ('{sid}', '{sid}:2', 2, 2, 'theirs', 1, '{sid}:1', '2026-01-01T00:00:00.000Z');
+                 INSERT INTO thoughts (session_id, node_id, branch_id, thought_number, total_thoughts, thought, next_thought_needed,
+                     prev_node, branch_from_thought, branch_origin, created_at)
+                 VALUES ('{sid}', '{sid}:b:1', 'b', 1, 2, 'their branch', 1, '{sid}:1', 1, '{sid}:1', '2026-01-01T00:00:00.000Z');
+                 INSERT INTO branches (session_id, branch_id, from_thought, origin_node, created_at)
+                 VALUES ('{sid}', 'b', 1, '{sid}:1', '2026-01-01T00:00:00.000Z');"
+            ))
+            .unwrap();
+        let main = store.append_thought(Target::Session(sid.clone()), input(None)).unwrap();
+        assert_eq!(main.thought.node_id, format!("{sid}:3"));
+        assert_eq!(main.thought.prev_node.as_deref(), Some(format!("{sid}:2").as_str()));
+        let branch = store
+            .append_thought(Target::Session(sid.clone()), input(Some("b")))
+            .unwrap();
+        assert_eq!(branch.thought.node_id, format!("{sid}:b:2"));
+        assert_eq!(branch.thought.prev_node.as_deref(), Some(format!("{sid}:b:1").as_str()));
     }
 
     /// Without AUTOINCREMENT, deleting the newest session frees its ids for

@@ -190,11 +190,17 @@ impl Store {
     /// Thoughts matching all words of `text`, best first: BM25 over the
     /// newest [`CANDIDATES`] matches (see the module comment).
     pub fn search_thoughts(&self, text: &str, limit: u32) -> Result<Vec<ThoughtHit>> {
+        self.index_all_pending()?;
+        self.search_thoughts_indexed(text, limit)
+    }
+
+    /// [`Store::search_thoughts`] for a caller that has just indexed
+    /// whatever was pending itself (the server does, on its writer thread).
+    fn search_thoughts_indexed(&self, text: &str, limit: u32) -> Result<Vec<ThoughtHit>> {
         let Some(q) = fts_query(text) else {
             return Ok(Vec::new());
         };
         let words = query_words(text);
-        self.index_all_pending()?;
         self.read(|tx| {
             let candidates: Vec<Candidate> = tx
                 .prepare_cached(
@@ -274,7 +280,14 @@ impl Store {
     /// `session search`: sessions matching by their own fields or their
     /// thoughts, each with its matching thoughts (numbers and snippets).
     pub fn search(&self, text: &str, limit: u32) -> Result<Vec<SessionHits>> {
-        let thought_hits = self.search_thoughts(text, limit.saturating_mul(5).max(20))?;
+        self.index_all_pending()?;
+        self.search_indexed(text, limit)
+    }
+
+    /// [`Store::search`] without indexing first: for a caller that has just
+    /// indexed whatever was pending itself.
+    pub fn search_indexed(&self, text: &str, limit: u32) -> Result<Vec<SessionHits>> {
+        let thought_hits = self.search_thoughts_indexed(text, limit.saturating_mul(5).max(20))?;
         let session_hits = self.search_session_fields(text, limit)?;
         let mut order: Vec<String> = Vec::new();
         let mut by_session: HashMap<String, SessionHits> = HashMap::new();

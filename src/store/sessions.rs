@@ -83,15 +83,9 @@ impl Store {
                  WHERE session_id = ?1 AND id <= (SELECT indexed_through FROM thoughts_fts_state WHERE id = 1)",
                 [id],
             )?;
+            // (The thoughts_watermark trigger lowers the full-text watermark
+            // when the newest ids go, since they will be handed out again.)
             let removed = tx.execute("DELETE FROM thoughts WHERE session_id = ?1", [id])?;
-            // New rows take ids above the highest left (no AUTOINCREMENT), so
-            // the watermark must not stay above ids that may be handed out again.
-            tx.execute(
-                "UPDATE thoughts_fts_state
-                 SET indexed_through = min(indexed_through, coalesce((SELECT max(id) FROM thoughts), 0))
-                 WHERE id = 1",
-                [],
-            )?;
             tx.execute("DELETE FROM branches WHERE session_id = ?1", [id])?;
             tx.execute("DELETE FROM session_tags WHERE session_id = ?1", [id])?;
             tx.execute("DELETE FROM sessions WHERE id = ?1", [id])?;
