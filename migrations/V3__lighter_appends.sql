@@ -10,8 +10,10 @@
 --   * the "newest node on this chain" lookup reads a `tail_node` column on
 --     the chain's owner (the session row or the branch row) instead of an
 --     index over (session, branch, id).
--- Triggers keep both right for every writer: this server, an older
--- thoughtbox still running on the same file, or a person with sqlite3.
+-- thoughtbox keeps the tails; rows appended by another writer on the same
+-- file (an older thoughtbox still running, a person with sqlite3) leave a
+-- tail behind, which the next append notices and looks past. A trigger
+-- keeps the watermark right for every writer.
 
 -- The node created last on the main chain: the next main-chain thought's prev_node.
 ALTER TABLE sessions ADD COLUMN tail_node TEXT;
@@ -78,27 +80,6 @@ DELETE FROM sqlite_sequence WHERE name = 'thoughts';
 UPDATE thoughts_fts_state
 SET indexed_through = min(indexed_through, coalesce((SELECT max(id) FROM thoughts), 0))
 WHERE id = 1;
-
--- Rows are inserted in creation order, so the row inserted last on a chain
--- is its tail. A branch's row is written after its first thought, so it
--- picks its tail up itself when it arrives without one.
-CREATE TRIGGER thoughts_main_tail AFTER INSERT ON thoughts WHEN new.branch_id IS NULL BEGIN
-    UPDATE sessions SET tail_node = new.node_id WHERE id = new.session_id;
-END;
-
-CREATE TRIGGER thoughts_branch_tail AFTER INSERT ON thoughts WHEN new.branch_id IS NOT NULL BEGIN
-    UPDATE branches SET tail_node = new.node_id
-    WHERE session_id = new.session_id AND branch_id = new.branch_id;
-END;
-
-CREATE TRIGGER branches_tail AFTER INSERT ON branches WHEN new.tail_node IS NULL BEGIN
-    UPDATE branches SET tail_node = (
-        SELECT t.node_id FROM thoughts AS t
-        WHERE t.session_id = new.session_id AND t.branch_id = new.branch_id
-        ORDER BY t.id DESC LIMIT 1
-    )
-    WHERE session_id = new.session_id AND branch_id = new.branch_id;
-END;
 
 -- Ids above the highest remaining one are handed out again, so the
 -- full-text watermark must not stay above them (rows deleted from the

@@ -84,8 +84,10 @@ impl Store {
                 "INSERT OR IGNORE INTO branches (session_id, branch_id, from_thought, origin_node, created_at)
                  VALUES (?1, ?2, ?3, ?4, ?5)",
             )?;
-            // Rows go in in creation order, so the tail_node triggers leave
-            // each chain's newest node as its tail.
+            // The node inserted last on each chain is its tail (rows are
+            // inserted in creation order).
+            let mut main_tail: Option<&str> = None;
+            let mut branch_tails: std::collections::BTreeMap<&str, &str> = std::collections::BTreeMap::new();
             for t in thoughts {
                 let d = &t.data;
                 if let (Some(b), Some(from), Some(origin)) = (
@@ -96,6 +98,19 @@ impl Store {
                     branch_stmt.execute(params![session.id, b, from, origin, d.timestamp])?;
                 }
                 insert_thought(tx, &session.id, t)?;
+                match d.branch_id.as_deref() {
+                    None => main_tail = Some(&t.node_id),
+                    Some(b) => {
+                        branch_tails.insert(b, &t.node_id);
+                    }
+                }
+            }
+            tx.prepare_cached("UPDATE sessions SET tail_node = ?2 WHERE id = ?1")?
+                .execute(params![session.id, main_tail])?;
+            let mut tail_stmt =
+                tx.prepare_cached("UPDATE branches SET tail_node = ?3 WHERE session_id = ?1 AND branch_id = ?2")?;
+            for (b, node) in branch_tails {
+                tail_stmt.execute(params![session.id, b, node])?;
             }
             Ok(ImportOutcome::Imported(thoughts.len() as u64))
         })

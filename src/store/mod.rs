@@ -499,8 +499,8 @@ mod tests {
     }
 
     /// Another writer on the same file (an older thoughtbox, or sqlite3)
-    /// inserts rows without knowing about tails; the triggers keep the
-    /// chains linked for the next append.
+    /// inserts rows without moving the tails; the next append notices and
+    /// links to the real newest node.
     #[test]
     fn tails_follow_rows_inserted_by_other_writers() {
         use crate::domain::{NewSession, ThoughtInput};

@@ -98,7 +98,7 @@ impl ChainFacts for TxFacts<'_, '_> {
     }
 
     fn last_node(&mut self, branch: Option<&str>) -> Result<Option<String>> {
-        // The chain's owner row keeps its tail (triggers of migration V3).
+        // The chain's owner row keeps its tail (see migration V3)...
         let tail = match branch {
             None => self
                 .tx
@@ -111,7 +111,32 @@ impl ChainFacts for TxFacts<'_, '_> {
                 .query_row([self.session_id, b], |r| r.get(0))
                 .optional()?,
         };
-        Ok(tail.flatten())
+        let tail: Option<String> = tail.flatten();
+        // ...unless another writer on the file (an older thoughtbox, or a
+        // person with sqlite3) appended without moving it: then a row on
+        // this chain follows the tail, or the chain has rows but no tail.
+        let stale: bool = match &tail {
+            Some(t) => self
+                .tx
+                .prepare_cached(
+                    "SELECT EXISTS (SELECT 1 FROM thoughts WHERE prev_node = ?1 AND session_id = ?2 AND branch_id IS ?3)",
+                )?
+                .query_row(params![t, self.session_id, branch], |r| r.get(0))?,
+            None => self
+                .tx
+                .prepare_cached("SELECT EXISTS (SELECT 1 FROM thoughts WHERE session_id = ?1 AND branch_id IS ?2)")?
+                .query_row(params![self.session_id, branch], |r| r.get(0))?,
+        };
+        if !stale {
+            return Ok(tail);
+        }
+        Ok(self
+            .tx
+            .prepare_cached(
+                "SELECT node_id FROM thoughts WHERE session_id = ?1 AND branch_id IS ?2 ORDER BY id DESC LIMIT 1",
+            )?
+            .query_row(params![self.session_id, branch], |r| r.get(0))
+            .optional()?)
     }
 
     fn has_thought(&mut self, branch: Option<&str>, number: u32) -> Result<bool> {
@@ -221,19 +246,31 @@ impl Store {
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                 )?
                 .execute(params![session_id, branch, from, origin, now, thought.node_id])?;
+            } else if let Some(branch) = branch {
+                tx.prepare_cached("UPDATE branches SET tail_node = ?3 WHERE session_id = ?1 AND branch_id = ?2")?
+                    .execute(params![session_id, branch, thought.node_id])?;
             }
-            // (The chain's tail_node was set by a trigger on the insert.)
             let closed = branch.is_none() && !thought.data.next_thought_needed;
-            // Update the counters and read the session back in one statement.
+            // Update the counters and the main chain's tail, and read the
+            // session back, in one statement.
             let session = tx
                 .prepare_cached(&format!(
                     "UPDATE sessions SET thought_count = thought_count + 1, branch_count = branch_count + ?2,
-                         updated_at = ?3, completed_at = CASE WHEN ?4 THEN ?3 ELSE NULL END
+                         updated_at = ?3, completed_at = CASE WHEN ?4 THEN ?3 ELSE NULL END,
+                         tail_node = CASE WHEN ?5 THEN ?6 ELSE tail_node END
                      WHERE id = ?1 RETURNING {SESSION_COLUMNS}"
                 ))?
-                .query_row(params![session_id, i64::from(new_branch), now, closed], |r| {
-                    session_from_row(r, granularity)
-                })?;
+                .query_row(
+                    params![
+                        session_id,
+                        i64::from(new_branch),
+                        now,
+                        closed,
+                        branch.is_none(),
+                        thought.node_id
+                    ],
+                    |r| session_from_row(r, granularity),
+                )?;
             Ok(Appended {
                 new_branch,
                 auto_numbered,
