@@ -29,6 +29,16 @@ pub struct NewSession {
     pub domain: Option<String>,
 }
 
+impl NewSession {
+    /// A session with this title and nothing else.
+    pub fn titled(title: impl Into<String>) -> NewSession {
+        NewSession {
+            title: title.into(),
+            ..Default::default()
+        }
+    }
+}
+
 /// A critique obtained through MCP sampling.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Critique {

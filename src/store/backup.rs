@@ -74,12 +74,7 @@ mod tests {
     #[test]
     fn backup_is_a_complete_standalone_copy() {
         let (dir, store) = temp_store();
-        store
-            .create_session(NewSession {
-                title: "kept".into(),
-                ..Default::default()
-            })
-            .unwrap();
+        store.create_session(NewSession::titled("kept")).unwrap();
         let dest = dir.path().join("copy.db");
         store.backup_to(&dest).unwrap();
         let copy = Store::open(&dest, OpenOptionsStore::default()).unwrap();

@@ -492,12 +492,7 @@ mod tests {
     #[test]
     fn derived_sessions_must_exist_and_failures_change_nothing() {
         let (_d, store) = temp_store();
-        let s = store
-            .create_session(NewSession {
-                title: "s".into(),
-                ..Default::default()
-            })
-            .unwrap();
+        let s = store.create_session(NewSession::titled("s")).unwrap();
         let mut new = p("From a session", &[], "c");
         new.derived_from_sessions = vec![s.id.clone()];
         assert_eq!(store.create_pattern(new.clone()).unwrap().derived_from_sessions, [s.id]);

@@ -506,13 +506,7 @@ mod tests {
         use crate::domain::{NewSession, ThoughtInput};
         use crate::store::Target;
         let (_dir, store) = temp_store();
-        let sid = store
-            .create_session(NewSession {
-                title: "shared".into(),
-                ..Default::default()
-            })
-            .unwrap()
-            .id;
+        let sid = store.create_session(NewSession::titled("shared")).unwrap().id;
         let input = |branch: Option<&str>| ThoughtInput {
             thought: "ours".into(),
             next_thought_needed: true,
@@ -564,31 +558,13 @@ mod tests {
                 .thought
                 .seq
         };
-        let a = store
-            .create_session(NewSession {
-                title: "a".into(),
-                ..Default::default()
-            })
-            .unwrap()
-            .id;
-        let b = store
-            .create_session(NewSession {
-                title: "b".into(),
-                ..Default::default()
-            })
-            .unwrap()
-            .id;
+        let a = store.create_session(NewSession::titled("a")).unwrap().id;
+        let b = store.create_session(NewSession::titled("b")).unwrap().id;
         add(&a, "kept");
         let freed = add(&b, "removed");
         assert_eq!(store.search_thoughts("removed", 10).unwrap().len(), 1);
         store.delete_session(&b).unwrap();
-        let c = store
-            .create_session(NewSession {
-                title: "c".into(),
-                ..Default::default()
-            })
-            .unwrap()
-            .id;
+        let c = store.create_session(NewSession::titled("c")).unwrap().id;
         assert_eq!(add(&c, "reborn"), freed, "the freed id is handed out again");
         assert_eq!(store.search_thoughts("reborn", 10).unwrap().len(), 1);
         assert!(store.search_thoughts("removed", 10).unwrap().is_empty());

@@ -381,12 +381,7 @@ mod tests {
     #[test]
     fn search_sees_unindexed_thoughts_and_deletes() {
         let (_d, store) = temp_store();
-        let s = store
-            .create_session(NewSession {
-                title: "Cache design".into(),
-                ..Default::default()
-            })
-            .unwrap();
+        let s = store.create_session(NewSession::titled("Cache design")).unwrap();
         for text in ["redis would work", "memcached is simpler", "redis cluster costs"] {
             store
                 .append_thought(

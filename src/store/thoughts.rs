@@ -438,12 +438,7 @@ mod tests {
     #[test]
     fn append_links_and_counts() {
         let (_d, store) = temp_store();
-        let s = store
-            .create_session(NewSession {
-                title: "s".into(),
-                ..Default::default()
-            })
-            .unwrap();
+        let s = store.create_session(NewSession::titled("s")).unwrap();
         let a = store.append_thought(Target::Session(s.id.clone()), t("one")).unwrap();
         assert_eq!(a.thought.data.thought_number, 1);
         let b = store.append_thought(Target::Session(s.id.clone()), t("two")).unwrap();
@@ -484,12 +479,7 @@ mod tests {
     #[test]
     fn failed_appends_change_nothing() {
         let (_d, store) = temp_store();
-        let s = store
-            .create_session(NewSession {
-                title: "s".into(),
-                ..Default::default()
-            })
-            .unwrap();
+        let s = store.create_session(NewSession::titled("s")).unwrap();
         store.append_thought(Target::Session(s.id.clone()), t("one")).unwrap();
         let before = store.session(&s.id).unwrap();
         assert!(
@@ -527,12 +517,7 @@ mod tests {
     #[test]
     fn reads() {
         let (_d, store) = temp_store();
-        let s = store
-            .create_session(NewSession {
-                title: "s".into(),
-                ..Default::default()
-            })
-            .unwrap();
+        let s = store.create_session(NewSession::titled("s")).unwrap();
         for i in 0..8 {
             store
                 .append_thought(Target::Session(s.id.clone()), t(&format!("t{i}")))
