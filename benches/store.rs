@@ -66,6 +66,20 @@ fn fixture(size: usize, sync: SyncMode) -> Fixture {
     }
 }
 
+/// One timed append: thought `i` into the fixture's session.
+fn append_one(f: &Fixture, i: usize) -> thoughtbox::store::Appended {
+    f.store
+        .append_thought(
+            Target::Session(f.session.clone()),
+            ThoughtInput {
+                thought: text(i),
+                next_thought_needed: true,
+                ..Default::default()
+            },
+        )
+        .expect("append")
+}
+
 #[divan::bench(args = [0, 10_000, 100_000], sample_count = 2000, sample_size = 1)]
 fn append(bencher: divan::Bencher, size: usize) {
     static CACHE: OnceLock<std::sync::Mutex<Vec<(usize, Fixture)>>> = OnceLock::new();
@@ -78,16 +92,7 @@ fn append(bencher: divan::Bencher, size: usize) {
     let mut i = 0;
     bencher.bench_local(|| {
         i += 1;
-        f.store
-            .append_thought(
-                Target::Session(f.session.clone()),
-                ThoughtInput {
-                    thought: text(i),
-                    next_thought_needed: true,
-                    ..Default::default()
-                },
-            )
-            .expect("append")
+        append_one(f, i)
     });
 }
 
@@ -97,16 +102,7 @@ fn append_sync_full(bencher: divan::Bencher) {
     let mut i = 0;
     bencher.bench_local(|| {
         i += 1;
-        f.store
-            .append_thought(
-                Target::Session(f.session.clone()),
-                ThoughtInput {
-                    thought: text(i),
-                    next_thought_needed: true,
-                    ..Default::default()
-                },
-            )
-            .expect("append")
+        append_one(&f, i)
     });
 }
 

@@ -45,8 +45,6 @@ impl Default for ServeOptions {
 const INDEX_QUIET: Duration = Duration::from_millis(50);
 /// ...but under a steady stream of writes it catches up at least this often.
 const INDEX_MAX_DELAY: Duration = Duration::from_secs(5);
-/// Rows indexed per transaction, so that an append waits at most one batch.
-const INDEX_BATCH: i64 = 128;
 /// While writes keep coming, the WAL is copied into the database this often
 /// (a PASSIVE checkpoint runs beside the writers, so appends never pay for
 /// it; see [`Store::checkpoint_passive`] for how the WAL stays bounded).
@@ -92,15 +90,8 @@ async fn blocking<T: Send + 'static>(store: &Store, f: impl FnOnce(&Store) -> Re
 }
 
 async fn index_pending(writer: &Writer) {
-    loop {
-        match writer.run(|s| s.index_pending(INDEX_BATCH)).await {
-            Ok(0) => return,
-            Ok(_) => tokio::task::yield_now().await,
-            Err(e) => {
-                tracing::warn!("full-text indexing failed: {e}");
-                return;
-            }
-        }
+    if let Err(e) = writer.index_pending().await {
+        tracing::warn!("full-text indexing failed: {e}");
     }
 }
 

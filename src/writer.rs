@@ -119,6 +119,25 @@ impl Writer {
     }
 }
 
+/// Thoughts indexed per writer job, so that an append waits at most one batch.
+const INDEX_BATCH: i64 = 128;
+
+impl Writer {
+    /// Bring the full-text index up to date, one batch per job so that
+    /// appends interleave with a long backlog. Answers how many thoughts
+    /// were indexed.
+    pub async fn index_pending(&self) -> Result<usize> {
+        let mut total = 0;
+        loop {
+            match self.run(|s| s.index_pending(INDEX_BATCH)).await? {
+                0 => return Ok(total),
+                n => total += n,
+            }
+            tokio::task::yield_now().await;
+        }
+    }
+}
+
 /// Run one job; a panic fails that job (its caller gets an error) and
 /// leaves the thread serving the next.
 fn run_job(store: &Store, job: Job) {
@@ -233,12 +252,7 @@ mod tests {
         // Long reads hold every pooled connection.
         let held = (store.conn().expect("conn"), store.conn().expect("conn"));
         let session = writer
-            .run(|s| {
-                s.create_session(NewSession {
-                    title: "written while the pool is busy".into(),
-                    ..Default::default()
-                })
-            })
+            .run(|s| s.create_session(NewSession::titled("written while the pool is busy")))
             .await
             .expect("write");
         drop(held);

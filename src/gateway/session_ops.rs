@@ -22,9 +22,6 @@ pub const SUB_OPERATIONS: &[&str] = &[
     "extract_learnings",
     "discovery",
 ];
-
-/// Thoughts indexed per writer job while catching up before a search.
-const SEARCH_INDEX_BATCH: i64 = 2000;
 pub async fn session(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleServer>>) -> Result<Value> {
     let (name, args) = args.sub_operation()?;
     let Some(name) = name else {
@@ -90,9 +87,8 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
     let notes = include.iter().any(|i| i == "notes");
     let q = query.clone();
     // Thoughts still waiting for the full-text index are indexed first, by
-    // the writer thread like every other write of this server, one batch
-    // per job so that appends are not held up behind a long backlog.
-    while gw.write(|s| s.index_pending(SEARCH_INDEX_BATCH)).await? > 0 {}
+    // the writer thread like every other write of this server.
+    gw.writer.index_pending().await?;
     let (hits, pattern_hits, note_hits) = gw
         .blocking(move |s| {
             let hits = s.search_indexed(&q, limit)?;
