@@ -1,11 +1,11 @@
 //! The knowledge garden tables: `knowledge_patterns` (+ tags) and
 //! `scratchpad_notes`, each with an FTS5 index kept in sync by triggers.
 
-use rusqlite::{OptionalExtension, Row, ToSql, Transaction, params};
+use rusqlite::{OptionalExtension, Row, ToSql, params};
 use serde_json::json;
 
-use super::Store;
 use super::search::fts_query;
+use super::{Store, Tx};
 use crate::domain::{self, SortBy, SortOrder};
 use crate::error::{Error, Result};
 use crate::knowledge::{
@@ -63,7 +63,7 @@ fn to_json(v: &[String]) -> Result<String> {
 }
 
 /// Every id in `sessions` names an existing session.
-fn check_sessions_exist(tx: &Transaction<'_>, sessions: &[String]) -> Result<()> {
+fn check_sessions_exist(tx: &Tx<'_>, sessions: &[String]) -> Result<()> {
     let mut stmt = tx.prepare_cached("SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?1)")?;
     for id in sessions {
         if !stmt.query_row([id], |r| r.get::<_, bool>(0))? {
@@ -73,7 +73,7 @@ fn check_sessions_exist(tx: &Transaction<'_>, sessions: &[String]) -> Result<()>
     Ok(())
 }
 
-fn get_pattern_tx(tx: &Transaction<'_>, id: &str) -> Result<KnowledgePattern> {
+fn get_pattern_tx(tx: &Tx<'_>, id: &str) -> Result<KnowledgePattern> {
     tx.prepare_cached(&format!(
         "SELECT {PATTERN_COLUMNS} FROM knowledge_patterns AS p WHERE p.id = ?1"
     ))?
@@ -82,7 +82,7 @@ fn get_pattern_tx(tx: &Transaction<'_>, id: &str) -> Result<KnowledgePattern> {
     .ok_or_else(|| no_pattern(id))
 }
 
-fn set_tags_tx(tx: &Transaction<'_>, id: &str, tags: &[String]) -> Result<()> {
+fn set_tags_tx(tx: &Tx<'_>, id: &str, tags: &[String]) -> Result<()> {
     tx.prepare_cached("DELETE FROM knowledge_pattern_tags WHERE pattern_id = ?1")?
         .execute([id])?;
     let mut stmt = tx.prepare_cached("INSERT INTO knowledge_pattern_tags (pattern_id, tag) VALUES (?1, ?2)")?;
@@ -92,7 +92,7 @@ fn set_tags_tx(tx: &Transaction<'_>, id: &str, tags: &[String]) -> Result<()> {
     Ok(())
 }
 
-fn insert_pattern_tx(tx: &Transaction<'_>, new: &NewPattern, now: &str) -> Result<KnowledgePattern> {
+fn insert_pattern_tx(tx: &Tx<'_>, new: &NewPattern, now: &str) -> Result<KnowledgePattern> {
     check_sessions_exist(tx, &new.derived_from_sessions)?;
     let base = slug_or_fallback("pattern", &new.title);
     let mut exists = tx.prepare_cached("SELECT EXISTS (SELECT 1 FROM knowledge_patterns WHERE id = ?1)")?;
@@ -116,7 +116,7 @@ fn insert_pattern_tx(tx: &Transaction<'_>, new: &NewPattern, now: &str) -> Resul
     get_pattern_tx(tx, &id)
 }
 
-fn get_note_tx(tx: &Transaction<'_>, id: &str) -> Result<Option<ScratchpadNote>> {
+fn get_note_tx(tx: &Tx<'_>, id: &str) -> Result<Option<ScratchpadNote>> {
     Ok(tx
         .prepare_cached(&format!(
             "SELECT {NOTE_COLUMNS} FROM scratchpad_notes AS n WHERE n.id = ?1"

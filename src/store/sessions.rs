@@ -1,9 +1,9 @@
 //! The `sessions` and `session_tags` tables.
 
-use rusqlite::{OptionalExtension, Row, ToSql, Transaction};
+use rusqlite::{OptionalExtension, Row, ToSql};
 
-use super::Store;
 use super::search::fts_query;
+use super::{Store, Tx};
 use crate::domain::{self, Granularity, NewSession, Session, SessionFilter, SortBy, SortOrder};
 use crate::error::{Error, Result};
 
@@ -183,7 +183,7 @@ impl Store {
 }
 
 /// Validate and insert a new session inside a write transaction.
-pub(crate) fn insert_session_tx(tx: &Transaction<'_>, new: &NewSession, granularity: Granularity) -> Result<Session> {
+pub(crate) fn insert_session_tx(tx: &Tx<'_>, new: &NewSession, granularity: Granularity) -> Result<Session> {
     let title = new.title.trim().to_string();
     if title.is_empty() {
         return Err(Error::invalid("sessionTitle", "a session title must be non-empty"));
@@ -219,7 +219,7 @@ pub(crate) fn insert_session_tx(tx: &Transaction<'_>, new: &NewSession, granular
     get_session_tx(tx, &id, granularity)
 }
 
-pub(crate) fn get_session_tx(tx: &Transaction<'_>, id: &str, granularity: Granularity) -> Result<Session> {
+pub(crate) fn get_session_tx(tx: &Tx<'_>, id: &str, granularity: Granularity) -> Result<Session> {
     tx.prepare_cached(&format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?1"))?
         .query_row([id], |r| session_from_row(r, granularity))
         .optional()?

@@ -4,11 +4,11 @@
 //! whatever the size of the session: the chain's highest number and last
 //! node come from indexes, and the session's counters are updated in place.
 
-use rusqlite::{OptionalExtension, Row, Transaction, params};
+use rusqlite::{OptionalExtension, Row, params};
 use serde_json::json;
 
-use super::Store;
 use super::sessions::{SESSION_COLUMNS, get_session_tx, insert_session_tx, session_from_row};
+use super::{Store, Tx};
 use crate::domain::{
     self, Branch, ChainFacts, Critique, NewSession, PlannedThought, Session, Thought, ThoughtData, ThoughtInput,
     plan_thought,
@@ -85,7 +85,7 @@ pub struct Appended {
 
 /// [`ChainFacts`] answered from inside the write transaction.
 struct TxFacts<'a, 'c> {
-    tx: &'a Transaction<'c>,
+    tx: &'a Tx<'c>,
     session_id: &'a str,
 }
 
@@ -157,7 +157,7 @@ impl ChainFacts for TxFacts<'_, '_> {
 }
 
 /// The one place a thought row is written: by appends and by imports.
-pub(crate) fn insert_thought(tx: &Transaction<'_>, session_id: &str, t: &Thought) -> Result<i64> {
+pub(crate) fn insert_thought(tx: &Tx<'_>, session_id: &str, t: &Thought) -> Result<i64> {
     let d = &t.data;
     let critique = d
         .critique
