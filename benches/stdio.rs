@@ -4,6 +4,7 @@
 //!   cargo bench --bench stdio            # all figures
 //!   cargo bench --bench stdio -- append  # only the 10,000-thought runs
 //!   THOUGHTBOX_BIN=/other/build/thoughtbox cargo bench --bench stdio -- append-normal
+//!   cargo bench --bench stdio -- raw     # the same server, a bare JSON-RPC client
 //!
 //! Prints throughput, latency percentiles, first-vs-last-1000 medians, peak
 //! RSS of the server, and start-up time to `initialize` answered.
@@ -120,6 +121,35 @@ fn text(i: usize) -> String {
     s
 }
 
+/// Throughput, latency percentiles and first-vs-last-1,000 medians of a run.
+fn run_summary(lat: &[Duration], total: Duration) -> String {
+    let first = median(&lat[..1000]);
+    let last = median(&lat[lat.len() - 1000..]);
+    let mut sorted = lat.to_vec();
+    sorted.sort();
+    format!(
+        "{} thoughts in {:.2} s = {:.0} thoughts/s | p50 {} p99 {} p99.9 {} max {} | median first 1000 {} last 1000 {} ({:+.1} %)",
+        lat.len(),
+        total.as_secs_f64(),
+        lat.len() as f64 / total.as_secs_f64(),
+        us(percentile(&sorted, 0.5)),
+        us(percentile(&sorted, 0.99)),
+        us(percentile(&sorted, 0.999)),
+        us(*sorted.last().expect("samples")),
+        us(first),
+        us(last),
+        (last.as_secs_f64() / first.as_secs_f64() - 1.0) * 100.0,
+    )
+}
+
+fn block_medians(lat: &[Duration]) -> String {
+    let blocks: Vec<String> = lat
+        .chunks(1000)
+        .map(|c| format!("{:.0}", median(c).as_secs_f64() * 1e6))
+        .collect();
+    blocks.join(" ")
+}
+
 async fn append_run(label: &str, extra: &[&str]) {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("bench.db");
@@ -139,30 +169,14 @@ async fn append_run(label: &str, extra: &[&str]) {
     let wal = std::fs::metadata(dir.path().join("bench.db-wal"))
         .map(|m| m.len())
         .unwrap_or(0);
-    let first = median(&lat[..1000]);
-    let last = median(&lat[THOUGHTS - 1000..]);
-    let mut sorted = lat.clone();
-    sorted.sort();
     println!(
-        "{label}: {THOUGHTS} thoughts in {:.2} s = {:.0} thoughts/s | p50 {} p99 {} p99.9 {} max {} | median first 1000 {} last 1000 {} ({:+.1} %) | server peak RSS {} | WAL at end {:.1} MiB",
-        total.as_secs_f64(),
-        THOUGHTS as f64 / total.as_secs_f64(),
-        us(percentile(&sorted, 0.5)),
-        us(percentile(&sorted, 0.99)),
-        us(percentile(&sorted, 0.999)),
-        us(*sorted.last().expect("samples")),
-        us(first),
-        us(last),
-        (last.as_secs_f64() / first.as_secs_f64() - 1.0) * 100.0,
+        "{label}: {} | server peak RSS {} | WAL at end {:.1} MiB",
+        run_summary(&lat, total),
         rss.map(|k| format!("{:.1} MiB", k as f64 / 1024.0))
             .unwrap_or_else(|| "n/a".into()),
         wal as f64 / (1024.0 * 1024.0),
     );
-    let blocks: Vec<String> = lat
-        .chunks(1000)
-        .map(|c| format!("{:.0}", median(c).as_secs_f64() * 1e6))
-        .collect();
-    println!("  median of each 1,000 calls (us): {}", blocks.join(" "));
+    println!("  median of each 1,000 calls (us): {}", block_medians(&lat));
     client.cancel().await.ok();
 }
 
@@ -183,6 +197,93 @@ async fn roundtrip_run() {
         us(percentile(&lat, 0.99))
     );
     client.cancel().await.ok();
+}
+
+/// The same server driven by a bare JSON-RPC client: requests written as
+/// ready-made lines, answers read as lines, blocking I/O, no MCP library. Set
+/// beside the rmcp-client figures, it tells the server's share of a round trip
+/// from the client's.
+struct RawClient {
+    input: std::process::ChildStdin,
+    output: std::io::BufReader<std::process::ChildStdout>,
+    line: String,
+}
+
+impl RawClient {
+    /// Write one request line and read the answer's line.
+    fn round_trip(&mut self, request: &Value) -> Duration {
+        use std::io::{BufRead, Write};
+        let mut bytes = serde_json::to_vec(request).expect("json");
+        bytes.push(b'\n');
+        self.line.clear();
+        let t0 = Instant::now();
+        self.input.write_all(&bytes).expect("write");
+        self.output.read_line(&mut self.line).expect("read");
+        let took = t0.elapsed();
+        assert!(!self.line.contains("\"isError\":true"), "{}", self.line);
+        took
+    }
+}
+
+fn raw_run() {
+    use std::io::{BufReader, Write};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bin = std::env::var_os("THOUGHTBOX_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_thoughtbox").into());
+    let mut child = std::process::Command::new(bin)
+        .arg("--db")
+        .arg(dir.path().join("raw.db"))
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut raw = RawClient {
+        input: child.stdin.take().expect("stdin"),
+        output: BufReader::new(child.stdout.take().expect("stdout")),
+        line: String::new(),
+    };
+    let tool = |id: usize, operation: &str, args: Value| {
+        json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": { "name": "thoughtbox_gateway", "arguments": { "operation": operation, "args": args } } })
+    };
+    raw.round_trip(&json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "raw", "version": "1" } } }));
+    raw.input
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
+        .expect("write");
+    let summary = |lat: &mut Vec<Duration>| {
+        lat.sort();
+        format!("p50 {} p99 {}", us(percentile(lat, 0.5)), us(percentile(lat, 0.99)))
+    };
+    let mut ping: Vec<Duration> = (0..5000)
+        .map(|i| raw.round_trip(&json!({ "jsonrpc": "2.0", "id": 10 + i, "method": "ping" })))
+        .collect();
+    println!("raw ping (no tool, no database): {}", summary(&mut ping));
+    let mut state: Vec<Duration> = (0..5000)
+        .map(|i| raw.round_trip(&tool(10_000 + i, "get_state", json!({}))))
+        .collect();
+    println!(
+        "raw get_state (no session yet: no database work): {}",
+        summary(&mut state)
+    );
+    raw.round_trip(&tool(1, "start_new", json!({ "sessionTitle": "raw" })));
+    raw.round_trip(&tool(2, "cipher", json!({})));
+    let start = Instant::now();
+    let lat: Vec<Duration> = (0..THOUGHTS)
+        .map(|i| {
+            raw.round_trip(&tool(
+                20_000 + i,
+                "thought",
+                json!({ "thought": text(i), "nextThoughtNeeded": true }),
+            ))
+        })
+        .collect();
+    let total = start.elapsed();
+    println!("raw thought: {}", run_summary(&lat, total));
+    println!("  median of each 1,000 calls (us): {}", block_medians(&lat));
+    drop(raw);
+    child.wait().expect("exit");
 }
 
 async fn startup_run() {
@@ -227,6 +328,9 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
+    if wanted("raw") {
+        raw_run();
+    }
     runtime.block_on(async {
         if wanted("append-normal") {
             append_run("append-normal (default: WAL, synchronous=NORMAL)", &[]).await;
