@@ -25,11 +25,14 @@ type Client = RunningService<RoleClient, ()>;
 
 const THOUGHTS: usize = 10_000;
 
+/// The server binary: this build, or THOUGHTBOX_BIN to compare another
+/// build in the same minutes on a noisy machine.
+fn server_bin() -> std::ffi::OsString {
+    std::env::var_os("THOUGHTBOX_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_thoughtbox").into())
+}
+
 fn command(db: &Path, extra: &[&str]) -> tokio::process::Command {
-    // THOUGHTBOX_BIN runs another build of the server, to compare two builds
-    // in the same minutes on a noisy machine.
-    let bin = std::env::var_os("THOUGHTBOX_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_thoughtbox").into());
-    let mut cmd = tokio::process::Command::new(bin);
+    let mut cmd = tokio::process::Command::new(server_bin());
     cmd.arg("--db")
         .arg(db)
         .args(extra)
@@ -228,8 +231,7 @@ impl RawClient {
 fn raw_run() {
     use std::io::{BufReader, Write};
     let dir = tempfile::tempdir().expect("tempdir");
-    let bin = std::env::var_os("THOUGHTBOX_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_thoughtbox").into());
-    let mut child = std::process::Command::new(bin)
+    let mut child = std::process::Command::new(server_bin())
         .arg("--db")
         .arg(dir.path().join("raw.db"))
         .env("RUST_LOG", "warn")

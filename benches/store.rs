@@ -40,33 +40,19 @@ fn fixture(size: usize, sync: SyncMode) -> Fixture {
         },
     )
     .expect("open");
-    let session = store
-        .create_session(NewSession {
-            title: "bench".into(),
-            ..Default::default()
-        })
-        .expect("session")
-        .id;
-    for i in 0..size {
-        store
-            .append_thought(
-                Target::Session(session.clone()),
-                ThoughtInput {
-                    thought: text(i),
-                    next_thought_needed: true,
-                    ..Default::default()
-                },
-            )
-            .expect("append");
-    }
-    Fixture {
+    let session = store.create_session(NewSession::titled("bench")).expect("session").id;
+    let f = Fixture {
         _dir: dir,
         store,
         session,
+    };
+    for i in 0..size {
+        append_one(&f, i);
     }
+    f
 }
 
-/// One timed append: thought `i` into the fixture's session.
+/// One append: thought `i` into the fixture's session.
 fn append_one(f: &Fixture, i: usize) -> thoughtbox::store::Appended {
     f.store
         .append_thought(
@@ -112,16 +98,7 @@ fn index_batch_of_128(bencher: divan::Bencher) {
     bencher
         .with_inputs(|| {
             for i in 0..128 {
-                f.store
-                    .append_thought(
-                        Target::Session(f.session.clone()),
-                        ThoughtInput {
-                            thought: text(i),
-                            next_thought_needed: true,
-                            ..Default::default()
-                        },
-                    )
-                    .expect("append");
+                append_one(&f, i);
             }
         })
         .bench_local_values(|()| f.store.index_pending(128).expect("index"));
@@ -135,10 +112,7 @@ fn list_sessions_page(bencher: divan::Bencher) {
         let store = Store::open(dir.path().join("l.db"), OpenOptionsStore::default()).expect("open");
         for i in 0..1000 {
             store
-                .create_session(NewSession {
-                    title: format!("s{i}"),
-                    ..Default::default()
-                })
+                .create_session(NewSession::titled(format!("s{i}")))
                 .expect("session");
         }
         (dir, store)
