@@ -5,11 +5,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{Args, FromArgMatches, Parser, Subcommand, ValueEnum};
+use clap::parser::ValueSource;
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
 use crate::commands::{self, ConfigCommand, ExportArgs, ImportArgs, JsonArg, SessionsCommand, ValidateArgs};
 use crate::config;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::events::EventTarget;
 use crate::serve::{self, ServeOptions};
 use crate::store::{OpenOptionsStore, Store, SyncMode};
@@ -23,8 +24,49 @@ use crate::store::{OpenOptionsStore, Store, SyncMode};
 pub struct Cli {
     #[command(flatten)]
     pub db: DbArgs,
+    /// The server's options, also accepted without `serve` (client configs
+    /// usually pass them straight to the binary).
+    #[command(flatten)]
+    pub serve: ServeArgs,
     #[command(subcommand)]
     pub command: Option<Command>,
+}
+
+/// The ids of [`ServeArgs`]' options, as clap names them.
+const SERVE_OPTIONS: [&str; 5] = ["no_stages", "critique_timeout", "roots_timeout", "project", "events"];
+
+impl Cli {
+    /// Parse the command line. Server options may come before any command
+    /// (as `thoughtbox --project p`) or after `serve`; given on the command
+    /// line before another command, they would be ignored, so they are
+    /// refused instead.
+    pub fn parse_from_args<I, T>(args: I) -> std::result::Result<Cli, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        let mut command = Cli::command();
+        let matches = command.try_get_matches_from_mut(args)?;
+        if let Some((name, _)) = matches.subcommand() {
+            let misplaced: Vec<String> = SERVE_OPTIONS
+                .iter()
+                .filter(|id| matches.value_source(id) == Some(ValueSource::CommandLine))
+                .map(|id| format!("--{}", id.replace('_', "-")))
+                .collect();
+            if !misplaced.is_empty() {
+                return Err(command.error(
+                    clap::error::ErrorKind::ArgumentConflict,
+                    format!(
+                        "{} {} only for the server: give {} with no command, or after `serve`, not before `{name}`",
+                        misplaced.join(", "),
+                        if misplaced.len() == 1 { "is" } else { "are" },
+                        if misplaced.len() == 1 { "it" } else { "them" },
+                    ),
+                ));
+            }
+        }
+        Cli::from_arg_matches(&matches)
+    }
 }
 
 #[derive(Debug, Clone, Args)]
@@ -111,19 +153,9 @@ pub struct ServeArgs {
 }
 
 impl ServeArgs {
-    /// The serve options when no `serve` command was given: defaults and
-    /// environment variables, as `thoughtbox serve` would read them.
-    fn from_env() -> Result<ServeArgs> {
-        let command = ServeArgs::augment_args(clap::Command::new("serve"));
-        command
-            .try_get_matches_from(["serve"])
-            .and_then(|m| ServeArgs::from_arg_matches(&m))
-            .map_err(|e| Error::invalid("serve", e.to_string().trim().to_string()))
-    }
-
-    fn options(&self) -> ServeOptions {
-        ServeOptions {
-            stages: !(self.no_stages || config::stages_disabled_by_env()),
+    fn options(&self) -> Result<ServeOptions> {
+        Ok(ServeOptions {
+            stages: !(self.no_stages || config::stages_disabled_by_env()?),
             critique_timeout: Duration::from_secs(self.critique_timeout),
             roots_timeout: Duration::from_secs(self.roots_timeout),
             default_project: self
@@ -133,7 +165,7 @@ impl ServeArgs {
                 .filter(|p| !p.is_empty())
                 .map(str::to_string),
             events: self.events.clone().unwrap_or_default(),
-        }
+        })
     }
 }
 
@@ -168,11 +200,11 @@ impl DbArgs {
 pub fn run(cli: Cli) -> Result<ExitCode> {
     let command = match cli.command {
         Some(c) => c,
-        None => Command::Serve(ServeArgs::from_env()?),
+        None => Command::Serve(cli.serve),
     };
     match command {
         Command::Serve(args) => {
-            let options = args.options();
+            let options = args.options()?;
             let store = cli.db.open_for_serving()?;
             serve::run_stdio(store, options)?;
             Ok(ExitCode::SUCCESS)
@@ -190,5 +222,67 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Stats(args) => commands::stats(&cli.db, args.json),
         Command::Info(args) => commands::info(&cli.db, args.json),
         Command::Config { command } => commands::config(&cli.db, command),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> std::result::Result<Cli, clap::Error> {
+        Cli::parse_from_args(std::iter::once("thoughtbox").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn server_options_work_with_and_without_serve() {
+        for args in [
+            &["--project", "myapp", "--no-stages", "--critique-timeout", "5"][..],
+            &["serve", "--project", "myapp", "--no-stages", "--critique-timeout", "5"][..],
+            &[
+                "--db",
+                "/tmp/x.db",
+                "--project",
+                "myapp",
+                "--no-stages",
+                "--critique-timeout",
+                "5",
+            ][..],
+        ] {
+            let cli = parse(args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+            let serve = match cli.command {
+                None => cli.serve,
+                Some(Command::Serve(s)) => s,
+                Some(other) => panic!("{args:?} parsed as {other:?}"),
+            };
+            assert_eq!(serve.project.as_deref(), Some("myapp"), "{args:?}");
+            assert!(serve.no_stages, "{args:?}");
+            assert_eq!(serve.critique_timeout, 5, "{args:?}");
+        }
+    }
+
+    #[test]
+    fn database_options_reach_every_command() {
+        let cli = parse(&["backup", "--db", "/tmp/x.db", "/tmp/b.db"]).expect("parse");
+        assert_eq!(cli.db.db.as_deref(), Some(std::path::Path::new("/tmp/x.db")));
+        let cli = parse(&["--db", "/tmp/x.db", "--sync", "full", "stats"]).expect("parse");
+        assert_eq!(cli.db.db.as_deref(), Some(std::path::Path::new("/tmp/x.db")));
+        assert_eq!(cli.db.sync, Sync::Full);
+        // export has its own --project.
+        let cli = parse(&["export", "--out", "/tmp/t", "--project", "p"]).expect("parse");
+        assert!(matches!(cli.command, Some(Command::Export(_))));
+    }
+
+    #[test]
+    fn server_options_before_another_command_are_refused() {
+        let err =
+            parse(&["--no-stages", "--project", "p", "backup", "/tmp/b.db"]).expect_err("server flags with backup");
+        let message = err.to_string();
+        assert!(
+            message.contains("--no-stages, --project are only for the server"),
+            "{message}"
+        );
+        assert!(message.contains("not before `backup`"), "{message}");
+        let err = parse(&["--project", "p", "serve"]).expect_err("server flags before serve");
+        assert!(err.to_string().contains("after `serve`"), "{err}");
     }
 }

@@ -29,11 +29,23 @@ pub fn resolve_db_path(db: Option<PathBuf>, data_dir: Option<PathBuf>) -> Result
     Ok(home.join(".thoughtbox").join(DB_FILE))
 }
 
-/// `THOUGHTBOX_STAGES=off` (or `0`, `false`, `no`) disables stage gating.
-pub fn stages_disabled_by_env() -> bool {
-    std::env::var("THOUGHTBOX_STAGES")
-        .map(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "off" | "0" | "false" | "no"))
-        .unwrap_or(false)
+/// Whether `THOUGHTBOX_STAGES` turns stage gating off: `off` (or `0`,
+/// `false`, `no`) does, `on` (`1`, `true`, `yes`) or unset does not, and
+/// anything else is refused rather than silently ignored.
+pub fn stages_disabled_by_env() -> Result<bool> {
+    stages_disabled(std::env::var("THOUGHTBOX_STAGES").ok().as_deref())
+}
+
+fn stages_disabled(value: Option<&str>) -> Result<bool> {
+    let Some(value) = value else { return Ok(false) };
+    match value.trim().to_ascii_lowercase().as_str() {
+        "off" | "0" | "false" | "no" => Ok(true),
+        "" | "on" | "1" | "true" | "yes" => Ok(false),
+        _ => Err(Error::invalid(
+            "THOUGHTBOX_STAGES",
+            format!("THOUGHTBOX_STAGES must be `off` or `on`, not {value:?}"),
+        )),
+    }
 }
 
 #[cfg(test)]
@@ -48,5 +60,17 @@ mod tests {
         assert_eq!(p, PathBuf::from("/b/thoughtbox.db"));
         let p = resolve_db_path(None, None).unwrap();
         assert!(p.ends_with(".thoughtbox/thoughtbox.db"));
+    }
+
+    #[test]
+    fn stages_variable_is_off_on_or_refused() {
+        for v in ["off", "OFF", " 0 ", "false", "no"] {
+            assert!(stages_disabled(Some(v)).unwrap(), "{v}");
+        }
+        for v in [None, Some(""), Some("on"), Some("1"), Some("TRUE"), Some("yes")] {
+            assert!(!stages_disabled(v).unwrap(), "{v:?}");
+        }
+        let err = stages_disabled(Some("bogus")).unwrap_err().to_string();
+        assert!(err.contains("THOUGHTBOX_STAGES must be `off` or `on`"), "{err}");
     }
 }

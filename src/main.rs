@@ -1,10 +1,9 @@
 use std::process::ExitCode;
 
-use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
-    let cli = thoughtbox::cli::Cli::parse();
+    let cli = thoughtbox::cli::Cli::parse_from_args(std::env::args_os()).unwrap_or_else(|e| e.exit());
     // Logs go to stderr: in serve mode stdout carries only JSON-RPC.
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)

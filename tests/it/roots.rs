@@ -183,7 +183,8 @@ async fn a_client_that_never_answers_times_out() {
 async fn default_project_from_flag_and_environment() {
     let (_d, db) = temp_db();
     let mut cmd = command(&db);
-    cmd.arg("serve").arg("--project").arg("flagged");
+    // As the README's Cursor config passes it: no `serve`.
+    cmd.arg("--project").arg("flagged");
     let s = start_with((), cmd).await;
     let made = s.ok("start_new", json!({ "sessionTitle": "a" })).await;
     assert_eq!(tags(&made["session"]), ["project:flagged"]);
