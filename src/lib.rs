@@ -27,6 +27,7 @@ pub mod gateway;
 pub mod knowledge;
 pub mod models;
 pub mod serve;
+pub mod stdio;
 pub mod store;
 pub mod tree;
 pub mod writer;

@@ -215,58 +215,6 @@ async fn shutdown_signal() {
     }
 }
 
-type Input = Box<dyn tokio::io::AsyncRead + Send + Unpin>;
-type Output = Box<dyn tokio::io::AsyncWrite + Send + Unpin>;
-
-/// stdin and stdout as async streams. When they are pipes or sockets (as MCP
-/// clients spawn us) they are registered with the reactor directly; tokio's
-/// own stdin/stdout would send every read and write through the blocking
-/// thread pool, which more than doubles the cost of a small request.
-fn stdio_streams() -> (Input, Output) {
-    #[cfg(unix)]
-    {
-        if let (Some(r), Some(w)) = (unix_stream(0, true), unix_stream(1, false)) {
-            return (r.0, w.1);
-        }
-    }
-    (Box::new(tokio::io::stdin()), Box::new(tokio::io::stdout()))
-}
-
-#[cfg(unix)]
-type Halves = (Input, Output);
-
-/// fd 0 or 1 as an async reader/writer, if it is a pipe or a socket.
-#[cfg(unix)]
-fn unix_stream(fd: i32, read: bool) -> Option<Halves> {
-    use std::os::fd::{AsFd, OwnedFd};
-    use std::os::unix::fs::FileTypeExt;
-    let owned: OwnedFd = if fd == 0 {
-        std::io::stdin().as_fd().try_clone_to_owned().ok()?
-    } else {
-        std::io::stdout().as_fd().try_clone_to_owned().ok()?
-    };
-    let file = std::fs::File::from(owned);
-    let kind = file.metadata().ok()?.file_type();
-    let owned = OwnedFd::from(file);
-    if kind.is_fifo() {
-        if read {
-            let r = tokio::net::unix::pipe::Receiver::from_owned_fd(owned).ok()?;
-            Some((Box::new(r), Box::new(tokio::io::sink())))
-        } else {
-            let w = tokio::net::unix::pipe::Sender::from_owned_fd(owned).ok()?;
-            Some((Box::new(tokio::io::empty()), Box::new(w)))
-        }
-    } else if kind.is_socket() {
-        let std_stream = std::os::unix::net::UnixStream::from(owned);
-        std_stream.set_nonblocking(true).ok()?;
-        let stream = tokio::net::UnixStream::from_std(std_stream).ok()?;
-        let (r, w) = stream.into_split();
-        Some((Box::new(r), Box::new(w)))
-    } else {
-        None
-    }
-}
-
 /// Serve MCP on stdin/stdout until the client closes stdin or a signal
 /// arrives, then index, checkpoint and close the database so that the
 /// database file alone holds the whole ledger.
@@ -287,7 +235,7 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
         let gateway = Gateway::new(store.clone(), writer, options, maintenance.signal());
         let served = async {
             let service = gateway
-                .serve(stdio_streams())
+                .serve(crate::stdio::streams())
                 .await
                 .map_err(|e| Error::Internal(format!("MCP initialization failed: {e}")))?;
             let cancel = service.cancellation_token();

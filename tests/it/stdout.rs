@@ -95,3 +95,79 @@ async fn every_stdout_line_is_json_rpc() {
     assert!(child.wait().await.unwrap().success());
     assert!(err_task.await.unwrap() > 0, "logs go to stderr");
 }
+
+/// A JavaScript client that cuts text in the middle of an emoji sends an
+/// unpaired surrogate escape (`"\ud83d"`): the server records the text with
+/// U+FFFD in its place and answers, instead of dropping the request. Lines
+/// that are not JSON get no answer (there is no id to answer) and the server
+/// keeps serving.
+#[tokio::test]
+async fn unpaired_surrogates_are_replaced_and_garbage_is_skipped() {
+    let (_d, db) = temp_db();
+    let mut cmd = command(&db);
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let stderr = child.stderr.take().unwrap();
+    let err_task = tokio::spawn(async move {
+        let mut lines = BufReader::new(stderr).lines();
+        let mut all = String::new();
+        while let Ok(Some(l)) = lines.next_line().await {
+            all.push_str(&l);
+            all.push('\n');
+        }
+        all
+    });
+    async fn send(stdin: &mut tokio::process::ChildStdin, line: &str) {
+        stdin.write_all(format!("{line}\n").as_bytes()).await.unwrap();
+    }
+    let call = |id: u64, op: &str, args: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"thoughtbox_gateway","arguments":{{"operation":"{op}","args":{args}}}}}}}"#
+        )
+    };
+    // One request at a time, as the staged flow needs: send, then read its answer.
+    let mut answers = Vec::new();
+    for (request, garbage_before) in [
+        (r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#.to_string(), false),
+        (call(1, "start_new", r#"{"sessionTitle":"cut \ud83d"}"#), true),
+        (call(2, "cipher", "{}"), false),
+        (call(3, "thought", r#"{"thought":"half \ude00 and whole \ud83d\ude00 and half \ud83d","nextThoughtNeeded":true}"#), true),
+        (call(4, "read_thoughts", r#"{"last":1}"#), false),
+    ] {
+        if garbage_before {
+            send(&mut stdin, "this is not json").await;
+            send(&mut stdin, r#"{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"#).await;
+        }
+        send(&mut stdin, &request).await;
+        let line = tokio::time::timeout(std::time::Duration::from_secs(20), lines.next_line())
+            .await
+            .expect("server answered")
+            .unwrap()
+            .expect("a line");
+        let v: Value = serde_json::from_str(&line).unwrap_or_else(|_| panic!("not JSON on stdout: {line}"));
+        if answers.is_empty() {
+            send(&mut stdin, r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await;
+        }
+        answers.push(v);
+    }
+    for (id, answer) in answers.iter().enumerate() {
+        assert_eq!(answer["id"], id, "{answer}");
+        if id > 0 {
+            assert_eq!(answer["result"]["isError"], false, "{answer}");
+        }
+    }
+    let session = &answers[1]["result"]["structuredContent"]["session"];
+    assert_eq!(session["title"], "cut \u{fffd}");
+    let read = &answers[4]["result"]["structuredContent"];
+    assert_eq!(
+        read["thoughts"][0]["thought"], "half \u{fffd} and whole \u{1F600} and half \u{fffd}",
+        "{read}"
+    );
+    drop(stdin);
+    assert!(child.wait().await.unwrap().success());
+    let log = err_task.await.unwrap();
+    assert!(log.contains("ignoring a message that is not valid JSON"), "{log}");
+    assert!(log.contains("unpaired UTF-16 surrogate"), "{log}");
+}

@@ -1,0 +1,381 @@
+//! The server's stdin and stdout as async streams, and the one repair made
+//! to what clients send.
+//!
+//! JSON lets a string escape half of a surrogate pair (`"\ud83d"`), and
+//! JavaScript clients produce exactly that when they cut text in the middle
+//! of an emoji. serde_json refuses such a string, and the MCP library then
+//! drops the whole message without an answer, so the agent waits for its
+//! timeout and its thought is lost. [`RepairedLines`] replaces each unpaired
+//! surrogate escape with U+FFFD (`\ufffd`, the replacement character) before
+//! the MCP library parses the line. A line that is not JSON for any other
+//! reason is logged and passed on unchanged; the MCP library ignores it, as
+//! the other MCP SDKs do (there is no id to answer).
+
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use serde::de::IgnoredAny;
+use tokio::io::{AsyncRead, ReadBuf};
+
+/// Lines longer than this are passed through unexamined (the MCP library
+/// discards lines over its own 16 MiB limit anyway).
+const MAX_EXAMINED_LINE: usize = 16 << 20;
+
+/// Reads lines from `inner` and hands them on whole, each repaired if it
+/// holds unpaired surrogate escapes.
+pub struct RepairedLines<R> {
+    inner: R,
+    /// The line being read, up to its newline.
+    line: Vec<u8>,
+    /// Bytes ready for the reader: whole lines, repaired.
+    ready: Vec<u8>,
+    /// How much of `ready` the reader has taken.
+    taken: usize,
+    /// Set while a line past [`MAX_EXAMINED_LINE`] streams through, until its newline.
+    streaming: bool,
+    eof: bool,
+}
+
+impl<R> RepairedLines<R> {
+    pub fn new(inner: R) -> Self {
+        RepairedLines {
+            inner,
+            line: Vec::new(),
+            ready: Vec::new(),
+            taken: 0,
+            streaming: false,
+            eof: false,
+        }
+    }
+
+    /// Take in bytes just read from the client.
+    fn accept(&mut self, mut bytes: &[u8]) {
+        while !bytes.is_empty() {
+            let newline = bytes.iter().position(|&b| b == b'\n');
+            let end = newline.map_or(bytes.len(), |i| i + 1);
+            let (part, rest) = bytes.split_at(end);
+            bytes = rest;
+            if self.streaming {
+                self.ready.extend_from_slice(part);
+                self.streaming = newline.is_none();
+                continue;
+            }
+            self.line.extend_from_slice(part);
+            if newline.is_some() {
+                self.finish_line();
+            } else if self.line.len() > MAX_EXAMINED_LINE {
+                self.ready.append(&mut self.line);
+                self.streaming = true;
+            }
+        }
+    }
+
+    /// Move the complete line in `self.line` to `ready`, repaired if need be.
+    fn finish_line(&mut self) {
+        let body = self.line.strip_suffix(b"\n").unwrap_or(&self.line);
+        let body = body.strip_suffix(b"\r").unwrap_or(body);
+        if body.iter().all(u8::is_ascii_whitespace) {
+            self.ready.append(&mut self.line);
+            return;
+        }
+        let repaired = if has_surrogate_escape(body) {
+            repair_surrogates(body)
+        } else {
+            None
+        };
+        let body = match &repaired {
+            Some((fixed, replaced)) => {
+                tracing::warn!("replaced {replaced} unpaired UTF-16 surrogate escape(s) in a message with U+FFFD");
+                fixed.as_slice()
+            }
+            None => body,
+        };
+        if let Err(e) = serde_json::from_slice::<IgnoredAny>(body) {
+            tracing::warn!("ignoring a message that is not valid JSON ({e}): {}", preview(body));
+        }
+        match repaired {
+            Some((fixed, _)) => {
+                self.ready.extend_from_slice(&fixed);
+                self.ready.push(b'\n');
+                self.line.clear();
+            }
+            None => self.ready.append(&mut self.line),
+        }
+    }
+}
+
+/// Whether `line` holds something like `\uD83D` (which may still be half of
+/// a valid pair, or an escaped backslash followed by text).
+fn has_surrogate_escape(line: &[u8]) -> bool {
+    line.windows(4).any(|w| {
+        w[0] == b'\\' && w[1] == b'u' && (w[2] | 0x20) == b'd' && matches!(w[3] | 0x20, b'8' | b'9' | b'a'..=b'f')
+    })
+}
+
+/// The start of a line, for the log.
+fn preview(line: &[u8]) -> String {
+    let text = String::from_utf8_lossy(&line[..line.len().min(200)]).into_owned();
+    if line.len() > 200 { format!("{text}...") } else { text }
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for RepairedLines<R> {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        loop {
+            if this.taken < this.ready.len() {
+                let n = (this.ready.len() - this.taken).min(buf.remaining());
+                buf.put_slice(&this.ready[this.taken..this.taken + n]);
+                this.taken += n;
+                if this.taken == this.ready.len() {
+                    this.ready.clear();
+                    this.taken = 0;
+                }
+                return Poll::Ready(Ok(()));
+            }
+            if this.eof {
+                // An unterminated last line goes out as it came.
+                if !this.line.is_empty() {
+                    this.ready.append(&mut this.line);
+                    continue;
+                }
+                return Poll::Ready(Ok(()));
+            }
+            let mut chunk = [0u8; 8192];
+            let mut read = ReadBuf::new(&mut chunk);
+            match Pin::new(&mut this.inner).poll_read(cx, &mut read) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Ready(Ok(())) => {
+                    if read.filled().is_empty() {
+                        this.eof = true;
+                    } else {
+                        this.accept(read.filled());
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Replace every `\uXXXX` escape inside a JSON string that is half of a
+/// surrogate pair without its other half by `\ufffd`. Answers the repaired
+/// text and how many escapes were replaced, or `None` if there were none.
+pub fn repair_surrogates(json: &[u8]) -> Option<(Vec<u8>, usize)> {
+    let hex = |at: usize| -> Option<u16> {
+        let digits = json.get(at..at + 4)?;
+        u16::from_str_radix(std::str::from_utf8(digits).ok()?, 16).ok()
+    };
+    // The code unit of a `\uXXXX` escape starting at `at`, if there is one.
+    let escape = |at: usize| -> Option<u16> {
+        if json.get(at) == Some(&b'\\') && json.get(at + 1) == Some(&b'u') {
+            hex(at + 2)
+        } else {
+            None
+        }
+    };
+    let mut out = Vec::with_capacity(json.len());
+    let mut replaced = 0;
+    let mut in_string = false;
+    let mut i = 0;
+    while i < json.len() {
+        let b = json[i];
+        if !in_string {
+            in_string = b == b'"';
+            out.push(b);
+            i += 1;
+            continue;
+        }
+        match b {
+            b'"' => {
+                in_string = false;
+                out.push(b);
+                i += 1;
+            }
+            b'\\' => match escape(i) {
+                Some(0xD800..=0xDBFF) => {
+                    if matches!(escape(i + 6), Some(0xDC00..=0xDFFF)) {
+                        out.extend_from_slice(&json[i..i + 12]);
+                        i += 12;
+                    } else {
+                        out.extend_from_slice(b"\\ufffd");
+                        replaced += 1;
+                        i += 6;
+                    }
+                }
+                Some(0xDC00..=0xDFFF) => {
+                    out.extend_from_slice(b"\\ufffd");
+                    replaced += 1;
+                    i += 6;
+                }
+                Some(_) => {
+                    out.extend_from_slice(&json[i..i + 6]);
+                    i += 6;
+                }
+                None => {
+                    // Any other escape: the backslash and the escaped byte.
+                    let end = (i + 2).min(json.len());
+                    out.extend_from_slice(&json[i..end]);
+                    i = end;
+                }
+            },
+            _ => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    (replaced > 0).then_some((out, replaced))
+}
+
+type Input = Box<dyn AsyncRead + Send + Unpin>;
+type Output = Box<dyn tokio::io::AsyncWrite + Send + Unpin>;
+
+/// stdin (with [`RepairedLines`]) and stdout as async streams. When they are
+/// pipes or sockets (as MCP clients spawn us) they are registered with the
+/// reactor directly; tokio's own stdin/stdout would send every read and
+/// write through the blocking thread pool, which more than doubles the cost
+/// of a small request.
+pub fn streams() -> (Input, Output) {
+    #[cfg(unix)]
+    {
+        if let (Some(r), Some(w)) = (unix_stream(0, true), unix_stream(1, false)) {
+            return (Box::new(RepairedLines::new(r.0)), w.1);
+        }
+    }
+    (
+        Box::new(RepairedLines::new(tokio::io::stdin())),
+        Box::new(tokio::io::stdout()),
+    )
+}
+
+#[cfg(unix)]
+type Halves = (Input, Output);
+
+/// fd 0 or 1 as an async reader/writer, if it is a pipe or a socket.
+#[cfg(unix)]
+fn unix_stream(fd: i32, read: bool) -> Option<Halves> {
+    use std::os::fd::{AsFd, OwnedFd};
+    use std::os::unix::fs::FileTypeExt;
+    let owned: OwnedFd = if fd == 0 {
+        std::io::stdin().as_fd().try_clone_to_owned().ok()?
+    } else {
+        std::io::stdout().as_fd().try_clone_to_owned().ok()?
+    };
+    let file = std::fs::File::from(owned);
+    let kind = file.metadata().ok()?.file_type();
+    let owned = OwnedFd::from(file);
+    if kind.is_fifo() {
+        if read {
+            let r = tokio::net::unix::pipe::Receiver::from_owned_fd(owned).ok()?;
+            Some((Box::new(r), Box::new(tokio::io::sink())))
+        } else {
+            let w = tokio::net::unix::pipe::Sender::from_owned_fd(owned).ok()?;
+            Some((Box::new(tokio::io::empty()), Box::new(w)))
+        }
+    } else if kind.is_socket() {
+        let std_stream = std::os::unix::net::UnixStream::from(owned);
+        std_stream.set_nonblocking(true).ok()?;
+        let stream = tokio::net::UnixStream::from_std(std_stream).ok()?;
+        let (r, w) = stream.into_split();
+        Some((Box::new(r), Box::new(w)))
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncReadExt;
+
+    fn repaired(s: &str) -> Option<String> {
+        repair_surrogates(s.as_bytes()).map(|(v, _)| String::from_utf8(v).expect("utf-8"))
+    }
+
+    #[test]
+    fn lone_surrogates_become_replacement_characters() {
+        assert_eq!(
+            repaired(r#"{"t":"cut \ud83d"}"#).as_deref(),
+            Some(r#"{"t":"cut \ufffd"}"#)
+        );
+        assert_eq!(
+            repaired(r#"{"t":"\uDE00 low"}"#).as_deref(),
+            Some(r#"{"t":"\ufffd low"}"#)
+        );
+        assert_eq!(
+            repaired(r#"{"t":"\ud83d\ud83d\ude00"}"#).as_deref(),
+            Some(r#"{"t":"\ufffd\ud83d\ude00"}"#)
+        );
+        assert_eq!(repaired(r#"{"t":"\ud83dx"}"#).as_deref(), Some(r#"{"t":"\ufffdx"}"#));
+        let fixed = repaired(r#"{"t":"a\ud83d","n":1}"#).expect("repaired");
+        let v: serde_json::Value = serde_json::from_str(&fixed).expect("parses");
+        assert_eq!(v["t"], "a\u{fffd}");
+    }
+
+    #[test]
+    fn valid_text_is_left_alone() {
+        for s in [
+            r#"{"t":"\ud83d\ude00 pair"}"#,
+            r#"{"t":"\\ud83d is an escaped backslash"}"#,
+            r#"{"t":"quote \" then \ud83d\ude00"}"#,
+            r#"{"t":"\u00e9\n\t"}"#,
+            r#"["\\", "\\\\ud800"]"#,
+        ] {
+            assert_eq!(repaired(s), None, "{s}");
+        }
+    }
+
+    #[test]
+    fn truncated_escapes_do_not_panic() {
+        for s in [
+            r#""\u"#,
+            r#""\ud8"#,
+            r#""\ud83d\u"#,
+            r#""\ud83d\ude"#,
+            "\"\\",
+            "\"\\u12zz\"",
+        ] {
+            let _ = repair_surrogates(s.as_bytes());
+        }
+    }
+
+    async fn read_all(input: &[u8], chunk: usize) -> String {
+        // Feed the input in small pieces, as a pipe may deliver it.
+        let (mut tx, rx) = tokio::io::duplex(64);
+        let input = input.to_vec();
+        let feeder = tokio::spawn(async move {
+            use tokio::io::AsyncWriteExt;
+            for piece in input.chunks(chunk) {
+                tx.write_all(piece).await.expect("write");
+            }
+        });
+        let mut out = String::new();
+        RepairedLines::new(rx).read_to_string(&mut out).await.expect("read");
+        feeder.await.expect("feeder");
+        out
+    }
+
+    #[tokio::test]
+    async fn lines_pass_through_whole_and_repaired() {
+        let input = concat!(
+            "{\"a\":1}\n",
+            "{\"t\":\"cut \\ud83d\"}\r\n",
+            "\n",
+            "not json at all\n",
+            "{\"t\":\"\\ud83d\\ude00\"}\n",
+            "{\"last\":true}"
+        );
+        let expected = concat!(
+            "{\"a\":1}\n",
+            "{\"t\":\"cut \\ufffd\"}\n",
+            "\n",
+            "not json at all\n",
+            "{\"t\":\"\\ud83d\\ude00\"}\n",
+            "{\"last\":true}"
+        );
+        for chunk in [1, 3, 7, 64, 4096] {
+            assert_eq!(read_all(input.as_bytes(), chunk).await, expected, "chunk {chunk}");
+        }
+    }
+}
