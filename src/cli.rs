@@ -170,7 +170,25 @@ impl ServeArgs {
 }
 
 impl DbArgs {
+    /// Open the database, creating it if it does not exist yet.
     pub fn open(&self) -> Result<Store> {
+        self.open_with(false)
+    }
+
+    /// Open a database that must exist already: the commands that only read
+    /// (and `backup`) would otherwise create an empty ledger at a mistyped
+    /// path and report on it as if nothing were wrong.
+    pub fn open_existing(&self) -> Result<Store> {
+        let path = config::resolve_db_path(self.db.clone(), self.data_dir.clone())?;
+        if !path.exists() {
+            return Err(crate::Error::invalid(
+                "db",
+                format!(
+                    "no database at {} (check --db, --data-dir, THOUGHTBOX_DB and THOUGHTBOX_DATA_DIR; the server, `import` and `config set` create one)",
+                    path.display()
+                ),
+            ));
+        }
         self.open_with(false)
     }
 
@@ -210,7 +228,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Backup { dest } => {
-            let store = cli.db.open()?;
+            let store = cli.db.open_existing()?;
             let written = store.backup_to(&dest)?;
             eprintln!("backup written to {}", written.display());
             Ok(ExitCode::SUCCESS)

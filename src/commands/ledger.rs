@@ -26,7 +26,7 @@ fn minute(ts: &str) -> String {
 }
 
 pub fn sessions(db: &DbArgs, command: SessionsCommand) -> Result<ExitCode> {
-    let store = db.open()?;
+    let store = db.open_existing()?;
     match command {
         SessionsCommand::List {
             tags,
@@ -135,7 +135,7 @@ pub fn sessions(db: &DbArgs, command: SessionsCommand) -> Result<ExitCode> {
 }
 
 pub fn stats(db: &DbArgs, json: bool) -> Result<ExitCode> {
-    let store = db.open()?;
+    let store = db.open_existing()?;
     let st = store.stats(10)?;
     if json {
         out_json(&st)?;
@@ -196,7 +196,7 @@ fn human(bytes: u64) -> String {
 }
 
 pub fn info(db: &DbArgs, json: bool) -> Result<ExitCode> {
-    let store = db.open()?;
+    let store = db.open_existing()?;
     let config = store.config()?;
     let st = store.stats(0)?;
     let sizes = store.file_sizes();
@@ -278,7 +278,10 @@ fn check_setting(key: &str, value: &str) -> Result<()> {
 }
 
 pub fn config(db: &DbArgs, command: ConfigCommand) -> Result<ExitCode> {
-    let store = db.open()?;
+    let store = match command {
+        ConfigCommand::Get { .. } => db.open_existing()?,
+        ConfigCommand::Set { .. } => db.open()?,
+    };
     match command {
         ConfigCommand::Get { key, json } => {
             let all = serde_json::to_value(store.config()?).map_err(|e| Error::Internal(e.to_string()))?;
@@ -319,6 +322,9 @@ pub fn config(db: &DbArgs, command: ConfigCommand) -> Result<ExitCode> {
             let value = value.trim().to_ascii_lowercase();
             check_setting(&key, &value)?;
             store.set_config_value(&key, &value)?;
+            // Into the database file itself, so that copying the file now
+            // carries the change.
+            store.checkpoint_settled(std::time::Duration::from_millis(500))?;
             out(&format!(
                 "{key} = {value}\n(a server already running keeps its settings until it restarts)\n"
             ))?;

@@ -24,7 +24,7 @@ pub fn export(db: &DbArgs, args: ExportArgs) -> Result<ExitCode> {
             "export needs --out DIR for the directory tree (or --format with one --session for a single file)",
         ));
     };
-    let store = db.open()?;
+    let store = db.open_existing()?;
     let opts = ExportOptions {
         sessions: args.sessions,
         project: args.project,
@@ -73,7 +73,7 @@ fn export_file(
             format!("{} is a directory; with --format, --out names a file", d.display()),
         ));
     }
-    let store = db.open()?;
+    let store = db.open_existing()?;
     let (session, thoughts) = store.session_thoughts(id)?;
     let mut text = match export::render(format, &session, &thoughts, true)? {
         serde_json::Value::String(s) => s,

@@ -400,6 +400,31 @@ impl Store {
         Ok(u64::try_from(frames).unwrap_or(0) * frame_bytes)
     }
 
+    /// Copy the whole WAL into the database file without waiting for other
+    /// writers, so that the file alone holds what this process wrote (for
+    /// the command line's writes). A PASSIVE checkpoint stops at the oldest
+    /// snapshot still being read, and a connection being opened in the
+    /// background (the pool keeping one idle) reads one for a moment, so
+    /// this retries for up to `patience`. Answers whether everything was
+    /// copied; while a server keeps writing it may not be, and the server's
+    /// own checkpoints finish the job.
+    pub fn checkpoint_settled(&self, patience: Duration) -> Result<bool> {
+        let deadline = std::time::Instant::now() + patience;
+        let conn = self.conn()?;
+        loop {
+            // (busy, frames in the WAL, frames copied); -1, -1 when not in WAL mode.
+            let (log, copied): (i64, i64) =
+                conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| Ok((r.get(1)?, r.get(2)?)))?;
+            if copied >= log {
+                return Ok(true);
+            }
+            if std::time::Instant::now() >= deadline {
+                return Ok(false);
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
     /// Current size of the WAL file in bytes (0 when there is none).
     pub fn wal_size(&self) -> u64 {
         std::fs::metadata(wal_path(&self.path)).map(|m| m.len()).unwrap_or(0)

@@ -130,7 +130,7 @@ pub fn import_tree(
         Ok(())
     })?;
     if summary.imported > 0 {
-        store.checkpoint_passive()?;
+        store.checkpoint_settled(std::time::Duration::from_millis(500))?;
     }
     Ok(summary)
 }

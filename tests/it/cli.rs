@@ -204,6 +204,43 @@ fn stats_info_and_config() {
         );
     }
     assert_eq!(ok(&db, &["config", "get", "sessionPartitionGranularity"]), "weekly\n");
+
+    // The change is in the database file itself: a copy of that one file has it.
+    ok(&db, &["config", "set", "sessionPartitionGranularity", "daily"]);
+    let copy = db.with_file_name("copy.db");
+    std::fs::copy(&db, &copy).unwrap();
+    assert_eq!(ok(&copy, &["config", "get", "sessionPartitionGranularity"]), "daily\n");
+}
+
+/// Commands that only read (and `backup`) refuse a database path that does
+/// not exist, instead of creating an empty ledger there and reporting on it.
+#[test]
+fn reading_commands_need_an_existing_database() {
+    let (dir, _) = temp_db();
+    let missing = dir.path().join("typo.db");
+    let backup = dir.path().join("backup.db");
+    for args in [
+        &["backup", backup.to_str().unwrap()][..],
+        &["stats"],
+        &["info"],
+        &["sessions", "list"],
+        &["config", "get"],
+        &["export", "--out", dir.path().join("tree").to_str().unwrap()],
+    ] {
+        let err = fails(&missing, args);
+        assert!(
+            err.contains("no database at") && err.contains("typo.db"),
+            "{args:?}: {err}"
+        );
+    }
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "created {left:?}");
+    // Writing commands still create it.
+    ok(&missing, &["config", "set", "sessionPartitionGranularity", "weekly"]);
+    assert!(missing.exists());
 }
 
 #[tokio::test]
