@@ -342,6 +342,12 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
         out["critique"] = Value::Null;
         out["critiqueError"] = critique_error.unwrap_or(Value::Null);
     }
+    if creates_session {
+        // No session was active: say so, so that an agent that meant to
+        // continue one (deleted, closed or never started) notices.
+        out["sessionCreated"] = json!(true);
+        out["sessionTitle"] = json!(appended.session.title);
+    }
     if appended.closed {
         out["sessionClosed"] = json!(true);
         out["closedSessionId"] = json!(session_id);

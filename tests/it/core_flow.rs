@@ -133,6 +133,8 @@ async fn core_concepts_session_and_auto_numbering() {
     let fresh = s.thought(json!({ "thought": "New problem", "nextThoughtNeeded": true, "sessionTitle": "Second", "sessionTags": ["x"] })).await;
     assert_ne!(fresh["sessionId"], sid.as_str());
     assert_eq!(fresh["thoughtNumber"], 1);
+    assert_eq!(fresh["sessionCreated"], true);
+    assert_eq!(fresh["sessionTitle"], "Second");
     let second = s
         .ok(
             "session",
@@ -149,6 +151,7 @@ async fn core_concepts_session_and_auto_numbering() {
     assert_eq!(ctx["recentThoughts"].as_array().unwrap().len(), 5);
     let r = s.thought(t("Follow-up after reopening")).await;
     assert_eq!(r["thoughtNumber"], 6);
+    assert!(r.get("sessionCreated").is_none(), "{r}");
     let got = s
         .ok("session", json!({ "subOperation": "get", "sessionId": sid }))
         .await;
@@ -412,8 +415,20 @@ async fn sessions_list_search_resume_delete() {
         .ok("session", json!({ "subOperation": "search", "query": "middleware" }))
         .await;
     assert_eq!(found["count"], 0);
-    // The deleted session was active: reads need a session again.
+    // The deleted session was active: reads need a session again, and the
+    // next thought starts a new one and says so.
     s.err("read_thoughts", Value::Null, "INVALID_PAYLOAD").await;
+    let fresh = s.thought(t("after the delete")).await;
+    assert_ne!(fresh["sessionId"], a.as_str());
+    assert_eq!(fresh["thoughtNumber"], 1);
+    assert_eq!(fresh["sessionCreated"], true);
+    assert!(
+        fresh["sessionTitle"]
+            .as_str()
+            .unwrap()
+            .starts_with("Reasoning session "),
+        "{fresh}"
+    );
     s.stop().await;
 }
 
