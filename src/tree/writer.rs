@@ -109,7 +109,7 @@ pub fn export_tree(
         write_session(&dir, &session, &thoughts, &mut summary)?;
         for old in existing.remove(&session.id).unwrap_or_default() {
             if old != dir {
-                remove_session_files(&old, &mut summary)?;
+                remove_session_files(&old, &dest.join("projects"), &mut summary)?;
             }
         }
         summary.thoughts += thoughts.len() as u64;
@@ -313,15 +313,23 @@ fn remove_numbered(dir: &Path, keep: &HashSet<&String>, summary: &mut ExportSumm
 }
 
 /// Remove a session exported earlier to another place: its manifest and
-/// numbered files, then the folders if nothing else is in them.
-fn remove_session_files(dir: &Path, summary: &mut ExportSummary) -> Result<()> {
+/// numbered files, then its folder and the partition and project folders
+/// above it (up to `projects`) that nothing else is in.
+fn remove_session_files(dir: &Path, projects: &Path, summary: &mut ExportSummary) -> Result<()> {
     remove_stale(dir, &[], &BTreeMap::new(), summary)?;
     let manifest = dir.join(MANIFEST);
     if manifest.is_file() {
         fs::remove_file(&manifest).map_err(io(format!("removing {}", manifest.display())))?;
         summary.files_removed += 1;
     }
-    let _ = fs::remove_dir(dir);
+    // remove_dir fails on a folder that is not empty, which ends the climb.
+    let mut folder = Some(dir);
+    while let Some(f) = folder.filter(|f| f.starts_with(projects) && *f != projects) {
+        if fs::remove_dir(f).is_err() {
+            break;
+        }
+        folder = f.parent();
+    }
     Ok(())
 }
 

@@ -572,6 +572,16 @@ fn partitions_projects_and_moves() {
         // Re-exporting with another partition moved the session: one copy only.
         let copies = files(&out).keys().filter(|p| p.ends_with("manifest.json")).count();
         assert_eq!(copies, 1, "{partition}");
+        // ...and left no empty partition folders behind.
+        let sessions = out.join("projects/web-app/sessions");
+        for entry in fs::read_dir(&sessions).unwrap() {
+            let entry = entry.unwrap().path();
+            assert!(
+                entry.ends_with(sid) || fs::read_dir(&entry).unwrap().next().is_some(),
+                "{partition}: empty {}",
+                entry.display()
+            );
+        }
     }
     // The database's setting is the default; --project overrides the tag.
     ok(&db, &["config", "set", "sessionPartitionGranularity", "weekly"]);
@@ -582,6 +592,8 @@ fn partitions_projects_and_moves() {
             .join("001.json")
             .is_file()
     );
+    // The session moved to another project: its old project folder is gone.
+    assert!(!out.join("projects/web-app").exists());
     let config: Value = serde_json::from_slice(&fs::read(out.join("config.json")).unwrap()).unwrap();
     assert_eq!(config["sessionPartitionGranularity"], "weekly");
     for key in ["installId", "dataDir", "disableThoughtLogging", "createdAt"] {
