@@ -25,7 +25,7 @@ use crate::domain::{self, Granularity};
 use crate::error::{Error, Result};
 
 pub use import::ImportOutcome;
-pub use search::{SearchHit, SessionHits, ThoughtHit};
+pub use search::{SearchHit, SessionHits, ThoughtHit, fts_query};
 pub use sessions::SessionPage;
 pub use stats::{FileSizes, LedgerStats};
 pub use thoughts::{Appended, Shape, Target, ThoughtQuery};

@@ -451,5 +451,12 @@ async fn search_text_is_never_fts_syntax() {
         .ok("session", json!({ "subOperation": "search", "query": "(fox)" }))
         .await;
     assert_eq!(r["count"], 1);
+    assert!(r.get("note").is_none(), "{r}");
+    // Nothing searchable (an emoji, punctuation): no results, and a note saying why.
+    for q in ["\u{1F600}", "*** )"] {
+        let r = s.ok("session", json!({ "subOperation": "search", "query": q })).await;
+        assert_eq!(r["count"], 0);
+        assert!(r["note"].as_str().unwrap().contains("no letters or digits"), "{r}");
+    }
     s.stop().await;
 }
