@@ -48,7 +48,10 @@ const INDEX_MAX_DELAY: Duration = Duration::from_secs(5);
 /// While writes keep coming, the WAL is copied into the database this often
 /// (a PASSIVE checkpoint runs beside the writers, so appends never pay for
 /// it; see [`Store::checkpoint_passive`] for how the WAL stays bounded).
-const CHECKPOINT_EVERY: Duration = Duration::from_millis(250);
+/// With [`WAL_RESTART_BYTES`] this keeps the WAL under ~20 MiB in a burst,
+/// and the pause in which the writer thread lets it start over at 3-5 ms
+/// (at 250 ms and 32 MiB: 8-16 ms; BENCHMARKS.md).
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(100);
 /// After this long without writes the WAL is checkpointed and truncated, so
 /// that copying the file of an idle server gives the whole ledger.
 const CHECKPOINT_QUIET: Duration = Duration::from_secs(1);

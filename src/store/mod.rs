@@ -100,12 +100,13 @@ const PAGE_SIZE: i64 = 2048;
 
 /// WAL content past which the server makes the WAL start over from its
 /// beginning instead of growing (see [`Store::checkpoint_passive`]).
-pub const WAL_RESTART_BYTES: u64 = 32 << 20;
+pub const WAL_RESTART_BYTES: u64 = 8 << 20;
 /// The WAL file is cut back to this size when it starts over. Larger than
-/// [`WAL_RESTART_BYTES`] so that a busy server reuses the file's blocks
+/// the WAL grows in a burst ([`WAL_RESTART_BYTES`] plus what arrives before
+/// the next check, ~20 MiB in all) so that a busy server reuses the file's blocks
 /// instead of truncating and re-extending it at every restart, which costs
 /// tens of milliseconds on ext4. An idle server truncates it to nothing.
-const WAL_FILE_LIMIT: u64 = 64 << 20;
+const WAL_FILE_LIMIT: u64 = 32 << 20;
 
 fn wal_path(db: &Path) -> PathBuf {
     let mut p = db.as_os_str().to_owned();
