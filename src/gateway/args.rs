@@ -1,6 +1,12 @@
 //! Lenient reading of `args`: integers accept JSON integers and decimal
 //! strings, booleans accept `true`/`false` and their strings; anything else
 //! is `INVALID_PAYLOAD` naming the field. `null` counts as absent.
+//!
+//! `Args` also notes which of its fields an operation looked at, so that the
+//! gateway can tell the caller about the ones it ignored (a misspelt
+//! `thougthNumber`, or a `sessionId` given to an operation without one).
+
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
 
@@ -8,7 +14,26 @@ use crate::domain::{SortBy, SortOrder};
 use crate::error::{Error, Result};
 
 #[derive(Debug, Clone, Default)]
-pub struct Args(Map<String, Value>);
+pub struct Args {
+    map: Map<String, Value>,
+    /// Which fields were given and which were read; shared by clones, so a
+    /// clone kept before an operation runs can answer for it afterwards.
+    tracking: Arc<Mutex<Tracking>>,
+}
+
+#[derive(Debug, Default)]
+struct Tracking {
+    given: Vec<String>,
+    read: Vec<String>,
+}
+
+impl Tracking {
+    fn note(list: &mut Vec<String>, key: &str) {
+        if !list.iter().any(|k| k == key) {
+            list.push(key.to_string());
+        }
+    }
+}
 
 fn type_name(v: &Value) -> &'static str {
     match v {
@@ -23,14 +48,21 @@ fn type_name(v: &Value) -> &'static str {
 
 impl Args {
     pub fn new(map: Map<String, Value>) -> Args {
-        Args(map)
+        let tracking = Tracking {
+            given: map.keys().cloned().collect(),
+            read: Vec::new(),
+        };
+        Args {
+            map,
+            tracking: Arc::new(Mutex::new(tracking)),
+        }
     }
 
     /// `args` of a gateway call: absent or null is empty; anything but an object is an error.
     pub fn from_value(field: &str, v: Option<&Value>) -> Result<Args> {
         match v {
             None | Some(Value::Null) => Ok(Args::default()),
-            Some(Value::Object(m)) => Ok(Args(m.clone())),
+            Some(Value::Object(m)) => Ok(Args::new(m.clone())),
             Some(other) => Err(Error::invalid(
                 field,
                 format!("{field} must be an object, got {}", type_name(other)),
@@ -39,7 +71,26 @@ impl Args {
     }
 
     pub fn get(&self, key: &str) -> Option<&Value> {
-        self.0.get(key).filter(|v| !v.is_null())
+        let (key, value) = self.map.get_key_value(key)?;
+        self.mark_read(key);
+        Some(value).filter(|v| !v.is_null())
+    }
+
+    fn mark_read(&self, key: &str) {
+        if let Ok(mut t) = self.tracking.lock() {
+            Tracking::note(&mut t.read, key);
+        }
+    }
+
+    /// The fields given (including those merged in later, as a nested
+    /// `args`) that nothing has read or taken, in name order.
+    pub fn unread(&self) -> Vec<String> {
+        let Ok(t) = self.tracking.lock() else {
+            return Vec::new();
+        };
+        let mut unread: Vec<String> = t.given.iter().filter(|k| !t.read.contains(k)).cloned().collect();
+        unread.sort();
+        unread
     }
 
     pub fn has(&self, key: &str) -> bool {
@@ -47,19 +98,23 @@ impl Args {
     }
 
     pub fn keys(&self) -> impl Iterator<Item = &String> {
-        self.0.keys()
+        self.map.keys()
     }
 
-    pub fn into_map(self) -> Map<String, Value> {
-        self.0
-    }
-
+    /// Take a field out (it counts as read).
     pub fn remove(&mut self, key: &str) -> Option<Value> {
-        self.0.remove(key)
+        let value = self.map.remove(key);
+        if value.is_some() {
+            self.mark_read(key);
+        }
+        value
     }
 
     pub fn insert(&mut self, key: String, value: Value) {
-        self.0.insert(key, value);
+        if let Ok(mut t) = self.tracking.lock() {
+            Tracking::note(&mut t.given, &key);
+        }
+        self.map.insert(key, value);
     }
 
     /// The first of `keys` that is present (a field and its aliases).
@@ -171,7 +226,7 @@ impl Args {
     pub fn object_opt(&self, keys: &[&str]) -> Result<Option<Args>> {
         match self.pick(keys) {
             None => Ok(None),
-            Some((_, Value::Object(m))) => Ok(Some(Args(m.clone()))),
+            Some((_, Value::Object(m))) => Ok(Some(Args::new(m.clone()))),
             Some((k, v)) => Err(Error::invalid(
                 k,
                 format!("{k} must be an object, got {}", type_name(v)),
@@ -246,6 +301,20 @@ mod tests {
             let e = a.pos_opt(&[k]).unwrap_err();
             assert_eq!(e.details().unwrap()["field"], k);
         }
+    }
+
+    #[test]
+    fn fields_nobody_read_are_reported() {
+        let a =
+            args(json!({ "subOperation": "get", "flat": 1, "nul": null, "args": { "sessionId": "s", "extra": true } }));
+        let kept = a.clone();
+        let (name, rest) = a.sub_operation().unwrap();
+        assert_eq!(name.as_deref(), Some("get"));
+        assert_eq!(rest.str_req(&["sessionId"]).unwrap(), "s");
+        assert_eq!(rest.get("missing"), None);
+        assert_eq!(rest.get("nul"), None);
+        // The clone taken before answers for everything done since.
+        assert_eq!(kept.unread(), ["extra", "flat"]);
     }
 
     #[test]

@@ -324,10 +324,11 @@ impl Gateway {
         };
         arguments.remove("operation");
         // `args` holds the parameters; clients that put them beside
-        // `operation` instead are understood too.
-        let args = match arguments.remove("args") {
-            Some(v) => Args::from_value("args", Some(&v))?,
-            None => arguments,
+        // `operation` instead are understood too (but not both at once: then
+        // the ones beside are ignored, and the answer says so).
+        let (args, beside) = match arguments.remove("args") {
+            Some(v) => (Args::from_value("args", Some(&v))?, arguments.unread()),
+            None => (arguments, Vec::new()),
         };
         if self.with_conn(|c| c.hidden.contains(&operation)) {
             return Err(Error::InvalidOperation {
@@ -338,7 +339,20 @@ impl Gateway {
             });
         }
         self.check_stage(&operation, required)?;
-        match operation.as_str() {
+        let tracked = args.clone();
+        let mut answer = self.dispatch(&operation, args, ctx).await?;
+        let ignored: Vec<String> = tracked.unread().into_iter().chain(beside).collect();
+        if !ignored.is_empty()
+            && let Value::Object(fields) = &mut answer
+        {
+            tracing::debug!(operation, ?ignored, "arguments ignored");
+            fields.insert("ignoredArguments".into(), json!(ignored));
+        }
+        Ok(answer)
+    }
+
+    async fn dispatch(&self, operation: &str, args: Args, ctx: Option<&RequestContext<RoleServer>>) -> Result<Value> {
+        match operation {
             "get_state" => ops::get_state(self).await,
             "start_new" => ops::start_new(self, args).await,
             "load_context" => ops::load_context(self, args).await,

@@ -460,3 +460,55 @@ async fn search_text_is_never_fts_syntax() {
     }
     s.stop().await;
 }
+
+/// Arguments an operation did not use are named in the answer, so that a
+/// misspelt field or a parameter the operation does not take is noticed
+/// instead of silently changing what happens.
+#[tokio::test]
+async fn ignored_arguments_are_named_in_the_answer() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    let sid = s.ready("Ignored").await;
+    s.thought(t("one")).await;
+    // A misspelt thoughtNumber: the thought is auto-numbered, and the answer says why.
+    let r = s
+        .call(
+            "thought",
+            json!({ "thought": "two", "nextThoughtNeeded": true, "thougthNumber": 7, "sessionId": "other" }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r["thoughtNumber"], 2);
+    assert_eq!(r["ignoredArguments"], json!(["sessionId", "thougthNumber"]));
+    // A session title given while a session is active is not used either.
+    let r = s
+        .call(
+            "thought",
+            json!({ "thought": "three", "nextThoughtNeeded": true, "sessionTitle": "x" }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r["ignoredArguments"], json!(["sessionTitle"]));
+    // Sub-operations: flat and nested parameters are both accounted for.
+    let r = s
+        .call(
+            "session",
+            json!({ "subOperation": "get", "colour": "blue", "args": { "sessionId": sid, "limit": 3 } }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r["session"]["id"], sid.as_str());
+    assert_eq!(r["ignoredArguments"], json!(["colour", "limit"]));
+    // Parameters beside `operation` when `args` is given are not used.
+    let mut m = Map::new();
+    m.insert("operation".into(), json!("read_thoughts"));
+    m.insert("last".into(), json!(1));
+    m.insert("args".into(), json!({ "thoughtNumber": 1 }));
+    let r = s.call_raw(m).await.unwrap();
+    assert_eq!(r["thoughts"][0]["thoughtNumber"], 1);
+    assert_eq!(r["ignoredArguments"], json!(["last"]));
+    // Operations that take nothing name whatever they were given.
+    let r = s.call("get_state", json!({ "verbose": true })).await.unwrap();
+    assert_eq!(r["ignoredArguments"], json!(["verbose"]));
+    s.stop().await;
+}

@@ -128,10 +128,18 @@ impl<H: ClientHandler> Server<H> {
         }
     }
 
-    /// Call and expect success.
+    /// Call and expect success, with every argument used (the tests pass
+    /// only documented parameters, so an `ignoredArguments` here means an
+    /// operation fails to read one of its own).
     pub async fn ok(&self, operation: &str, args: Value) -> Value {
         match self.call(operation, args.clone()).await {
-            Ok(v) => v,
+            Ok(v) => {
+                assert!(
+                    v.get("ignoredArguments").is_none(),
+                    "{operation} {args} ignored some arguments: {v}"
+                );
+                v
+            }
             Err(e) => panic!("{operation} {args} failed: {e}"),
         }
     }
