@@ -237,10 +237,15 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
         let maintenance = Maintenance::start(store.clone(), writer.clone());
         let gateway = Gateway::new(store.clone(), writer, options, maintenance.signal());
         let served = async {
-            let service = gateway
-                .serve(crate::stdio::streams())
-                .await
-                .map_err(|e| Error::Internal(format!("MCP initialization failed: {e}")))?;
+            let service = match gateway.serve(crate::stdio::streams()).await {
+                Ok(service) => service,
+                // stdin closed before any request: nothing to serve, not a failure.
+                Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => {
+                    tracing::info!("the client closed stdin before initializing");
+                    return Ok(());
+                }
+                Err(e) => return Err(Error::Internal(format!("MCP initialization failed: {e}"))),
+            };
             let cancel = service.cancellation_token();
             let signals = tokio::spawn(async move {
                 shutdown_signal().await;

@@ -2,6 +2,10 @@
 //! shutdown leaving one self-contained file, and live backups.
 
 use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::AsyncWriteExt;
 
 use serde_json::{Value, json};
 
@@ -207,6 +211,28 @@ async fn clean_shutdown_leaves_one_complete_file() {
             "{how}"
         );
         s.stop().await;
+    }
+}
+
+/// A client that closes stdin before initializing (or sends only junk) is
+/// not an error: the server exits 0 and leaves no -wal file.
+#[tokio::test]
+async fn stdin_closed_before_initialize_is_a_clean_exit() {
+    for input in [&b""[..], b"not json\n"] {
+        let (_d, db) = temp_db();
+        let mut cmd = command(&db);
+        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
+        let mut child = cmd.spawn().unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(input).await.unwrap();
+        drop(stdin);
+        let out = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output())
+            .await
+            .expect("the server exits")
+            .unwrap();
+        assert!(out.status.success(), "{:?}", out.status);
+        assert!(out.stdout.is_empty(), "{}", String::from_utf8_lossy(&out.stdout));
+        assert!(!wal(&db).exists());
     }
 }
 
