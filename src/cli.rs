@@ -32,9 +32,6 @@ pub struct Cli {
     pub command: Option<Command>,
 }
 
-/// The ids of [`ServeArgs`]' options, as clap names them.
-const SERVE_OPTIONS: [&str; 5] = ["no_stages", "critique_timeout", "roots_timeout", "project", "events"];
-
 impl Cli {
     /// Parse the command line. Server options may come before any command
     /// (as `thoughtbox --project p`) or after `serve`; given on the command
@@ -48,10 +45,12 @@ impl Cli {
         let mut command = Cli::command();
         let matches = command.try_get_matches_from_mut(args)?;
         if let Some((name, _)) = matches.subcommand() {
-            let misplaced: Vec<String> = SERVE_OPTIONS
-                .iter()
-                .filter(|id| matches.value_source(id) == Some(ValueSource::CommandLine))
-                .map(|id| format!("--{}", id.replace('_', "-")))
+            // ServeArgs' own options, as clap knows them.
+            let serve = ServeArgs::augment_args(clap::Command::new("serve"));
+            let misplaced: Vec<String> = serve
+                .get_arguments()
+                .filter(|a| matches.value_source(a.get_id().as_str()) == Some(ValueSource::CommandLine))
+                .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
                 .collect();
             if !misplaced.is_empty() {
                 return Err(command.error(
