@@ -16,8 +16,8 @@ use crate::error::{Error, Result};
 #[derive(Debug, Clone, Default)]
 pub struct Args {
     map: Map<String, Value>,
-    /// Which fields were given and which were read; shared by clones, so a
-    /// clone kept before an operation runs can answer for it afterwards.
+    /// Which fields were given and which were read; shared by clones and
+    /// by [`Args::usage`] handles.
     tracking: Arc<Mutex<Tracking>>,
 }
 
@@ -25,6 +25,20 @@ pub struct Args {
 struct Tracking {
     given: Vec<String>,
     read: Vec<String>,
+}
+
+/// See [`Args::usage`].
+pub struct ArgsUsage(Arc<Mutex<Tracking>>);
+
+impl ArgsUsage {
+    pub fn unread(&self) -> Vec<String> {
+        let Ok(t) = self.0.lock() else {
+            return Vec::new();
+        };
+        let mut unread: Vec<String> = t.given.iter().filter(|k| !t.read.contains(k)).cloned().collect();
+        unread.sort();
+        unread
+    }
 }
 
 impl Tracking {
@@ -82,23 +96,21 @@ impl Args {
         }
     }
 
+    /// A handle that can tell, after an operation has consumed these args,
+    /// which fields it never read ([`ArgsUsage::unread`]); it shares the
+    /// tracking only, not the values.
+    pub fn usage(&self) -> ArgsUsage {
+        ArgsUsage(self.tracking.clone())
+    }
+
     /// The fields given (including those merged in later, as a nested
     /// `args`) that nothing has read or taken, in name order.
     pub fn unread(&self) -> Vec<String> {
-        let Ok(t) = self.tracking.lock() else {
-            return Vec::new();
-        };
-        let mut unread: Vec<String> = t.given.iter().filter(|k| !t.read.contains(k)).cloned().collect();
-        unread.sort();
-        unread
+        self.usage().unread()
     }
 
     pub fn has(&self, key: &str) -> bool {
         self.get(key).is_some()
-    }
-
-    pub fn keys(&self) -> impl Iterator<Item = &String> {
-        self.map.keys()
     }
 
     /// Take a field out (it counts as read).
@@ -307,13 +319,13 @@ mod tests {
     fn fields_nobody_read_are_reported() {
         let a =
             args(json!({ "subOperation": "get", "flat": 1, "nul": null, "args": { "sessionId": "s", "extra": true } }));
-        let kept = a.clone();
+        let kept = a.usage();
         let (name, rest) = a.sub_operation().unwrap();
         assert_eq!(name.as_deref(), Some("get"));
         assert_eq!(rest.str_req(&["sessionId"]).unwrap(), "s");
         assert_eq!(rest.get("missing"), None);
         assert_eq!(rest.get("nul"), None);
-        // The clone taken before answers for everything done since.
+        // The handle taken before answers for everything done since.
         assert_eq!(kept.unread(), ["extra", "flat"]);
     }
 

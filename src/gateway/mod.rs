@@ -339,9 +339,9 @@ impl Gateway {
             });
         }
         self.check_stage(&operation, required)?;
-        let tracked = args.clone();
+        let usage = args.usage();
         let mut answer = self.dispatch(&operation, args, ctx).await?;
-        let ignored: Vec<String> = tracked.unread().into_iter().chain(beside).collect();
+        let ignored: Vec<String> = usage.unread().into_iter().chain(beside).collect();
         if !ignored.is_empty()
             && let Value::Object(fields) = &mut answer
         {
