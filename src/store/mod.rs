@@ -108,6 +108,12 @@ pub const WAL_RESTART_BYTES: u64 = 8 << 20;
 /// tens of milliseconds on ext4. An idle server truncates it to nothing.
 const WAL_FILE_LIMIT: u64 = 32 << 20;
 
+/// One PASSIVE checkpoint: (frames in the WAL, frames copied into the
+/// database), both -1 when the database is not in WAL mode.
+fn passive_pass(conn: &Connection) -> rusqlite::Result<(i64, i64)> {
+    conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| Ok((r.get(1)?, r.get(2)?)))
+}
+
 fn wal_path(db: &Path) -> PathBuf {
     let mut p = db.as_os_str().to_owned();
     p.push("-wal");
@@ -395,8 +401,7 @@ impl Store {
     pub fn checkpoint_passive(&self) -> Result<u64> {
         let conn = self.conn()?;
         let page_size: i64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0))?;
-        // (busy, frames in the WAL, frames copied); -1 when not in WAL mode.
-        let frames: i64 = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get(1))?;
+        let (frames, _) = passive_pass(&conn)?;
         let frame_bytes = u64::try_from(page_size).unwrap_or(0) + 24;
         Ok(u64::try_from(frames).unwrap_or(0) * frame_bytes)
     }
@@ -413,9 +418,7 @@ impl Store {
         let deadline = std::time::Instant::now() + patience;
         let conn = self.conn()?;
         loop {
-            // (busy, frames in the WAL, frames copied); -1, -1 when not in WAL mode.
-            let (log, copied): (i64, i64) =
-                conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| Ok((r.get(1)?, r.get(2)?)))?;
+            let (log, copied) = passive_pass(&conn)?;
             if copied >= log {
                 return Ok(true);
             }
