@@ -4,9 +4,22 @@
 use std::process::Stdio;
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::ChildStdout;
 
 use crate::common::*;
+
+/// The server's next line on stdout, which must be a JSON-RPC message.
+async fn next_message(lines: &mut Lines<BufReader<ChildStdout>>) -> Value {
+    let line = tokio::time::timeout(std::time::Duration::from_secs(20), lines.next_line())
+        .await
+        .expect("server answered")
+        .unwrap()
+        .expect("a line");
+    let v: Value = serde_json::from_str(&line).unwrap_or_else(|_| panic!("not JSON on stdout: {line}"));
+    assert_eq!(v["jsonrpc"], "2.0", "{line}");
+    v
+}
 
 #[tokio::test]
 async fn every_stdout_line_is_json_rpc() {
@@ -76,13 +89,7 @@ async fn every_stdout_line_is_json_rpc() {
     let mut lines = BufReader::new(stdout).lines();
     let mut seen = Vec::new();
     while seen.len() < 17 {
-        let line = tokio::time::timeout(std::time::Duration::from_secs(20), lines.next_line())
-            .await
-            .expect("server answered")
-            .unwrap()
-            .expect("a line");
-        let v: Value = serde_json::from_str(&line).unwrap_or_else(|_| panic!("not JSON on stdout: {line}"));
-        assert_eq!(v["jsonrpc"], "2.0", "{line}");
+        let v = next_message(&mut lines).await;
         if let Some(id) = v.get("id").and_then(Value::as_u64) {
             seen.push(id);
         }
@@ -141,12 +148,7 @@ async fn unpaired_surrogates_are_replaced_and_garbage_is_skipped() {
             send(&mut stdin, r#"{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"#).await;
         }
         send(&mut stdin, &request).await;
-        let line = tokio::time::timeout(std::time::Duration::from_secs(20), lines.next_line())
-            .await
-            .expect("server answered")
-            .unwrap()
-            .expect("a line");
-        let v: Value = serde_json::from_str(&line).unwrap_or_else(|_| panic!("not JSON on stdout: {line}"));
+        let v = next_message(&mut lines).await;
         if answers.is_empty() {
             send(&mut stdin, r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await;
         }
