@@ -215,7 +215,7 @@ fn deep_options(args: &Args) -> Result<(DeepOptions, Vec<String>)> {
             analysis_type,
             include_timeline,
         },
-        compare_with.into_iter().map(|c| c.trim().to_string()).collect(),
+        compare_with.iter().map(|c| domain::canonical_session_id(c)).collect(),
     ))
 }
 

@@ -18,10 +18,20 @@ pub(crate) fn thought_json(t: &Thought) -> Value {
     v
 }
 
+/// The session id `args` must name (`sessionId`), in the form the ledger
+/// stores ([`domain::canonical_session_id`]).
+pub(crate) fn session_id_req(args: &Args) -> Result<String> {
+    let id = args.str_req(&["sessionId", "session_id"])?;
+    if id.trim().is_empty() {
+        return Err(Error::invalid("sessionId", "sessionId must not be empty"));
+    }
+    Ok(domain::canonical_session_id(&id))
+}
+
 /// The session id named in `args`, or the connection's active session.
 pub(crate) fn session_arg(gw: &Gateway, args: &Args) -> Result<String> {
     match args.str_opt(&["sessionId", "session_id", "id"])? {
-        Some(id) if !id.trim().is_empty() => Ok(id.trim().to_string()),
+        Some(id) if !id.trim().is_empty() => Ok(domain::canonical_session_id(&id)),
         Some(_) => Err(Error::invalid("sessionId", "sessionId must not be empty")),
         None => gw.active_session().ok_or_else(|| {
             Error::invalid(
@@ -147,8 +157,8 @@ pub(crate) async fn open_session(gw: &Gateway, id: String, trigger: &str) -> Res
 }
 
 pub async fn load_context(gw: &Gateway, args: Args) -> Result<Value> {
-    let id = args.str_req(&["sessionId", "session_id"])?;
-    open_session(gw, id.trim().to_string(), "load_context").await
+    let id = session_id_req(&args)?;
+    open_session(gw, id, "load_context").await
 }
 
 /// SessionFilter from args (flat, or nested under `filters`), with

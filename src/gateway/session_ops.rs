@@ -4,7 +4,7 @@ use rmcp::RoleServer;
 use rmcp::service::RequestContext;
 use serde_json::{Value, json};
 
-use super::ops::{open_session, thought_json};
+use super::ops::{open_session, session_id_req, thought_json};
 use super::{Args, Gateway};
 use crate::error::{Error, Result};
 use crate::events::EventType;
@@ -36,8 +36,8 @@ pub async fn session(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
         "get" => get(gw, args).await,
         "search" => search(gw, args).await,
         "resume" => {
-            let id = args.str_req(&["sessionId", "session_id"])?;
-            open_session(gw, id.trim().to_string(), "session resume").await
+            let id = session_id_req(&args)?;
+            open_session(gw, id, "session resume").await
         }
         "export" => export(gw, args).await,
         "delete" => delete(gw, args).await,
@@ -52,8 +52,8 @@ pub async fn session(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
 }
 
 async fn get(gw: &Gateway, args: Args) -> Result<Value> {
-    let id = args.str_req(&["sessionId", "session_id"])?;
-    let (session, thoughts) = gw.blocking(move |s| s.session_thoughts(id.trim())).await?;
+    let id = session_id_req(&args)?;
+    let (session, thoughts) = gw.blocking(move |s| s.session_thoughts(&id)).await?;
     let mut main = Vec::new();
     let mut branches = serde_json::Map::new();
     for t in &thoughts {
@@ -115,7 +115,7 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
 }
 
 async fn export(gw: &Gateway, args: Args) -> Result<Value> {
-    let id = args.str_req(&["sessionId", "session_id"])?;
+    let id = session_id_req(&args)?;
     let format = args.enum_opt(&["format"], Format::parse, &["json", "markdown", "cipher"])?;
     let include_metadata = args.bool_opt(&["includeMetadata"])?.unwrap_or(true);
     if let Some(dest) = args.str_opt(&["destination"])? {
@@ -132,7 +132,7 @@ async fn export(gw: &Gateway, args: Args) -> Result<Value> {
         let dest =
             std::path::absolute(dest.trim()).map_err(|e| Error::io(format!("resolving destination {dest:?}"), e))?;
         let opts = ExportOptions {
-            sessions: vec![id.trim().to_string()],
+            sessions: vec![id.clone()],
             ..Default::default()
         };
         let summary = gw
@@ -152,7 +152,7 @@ async fn export(gw: &Gateway, args: Args) -> Result<Value> {
         }));
     }
     let format = format.unwrap_or_default();
-    let (session, thoughts) = gw.blocking(move |s| s.session_thoughts(id.trim())).await?;
+    let (session, thoughts) = gw.blocking(move |s| s.session_thoughts(&id)).await?;
     let content = export::render(format, &session, &thoughts, include_metadata)?;
     gw.emit(
         EventType::SessionExported,
@@ -163,7 +163,7 @@ async fn export(gw: &Gateway, args: Args) -> Result<Value> {
 }
 
 async fn delete(gw: &Gateway, args: Args) -> Result<Value> {
-    let id = args.str_req(&["sessionId", "session_id"])?.trim().to_string();
+    let id = session_id_req(&args)?;
     let sid = id.clone();
     let removed = gw.write(move |s| s.delete_session(&sid)).await?;
     gw.wrote();

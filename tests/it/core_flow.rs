@@ -392,8 +392,14 @@ async fn sessions_list_search_resume_delete() {
     // Reads do not change updatedAt.
     let before =
         s.ok("session", json!({ "subOperation": "get", "sessionId": a })).await["session"]["updatedAt"].clone();
-    s.ok("session", json!({ "subOperation": "resume", "sessionId": a }))
+    // UUIDs are case-insensitive: an id echoed in upper case names the same session.
+    let resumed = s
+        .ok(
+            "session",
+            json!({ "subOperation": "resume", "sessionId": a.to_uppercase() }),
+        )
         .await;
+    assert_eq!(resumed["session"]["id"], a.as_str(), "{resumed}");
     s.ok("read_thoughts", Value::Null).await;
     s.ok("get_structure", Value::Null).await;
     let after = s.ok("session", json!({ "subOperation": "get", "sessionId": a })).await["session"]["updatedAt"].clone();
