@@ -87,6 +87,16 @@ fn chain_name(branch: Option<&str>) -> String {
     }
 }
 
+/// True when `text` has nothing a reader could see: only whitespace and
+/// invisible format characters (zero-width space and joiners, word joiner,
+/// byte-order mark, soft hyphen, invisible math operators).
+pub fn is_blank(text: &str) -> bool {
+    text.chars().all(|c| {
+        c.is_whitespace()
+            || matches!(c, '\u{00AD}' | '\u{034F}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{2060}'..='\u{2064}' | '\u{FEFF}')
+    })
+}
+
 /// Decide the number, links and stored fields of a new thought.
 pub fn plan_thought(
     session_id: &str,
@@ -94,8 +104,11 @@ pub fn plan_thought(
     facts: &mut impl ChainFacts,
     timestamp: String,
 ) -> Result<PlannedThought> {
-    if input.thought.trim().is_empty() {
-        return Err(Error::invalid("thought", "thought must be non-empty text"));
+    if is_blank(&input.thought) {
+        return Err(Error::invalid(
+            "thought",
+            "thought must be non-empty text (spaces and invisible characters alone do not count)",
+        ));
     }
     if input.thought.len() > MAX_THOUGHT_BYTES {
         return Err(Error::invalid_with(
@@ -460,6 +473,9 @@ pub(crate) mod tests {
     fn text_limits() {
         let mut l = FakeChains::default();
         assert!(l.add(text("   ")).is_err());
+        assert!(l.add(text("\u{200B}")).is_err());
+        assert!(l.add(text(" \u{FEFF}\u{2060}\n")).is_err());
+        assert!(l.add(text("\u{200B}a")).is_ok());
         assert!(l.add(text(&"x".repeat(MAX_THOUGHT_BYTES + 1))).is_err());
         assert!(l.add(text(&"x".repeat(MAX_THOUGHT_BYTES))).is_ok());
     }

@@ -30,6 +30,12 @@ fn cases(sid: &str) -> Vec<(&'static str, Value, &'static str, Option<&'static s
         ),
         (
             "thought",
+            json!({ "thought": "\u{200B} \u{FEFF}", "nextThoughtNeeded": true }),
+            "INVALID_PAYLOAD",
+            Some("thought"),
+        ),
+        (
+            "thought",
             json!({ "thought": 5, "nextThoughtNeeded": true }),
             "INVALID_PAYLOAD",
             Some("thought"),
