@@ -26,7 +26,7 @@ pub struct ExportArgs {
     #[arg(long, value_name = "PATH")]
     pub out: Option<std::path::PathBuf>,
     /// A session to export (repeat for several); every session when none is given
-    #[arg(long = "session", value_name = "ID")]
+    #[arg(long = "session", value_name = "ID", value_parser = session_id)]
     pub sessions: Vec<String>,
     /// Project directory for every session (default: the session's `project:<p>` tag, else `_default`)
     #[arg(long, value_name = "P", conflicts_with = "format")]
@@ -92,7 +92,7 @@ pub struct ValidateArgs {
     /// Root of the tree (or a sessions directory, or one session directory)
     pub dir: std::path::PathBuf,
     /// Check only this session
-    #[arg(long = "session", value_name = "ID")]
+    #[arg(long = "session", value_name = "ID", value_parser = session_id)]
     pub session: Option<String>,
     /// Print the results as JSON
     #[arg(long)]
@@ -128,6 +128,7 @@ pub enum SessionsCommand {
     /// Show one session with all its thoughts, branches included
     Show {
         /// Session id
+        #[arg(value_parser = session_id)]
         id: String,
         /// Print SessionExport JSON
         #[arg(long)]
@@ -234,6 +235,12 @@ fn clip(text: &str, max: usize) -> String {
         let cut: String = one_line.chars().take(max.saturating_sub(1)).collect();
         format!("{cut}…")
     }
+}
+
+/// A session id on the command line, in the form the ledger stores
+/// (upper-case UUIDs are lowered, as in the gateway).
+fn session_id(s: &str) -> std::result::Result<String, String> {
+    Ok(crate::domain::canonical_session_id(s))
 }
 
 #[cfg(test)]

@@ -135,8 +135,9 @@ fn sessions_list_show_and_search() {
         shown.contains("## Main chain") && shown.contains("## Branch `alt` (from thought 2)"),
         "{shown}"
     );
-    let export = ok_json(&db, &["sessions", "show", &a]);
+    let export = ok_json(&db, &["sessions", "show", &a.to_uppercase()]);
     assert_eq!(export["version"], "1.0");
+    assert_eq!(export["session"]["id"], a.as_str());
     assert_eq!(export["nodes"].as_array().unwrap().len(), 4);
 
     let hits = ok_json(&db, &["sessions", "search", "redis"]);
