@@ -5,6 +5,7 @@
 //!   cargo bench --bench stdio -- append  # only the 10,000-thought runs
 //!   THOUGHTBOX_BIN=/other/build/thoughtbox cargo bench --bench stdio -- append-normal
 //!   cargo bench --bench stdio -- raw     # the same server, a bare JSON-RPC client
+//!   cargo bench --bench stdio -- drift   # does a call's cost grow over a run? (10 runs)
 //!
 //! Prints throughput, latency percentiles, first-vs-last-1000 medians, peak
 //! RSS of the server, and start-up time to `initialize` answered.
@@ -228,12 +229,12 @@ impl RawClient {
     }
 }
 
-fn raw_run() {
+/// A server started for a bare client, initialized and ready for tools.
+fn raw_server(db: &Path) -> (std::process::Child, RawClient) {
     use std::io::{BufReader, Write};
-    let dir = tempfile::tempdir().expect("tempdir");
     let mut child = std::process::Command::new(server_bin())
         .arg("--db")
-        .arg(dir.path().join("raw.db"))
+        .arg(db)
         .env("RUST_LOG", "warn")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -245,15 +246,47 @@ fn raw_run() {
         output: BufReader::new(child.stdout.take().expect("stdout")),
         line: String::new(),
     };
-    let tool = |id: usize, operation: &str, args: Value| {
-        json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
-                "params": { "name": "thoughtbox_gateway", "arguments": { "operation": operation, "args": args } } })
-    };
     raw.round_trip(&json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "raw", "version": "1" } } }));
     raw.input
         .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
         .expect("write");
+    (child, raw)
+}
+
+fn tool(id: usize, operation: &str, args: Value) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": { "name": "thoughtbox_gateway", "arguments": { "operation": operation, "args": args } } })
+}
+
+/// `count` calls of `get_state` before any session exists: a full tool round
+/// trip with no database work.
+fn raw_get_states(raw: &mut RawClient, count: usize) -> Vec<Duration> {
+    (0..count)
+        .map(|i| raw.round_trip(&tool(100_000 + i, "get_state", json!({}))))
+        .collect()
+}
+
+/// Start a session and record [`THOUGHTS`] thoughts in it, one at a time.
+fn raw_thoughts(raw: &mut RawClient) -> (Vec<Duration>, Duration) {
+    raw.round_trip(&tool(1, "start_new", json!({ "sessionTitle": "raw" })));
+    raw.round_trip(&tool(2, "cipher", json!({})));
+    let start = Instant::now();
+    let lat = (0..THOUGHTS)
+        .map(|i| {
+            raw.round_trip(&tool(
+                200_000 + i,
+                "thought",
+                json!({ "thought": text(i), "nextThoughtNeeded": true }),
+            ))
+        })
+        .collect();
+    (lat, start.elapsed())
+}
+
+fn raw_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut child, mut raw) = raw_server(&dir.path().join("raw.db"));
     let summary = |lat: &mut Vec<Duration>| {
         lat.sort();
         format!("p50 {} p99 {}", us(percentile(lat, 0.5)), us(percentile(lat, 0.99)))
@@ -262,30 +295,91 @@ fn raw_run() {
         .map(|i| raw.round_trip(&json!({ "jsonrpc": "2.0", "id": 10 + i, "method": "ping" })))
         .collect();
     println!("raw ping (no tool, no database): {}", summary(&mut ping));
-    let mut state: Vec<Duration> = (0..5000)
-        .map(|i| raw.round_trip(&tool(10_000 + i, "get_state", json!({}))))
-        .collect();
+    let mut state = raw_get_states(&mut raw, 5000);
     println!(
         "raw get_state (no session yet: no database work): {}",
         summary(&mut state)
     );
-    raw.round_trip(&tool(1, "start_new", json!({ "sessionTitle": "raw" })));
-    raw.round_trip(&tool(2, "cipher", json!({})));
-    let start = Instant::now();
-    let lat: Vec<Duration> = (0..THOUGHTS)
-        .map(|i| {
-            raw.round_trip(&tool(
-                20_000 + i,
-                "thought",
-                json!({ "thought": text(i), "nextThoughtNeeded": true }),
-            ))
-        })
-        .collect();
-    let total = start.elapsed();
+    let (lat, total) = raw_thoughts(&mut raw);
     println!("raw thought: {}", run_summary(&lat, total));
     println!("  median of each 1,000 calls (us): {}", block_medians(&lat));
     drop(raw);
     child.wait().expect("exit");
+}
+
+/// Medians of each block of 1,000 calls, in microseconds.
+fn block_values(lat: &[Duration]) -> Vec<f64> {
+    lat.chunks(1000).map(|c| median(c).as_secs_f64() * 1e6).collect()
+}
+
+/// Whether the cost of a call grows over a 10,000-thought run, told apart
+/// from the machine's own drift. Each of THOUGHTBOX_DRIFT_RUNS runs (10 by
+/// default; a fresh server and database each) first makes 10,000 `get_state`
+/// calls with no database work (the control: any drift there is the
+/// machine's), then records 10,000 thoughts through the bare client. Prints
+/// every run's last-vs-first 1,000-call medians for both, and the block
+/// profile averaged over the runs, each run normalised to its own mean.
+fn drift_run() {
+    let runs: usize = std::env::var("THOUGHTBOX_DRIFT_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10);
+    let change = |b: &[f64]| (b[b.len() - 1] / b[0] - 1.0) * 100.0;
+    let normalised = |b: Vec<f64>| {
+        let mean = b.iter().sum::<f64>() / b.len() as f64;
+        b.into_iter().map(|x| x / mean).collect::<Vec<f64>>()
+    };
+    let (mut control_profiles, mut thought_profiles) = (Vec::new(), Vec::new());
+    let (mut control_changes, mut thought_changes) = (Vec::new(), Vec::new());
+    for run in 1..=runs {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (mut child, mut raw) = raw_server(&dir.path().join("drift.db"));
+        let control = block_values(&raw_get_states(&mut raw, THOUGHTS));
+        let (lat, total) = raw_thoughts(&mut raw);
+        let thoughts = block_values(&lat);
+        drop(raw);
+        child.wait().expect("exit");
+        println!(
+            "drift run {run}: get_state last vs first {:+.1} % | thoughts {:.0}/s, last vs first {:+.1} % | blocks (us): {}",
+            change(&control),
+            THOUGHTS as f64 / total.as_secs_f64(),
+            change(&thoughts),
+            block_medians(&lat),
+        );
+        control_changes.push(change(&control));
+        thought_changes.push(change(&thoughts));
+        control_profiles.push(normalised(control));
+        thought_profiles.push(normalised(thoughts));
+    }
+    let mean_profile = |profiles: &[Vec<f64>]| -> Vec<f64> {
+        (0..profiles[0].len())
+            .map(|i| profiles.iter().map(|p| p[i]).sum::<f64>() / profiles.len() as f64)
+            .collect()
+    };
+    let spread = |changes: &[f64]| {
+        let within = changes.iter().filter(|c| c.abs() <= 10.0).count();
+        let largest = changes.iter().fold(0.0_f64, |m, c| m.max(c.abs()));
+        format!(
+            "within 10 % in {within} of {} runs, largest swing {largest:.1} %",
+            changes.len()
+        )
+    };
+    for (name, profiles, changes) in [
+        (
+            "get_state (control, no database work)",
+            &control_profiles,
+            &control_changes,
+        ),
+        ("thought", &thought_profiles, &thought_changes),
+    ] {
+        let profile = mean_profile(profiles);
+        println!(
+            "drift, {name}: mean block profile over {runs} runs {} | mean last vs first {:+.1} % | single runs {}",
+            profile.iter().map(|x| format!("{x:.3}")).collect::<Vec<_>>().join(" "),
+            change(&profile),
+            spread(changes),
+        );
+    }
 }
 
 async fn startup_run() {
@@ -332,6 +426,10 @@ fn main() {
         .expect("runtime");
     if wanted("raw") {
         raw_run();
+    }
+    // Only on request: it takes a minute.
+    if filter.iter().any(|f| f == "drift") {
+        drift_run();
     }
     runtime.block_on(async {
         if wanted("append-normal") {
