@@ -7,9 +7,11 @@
 //! drops the whole message without an answer, so the agent waits for its
 //! timeout and its thought is lost. [`RepairedLines`] replaces each unpaired
 //! surrogate escape with U+FFFD (`\ufffd`, the replacement character) before
-//! the MCP library parses the line. A line that is not JSON for any other
-//! reason is logged and passed on unchanged; the MCP library ignores it, as
-//! the other MCP SDKs do (there is no id to answer).
+//! the MCP library parses the line. Bytes that are not UTF-8 (text cut in the
+//! middle of a character, or sent in another encoding) are replaced the same
+//! way, since the library would drop those messages too. A line that is not
+//! JSON for any other reason is logged and passed on unchanged; the MCP
+//! library ignores it, as the other MCP SDKs do (there is no id to answer).
 
 use std::io;
 use std::pin::Pin;
@@ -79,23 +81,26 @@ impl<R> RepairedLines<R> {
             self.ready.append(&mut self.line);
             return;
         }
-        let repaired = if has_surrogate_escape(body) {
-            repair_surrogates(body)
-        } else {
-            None
-        };
-        let body = match &repaired {
-            Some((fixed, replaced)) => {
-                tracing::warn!("replaced {replaced} unpaired UTF-16 surrogate escape(s) in a message with U+FFFD");
-                fixed.as_slice()
-            }
-            None => body,
-        };
-        if let Err(e) = serde_json::from_slice::<IgnoredAny>(body) {
-            tracing::warn!("ignoring a message that is not valid JSON ({e}): {}", preview(body));
+        // Invalid UTF-8 (text cut in the middle of a character, or another
+        // encoding) would make the MCP library drop the message unanswered.
+        let mut fixed: Option<Vec<u8>> = None;
+        if std::str::from_utf8(body).is_err() {
+            tracing::warn!("replaced invalid UTF-8 in a message with U+FFFD: {}", preview(body));
+            fixed = Some(String::from_utf8_lossy(body).into_owned().into_bytes());
         }
-        match repaired {
-            Some((fixed, _)) => {
+        let current = fixed.as_deref().unwrap_or(body);
+        if has_surrogate_escape(current)
+            && let Some((repaired, replaced)) = repair_surrogates(current)
+        {
+            tracing::warn!("replaced {replaced} unpaired UTF-16 surrogate escape(s) in a message with U+FFFD");
+            fixed = Some(repaired);
+        }
+        let current = fixed.as_deref().unwrap_or(body);
+        if let Err(e) = serde_json::from_slice::<IgnoredAny>(current) {
+            tracing::warn!("ignoring a message that is not valid JSON ({e}): {}", preview(current));
+        }
+        match fixed {
+            Some(fixed) => {
                 self.ready.extend_from_slice(&fixed);
                 self.ready.push(b'\n');
                 self.line.clear();
@@ -237,50 +242,84 @@ type Output = Box<dyn tokio::io::AsyncWrite + Send + Unpin>;
 /// write through the blocking thread pool, which more than doubles the cost
 /// of a small request.
 pub fn streams() -> (Input, Output) {
-    #[cfg(unix)]
-    {
-        if let (Some(r), Some(w)) = (unix_stream(0, true), unix_stream(1, false)) {
-            return (Box::new(RepairedLines::new(r.0)), w.1);
-        }
-    }
-    (
-        Box::new(RepairedLines::new(tokio::io::stdin())),
-        Box::new(tokio::io::stdout()),
-    )
+    (Box::new(RepairedLines::new(reader())), writer())
 }
 
-#[cfg(unix)]
-type Halves = (Input, Output);
-
-/// fd 0 or 1 as an async reader/writer, if it is a pipe or a socket.
-#[cfg(unix)]
-fn unix_stream(fd: i32, read: bool) -> Option<Halves> {
-    use std::os::fd::{AsFd, OwnedFd};
-    use std::os::unix::fs::FileTypeExt;
-    let owned: OwnedFd = if fd == 0 {
-        std::io::stdin().as_fd().try_clone_to_owned().ok()?
-    } else {
-        std::io::stdout().as_fd().try_clone_to_owned().ok()?
-    };
-    let file = std::fs::File::from(owned);
-    let kind = file.metadata().ok()?.file_type();
-    let owned = OwnedFd::from(file);
-    if kind.is_fifo() {
-        if read {
-            let r = tokio::net::unix::pipe::Receiver::from_owned_fd(owned).ok()?;
-            Some((Box::new(r), Box::new(tokio::io::sink())))
-        } else {
-            let w = tokio::net::unix::pipe::Sender::from_owned_fd(owned).ok()?;
-            Some((Box::new(tokio::io::empty()), Box::new(w)))
+/// stdin: a pipe or socket through the reactor, anything else (a file, a
+/// terminal) through tokio's blocking stdin.
+fn reader() -> Box<dyn AsyncRead + Send + Unpin> {
+    #[cfg(unix)]
+    {
+        if let Some(r) = unix::reader() {
+            return r;
         }
-    } else if kind.is_socket() {
-        let std_stream = std::os::unix::net::UnixStream::from(owned);
-        std_stream.set_nonblocking(true).ok()?;
-        let stream = tokio::net::UnixStream::from_std(std_stream).ok()?;
-        let (r, w) = stream.into_split();
-        Some((Box::new(r), Box::new(w)))
-    } else {
-        None
+    }
+    Box::new(tokio::io::stdin())
+}
+
+/// stdout, chosen the same way as stdin and independently of it.
+fn writer() -> Output {
+    #[cfg(unix)]
+    {
+        if let Some(w) = unix::writer() {
+            return w;
+        }
+    }
+    Box::new(tokio::io::stdout())
+}
+
+/// Each of fd 0 and fd 1 is looked at on its own, and converted only once
+/// it is known to be a pipe or a socket: converting makes the open file
+/// non-blocking, which tokio's blocking stdin/stdout could not cope with.
+/// A socket is kept whole (never split), so that dropping one side never
+/// shuts down a direction the other fd still uses (inetd and socat give
+/// the server one socket as both stdin and stdout).
+#[cfg(unix)]
+mod unix {
+    use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+    use std::os::unix::fs::FileTypeExt;
+
+    use tokio::io::{AsyncRead, AsyncWrite};
+
+    enum Kind {
+        Pipe,
+        Socket,
+    }
+
+    /// A duplicate of `fd` if it is a pipe or a socket. Changes nothing.
+    fn probe(fd: BorrowedFd<'_>) -> Option<(OwnedFd, Kind)> {
+        let file = std::fs::File::from(fd.try_clone_to_owned().ok()?);
+        let kind = file.metadata().ok()?.file_type();
+        let kind = if kind.is_fifo() {
+            Kind::Pipe
+        } else if kind.is_socket() {
+            Kind::Socket
+        } else {
+            return None;
+        };
+        Some((OwnedFd::from(file), kind))
+    }
+
+    fn socket(fd: OwnedFd) -> Option<tokio::net::UnixStream> {
+        let stream = std::os::unix::net::UnixStream::from(fd);
+        stream.set_nonblocking(true).ok()?;
+        tokio::net::UnixStream::from_std(stream).ok()
+    }
+
+    pub(super) fn reader() -> Option<Box<dyn AsyncRead + Send + Unpin>> {
+        let stdin = std::io::stdin();
+        match probe(stdin.as_fd())? {
+            (fd, Kind::Pipe) => Some(Box::new(tokio::net::unix::pipe::Receiver::from_owned_fd(fd).ok()?)),
+            (fd, Kind::Socket) => Some(Box::new(socket(fd)?)),
+        }
+    }
+
+    pub(super) fn writer() -> Option<Box<dyn AsyncWrite + Send + Unpin>> {
+        let stdout = std::io::stdout();
+        match probe(stdout.as_fd())? {
+            (fd, Kind::Pipe) => Some(Box::new(tokio::net::unix::pipe::Sender::from_owned_fd(fd).ok()?)),
+            (fd, Kind::Socket) => Some(Box::new(socket(fd)?)),
+        }
     }
 }
 
@@ -376,6 +415,18 @@ mod tests {
         );
         for chunk in [1, 3, 7, 64, 4096] {
             assert_eq!(read_all(input.as_bytes(), chunk).await, expected, "chunk {chunk}");
+        }
+    }
+
+    #[tokio::test]
+    async fn invalid_utf8_becomes_replacement_characters() {
+        // A character split across reads is whole again by the end of its line.
+        let mut input = "{\"t\":\"caf\u{e9} \u{1F600}\"}\n".as_bytes().to_vec();
+        // Cut in the middle of a character, then a Latin-1 byte.
+        input.extend_from_slice(b"{\"t\":\"caf\xC3 and \xE9\"}\n");
+        let expected = "{\"t\":\"caf\u{e9} \u{1F600}\"}\n{\"t\":\"caf\u{FFFD} and \u{FFFD}\"}\n";
+        for chunk in [1, 2, 5, 4096] {
+            assert_eq!(read_all(&input, chunk).await, expected, "chunk {chunk}");
         }
     }
 }

@@ -13,5 +13,6 @@ mod knowledge;
 mod models;
 mod readme;
 mod roots;
+mod stdio_kinds;
 mod stdout;
 mod tree;

@@ -104,12 +104,13 @@ async fn every_stdout_line_is_json_rpc() {
 }
 
 /// A JavaScript client that cuts text in the middle of an emoji sends an
-/// unpaired surrogate escape (`"\ud83d"`): the server records the text with
-/// U+FFFD in its place and answers, instead of dropping the request. Lines
+/// unpaired surrogate escape (`"\ud83d"`), and a client that cuts bytes sends
+/// half a UTF-8 character: the server records the text with U+FFFD in its
+/// place and answers, instead of dropping the request. Lines
 /// that are not JSON get no answer (there is no id to answer) and the server
 /// keeps serving.
 #[tokio::test]
-async fn unpaired_surrogates_are_replaced_and_garbage_is_skipped() {
+async fn broken_text_is_replaced_and_garbage_is_skipped() {
     let (_d, db) = temp_db();
     let mut cmd = command(&db);
     cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
@@ -154,6 +155,25 @@ async fn unpaired_surrogates_are_replaced_and_garbage_is_skipped() {
         }
         answers.push(v);
     }
+    // Bytes that are not UTF-8: a character cut in half, a Latin-1 byte.
+    let cut = call(
+        5,
+        "thought",
+        "{\"thought\":\"cut caf\u{1} latin \u{2}\",\"nextThoughtNeeded\":true}",
+    );
+    let mut bytes: Vec<u8> = cut
+        .bytes()
+        .map(|b| match b {
+            1 => 0xC3,
+            2 => 0xE9,
+            b => b,
+        })
+        .collect();
+    bytes.push(b'\n');
+    stdin.write_all(&bytes).await.unwrap();
+    answers.push(next_message(&mut lines).await);
+    send(&mut stdin, &call(6, "read_thoughts", r#"{"last":1}"#)).await;
+    answers.push(next_message(&mut lines).await);
     for (id, answer) in answers.iter().enumerate() {
         assert_eq!(answer["id"], id, "{answer}");
         if id > 0 {
@@ -167,9 +187,15 @@ async fn unpaired_surrogates_are_replaced_and_garbage_is_skipped() {
         read["thoughts"][0]["thought"], "half \u{fffd} and whole \u{1F600} and half \u{fffd}",
         "{read}"
     );
+    let read = &answers[6]["result"]["structuredContent"];
+    assert_eq!(
+        read["thoughts"][0]["thought"], "cut caf\u{fffd} latin \u{fffd}",
+        "{read}"
+    );
     drop(stdin);
     assert!(child.wait().await.unwrap().success());
     let log = err_task.await.unwrap();
     assert!(log.contains("ignoring a message that is not valid JSON"), "{log}");
+    assert!(log.contains("invalid UTF-8"), "{log}");
     assert!(log.contains("unpaired UTF-16 surrogate"), "{log}");
 }

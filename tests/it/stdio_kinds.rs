@@ -1,0 +1,119 @@
+//! The server's stdin and stdout need not be a pair of pipes: a file on
+//! either side, or one socket for both (inetd, socat, systemd socket
+//! activation), must work just as well.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::*;
+
+const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
+const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+
+fn server(db: &std::path::Path) -> Command {
+    let mut cmd = Command::new(bin());
+    cmd.arg("--db").arg(db).env("RUST_LOG", "warn").stderr(Stdio::null());
+    cmd
+}
+
+/// Parse every line as a JSON-RPC message and answer the ids, in order.
+fn ids(text: &str) -> Vec<u64> {
+    text.lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap_or_else(|_| panic!("not JSON on stdout: {l}"));
+            assert_eq!(v["jsonrpc"], "2.0", "{l}");
+            assert!(v.get("error").is_none(), "{l}");
+            v["id"].as_u64().expect("an answer")
+        })
+        .collect()
+}
+
+/// Wait until `path` holds `n` lines.
+fn wait_for_lines(path: &std::path::Path, n: usize) -> String {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if text.lines().count() >= n || Instant::now() > deadline {
+            return text;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn stdout_redirected_to_a_file() {
+    let (dir, db) = temp_db();
+    let out_path = dir.path().join("out.jsonl");
+    let mut child = server(&db)
+        .stdin(Stdio::piped())
+        .stdout(std::fs::File::create(&out_path).unwrap())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "{INIT}").unwrap();
+    wait_for_lines(&out_path, 1);
+    writeln!(stdin, "{INITIALIZED}").unwrap();
+    for id in 2..5 {
+        writeln!(stdin, r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#).unwrap();
+        wait_for_lines(&out_path, id as usize);
+    }
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    assert_eq!(ids(&std::fs::read_to_string(&out_path).unwrap()), [1, 2, 3, 4]);
+}
+
+#[test]
+fn stdin_from_a_file_with_a_slow_reader() {
+    let (dir, db) = temp_db();
+    let in_path = dir.path().join("in.jsonl");
+    let mut requests = format!("{INIT}\n{INITIALIZED}\n");
+    for id in 2..=61 {
+        requests.push_str(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"resources/read","params":{{"uri":"thoughtbox://cipher"}}}}"#
+        ));
+        requests.push('\n');
+    }
+    std::fs::write(&in_path, requests).unwrap();
+    let mut child = server(&db)
+        .stdin(std::fs::File::open(&in_path).unwrap())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Let the answers fill the pipe before anything is read.
+    std::thread::sleep(Duration::from_millis(500));
+    let mut out = String::new();
+    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    assert!(child.wait().unwrap().success());
+    let mut got = ids(&out);
+    got.sort();
+    assert_eq!(got, (1..=61).collect::<Vec<u64>>());
+}
+
+#[test]
+fn one_socket_for_stdin_and_stdout() {
+    let (_dir, db) = temp_db();
+    let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+    let mut child = server(&db)
+        .stdin(std::os::fd::OwnedFd::from(theirs.try_clone().unwrap()))
+        .stdout(std::os::fd::OwnedFd::from(theirs))
+        .spawn()
+        .unwrap();
+    ours.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut reader = BufReader::new(ours.try_clone().unwrap());
+    let mut writer = ours;
+    let mut answer = || {
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        ids(&line)[0]
+    };
+    writeln!(writer, "{INIT}").unwrap();
+    assert_eq!(answer(), 1);
+    writeln!(writer, "{INITIALIZED}").unwrap();
+    writeln!(writer, r#"{{"jsonrpc":"2.0","id":2,"method":"ping"}}"#).unwrap();
+    assert_eq!(answer(), 2);
+    writer.shutdown(std::net::Shutdown::Write).unwrap();
+    assert!(child.wait().unwrap().success());
+}
