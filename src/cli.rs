@@ -94,7 +94,8 @@ pub enum Command {
     Serve(ServeArgs),
     /// Write a consistent copy of the database to DEST (a file, or a directory to put it in)
     Backup {
-        /// Destination file or directory
+        /// Destination file (replaced whole; never the database itself or one
+        /// in use) or directory (a new timestamped file in it)
         dest: PathBuf,
     },
     /// Write sessions as the directory tree of JSON files (or one session as

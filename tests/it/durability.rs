@@ -287,6 +287,46 @@ async fn backup_while_writing() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("thoughtbox:"));
 }
 
+/// `thoughtbox backup` never replaces a ledger in use: not the one it
+/// copies, not another one a server has open. Thoughts acknowledged after
+/// the refused backup are all there after a restart.
+#[tokio::test]
+async fn backup_never_replaces_a_live_ledger() {
+    let (dir, db) = temp_db();
+    let other = dir.path().join("other.db");
+    let a = start(&db).await;
+    a.ready("source").await;
+    let b = start(&other).await;
+    let b_session = b.ready("other ledger").await;
+    let backup = |dest: &std::path::Path| {
+        std::process::Command::new(bin())
+            .arg("backup")
+            .arg(dest)
+            .arg("--db")
+            .arg(&db)
+            .output()
+            .unwrap()
+    };
+    for (dest, why) in [(&db, "the database being backed up"), (&other, "in use")] {
+        let out = backup(dest);
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(why), "{err}");
+    }
+    for i in 0..5 {
+        a.thought(t(&format!("after the refused backup {i}"))).await;
+        b.thought(t(&format!("still mine {i}"))).await;
+    }
+    a.stop().await;
+    b.stop().await;
+    let b = start(&other).await;
+    b.ok("load_context", json!({ "sessionId": b_session })).await;
+    b.ok("cipher", Value::Null).await;
+    let r = b.ok("read_thoughts", json!({ "range": [1, 100] })).await;
+    assert_eq!(r["count"], 5, "{r}");
+    b.stop().await;
+}
+
 #[tokio::test]
 async fn newer_schema_is_refused() {
     let (_d, db) = temp_db();
