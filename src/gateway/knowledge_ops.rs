@@ -8,8 +8,8 @@ use super::{Args, Gateway};
 use crate::domain::{SortOrder, Stage};
 use crate::error::{Error, Result};
 use crate::knowledge::{
-    KnowledgePattern, NewPattern, PatternFilter, PatternUpdate, ScratchpadNote, check_content, check_topic, is_slug,
-    note_uri, pattern_uri, slug_or_fallback,
+    KnowledgePattern, NewPattern, NoteRef, PatternFilter, PatternUpdate, ScratchpadNote, check_content, check_topic,
+    is_slug, note_uri, pattern_uri,
 };
 
 pub const SUB_OPERATIONS: &[&str] = &[
@@ -127,13 +127,13 @@ fn pattern_id(args: &Args) -> Result<String> {
     slug_arg(args, &["id", "patternId"], "pattern")
 }
 
-/// A note is named by its `id`, or by its `topic` (whose slug is the id).
-fn note_id(args: &Args) -> Result<String> {
+/// A note is named by its `id`, or by its `topic`.
+fn note_id(args: &Args) -> Result<NoteRef> {
     if args.has("id") || args.has("noteId") {
-        return slug_arg(args, &["id", "noteId"], "note");
+        return slug_arg(args, &["id", "noteId"], "note").map(NoteRef::Id);
     }
     match args.str_opt(&["topic", "title"])? {
-        Some(t) => Ok(slug_or_fallback("note", &check_topic(&t)?)),
+        Some(t) => Ok(NoteRef::Topic(check_topic(&t)?)),
         None => Err(Error::invalid("id", "give the note's id (or its topic)")),
     }
 }

@@ -153,8 +153,8 @@ pub async fn read_resource(gw: &Gateway, uri: &str) -> Result<ReadResourceResult
         };
     }
     if let Some(id) = uri.strip_prefix(NOTE_PREFIX).filter(|id| is_slug(id)) {
-        let id = id.to_string();
-        return match gw.blocking(move |s| s.note(&id)).await {
+        let note = crate::knowledge::NoteRef::Id(id.to_string());
+        return match gw.blocking(move |s| s.note(&note)).await {
             Ok(n) => Ok(text(uri, note_markdown(&n))),
             Err(e) if e.code() == "INVALID_PAYLOAD" => Err(not_found(uri)),
             Err(e) => Err(mcp_error(e)),

@@ -50,6 +50,15 @@ fn ascii_of(c: char) -> Option<&'static str> {
 /// single `-`, at most [`MAX_SLUG`] bytes. Accented Latin letters lose their
 /// accents; other characters separate words. Empty when nothing is left.
 pub fn slugify(text: &str) -> String {
+    let mut out = full_slug(text);
+    if out.len() > MAX_SLUG {
+        out.truncate(MAX_SLUG);
+    }
+    out.trim_end_matches('-').to_string()
+}
+
+/// [`slugify`] without the length limit.
+pub fn full_slug(text: &str) -> String {
     let mut out = String::new();
     let mut gap = false;
     for c in text.chars().flat_map(char::to_lowercase) {
@@ -69,28 +78,44 @@ pub fn slugify(text: &str) -> String {
             None => gap = true,
         }
     }
-    if out.len() > MAX_SLUG {
-        out.truncate(MAX_SLUG);
+    out
+}
+
+/// FNV-1a, 64 bits: stable across runs and platforms.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
     }
-    out.trim_end_matches('-').to_string()
+    h
+}
+
+/// A slug too long for [`MAX_SLUG`], cut and made distinct by a hash of
+/// the whole: `<first 47 bytes>-<16 hex digits>`.
+pub fn hashed_slug(full: &str) -> String {
+    let mut stem = full.to_string();
+    stem.truncate(MAX_SLUG - 17);
+    format!("{}-{:016x}", stem.trim_end_matches('-'), fnv1a(full.as_bytes()))
 }
 
 /// The id for text that has no ASCII letters or digits at all (a title in
 /// another script): a stable hash, so the same topic always gets the same id.
 pub fn fallback_slug(prefix: &str, text: &str) -> String {
-    // FNV-1a, 64 bits: stable across runs and platforms.
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in text.trim().as_bytes() {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    format!("{prefix}-{h:016x}")
+    format!("{prefix}-{:016x}", fnv1a(text.trim().as_bytes()))
 }
 
 /// The slug of `text`, or its hash-based fallback.
 pub fn slug_or_fallback(prefix: &str, text: &str) -> String {
     let s = slugify(text);
     if s.is_empty() { fallback_slug(prefix, text) } else { s }
+}
+
+/// How a call names a scratchpad note: by its id, or by its topic.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoteRef {
+    Id(String),
+    Topic(String),
 }
 
 /// `base`, or `base-2`, `base-3`... : the first candidate `taken` says is
@@ -408,6 +433,18 @@ mod tests {
         assert!(f.starts_with("note-") && is_slug(&f));
         assert_eq!(f, slug_or_fallback("note", "日本語"));
         assert_ne!(f, slug_or_fallback("note", "中文"));
+    }
+
+    #[test]
+    fn long_slugs_are_cut_with_a_hash_of_the_whole() {
+        let a = full_slug(&format!("{} part 1", "planning review ".repeat(5)));
+        let b = full_slug(&format!("{} part 2", "planning review ".repeat(5)));
+        assert!(a.len() > MAX_SLUG);
+        let (ha, hb) = (hashed_slug(&a), hashed_slug(&b));
+        assert_ne!(ha, hb);
+        assert!(ha.len() <= MAX_SLUG && is_slug(&ha) && is_slug(&hb), "{ha} {hb}");
+        assert_eq!(ha, hashed_slug(&a));
+        assert_eq!(slugify(&a), slugify(&b), "the plain cut collides");
     }
 
     #[test]

@@ -9,8 +9,9 @@ use super::{Store, Tx};
 use crate::domain::{self, SortBy, SortOrder};
 use crate::error::{Error, Result};
 use crate::knowledge::{
-    KnowledgeHit, KnowledgePattern, NewPattern, PatternFilter, PatternListItem, PatternPage, PatternUpdate,
-    ScratchpadNote, TagCount, note_uri, pattern_uri, slug_or_fallback, unique_slug,
+    KnowledgeHit, KnowledgePattern, MAX_SLUG, NewPattern, NoteRef, PatternFilter, PatternListItem, PatternPage,
+    PatternUpdate, ScratchpadNote, TagCount, fallback_slug, full_slug, hashed_slug, note_uri, pattern_uri,
+    slug_or_fallback, slugify, unique_slug,
 };
 
 const PATTERN_COLUMNS: &str = "p.id, p.title, p.description, p.tags, p.content, p.derived_from_sessions, p.created_by, p.created_at, p.updated_at";
@@ -114,6 +115,38 @@ fn insert_pattern_tx(tx: &Tx<'_>, new: &NewPattern, now: &str) -> Result<Knowled
     ])?;
     set_tags_tx(tx, &id, &new.tags)?;
     get_pattern_tx(tx, &id)
+}
+
+/// The id of the note `topic` names: its slug when that fits in
+/// [`MAX_SLUG`]. A longer slug used to be cut to [`MAX_SLUG`], so topics
+/// that differ only past the cut shared one note and overwrote each other.
+/// Such a topic now keeps the cut id when that is free or holds this very
+/// topic (so notes written before stay where they are), and otherwise
+/// gets its own cut-and-hashed id ([`hashed_slug`]).
+fn note_id_tx(tx: &Tx<'_>, topic: &str) -> Result<String> {
+    let full = full_slug(topic);
+    if full.is_empty() {
+        return Ok(fallback_slug("note", topic));
+    }
+    if full.len() <= MAX_SLUG {
+        return Ok(full);
+    }
+    let hashed = hashed_slug(&full);
+    if get_note_tx(tx, &hashed)?.is_some() {
+        return Ok(hashed);
+    }
+    let cut = slugify(topic);
+    match get_note_tx(tx, &cut)? {
+        Some(other) if full_slug(&other.title) != full => Ok(hashed),
+        _ => Ok(cut),
+    }
+}
+
+fn resolve_note(tx: &Tx<'_>, note: &NoteRef) -> Result<String> {
+    match note {
+        NoteRef::Id(id) => Ok(id.clone()),
+        NoteRef::Topic(topic) => note_id_tx(tx, topic),
+    }
 }
 
 fn get_note_tx(tx: &Tx<'_>, id: &str) -> Result<Option<ScratchpadNote>> {
@@ -346,8 +379,8 @@ impl Store {
     /// the note and whether it was created.
     pub fn write_note(&self, topic: &str, content: &str) -> Result<(ScratchpadNote, bool)> {
         let now = domain::now();
-        let id = slug_or_fallback("note", topic);
         self.write(|tx| {
+            let id = note_id_tx(tx, topic)?;
             let created = get_note_tx(tx, &id)?.is_none();
             tx.prepare_cached(
                 "INSERT INTO scratchpad_notes (id, title, content, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?4)
@@ -360,15 +393,19 @@ impl Store {
         })
     }
 
-    pub fn note(&self, id: &str) -> Result<ScratchpadNote> {
-        self.read(|tx| get_note_tx(tx, id)?.ok_or_else(|| no_note(id)))
+    pub fn note(&self, note: &NoteRef) -> Result<ScratchpadNote> {
+        self.read(|tx| {
+            let id = resolve_note(tx, note)?;
+            get_note_tx(tx, &id)?.ok_or_else(|| no_note(&id))
+        })
     }
 
-    pub fn delete_note(&self, id: &str) -> Result<ScratchpadNote> {
+    pub fn delete_note(&self, note: &NoteRef) -> Result<ScratchpadNote> {
         self.write(|tx| {
-            let old = get_note_tx(tx, id)?.ok_or_else(|| no_note(id))?;
+            let id = resolve_note(tx, note)?;
+            let old = get_note_tx(tx, &id)?.ok_or_else(|| no_note(&id))?;
             tx.prepare_cached("DELETE FROM scratchpad_notes WHERE id = ?1")?
-                .execute([id])?;
+                .execute([&id])?;
             Ok(old)
         })
     }
@@ -515,7 +552,40 @@ mod tests {
         assert_eq!(store.list_notes(10, 0).unwrap().1, 1);
         assert_eq!(store.search_notes("pagination", 5).unwrap()[0].id, "api-design-ideas");
         assert!(store.search_notes("v1", 5).unwrap().is_empty());
-        store.delete_note("api-design-ideas").unwrap();
-        assert_eq!(store.note("api-design-ideas").unwrap_err().code(), "INVALID_PAYLOAD");
+        let id = |s: &str| NoteRef::Id(s.into());
+        store.delete_note(&id("api-design-ideas")).unwrap();
+        assert_eq!(
+            store.note(&id("api-design-ideas")).unwrap_err().code(),
+            "INVALID_PAYLOAD"
+        );
+    }
+
+    #[test]
+    fn long_topics_that_differ_past_the_cut_get_their_own_notes() {
+        let (_d, store) = temp_store();
+        let topic = |part: u32| {
+            format!("Meeting notes for the quarterly planning review of the infrastructure team - part {part}")
+        };
+        let (one, created) = store.write_note(&topic(1), "decisions").unwrap();
+        assert!(created);
+        // The first keeps the cut id notes of long topics always had.
+        assert_eq!(one.id, slugify(&topic(1)));
+        let (two, created) = store.write_note(&topic(2), "staffing").unwrap();
+        assert!(created, "a different topic is a different note");
+        assert_ne!(two.id, one.id);
+        assert!(two.id.len() <= MAX_SLUG);
+        let read = |part: u32| store.note(&NoteRef::Topic(topic(part))).unwrap();
+        assert_eq!(read(1).content, "decisions");
+        assert_eq!(read(2).content, "staffing");
+        // Writing again by topic updates the same notes.
+        let (again, created) = store.write_note(&topic(2), "staffing v2").unwrap();
+        assert!(!created);
+        assert_eq!(again.id, two.id);
+        // With part 1 gone, part 2 still finds its own note, not a new one.
+        store.delete_note(&NoteRef::Topic(topic(1))).unwrap();
+        let (again, created) = store.write_note(&topic(2), "staffing v3").unwrap();
+        assert!(!created);
+        assert_eq!(again.id, two.id);
+        assert_eq!(store.list_notes(10, 0).unwrap().1, 1);
     }
 }

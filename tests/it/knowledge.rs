@@ -212,6 +212,27 @@ async fn scratchpad_notes_overwrite_by_topic() {
         "INVALID_PAYLOAD",
     )
     .await;
+    // Long topics that differ only past 64 slug characters are two notes.
+    let topic =
+        |part: u32| format!("Meeting notes for the quarterly planning review of the infrastructure team - part {part}");
+    let mut ids = Vec::new();
+    for (part, content) in [(1, "PART ONE: the migration"), (2, "PART TWO: staffing")] {
+        let w = s
+            .ok(
+                "knowledge",
+                k("write_scratchpad", json!({ "topic": topic(part), "content": content })),
+            )
+            .await;
+        assert_eq!(w["created"], true, "{w}");
+        ids.push(w["id"].as_str().unwrap().to_string());
+    }
+    assert_ne!(ids[0], ids[1]);
+    let r = s
+        .ok("knowledge", k("read_scratchpad", json!({ "topic": topic(1) })))
+        .await;
+    assert_eq!(r["content"], "PART ONE: the migration");
+    let r = s.ok("knowledge", k("read_scratchpad", json!({ "id": ids[1] }))).await;
+    assert_eq!(r["content"], "PART TWO: staffing");
     s.stop().await;
 }
 
