@@ -619,6 +619,21 @@ impl Loader<'_> {
                 n.data.branch_from_thought = Some(f);
             }
         }
+        // Thoughtbox 1.2.2 links a thought to itself when its number is
+        // recorded twice in a row; the chain is relinked in timestamp order
+        // below, like any chain that is not one chain of links.
+        for n in &mut nodes {
+            if n.prev.as_deref() == Some(n.id.as_str()) {
+                n.prev = None;
+                if let Some(next) = &mut n.next {
+                    next.retain(|id| *id != n.id);
+                }
+                self.report.warnings.push(format!(
+                    "{}: prev named the node itself (Thoughtbox 1.2.2 does this when a thought number is recorded twice); its chain is relinked in timestamp order",
+                    n.file
+                ));
+            }
+        }
         let mut errors = Vec::new();
         for n in &nodes {
             for (what, link) in [("prev", &n.prev), ("revisesNode", &n.revises_node)] {
@@ -631,8 +646,8 @@ impl Loader<'_> {
                     ));
                 }
             }
-            if n.revises_node.as_deref() == Some(n.id.as_str()) || n.prev.as_deref() == Some(n.id.as_str()) {
-                errors.push(format!("{}: the node links to itself", n.file));
+            if n.revises_node.as_deref() == Some(n.id.as_str()) {
+                errors.push(format!("{}: the node revises itself", n.file));
             }
         }
         for e in errors {
@@ -858,6 +873,29 @@ mod tests {
         let order: Vec<&str> = thoughts.iter().map(|t| t.node_id.as_str()).collect();
         assert_eq!(order.first(), Some(&p1.as_str()));
         assert_eq!(order.last(), Some(&format!("{SID}:2").as_str()));
+    }
+
+    #[test]
+    fn a_thought_linked_to_itself_is_relinked() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(SID);
+        let (p1, p2, p3) = (format!("{SID}:1"), format!("{SID}:2"), format!("{SID}:3"));
+        // Thought 3 recorded twice: 1.2.2 left it pointing at itself.
+        session(&dir, &[(1, 0, None), (2, 1, Some(&p1)), (3, 2, Some(&p3))], &[]);
+        let mut three = node(&p3, 3, 2, Some(&p3), None);
+        three["next"] = json!([p3]);
+        put(&dir.join("003.json"), &three);
+        let (report, loaded) = load_session(&dir);
+        assert!(report.result.valid, "{report:?}");
+        assert!(
+            report
+                .warnings
+                .iter()
+                .any(|w| w.contains("003.json: prev named the node itself"))
+        );
+        let thoughts = loaded.unwrap().thoughts;
+        let prev: Vec<Option<&str>> = thoughts.iter().map(|t| t.prev_node.as_deref()).collect();
+        assert_eq!(prev, [None, Some(p1.as_str()), Some(p2.as_str())]);
     }
 
     #[test]
