@@ -77,11 +77,16 @@ pub fn export_tree(
     let ids = if opts.sessions.is_empty() {
         store.session_ids()?
     } else {
+        let mut ids: Vec<String> = Vec::with_capacity(opts.sessions.len());
         for id in &opts.sessions {
             check_session_id(id)?;
             store.session(id)?;
+            // A session named twice is exported once.
+            if !ids.contains(id) {
+                ids.push(id.clone());
+            }
         }
-        opts.sessions.clone()
+        ids
     };
     prepare_destination(dest)?;
     let granularity = opts.granularity.unwrap_or(store.granularity());
@@ -396,6 +401,14 @@ mod tests {
         let out = dir.path().join("out");
         let summary = export_tree(&store, &out, &ExportOptions::default(), &mut |_, _| {}).unwrap();
         assert_eq!(summary.files_written, 6, "4 thoughts, the manifest, config.json");
+        // Naming the session twice exports it once.
+        let twice = ExportOptions {
+            sessions: vec![s.id.clone(), s.id.clone()],
+            ..Default::default()
+        };
+        let again = export_tree(&store, &out, &twice, &mut |_, _| {}).unwrap();
+        assert_eq!(again.sessions.len(), 1);
+        assert_eq!(again.files_written, 0);
         let path = &summary.sessions[0].path;
         assert!(path.starts_with(out.join("projects/p/sessions")));
         let (report, loaded) = load_session(path);
