@@ -18,9 +18,10 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, GetPromptRequestParams, GetPromptResponse, Implementation,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CustomRequest, CustomResult, GetPromptRequestParams,
+    GetPromptResponse, Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -480,4 +481,45 @@ impl ServerHandler for Gateway {
         };
         Ok(result.into())
     }
+
+    /// Requests the MCP library could not read as one it knows. For an MCP
+    /// method that is a malformed request (JSON-RPC -32602, naming what was
+    /// expected), not an unknown method (-32601), which the library would
+    /// answer with nothing but the method's name.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> std::result::Result<CustomResult, McpError> {
+        let method = request.method;
+        match expected_params(&method) {
+            Some(expected) => Err(McpError::invalid_params(
+                format!("invalid params for {method}: expected {expected}"),
+                Some(json!({ "method": method })),
+            )),
+            None => Err(McpError::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                format!("method not found: {method}"),
+                Some(json!({ "method": method })),
+            )),
+        }
+    }
+}
+
+/// What the params of an MCP request method must hold, for the methods a
+/// server answers.
+fn expected_params(method: &str) -> Option<&'static str> {
+    Some(match method {
+        "tools/call" => "{ name: string, arguments?: object }",
+        "resources/read" | "resources/subscribe" | "resources/unsubscribe" => "{ uri: string }",
+        "prompts/get" => "{ name: string, arguments?: object of strings }",
+        "initialize" => "{ protocolVersion: string, capabilities: object, clientInfo: { name, version } }",
+        "tools/list" | "resources/list" | "resources/templates/list" | "prompts/list" => {
+            "{ cursor?: string } or no params"
+        }
+        "ping" => "no params",
+        "logging/setLevel" => "{ level: string }",
+        "completion/complete" => "{ ref: object, argument: { name, value } }",
+        _ => return None,
+    })
 }

@@ -199,3 +199,51 @@ async fn broken_text_is_replaced_and_garbage_is_skipped() {
     assert!(log.contains("invalid UTF-8"), "{log}");
     assert!(log.contains("unpaired UTF-16 surrogate"), "{log}");
 }
+
+/// A request for an MCP method with malformed params is answered -32602
+/// (invalid params, saying what was expected); an unknown method -32601.
+#[tokio::test]
+async fn malformed_params_and_unknown_methods_get_the_right_codes() {
+    let (_d, db) = temp_db();
+    let mut cmd = command(&db);
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
+    let mut child = cmd.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut send = async |line: &str| stdin.write_all(format!("{line}\n").as_bytes()).await.unwrap();
+    send(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#).await;
+    next_message(&mut lines).await;
+    send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await;
+    for (request, code, says) in [
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"thoughtbox_gateway","arguments":[1]}}"#,
+            -32602,
+            "tools/call",
+        ),
+        (r#"{"jsonrpc":"2.0","id":2,"method":"tools/call"}"#, -32602, "name"),
+        (
+            r#"{"jsonrpc":"2.0","id":3,"method":"resources/read","params":{}}"#,
+            -32602,
+            "uri",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":4,"method":"prompts/get","params":{}}"#,
+            -32602,
+            "name",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":5,"method":"no/such","params":{}}"#,
+            -32601,
+            "no/such",
+        ),
+    ] {
+        send(request).await;
+        let v = next_message(&mut lines).await;
+        assert_eq!(v["error"]["code"], code, "{v}");
+        assert!(v["error"]["message"].as_str().unwrap().contains(says), "{v}");
+    }
+    send(r#"{"jsonrpc":"2.0","id":6,"method":"ping"}"#).await;
+    assert_eq!(next_message(&mut lines).await["id"], 6);
+    drop(stdin);
+    assert!(child.wait().await.unwrap().success());
+}
