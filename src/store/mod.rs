@@ -160,6 +160,14 @@ fn create_file(path: &Path) -> Result<()> {
     std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
     match opts.open(path) {
         Ok(_) => Ok(()),
+        Err(_) if path.is_dir() => Err(Error::invalid(
+            "db",
+            format!(
+                "{} is a directory; the database is a file (for example {})",
+                path.display(),
+                path.join("thoughtbox.db").display()
+            ),
+        )),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
         Err(e) => Err(Error::io(format!("creating database {}", path.display()), e)),
     }
@@ -458,6 +466,19 @@ pub(crate) mod test_support {
 mod tests {
     use super::test_support::temp_store;
     use super::*;
+
+    #[test]
+    fn a_directory_is_not_a_database() {
+        let dir = tempfile::tempdir().unwrap();
+        let Err(err) = Store::open(dir.path(), OpenOptionsStore::default()) else {
+            panic!("a directory opened as a database");
+        };
+        assert!(err.to_string().contains("is a directory"), "{err}");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing created");
+        let mut lock = dir.path().as_os_str().to_owned();
+        lock.push(".lock");
+        assert!(!Path::new(&lock).exists());
+    }
 
     #[test]
     fn a_failed_or_panicking_write_leaves_nothing_and_the_connection_usable() {
