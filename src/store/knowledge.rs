@@ -9,9 +9,9 @@ use super::{Store, Tx};
 use crate::domain::{self, SortBy, SortOrder};
 use crate::error::{Error, Result};
 use crate::knowledge::{
-    KnowledgeHit, KnowledgePattern, MAX_SLUG, NewPattern, NoteRef, PatternFilter, PatternListItem, PatternPage,
-    PatternUpdate, ScratchpadNote, TagCount, fallback_slug, full_slug, hashed_slug, note_uri, pattern_uri,
-    slug_or_fallback, slugify, unique_slug,
+    KnowledgeHit, KnowledgePattern, NewPattern, NoteRef, PatternFilter, PatternListItem, PatternPage, PatternUpdate,
+    ScratchpadNote, TagCount, fallback_slug, full_slug, hashed_slug, note_uri, pattern_uri, slug_or_fallback, slugify,
+    unique_slug,
 };
 
 const PATTERN_COLUMNS: &str = "p.id, p.title, p.description, p.tags, p.content, p.derived_from_sessions, p.created_by, p.created_at, p.updated_at";
@@ -117,29 +117,27 @@ fn insert_pattern_tx(tx: &Tx<'_>, new: &NewPattern, now: &str) -> Result<Knowled
     get_pattern_tx(tx, &id)
 }
 
-/// The id of the note `topic` names: its slug when that fits in
-/// [`MAX_SLUG`]. A longer slug used to be cut to [`MAX_SLUG`], so topics
-/// that differ only past the cut shared one note and overwrote each other.
-/// Such a topic now keeps the cut id when that is free or holds this very
-/// topic (so notes written before stay where they are), and otherwise
-/// gets its own cut-and-hashed id ([`hashed_slug`]).
+/// The id of the note `topic` names: its slug, cut to [`MAX_SLUG`]. Two
+/// topics can share that id: a long one cut to the other's whole slug, or
+/// two long ones that differ only past the cut. The id belongs to the
+/// first topic written there (so notes written before stay where they
+/// are); any other topic gets its own id, cut and ended with a hash of its
+/// whole slug ([`hashed_slug`]).
 fn note_id_tx(tx: &Tx<'_>, topic: &str) -> Result<String> {
     let full = full_slug(topic);
     if full.is_empty() {
         return Ok(fallback_slug("note", topic));
     }
-    if full.len() <= MAX_SLUG {
-        return Ok(full);
+    let plain = slugify(topic);
+    let holder = get_note_tx(tx, &plain)?;
+    if holder.as_ref().is_some_and(|n| full_slug(&n.title) == full) {
+        return Ok(plain);
     }
     let hashed = hashed_slug(&full);
-    if get_note_tx(tx, &hashed)?.is_some() {
-        return Ok(hashed);
+    if holder.is_none() && get_note_tx(tx, &hashed)?.is_none() {
+        return Ok(plain);
     }
-    let cut = slugify(topic);
-    match get_note_tx(tx, &cut)? {
-        Some(other) if full_slug(&other.title) != full => Ok(hashed),
-        _ => Ok(cut),
-    }
+    Ok(hashed)
 }
 
 fn resolve_note(tx: &Tx<'_>, note: &NoteRef) -> Result<String> {
@@ -443,6 +441,7 @@ impl Store {
 mod tests {
     use super::*;
     use crate::domain::NewSession;
+    use crate::knowledge::MAX_SLUG;
     use crate::store::test_support::temp_store;
 
     fn p(title: &str, tags: &[&str], content: &str) -> NewPattern {
@@ -587,5 +586,30 @@ mod tests {
         assert!(!created);
         assert_eq!(again.id, two.id);
         assert_eq!(store.list_notes(10, 0).unwrap().1, 1);
+    }
+
+    #[test]
+    fn a_short_topic_never_takes_over_a_long_topics_note() {
+        let (_d, store) = temp_store();
+        // A 64-character slug, and a longer topic that starts with it.
+        let short = "Design notes for the billing service migration to the new ledger";
+        assert_eq!(slugify(short).len(), MAX_SLUG);
+        let long = format!("{short} - part 2");
+        let read = |t: &str| store.note(&NoteRef::Topic(t.into())).unwrap().content;
+        let (l, created) = store.write_note(&long, "long first").unwrap();
+        assert!(created);
+        let (s, created) = store.write_note(short, "short second").unwrap();
+        assert!(created, "a different topic is a different note");
+        assert_ne!(s.id, l.id);
+        assert_eq!(read(&long), "long first");
+        assert_eq!(read(short), "short second");
+        // And the other way round, in a fresh ledger.
+        let (_d2, store) = temp_store();
+        let read = |t: &str| store.note(&NoteRef::Topic(t.into())).unwrap().content;
+        store.write_note(short, "short first").unwrap();
+        store.write_note(&long, "long second").unwrap();
+        assert_eq!(read(short), "short first");
+        assert_eq!(read(&long), "long second");
+        assert_eq!(store.list_notes(10, 0).unwrap().1, 2);
     }
 }
