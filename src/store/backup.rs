@@ -17,20 +17,18 @@ impl Store {
     /// `thoughtbox-backup-<UTC time to the millisecond>.db` (`-2`, `-3`...
     /// if that name is taken): a backup never replaces another. Otherwise
     /// the copy is written next to `dest` and renamed into place, so `dest`
-    /// is either the old file or a complete new one; `dest` must not be this
-    /// database, nor a database something has open (its `-wal` or `-shm`
-    /// file exists): replacing it would lose every write made after.
+    /// is either the old file or a complete new one. `dest` must not be this
+    /// database or one of its files, nor a database something has open (its
+    /// `-wal` or `-shm` file exists, beside it or beside the file a symlink
+    /// points to): replacing it would lose every write made after.
     /// Returns the path written.
     pub fn backup_to(&self, dest: &Path) -> Result<PathBuf> {
         if dest.is_dir() {
             let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ");
             let tmp = dest.join(format!(".thoughtbox-backup-{stamp}.tmp-{}", std::process::id()));
             self.write_copy(&tmp)?;
-            let placed = reserve_name(dest, &format!("thoughtbox-backup-{stamp}"))
-                .and_then(|name| move_into_place(&tmp, &name).map(|()| name));
-            if placed.is_err() {
-                let _ = std::fs::remove_file(&tmp);
-            }
+            let placed = place_under_new_name(&tmp, dest, &format!("thoughtbox-backup-{stamp}"));
+            let _ = std::fs::remove_file(&tmp);
             placed
         } else {
             self.check_replaceable(dest)?;
@@ -47,40 +45,66 @@ impl Store {
 
     /// Refuse a destination file whose replacement would lose data.
     fn check_replaceable(&self, dest: &Path) -> Result<()> {
-        if let (Ok(ours), Ok(theirs)) = (std::fs::metadata(self.path()), std::fs::metadata(dest))
-            && same_file(&ours, &theirs)
-        {
-            return Err(Error::invalid(
-                "dest",
-                format!(
-                    "{} is the database being backed up; name another file or a directory",
-                    dest.display()
-                ),
+        let refuse = |why: String| Err(Error::invalid("dest", why));
+        let ours = self.path();
+        if same_file(ours, dest) {
+            return refuse(format!(
+                "{} is the database being backed up; name another file or a directory",
+                dest.display()
             ));
         }
-        for suffix in ["-wal", "-shm"] {
-            let mut companion = dest.as_os_str().to_owned();
-            companion.push(suffix);
-            if Path::new(&companion).exists() {
-                return Err(Error::invalid(
-                    "dest",
-                    format!(
-                        "{} is a database in use ({} exists: a server or another program has it open, or stopped without \
-                         closing it); replacing it would lose what is written to it. Name another file or a directory, \
-                         or stop what uses it first",
-                        dest.display(),
-                        Path::new(&companion).display()
-                    ),
+        for suffix in ["-wal", "-shm", ".lock"] {
+            if same_file(&with_suffix(ours, suffix), dest) {
+                return refuse(format!(
+                    "{} is a file of the database being backed up; name another file or a directory",
+                    dest.display()
                 ));
+            }
+        }
+        if let Ok(meta) = std::fs::metadata(dest)
+            && !meta.is_file()
+        {
+            return refuse(format!(
+                "{} is not a regular file; name a file or a directory",
+                dest.display()
+            ));
+        }
+        // A symlink's database keeps its -wal and -shm beside the file it
+        // points to. Checked even when `dest` does not exist: a stale WAL
+        // left there would be replayed into the new copy.
+        let mut places = vec![dest.to_path_buf()];
+        if let Ok(real) = std::fs::canonicalize(dest)
+            && real != dest
+        {
+            places.push(real);
+        }
+        for place in &places {
+            for suffix in ["-wal", "-shm"] {
+                let companion = with_suffix(place, suffix);
+                if companion.exists() {
+                    return refuse(format!(
+                        "{} is a database in use ({} exists: a server or another program has it open, or stopped \
+                         without closing it); replacing it would lose what is written to it. Name another file or a \
+                         directory, or stop what uses it first",
+                        dest.display(),
+                        companion.display()
+                    ));
+                }
             }
         }
         Ok(())
     }
 
     /// Write a consistent, self-contained copy of the database to `tmp`
-    /// (mode 0600). On error nothing is left at `tmp`.
+    /// (mode 0600 from the start). On error nothing is left at `tmp`.
     fn write_copy(&self, tmp: &Path) -> Result<()> {
         let result = (|| -> Result<()> {
+            let mut opts = std::fs::OpenOptions::new();
+            opts.write(true).create(true).truncate(true);
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
+            opts.open(tmp)
+                .map_err(|e| Error::io(format!("creating {}", tmp.display()), e))?;
             let src = self.conn()?;
             {
                 let mut out = Connection::open(tmp)?;
@@ -113,21 +137,44 @@ impl Store {
     }
 }
 
-/// Create an empty file named `<stem>.db` in `dir` (or `<stem>-2.db`, ...,
-/// whichever is free first), so that no other backup can take the name.
-fn reserve_name(dir: &Path, stem: &str) -> Result<PathBuf> {
-    for n in 1..=1000 {
-        let name = if n == 1 {
+fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// The names a backup may take in its directory: `<stem>.db`, then
+/// `<stem>-2.db`, `<stem>-3.db`...
+fn candidate_names(dir: &Path, stem: &str) -> impl Iterator<Item = PathBuf> {
+    (1..=1000u32).map(move |n| {
+        dir.join(if n == 1 {
             format!("{stem}.db")
         } else {
             format!("{stem}-{n}.db")
-        };
-        let path = dir.join(name);
-        match std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
-            Ok(_) => return Ok(path),
+        })
+    })
+}
+
+/// Give the finished copy `tmp` the first free name in `dir`, never
+/// replacing a file. A hard link claims the name and the content at once;
+/// where the file system has no hard links, the name is claimed with an
+/// empty file first and the copy renamed over it. `tmp` is left for the
+/// caller to remove.
+fn place_under_new_name(tmp: &Path, dir: &Path, stem: &str) -> Result<PathBuf> {
+    for name in candidate_names(dir, stem) {
+        match std::fs::hard_link(tmp, &name) {
+            Ok(()) => return Ok(name),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(Error::io(format!("creating {}", path.display()), e)),
+            Err(_) => {}
         }
+        match std::fs::OpenOptions::new().write(true).create_new(true).open(&name) {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(Error::io(format!("creating {}", name.display()), e)),
+        }
+        return move_into_place(tmp, &name).map(|()| name.clone()).inspect_err(|_| {
+            let _ = std::fs::remove_file(&name);
+        });
     }
     Err(Error::invalid(
         "dest",
@@ -139,15 +186,23 @@ fn move_into_place(tmp: &Path, dest: &Path) -> Result<()> {
     std::fs::rename(tmp, dest).map_err(|e| Error::io(format!("moving backup into place at {}", dest.display()), e))
 }
 
+/// Whether two paths name the same file (following symlinks). False when
+/// either does not exist.
 #[cfg(unix)]
-fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
+fn same_file(a: &Path, b: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
-    a.dev() == b.dev() && a.ino() == b.ino()
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
 }
 
 #[cfg(not(unix))]
-fn same_file(_: &std::fs::Metadata, _: &std::fs::Metadata) -> bool {
-    false
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
 }
 
 #[cfg(test)]
@@ -194,6 +249,18 @@ mod tests {
     }
 
     #[test]
+    fn a_taken_name_gets_the_next_number() {
+        let dir = tempfile::tempdir().unwrap();
+        let tmp = dir.path().join("copy.tmp");
+        std::fs::write(&tmp, b"new").unwrap();
+        std::fs::write(dir.path().join("b.db"), b"old").unwrap();
+        let placed = super::place_under_new_name(&tmp, dir.path(), "b").unwrap();
+        assert_eq!(placed, dir.path().join("b-2.db"));
+        assert_eq!(std::fs::read(&placed).unwrap(), b"new");
+        assert_eq!(std::fs::read(dir.path().join("b.db")).unwrap(), b"old");
+    }
+
+    #[test]
     fn a_live_database_is_never_replaced() {
         let (dir, store) = temp_store();
         store.create_session(NewSession::titled("kept")).unwrap();
@@ -211,6 +278,23 @@ mod tests {
         assert!(err.to_string().contains("in use"), "{err}");
         assert_eq!(other.counts().unwrap().0, 1);
         assert_eq!(store.counts().unwrap().0, 1);
+        // The database's own files.
+        for suffix in ["-wal", "-shm", ".lock"] {
+            let err = store.backup_to(&super::with_suffix(store.path(), suffix)).unwrap_err();
+            assert!(err.to_string().contains("a file of the database"), "{suffix}: {err}");
+        }
+        #[cfg(unix)]
+        {
+            // A symlink to a ledger in use: its -wal is beside the target.
+            let link = dir.path().join("symlink.db");
+            std::os::unix::fs::symlink(&other_path, &link).unwrap();
+            let err = store.backup_to(&link).unwrap_err();
+            assert!(err.to_string().contains("in use"), "{err}");
+            assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+            // Not a regular file.
+            let err = store.backup_to(std::path::Path::new("/dev/null")).unwrap_err();
+            assert!(err.to_string().contains("not a regular file"), "{err}");
+        }
         // An ordinary file, such as an earlier backup, is replaced.
         let plain = dir.path().join("nightly.db");
         store.backup_to(&plain).unwrap();
