@@ -33,6 +33,11 @@ pub struct Cli {
 }
 
 impl Cli {
+    /// Whether this command line runs the server.
+    pub fn serves(&self) -> bool {
+        matches!(self.command, None | Some(Command::Serve(_)))
+    }
+
     /// Parse the command line. Server options may come before any command
     /// (as `thoughtbox --project p`) or after `serve`; given on the command
     /// line before another command, they would be ignored, so they are

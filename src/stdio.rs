@@ -268,6 +268,29 @@ fn writer() -> Output {
     Box::new(tokio::io::stdout())
 }
 
+/// Whether stderr is the very pipe or socket stdout is (inetd, and systemd
+/// socket activation by default, hand the server one socket as fds 0, 1
+/// and 2). Logs written there would reach the client inside the JSON-RPC
+/// stream, so the server then keeps quiet. A terminal shared by both is
+/// not a protocol stream and does not count.
+pub fn stderr_is_stdout() -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsFd;
+        use std::os::unix::fs::{FileTypeExt, MetadataExt};
+        let meta = |fd: std::os::fd::BorrowedFd<'_>| {
+            fd.try_clone_to_owned()
+                .ok()
+                .and_then(|fd| std::fs::File::from(fd).metadata().ok())
+        };
+        if let (Some(out), Some(err)) = (meta(std::io::stdout().as_fd()), meta(std::io::stderr().as_fd())) {
+            let stream = out.file_type().is_fifo() || out.file_type().is_socket();
+            return stream && out.dev() == err.dev() && out.ino() == err.ino();
+        }
+    }
+    false
+}
+
 /// Each of fd 0 and fd 1 is looked at on its own, and converted only once
 /// it is known to be a pipe or a socket: converting makes the open file
 /// non-blocking, which tokio's blocking stdin/stdout could not cope with.

@@ -92,13 +92,17 @@ fn stdin_from_a_file_with_a_slow_reader() {
     assert_eq!(got, (1..=61).collect::<Vec<u64>>());
 }
 
+/// As inetd starts a server: one socket as stdin, stdout and stderr. Logs
+/// (debug level here) must not reach the client inside the protocol.
 #[test]
-fn one_socket_for_stdin_and_stdout() {
+fn one_socket_for_stdin_stdout_and_stderr() {
     let (_dir, db) = temp_db();
     let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
     let mut child = server(&db)
+        .env("RUST_LOG", "debug")
         .stdin(std::os::fd::OwnedFd::from(theirs.try_clone().unwrap()))
-        .stdout(std::os::fd::OwnedFd::from(theirs))
+        .stdout(std::os::fd::OwnedFd::from(theirs.try_clone().unwrap()))
+        .stderr(std::os::fd::OwnedFd::from(theirs))
         .spawn()
         .unwrap();
     ours.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
