@@ -17,7 +17,11 @@ fn main() -> ExitCode {
         .with_ansi(false)
         .with_env_filter(filter)
         .init();
-    match thoughtbox::cli::run(cli) {
+    let outcome = thoughtbox::cli::run(cli);
+    // Let the last connections close, so that the database's -wal and -shm
+    // files go away with them (unless another process has it open).
+    thoughtbox::store::wait_until_closed(std::time::Duration::from_secs(2));
+    match outcome {
         Ok(code) => code,
         Err(e) => {
             if !quiet {

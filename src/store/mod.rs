@@ -15,10 +15,12 @@ mod thoughts;
 
 use std::fs::{DirBuilder, File, OpenOptions};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use r2d2::{Pool, PooledConnection};
 use r2d2_sqlite::SqliteConnectionManager;
+use rusqlite::functions::FunctionFlags;
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
 use crate::domain::{self, Granularity};
@@ -121,6 +123,7 @@ fn wal_path(db: &Path) -> PathBuf {
 }
 
 fn configure(conn: &Connection, sync: SyncMode, background_checkpoints: bool) -> rusqlite::Result<()> {
+    track(conn)?;
     // busy_timeout first: switching to WAL can itself meet a lock.
     conn.busy_timeout(BUSY_TIMEOUT)?;
     // Only a new, empty database takes it; an existing file keeps its own.
@@ -235,6 +238,51 @@ fn ensure_config(conn: &Connection) -> Result<()> {
         stmt.execute((k, v))?;
     }
     Ok(())
+}
+
+/// Ledger connections of this process not yet closed.
+static OPEN_CONNECTIONS: AtomicUsize = AtomicUsize::new(0);
+
+/// Counts a connection in [`OPEN_CONNECTIONS`] until SQLite has closed it.
+struct ConnectionToken;
+
+impl Drop for ConnectionToken {
+    fn drop(&mut self) {
+        OPEN_CONNECTIONS.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Tie a [`ConnectionToken`] to `conn`: SQLite drops it with the
+/// connection's functions, after it has closed the database file (and,
+/// for the last connection, removed the `-wal` and `-shm` files).
+fn track(conn: &Connection) -> rusqlite::Result<()> {
+    OPEN_CONNECTIONS.fetch_add(1, Ordering::SeqCst);
+    let token = ConnectionToken;
+    conn.create_scalar_function(
+        "thoughtbox_connection_open",
+        0,
+        FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
+        move |_| {
+            let _alive = &token;
+            Ok(1)
+        },
+    )
+}
+
+/// Wait (at most `patience`) until every ledger connection of this process
+/// has closed, once every `Store` is dropped. A pool closes its connections
+/// only when every handle on it is gone, and r2d2 may still hold one on a
+/// worker thread for a moment; a process that exits before then leaves the
+/// database's `-wal` and `-shm` files behind. Answers whether all closed.
+pub fn wait_until_closed(patience: Duration) -> bool {
+    let deadline = std::time::Instant::now() + patience;
+    while OPEN_CONNECTIONS.load(Ordering::SeqCst) > 0 {
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    true
 }
 
 fn pool(path: &Path, opts: &OpenOptionsStore, size: u32) -> Result<Pool<SqliteConnectionManager>> {

@@ -278,3 +278,34 @@ async fn commands_work_while_a_server_writes() {
     s.stop().await;
     assert_eq!(ok_json(&db, &["stats"])["thoughts"], 6);
 }
+
+/// A command run on an idle database leaves it as one file: no `-wal` or
+/// `-shm` behind (they would make `backup` take it for a database in use),
+/// and a backup may then replace it.
+#[test]
+fn commands_leave_the_database_as_one_file() {
+    let (dir, db) = temp_db();
+    ok(&db, &["config", "set", "sessionPartitionGranularity", "weekly"]);
+    let out = dir.path().join("tree");
+    for args in [
+        &["stats"][..],
+        &["info"],
+        &["sessions", "list"],
+        &["sessions", "search", "anything"],
+        &["config", "get"],
+        &["export", "--out", out.to_str().unwrap()],
+    ] {
+        for _ in 0..3 {
+            ok(&db, args);
+            for suffix in ["-wal", "-shm"] {
+                let mut companion = db.as_os_str().to_owned();
+                companion.push(suffix);
+                assert!(!Path::new(&companion).exists(), "{args:?} left {suffix}");
+            }
+        }
+    }
+    let other = dir.path().join("other.db");
+    ok(&other, &["config", "set", "sessionPartitionGranularity", "daily"]);
+    ok(&other, &["backup", db.to_str().unwrap()]);
+    assert_eq!(ok(&db, &["config", "get", "sessionPartitionGranularity"]), "daily\n");
+}
