@@ -6,7 +6,7 @@ use std::time::Duration;
 use rusqlite::Connection;
 use rusqlite::backup::{Backup, StepResult};
 
-use super::Store;
+use super::{Store, with_suffix};
 use crate::error::{Error, Result};
 
 impl Store {
@@ -135,12 +135,6 @@ impl Store {
         }
         result
     }
-}
-
-fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(suffix);
-    PathBuf::from(name)
 }
 
 /// The names a backup may take in its directory: `<stem>.db`, then

@@ -176,6 +176,53 @@ fn create_file(path: &Path) -> Result<()> {
     }
 }
 
+/// Refuse a database whose files are read-only (marked so, or not
+/// writable by this user) before SQLite touches them: thoughtbox writes to
+/// its database even to read it (the write-ahead log), and SQLite would
+/// fail with a bare "attempt to write a readonly database", after creating
+/// read-only `-wal` and `-shm` files that keep failing once the database
+/// itself is fixed.
+fn check_writable(path: &Path) -> Result<()> {
+    for file in [path.to_path_buf(), with_suffix(path, "-wal"), with_suffix(path, "-shm")] {
+        let Ok(meta) = std::fs::metadata(&file) else {
+            continue;
+        };
+        let denied = if meta.permissions().readonly() {
+            Some("it is marked read-only".to_string())
+        } else {
+            match OpenOptions::new().read(true).write(true).open(&file) {
+                Ok(_) => None,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
+                    ) =>
+                {
+                    Some(e.to_string())
+                }
+                Err(e) => return Err(Error::io(format!("opening {}", file.display()), e)),
+            }
+        };
+        if let Some(why) = denied {
+            return Err(Error::invalid(
+                "db",
+                format!(
+                    "{} is not writable ({why}); thoughtbox writes to its database even to read it. Make it writable, or work on a copy",
+                    file.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `path` with `suffix` appended to its file name (`a.db` + `-wal`).
+pub(crate) fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
 /// Hold an exclusive lock on `<db>.lock` while migrating, so that several
 /// servers starting at once on a new file do not race to create tables.
 fn migration_lock(path: &Path) -> Result<File> {
@@ -344,6 +391,7 @@ impl Store {
     pub fn open(path: impl AsRef<Path>, opts: OpenOptionsStore) -> Result<Store> {
         let path = path.as_ref().to_path_buf();
         create_file(&path)?;
+        check_writable(&path)?;
         {
             let _lock = migration_lock(&path)?;
             let mut conn = Connection::open(&path)?;
@@ -514,6 +562,29 @@ pub(crate) mod test_support {
 mod tests {
     use super::test_support::temp_store;
     use super::*;
+
+    #[test]
+    fn a_read_only_database_is_refused_before_sqlite_touches_it() {
+        let (dir, store) = temp_store();
+        let path = store.path().to_path_buf();
+        drop(store);
+        // Its connections close (and remove the -wal) a moment later.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while with_suffix(&path, "-wal").exists() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let mut perms = std::fs::metadata(&path).unwrap().permissions();
+        perms.set_readonly(true);
+        std::fs::set_permissions(&path, perms).unwrap();
+        let Err(err) = Store::open(&path, OpenOptionsStore::default()) else {
+            panic!("a read-only database opened");
+        };
+        assert!(err.to_string().contains("is not writable"), "{err}");
+        for suffix in ["-wal", "-shm"] {
+            assert!(!with_suffix(&path, suffix).exists(), "{suffix} created");
+        }
+        drop(dir);
+    }
 
     #[test]
     fn a_directory_is_not_a_database() {
