@@ -280,5 +280,6 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
     });
     // stdin may still be held by a blocking read; do not wait for it.
     runtime.shutdown_timeout(Duration::from_millis(100));
+    crate::stdio::restore();
     result
 }

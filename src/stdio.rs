@@ -301,6 +301,7 @@ pub fn stderr_is_stdout() -> bool {
 mod unix {
     use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
     use std::os::unix::fs::FileTypeExt;
+    use std::sync::atomic::{AtomicBool, Ordering};
 
     use tokio::io::{AsyncRead, AsyncWrite};
 
@@ -329,21 +330,51 @@ mod unix {
         tokio::net::UnixStream::from_std(stream).ok()
     }
 
+    /// Set once fd 0 or fd 1 has been made non-blocking.
+    static MADE_NONBLOCKING: [AtomicBool; 2] = [AtomicBool::new(false), AtomicBool::new(false)];
+
     pub(super) fn reader() -> Option<Box<dyn AsyncRead + Send + Unpin>> {
         let stdin = std::io::stdin();
-        match probe(stdin.as_fd())? {
-            (fd, Kind::Pipe) => Some(Box::new(tokio::net::unix::pipe::Receiver::from_owned_fd(fd).ok()?)),
-            (fd, Kind::Socket) => Some(Box::new(socket(fd)?)),
+        let (fd, kind) = probe(stdin.as_fd())?;
+        MADE_NONBLOCKING[0].store(true, Ordering::SeqCst);
+        match kind {
+            Kind::Pipe => Some(Box::new(tokio::net::unix::pipe::Receiver::from_owned_fd(fd).ok()?)),
+            Kind::Socket => Some(Box::new(socket(fd)?)),
         }
     }
 
     pub(super) fn writer() -> Option<Box<dyn AsyncWrite + Send + Unpin>> {
         let stdout = std::io::stdout();
-        match probe(stdout.as_fd())? {
-            (fd, Kind::Pipe) => Some(Box::new(tokio::net::unix::pipe::Sender::from_owned_fd(fd).ok()?)),
-            (fd, Kind::Socket) => Some(Box::new(socket(fd)?)),
+        let (fd, kind) = probe(stdout.as_fd())?;
+        MADE_NONBLOCKING[1].store(true, Ordering::SeqCst);
+        match kind {
+            Kind::Pipe => Some(Box::new(tokio::net::unix::pipe::Sender::from_owned_fd(fd).ok()?)),
+            Kind::Socket => Some(Box::new(socket(fd)?)),
         }
     }
+
+    /// Make fd 0 and fd 1 blocking again where [`reader`] or [`writer`]
+    /// made them non-blocking. The flag belongs to the open file, which the
+    /// process that started the server shares: a shell pipeline's next
+    /// command writing to the same pipe would otherwise fail with EAGAIN.
+    pub(super) fn restore_blocking() {
+        let (stdin, stdout) = (std::io::stdin(), std::io::stdout());
+        for (flag, fd) in MADE_NONBLOCKING.iter().zip([stdin.as_fd(), stdout.as_fd()]) {
+            if flag.swap(false, Ordering::SeqCst)
+                && let Ok(owned) = fd.try_clone_to_owned()
+            {
+                // FIONBIO, which works on any file, pipes included.
+                let _ = std::os::unix::net::UnixStream::from(owned).set_nonblocking(false);
+            }
+        }
+    }
+}
+
+/// Undo what [`streams`] changed on stdin and stdout (their non-blocking
+/// mode), for whatever uses them after the server.
+pub fn restore() {
+    #[cfg(unix)]
+    unix::restore_blocking();
 }
 
 #[cfg(test)]

@@ -121,3 +121,36 @@ fn one_socket_for_stdin_stdout_and_stderr() {
     writer.shutdown(std::net::Shutdown::Write).unwrap();
     assert!(child.wait().unwrap().success());
 }
+
+/// The server leaves stdout as it found it: blocking. The flag belongs to
+/// the pipe end the parent shares (a shell pipeline's next command writes
+/// to it), and a non-blocking pipe makes its writes fail with EAGAIN.
+#[test]
+fn stdout_is_left_blocking() {
+    let (dir, db) = temp_db();
+    let in_path = dir.path().join("in.jsonl");
+    std::fs::write(&in_path, format!("{INIT}\n{INITIALIZED}\n")).unwrap();
+    let (mut reader, writer) = std::io::pipe().unwrap();
+    let ours = writer.try_clone().unwrap();
+    let mut child = server(&db)
+        .stdin(std::fs::File::open(&in_path).unwrap())
+        .stdout(writer)
+        .spawn()
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+    // Nobody reads: a blocking write of more than the pipe holds waits,
+    // a non-blocking one fails at once.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let filler = std::thread::spawn(move || {
+        let mut ours = ours;
+        let _ = tx.send(ours.write_all(&vec![b'x'; 4 << 20]).map_err(|e| e.kind()));
+    });
+    let early = rx.recv_timeout(Duration::from_millis(500));
+    assert!(early.is_err(), "the write did not block: {early:?}");
+    // Let it finish: drain the pipe.
+    let mut sink = Vec::new();
+    let drain = std::thread::spawn(move || reader.read_to_end(&mut sink).map(|_| sink.len()));
+    assert_eq!(rx.recv_timeout(Duration::from_secs(20)).unwrap(), Ok(()));
+    filler.join().unwrap();
+    assert!(drain.join().unwrap().unwrap() >= 4 << 20);
+}
