@@ -87,13 +87,36 @@ fn chain_name(branch: Option<&str>) -> String {
     }
 }
 
-/// True when `text` has nothing a reader could see: only whitespace and
-/// invisible format characters (zero-width space and joiners, word joiner,
-/// byte-order mark, soft hyphen, invisible math operators).
+/// True when `text` has nothing a reader could see: only whitespace,
+/// control characters and invisible format characters (zero-width spaces
+/// and joiners, direction marks and overrides, word joiner and invisible
+/// operators, byte-order mark, soft hyphen, Hangul fillers, variation
+/// selectors, tag characters).
 pub fn is_blank(text: &str) -> bool {
     text.chars().all(|c| {
         c.is_whitespace()
-            || matches!(c, '\u{00AD}' | '\u{034F}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{2060}'..='\u{2064}' | '\u{FEFF}')
+            || c.is_control()
+            || matches!(
+                c,
+                '\u{00AD}'
+                    | '\u{034F}'
+                    | '\u{061C}'
+                    | '\u{115F}'
+                    | '\u{1160}'
+                    | '\u{17B4}'
+                    | '\u{17B5}'
+                    | '\u{180B}'..='\u{180F}'
+                    | '\u{200B}'..='\u{200F}'
+                    | '\u{202A}'..='\u{202E}'
+                    | '\u{2060}'..='\u{206F}'
+                    | '\u{3164}'
+                    | '\u{FE00}'..='\u{FE0F}'
+                    | '\u{FEFF}'
+                    | '\u{FFA0}'
+                    | '\u{1D173}'..='\u{1D17A}'
+                    | '\u{E0000}'..='\u{E007F}'
+                    | '\u{E0100}'..='\u{E01EF}'
+            )
     })
 }
 
@@ -108,6 +131,12 @@ pub fn plan_thought(
         return Err(Error::invalid(
             "thought",
             "thought must be non-empty text (spaces and invisible characters alone do not count)",
+        ));
+    }
+    if input.thought.contains('\0') {
+        return Err(Error::invalid(
+            "thought",
+            "thought must not contain NUL characters (U+0000)",
         ));
     }
     if input.thought.len() > MAX_THOUGHT_BYTES {
@@ -476,6 +505,22 @@ pub(crate) mod tests {
         assert!(l.add(text("\u{200B}")).is_err());
         assert!(l.add(text(" \u{FEFF}\u{2060}\n")).is_err());
         assert!(l.add(text("\u{200B}a")).is_ok());
+        for invisible in [
+            "\u{202E}",
+            "\u{061C}",
+            "\u{3164}",
+            "\u{FE0F}",
+            "\u{E0020}",
+            "\u{1}\u{7F}",
+            "\u{2066}\u{2069}",
+        ] {
+            assert!(l.add(text(invisible)).is_err(), "{invisible:?}");
+        }
+        assert!(
+            l.add(text("\u{FE0F}\u{2764}")).is_ok(),
+            "a heart with its selector is visible"
+        );
+        assert!(l.add(text("a\u{0}b")).is_err());
         assert!(l.add(text(&"x".repeat(MAX_THOUGHT_BYTES + 1))).is_err());
         assert!(l.add(text(&"x".repeat(MAX_THOUGHT_BYTES))).is_ok());
     }

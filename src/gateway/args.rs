@@ -49,6 +49,18 @@ impl Tracking {
     }
 }
 
+/// A string argument, refused if it holds U+0000: no text a client means to
+/// record has one, and SQLite's text functions stop at it.
+fn no_nul(key: &str, s: &str) -> Result<String> {
+    if s.contains('\0') {
+        return Err(Error::invalid(
+            key,
+            format!("{key} must not contain NUL characters (U+0000)"),
+        ));
+    }
+    Ok(s.to_string())
+}
+
 fn type_name(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
@@ -137,7 +149,7 @@ impl Args {
     pub fn str_opt(&self, keys: &[&str]) -> Result<Option<String>> {
         match self.pick(keys) {
             None => Ok(None),
-            Some((_, Value::String(s))) => Ok(Some(s.clone())),
+            Some((k, Value::String(s))) => no_nul(k, s).map(Some),
             Some((k, v)) => Err(Error::invalid(k, format!("{k} must be a string, got {}", type_name(v)))),
         }
     }
@@ -216,11 +228,11 @@ impl Args {
     pub fn str_list_opt(&self, keys: &[&str]) -> Result<Option<Vec<String>>> {
         match self.pick(keys) {
             None => Ok(None),
-            Some((_, Value::String(s))) => Ok(Some(vec![s.clone()])),
+            Some((k, Value::String(s))) => Ok(Some(vec![no_nul(k, s)?])),
             Some((k, Value::Array(items))) => items
                 .iter()
                 .map(|i| match i {
-                    Value::String(s) => Ok(s.clone()),
+                    Value::String(s) => no_nul(k, s),
                     other => Err(Error::invalid(
                         k,
                         format!("{k} must hold strings, found {}", type_name(other)),

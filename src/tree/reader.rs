@@ -286,9 +286,9 @@ impl Loader<'_> {
         let md = &m.metadata;
         let mut ok = true;
         let chars = md.title.chars().count();
-        if md.title.trim().is_empty() || chars > MAX_TITLE_CHARS {
+        if md.title.trim().is_empty() || md.title.contains('\0') || chars > MAX_TITLE_CHARS {
             self.error(format!(
-                "the title must be 1 to {MAX_TITLE_CHARS} characters, not blank (it has {chars})"
+                "the title must be 1 to {MAX_TITLE_CHARS} characters, not blank, without NUL (it has {chars})"
             ));
             ok = false;
         }
@@ -446,8 +446,11 @@ impl Loader<'_> {
                 self.error(format!("{shown}: node id {:?} should be {expected:?}", raw.id));
             }
         }
-        if d.thought.trim().is_empty() {
+        if domain::is_blank(&d.thought) {
             self.error(format!("{shown}: the thought text is empty"));
+        }
+        if d.thought.contains('\0') {
+            self.error(format!("{shown}: the thought text holds a NUL character (U+0000)"));
         }
         if d.thought.len() > MAX_THOUGHT_BYTES {
             self.error(format!(
@@ -896,6 +899,21 @@ mod tests {
         let thoughts = loaded.unwrap().thoughts;
         let prev: Vec<Option<&str>> = thoughts.iter().map(|t| t.prev_node.as_deref()).collect();
         assert_eq!(prev, [None, Some(p1.as_str()), Some(p2.as_str())]);
+    }
+
+    #[test]
+    fn invisible_and_nul_text_is_refused_as_the_gateway_refuses_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(SID);
+        session(&dir, &[(1, 0, None), (2, 1, Some(&format!("{SID}:1")))], &[]);
+        for (text, says) in [("\u{200B}\u{FEFF}", "empty"), ("\u{0}abc", "NUL")] {
+            let mut bad = node(&format!("{SID}:2"), 2, 1, Some(&format!("{SID}:1")), None);
+            bad["data"]["thought"] = json!(text);
+            put(&dir.join("002.json"), &bad);
+            let (report, loaded) = load_session(&dir);
+            assert!(loaded.is_none() && !report.result.valid, "{text:?}");
+            assert!(report.result.errors.join("\n").contains(says), "{report:?}");
+        }
     }
 
     #[test]

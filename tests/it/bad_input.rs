@@ -36,6 +36,18 @@ fn cases(sid: &str) -> Vec<(&'static str, Value, &'static str, Option<&'static s
         ),
         (
             "thought",
+            json!({ "thought": "\u{0}hello", "nextThoughtNeeded": true }),
+            "INVALID_PAYLOAD",
+            Some("thought"),
+        ),
+        (
+            "start_new",
+            json!({ "sessionTitle": "\u{0}title" }),
+            "INVALID_PAYLOAD",
+            Some("sessionTitle"),
+        ),
+        (
+            "thought",
             json!({ "thought": 5, "nextThoughtNeeded": true }),
             "INVALID_PAYLOAD",
             Some("thought"),
