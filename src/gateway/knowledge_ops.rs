@@ -138,8 +138,11 @@ fn note_id(args: &Args) -> Result<NoteRef> {
     }
 }
 
+/// Session ids in the form the ledger stores (upper-case UUIDs lowered).
 fn derived_sessions(args: &Args) -> Result<Option<Vec<String>>> {
-    args.str_list_opt(&["derivedFromSessions"])
+    Ok(args
+        .str_list_opt(&["derivedFromSessions"])?
+        .map(|ids| ids.iter().map(|id| crate::domain::canonical_session_id(id)).collect()))
 }
 
 async fn create_pattern(gw: &Gateway, args: Args) -> Result<Value> {

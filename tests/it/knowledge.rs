@@ -32,11 +32,12 @@ async fn patterns_crud_with_slugs_tags_and_search() {
                 "create_pattern",
                 json!({ "title": "Debugging Race Conditions", "description": "Find shared mutable state first",
                         "content": "# Steps\n1. List every shared variable.\n2. Add a lock or make it owned.",
-                        "tags": ["debugging", "concurrency"], "derivedFromSessions": [sid], "createdBy": "agent-7" }),
+                        "tags": ["debugging", "concurrency"], "derivedFromSessions": [sid.to_uppercase()], "createdBy": "agent-7" }),
             ),
         )
         .await;
     assert_eq!(p["id"], "debugging-race-conditions");
+    assert_eq!(p["derivedFromSessions"], json!([sid]), "stored as the ledger spells it");
     assert_eq!(p["uri"], "thoughtbox://knowledge/patterns/debugging-race-conditions");
     for f in [
         "title",
