@@ -141,6 +141,10 @@ async fn export(gw: &Gateway, args: Args) -> Result<Value> {
         let Some(session) = summary.sessions.first() else {
             return Err(Error::Internal("the export wrote no session".into()));
         };
+        gw.emit(EventType::SessionExported, Some(&session.session_id), || {
+            json!({ "sessionId": session.session_id, "format": "json", "thoughtCount": session.thoughts,
+                    "destination": summary.destination })
+        });
         return Ok(json!({
             "sessionId": session.session_id,
             "format": "json",

@@ -44,6 +44,12 @@ async fn every_event_type_to_a_file_that_survives_restarts() {
         json!({ "subOperation": "export", "sessionId": sid, "format": "markdown" }),
     )
     .await;
+    let tree = db.with_file_name("exported-tree");
+    s.ok(
+        "session",
+        json!({ "subOperation": "export", "sessionId": sid, "destination": tree }),
+    )
+    .await;
     s.thought(json!({ "thought": "done", "nextThoughtNeeded": false }))
         .await;
     s.ok("load_context", json!({ "sessionId": sid })).await;
@@ -79,7 +85,15 @@ async fn every_event_type_to_a_file_that_survives_restarts() {
     let revised = of_type(&events, "thought_revised");
     assert_eq!(revised.len(), 1);
     assert_eq!(revised[0]["data"]["revisesThought"], 2);
-    assert_eq!(of_type(&events, "session_exported")[0]["data"]["format"], "markdown");
+    let exported = of_type(&events, "session_exported");
+    assert_eq!(exported[0]["data"]["format"], "markdown");
+    assert_eq!(exported[1]["data"]["format"], "json");
+    assert_eq!(
+        exported[1]["data"]["destination"],
+        tree.to_str().unwrap(),
+        "{}",
+        exported[1]
+    );
     let completed = of_type(&events, "session_completed");
     assert_eq!(completed[0]["data"]["finalThoughtCount"], 5);
     assert_eq!(completed[0]["data"]["branchCount"], 1);
