@@ -83,11 +83,23 @@ fn open_append(path: &Path) -> std::io::Result<File> {
     opts.create(true).append(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
-    opts.open(path)
+    let file = opts.open(path)?;
+    if crate::stdio::is_stdout(&file) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "it is the server's stdout, which carries the MCP protocol",
+        ));
+    }
+    Ok(file)
 }
 
 impl Events {
     pub fn new(target: EventTarget) -> Events {
+        // stderr that is stdout's own pipe or socket (inetd) is the protocol stream.
+        let target = match target {
+            EventTarget::Stderr if crate::stdio::stderr_is_stdout() => EventTarget::Off,
+            other => other,
+        };
         let events = Events {
             target,
             ..Events::default()

@@ -268,6 +268,27 @@ fn writer() -> Output {
     Box::new(tokio::io::stdout())
 }
 
+/// Whether `file` is the server's stdout (the same pipe, socket or file,
+/// however it was named: `/dev/stdout`, `/proc/self/fd/1`...).
+pub fn is_stdout(file: &std::fs::File) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsFd;
+        use std::os::unix::fs::MetadataExt;
+        let stdout = std::io::stdout()
+            .as_fd()
+            .try_clone_to_owned()
+            .ok()
+            .and_then(|fd| std::fs::File::from(fd).metadata().ok());
+        if let (Some(out), Ok(meta)) = (stdout, file.metadata()) {
+            return out.dev() == meta.dev() && out.ino() == meta.ino();
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = file;
+    false
+}
+
 /// Whether stderr is the very pipe or socket stdout is (inetd, and systemd
 /// socket activation by default, hand the server one socket as fds 0, 1
 /// and 2). Logs written there would reach the client inside the JSON-RPC

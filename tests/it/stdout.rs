@@ -247,3 +247,40 @@ async fn malformed_params_and_unknown_methods_get_the_right_codes() {
     drop(stdin);
     assert!(child.wait().await.unwrap().success());
 }
+
+/// `--events` naming stdout by a path (`/dev/stdout`) must not put events
+/// into the protocol stream: the stream is dropped with a warning.
+#[cfg(unix)]
+#[tokio::test]
+async fn events_never_reach_stdout_by_any_name() {
+    let (_d, db) = temp_db();
+    let mut cmd = command(&db);
+    cmd.args(["--events", "/dev/stdout", "--no-stages"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut stderr = child.stderr.take().unwrap();
+    let mut send = async |line: &str| stdin.write_all(format!("{line}\n").as_bytes()).await.unwrap();
+    send(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#).await;
+    assert_eq!(next_message(&mut lines).await["id"], 0);
+    send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await;
+    for id in 1..4 {
+        send(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"thoughtbox_gateway","arguments":{{"operation":"thought","args":{{"thought":"step {id}","nextThoughtNeeded":true}}}}}}}}"#
+        ))
+        .await;
+        let answer = next_message(&mut lines).await;
+        assert_eq!(answer["id"], id, "{answer}");
+    }
+    drop(stdin);
+    assert!(lines.next_line().await.unwrap().is_none(), "nothing else on stdout");
+    assert!(child.wait().await.unwrap().success());
+    let mut log = String::new();
+    tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut log)
+        .await
+        .unwrap();
+    assert!(log.contains("stdout"), "{log}");
+}
