@@ -197,7 +197,22 @@ fn out_json(value: &impl Serialize) -> Result<()> {
 }
 
 /// Columns padded to their widest cell, two spaces apart.
+/// Text safe to print on a terminal: line breaks and tabs become spaces,
+/// other control characters (ESC, BEL...: escape sequences that could clear
+/// the screen or retitle the window) become U+FFFD.
+fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            '\n' | '\r' | '\t' => ' ',
+            c if c.is_control() => '\u{FFFD}',
+            c => c,
+        })
+        .collect()
+}
+
 fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let rows: Vec<Vec<String>> = rows.iter().map(|r| r.iter().map(|c| printable(c)).collect()).collect();
+    let rows = &rows;
     let width = |s: &str| s.chars().count();
     let mut widths: Vec<usize> = headers.iter().map(|h| width(h)).collect();
     for row in rows {
@@ -256,5 +271,7 @@ mod tests {
         assert_eq!(t, "ID  TITLE\n1   héllo\n22  x\n");
         assert_eq!(clip("a  b\nc", 10), "a b c");
         assert_eq!(clip("abcdef", 4), "abc…");
+        let t = table(&["T"], &[vec!["\u{1b}[2Jevil\u{7}\nx".into()]]);
+        assert_eq!(t, "T\n\u{FFFD}[2Jevil\u{FFFD} x\n");
     }
 }
