@@ -73,6 +73,7 @@ pub struct Events {
     file: Mutex<Option<File>>,
     /// A failure was already logged at warning level (later ones are debug).
     failing: AtomicBool,
+    hide_text: bool,
 }
 
 fn open_append(path: &Path) -> std::io::Result<File> {
@@ -113,6 +114,14 @@ impl Events {
         events
     }
 
+    /// Leave thought text out of every event (the ledger's
+    /// `disableThoughtLogging`): events then say what happened, not what
+    /// was thought.
+    pub fn without_thought_text(mut self, hide: bool) -> Events {
+        self.hide_text = hide;
+        self
+    }
+
     pub fn enabled(&self) -> bool {
         self.target != EventTarget::Off
     }
@@ -139,7 +148,12 @@ impl Events {
         if !self.enabled() {
             return;
         }
-        let data = data();
+        let mut data = data();
+        if self.hide_text
+            && let Some(fields) = data.as_object_mut()
+        {
+            fields.remove("thought");
+        }
         let line = Line {
             kind,
             timestamp: domain::now(),

@@ -25,7 +25,7 @@ use tokio::io::{AsyncRead, ReadBuf};
 const MAX_EXAMINED_LINE: usize = 16 << 20;
 
 /// Reads lines from `inner` and hands them on whole, each repaired if it
-/// holds unpaired surrogate escapes.
+/// holds bytes that are not UTF-8 or unpaired surrogate escapes.
 pub struct RepairedLines<R> {
     inner: R,
     /// The line being read, up to its newline.
@@ -85,7 +85,10 @@ impl<R> RepairedLines<R> {
         // encoding) would make the MCP library drop the message unanswered.
         let mut fixed: Option<Vec<u8>> = None;
         if std::str::from_utf8(body).is_err() {
-            tracing::warn!("replaced invalid UTF-8 in a message with U+FFFD: {}", preview(body));
+            tracing::warn!(
+                "replaced invalid UTF-8 in a message of {} bytes with U+FFFD",
+                body.len()
+            );
             fixed = Some(String::from_utf8_lossy(body).into_owned().into_bytes());
         }
         let current = fixed.as_deref().unwrap_or(body);
@@ -97,7 +100,12 @@ impl<R> RepairedLines<R> {
         }
         let current = fixed.as_deref().unwrap_or(body);
         if let Err(e) = serde_json::from_slice::<IgnoredAny>(current) {
-            tracing::warn!("ignoring a message that is not valid JSON ({e}): {}", preview(current));
+            // The text itself only at debug level: it may hold thought text.
+            tracing::warn!(
+                "ignoring a message that is not valid JSON ({e}; {} bytes)",
+                current.len()
+            );
+            tracing::debug!("the message that is not JSON: {}", preview(current));
         }
         match fixed {
             Some(fixed) => {

@@ -200,10 +200,18 @@ fn tool_definition(hidden: &BTreeSet<String>) -> Tool {
 
 impl Gateway {
     pub fn new(store: Store, writer: Writer, options: ServeOptions, writes: Arc<WriteSignal>) -> Gateway {
+        // The ledger's `disableThoughtLogging` keeps thought text out of the event stream.
+        let quiet_text = match store.config_value("disableThoughtLogging") {
+            Ok(v) => v.as_deref() == Some("true"),
+            Err(e) => {
+                tracing::warn!("reading disableThoughtLogging: {e}");
+                false
+            }
+        };
         Gateway {
             writer,
             store,
-            events: Arc::new(Events::new(options.events.clone())),
+            events: Arc::new(Events::new(options.events.clone()).without_thought_text(quiet_text)),
             options,
             conn: Arc::new(Mutex::new(Connection::default())),
             writes,

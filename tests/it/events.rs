@@ -109,6 +109,29 @@ async fn every_event_type_to_a_file_that_survives_restarts() {
     let events = read_events(&path);
     assert!(events.len() > n);
     assert_eq!(events.last().unwrap()["type"], "stage_changed");
+
+    // disableThoughtLogging keeps thought text out of the stream.
+    let set = std::process::Command::new(bin())
+        .arg("--db")
+        .arg(&db)
+        .args(["config", "set", "disableThoughtLogging", "true"])
+        .output()
+        .unwrap();
+    assert!(set.status.success(), "{}", String::from_utf8_lossy(&set.stderr));
+    let mut cmd = command(&db);
+    cmd.arg("--events").arg(&path);
+    let s = start_with((), cmd).await;
+    s.ok("load_context", json!({ "sessionId": sid })).await;
+    s.ok("cipher", Value::Null).await;
+    s.thought(json!({ "thought": "a secret step", "nextThoughtNeeded": true }))
+        .await;
+    s.stop().await;
+    let events = read_events(&path);
+    let added = of_type(&events, "thought_added");
+    let last = added.last().unwrap();
+    assert!(last["data"]["thoughtNumber"].is_u64(), "{last}");
+    assert!(last["data"].get("thought").is_none(), "{last}");
+    assert!(!std::fs::read_to_string(&path).unwrap().contains("a secret step"));
 }
 
 #[tokio::test]
