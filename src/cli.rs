@@ -69,21 +69,78 @@ impl Cli {
                 ));
             }
         }
-        Cli::from_arg_matches(&matches)
+        let mut cli = Cli::from_arg_matches(&matches)?;
+        // Flags win over variables: --data-dir given on the command line
+        // beats a THOUGHTBOX_DB from the environment.
+        if given_on_command_line(&matches, "data_dir") && !given_on_command_line(&matches, "db") {
+            cli.db.db = None;
+        }
+        Ok(cli)
+    }
+}
+
+/// Whether argument `id` came from the command line, at any level of
+/// subcommands (global arguments may be given after the command).
+fn given_on_command_line(matches: &clap::ArgMatches, id: &str) -> bool {
+    let here = matches
+        .try_get_raw(id)
+        .ok()
+        .flatten()
+        .is_some_and(|_| matches.value_source(id) == Some(ValueSource::CommandLine));
+    here || matches
+        .subcommand()
+        .is_some_and(|(_, sub)| given_on_command_line(sub, id))
+}
+
+/// A path from the command line or the environment. Unlike clap's own
+/// path parser it takes an empty value (an unset `${VAR}` in a compose
+/// file), which then counts as not given.
+fn path_arg() -> impl clap::builder::TypedValueParser<Value = PathBuf> {
+    use clap::builder::TypedValueParser;
+    clap::builder::OsStringValueParser::new().map(PathBuf::from)
+}
+
+/// `--sync`, where an empty value means the default.
+fn sync_arg(s: &str) -> std::result::Result<Sync, String> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "" | "normal" => Ok(Sync::Normal),
+        "full" => Ok(Sync::Full),
+        other => Err(format!("{other:?} is not a sync mode: use normal or full")),
+    }
+}
+
+/// Seconds, where an empty value means `default`.
+fn secs_or(
+    default: u64,
+) -> impl Fn(&str) -> std::result::Result<u64, String> + Clone + Send + std::marker::Sync + 'static {
+    move |s: &str| {
+        let s = s.trim();
+        if s.is_empty() {
+            return Ok(default);
+        }
+        s.parse::<u64>()
+            .map_err(|_| format!("{s:?} is not a whole number of seconds"))
     }
 }
 
 #[derive(Debug, Clone, Args)]
 pub struct DbArgs {
     /// Database file (default: ~/.thoughtbox/thoughtbox.db)
-    #[arg(long, global = true, env = "THOUGHTBOX_DB", value_name = "PATH")]
+    #[arg(long, global = true, env = "THOUGHTBOX_DB", value_name = "PATH", value_parser = path_arg())]
     pub db: Option<PathBuf>,
     /// Directory holding thoughtbox.db when --db is not given
-    #[arg(long, global = true, env = "THOUGHTBOX_DATA_DIR", value_name = "DIR")]
+    #[arg(long, global = true, env = "THOUGHTBOX_DATA_DIR", value_name = "DIR", value_parser = path_arg())]
     pub data_dir: Option<PathBuf>,
     /// normal: an acknowledged write survives the process being killed;
     /// full: it also survives power loss (every commit is flushed)
-    #[arg(long, global = true, env = "THOUGHTBOX_SYNC", value_enum, default_value_t = Sync::Normal)]
+    #[arg(
+        long,
+        global = true,
+        env = "THOUGHTBOX_SYNC",
+        value_name = "normal|full",
+        value_parser = sync_arg,
+        default_value = "normal"
+    )]
     pub sync: Sync,
 }
 
@@ -138,7 +195,8 @@ pub struct ServeArgs {
         long,
         env = "THOUGHTBOX_CRITIQUE_TIMEOUT_SECS",
         value_name = "SECS",
-        default_value_t = 60
+        value_parser = secs_or(60),
+        default_value = "60"
     )]
     pub critique_timeout: u64,
     /// Seconds to wait for the client's answer to roots/list
@@ -146,7 +204,8 @@ pub struct ServeArgs {
         long,
         env = "THOUGHTBOX_ROOTS_TIMEOUT_SECS",
         value_name = "SECS",
-        default_value_t = 10
+        value_parser = secs_or(10),
+        default_value = "10"
     )]
     pub roots_timeout: u64,
     /// Project of new sessions while no root is bound (they get the tag `project:NAME`)

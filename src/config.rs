@@ -13,20 +13,33 @@ pub const DB_FILE: &str = "thoughtbox.db";
 /// (clap already merges each flag with its environment variable.)
 pub fn resolve_db_path(db: Option<PathBuf>, data_dir: Option<PathBuf>) -> Result<PathBuf> {
     if let Some(db) = db.filter(|p| !p.as_os_str().is_empty()) {
-        return Ok(db);
+        return expand_home(db);
     }
     if let Some(dir) = data_dir.filter(|p| !p.as_os_str().is_empty()) {
-        return Ok(dir.join(DB_FILE));
+        return Ok(expand_home(dir)?.join(DB_FILE));
     }
-    let home = directories::BaseDirs::new()
+    Ok(home()?.join(".thoughtbox").join(DB_FILE))
+}
+
+fn home() -> Result<PathBuf> {
+    directories::BaseDirs::new()
         .map(|d| d.home_dir().to_path_buf())
         .ok_or_else(|| {
             Error::io(
-                "finding the home directory for the default database (set THOUGHTBOX_DB or --db)",
+                "finding the home directory (set THOUGHTBOX_DB or --db to an absolute path)",
                 std::io::Error::from(std::io::ErrorKind::NotFound),
             )
-        })?;
-    Ok(home.join(".thoughtbox").join(DB_FILE))
+        })
+}
+
+/// `~` and `~/...` name the home directory, as in a shell. Client configs
+/// (JSON) pass environment values without a shell, and a literal `~`
+/// would make a directory of that name wherever the client starts us.
+fn expand_home(path: PathBuf) -> Result<PathBuf> {
+    match path.strip_prefix("~") {
+        Ok(rest) => Ok(home()?.join(rest)),
+        Err(_) => Ok(path),
+    }
 }
 
 /// Whether `THOUGHTBOX_STAGES` turns stage gating off: `off` (or `0`,
@@ -60,6 +73,20 @@ mod tests {
         assert_eq!(p, PathBuf::from("/b/thoughtbox.db"));
         let p = resolve_db_path(None, None).unwrap();
         assert!(p.ends_with(".thoughtbox/thoughtbox.db"));
+        // Empty values count as not given.
+        assert_eq!(resolve_db_path(Some("".into()), Some("".into())).unwrap(), p);
+    }
+
+    #[test]
+    fn a_leading_tilde_is_the_home_directory() {
+        let home = home().unwrap();
+        let p = resolve_db_path(Some("~/.thoughtbox/x.db".into()), None).unwrap();
+        assert_eq!(p, home.join(".thoughtbox/x.db"));
+        let p = resolve_db_path(None, Some("~".into())).unwrap();
+        assert_eq!(p, home.join("thoughtbox.db"));
+        // Only `~` itself: a name that starts with it is a name.
+        let p = resolve_db_path(Some("~backup/x.db".into()), None).unwrap();
+        assert_eq!(p, PathBuf::from("~backup/x.db"));
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The command line around the database: sessions, stats, info, config, and
 //! every command while a server is using the same database.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use serde_json::{Value, json};
@@ -308,4 +308,61 @@ fn commands_leave_the_database_as_one_file() {
     ok(&other, &["config", "set", "sessionPartitionGranularity", "daily"]);
     ok(&other, &["backup", db.to_str().unwrap()]);
     assert_eq!(ok(&db, &["config", "get", "sessionPartitionGranularity"]), "daily\n");
+}
+
+/// Where the database is, as the environment and flags say: empty variables
+/// (an unset `${VAR}` in a compose file) count as unset, a leading `~` is
+/// the home directory (client configs pass values without a shell), and a
+/// flag beats a variable.
+#[test]
+fn database_location_from_flags_and_variables() {
+    let (dir, _) = temp_db();
+    let home = dir.path().join("home");
+    let info = |args: &[&str], env: &[(&str, &str)]| -> Value {
+        let mut cmd = std::process::Command::new(bin());
+        cmd.args(args)
+            .args(["info", "--json"])
+            .stdin(std::process::Stdio::null());
+        for var in [
+            "THOUGHTBOX_DB",
+            "THOUGHTBOX_DATA_DIR",
+            "THOUGHTBOX_SYNC",
+            "THOUGHTBOX_STAGES",
+        ] {
+            cmd.env_remove(var);
+        }
+        cmd.env("HOME", &home).envs(env.iter().copied());
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?} {env:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let flag_db = dir.path().join("flag.db");
+    let flag_dir = dir.path().join("flagdir");
+    let env_db = dir.path().join("env.db");
+    for path in [&flag_db, &env_db, &flag_dir.join("thoughtbox.db"), &home.join("t/x.db")] {
+        ok(path, &["config", "set", "sessionPartitionGranularity", "weekly"]);
+    }
+    let db_of = |v: Value| PathBuf::from(v["database"].as_str().unwrap());
+    // Empty variables are unset; --db decides.
+    let empty = [
+        ("THOUGHTBOX_DB", ""),
+        ("THOUGHTBOX_DATA_DIR", ""),
+        ("THOUGHTBOX_SYNC", ""),
+        ("THOUGHTBOX_CRITIQUE_TIMEOUT_SECS", ""),
+        ("THOUGHTBOX_ROOTS_TIMEOUT_SECS", ""),
+    ];
+    assert_eq!(db_of(info(&["--db", flag_db.to_str().unwrap()], &empty)), flag_db);
+    // --data-dir on the command line beats THOUGHTBOX_DB.
+    let env = [("THOUGHTBOX_DB", env_db.to_str().unwrap())];
+    assert_eq!(
+        db_of(info(&["--data-dir", flag_dir.to_str().unwrap()], &env)),
+        flag_dir.join("thoughtbox.db")
+    );
+    assert_eq!(db_of(info(&[], &env)), env_db);
+    // A leading ~ is $HOME.
+    assert_eq!(db_of(info(&[], &[("THOUGHTBOX_DB", "~/t/x.db")])), home.join("t/x.db"));
 }
