@@ -99,13 +99,33 @@ impl<R> RepairedLines<R> {
             fixed = Some(repaired);
         }
         let current = fixed.as_deref().unwrap_or(body);
-        if let Err(e) = serde_json::from_slice::<IgnoredAny>(current) {
-            // The text itself only at debug level: it may hold thought text.
-            tracing::warn!(
-                "ignoring a message that is not valid JSON ({e}; {} bytes)",
-                current.len()
-            );
-            tracing::debug!("the message that is not JSON: {}", preview(current));
+        match serde_json::from_slice::<Envelope>(current) {
+            // A request whose params is not an object: the MCP library would
+            // answer -32600 without the request's id, which no client can
+            // match to its request. Hand it on as a request the gateway
+            // answers with -32602 under the right id.
+            Ok(Envelope {
+                id: Some(id),
+                method: Some(method),
+                params: Some(ParamsShape::Not(kind)),
+            }) => {
+                let request = serde_json::json!({
+                    "jsonrpc": "2.0", "id": id, "method": INVALID_PARAMS_METHOD,
+                    "params": { "method": method, "got": kind },
+                });
+                fixed = Some(request.to_string().into_bytes());
+            }
+            Ok(_) => {}
+            Err(_) => {
+                if let Err(e) = serde_json::from_slice::<IgnoredAny>(current) {
+                    // The text itself only at debug level: it may hold thought text.
+                    tracing::warn!(
+                        "ignoring a message that is not valid JSON ({e}; {} bytes)",
+                        current.len()
+                    );
+                    tracing::debug!("the message that is not JSON: {}", preview(current));
+                }
+            }
         }
         match fixed {
             Some(fixed) => {
@@ -115,6 +135,61 @@ impl<R> RepairedLines<R> {
             }
             None => self.ready.append(&mut self.line),
         }
+    }
+}
+
+/// The method a request whose params is not an object is renamed to, so
+/// that the gateway answers it (with its id) instead of the MCP library
+/// (without). Its params hold the original `method` and what params `got`.
+pub const INVALID_PARAMS_METHOD: &str = "thoughtbox/invalid-params";
+
+/// The top level of a JSON-RPC message, as far as the repair needs it.
+#[derive(serde::Deserialize)]
+struct Envelope {
+    id: Option<serde_json::Value>,
+    method: Option<String>,
+    params: Option<ParamsShape>,
+}
+
+/// Whether `params` is an object, read without keeping its contents.
+enum ParamsShape {
+    Object,
+    Not(&'static str),
+}
+
+impl<'de> serde::Deserialize<'de> for ParamsShape {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct Shape;
+        impl<'de> serde::de::Visitor<'de> for Shape {
+            type Value = ParamsShape;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> std::result::Result<ParamsShape, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(ParamsShape::Object)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<ParamsShape, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(ParamsShape::Not("an array"))
+            }
+            fn visit_str<E>(self, _: &str) -> std::result::Result<ParamsShape, E> {
+                Ok(ParamsShape::Not("a string"))
+            }
+            fn visit_bool<E>(self, _: bool) -> std::result::Result<ParamsShape, E> {
+                Ok(ParamsShape::Not("a boolean"))
+            }
+            fn visit_i64<E>(self, _: i64) -> std::result::Result<ParamsShape, E> {
+                Ok(ParamsShape::Not("a number"))
+            }
+            fn visit_u64<E>(self, _: u64) -> std::result::Result<ParamsShape, E> {
+                Ok(ParamsShape::Not("a number"))
+            }
+            fn visit_f64<E>(self, _: f64) -> std::result::Result<ParamsShape, E> {
+                Ok(ParamsShape::Not("a number"))
+            }
+        }
+        d.deserialize_any(Shape)
     }
 }
 
@@ -499,6 +574,26 @@ mod tests {
         for chunk in [1, 3, 7, 64, 4096] {
             assert_eq!(read_all(input.as_bytes(), chunk).await, expected, "chunk {chunk}");
         }
+    }
+
+    #[tokio::test]
+    async fn requests_whose_params_is_not_an_object_keep_their_id() {
+        let input = concat!(
+            "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":[1]}\n",
+            "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"params\":[1]}}\n",
+            "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\",\"params\":[1]}\n",
+        );
+        let out = read_all(input.as_bytes(), 4096).await;
+        let lines: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(lines[0]["id"], 3);
+        assert_eq!(lines[0]["method"], INVALID_PARAMS_METHOD);
+        assert_eq!(
+            lines[0]["params"],
+            serde_json::json!({ "method": "tools/call", "got": "an array" })
+        );
+        // An object params (whatever it holds) and a notification pass unchanged.
+        assert_eq!(out.lines().nth(1).unwrap(), input.lines().nth(1).unwrap());
+        assert_eq!(out.lines().nth(2).unwrap(), input.lines().nth(2).unwrap());
     }
 
     #[tokio::test]

@@ -500,6 +500,15 @@ impl ServerHandler for Gateway {
         _context: RequestContext<RoleServer>,
     ) -> std::result::Result<CustomResult, McpError> {
         let method = request.method;
+        if method == crate::stdio::INVALID_PARAMS_METHOD {
+            let params = request.params.unwrap_or_default();
+            let original = params["method"].as_str().unwrap_or("the request").to_string();
+            let got = params["got"].as_str().unwrap_or("not an object");
+            return Err(McpError::invalid_params(
+                format!("params of {original} must be an object, got {got}"),
+                Some(json!({ "method": original })),
+            ));
+        }
         match expected_params(&method) {
             Some(expected) => Err(McpError::invalid_params(
                 format!("invalid params for {method}: expected {expected}"),
@@ -514,20 +523,17 @@ impl ServerHandler for Gateway {
     }
 }
 
-/// What the params of an MCP request method must hold, for the methods a
-/// server answers.
+/// What the params of a request must hold, for the MCP methods this server
+/// answers (the MCP library answers a malformed `initialize` itself).
 fn expected_params(method: &str) -> Option<&'static str> {
     Some(match method {
         "tools/call" => "{ name: string, arguments?: object }",
-        "resources/read" | "resources/subscribe" | "resources/unsubscribe" => "{ uri: string }",
+        "resources/read" => "{ uri: string }",
         "prompts/get" => "{ name: string, arguments?: object of strings }",
-        "initialize" => "{ protocolVersion: string, capabilities: object, clientInfo: { name, version } }",
         "tools/list" | "resources/list" | "resources/templates/list" | "prompts/list" => {
             "{ cursor?: string } or no params"
         }
         "ping" => "no params",
-        "logging/setLevel" => "{ level: string }",
-        "completion/complete" => "{ ref: object, argument: { name, value } }",
         _ => return None,
     })
 }

@@ -201,7 +201,8 @@ async fn broken_text_is_replaced_and_garbage_is_skipped() {
 }
 
 /// A request for an MCP method with malformed params is answered -32602
-/// (invalid params, saying what was expected); an unknown method -32601.
+/// (invalid params, saying what was expected) under its own id, even when
+/// its params is not an object at all; an unknown method -32601.
 #[tokio::test]
 async fn malformed_params_and_unknown_methods_get_the_right_codes() {
     let (_d, db) = temp_db();
@@ -236,9 +237,27 @@ async fn malformed_params_and_unknown_methods_get_the_right_codes() {
             -32601,
             "no/such",
         ),
+        // params that is not an object: still answered under the request's id.
+        (
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":[]}"#,
+            -32602,
+            "an array",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":"eight","method":"ping","params":"x"}"#,
+            -32602,
+            "a string",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":9,"method":"resources/read","params":5}"#,
+            -32602,
+            "resources/read",
+        ),
     ] {
         send(request).await;
         let v = next_message(&mut lines).await;
+        let sent: Value = serde_json::from_str(request).unwrap();
+        assert_eq!(v["id"], sent["id"], "{v}");
         assert_eq!(v["error"]["code"], code, "{v}");
         assert!(v["error"]["message"].as_str().unwrap().contains(says), "{v}");
     }
