@@ -314,42 +314,62 @@ fn block_values(lat: &[Duration]) -> Vec<f64> {
 
 /// Whether the cost of a call grows over a 10,000-thought run, told apart
 /// from the machine's own drift. Each of THOUGHTBOX_DRIFT_RUNS runs (10 by
-/// default; a fresh server and database each) first makes 10,000 `get_state`
-/// calls with no database work (the control: any drift there is the
-/// machine's), then records 10,000 thoughts through the bare client. Prints
-/// every run's last-vs-first 1,000-call medians for both, and the block
-/// profile averaged over the runs, each run normalised to its own mean.
+/// default; a fresh server and database each) records 10,000 thoughts
+/// through the bare client, each followed by a `ping`: a round trip with no
+/// tool and no database, the control. Both are timed in the same moments,
+/// so whatever moves the pings' 1,000-call medians is the machine. Prints
+/// every run's last-vs-first change for both and how closely their block
+/// medians move together (correlation), then the block profile averaged
+/// over the runs, each run normalised to its own mean.
 fn drift_run() {
     let runs: usize = std::env::var("THOUGHTBOX_DRIFT_RUNS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(10);
+        .unwrap_or(10)
+        .max(1);
     let change = |b: &[f64]| (b[b.len() - 1] / b[0] - 1.0) * 100.0;
-    let normalised = |b: Vec<f64>| {
-        let mean = b.iter().sum::<f64>() / b.len() as f64;
-        b.into_iter().map(|x| x / mean).collect::<Vec<f64>>()
+    let mean = |b: &[f64]| b.iter().sum::<f64>() / b.len() as f64;
+    let normalised = |b: &[f64]| b.iter().map(|x| x / mean(b)).collect::<Vec<f64>>();
+    let correlation = |a: &[f64], b: &[f64]| {
+        let (ma, mb) = (mean(a), mean(b));
+        let cov: f64 = a.iter().zip(b).map(|(x, y)| (x - ma) * (y - mb)).sum();
+        let va: f64 = a.iter().map(|x| (x - ma).powi(2)).sum();
+        let vb: f64 = b.iter().map(|y| (y - mb).powi(2)).sum();
+        cov / (va * vb).sqrt()
     };
     let (mut control_profiles, mut thought_profiles) = (Vec::new(), Vec::new());
-    let (mut control_changes, mut thought_changes) = (Vec::new(), Vec::new());
+    let (mut control_changes, mut thought_changes, mut correlations) = (Vec::new(), Vec::new(), Vec::new());
     for run in 1..=runs {
         let dir = tempfile::tempdir().expect("tempdir");
         let (mut child, mut raw) = raw_server(&dir.path().join("drift.db"));
-        let control = block_values(&raw_get_states(&mut raw, THOUGHTS));
-        let (lat, total) = raw_thoughts(&mut raw);
-        let thoughts = block_values(&lat);
+        raw.round_trip(&tool(1, "start_new", json!({ "sessionTitle": "drift" })));
+        raw.round_trip(&tool(2, "cipher", json!({})));
+        let (mut lat, mut pings) = (Vec::with_capacity(THOUGHTS), Vec::with_capacity(THOUGHTS));
+        for i in 0..THOUGHTS {
+            lat.push(raw.round_trip(&tool(
+                10 + 2 * i,
+                "thought",
+                json!({ "thought": text(i), "nextThoughtNeeded": true }),
+            )));
+            pings.push(raw.round_trip(&json!({ "jsonrpc": "2.0", "id": 11 + 2 * i, "method": "ping" })));
+        }
         drop(raw);
         child.wait().expect("exit");
+        let (thoughts, control) = (block_values(&lat), block_values(&pings));
+        let busy: Duration = lat.iter().sum();
         println!(
-            "drift run {run}: get_state last vs first {:+.1} % | thoughts {:.0}/s, last vs first {:+.1} % | blocks (us): {}",
-            change(&control),
-            THOUGHTS as f64 / total.as_secs_f64(),
+            "drift run {run}: thoughts {:.0}/s, last vs first {:+.1} % | ping last vs first {:+.1} % | correlation of the block medians {:+.2} | thought blocks (us): {}",
+            THOUGHTS as f64 / busy.as_secs_f64(),
             change(&thoughts),
+            change(&control),
+            correlation(&thoughts, &control),
             block_medians(&lat),
         );
         control_changes.push(change(&control));
         thought_changes.push(change(&thoughts));
-        control_profiles.push(normalised(control));
-        thought_profiles.push(normalised(thoughts));
+        correlations.push(correlation(&thoughts, &control));
+        control_profiles.push(normalised(&control));
+        thought_profiles.push(normalised(&thoughts));
     }
     let mean_profile = |profiles: &[Vec<f64>]| -> Vec<f64> {
         (0..profiles[0].len())
@@ -366,7 +386,7 @@ fn drift_run() {
     };
     for (name, profiles, changes) in [
         (
-            "get_state (control, no database work)",
+            "ping (control: no tool, no database)",
             &control_profiles,
             &control_changes,
         ),
@@ -380,6 +400,10 @@ fn drift_run() {
             spread(changes),
         );
     }
+    println!(
+        "drift: correlation of thought and ping block medians within a run, mean over {runs} runs {:+.2}",
+        mean(&correlations)
+    );
 }
 
 async fn startup_run() {
