@@ -61,6 +61,26 @@ impl Store {
                 ));
             }
         }
+        // Any database's companion files (another ledger's -wal, say):
+        // replacing one corrupts or empties that database.
+        let mut named = vec![dest.to_path_buf()];
+        if let Ok(real) = std::fs::canonicalize(dest) {
+            named.push(real);
+        }
+        for place in &named {
+            let name = place.as_os_str().to_string_lossy();
+            for suffix in ["-wal", "-shm", "-journal", ".lock"] {
+                if let Some(base) = name.strip_suffix(suffix)
+                    && !base.is_empty()
+                    && Path::new(base).exists()
+                {
+                    return refuse(format!(
+                        "{} is the {suffix} file of the database {base}; name another file or a directory",
+                        dest.display()
+                    ));
+                }
+            }
+        }
         if let Ok(meta) = std::fs::metadata(dest)
             && !meta.is_file()
         {
@@ -99,8 +119,11 @@ impl Store {
     /// (mode 0600 from the start). On error nothing is left at `tmp`.
     fn write_copy(&self, tmp: &Path) -> Result<()> {
         let result = (|| -> Result<()> {
+            // A stale copy of an earlier run (or anything planted there,
+            // a symlink included) is removed, not written through.
+            let _ = std::fs::remove_file(tmp);
             let mut opts = std::fs::OpenOptions::new();
-            opts.write(true).create(true).truncate(true);
+            opts.write(true).create_new(true);
             #[cfg(unix)]
             std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
             opts.open(tmp)
@@ -272,11 +295,14 @@ mod tests {
         assert!(err.to_string().contains("in use"), "{err}");
         assert_eq!(other.counts().unwrap().0, 1);
         assert_eq!(store.counts().unwrap().0, 1);
-        // The database's own files.
+        // The database's own files, and another database's.
         for suffix in ["-wal", "-shm", ".lock"] {
             let err = store.backup_to(&super::with_suffix(store.path(), suffix)).unwrap_err();
             assert!(err.to_string().contains("a file of the database"), "{suffix}: {err}");
+            let err = store.backup_to(&super::with_suffix(&other_path, suffix)).unwrap_err();
+            assert!(err.to_string().contains("file of the database"), "{suffix}: {err}");
         }
+        assert_eq!(other.counts().unwrap().0, 1);
         #[cfg(unix)]
         {
             // A symlink to a ledger in use: its -wal is beside the target.
@@ -291,6 +317,16 @@ mod tests {
         }
         // An ordinary file, such as an earlier backup, is replaced.
         let plain = dir.path().join("nightly.db");
+        #[cfg(unix)]
+        {
+            // Something planted at the temporary copy's name is not written through.
+            let victim = dir.path().join("victim.txt");
+            std::fs::write(&victim, b"keep").unwrap();
+            let tmp = super::with_suffix(&plain, &format!(".tmp-{}", std::process::id()));
+            std::os::unix::fs::symlink(&victim, &tmp).unwrap();
+            store.backup_to(&plain).unwrap();
+            assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
+        }
         store.backup_to(&plain).unwrap();
         store.create_session(NewSession::titled("later")).unwrap();
         store.backup_to(&plain).unwrap();
