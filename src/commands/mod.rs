@@ -243,7 +243,7 @@ fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
 
 /// At most `max` characters, with an ellipsis when cut; one line.
 fn clip(text: &str, max: usize) -> String {
-    let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let one_line = printable(text).split_whitespace().collect::<Vec<_>>().join(" ");
     if one_line.chars().count() <= max {
         one_line
     } else {
@@ -271,6 +271,7 @@ mod tests {
         assert_eq!(t, "ID  TITLE\n1   héllo\n22  x\n");
         assert_eq!(clip("a  b\nc", 10), "a b c");
         assert_eq!(clip("abcdef", 4), "abc…");
+        assert_eq!(clip("\u{1b}[31mred", 20), "\u{FFFD}[31mred");
         let t = table(&["T"], &[vec!["\u{1b}[2Jevil\u{7}\nx".into()]]);
         assert_eq!(t, "T\n\u{FFFD}[2Jevil\u{FFFD} x\n");
     }
