@@ -35,7 +35,7 @@ fn home() -> Result<PathBuf> {
 /// `~` and `~/...` name the home directory, as in a shell. Client configs
 /// (JSON) pass environment values without a shell, and a literal `~`
 /// would make a directory of that name wherever the client starts us.
-fn expand_home(path: PathBuf) -> Result<PathBuf> {
+pub fn expand_home(path: PathBuf) -> Result<PathBuf> {
     match path.strip_prefix("~") {
         Ok(rest) => Ok(home()?.join(rest)),
         Err(_) => Ok(path),

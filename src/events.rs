@@ -26,7 +26,8 @@ pub enum EventTarget {
 }
 
 impl EventTarget {
-    /// `stderr`; a file path; empty, `off`, `false`, `0` or `none` for off.
+    /// `stderr`; a file path (a leading `~` is the home directory); empty,
+    /// `off`, `false`, `0` or `none` for off.
     /// `stdout` is refused: it carries the MCP protocol.
     pub fn parse(s: &str) -> Result<EventTarget, String> {
         let t = s.trim();
@@ -36,7 +37,9 @@ impl EventTarget {
             "stdout" | "-" => {
                 Err("events never go to stdout, which carries the MCP protocol; use stderr or a file path".into())
             }
-            _ => Ok(EventTarget::File(PathBuf::from(t))),
+            _ => crate::config::expand_home(PathBuf::from(t))
+                .map(EventTarget::File)
+                .map_err(|e| e.to_string()),
         }
     }
 }
@@ -85,10 +88,10 @@ fn open_append(path: &Path) -> std::io::Result<File> {
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
     let file = opts.open(path)?;
-    if crate::stdio::is_stdout(&file) {
+    if crate::stdio::is_stdin_or_stdout(&file) {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
-            "it is the server's stdout, which carries the MCP protocol",
+            "it is the server's stdin or stdout, which carry the MCP protocol",
         ));
     }
     Ok(file)
@@ -269,6 +272,10 @@ mod tests {
             EventTarget::parse("/tmp/e.jsonl"),
             Ok(EventTarget::File("/tmp/e.jsonl".into()))
         );
+        let Ok(EventTarget::File(home)) = EventTarget::parse("~/e.jsonl") else {
+            panic!("a file target");
+        };
+        assert!(home.is_absolute() && home.ends_with("e.jsonl"), "{home:?}");
     }
 
     #[test]

@@ -351,25 +351,30 @@ fn writer() -> Output {
     Box::new(tokio::io::stdout())
 }
 
-/// Whether `file` is the server's stdout (the same pipe, socket or file,
-/// however it was named: `/dev/stdout`, `/proc/self/fd/1`...).
-pub fn is_stdout(file: &std::fs::File) -> bool {
+/// Whether `file` is the server's stdin or stdout (the same pipe, socket
+/// or file, however it was named: `/dev/stdout`, `/proc/self/fd/0`...).
+pub fn is_stdin_or_stdout(file: &std::fs::File) -> bool {
     #[cfg(unix)]
     {
-        use std::os::fd::AsFd;
+        use std::os::fd::{AsFd, BorrowedFd};
         use std::os::unix::fs::MetadataExt;
-        let stdout = std::io::stdout()
-            .as_fd()
-            .try_clone_to_owned()
-            .ok()
-            .and_then(|fd| std::fs::File::from(fd).metadata().ok());
-        if let (Some(out), Ok(meta)) = (stdout, file.metadata()) {
-            return out.dev() == meta.dev() && out.ino() == meta.ino();
-        }
+        let meta = |fd: BorrowedFd<'_>| {
+            fd.try_clone_to_owned()
+                .ok()
+                .and_then(|fd| std::fs::File::from(fd).metadata().ok())
+        };
+        let Ok(ours) = file.metadata() else { return false };
+        let (stdin, stdout) = (std::io::stdin(), std::io::stdout());
+        return [meta(stdin.as_fd()), meta(stdout.as_fd())]
+            .into_iter()
+            .flatten()
+            .any(|m| m.dev() == ours.dev() && m.ino() == ours.ino());
     }
     #[cfg(not(unix))]
-    let _ = file;
-    false
+    {
+        let _ = file;
+        false
+    }
 }
 
 /// Whether stderr is the very pipe or socket stdout is (inetd, and systemd
