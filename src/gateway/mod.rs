@@ -504,6 +504,13 @@ impl ServerHandler for Gateway {
             let params = request.params.unwrap_or_default();
             let original = params["method"].as_str().unwrap_or("the request").to_string();
             let got = params["got"].as_str().unwrap_or("not an object");
+            if expected_params(&original).is_none() {
+                return Err(McpError::new(
+                    rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                    format!("method not found: {original}"),
+                    Some(json!({ "method": original })),
+                ));
+            }
             return Err(McpError::invalid_params(
                 format!("params of {original} must be an object, got {got}"),
                 Some(json!({ "method": original })),

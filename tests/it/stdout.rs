@@ -253,6 +253,11 @@ async fn malformed_params_and_unknown_methods_get_the_right_codes() {
             -32602,
             "resources/read",
         ),
+        (
+            r#"{"jsonrpc":"2.0","id":10,"method":"no/such","params":[]}"#,
+            -32601,
+            "no/such",
+        ),
     ] {
         send(request).await;
         let v = next_message(&mut lines).await;
