@@ -275,8 +275,11 @@ pub fn note_uri(id: &str) -> String {
 
 fn check_title(field: &str, title: &str) -> Result<String> {
     let t = title.trim();
-    if t.is_empty() {
-        return Err(Error::invalid(field, format!("{field} must not be empty")));
+    if crate::domain::is_blank(t) {
+        return Err(Error::invalid(
+            field,
+            format!("{field} must not be empty (spaces and invisible characters alone do not count)"),
+        ));
     }
     if t.chars().count() > MAX_TITLE_CHARS {
         return Err(Error::invalid(
@@ -305,6 +308,12 @@ fn check_description(d: &str) -> Result<String> {
 pub fn check_content(content: &str, allow_empty: bool) -> Result<()> {
     if !allow_empty && content.trim().is_empty() {
         return Err(Error::invalid("content", "content must not be empty"));
+    }
+    if content.contains('\0') {
+        return Err(Error::invalid(
+            "content",
+            "content must not contain NUL characters (U+0000)",
+        ));
     }
     if content.len() > MAX_CONTENT_BYTES {
         return Err(Error::invalid_with(

@@ -185,8 +185,11 @@ impl Store {
 /// Validate and insert a new session inside a write transaction.
 pub(crate) fn insert_session_tx(tx: &Tx<'_>, new: &NewSession, granularity: Granularity) -> Result<Session> {
     let title = new.title.trim().to_string();
-    if title.is_empty() {
-        return Err(Error::invalid("sessionTitle", "a session title must be non-empty"));
+    if domain::is_blank(&title) {
+        return Err(Error::invalid(
+            "sessionTitle",
+            "a session title must be non-empty (spaces and invisible characters alone do not count)",
+        ));
     }
     if title.chars().count() > domain::MAX_TITLE_CHARS {
         return Err(Error::invalid(

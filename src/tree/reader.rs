@@ -286,7 +286,7 @@ impl Loader<'_> {
         let md = &m.metadata;
         let mut ok = true;
         let chars = md.title.chars().count();
-        if md.title.trim().is_empty() || md.title.contains('\0') || chars > MAX_TITLE_CHARS {
+        if domain::is_blank(&md.title) || md.title.contains('\0') || chars > MAX_TITLE_CHARS {
             self.error(format!(
                 "the title must be 1 to {MAX_TITLE_CHARS} characters, not blank, without NUL (it has {chars})"
             ));

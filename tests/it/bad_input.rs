@@ -47,6 +47,12 @@ fn cases(sid: &str) -> Vec<(&'static str, Value, &'static str, Option<&'static s
             Some("sessionTitle"),
         ),
         (
+            "start_new",
+            json!({ "sessionTitle": "\u{200B}\u{FEFF}" }),
+            "INVALID_PAYLOAD",
+            Some("sessionTitle"),
+        ),
+        (
             "thought",
             json!({ "thought": 5, "nextThoughtNeeded": true }),
             "INVALID_PAYLOAD",

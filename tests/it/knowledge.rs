@@ -473,6 +473,19 @@ async fn knowledge_bad_input_changes_nothing() {
             "INVALID_PAYLOAD",
             Some("topic"),
         ),
+        (
+            k("write_scratchpad", json!({ "topic": "keep", "content": "\u{0}c" })),
+            "INVALID_PAYLOAD",
+            Some("content"),
+        ),
+        (
+            k(
+                "write_scratchpad",
+                json!({ "topic": "\u{200B}\u{202E}", "content": "c" }),
+            ),
+            "INVALID_PAYLOAD",
+            Some("topic"),
+        ),
         (k("read_scratchpad", json!({})), "INVALID_PAYLOAD", Some("id")),
         (
             k("read_scratchpad", json!({ "id": "Not A Slug" })),
