@@ -353,28 +353,26 @@ fn writer() -> Output {
 
 /// Whether `file` is the server's stdin or stdout (the same pipe, socket
 /// or file, however it was named: `/dev/stdout`, `/proc/self/fd/0`...).
+#[cfg(unix)]
 pub fn is_stdin_or_stdout(file: &std::fs::File) -> bool {
-    #[cfg(unix)]
-    {
-        use std::os::fd::{AsFd, BorrowedFd};
-        use std::os::unix::fs::MetadataExt;
-        let meta = |fd: BorrowedFd<'_>| {
-            fd.try_clone_to_owned()
-                .ok()
-                .and_then(|fd| std::fs::File::from(fd).metadata().ok())
-        };
-        let Ok(ours) = file.metadata() else { return false };
-        let (stdin, stdout) = (std::io::stdin(), std::io::stdout());
-        return [meta(stdin.as_fd()), meta(stdout.as_fd())]
-            .into_iter()
-            .flatten()
-            .any(|m| m.dev() == ours.dev() && m.ino() == ours.ino());
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = file;
-        false
-    }
+    use std::os::fd::{AsFd, BorrowedFd};
+    use std::os::unix::fs::MetadataExt;
+    let meta = |fd: BorrowedFd<'_>| {
+        fd.try_clone_to_owned()
+            .ok()
+            .and_then(|fd| std::fs::File::from(fd).metadata().ok())
+    };
+    let Ok(ours) = file.metadata() else { return false };
+    let (stdin, stdout) = (std::io::stdin(), std::io::stdout());
+    [meta(stdin.as_fd()), meta(stdout.as_fd())]
+        .into_iter()
+        .flatten()
+        .any(|m| m.dev() == ours.dev() && m.ino() == ours.ino())
+}
+
+#[cfg(not(unix))]
+pub fn is_stdin_or_stdout(_file: &std::fs::File) -> bool {
+    false
 }
 
 /// Whether stderr is the very pipe or socket stdout is (inetd, and systemd
