@@ -99,6 +99,28 @@ impl<R> RepairedLines<R> {
             fixed = Some(repaired);
         }
         let current = fixed.as_deref().unwrap_or(body);
+        // Each invalid byte became three: a line under the MCP library's
+        // limit may now be over it, and would be dropped without an answer.
+        if fixed.is_some()
+            && current.len() >= MAX_EXAMINED_LINE
+            && let Ok(Envelope {
+                id: Some(id),
+                method: Some(method),
+                ..
+            }) = serde_json::from_slice::<Envelope>(current)
+        {
+            tracing::warn!(
+                "a message grew past 16 MiB when its invalid UTF-8 was replaced; answering it with an error"
+            );
+            let request = serde_json::json!({
+                "jsonrpc": "2.0", "id": id, "method": INVALID_PARAMS_METHOD,
+                "params": { "method": method, "reason": "the message is over 16 MiB once its invalid UTF-8 is replaced" },
+            });
+            self.ready.extend_from_slice(request.to_string().as_bytes());
+            self.ready.push(b'\n');
+            self.line.clear();
+            return;
+        }
         match serde_json::from_slice::<Envelope>(current) {
             // A request whose params is not an object: the MCP library would
             // answer -32600 without the request's id, which no client can
@@ -138,9 +160,10 @@ impl<R> RepairedLines<R> {
     }
 }
 
-/// The method a request whose params is not an object is renamed to, so
-/// that the gateway answers it (with its id) instead of the MCP library
-/// (without). Its params hold the original `method` and what params `got`.
+/// The method a request the MCP library could not answer with its id is
+/// renamed to (params that is not an object, or a message too long once
+/// repaired), so that the gateway answers it under its id. Its params hold
+/// the original `method`, and what params `got` or the `reason`.
 pub const INVALID_PARAMS_METHOD: &str = "thoughtbox/invalid-params";
 
 /// The top level of a JSON-RPC message, as far as the repair needs it.
@@ -597,6 +620,22 @@ mod tests {
         // An object params (whatever it holds) and a notification pass unchanged.
         assert_eq!(out.lines().nth(1).unwrap(), input.lines().nth(1).unwrap());
         assert_eq!(out.lines().nth(2).unwrap(), input.lines().nth(2).unwrap());
+    }
+
+    #[test]
+    fn a_request_too_long_once_repaired_is_answered_not_dropped() {
+        let mut line =
+            br#"{"jsonrpc":"2.0","id":"big","method":"tools/call","params":{"name":"t","arguments":{"thought":""#
+                .to_vec();
+        line.extend(std::iter::repeat_n(0xE9u8, 6 << 20));
+        line.extend_from_slice(b"\"}}}\n");
+        let mut lines = RepairedLines::new(tokio::io::empty());
+        lines.accept(&line);
+        let out: serde_json::Value = serde_json::from_slice(&lines.ready).unwrap();
+        assert_eq!(out["id"], "big");
+        assert_eq!(out["method"], INVALID_PARAMS_METHOD);
+        assert_eq!(out["params"]["method"], "tools/call");
+        assert!(out["params"]["reason"].as_str().unwrap().contains("16 MiB"));
     }
 
     #[tokio::test]

@@ -503,6 +503,13 @@ impl ServerHandler for Gateway {
         if method == crate::stdio::INVALID_PARAMS_METHOD {
             let params = request.params.unwrap_or_default();
             let original = params["method"].as_str().unwrap_or("the request").to_string();
+            if let Some(reason) = params["reason"].as_str() {
+                return Err(McpError::new(
+                    rmcp::model::ErrorCode::INVALID_REQUEST,
+                    format!("{original}: {reason}"),
+                    Some(json!({ "method": original })),
+                ));
+            }
             let got = params["got"].as_str().unwrap_or("not an object");
             if expected_params(&original).is_none() {
                 return Err(McpError::new(
