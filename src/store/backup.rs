@@ -68,15 +68,14 @@ impl Store {
             named.push(real);
         }
         for place in &named {
-            let name = place.as_os_str().to_string_lossy();
             for suffix in ["-wal", "-shm", "-journal", ".lock"] {
-                if let Some(base) = name.strip_suffix(suffix)
-                    && !base.is_empty()
-                    && Path::new(base).exists()
+                if let Some(base) = strip_name_suffix(place, suffix)
+                    && is_database(&base)
                 {
                     return refuse(format!(
-                        "{} is the {suffix} file of the database {base}; name another file or a directory",
-                        dest.display()
+                        "{} is the {suffix} file of the database {}; name another file or a directory",
+                        dest.display(),
+                        base.display()
                     ));
                 }
             }
@@ -157,6 +156,40 @@ impl Store {
             let _ = std::fs::remove_file(tmp);
         }
         result
+    }
+}
+
+/// `path` without `suffix` at the end of its name, compared byte for byte
+/// (a path need not be UTF-8).
+fn strip_name_suffix(path: &Path, suffix: &str) -> Option<PathBuf> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::{OsStrExt, OsStringExt};
+        let base = path.as_os_str().as_bytes().strip_suffix(suffix.as_bytes())?;
+        (!base.is_empty()).then(|| PathBuf::from(std::ffi::OsString::from_vec(base.to_vec())))
+    }
+    #[cfg(not(unix))]
+    {
+        let name = path.as_os_str().to_str()?;
+        let base = name.strip_suffix(suffix)?;
+        (!base.is_empty()).then(|| PathBuf::from(base))
+    }
+}
+
+/// Whether `path` is an SQLite database (by its header), or the empty file
+/// a new database starts as.
+fn is_database(path: &Path) -> bool {
+    use std::io::Read;
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return false;
+    };
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return false;
+    }
+    let mut header = Vec::with_capacity(16);
+    match file.by_ref().take(16).read_to_end(&mut header) {
+        Ok(_) => header.is_empty() || header == b"SQLite format 3\0",
+        Err(_) => false,
     }
 }
 
@@ -303,6 +336,20 @@ mod tests {
             assert!(err.to_string().contains("file of the database"), "{suffix}: {err}");
         }
         assert_eq!(other.counts().unwrap().0, 1);
+        // A file named like a companion of something that is not a database is fine.
+        std::fs::write(dir.path().join("notes"), b"plain text").unwrap();
+        store.backup_to(&dir.path().join("notes.lock")).unwrap();
+        #[cfg(unix)]
+        {
+            // A database whose path is not UTF-8 is recognised too.
+            use std::os::unix::ffi::OsStrExt;
+            let odd = dir.path().join(std::ffi::OsStr::from_bytes(b"l\xff.db"));
+            let odd_store = Store::open(&odd, OpenOptionsStore::default()).unwrap();
+            odd_store.create_session(NewSession::titled("odd")).unwrap();
+            let err = store.backup_to(&super::with_suffix(&odd, "-wal")).unwrap_err();
+            assert!(err.to_string().contains("file of the database"), "{err}");
+            assert_eq!(odd_store.counts().unwrap().0, 1);
+        }
         #[cfg(unix)]
         {
             // A symlink to a ledger in use: its -wal is beside the target.
