@@ -305,6 +305,16 @@ impl Loader<'_> {
                 ok = false;
             }
         }
+        let with_nul = md
+            .description
+            .iter()
+            .chain(&md.tags)
+            .chain(&md.domain)
+            .any(|t| t.contains('\0'));
+        if with_nul {
+            self.error("metadata holds a NUL character (U+0000) in its description, tags or domain".to_string());
+            ok = false;
+        }
         let mut tags: Vec<String> = Vec::new();
         for t in &md.tags {
             if !t.trim().is_empty() && !tags.contains(t) {
@@ -914,6 +924,19 @@ mod tests {
             assert!(loaded.is_none() && !report.result.valid, "{text:?}");
             assert!(report.result.errors.join("\n").contains(says), "{report:?}");
         }
+    }
+
+    #[test]
+    fn nul_in_the_metadata_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(SID);
+        session(&dir, &[(1, 0, None)], &[]);
+        let mut manifest: Value = serde_json::from_slice(&fs::read(dir.join(MANIFEST)).unwrap()).unwrap();
+        manifest["metadata"]["tags"] = json!(["a\u{0}b"]);
+        put(&dir.join(MANIFEST), &manifest);
+        let (report, loaded) = load_session(&dir);
+        assert!(loaded.is_none() && !report.result.valid);
+        assert!(report.result.errors.join("\n").contains("NUL"), "{report:?}");
     }
 
     #[test]
