@@ -90,8 +90,9 @@ fn chain_name(branch: Option<&str>) -> String {
 /// True when `text` has nothing a reader could see: only whitespace,
 /// control characters and invisible format characters (zero-width spaces
 /// and joiners, direction marks and overrides, word joiner and invisible
-/// operators, byte-order mark, soft hyphen, Hangul fillers, variation
-/// selectors, tag characters).
+/// operators, byte-order mark, soft hyphen, Hangul fillers, the blank
+/// Braille pattern, interlinear annotation marks, variation selectors, tag
+/// characters).
 pub fn is_blank(text: &str) -> bool {
     text.chars().all(|c| {
         c.is_whitespace()
@@ -109,10 +110,12 @@ pub fn is_blank(text: &str) -> bool {
                     | '\u{200B}'..='\u{200F}'
                     | '\u{202A}'..='\u{202E}'
                     | '\u{2060}'..='\u{206F}'
+                    | '\u{2800}'
                     | '\u{3164}'
                     | '\u{FE00}'..='\u{FE0F}'
                     | '\u{FEFF}'
                     | '\u{FFA0}'
+                    | '\u{FFF9}'..='\u{FFFB}'
                     | '\u{1D173}'..='\u{1D17A}'
                     | '\u{E0000}'..='\u{E007F}'
                     | '\u{E0100}'..='\u{E01EF}'
@@ -513,6 +516,8 @@ pub(crate) mod tests {
             "\u{E0020}",
             "\u{1}\u{7F}",
             "\u{2066}\u{2069}",
+            "\u{2800}",
+            "\u{FFF9}\u{FFFB}",
         ] {
             assert!(l.add(text(invisible)).is_err(), "{invisible:?}");
         }
