@@ -10,10 +10,11 @@ use thoughtbox::store::{OpenOptionsStore, Store, Target};
 
 use crate::common::*;
 
-/// Run the binary on `db` with `args` (scrubbed environment, no stdin).
-pub fn run(db: &Path, args: &[&str]) -> Output {
+/// The binary with none of the variables that choose or configure the
+/// database, and no stdin.
+fn scrubbed() -> std::process::Command {
     let mut cmd = std::process::Command::new(bin());
-    cmd.arg("--db").arg(db).args(args).stdin(std::process::Stdio::null());
+    cmd.stdin(std::process::Stdio::null());
     for var in [
         "THOUGHTBOX_DB",
         "THOUGHTBOX_DATA_DIR",
@@ -22,6 +23,13 @@ pub fn run(db: &Path, args: &[&str]) -> Output {
     ] {
         cmd.env_remove(var);
     }
+    cmd
+}
+
+/// Run the binary on `db` with `args` (scrubbed environment, no stdin).
+pub fn run(db: &Path, args: &[&str]) -> Output {
+    let mut cmd = scrubbed();
+    cmd.arg("--db").arg(db).args(args);
     cmd.env("RUST_LOG", "warn").output().expect("run thoughtbox")
 }
 
@@ -319,18 +327,8 @@ fn database_location_from_flags_and_variables() {
     let (dir, _) = temp_db();
     let home = dir.path().join("home");
     let info = |args: &[&str], env: &[(&str, &str)]| -> Value {
-        let mut cmd = std::process::Command::new(bin());
-        cmd.args(args)
-            .args(["info", "--json"])
-            .stdin(std::process::Stdio::null());
-        for var in [
-            "THOUGHTBOX_DB",
-            "THOUGHTBOX_DATA_DIR",
-            "THOUGHTBOX_SYNC",
-            "THOUGHTBOX_STAGES",
-        ] {
-            cmd.env_remove(var);
-        }
+        let mut cmd = scrubbed();
+        cmd.args(args).args(["info", "--json"]);
         cmd.env("HOME", &home).envs(env.iter().copied());
         let out = cmd.output().unwrap();
         assert!(
