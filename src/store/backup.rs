@@ -46,39 +46,11 @@ impl Store {
     /// Refuse a destination file whose replacement would lose data.
     fn check_replaceable(&self, dest: &Path) -> Result<()> {
         let refuse = |why: String| Err(Error::invalid("dest", why));
-        let ours = self.path();
-        if same_file(ours, dest) {
+        if same_file(self.path(), dest) {
             return refuse(format!(
                 "{} is the database being backed up; name another file or a directory",
                 dest.display()
             ));
-        }
-        for suffix in ["-wal", "-shm", ".lock"] {
-            if same_file(&with_suffix(ours, suffix), dest) {
-                return refuse(format!(
-                    "{} is a file of the database being backed up; name another file or a directory",
-                    dest.display()
-                ));
-            }
-        }
-        // Any database's companion files (another ledger's -wal, say):
-        // replacing one corrupts or empties that database.
-        let mut named = vec![dest.to_path_buf()];
-        if let Ok(real) = std::fs::canonicalize(dest) {
-            named.push(real);
-        }
-        for place in &named {
-            for suffix in ["-wal", "-shm", "-journal", ".lock"] {
-                if let Some(base) = strip_name_suffix(place, suffix)
-                    && is_database(&base)
-                {
-                    return refuse(format!(
-                        "{} is the {suffix} file of the database {}; name another file or a directory",
-                        dest.display(),
-                        base.display()
-                    ));
-                }
-            }
         }
         if let Ok(meta) = std::fs::metadata(dest)
             && !meta.is_file()
@@ -88,9 +60,8 @@ impl Store {
                 dest.display()
             ));
         }
-        // A symlink's database keeps its -wal and -shm beside the file it
-        // points to. Checked even when `dest` does not exist: a stale WAL
-        // left there would be replayed into the new copy.
+        // `dest` as named, and the file a symlink there points to: SQLite
+        // follows the link, so a database's companions sit beside the target.
         let mut places = vec![dest.to_path_buf()];
         if let Ok(real) = std::fs::canonicalize(dest)
             && real != dest
@@ -98,6 +69,21 @@ impl Store {
             places.push(real);
         }
         for place in &places {
+            // A database's companion file (this ledger's or another's):
+            // replacing one corrupts or empties that database.
+            for suffix in ["-wal", "-shm", "-journal", ".lock"] {
+                if let Some(base) = strip_name_suffix(place, suffix)
+                    && is_database(&base)
+                {
+                    return refuse(format!(
+                        "{} is a file of the database {} (its {suffix}); name another file or a directory",
+                        dest.display(),
+                        base.display()
+                    ));
+                }
+            }
+            // A database in use. Checked even when `dest` does not exist: a
+            // stale WAL left there would be replayed into the new copy.
             for suffix in ["-wal", "-shm"] {
                 let companion = with_suffix(place, suffix);
                 if companion.exists() {
