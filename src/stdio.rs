@@ -374,50 +374,18 @@ fn writer() -> Output {
     Box::new(tokio::io::stdout())
 }
 
-/// Whether `file` is the server's stdin or stdout (the same pipe, socket
-/// or file, however it was named: `/dev/stdout`, `/proc/self/fd/0`...).
 #[cfg(unix)]
-pub fn is_stdin_or_stdout(file: &std::fs::File) -> bool {
-    use std::os::fd::{AsFd, BorrowedFd};
-    use std::os::unix::fs::MetadataExt;
-    let meta = |fd: BorrowedFd<'_>| {
-        fd.try_clone_to_owned()
-            .ok()
-            .and_then(|fd| std::fs::File::from(fd).metadata().ok())
-    };
-    let Ok(ours) = file.metadata() else { return false };
-    let (stdin, stdout) = (std::io::stdin(), std::io::stdout());
-    [meta(stdin.as_fd()), meta(stdout.as_fd())]
-        .into_iter()
-        .flatten()
-        .any(|m| m.dev() == ours.dev() && m.ino() == ours.ino())
-}
+pub use unix::{is_stdin_or_stdout, stderr_is_stdout};
 
+/// Whether `file` is the server's stdin or stdout: never, off unix.
 #[cfg(not(unix))]
 pub fn is_stdin_or_stdout(_file: &std::fs::File) -> bool {
     false
 }
 
-/// Whether stderr is the very pipe or socket stdout is (inetd, and systemd
-/// socket activation by default, hand the server one socket as fds 0, 1
-/// and 2). Logs written there would reach the client inside the JSON-RPC
-/// stream, so the server then keeps quiet. A terminal shared by both is
-/// not a protocol stream and does not count.
+/// Whether stderr is stdout's pipe or socket: never, off unix.
+#[cfg(not(unix))]
 pub fn stderr_is_stdout() -> bool {
-    #[cfg(unix)]
-    {
-        use std::os::fd::AsFd;
-        use std::os::unix::fs::{FileTypeExt, MetadataExt};
-        let meta = |fd: std::os::fd::BorrowedFd<'_>| {
-            fd.try_clone_to_owned()
-                .ok()
-                .and_then(|fd| std::fs::File::from(fd).metadata().ok())
-        };
-        if let (Some(out), Some(err)) = (meta(std::io::stdout().as_fd()), meta(std::io::stderr().as_fd())) {
-            let stream = out.file_type().is_fifo() || out.file_type().is_socket();
-            return stream && out.dev() == err.dev() && out.ino() == err.ino();
-        }
-    }
     false
 }
 
@@ -430,7 +398,7 @@ pub fn stderr_is_stdout() -> bool {
 #[cfg(unix)]
 mod unix {
     use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-    use std::os::unix::fs::FileTypeExt;
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
     use std::sync::atomic::{AtomicBool, Ordering};
 
     use tokio::io::{AsyncRead, AsyncWrite};
@@ -438,6 +406,42 @@ mod unix {
     enum Kind {
         Pipe,
         Socket,
+    }
+
+    /// What `fd` is, read through a duplicate of it.
+    fn metadata(fd: BorrowedFd<'_>) -> Option<std::fs::Metadata> {
+        std::fs::File::from(fd.try_clone_to_owned().ok()?).metadata().ok()
+    }
+
+    fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
+        a.dev() == b.dev() && a.ino() == b.ino()
+    }
+
+    /// Whether `file` is the server's stdin or stdout (the same pipe, socket
+    /// or file, however it was named: `/dev/stdout`, `/proc/self/fd/0`...).
+    pub fn is_stdin_or_stdout(file: &std::fs::File) -> bool {
+        let Ok(ours) = file.metadata() else { return false };
+        let (stdin, stdout) = (std::io::stdin(), std::io::stdout());
+        [metadata(stdin.as_fd()), metadata(stdout.as_fd())]
+            .into_iter()
+            .flatten()
+            .any(|m| same_file(&m, &ours))
+    }
+
+    /// Whether stderr is the very pipe or socket stdout is (inetd, and
+    /// systemd socket activation by default, hand the server one socket as
+    /// fds 0, 1 and 2). Logs written there would reach the client inside the
+    /// JSON-RPC stream, so the server then keeps quiet. A terminal shared by
+    /// both is not a protocol stream and does not count.
+    pub fn stderr_is_stdout() -> bool {
+        let (stdout, stderr) = (std::io::stdout(), std::io::stderr());
+        match (metadata(stdout.as_fd()), metadata(stderr.as_fd())) {
+            (Some(out), Some(err)) => {
+                let stream = out.file_type().is_fifo() || out.file_type().is_socket();
+                stream && same_file(&out, &err)
+            }
+            _ => false,
+        }
     }
 
     /// A duplicate of `fd` if it is a pipe or a socket. Changes nothing.
