@@ -5,7 +5,7 @@ use std::process::Stdio;
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
-use tokio::process::ChildStdout;
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 use crate::common::*;
 
@@ -19,6 +19,24 @@ async fn next_message(lines: &mut Lines<BufReader<ChildStdout>>) -> Value {
     let v: Value = serde_json::from_str(&line).unwrap_or_else(|_| panic!("not JSON on stdout: {line}"));
     assert_eq!(v["jsonrpc"], "2.0", "{line}");
     v
+}
+
+/// Write one line to the server.
+async fn send(stdin: &mut ChildStdin, line: &str) {
+    stdin.write_all(format!("{line}\n").as_bytes()).await.unwrap();
+}
+
+/// A server spawned from `cmd` with piped stdin and stdout, past
+/// `initialize` and `notifications/initialized`.
+async fn initialized(mut cmd: Command) -> (Child, ChildStdin, Lines<BufReader<ChildStdout>>) {
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    send(&mut stdin, r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#).await;
+    assert_eq!(next_message(&mut lines).await["id"], 0);
+    send(&mut stdin, r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await;
+    (child, stdin, lines)
 }
 
 #[tokio::test]
@@ -127,9 +145,6 @@ async fn broken_text_is_replaced_and_garbage_is_skipped() {
         }
         all
     });
-    async fn send(stdin: &mut tokio::process::ChildStdin, line: &str) {
-        stdin.write_all(format!("{line}\n").as_bytes()).await.unwrap();
-    }
     let call = |id: u64, op: &str, args: &str| {
         format!(
             r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"thoughtbox_gateway","arguments":{{"operation":"{op}","args":{args}}}}}}}"#
@@ -207,14 +222,8 @@ async fn broken_text_is_replaced_and_garbage_is_skipped() {
 async fn malformed_params_and_unknown_methods_get_the_right_codes() {
     let (_d, db) = temp_db();
     let mut cmd = command(&db);
-    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
-    let mut child = cmd.spawn().unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut send = async |line: &str| stdin.write_all(format!("{line}\n").as_bytes()).await.unwrap();
-    send(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#).await;
-    next_message(&mut lines).await;
-    send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await;
+    cmd.stderr(Stdio::null());
+    let (mut child, mut stdin, mut lines) = initialized(cmd).await;
     for (request, code, says) in [
         (
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"thoughtbox_gateway","arguments":[1]}}"#,
@@ -259,14 +268,14 @@ async fn malformed_params_and_unknown_methods_get_the_right_codes() {
             "no/such",
         ),
     ] {
-        send(request).await;
+        send(&mut stdin, request).await;
         let v = next_message(&mut lines).await;
         let sent: Value = serde_json::from_str(request).unwrap();
         assert_eq!(v["id"], sent["id"], "{v}");
         assert_eq!(v["error"]["code"], code, "{v}");
         assert!(v["error"]["message"].as_str().unwrap().contains(says), "{v}");
     }
-    send(r#"{"jsonrpc":"2.0","id":6,"method":"ping"}"#).await;
+    send(&mut stdin, r#"{"jsonrpc":"2.0","id":6,"method":"ping"}"#).await;
     assert_eq!(next_message(&mut lines).await["id"], 6);
     drop(stdin);
     assert!(child.wait().await.unwrap().success());
@@ -280,19 +289,11 @@ async fn events_never_reach_stdout_by_any_name() {
     let (_d, db) = temp_db();
     let mut cmd = command(&db);
     cmd.args(["--events", "/dev/stdout", "--no-stages"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let (mut child, mut stdin, mut lines) = initialized(cmd).await;
     let mut stderr = child.stderr.take().unwrap();
-    let mut send = async |line: &str| stdin.write_all(format!("{line}\n").as_bytes()).await.unwrap();
-    send(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#).await;
-    assert_eq!(next_message(&mut lines).await["id"], 0);
-    send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await;
     for id in 1..4 {
-        send(&format!(
+        send(&mut stdin, &format!(
             r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"thoughtbox_gateway","arguments":{{"operation":"thought","args":{{"thought":"step {id}","nextThoughtNeeded":true}}}}}}}}"#
         ))
         .await;
