@@ -20,9 +20,13 @@ use std::task::{Context, Poll};
 use serde::de::IgnoredAny;
 use tokio::io::{AsyncRead, ReadBuf};
 
-/// Lines longer than this are passed through unexamined (the MCP library
-/// discards lines over its own 16 MiB limit anyway).
-const MAX_EXAMINED_LINE: usize = 16 << 20;
+/// The MCP library's limit on one line (newline included): it drops a
+/// longer line without an answer. Such a line is answered here instead.
+const MAX_LINE: usize = 16 << 20;
+
+/// How much of a line over [`MAX_LINE`] is kept to find its id and method
+/// (clients put them before the params).
+const OVERSIZE_HEAD: usize = 64 << 10;
 
 /// Reads lines from `inner` and hands them on whole, each repaired if it
 /// holds bytes that are not UTF-8 or unpaired surrogate escapes.
@@ -34,8 +38,11 @@ pub struct RepairedLines<R> {
     ready: Vec<u8>,
     /// How much of `ready` the reader has taken.
     taken: usize,
-    /// Set while a line past [`MAX_EXAMINED_LINE`] streams through, until its newline.
-    streaming: bool,
+    /// Set while the rest of a line over [`MAX_LINE`] is skipped, until its
+    /// newline; `line` then holds the line's first [`OVERSIZE_HEAD`] bytes.
+    discarding: bool,
+    /// How long the line being skipped is so far.
+    discarded: usize,
     eof: bool,
 }
 
@@ -46,7 +53,8 @@ impl<R> RepairedLines<R> {
             line: Vec::new(),
             ready: Vec::new(),
             taken: 0,
-            streaming: false,
+            discarding: false,
+            discarded: 0,
             eof: false,
         }
     }
@@ -58,18 +66,52 @@ impl<R> RepairedLines<R> {
             let end = newline.map_or(bytes.len(), |i| i + 1);
             let (part, rest) = bytes.split_at(end);
             bytes = rest;
-            if self.streaming {
-                self.ready.extend_from_slice(part);
-                self.streaming = newline.is_none();
+            if self.discarding {
+                self.discarded += part.len();
+                if newline.is_some() {
+                    self.finish_oversized();
+                }
                 continue;
             }
             self.line.extend_from_slice(part);
-            if newline.is_some() {
+            if self.line.len() > MAX_LINE {
+                self.discarded = self.line.len();
+                self.line.truncate(OVERSIZE_HEAD);
+                self.line.shrink_to(OVERSIZE_HEAD);
+                self.discarding = true;
+                if newline.is_some() {
+                    self.finish_oversized();
+                }
+            } else if newline.is_some() {
                 self.finish_line();
-            } else if self.line.len() > MAX_EXAMINED_LINE {
-                self.ready.append(&mut self.line);
-                self.streaming = true;
             }
+        }
+    }
+
+    /// The whole of a line over [`MAX_LINE`] has been skipped: answer it
+    /// with an error under its id if its head names one, since the MCP
+    /// library would drop it and leave the client waiting.
+    fn finish_oversized(&mut self) {
+        let head = std::mem::take(&mut self.line);
+        let bytes = std::mem::replace(&mut self.discarded, 0);
+        self.discarding = false;
+        let (id, method) = request_head(&head);
+        match id {
+            Some(id) => {
+                tracing::warn!("a message of {bytes} bytes is over the 16 MiB limit; answering it with an error");
+                let request = serde_json::json!({
+                    "jsonrpc": "2.0", "id": id, "method": INVALID_PARAMS_METHOD,
+                    "params": {
+                        "method": method.unwrap_or_else(|| "the request".into()),
+                        "reason": format!("the message is {bytes} bytes, over the 16 MiB limit"),
+                    },
+                });
+                self.ready.extend_from_slice(request.to_string().as_bytes());
+                self.ready.push(b'\n');
+            }
+            None => tracing::warn!(
+                "ignoring a message of {bytes} bytes, over the 16 MiB limit, with no request id before its params"
+            ),
         }
     }
 
@@ -102,7 +144,7 @@ impl<R> RepairedLines<R> {
         // Each invalid byte became three: a line under the MCP library's
         // limit may now be over it, and would be dropped without an answer.
         if fixed.is_some()
-            && current.len() >= MAX_EXAMINED_LINE
+            && current.len() >= MAX_LINE
             && let Ok(Envelope {
                 id: Some(id),
                 method: Some(method),
@@ -216,6 +258,48 @@ impl<'de> serde::Deserialize<'de> for ParamsShape {
     }
 }
 
+/// The `id` (a number or a string) and `method` of a request from the start
+/// of its line, which may be cut anywhere after them.
+fn request_head(head: &[u8]) -> (Option<serde_json::Value>, Option<String>) {
+    use serde::de::{DeserializeSeed, MapAccess, Visitor};
+    #[derive(Default)]
+    struct Head {
+        id: Option<serde_json::Value>,
+        method: Option<String>,
+    }
+    struct Fill<'a>(&'a mut Head);
+    impl<'de> DeserializeSeed<'de> for Fill<'_> {
+        type Value = ();
+        fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
+            d.deserialize_map(self)
+        }
+    }
+    impl<'de> Visitor<'de> for Fill<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a JSON-RPC message")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
+            while let Some(key) = map.next_key::<String>()? {
+                match key.as_str() {
+                    "id" => self.0.id = Some(map.next_value()?),
+                    "method" => self.0.method = Some(map.next_value()?),
+                    _ => {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+            }
+            Ok(())
+        }
+    }
+    let mut found = Head::default();
+    // The head is cut short, so this ends in an error once past what it holds;
+    // whatever was read before that is kept.
+    let _ = Fill(&mut found).deserialize(&mut serde_json::Deserializer::from_slice(head));
+    let id = found.id.filter(|id| id.is_number() || id.is_string());
+    (id, found.method)
+}
+
 /// Whether `line` holds something like `\uD83D` (which may still be half of
 /// a valid pair, or an escaped backslash followed by text).
 fn has_surrogate_escape(line: &[u8]) -> bool {
@@ -245,7 +329,12 @@ impl<R: AsyncRead + Unpin> AsyncRead for RepairedLines<R> {
                 return Poll::Ready(Ok(()));
             }
             if this.eof {
-                // An unterminated last line goes out as it came.
+                // An unterminated last line goes out as it came (the MCP
+                // library ignores it), unless it is the head of one too long.
+                if this.discarding {
+                    this.line.clear();
+                    this.discarding = false;
+                }
                 if !this.line.is_empty() {
                     this.ready.append(&mut this.line);
                     continue;
@@ -640,6 +729,79 @@ mod tests {
         assert_eq!(out["method"], INVALID_PARAMS_METHOD);
         assert_eq!(out["params"]["method"], "tools/call");
         assert!(out["params"]["reason"].as_str().unwrap().contains("16 MiB"));
+    }
+
+    /// Feed `input` to the repair in pieces of `piece` bytes; what comes out.
+    fn accept_in_pieces(input: &[u8], piece: usize) -> Vec<u8> {
+        let mut lines = RepairedLines::new(tokio::io::empty());
+        let mut out = Vec::new();
+        for part in input.chunks(piece) {
+            lines.accept(part);
+            out.append(&mut lines.ready);
+        }
+        out
+    }
+
+    #[test]
+    fn a_request_over_the_line_limit_is_answered_and_the_next_one_passes() {
+        let mut input =
+            br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"t","arguments":{"thought":""#.to_vec();
+        input.resize(MAX_LINE + 10, b'a');
+        input.extend_from_slice(b"\"}}}\n");
+        let size = input.len();
+        let next = b"{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"ping\"}\n";
+        input.extend_from_slice(next);
+        for piece in [8192, 1 << 20, input.len()] {
+            let out = accept_in_pieces(&input, piece);
+            let mut lines = out.split(|&b| b == b'\n');
+            let answer: serde_json::Value = serde_json::from_slice(lines.next().unwrap()).unwrap();
+            assert_eq!(answer["id"], 7, "piece {piece}");
+            assert_eq!(answer["method"], INVALID_PARAMS_METHOD);
+            assert_eq!(answer["params"]["method"], "tools/call");
+            let reason = answer["params"]["reason"].as_str().unwrap();
+            assert!(
+                reason.contains(&size.to_string()) && reason.contains("16 MiB"),
+                "{reason}"
+            );
+            assert_eq!(lines.next().unwrap(), &next[..next.len() - 1], "piece {piece}");
+            assert_eq!(lines.next().unwrap(), b"");
+            assert!(lines.next().is_none());
+        }
+    }
+
+    #[test]
+    fn a_line_at_the_limit_passes_and_one_byte_more_does_not() {
+        let line = |len: usize| {
+            let mut l = br#"{"jsonrpc":"2.0","id":"x","method":"ping","params":{"pad":""#.to_vec();
+            l.resize(len - 4, b'p');
+            l.extend_from_slice(b"\"}}\n");
+            l
+        };
+        let at = line(MAX_LINE);
+        assert_eq!(accept_in_pieces(&at, 1 << 16), at);
+        let over: serde_json::Value = serde_json::from_slice(&accept_in_pieces(&line(MAX_LINE + 1), 1 << 16)).unwrap();
+        assert_eq!(over["id"], "x");
+        assert_eq!(over["method"], INVALID_PARAMS_METHOD);
+    }
+
+    #[tokio::test]
+    async fn a_line_over_the_limit_without_an_id_is_skipped() {
+        // A notification, a request whose id follows its params, and an
+        // unterminated line at the end of input: nothing to answer.
+        let mut input = br#"{"jsonrpc":"2.0","method":"notifications/x","params":{"p":""#.to_vec();
+        input.resize(MAX_LINE + 1, b'n');
+        input.extend_from_slice(b"\"}}\n{\"params\":{\"p\":\"");
+        input.resize(2 * MAX_LINE + 10, b'q');
+        input.extend_from_slice(b"\"},\"id\":3,\"method\":\"ping\"}\n{\"id\":4,\"method\":\"ping\",\"x\":\"");
+        input.resize(3 * MAX_LINE + 100, b'r');
+        let out = accept_in_pieces(&input, 1 << 20);
+        assert!(out.is_empty(), "{} bytes out", out.len());
+        let mut out = Vec::new();
+        RepairedLines::new(&input[..])
+            .read_to_end(&mut out)
+            .await
+            .expect("read");
+        assert!(out.is_empty(), "{} bytes out", out.len());
     }
 
     #[tokio::test]

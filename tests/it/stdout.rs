@@ -281,6 +281,46 @@ async fn malformed_params_and_unknown_methods_get_the_right_codes() {
     assert!(child.wait().await.unwrap().success());
 }
 
+/// A message over the MCP library's 16 MiB line limit (here a thought of
+/// 17 MiB) is answered -32600 under its id, saying so, instead of being
+/// dropped while the client waits; nothing is written and the server serves on.
+#[tokio::test]
+async fn a_message_over_16_mib_is_answered_not_dropped() {
+    let (_d, db) = temp_db();
+    let mut cmd = command(&db);
+    cmd.stderr(Stdio::null());
+    let (mut child, mut stdin, mut lines) = initialized(cmd).await;
+    let call = |id: u64, op: &str, args: Value| {
+        json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": { "name": "thoughtbox_gateway", "arguments": { "operation": op, "args": args } } })
+        .to_string()
+    };
+    send(&mut stdin, &call(1, "start_new", json!({ "sessionTitle": "big" }))).await;
+    assert_eq!(next_message(&mut lines).await["result"]["isError"], false);
+    send(&mut stdin, &call(2, "cipher", json!({}))).await;
+    assert_eq!(next_message(&mut lines).await["result"]["isError"], false);
+    let huge = call(
+        3,
+        "thought",
+        json!({ "thought": "x".repeat(17 << 20), "nextThoughtNeeded": true }),
+    );
+    send(&mut stdin, &huge).await;
+    let v = next_message(&mut lines).await;
+    assert_eq!(v["id"], 3, "{v}");
+    assert_eq!(v["error"]["code"], -32600, "{v}");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("16 MiB") && message.contains("tools/call"),
+        "{message}"
+    );
+    send(&mut stdin, &call(4, "read_thoughts", json!({}))).await;
+    let v = next_message(&mut lines).await;
+    assert_eq!(v["id"], 4);
+    assert_eq!(v["result"]["structuredContent"]["thoughts"], json!([]), "{v}");
+    drop(stdin);
+    assert!(child.wait().await.unwrap().success());
+}
+
 /// `--events` naming stdout by a path (`/dev/stdout`) must not put events
 /// into the protocol stream: the stream is dropped with a warning.
 #[cfg(unix)]
