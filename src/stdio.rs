@@ -553,13 +553,21 @@ mod unix {
         tokio::net::UnixStream::from_std(stream).ok()
     }
 
-    /// Set once fd 0 or fd 1 has been made non-blocking.
+    /// Set once fd 0 or fd 1 has been made non-blocking by the server (not
+    /// when it came non-blocking: that is left as it was found).
     static MADE_NONBLOCKING: [AtomicBool; 2] = [AtomicBool::new(false), AtomicBool::new(false)];
+
+    /// Note that fd `which` (0 or 1) is about to be made non-blocking, unless
+    /// it already is.
+    fn note_nonblocking(which: usize, fd: &OwnedFd) {
+        let was = rustix::fs::fcntl_getfl(fd).is_ok_and(|flags| flags.contains(rustix::fs::OFlags::NONBLOCK));
+        MADE_NONBLOCKING[which].store(!was, Ordering::SeqCst);
+    }
 
     pub(super) fn reader() -> Option<Box<dyn AsyncRead + Send + Unpin>> {
         let stdin = std::io::stdin();
         let (fd, kind) = probe(stdin.as_fd())?;
-        MADE_NONBLOCKING[0].store(true, Ordering::SeqCst);
+        note_nonblocking(0, &fd);
         match kind {
             Kind::Pipe => Some(Box::new(tokio::net::unix::pipe::Receiver::from_owned_fd(fd).ok()?)),
             Kind::Socket => Some(Box::new(socket(fd)?)),
@@ -569,7 +577,7 @@ mod unix {
     pub(super) fn writer() -> Option<Box<dyn AsyncWrite + Send + Unpin>> {
         let stdout = std::io::stdout();
         let (fd, kind) = probe(stdout.as_fd())?;
-        MADE_NONBLOCKING[1].store(true, Ordering::SeqCst);
+        note_nonblocking(1, &fd);
         match kind {
             Kind::Pipe => Some(Box::new(tokio::net::unix::pipe::Sender::from_owned_fd(fd).ok()?)),
             Kind::Socket => Some(Box::new(socket(fd)?)),
@@ -577,7 +585,7 @@ mod unix {
     }
 
     /// Make fd 0 and fd 1 blocking again where [`reader`] or [`writer`]
-    /// made them non-blocking. The flag belongs to the open file, which the
+    /// made them non-blocking (one that came non-blocking stays so). The flag belongs to the open file, which the
     /// process that started the server shares: a shell pipeline's next
     /// command writing to the same pipe would otherwise fail with EAGAIN.
     pub(super) fn restore_blocking() {

@@ -154,3 +154,30 @@ fn stdout_is_left_blocking() {
     filler.join().unwrap();
     assert!(drain.join().unwrap().unwrap() >= 4 << 20);
 }
+
+/// ...and a stdin or stdout that came non-blocking stays non-blocking: the
+/// parent that shares it set the flag for itself.
+#[test]
+fn nonblocking_stdin_and_stdout_stay_nonblocking() {
+    use rustix::fs::{OFlags, fcntl_getfl, fcntl_setfl};
+    let (dir, db) = temp_db();
+    let (reader, writer) = std::io::pipe().unwrap();
+    let (in_reader, mut in_writer) = std::io::pipe().unwrap();
+    let (ours_out, ours_in) = (writer.try_clone().unwrap(), in_reader.try_clone().unwrap());
+    for fd in [&ours_out as &dyn std::os::fd::AsFd, &ours_in] {
+        fcntl_setfl(fd.as_fd(), OFlags::NONBLOCK).unwrap();
+    }
+    let mut child = server(&db).stdin(in_reader).stdout(writer).spawn().unwrap();
+    in_writer
+        .write_all(format!("{INIT}\n{INITIALIZED}\n").as_bytes())
+        .unwrap();
+    drop(in_writer);
+    let mut answers = String::new();
+    BufReader::new(reader).read_line(&mut answers).unwrap();
+    assert_eq!(ids(&answers), [1]);
+    assert!(child.wait().unwrap().success());
+    for fd in [&ours_out as &dyn std::os::fd::AsFd, &ours_in] {
+        assert!(fcntl_getfl(fd.as_fd()).unwrap().contains(OFlags::NONBLOCK));
+    }
+    drop(dir);
+}
