@@ -74,6 +74,9 @@ fn export_file(
         ));
     }
     let store = db.open_existing()?;
+    if let Some(path) = &dest {
+        store.check_export_destination(path)?;
+    }
     let (session, thoughts) = store.session_thoughts(id)?;
     let mut text = match export::render(format, &session, &thoughts, true)? {
         serde_json::Value::String(s) => s,

@@ -31,7 +31,7 @@ impl Store {
             let _ = std::fs::remove_file(&tmp);
             placed
         } else {
-            self.check_replaceable(dest)?;
+            self.check_replaceable(dest, Replacement::Backup)?;
             let mut tmp = dest.as_os_str().to_owned();
             tmp.push(format!(".tmp-{}", std::process::id()));
             let tmp = PathBuf::from(tmp);
@@ -43,21 +43,39 @@ impl Store {
         }
     }
 
+    /// Refuse a file for an export (Markdown, JSON, cipher text) to replace
+    /// if replacing it would lose data: this ledger's database or any of its
+    /// files, any SQLite database, or a file of one.
+    pub fn check_export_destination(&self, dest: &Path) -> Result<()> {
+        self.check_replaceable(dest, Replacement::Export)
+    }
+
     /// Refuse a destination file whose replacement would lose data.
-    fn check_replaceable(&self, dest: &Path) -> Result<()> {
-        let refuse = |why: String| Err(Error::invalid("dest", why));
+    fn check_replaceable(&self, dest: &Path, what: Replacement) -> Result<()> {
+        let (field, instead, itself) = match what {
+            Replacement::Backup => (
+                "dest",
+                "name another file or a directory",
+                "the database being backed up",
+            ),
+            Replacement::Export => ("out", "name another file", "this ledger's database"),
+        };
+        let refuse = |why: String| Err(Error::invalid(field, why));
         if same_file(self.path(), dest) {
-            return refuse(format!(
-                "{} is the database being backed up; name another file or a directory",
-                dest.display()
-            ));
+            return refuse(format!("{} is {itself}; {instead}", dest.display()));
         }
         if let Ok(meta) = std::fs::metadata(dest)
             && !meta.is_file()
         {
+            return refuse(format!("{} is not a regular file; {instead}", dest.display()));
+        }
+        // A backup may replace an earlier backup; an export never replaces
+        // a database (a mistyped --out would wipe out a ledger).
+        if what == Replacement::Export && is_database(dest) && std::fs::metadata(dest).is_ok_and(|m| m.len() > 0) {
             return refuse(format!(
-                "{} is not a regular file; name a file or a directory",
-                dest.display()
+                "{} is an SQLite database; an export would replace it. {}",
+                dest.display(),
+                capitalised(instead)
             ));
         }
         // `dest` as named, and the file a symlink there points to: SQLite
@@ -76,7 +94,7 @@ impl Store {
                     && is_database(&base)
                 {
                     return refuse(format!(
-                        "{} is a file of the database {} (its {suffix}); name another file or a directory",
+                        "{} is a file of the database {} (its {suffix}); {instead}",
                         dest.display(),
                         base.display()
                     ));
@@ -89,10 +107,11 @@ impl Store {
                 if companion.exists() {
                     return refuse(format!(
                         "{} is a database in use ({} exists: a server or another program has it open, or stopped \
-                         without closing it); replacing it would lose what is written to it. Name another file or a \
-                         directory, or stop what uses it first",
+                         without closing it); replacing it would lose what is written to it. {}, or stop what uses it \
+                         first",
                         dest.display(),
-                        companion.display()
+                        companion.display(),
+                        capitalised(instead)
                     ));
                 }
             }
@@ -143,6 +162,23 @@ impl Store {
         }
         result
     }
+}
+
+/// What a file is replaced with.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Replacement {
+    /// A copy of the database.
+    Backup,
+    /// An export's text.
+    Export,
+}
+
+fn capitalised(s: &str) -> String {
+    let mut chars = s.chars();
+    chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
 }
 
 /// `path` without `suffix` at the end of its name, compared byte for byte
@@ -294,6 +330,36 @@ mod tests {
         assert_eq!(placed, dir.path().join("b-2.db"));
         assert_eq!(std::fs::read(&placed).unwrap(), b"new");
         assert_eq!(std::fs::read(dir.path().join("b.db")).unwrap(), b"old");
+    }
+
+    #[test]
+    fn an_export_never_replaces_a_database_or_its_files() {
+        let (dir, store) = temp_store();
+        let refused = |dest: &std::path::Path, why: &str| {
+            let err = store.check_export_destination(dest).unwrap_err();
+            assert!(err.to_string().contains(why), "{}: {err}", dest.display());
+        };
+        refused(store.path(), "this ledger's database");
+        for suffix in ["-wal", "-shm", ".lock"] {
+            refused(&super::with_suffix(store.path(), suffix), "a file of the database");
+        }
+        // Any other database, open or not.
+        let other = dir.path().join("other.db");
+        Store::open(&other, OpenOptionsStore::default()).unwrap();
+        refused(&other, "is an SQLite database");
+        let copy = dir.path().join("copy.db");
+        store.backup_to(&copy).unwrap();
+        refused(&copy, "is an SQLite database");
+        #[cfg(unix)]
+        refused(std::path::Path::new("/dev/null"), "not a regular file");
+        // Text files, empty files and new names are fine.
+        let text = dir.path().join("session.md");
+        std::fs::write(&text, "# old export\n").unwrap();
+        store.check_export_destination(&text).unwrap();
+        let empty = dir.path().join("empty.json");
+        std::fs::write(&empty, "").unwrap();
+        store.check_export_destination(&empty).unwrap();
+        store.check_export_destination(&dir.path().join("new.json")).unwrap();
     }
 
     #[test]

@@ -715,6 +715,24 @@ fn export_destinations_and_bad_names() {
         ],
     );
     fails(&db, &["export"]);
+    // --out never replaces a database: this one (by any name), its files,
+    // or another ledger. The ledger is intact afterwards.
+    let other = dir.path().join("other.db");
+    fs::copy(&db, &other).unwrap();
+    let wal = format!("{}-wal", db.display());
+    for (dest, why) in [
+        (path_str(&db), "this ledger's database"),
+        (wal.as_str(), "a file of the database"),
+        (path_str(&other), "is an SQLite database"),
+    ] {
+        let err = fails(
+            &db,
+            &["export", "--session", &id, "--format", "markdown", "--out", dest],
+        );
+        assert!(err.contains(why), "{dest}: {err}");
+    }
+    assert!(ok(&db, &["sessions", "show", &id]).contains("s"));
+    assert_eq!(fs::read(&other).unwrap()[..16], *b"SQLite format 3\0");
 }
 
 #[tokio::test]
