@@ -55,6 +55,12 @@ const CHECKPOINT_EVERY: Duration = Duration::from_millis(100);
 /// After this long without writes the WAL is checkpointed and truncated, so
 /// that copying the file of an idle server gives the whole ledger.
 const CHECKPOINT_QUIET: Duration = Duration::from_secs(1);
+/// How long that checkpoint may hold the write lock waiting for readers of
+/// older snapshots (other writers wait behind it meanwhile)...
+const CHECKPOINT_WAIT: Duration = Duration::from_millis(200);
+/// ...and the longest pause between tries while a reader keeps it from
+/// finishing (the pause doubles from [`CHECKPOINT_QUIET`]).
+const CHECKPOINT_RETRY_MAX: Duration = Duration::from_secs(30);
 
 /// How the gateway tells the maintenance task that it wrote: a counter, and
 /// a wake-up only when the task is idle, so a burst of writes costs one wake.
@@ -121,10 +127,16 @@ async fn checkpoint(store: &Store, writer: &Writer) {
     }
 }
 
-/// Copy the whole WAL into the database and truncate it.
-async fn checkpoint_truncate(store: &Store) {
-    if let Err(e) = blocking(store, |s| s.checkpoint()).await {
-        tracing::warn!("checkpoint failed: {e}");
+/// Copy the whole WAL into the database and truncate it, unless a reader
+/// in another connection keeps that from finishing within
+/// [`CHECKPOINT_WAIT`]. Answers whether the WAL is empty.
+async fn checkpoint_truncate(store: &Store) -> bool {
+    match blocking(store, |s| s.checkpoint_within(CHECKPOINT_WAIT)).await {
+        Ok(done) => done,
+        Err(e) => {
+            tracing::warn!("checkpoint failed: {e}");
+            false
+        }
     }
 }
 
@@ -167,13 +179,45 @@ impl Maintenance {
                     }
                 }
                 index_pending(&writer).await;
-                seen = sig.count();
-                tokio::select! {
-                    _ = tokio::time::sleep(CHECKPOINT_QUIET) => {}
-                    _ = stopped.changed() => break,
-                }
-                if sig.count() == seen {
-                    checkpoint_truncate(&store).await;
+                // Writes paused: empty the WAL once they have stayed away for
+                // CHECKPOINT_QUIET. While another connection's read
+                // transaction keeps that from finishing, try again, less
+                // and less often, until it does or writes resume.
+                let mut wait = CHECKPOINT_QUIET;
+                let mut told = false;
+                loop {
+                    seen = sig.count();
+                    sig.idle.store(true, Ordering::Release);
+                    let mut woken = false;
+                    if sig.count() == seen {
+                        tokio::select! {
+                            _ = tokio::time::sleep(wait) => {}
+                            _ = sig.notify.notified() => woken = true,
+                            _ = stopped.changed() => break 'outer,
+                        }
+                    }
+                    sig.idle.store(false, Ordering::Release);
+                    if sig.count() != seen {
+                        continue 'outer;
+                    }
+                    if woken {
+                        // A wake-up left over from an earlier write.
+                        continue;
+                    }
+                    if checkpoint_truncate(&store).await {
+                        if told {
+                            tracing::info!("the WAL is empty again: the database file holds the whole ledger");
+                        }
+                        break;
+                    }
+                    if !told {
+                        tracing::info!(
+                            "could not empty the WAL: another connection holds a read transaction on the database; \
+                             retrying while idle (until then the database file alone is not the whole ledger)"
+                        );
+                        told = true;
+                    }
+                    wait = (wait * 2).min(CHECKPOINT_RETRY_MAX);
                 }
             }
             // Whatever is still pending is indexed by the writer too.
@@ -270,7 +314,17 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
             tracing::warn!("the ledger writer thread is still busy at shutdown");
         }
         let closed = tokio::task::spawn_blocking(move || {
-            let r = store.checkpoint();
+            // Not the whole busy timeout: a reader elsewhere would hold up
+            // the exit. It is the last connection to close that removes
+            // the WAL then.
+            let r = store.checkpoint_within(Duration::from_secs(1)).map(|emptied| {
+                if !emptied {
+                    tracing::warn!(
+                        "could not empty the WAL at exit: another connection holds a read transaction on the \
+                         database; the last connection to close empties it"
+                    );
+                }
+            });
             drop(store);
             r
         })

@@ -545,6 +545,26 @@ impl Store {
         conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
         Ok(())
     }
+
+    /// [`Store::checkpoint`], waiting at most `wait` for other connections.
+    /// Answers whether the WAL is now empty.
+    ///
+    /// A TRUNCATE checkpoint holds the write lock while it waits for every
+    /// reader of an older snapshot to finish, so one read transaction left
+    /// open elsewhere (a `sqlite3` shell inside `BEGIN`) would make every
+    /// writer of every process wait out the whole busy timeout behind it.
+    /// With a short wait the checkpoint gives up instead, for a later try.
+    pub fn checkpoint_within(&self, wait: Duration) -> Result<bool> {
+        let conn = self.conn()?;
+        conn.busy_timeout(wait)?;
+        let outcome = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get::<_, i64>(0));
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        match outcome {
+            Ok(busy) => Ok(busy == 0),
+            Err(rusqlite::Error::SqliteFailure(e, _)) if e.code == rusqlite::ErrorCode::DatabaseBusy => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -562,6 +582,23 @@ pub(crate) mod test_support {
 mod tests {
     use super::test_support::temp_store;
     use super::*;
+
+    #[test]
+    fn a_checkpoint_gives_up_on_a_reader_instead_of_holding_the_lock() {
+        let (_dir, store) = temp_store();
+        store.create_session(crate::domain::NewSession::titled("one")).unwrap();
+        let reader = Connection::open(store.path()).unwrap();
+        reader.execute_batch("BEGIN; SELECT count(*) FROM sessions;").unwrap();
+        store.create_session(crate::domain::NewSession::titled("two")).unwrap();
+        assert!(!store.checkpoint_within(Duration::from_millis(20)).unwrap());
+        // Writers are not held up once it has given up.
+        store
+            .create_session(crate::domain::NewSession::titled("three"))
+            .unwrap();
+        reader.execute_batch("COMMIT").unwrap();
+        assert!(store.checkpoint_within(Duration::from_millis(20)).unwrap());
+        assert_eq!(store.wal_size(), 0);
+    }
 
     #[test]
     fn a_read_only_database_is_refused_before_sqlite_touches_it() {

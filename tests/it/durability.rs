@@ -214,6 +214,46 @@ async fn clean_shutdown_leaves_one_complete_file() {
     }
 }
 
+/// A read transaction left open by another program (a `sqlite3` shell
+/// inside `BEGIN`, a database browser) keeps the server from emptying the
+/// WAL, but stalls none of its writes; once the reader is gone, the idle
+/// server empties the WAL and a copy of the file holds every thought.
+#[tokio::test]
+async fn a_reader_left_open_elsewhere_stalls_no_write() {
+    let (dir, db) = temp_db();
+    let s = start(&db).await;
+    s.ready("beside a reader").await;
+    s.thought(t("before the reader")).await;
+    let reader = rusqlite::Connection::open(&db).unwrap();
+    reader.execute_batch("BEGIN").unwrap();
+    let seen: i64 = reader
+        .query_row("SELECT count(*) FROM thoughts", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(seen, 1);
+    s.thought(t("while it reads")).await;
+    // Long enough for the idle checkpoint to try, and give up.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let started = std::time::Instant::now();
+    s.thought(t("after the idle checkpoint")).await;
+    // Not the 10 s busy timeout the checkpoint used to hold the lock for.
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    reader.execute_batch("COMMIT").unwrap();
+    drop(reader);
+    let deadline = std::time::Instant::now() + Duration::from_secs(40);
+    while std::fs::metadata(wal(&db)).is_ok_and(|m| m.len() > 0) {
+        assert!(std::time::Instant::now() < deadline, "the WAL was never emptied");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let copy = dir.path().join("copy.db");
+    std::fs::copy(&db, &copy).unwrap();
+    let copied = rusqlite::Connection::open(&copy).unwrap();
+    let count: i64 = copied
+        .query_row("SELECT count(*) FROM thoughts", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(count, 3);
+    s.stop().await;
+}
+
 /// A client that closes stdin before initializing (or sends only junk) is
 /// not an error: the server exits 0 and leaves no -wal file.
 #[tokio::test]
