@@ -12,7 +12,7 @@ use crate::export::{self, Format};
 use crate::tree::check_session_id;
 use crate::tree::importer::{Status, import_tree};
 use crate::tree::reader::{find_session_dirs, load_session};
-use crate::tree::writer::{ExportOptions, export_tree, write_atomic};
+use crate::tree::writer::{ExportOptions, export_tree, lock_for_reading, write_atomic};
 
 pub fn export(db: &DbArgs, args: ExportArgs) -> Result<ExitCode> {
     if let Some(format) = args.format {
@@ -48,6 +48,13 @@ pub fn export(db: &DbArgs, args: ExportArgs) -> Result<ExitCode> {
             summary.files_unchanged,
             summary.files_removed
         ))?;
+        if !summary.sessions_gone.is_empty() {
+            out(&format!(
+                "{} sessions were deleted while the export ran and are not in it: {}\n",
+                summary.sessions_gone.len(),
+                summary.sessions_gone.join(", ")
+            ))?;
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -150,6 +157,8 @@ pub fn validate(args: ValidateArgs) -> Result<ExitCode> {
         check_session_id(id)?;
     }
     let mut reports = Vec::new();
+    // Not while an export is writing into the tree.
+    let _lock = lock_for_reading(&args.dir);
     for dir in find_session_dirs(&args.dir)? {
         let (report, _) = load_session(&dir);
         if args.session.as_ref().is_none_or(|id| *id == report.session_id) {

@@ -57,6 +57,8 @@ pub fn import_tree(
     root: &Path,
     progress: &mut dyn FnMut(usize, usize, &SessionResult),
 ) -> Result<ImportSummary> {
+    // Not while an export is writing into the tree.
+    let _lock = super::writer::lock_for_reading(root);
     let dirs = find_session_dirs(root)?;
     let mut summary = ImportSummary {
         source: root.to_path_buf(),

@@ -8,9 +8,17 @@
 //! and thought files are written before the manifest, which therefore never
 //! lists a file not yet there.
 //! Re-exporting removes the numbered files of thoughts a session no longer
-//! has (including the reference's `branches/{branchId}/` copies), and the
-//! files of a session exported before under another project or partition; it
-//! never removes anything else.
+//! has (including the reference's `branches/{branchId}/` copies), the files
+//! of a session exported before under another project or partition, and the
+//! temporary files and directories of an export that was killed; it never
+//! removes anything else.
+//!
+//! One export at a time writes into a tree: each holds an exclusive lock on
+//! [`EXPORT_LOCK`] in its root for its whole run (whether the exporters are
+//! processes or requests of one server), since two exporters interleaving
+//! would leave one's manifest listing files the other removed. Import and
+//! validation take the same lock shared, when the tree has one, so they
+//! never read a tree halfway through an export.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs;
@@ -27,6 +35,78 @@ use crate::domain::{Granularity, Session, Thought, partition_path, validate_bran
 use crate::error::{Error, Result};
 use crate::export;
 use crate::store::Store;
+
+/// The lock file in a tree's root (see the module documentation).
+pub const EXPORT_LOCK: &str = ".thoughtbox-export.lock";
+
+/// Hold the tree at `root` for an export: the lock file is created if
+/// missing, and this waits for an export in progress to finish.
+fn lock_for_export(root: &Path) -> Result<fs::File> {
+    let path = root.join(EXPORT_LOCK);
+    let file = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(io(format!("creating {}", path.display())))?;
+    file.lock().map_err(io(format!("locking {}", path.display())))?;
+    Ok(file)
+}
+
+/// Hold the tree at `root` for reading, if it has a lock file (a tree
+/// written by another program, or on read-only media, is read as it is):
+/// waits for an export in progress to finish.
+pub fn lock_for_reading(root: &Path) -> Option<fs::File> {
+    let file = fs::File::open(root.join(EXPORT_LOCK)).ok()?;
+    file.lock_shared().ok()?;
+    Some(file)
+}
+
+/// A name for a temporary file or directory beside `name`, unique to this
+/// call: `.{name}.{pid}-{n}.tmp`.
+fn temporary_name(name: &str) -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!(".{name}.{}-{n}.tmp", std::process::id())
+}
+
+/// Whether `name` is one [`temporary_name`] gives for `base`.
+fn is_temporary_of(name: &str, base: &str) -> bool {
+    name.strip_prefix('.')
+        .and_then(|rest| rest.strip_prefix(base))
+        .is_some_and(|rest| rest.starts_with('.') && rest.ends_with(".tmp"))
+}
+
+/// Remove what a killed export left in `dir`: temporary files of the names
+/// in `bases` (any, when `bases` is empty) and temporary directories of
+/// sessions. Only called under the export lock, so nothing of them is in use.
+fn remove_leftovers(dir: &Path, bases: &[&str]) {
+    let Ok(entries) = fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+            continue;
+        };
+        let ours = if bases.is_empty() {
+            name.starts_with('.') && name.ends_with(".tmp")
+        } else {
+            bases.iter().any(|b| is_temporary_of(&name, b))
+        };
+        if !ours {
+            continue;
+        }
+        let removed = match entry.file_type() {
+            Ok(t) if t.is_dir() => fs::remove_dir_all(entry.path()),
+            Ok(_) => fs::remove_file(entry.path()),
+            Err(e) => Err(e),
+        };
+        if removed.is_ok() {
+            tracing::info!(
+                "removed {}, left by an export that did not finish",
+                entry.path().display()
+            );
+        }
+    }
+}
 
 /// What to export and where each session goes.
 #[derive(Debug, Clone, Default)]
@@ -60,6 +140,10 @@ pub struct ExportSummary {
     pub files_written: u64,
     pub files_unchanged: u64,
     pub files_removed: u64,
+    /// Sessions deleted (by an agent or another process) after the export
+    /// listed them: there was nothing left to export.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sessions_gone: Vec<String>,
 }
 
 /// Export sessions from `store` into the tree at `dest`, creating it if
@@ -89,6 +173,8 @@ pub fn export_tree(
         ids
     };
     prepare_destination(dest)?;
+    let _lock = lock_for_export(dest)?;
+    remove_leftovers(dest, &[CONFIG]);
     let granularity = opts.granularity.unwrap_or(store.granularity());
     // Where sessions already are in this tree, to move rather than duplicate them.
     let mut existing: HashMap<String, Vec<PathBuf>> = HashMap::new();
@@ -106,7 +192,15 @@ pub fn export_tree(
     };
     let total = ids.len();
     for (done, id) in ids.iter().enumerate() {
-        let (session, thoughts) = store.session_thoughts(id)?;
+        let (session, thoughts) = match store.session_thoughts(id) {
+            Ok(found) => found,
+            Err(Error::SessionNotFound { .. }) => {
+                summary.sessions_gone.push(id.clone());
+                progress(done + 1, total);
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         check_session_id(&session.id)?;
         let project = opts.project.clone().unwrap_or_else(|| project_from_tags(&session.tags));
         let partition = partition_path(granularity, &session.created_at);
@@ -162,12 +256,13 @@ fn count(summary: &mut ExportSummary, written: bool) {
 /// complete or not at all (and costs one rename rather than one per file);
 /// an existing one is updated file by file.
 fn write_session(dir: &Path, session: &Session, thoughts: &[Thought], summary: &mut ExportSummary) -> Result<()> {
+    let parent = dir.parent().unwrap_or(dir);
+    remove_leftovers(parent, &[&session.id]);
     if dir.exists() {
         return write_session_files(dir, session, thoughts, false, summary);
     }
-    let parent = dir.parent().unwrap_or(dir);
     fs::create_dir_all(parent).map_err(io(format!("creating {}", parent.display())))?;
-    let staging = dir.with_file_name(format!(".{}.{}.tmp", session.id, std::process::id()));
+    let staging = dir.with_file_name(temporary_name(&session.id));
     let written = (|| {
         fs::create_dir(&staging).map_err(io(format!("creating {}", staging.display())))?;
         let mut counts = ExportSummary::default();
@@ -202,6 +297,9 @@ fn write_session_files(
     fresh: bool,
     summary: &mut ExportSummary,
 ) -> Result<()> {
+    if !fresh {
+        remove_leftovers(dir, &[]);
+    }
     let put = |path: &Path, bytes: &[u8], summary: &mut ExportSummary| -> Result<()> {
         if fresh {
             fs::write(path, bytes).map_err(io(format!("writing {}", path.display())))?;
@@ -228,6 +326,9 @@ fn write_session_files(
                 if files.is_empty() {
                     let bdir = dir.join(b);
                     fs::create_dir_all(&bdir).map_err(io(format!("creating {}", bdir.display())))?;
+                    if !fresh {
+                        remove_leftovers(&bdir, &[]);
+                    }
                 }
                 files.push(name.clone());
                 dir.join(b).join(&name)
@@ -348,14 +449,14 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> Result<bool> {
     Ok(true)
 }
 
-/// Write to a temporary file beside `path` (named per process, so two
-/// exporters never share one) and rename it over `path`.
+/// Write to a temporary file beside `path` (named per call, so two writers
+/// never share one) and rename it over `path`.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let tmp = path.with_file_name(temporary_name(&name));
     let result = fs::write(&tmp, bytes)
         .map_err(io(format!("writing {}", tmp.display())))
         .and_then(|()| fs::rename(&tmp, path).map_err(io(format!("moving {} into place", path.display()))));
@@ -422,5 +523,111 @@ mod tests {
         );
         let again = export_tree(&store, &out, &ExportOptions::default(), &mut |_, _| {}).unwrap();
         assert_eq!((again.files_written, again.files_unchanged), (0, 6));
+    }
+
+    fn thought(text: &str) -> ThoughtInput {
+        ThoughtInput {
+            thought: text.into(),
+            next_thought_needed: true,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn exports_into_one_tree_at_once_leave_it_whole() {
+        let (dir, store) = temp_store();
+        let s = store.create_session(NewSession::titled("growing")).unwrap();
+        let out = dir.path().join("out");
+        let target = Target::Session(s.id.clone());
+        std::thread::scope(|scope| {
+            for _ in 0..3 {
+                scope.spawn(|| {
+                    for _ in 0..15 {
+                        export_tree(&store, &out, &ExportOptions::default(), &mut |_, _| {}).unwrap();
+                    }
+                });
+            }
+            for i in 0..300 {
+                store.append_thought(target.clone(), thought(&format!("{i}"))).unwrap();
+            }
+        });
+        let dirs = find_session_dirs(&out).unwrap();
+        assert_eq!(dirs.len(), 1);
+        let (report, _) = load_session(&dirs[0]);
+        assert!(report.result.valid, "{report:?}");
+        // Nothing temporary is left beside it.
+        let leftovers = |d: &Path| {
+            fs::read_dir(d)
+                .unwrap()
+                .flatten()
+                .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+                .count()
+        };
+        assert_eq!(
+            leftovers(&dirs[0]) + leftovers(dirs[0].parent().unwrap()) + leftovers(&out),
+            0
+        );
+    }
+
+    #[test]
+    fn what_a_killed_export_left_is_removed_by_the_next() {
+        let (dir, store) = temp_store();
+        let a = store.create_session(NewSession::titled("a")).unwrap();
+        store
+            .append_thought(Target::Session(a.id.clone()), thought("one"))
+            .unwrap();
+        let out = dir.path().join("out");
+        let summary = export_tree(&store, &out, &ExportOptions::default(), &mut |_, _| {}).unwrap();
+        let session_dir = summary.sessions[0].path.clone();
+        let partition = session_dir.parent().unwrap().to_path_buf();
+        // A staging directory of this session and a half-written file, from
+        // an export killed before this change named them per call, and after.
+        let staging = partition.join(format!(".{}.4242.tmp", a.id));
+        fs::create_dir(&staging).unwrap();
+        fs::write(staging.join("001.json"), "{").unwrap();
+        fs::write(partition.join(format!(".{}.4242-3.tmp", a.id)), "").unwrap();
+        fs::write(session_dir.join(".001.json.4242.tmp"), "{").unwrap();
+        fs::write(out.join(".config.json.4242-0.tmp"), "{").unwrap();
+        // Another session's staging directory and other hidden files stay.
+        let other = partition.join(".0b8f8f7e-1111-4222-8333-944445555666.4242.tmp");
+        fs::create_dir(&other).unwrap();
+        fs::write(partition.join(".keep"), "").unwrap();
+        export_tree(&store, &out, &ExportOptions::default(), &mut |_, _| {}).unwrap();
+        assert!(!staging.exists());
+        assert!(!partition.join(format!(".{}.4242-3.tmp", a.id)).exists());
+        assert!(!session_dir.join(".001.json.4242.tmp").exists());
+        assert!(!out.join(".config.json.4242-0.tmp").exists());
+        assert!(other.exists() && partition.join(".keep").exists());
+    }
+
+    #[test]
+    fn a_session_deleted_during_an_export_is_skipped() {
+        let (dir, store) = temp_store();
+        let ids: Vec<String> = (0..3)
+            .map(|i| {
+                let s = store.create_session(NewSession::titled(format!("s{i}"))).unwrap();
+                store
+                    .append_thought(Target::Session(s.id.clone()), thought("x"))
+                    .unwrap();
+                s.id
+            })
+            .collect();
+        let out = dir.path().join("out");
+        // Delete whichever session comes next while the first is exported.
+        let order = store.session_ids().unwrap();
+        let mut deleted = None;
+        let summary = export_tree(&store, &out, &ExportOptions::default(), &mut |done, _| {
+            if done == 1 {
+                store.delete_session(&order[1]).unwrap();
+                deleted = Some(order[1].clone());
+            }
+        })
+        .unwrap();
+        let deleted = deleted.unwrap();
+        assert!(ids.contains(&deleted));
+        assert_eq!(summary.sessions_gone, vec![deleted.clone()]);
+        assert_eq!(summary.sessions.len(), 2);
+        assert!(summary.sessions.iter().all(|s| s.session_id != deleted));
+        assert!(out.join(CONFIG).is_file(), "the export ran to its end");
     }
 }
