@@ -12,6 +12,14 @@ pub enum Error {
     #[error("session not found: {session_id}")]
     SessionNotFound { session_id: String },
 
+    /// The connection's active session no longer exists: another
+    /// connection or process deleted it. It is no longer active.
+    #[error(
+        "the active session {session_id} no longer exists (it was deleted, perhaps by another process) and is no \
+         longer active: the next thought starts a new session; use load_context or start_new to choose one"
+    )]
+    ActiveSessionGone { session_id: String },
+
     #[error("{message}")]
     ThoughtNotFound { message: String, details: Value },
 
@@ -101,7 +109,7 @@ impl Error {
     /// The specification's error code for this error.
     pub fn code(&self) -> &'static str {
         match self {
-            Error::SessionNotFound { .. } => "SESSION_NOT_FOUND",
+            Error::SessionNotFound { .. } | Error::ActiveSessionGone { .. } => "SESSION_NOT_FOUND",
             Error::ThoughtNotFound { .. } => "THOUGHT_NOT_FOUND",
             Error::InvalidPayload { .. } => "INVALID_PAYLOAD",
             Error::InvalidOperation { .. } => "INVALID_OPERATION",
@@ -120,6 +128,9 @@ impl Error {
     pub fn details(&self) -> Option<Value> {
         match self {
             Error::SessionNotFound { session_id } => Some(json!({ "sessionId": session_id })),
+            Error::ActiveSessionGone { session_id } => {
+                Some(json!({ "sessionId": session_id, "activeSessionCleared": true }))
+            }
             Error::ThoughtNotFound { details, .. } => Some(details.clone()),
             Error::InvalidPayload { field, details, .. } => {
                 let mut d = match details {

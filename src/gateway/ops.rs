@@ -267,9 +267,10 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
         Ok(a) => a,
         Err(e) => {
             // The active session was deleted (perhaps by another process):
-            // forget it so the next thought starts a new one.
-            if e.code() == "SESSION_NOT_FOUND" {
+            // forget it so the next thought starts a new one, and say so.
+            if let Error::SessionNotFound { session_id } = e {
                 gw.set_active_session(None);
+                return Err(Error::ActiveSessionGone { session_id });
             }
             return Err(e);
         }

@@ -254,6 +254,31 @@ async fn a_reader_left_open_elsewhere_stalls_no_write() {
     s.stop().await;
 }
 
+/// A session another process deletes under an agent: the agent's next
+/// thought is SESSION_NOT_FOUND saying the session is no longer active and
+/// what the next thought does; that next thought starts a new session.
+#[tokio::test]
+async fn a_session_deleted_by_another_process() {
+    let (_dir, db) = temp_db();
+    let (a, b) = (start(&db).await, start(&db).await);
+    let sid = a.ready("doomed").await;
+    a.thought(t("first")).await;
+    b.ready("another").await;
+    b.ok("session", json!({ "subOperation": "delete", "sessionId": sid }))
+        .await;
+    let e = a.err("thought", t("second"), "SESSION_NOT_FOUND").await;
+    assert_eq!(e["details"]["sessionId"], sid.as_str());
+    assert_eq!(e["details"]["activeSessionCleared"], true);
+    let message = e["message"].as_str().unwrap();
+    assert!(message.contains("next thought starts a new session"), "{message}");
+    let fresh = a.thought(t("third")).await;
+    assert_eq!(fresh["sessionCreated"], true, "{fresh}");
+    assert_ne!(fresh["sessionId"], sid.as_str());
+    assert_eq!(fresh["thoughtNumber"], 1);
+    a.stop().await;
+    b.stop().await;
+}
+
 /// A client that closes stdin before initializing (or sends only junk) is
 /// not an error: the server exits 0 and leaves no -wal file.
 #[tokio::test]
