@@ -312,15 +312,56 @@ fn block_values(lat: &[Duration]) -> Vec<f64> {
     lat.chunks(1000).map(|c| median(c).as_secs_f64() * 1e6).collect()
 }
 
+/// A fixed piece of memory-bound work in the bench process itself: a
+/// dependent walk of `steps` reads over a shuffled 8 MiB table (larger than
+/// the caches a process gets here). Nothing about it can grow or warm up
+/// over a run, and it touches neither the server nor a pipe.
+struct FixedWork {
+    next: Vec<u32>,
+    at: u32,
+}
+
+impl FixedWork {
+    fn new() -> Self {
+        let len = (8 << 20) / 4;
+        // One cycle through every slot in a scrambled order (Sattolo's
+        // shuffle with a fixed linear congruential generator).
+        let mut order: Vec<u32> = (0..len as u32).collect();
+        let mut state: u64 = 0x2545_F491_4F6C_DD1D;
+        for i in (1..len).rev() {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            let j = (state >> 33) as usize % i;
+            order.swap(i, j);
+        }
+        let mut next = vec![0u32; len];
+        for w in 0..len {
+            next[order[w] as usize] = order[(w + 1) % len];
+        }
+        FixedWork { next, at: 0 }
+    }
+
+    fn time(&mut self, steps: usize) -> Duration {
+        let start = Instant::now();
+        for _ in 0..steps {
+            self.at = self.next[self.at as usize];
+        }
+        std::hint::black_box(self.at);
+        start.elapsed()
+    }
+}
+
 /// Whether the cost of a call grows over a 10,000-thought run, told apart
 /// from the machine's own drift. Each of THOUGHTBOX_DRIFT_RUNS runs (10 by
 /// default; a fresh server and database each) records 10,000 thoughts
 /// through the bare client, each followed by a `ping`: a round trip with no
 /// tool and no database, the control. Both are timed in the same moments,
-/// so whatever moves the pings' 1,000-call medians is the machine. Prints
-/// every run's last-vs-first change for both and how closely their block
-/// medians move together (correlation), then the block profile averaged
-/// over the runs, each run normalised to its own mean.
+/// so whatever moves the pings' 1,000-call medians is the machine. A second
+/// control, [`FixedWork`] after each ping, involves no server at all. Prints
+/// every run's last-vs-first change for each and how closely the thought and
+/// ping block medians move together (correlation), then the block profile
+/// averaged over the runs, each run normalised to its own mean.
 fn drift_run() {
     let runs: usize = std::env::var("THOUGHTBOX_DRIFT_RUNS")
         .ok()
@@ -337,14 +378,20 @@ fn drift_run() {
         let vb: f64 = b.iter().map(|y| (y - mb).powi(2)).sum();
         cov / (va * vb).sqrt()
     };
-    let (mut control_profiles, mut thought_profiles) = (Vec::new(), Vec::new());
-    let (mut control_changes, mut thought_changes, mut correlations) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut control_profiles, mut thought_profiles, mut work_profiles) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut control_changes, mut thought_changes, mut work_changes, mut correlations) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut work = FixedWork::new();
     for run in 1..=runs {
         let dir = tempfile::tempdir().expect("tempdir");
         let (mut child, mut raw) = raw_server(&dir.path().join("drift.db"));
         raw.round_trip(&tool(1, "start_new", json!({ "sessionTitle": "drift" })));
         raw.round_trip(&tool(2, "cipher", json!({})));
-        let (mut lat, mut pings) = (Vec::with_capacity(THOUGHTS), Vec::with_capacity(THOUGHTS));
+        let (mut lat, mut pings, mut works) = (
+            Vec::with_capacity(THOUGHTS),
+            Vec::with_capacity(THOUGHTS),
+            Vec::with_capacity(THOUGHTS),
+        );
         for i in 0..THOUGHTS {
             lat.push(raw.round_trip(&tool(
                 10 + 2 * i,
@@ -352,24 +399,28 @@ fn drift_run() {
                 json!({ "thought": text(i), "nextThoughtNeeded": true }),
             )));
             pings.push(raw.round_trip(&json!({ "jsonrpc": "2.0", "id": 11 + 2 * i, "method": "ping" })));
+            works.push(work.time(400));
         }
         drop(raw);
         child.wait().expect("exit");
-        let (thoughts, control) = (block_values(&lat), block_values(&pings));
+        let (thoughts, control, fixed) = (block_values(&lat), block_values(&pings), block_values(&works));
         let busy: Duration = lat.iter().sum();
         println!(
-            "drift run {run}: thoughts {:.0}/s, last vs first {:+.1} % | ping last vs first {:+.1} % | correlation of the block medians {:+.2} | thought blocks (us): {}",
+            "drift run {run}: thoughts {:.0}/s, last vs first {:+.1} % | ping {:+.1} % | fixed work {:+.1} % | correlation of thought and ping blocks {:+.2} | thought blocks (us): {}",
             THOUGHTS as f64 / busy.as_secs_f64(),
             change(&thoughts),
             change(&control),
+            change(&fixed),
             correlation(&thoughts, &control),
             block_medians(&lat),
         );
         control_changes.push(change(&control));
         thought_changes.push(change(&thoughts));
+        work_changes.push(change(&fixed));
         correlations.push(correlation(&thoughts, &control));
         control_profiles.push(normalised(&control));
         thought_profiles.push(normalised(&thoughts));
+        work_profiles.push(normalised(&fixed));
     }
     let mean_profile = |profiles: &[Vec<f64>]| -> Vec<f64> {
         (0..profiles[0].len())
@@ -389,6 +440,11 @@ fn drift_run() {
             "ping (control: no tool, no database)",
             &control_profiles,
             &control_changes,
+        ),
+        (
+            "fixed work (control: 400 reads over 8 MiB in the bench process)",
+            &work_profiles,
+            &work_changes,
         ),
         ("thought", &thought_profiles, &thought_changes),
     ] {
