@@ -24,10 +24,6 @@ use tokio::io::{AsyncRead, ReadBuf};
 /// longer line without an answer. Such a line is answered here instead.
 const MAX_LINE: usize = 16 << 20;
 
-/// How much of a line over [`MAX_LINE`] is kept to find its id and method
-/// (clients put them before the params).
-const OVERSIZE_HEAD: usize = 64 << 10;
-
 /// Reads lines from `inner` and hands them on whole, each repaired if it
 /// holds bytes that are not UTF-8 or unpaired surrogate escapes.
 pub struct RepairedLines<R> {
@@ -38,11 +34,9 @@ pub struct RepairedLines<R> {
     ready: Vec<u8>,
     /// How much of `ready` the reader has taken.
     taken: usize,
-    /// Set while the rest of a line over [`MAX_LINE`] is skipped, until its
-    /// newline; `line` then holds the line's first [`OVERSIZE_HEAD`] bytes.
-    discarding: bool,
-    /// How long the line being skipped is so far.
-    discarded: usize,
+    /// Set while a line over [`MAX_LINE`] is skipped, until its newline:
+    /// what it says at its top level (id, method) is read on the way.
+    skipping: Option<TopLevel>,
     eof: bool,
 }
 
@@ -53,8 +47,7 @@ impl<R> RepairedLines<R> {
             line: Vec::new(),
             ready: Vec::new(),
             taken: 0,
-            discarding: false,
-            discarded: 0,
+            skipping: None,
             eof: false,
         }
     }
@@ -66,8 +59,8 @@ impl<R> RepairedLines<R> {
             let end = newline.map_or(bytes.len(), |i| i + 1);
             let (part, rest) = bytes.split_at(end);
             bytes = rest;
-            if self.discarding {
-                self.discarded += part.len();
+            if let Some(scan) = &mut self.skipping {
+                scan.feed(part);
                 if newline.is_some() {
                     self.finish_oversized();
                 }
@@ -75,10 +68,10 @@ impl<R> RepairedLines<R> {
             }
             self.line.extend_from_slice(part);
             if self.line.len() > MAX_LINE {
-                self.discarded = self.line.len();
-                self.line.truncate(OVERSIZE_HEAD);
-                self.line.shrink_to(OVERSIZE_HEAD);
-                self.discarding = true;
+                let mut scan = TopLevel::default();
+                scan.feed(&self.line);
+                self.line = Vec::new();
+                self.skipping = Some(scan);
                 if newline.is_some() {
                     self.finish_oversized();
                 }
@@ -88,29 +81,29 @@ impl<R> RepairedLines<R> {
         }
     }
 
-    /// The whole of a line over [`MAX_LINE`] has been skipped: answer it
-    /// with an error under its id if its head names one, since the MCP
-    /// library would drop it and leave the client waiting.
+    /// The whole of a line over [`MAX_LINE`] has been skipped. The MCP
+    /// library would drop it and leave the client waiting, so a request is
+    /// answered with an error under its id.
     fn finish_oversized(&mut self) {
-        let head = std::mem::take(&mut self.line);
-        let bytes = std::mem::replace(&mut self.discarded, 0);
-        self.discarding = false;
-        let (id, method) = request_head(&head);
-        match id {
-            Some(id) => {
+        let Some(scan) = self.skipping.take() else { return };
+        let bytes = scan.bytes;
+        match scan.request() {
+            Some((id, method)) => {
                 tracing::warn!("a message of {bytes} bytes is over the 16 MiB limit; answering it with an error");
                 let request = serde_json::json!({
                     "jsonrpc": "2.0", "id": id, "method": INVALID_PARAMS_METHOD,
                     "params": {
-                        "method": method.unwrap_or_else(|| "the request".into()),
+                        "method": method,
                         "reason": format!("the message is {bytes} bytes, over the 16 MiB limit"),
                     },
                 });
                 self.ready.extend_from_slice(request.to_string().as_bytes());
                 self.ready.push(b'\n');
             }
+            // A notification, or the client's answer to a request of ours:
+            // nothing to answer.
             None => tracing::warn!(
-                "ignoring a message of {bytes} bytes, over the 16 MiB limit, with no request id before its params"
+                "ignoring a message of {bytes} bytes, over the 16 MiB limit, that is not a request with an id"
             ),
         }
     }
@@ -258,46 +251,145 @@ impl<'de> serde::Deserialize<'de> for ParamsShape {
     }
 }
 
-/// The `id` (a number or a string) and `method` of a request from the start
-/// of its line, which may be cut anywhere after them.
-fn request_head(head: &[u8]) -> (Option<serde_json::Value>, Option<String>) {
-    use serde::de::{DeserializeSeed, MapAccess, Visitor};
-    #[derive(Default)]
-    struct Head {
-        id: Option<serde_json::Value>,
-        method: Option<String>,
-    }
-    struct Fill<'a>(&'a mut Head);
-    impl<'de> DeserializeSeed<'de> for Fill<'_> {
-        type Value = ();
-        fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
-            d.deserialize_map(self)
+/// Reads the top level of one JSON object as its bytes stream past,
+/// keeping only the `id` and `method` members (and whether it has a
+/// `result` or `error`), whatever their order (the TypeScript SDK writes
+/// `id` last, after the params) and however long the rest is.
+#[derive(Default)]
+struct TopLevel {
+    /// Bytes seen.
+    bytes: usize,
+    /// Nesting depth: 1 inside the top-level object.
+    depth: u32,
+    in_string: bool,
+    escaped: bool,
+    /// At depth 1, whether the next string is a member name.
+    expect_key: bool,
+    /// Reading a member name at depth 1 (its first bytes).
+    in_key: bool,
+    key: Vec<u8>,
+    /// The member whose value is being read at depth 1, if it is one of
+    /// ours, and the value's bytes so far.
+    member: Option<Member>,
+    value: Vec<u8>,
+    id: Option<serde_json::Value>,
+    method: Option<String>,
+    reply: bool,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Member {
+    Id,
+    Method,
+    Other,
+}
+
+/// A scalar value longer than this (an id or method name) is not one.
+const MAX_MEMBER: usize = 1024;
+
+impl TopLevel {
+    fn feed(&mut self, part: &[u8]) {
+        self.bytes += part.len();
+        for &b in part {
+            self.step(b);
         }
     }
-    impl<'de> Visitor<'de> for Fill<'_> {
-        type Value = ();
-        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str("a JSON-RPC message")
-        }
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
-            while let Some(key) = map.next_key::<String>()? {
-                match key.as_str() {
-                    "id" => self.0.id = Some(map.next_value()?),
-                    "method" => self.0.method = Some(map.next_value()?),
-                    _ => {
-                        map.next_value::<IgnoredAny>()?;
-                    }
+
+    fn step(&mut self, b: u8) {
+        let capturing = self.depth == 1 && matches!(self.member, Some(Member::Id | Member::Method));
+        if self.in_string {
+            if self.in_key {
+                if self.key.len() < 16 {
+                    self.key.push(b);
+                }
+            } else if capturing && self.value.len() < MAX_MEMBER {
+                self.value.push(b);
+            }
+            if self.escaped {
+                self.escaped = false;
+            } else if b == b'\\' {
+                self.escaped = true;
+            } else if b == b'"' {
+                self.in_string = false;
+                if self.in_key {
+                    self.in_key = false;
+                    self.key.pop();
                 }
             }
-            Ok(())
+            return;
+        }
+        match b {
+            b'"' => {
+                self.in_string = true;
+                if self.depth == 1 && self.expect_key {
+                    self.expect_key = false;
+                    self.in_key = true;
+                    self.key.clear();
+                } else if capturing {
+                    self.value.push(b);
+                }
+            }
+            b'{' | b'[' => {
+                if self.depth == 0 && b == b'{' {
+                    self.expect_key = true;
+                } else if capturing {
+                    // An object or array is no id or method.
+                    self.member = Some(Member::Other);
+                }
+                self.depth += 1;
+            }
+            b'}' | b']' => {
+                if self.depth == 1 {
+                    self.end_member();
+                }
+                self.depth = self.depth.saturating_sub(1);
+            }
+            b':' if self.depth == 1 && self.member.is_none() => {
+                self.member = Some(match self.key.as_slice() {
+                    b"id" => Member::Id,
+                    b"method" => Member::Method,
+                    b"result" | b"error" => {
+                        self.reply = true;
+                        Member::Other
+                    }
+                    _ => Member::Other,
+                });
+                self.value.clear();
+            }
+            b',' if self.depth == 1 => {
+                self.end_member();
+                self.expect_key = true;
+            }
+            b if b.is_ascii_whitespace() => {}
+            _ if capturing && self.value.len() < MAX_MEMBER => self.value.push(b),
+            _ => {}
         }
     }
-    let mut found = Head::default();
-    // The head is cut short, so this ends in an error once past what it holds;
-    // whatever was read before that is kept.
-    let _ = Fill(&mut found).deserialize(&mut serde_json::Deserializer::from_slice(head));
-    let id = found.id.filter(|id| id.is_number() || id.is_string());
-    (id, found.method)
+
+    /// The value of the member at depth 1 has ended.
+    fn end_member(&mut self) {
+        let parsed = || serde_json::from_slice::<serde_json::Value>(&self.value).ok();
+        match self.member.take() {
+            // A JSON-RPC id is a string or an integer.
+            Some(Member::Id) => {
+                self.id = parsed().filter(|v| v.is_string() || v.is_i64() || v.is_u64());
+            }
+            Some(Member::Method) => {
+                self.method = parsed().and_then(|v| v.as_str().map(str::to_string));
+            }
+            _ => {}
+        }
+        self.value.clear();
+    }
+
+    /// The id and method, if this was a request: both present, and no
+    /// `result` or `error` (a reply of the client's).
+    fn request(self) -> Option<(serde_json::Value, String)> {
+        if self.reply {
+            return None;
+        }
+        Some((self.id?, self.method?))
+    }
 }
 
 /// Whether `line` holds something like `\uD83D` (which may still be half of
@@ -330,11 +422,8 @@ impl<R: AsyncRead + Unpin> AsyncRead for RepairedLines<R> {
             }
             if this.eof {
                 // An unterminated last line goes out as it came (the MCP
-                // library ignores it), unless it is the head of one too long.
-                if this.discarding {
-                    this.line.clear();
-                    this.discarding = false;
-                }
+                // library ignores it), unless it was too long: then it is dropped.
+                this.skipping = None;
                 if !this.line.is_empty() {
                     this.ready.append(&mut this.line);
                     continue;
@@ -611,6 +700,7 @@ pub fn restore() {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
     use tokio::io::AsyncReadExt;
 
     fn repaired(s: &str) -> Option<String> {
@@ -792,24 +882,91 @@ mod tests {
         assert_eq!(over["method"], INVALID_PARAMS_METHOD);
     }
 
+    /// What the scanner makes of a whole message fed in pieces of `piece` bytes.
+    fn scanned(message: &str, piece: usize) -> Option<(serde_json::Value, String)> {
+        let mut scan = TopLevel::default();
+        for part in message.as_bytes().chunks(piece) {
+            scan.feed(part);
+        }
+        scan.request()
+    }
+
+    #[test]
+    fn the_top_level_id_and_method_are_found_in_any_order() {
+        let answered = [
+            (
+                r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{}}"#,
+                json!(7),
+                "tools/call",
+            ),
+            // The TypeScript SDK's order: the id comes last.
+            (
+                r#"{"method":"tools/call","params":{"a":[1,{"b":"}"}]},"jsonrpc":"2.0","id":"x-1"}"#,
+                json!("x-1"),
+                "tools/call",
+            ),
+            // Members of the params named id or method, escaped quotes and
+            // braces inside strings do not count.
+            (
+                r#"{"method":"ping","params":{"id":99,"method":"no","t":"say \"id\":5 } ]"},"id":8}"#,
+                json!(8),
+                "ping",
+            ),
+            ("\u{feff} { \"id\" : 9 , \"method\" : \"ping\" }\r", json!(9), "ping"),
+        ];
+        for (message, id, method) in answered {
+            for piece in [1, 3, 1000] {
+                assert_eq!(
+                    scanned(message, piece),
+                    Some((id.clone(), method.to_string())),
+                    "{message} / {piece}"
+                );
+            }
+        }
+        for message in [
+            // A notification, a reply of the client's, ids that are not ids.
+            r#"{"jsonrpc":"2.0","method":"notifications/x","params":{"id":1}}"#,
+            r#"{"jsonrpc":"2.0","id":5,"result":{"method":"x"}}"#,
+            r#"{"jsonrpc":"2.0","id":5,"method":"x","error":{}}"#,
+            r#"{"id":1.5,"method":"ping"}"#,
+            r#"{"id":{"n":1},"method":"ping"}"#,
+            r#"{"id":null,"method":"ping"}"#,
+            r#"{"id":1,"method":["ping"]}"#,
+            "not json at all",
+        ] {
+            assert_eq!(scanned(message, 2), None, "{message}");
+        }
+    }
+
     #[tokio::test]
-    async fn a_line_over_the_limit_without_an_id_is_skipped() {
-        // A notification, a request whose id follows its params, and an
-        // unterminated line at the end of input: nothing to answer.
-        let mut input = br#"{"jsonrpc":"2.0","method":"notifications/x","params":{"p":""#.to_vec();
+    async fn a_line_over_the_limit_is_answered_whatever_its_member_order() {
+        // The TypeScript SDK's order, a notification, a reply, and an
+        // unterminated line at the end of input.
+        let mut input = br#"{"method":"tools/call","params":{"p":""#.to_vec();
         input.resize(MAX_LINE + 1, b'n');
-        input.extend_from_slice(b"\"}}\n{\"params\":{\"p\":\"");
-        input.resize(2 * MAX_LINE + 10, b'q');
-        input.extend_from_slice(b"\"},\"id\":3,\"method\":\"ping\"}\n{\"id\":4,\"method\":\"ping\",\"x\":\"");
-        input.resize(3 * MAX_LINE + 100, b'r');
-        let out = accept_in_pieces(&input, 1 << 20);
-        assert!(out.is_empty(), "{} bytes out", out.len());
+        input.extend_from_slice(
+            b"\"},\"jsonrpc\":\"2.0\",\"id\":3}\n{\"method\":\"notifications/x\",\"params\":{\"p\":\"",
+        );
+        input.resize(input.len() + MAX_LINE + 10, b'q');
+        input.extend_from_slice(b"\"}}\n{\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{\"p\":\"");
+        input.resize(input.len() + MAX_LINE + 10, b'r');
+        input.extend_from_slice(b"\"}}\n{\"id\":5,\"method\":\"ping\",\"x\":\"");
+        input.resize(input.len() + MAX_LINE + 10, b's');
+        let expect = |out: &[u8]| {
+            let lines: Vec<&[u8]> = out.split(|&b| b == b'\n').filter(|l| !l.is_empty()).collect();
+            assert_eq!(lines.len(), 1, "{} bytes out", out.len());
+            let answer: serde_json::Value = serde_json::from_slice(lines[0]).unwrap();
+            assert_eq!(answer["id"], 3);
+            assert_eq!(answer["method"], INVALID_PARAMS_METHOD);
+            assert_eq!(answer["params"]["method"], "tools/call");
+        };
+        expect(&accept_in_pieces(&input, 1 << 20));
         let mut out = Vec::new();
         RepairedLines::new(&input[..])
             .read_to_end(&mut out)
             .await
             .expect("read");
-        assert!(out.is_empty(), "{} bytes out", out.len());
+        expect(&out);
     }
 
     #[tokio::test]

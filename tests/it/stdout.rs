@@ -313,6 +313,15 @@ async fn a_message_over_16_mib_is_answered_not_dropped() {
         message.contains("16 MiB") && message.contains("tools/call"),
         "{message}"
     );
+    // The TypeScript SDK writes the id last, after the params.
+    let huge = format!(
+        r#"{{"method":"tools/call","params":{{"name":"thoughtbox_gateway","arguments":{{"operation":"thought","args":{{"thought":"{}","nextThoughtNeeded":true}}}}}},"jsonrpc":"2.0","id":"ts-5"}}"#,
+        "y".repeat(17 << 20)
+    );
+    send(&mut stdin, &huge).await;
+    let v = next_message(&mut lines).await;
+    assert_eq!(v["id"], "ts-5", "{v}");
+    assert_eq!(v["error"]["code"], -32600, "{v}");
     send(&mut stdin, &call(4, "read_thoughts", json!({}))).await;
     let v = next_message(&mut lines).await;
     assert_eq!(v["id"], 4);
