@@ -29,6 +29,7 @@ pub fn export(db: &DbArgs, args: ExportArgs) -> Result<ExitCode> {
         sessions: args.sessions,
         project: args.project,
         granularity: args.partition.map(Into::into),
+        lock_wait: None,
     };
     let mut progress = Progress::new("exporting");
     let summary = export_tree(&store, &dest, &opts, &mut |done, total| {

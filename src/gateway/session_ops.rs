@@ -11,6 +11,10 @@ use crate::events::EventType;
 use crate::export::{self, Format};
 use crate::tree::{self, writer::ExportOptions};
 
+/// How long an agent's export to a destination waits for another export
+/// into the same directory (a nightly `thoughtbox export`) to finish.
+const EXPORT_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
 pub const SUB_OPERATIONS: &[&str] = &[
     "list",
     "get",
@@ -133,13 +137,16 @@ async fn export(gw: &Gateway, args: Args) -> Result<Value> {
             std::path::absolute(dest.trim()).map_err(|e| Error::io(format!("resolving destination {dest:?}"), e))?;
         let opts = ExportOptions {
             sessions: vec![id.clone()],
+            // Behind a long export into the same directory: an error, not a hang.
+            lock_wait: Some(EXPORT_LOCK_WAIT),
             ..Default::default()
         };
         let summary = gw
             .blocking(move |s| tree::writer::export_tree(s, &dest, &opts, &mut |_, _| {}))
             .await?;
         let Some(session) = summary.sessions.first() else {
-            return Err(Error::Internal("the export wrote no session".into()));
+            // Deleted (by another process) while the export waited.
+            return Err(Error::session_not_found(id));
         };
         gw.emit(EventType::SessionExported, Some(&session.session_id), || {
             json!({ "sessionId": session.session_id, "format": "json", "thoughtCount": session.thoughts,

@@ -18,7 +18,10 @@
 //! processes or requests of one server), since two exporters interleaving
 //! would leave one's manifest listing files the other removed. Import and
 //! validation take the same lock shared, when the tree has one, so they
-//! never read a tree halfway through an export.
+//! never read a tree halfway through an export. Where the file system has no
+//! locks, an export goes ahead without one (with a warning) and removes no
+//! leftovers; a leftover is removed only once it is [`LEFTOVER_AGE`] old,
+//! since an export of an earlier version takes no lock.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs;
@@ -40,24 +43,67 @@ use crate::store::Store;
 pub const EXPORT_LOCK: &str = ".thoughtbox-export.lock";
 
 /// Hold the tree at `root` for an export: the lock file is created if
-/// missing, and this waits for an export in progress to finish.
-fn lock_for_export(root: &Path) -> Result<fs::File> {
+/// missing, and this waits for an export in progress to finish, saying so
+/// on the log, for at most `wait` (forever with `None`). Where the file
+/// system has no locks, the export goes ahead without one, with a warning;
+/// `None` is returned then, and nothing a killed export left is removed.
+fn lock_for_export(root: &Path, wait: Option<std::time::Duration>) -> Result<Option<fs::File>> {
     let path = root.join(EXPORT_LOCK);
-    let file = fs::OpenOptions::new()
+    let unlocked = |why: String| {
+        tracing::warn!(
+            "exporting into {} without its lock ({why}): do not run another export into it at the same time",
+            root.display()
+        );
+        Ok(None)
+    };
+    let file = match fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
         .open(&path)
-        .map_err(io(format!("creating {}", path.display())))?;
-    file.lock().map_err(io(format!("locking {}", path.display())))?;
-    Ok(file)
+    {
+        Ok(file) => file,
+        Err(e) => return unlocked(format!("creating {}: {e}", path.display())),
+    };
+    let started = std::time::Instant::now();
+    let mut told = false;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(Some(file)),
+            Err(fs::TryLockError::WouldBlock) => {}
+            Err(fs::TryLockError::Error(e)) => return unlocked(format!("locking {}: {e}", path.display())),
+        }
+        if !told {
+            tracing::warn!(
+                "another export into {} is running; waiting for it to finish",
+                root.display()
+            );
+            told = true;
+        }
+        if wait.is_some_and(|w| started.elapsed() >= w) {
+            return Err(Error::io(
+                format!(
+                    "another export into {} is still running after {} s; try again once it has finished",
+                    root.display(),
+                    started.elapsed().as_secs()
+                ),
+                std::io::Error::from(std::io::ErrorKind::WouldBlock),
+            ));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }
 
-/// Hold the tree at `root` for reading, if it has a lock file (a tree
-/// written by another program, or on read-only media, is read as it is):
-/// waits for an export in progress to finish.
-pub fn lock_for_reading(root: &Path) -> Option<fs::File> {
-    let file = fs::File::open(root.join(EXPORT_LOCK)).ok()?;
+/// Hold the tree that `dir` is (or is inside: a session directory, a
+/// project) for reading, if the tree has a lock file: waits for an export in
+/// progress to finish. A tree without one (written by another program, or
+/// on read-only media) is read as it is.
+pub fn lock_for_reading(dir: &Path) -> Option<fs::File> {
+    // A session directory is five levels below the tree's root.
+    let file = dir
+        .ancestors()
+        .take(6)
+        .find_map(|d| fs::File::open(d.join(EXPORT_LOCK)).ok())?;
     file.lock_shared().ok()?;
     Some(file)
 }
@@ -70,34 +116,64 @@ fn temporary_name(name: &str) -> String {
     format!(".{name}.{}-{n}.tmp", std::process::id())
 }
 
-/// Whether `name` is one [`temporary_name`] gives for `base`.
+/// Whether `tag` is the `{pid}` or `{pid}-{n}` of a temporary name.
+fn is_temporary_tag(tag: &str) -> bool {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    match tag.split_once('-') {
+        Some((pid, n)) => digits(pid) && digits(n),
+        None => digits(tag),
+    }
+}
+
+/// Whether `name` is a temporary name for `base`: `.{base}.{pid}.tmp` (a
+/// name of earlier versions) or `.{base}.{pid}-{n}.tmp`.
 fn is_temporary_of(name: &str, base: &str) -> bool {
     name.strip_prefix('.')
         .and_then(|rest| rest.strip_prefix(base))
-        .is_some_and(|rest| rest.starts_with('.') && rest.ends_with(".tmp"))
+        .and_then(|rest| rest.strip_prefix('.'))
+        .and_then(|rest| rest.strip_suffix(".tmp"))
+        .is_some_and(is_temporary_tag)
 }
 
-/// Remove what a killed export left in `dir`: temporary files of the names
-/// in `bases` (any, when `bases` is empty) and temporary directories of
-/// sessions. Only called under the export lock, so nothing of them is in use.
-fn remove_leftovers(dir: &Path, bases: &[&str]) {
+/// Whether `name` is a temporary name for a file of a session directory:
+/// its manifest or a numbered thought file.
+fn is_temporary_session_file(name: &str) -> bool {
+    name.strip_prefix('.')
+        .and_then(|rest| rest.strip_suffix(".tmp"))
+        .and_then(|rest| rest.rsplit_once('.'))
+        .is_some_and(|(base, tag)| is_temporary_tag(tag) && (base == MANIFEST || thought_file_number(base).is_some()))
+}
+
+/// How old what an export left must be before another export removes it
+/// (an export of an older version, which takes no lock, may be running).
+const LEFTOVER_AGE: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Remove what a killed export left in `dir`: the entries whose names
+/// `ours` recognises, unchanged for [`LEFTOVER_AGE`]; directories only when
+/// `dirs` (a session's staging directory, whose name holds the session id).
+/// Only called under the export lock, so no export of ours is using them.
+fn remove_leftovers(dir: &Path, ours: impl Fn(&str) -> bool, dirs: bool) {
     let Ok(entries) = fs::read_dir(dir) else { return };
     for entry in entries.flatten() {
-        let Some(name) = entry.file_name().to_str().map(str::to_string) else {
-            continue;
-        };
-        let ours = if bases.is_empty() {
-            name.starts_with('.') && name.ends_with(".tmp")
-        } else {
-            bases.iter().any(|b| is_temporary_of(&name, b))
-        };
-        if !ours {
+        if !entry.file_name().to_str().is_some_and(&ours) {
             continue;
         }
-        let removed = match entry.file_type() {
-            Ok(t) if t.is_dir() => fs::remove_dir_all(entry.path()),
-            Ok(_) => fs::remove_file(entry.path()),
-            Err(e) => Err(e),
+        let Ok(meta) = entry.metadata() else { continue };
+        if meta
+            .modified()
+            .ok()
+            .and_then(|m| m.elapsed().ok())
+            .is_none_or(|age| age < LEFTOVER_AGE)
+        {
+            continue;
+        }
+        let removed = if meta.is_dir() {
+            if !dirs {
+                continue;
+            }
+            fs::remove_dir_all(entry.path())
+        } else {
+            fs::remove_file(entry.path())
         };
         if removed.is_ok() {
             tracing::info!(
@@ -118,6 +194,9 @@ pub struct ExportOptions {
     pub project: Option<String>,
     /// Partition granularity; else the database's `sessionPartitionGranularity`.
     pub granularity: Option<Granularity>,
+    /// How long to wait for another export into the same tree to finish
+    /// (forever when `None`).
+    pub lock_wait: Option<std::time::Duration>,
 }
 
 /// One exported session.
@@ -173,8 +252,11 @@ pub fn export_tree(
         ids
     };
     prepare_destination(dest)?;
-    let _lock = lock_for_export(dest)?;
-    remove_leftovers(dest, &[CONFIG]);
+    let lock = lock_for_export(dest, opts.lock_wait)?;
+    let tidy = lock.is_some();
+    if tidy {
+        remove_leftovers(dest, |n| is_temporary_of(n, CONFIG), false);
+    }
     let granularity = opts.granularity.unwrap_or(store.granularity());
     // Where sessions already are in this tree, to move rather than duplicate them.
     let mut existing: HashMap<String, Vec<PathBuf>> = HashMap::new();
@@ -205,7 +287,7 @@ pub fn export_tree(
         let project = opts.project.clone().unwrap_or_else(|| project_from_tags(&session.tags));
         let partition = partition_path(granularity, &session.created_at);
         let dir = session_dir(dest, &project, partition.as_deref(), &session.id);
-        write_session(&dir, &session, &thoughts, &mut summary)?;
+        write_session(&dir, &session, &thoughts, tidy, &mut summary)?;
         for old in existing.remove(&session.id).unwrap_or_default() {
             if old != dir {
                 remove_session_files(&old, &dest.join("projects"), &mut summary)?;
@@ -255,18 +337,27 @@ fn count(summary: &mut ExportSummary, written: bool) {
 /// into a temporary sibling directory and renamed into place, so it appears
 /// complete or not at all (and costs one rename rather than one per file);
 /// an existing one is updated file by file.
-fn write_session(dir: &Path, session: &Session, thoughts: &[Thought], summary: &mut ExportSummary) -> Result<()> {
+/// `tidy`: remove what a killed export of this session left.
+fn write_session(
+    dir: &Path,
+    session: &Session,
+    thoughts: &[Thought],
+    tidy: bool,
+    summary: &mut ExportSummary,
+) -> Result<()> {
     let parent = dir.parent().unwrap_or(dir);
-    remove_leftovers(parent, &[&session.id]);
+    if tidy {
+        remove_leftovers(parent, |n| is_temporary_of(n, &session.id), true);
+    }
     if dir.exists() {
-        return write_session_files(dir, session, thoughts, false, summary);
+        return write_session_files(dir, session, thoughts, false, tidy, summary);
     }
     fs::create_dir_all(parent).map_err(io(format!("creating {}", parent.display())))?;
     let staging = dir.with_file_name(temporary_name(&session.id));
     let written = (|| {
         fs::create_dir(&staging).map_err(io(format!("creating {}", staging.display())))?;
         let mut counts = ExportSummary::default();
-        write_session_files(&staging, session, thoughts, true, &mut counts)?;
+        write_session_files(&staging, session, thoughts, true, false, &mut counts)?;
         fs::rename(&staging, dir).map_err(io(format!("moving {} into place", dir.display())))?;
         Ok(counts)
     })();
@@ -279,7 +370,7 @@ fn write_session(dir: &Path, session: &Session, thoughts: &[Thought], summary: &
             let _ = fs::remove_dir_all(&staging);
             // Another exporter put the session there meanwhile: update it instead.
             if dir.is_dir() {
-                write_session_files(dir, session, thoughts, false, summary)
+                write_session_files(dir, session, thoughts, false, tidy, summary)
             } else {
                 Err(e)
             }
@@ -289,16 +380,18 @@ fn write_session(dir: &Path, session: &Session, thoughts: &[Thought], summary: &
 
 /// Write the thought files, branch folders and manifest into `dir`, then
 /// remove numbered files of thoughts the session no longer has. `fresh`: the
-/// directory is new and private, so files are written directly.
+/// directory is new and private, so files are written directly. `tidy`:
+/// remove the temporary files a killed export left.
 fn write_session_files(
     dir: &Path,
     session: &Session,
     thoughts: &[Thought],
     fresh: bool,
+    tidy: bool,
     summary: &mut ExportSummary,
 ) -> Result<()> {
-    if !fresh {
-        remove_leftovers(dir, &[]);
+    if tidy {
+        remove_leftovers(dir, is_temporary_session_file, false);
     }
     let put = |path: &Path, bytes: &[u8], summary: &mut ExportSummary| -> Result<()> {
         if fresh {
@@ -326,8 +419,8 @@ fn write_session_files(
                 if files.is_empty() {
                     let bdir = dir.join(b);
                     fs::create_dir_all(&bdir).map_err(io(format!("creating {}", bdir.display())))?;
-                    if !fresh {
-                        remove_leftovers(&bdir, &[]);
+                    if tidy {
+                        remove_leftovers(&bdir, is_temporary_session_file, false);
                     }
                 }
                 files.push(name.clone());
@@ -580,24 +673,55 @@ mod tests {
         let summary = export_tree(&store, &out, &ExportOptions::default(), &mut |_, _| {}).unwrap();
         let session_dir = summary.sessions[0].path.clone();
         let partition = session_dir.parent().unwrap().to_path_buf();
-        // A staging directory of this session and a half-written file, from
-        // an export killed before this change named them per call, and after.
+        let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        let age = |path: &Path| fs::File::open(path).unwrap().set_modified(hour_ago).unwrap();
+        // What an export killed an hour ago left: a staging directory of
+        // this session, temporary files (names of this version and of
+        // earlier ones).
         let staging = partition.join(format!(".{}.4242.tmp", a.id));
         fs::create_dir(&staging).unwrap();
         fs::write(staging.join("001.json"), "{").unwrap();
-        fs::write(partition.join(format!(".{}.4242-3.tmp", a.id)), "").unwrap();
-        fs::write(session_dir.join(".001.json.4242.tmp"), "{").unwrap();
-        fs::write(out.join(".config.json.4242-0.tmp"), "{").unwrap();
-        // Another session's staging directory and other hidden files stay.
+        let left = [
+            partition.join(format!(".{}.4242-3.tmp", a.id)),
+            session_dir.join(".001.json.4242.tmp"),
+            session_dir.join(".manifest.json.4242-7.tmp"),
+            out.join(".config.json.4242-0.tmp"),
+        ];
+        for path in &left {
+            fs::write(path, "{").unwrap();
+            age(path);
+        }
+        age(&staging);
+        // What stays: the same names written a moment ago (an export of an
+        // older version, which takes no lock, may be running), another
+        // session's staging directory, and the user's own hidden files.
+        let recent = session_dir.join(".002.json.4343-1.tmp");
+        fs::write(&recent, "{").unwrap();
         let other = partition.join(".0b8f8f7e-1111-4222-8333-944445555666.4242.tmp");
         fs::create_dir(&other).unwrap();
-        fs::write(partition.join(".keep"), "").unwrap();
+        let mine = [
+            partition.join(".keep"),
+            session_dir.join(".notes.tmp"),
+            session_dir.join(".001.json.backup.tmp"),
+            out.join(".config.json.tmp"),
+        ];
+        let scratch = session_dir.join(".scratch.tmp");
+        fs::create_dir(&scratch).unwrap();
+        fs::write(scratch.join("important"), "keep me").unwrap();
+        for path in mine.iter().chain([&other, &scratch]) {
+            if path.is_file() || !path.exists() {
+                fs::write(path, "mine").unwrap();
+            }
+            age(path);
+        }
         export_tree(&store, &out, &ExportOptions::default(), &mut |_, _| {}).unwrap();
         assert!(!staging.exists());
-        assert!(!partition.join(format!(".{}.4242-3.tmp", a.id)).exists());
-        assert!(!session_dir.join(".001.json.4242.tmp").exists());
-        assert!(!out.join(".config.json.4242-0.tmp").exists());
-        assert!(other.exists() && partition.join(".keep").exists());
+        for path in &left {
+            assert!(!path.exists(), "{} is still there", path.display());
+        }
+        for path in mine.iter().chain([&recent, &other, &scratch.join("important")]) {
+            assert!(path.exists(), "{} was removed", path.display());
+        }
     }
 
     #[test]
@@ -629,5 +753,39 @@ mod tests {
         assert_eq!(summary.sessions.len(), 2);
         assert!(summary.sessions.iter().all(|s| s.session_id != deleted));
         assert!(out.join(CONFIG).is_file(), "the export ran to its end");
+    }
+
+    #[test]
+    fn a_busy_tree_makes_an_export_wait_and_readers_too() {
+        let (dir, store) = temp_store();
+        let a = store.create_session(NewSession::titled("a")).unwrap();
+        store
+            .append_thought(Target::Session(a.id.clone()), thought("one"))
+            .unwrap();
+        let out = dir.path().join("out");
+        let summary = export_tree(&store, &out, &ExportOptions::default(), &mut |_, _| {}).unwrap();
+        let session_dir = summary.sessions[0].path.clone();
+        // Another export holds the tree.
+        let held = fs::File::open(out.join(EXPORT_LOCK)).unwrap();
+        held.lock().unwrap();
+        let impatient = ExportOptions {
+            lock_wait: Some(std::time::Duration::from_millis(100)),
+            ..Default::default()
+        };
+        let err = export_tree(&store, &out, &impatient, &mut |_, _| {}).unwrap_err();
+        assert!(err.to_string().contains("another export into"), "{err}");
+        // A reader of one session directory finds the tree's lock and waits.
+        let read = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                let _lock = lock_for_reading(&session_dir).expect("the tree's lock");
+                read.store(true, std::sync::atomic::Ordering::SeqCst);
+            });
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            assert!(!read.load(std::sync::atomic::Ordering::SeqCst), "read during an export");
+            held.unlock().unwrap();
+        });
+        assert!(read.load(std::sync::atomic::Ordering::SeqCst));
+        export_tree(&store, &out, &impatient, &mut |_, _| {}).unwrap();
     }
 }
