@@ -185,8 +185,10 @@ impl Maintenance {
                 // and less often, until it does or writes resume.
                 let mut wait = CHECKPOINT_QUIET;
                 let mut told = false;
+                // Any write since the burst ended (`seen`) ends the idle
+                // time and is handled as a burst, including one made during
+                // the indexing above or a checkpoint.
                 loop {
-                    seen = sig.count();
                     sig.idle.store(true, Ordering::Release);
                     let mut woken = false;
                     if sig.count() == seen {
@@ -204,7 +206,11 @@ impl Maintenance {
                         // A wake-up left over from an earlier write.
                         continue;
                     }
-                    if checkpoint_truncate(&store).await {
+                    let emptied = checkpoint_truncate(&store).await;
+                    if sig.count() != seen {
+                        continue 'outer;
+                    }
+                    if emptied {
                         if told {
                             tracing::info!("the WAL is empty again: the database file holds the whole ledger");
                         }

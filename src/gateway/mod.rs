@@ -294,6 +294,16 @@ impl Gateway {
         self.with_conn(|c| c.active_session = id);
     }
 
+    /// Forget the active session if it is still `id` (a request running
+    /// meanwhile may have made another one active).
+    pub(crate) fn clear_active_session_if(&self, id: &str) {
+        self.with_conn(|c| {
+            if c.active_session.as_deref() == Some(id) {
+                c.active_session = None;
+            }
+        });
+    }
+
     fn check_stage(&self, operation: &str, required: Stage) -> Result<()> {
         let current = self.stage();
         if self.options.stages && current < required {

@@ -269,7 +269,7 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
             // The active session was deleted (perhaps by another process):
             // forget it so the next thought starts a new one, and say so.
             if let Error::SessionNotFound { session_id } = e {
-                gw.set_active_session(None);
+                gw.clear_active_session_if(&session_id);
                 return Err(Error::ActiveSessionGone { session_id });
             }
             return Err(e);
