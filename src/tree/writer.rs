@@ -662,8 +662,10 @@ mod tests {
         );
     }
 
-    #[test]
-    fn what_a_killed_export_left_is_removed_by_the_next() {
+    /// A ledger of one session of one thought, exported to `out`: the
+    /// ledger's directory, the store, the session, `out`, and the session's
+    /// directory in the tree.
+    fn one_session_exported() -> (tempfile::TempDir, Store, Session, PathBuf, PathBuf) {
         let (dir, store) = temp_store();
         let a = store.create_session(NewSession::titled("a")).unwrap();
         store
@@ -672,6 +674,12 @@ mod tests {
         let out = dir.path().join("out");
         let summary = export_tree(&store, &out, &ExportOptions::default(), &mut |_, _| {}).unwrap();
         let session_dir = summary.sessions[0].path.clone();
+        (dir, store, a, out, session_dir)
+    }
+
+    #[test]
+    fn what_a_killed_export_left_is_removed_by_the_next() {
+        let (_dir, store, a, out, session_dir) = one_session_exported();
         let partition = session_dir.parent().unwrap().to_path_buf();
         let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
         let age = |path: &Path| fs::File::open(path).unwrap().set_modified(hour_ago).unwrap();
@@ -757,14 +765,7 @@ mod tests {
 
     #[test]
     fn a_busy_tree_makes_an_export_wait_and_readers_too() {
-        let (dir, store) = temp_store();
-        let a = store.create_session(NewSession::titled("a")).unwrap();
-        store
-            .append_thought(Target::Session(a.id.clone()), thought("one"))
-            .unwrap();
-        let out = dir.path().join("out");
-        let summary = export_tree(&store, &out, &ExportOptions::default(), &mut |_, _| {}).unwrap();
-        let session_dir = summary.sessions[0].path.clone();
+        let (_dir, store, _, out, session_dir) = one_session_exported();
         // Another export holds the tree.
         let held = fs::File::open(out.join(EXPORT_LOCK)).unwrap();
         held.lock().unwrap();
