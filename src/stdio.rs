@@ -110,6 +110,11 @@ impl<R> RepairedLines<R> {
 
     /// Move the complete line in `self.line` to `ready`, repaired if need be.
     fn finish_line(&mut self) {
+        // A byte-order mark (Windows tools write one) is not JSON: the MCP
+        // library would drop the message.
+        if self.line.starts_with(b"\xEF\xBB\xBF") {
+            self.line.drain(..3);
+        }
         let body = self.line.strip_suffix(b"\n").unwrap_or(&self.line);
         let body = body.strip_suffix(b"\r").unwrap_or(body);
         if body.iter().all(u8::is_ascii_whitespace) {
@@ -967,6 +972,15 @@ mod tests {
             .await
             .expect("read");
         expect(&out);
+    }
+
+    #[tokio::test]
+    async fn a_byte_order_mark_is_dropped() {
+        let input = "\u{feff}{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n{\"t\":\"\u{feff} inside\"}\n";
+        let expected = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n{\"t\":\"\u{feff} inside\"}\n";
+        for chunk in [1, 2, 4096] {
+            assert_eq!(read_all(input.as_bytes(), chunk).await, expected, "chunk {chunk}");
+        }
     }
 
     #[tokio::test]
