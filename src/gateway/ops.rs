@@ -44,13 +44,16 @@ pub(crate) fn session_arg(gw: &Gateway, args: &Args) -> Result<String> {
 
 pub async fn get_state(gw: &Gateway) -> Result<Value> {
     let stage = gw.stage();
+    let mut gone = None;
     let active = match gw.active_session() {
         Some(id) => match gw.blocking(move |s| s.session(&id)).await {
             Ok(s) => {
                 json!({ "id": s.id, "title": s.title, "thoughtCount": s.thought_count, "branchCount": s.branch_count })
             }
-            Err(e) if e.code() == "SESSION_NOT_FOUND" => {
-                gw.set_active_session(None);
+            Err(Error::SessionNotFound { session_id }) => {
+                // Deleted elsewhere: say so, as a thought would have.
+                gw.clear_active_session_if(&session_id);
+                gone = Some(session_id);
                 Value::Null
             }
             Err(e) => return Err(e),
@@ -64,6 +67,10 @@ pub async fn get_state(gw: &Gateway) -> Result<Value> {
         .map(|(n, _, _)| *n)
         .collect();
     let next = match stage {
+        _ if gone.is_some() => {
+            "The active session was deleted (perhaps by another process). Call thought to start a new session, \
+             or start_new / load_context to choose one."
+        }
         Stage::Entry => "Call start_new to begin a session, or list_sessions then load_context to resume one.",
         Stage::InitComplete => "Call cipher to load the notation guide and unlock thought.",
         _ if active.is_null() => {
@@ -71,7 +78,7 @@ pub async fn get_state(gw: &Gateway) -> Result<Value> {
         }
         _ => "Call thought to record the next step.",
     };
-    Ok(json!({
+    let mut state = json!({
         "stage": stage.number(),
         "stageName": stage.name(),
         "stagesEnforced": gw.options.stages,
@@ -82,7 +89,11 @@ pub async fn get_state(gw: &Gateway) -> Result<Value> {
         "nextStep": next,
         "server": { "name": env!("CARGO_PKG_NAME"), "version": env!("CARGO_PKG_VERSION") },
         "database": gw.store.path().display().to_string(),
-    }))
+    });
+    if let Some(id) = gone {
+        state["activeSessionCleared"] = json!({ "sessionId": id, "reason": "the session no longer exists" });
+    }
+    Ok(state)
 }
 
 fn new_session_from(args: &Args, title_keys: &[&str], tag_keys: &[&str]) -> Result<NewSession> {

@@ -46,6 +46,18 @@ pub struct LoadedSession {
 /// A directory counts as a session when it holds `manifest.json` or is named
 /// like a session id (so a session that lost its manifest is still reported).
 /// Symbolic links are not followed.
+/// Whether `dir` holds a numbered thought file, itself or in a folder.
+fn holds_thought_files(dir: &Path) -> bool {
+    let numbered = |d: &Path| {
+        fs::read_dir(d).is_ok_and(|entries| {
+            entries
+                .flatten()
+                .any(|e| e.file_name().to_str().is_some_and(|n| thought_file_number(n).is_some()))
+        })
+    };
+    numbered(dir) || subdirs(dir).is_ok_and(|subs| subs.iter().any(|s| numbered(s)))
+}
+
 pub fn find_session_dirs(root: &Path) -> Result<Vec<PathBuf>> {
     let meta = fs::metadata(root).map_err(io(format!("reading {}", root.display())))?;
     if !meta.is_dir() {
@@ -70,8 +82,13 @@ pub fn find_session_dirs(root: &Path) -> Result<Vec<PathBuf>> {
     if roots.is_empty() {
         roots.push(root.to_path_buf());
     }
-    let is_session =
-        |d: &Path| d.file_name().and_then(|n| n.to_str()).is_some_and(is_session_id) || d.join(MANIFEST).is_file();
+    // A folder named like a session that holds neither a manifest nor a
+    // thought file (what an export leaves when it moves a session whose old
+    // folder also holds a file of the user's) is no session.
+    let is_session = |d: &Path| {
+        d.join(MANIFEST).is_file()
+            || (d.file_name().and_then(|n| n.to_str()).is_some_and(is_session_id) && holds_thought_files(d))
+    };
     let mut found = Vec::new();
     for sessions in roots {
         for child in subdirs(&sessions)? {

@@ -253,6 +253,7 @@ pub fn export_tree(
     };
     prepare_destination(dest)?;
     let lock = lock_for_export(dest, opts.lock_wait)?;
+    check_config_is_ours(dest)?;
     let tidy = lock.is_some();
     if tidy {
         remove_leftovers(dest, |n| is_temporary_of(n, CONFIG), false);
@@ -305,6 +306,29 @@ pub fn export_tree(
     config.session_partition_granularity = granularity.as_str().to_string();
     count(&mut summary, write_file(&dest.join(CONFIG), &pretty(&config)?)?);
     Ok(summary)
+}
+
+/// An export writes `config.json` in the tree's root: refuse a destination
+/// whose `config.json` is not a Thoughtbox tree's (a project folder's own),
+/// rather than replace it.
+fn check_config_is_ours(dest: &Path) -> Result<()> {
+    let path = dest.join(CONFIG);
+    let Ok(bytes) = fs::read(&path) else {
+        return Ok(());
+    };
+    let ours = serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(&bytes)
+        .is_ok_and(|m| m.contains_key("installId") || m.contains_key("sessionPartitionGranularity"));
+    if ours {
+        return Ok(());
+    }
+    Err(Error::invalid(
+        "destination",
+        format!(
+            "{} holds a config.json that is not a Thoughtbox tree's; an export would replace it. Export into an \
+             empty directory or an existing Thoughtbox tree",
+            dest.display()
+        ),
+    ))
 }
 
 /// The destination must be a directory (created when missing).
@@ -788,5 +812,44 @@ mod tests {
         });
         assert!(read.load(std::sync::atomic::Ordering::SeqCst));
         export_tree(&store, &out, &impatient, &mut |_, _| {}).unwrap();
+    }
+
+    #[test]
+    fn a_config_json_of_someone_else_is_never_replaced() {
+        let (dir, store) = temp_store();
+        store.create_session(NewSession::titled("a")).unwrap();
+        let project = dir.path().join("my-app");
+        fs::create_dir(&project).unwrap();
+        fs::write(project.join(CONFIG), r#"{"name":"my-app","secret":"keep me"}"#).unwrap();
+        let err = export_tree(&store, &project, &ExportOptions::default(), &mut |_, _| {}).unwrap_err();
+        assert!(err.to_string().contains("not a Thoughtbox tree's"), "{err}");
+        assert_eq!(
+            fs::read_to_string(project.join(CONFIG)).unwrap(),
+            r#"{"name":"my-app","secret":"keep me"}"#
+        );
+        assert!(!project.join("projects").exists(), "nothing was written");
+        // A tree of ours (or of the TypeScript server's) is updated.
+        let out = dir.path().join("out");
+        export_tree(&store, &out, &ExportOptions::default(), &mut |_, _| {}).unwrap();
+        export_tree(&store, &out, &ExportOptions::default(), &mut |_, _| {}).unwrap();
+    }
+
+    #[test]
+    fn moving_a_session_past_a_file_of_the_users_leaves_a_valid_tree() {
+        let (_dir, store, a, out, session_dir) = one_session_exported();
+        fs::write(session_dir.join("my-notes.txt"), "mine").unwrap();
+        let elsewhere = ExportOptions {
+            project: Some("other".into()),
+            ..Default::default()
+        };
+        export_tree(&store, &out, &elsewhere, &mut |_, _| {}).unwrap();
+        // The user's file stays where it was; the session is in one place.
+        assert!(session_dir.join("my-notes.txt").is_file());
+        let dirs = find_session_dirs(&out).unwrap();
+        assert_eq!(dirs.len(), 1, "{dirs:?}");
+        assert!(dirs[0].starts_with(out.join("projects/other")));
+        let (report, loaded) = load_session(&dirs[0]);
+        assert!(report.result.valid, "{report:?}");
+        assert_eq!(loaded.unwrap().session.id, a.id);
     }
 }

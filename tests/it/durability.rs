@@ -275,6 +275,14 @@ async fn a_session_deleted_by_another_process() {
     assert_eq!(fresh["sessionCreated"], true, "{fresh}");
     assert_ne!(fresh["sessionId"], sid.as_str());
     assert_eq!(fresh["thoughtNumber"], 1);
+    // get_state says so too, when the agent asks first.
+    let fresh_id = fresh["sessionId"].as_str().unwrap().to_string();
+    b.ok("session", json!({ "subOperation": "delete", "sessionId": fresh_id }))
+        .await;
+    let state = a.ok("get_state", Value::Null).await;
+    assert_eq!(state["activeSession"], Value::Null);
+    assert_eq!(state["activeSessionCleared"]["sessionId"], fresh_id.as_str(), "{state}");
+    assert!(state["nextStep"].as_str().unwrap().contains("deleted"), "{state}");
     a.stop().await;
     b.stop().await;
 }
