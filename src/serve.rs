@@ -250,11 +250,19 @@ async fn shutdown_signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        match (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) {
-            (Ok(mut int), Ok(mut term)) => {
+        // SIGHUP too (the terminal or session that started the server went
+        // away): a clean exit checkpoints the WAL and gives stdin and stdout
+        // back as they were, where the default action would just end the process.
+        match (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+            signal(SignalKind::hangup()),
+        ) {
+            (Ok(mut int), Ok(mut term), Ok(mut hup)) => {
                 tokio::select! {
                     _ = int.recv() => {}
                     _ = term.recv() => {}
+                    _ = hup.recv() => {}
                 }
             }
             _ => std::future::pending::<()>().await,

@@ -290,7 +290,7 @@ enum Member {
 }
 
 /// A scalar value longer than this (an id or method name) is not one.
-const MAX_MEMBER: usize = 1024;
+const MAX_MEMBER: usize = 64 << 10;
 
 impl TopLevel {
     fn feed(&mut self, part: &[u8]) {
@@ -375,9 +375,17 @@ impl TopLevel {
     fn end_member(&mut self) {
         let parsed = || serde_json::from_slice::<serde_json::Value>(&self.value).ok();
         match self.member.take() {
-            // A JSON-RPC id is a string or an integer.
+            // A JSON-RPC id is a string or an integer (`1e3` and `1.0` are
+            // integers written as floats, which the MCP library accepts too).
             Some(Member::Id) => {
-                self.id = parsed().filter(|v| v.is_string() || v.is_i64() || v.is_u64());
+                self.id = parsed().and_then(|v| match v {
+                    serde_json::Value::Number(n) if !(n.is_i64() || n.is_u64()) => n
+                        .as_f64()
+                        .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15)
+                        .map(|f| serde_json::Value::from(f as i64)),
+                    serde_json::Value::Number(_) | serde_json::Value::String(_) => Some(v),
+                    _ => None,
+                });
             }
             Some(Member::Method) => {
                 self.method = parsed().and_then(|v| v.as_str().map(str::to_string));
@@ -918,6 +926,8 @@ mod tests {
                 "ping",
             ),
             ("\u{feff} { \"id\" : 9 , \"method\" : \"ping\" }\r", json!(9), "ping"),
+            (r#"{"id":1e3,"method":"ping"}"#, json!(1000), "ping"),
+            (r#"{"id":2.0,"method":"ping"}"#, json!(2), "ping"),
         ];
         for (message, id, method) in answered {
             for piece in [1, 3, 1000] {
@@ -934,6 +944,7 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":5,"result":{"method":"x"}}"#,
             r#"{"jsonrpc":"2.0","id":5,"method":"x","error":{}}"#,
             r#"{"id":1.5,"method":"ping"}"#,
+            r#"{"id":1e300,"method":"ping"}"#,
             r#"{"id":{"n":1},"method":"ping"}"#,
             r#"{"id":null,"method":"ping"}"#,
             r#"{"id":1,"method":["ping"]}"#,

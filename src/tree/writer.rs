@@ -82,12 +82,14 @@ fn lock_for_export(root: &Path, wait: Option<std::time::Duration>) -> Result<Opt
         }
         if wait.is_some_and(|w| started.elapsed() >= w) {
             return Err(Error::io(
-                format!(
-                    "another export into {} is still running after {} s; try again once it has finished",
-                    root.display(),
-                    started.elapsed().as_secs()
+                format!("exporting into {}", root.display()),
+                std::io::Error::new(
+                    std::io::ErrorKind::WouldBlock,
+                    format!(
+                        "another export into it is still running after {} s; try again once it has finished",
+                        started.elapsed().as_secs()
+                    ),
                 ),
-                std::io::Error::from(std::io::ErrorKind::WouldBlock),
             ));
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
@@ -99,11 +101,22 @@ fn lock_for_export(root: &Path, wait: Option<std::time::Duration>) -> Result<Opt
 /// progress to finish. A tree without one (written by another program, or
 /// on read-only media) is read as it is.
 pub fn lock_for_reading(dir: &Path) -> Option<fs::File> {
-    // A session directory is five levels below the tree's root.
-    let file = dir
-        .ancestors()
-        .take(6)
-        .find_map(|d| fs::File::open(d.join(EXPORT_LOCK)).ok())?;
+    // A session directory is five levels below the tree's root (looked for
+    // from where a symlink points, too).
+    let real = fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let (root, file) = [dir, real.as_path()].into_iter().find_map(|start| {
+        start
+            .ancestors()
+            .take(6)
+            .find_map(|d| fs::File::open(d.join(EXPORT_LOCK)).ok().map(|f| (d.to_path_buf(), f)))
+    })?;
+    match file.try_lock_shared() {
+        Ok(()) => return Some(file),
+        Err(fs::TryLockError::WouldBlock) => {
+            tracing::warn!("an export into {} is running; waiting for it to finish", root.display());
+        }
+        Err(fs::TryLockError::Error(_)) => return None,
+    }
     file.lock_shared().ok()?;
     Some(file)
 }
@@ -237,8 +250,10 @@ pub fn export_tree(
     if let Some(p) = &opts.project {
         check_project(p)?;
     }
-    let ids = if opts.sessions.is_empty() {
-        store.session_ids()?
+    // Named sessions are checked now; every session is listed once the
+    // tree is ours, so that one created while waiting is in.
+    let named = if opts.sessions.is_empty() {
+        None
     } else {
         let mut ids: Vec<String> = Vec::with_capacity(opts.sessions.len());
         for id in &opts.sessions {
@@ -249,11 +264,15 @@ pub fn export_tree(
                 ids.push(id.clone());
             }
         }
-        ids
+        Some(ids)
     };
     prepare_destination(dest)?;
-    let lock = lock_for_export(dest, opts.lock_wait)?;
     check_config_is_ours(dest)?;
+    let lock = lock_for_export(dest, opts.lock_wait)?;
+    let ids = match named {
+        Some(ids) => ids,
+        None => store.session_ids()?,
+    };
     let tidy = lock.is_some();
     if tidy {
         remove_leftovers(dest, |n| is_temporary_of(n, CONFIG), false);
@@ -828,6 +847,7 @@ mod tests {
             r#"{"name":"my-app","secret":"keep me"}"#
         );
         assert!(!project.join("projects").exists(), "nothing was written");
+        assert!(!project.join(EXPORT_LOCK).exists(), "nothing was written");
         // A tree of ours (or of the TypeScript server's) is updated.
         let out = dir.path().join("out");
         export_tree(&store, &out, &ExportOptions::default(), &mut |_, _| {}).unwrap();
@@ -851,5 +871,22 @@ mod tests {
         let (report, loaded) = load_session(&dirs[0]);
         assert!(report.result.valid, "{report:?}");
         assert_eq!(loaded.unwrap().session.id, a.id);
+    }
+
+    #[test]
+    fn an_export_that_waited_lists_the_sessions_of_when_it_got_the_tree() {
+        let (_dir, store, _, out, _) = one_session_exported();
+        let held = fs::File::open(out.join(EXPORT_LOCK)).unwrap();
+        held.lock().unwrap();
+        let summary = std::thread::scope(|scope| {
+            let export = scope.spawn(|| export_tree(&store, &out, &ExportOptions::default(), &mut |_, _| {}));
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            store
+                .create_session(NewSession::titled("created while it waited"))
+                .unwrap();
+            held.unlock().unwrap();
+            export.join().unwrap().unwrap()
+        });
+        assert_eq!(summary.sessions.len(), 2);
     }
 }

@@ -186,7 +186,7 @@ async fn four_processes_share_one_database() {
 /// removed: copying the database file alone gives the whole ledger.
 #[tokio::test]
 async fn clean_shutdown_leaves_one_complete_file() {
-    for how in ["eof", "TERM", "INT"] {
+    for how in ["eof", "TERM", "INT", "HUP"] {
         let (dir, db) = temp_db();
         let s = start(&db).await;
         let sid = s.ready("copy me").await;
