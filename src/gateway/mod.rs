@@ -485,7 +485,11 @@ impl ServerHandler for Gateway {
                 None,
             ));
         }
-        let result = match self.call(request.arguments, Some(&context)).await {
+        let result = match self
+            .call(request.arguments, Some(&context))
+            .await
+            .and_then(fits_one_message)
+        {
             Ok(value) => CallToolResult::structured(value),
             Err(e) => {
                 match &e {
@@ -545,6 +549,42 @@ impl ServerHandler for Gateway {
             )),
         }
     }
+}
+
+/// The largest answer, as JSON, a tool call gives. The answer goes out
+/// twice in one message (as text and as structuredContent), and a message
+/// longer than 16 MiB is dropped by MCP libraries (the Rust one among them)
+/// without a word, which leaves the agent waiting.
+const MAX_ANSWER: usize = 6 << 20;
+
+/// Refuse an answer too long for one MCP message, saying how to ask for less.
+fn fits_one_message(value: Value) -> Result<Value> {
+    /// Counts bytes, and stops the serializer once past the limit.
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            if self.0 > MAX_ANSWER {
+                return Err(std::io::Error::other("too long"));
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    if serde_json::to_writer(&mut count, &value).is_ok() {
+        return Ok(value);
+    }
+    Err(Error::InvalidOperation {
+        message: format!(
+            "the answer is over {} MiB, more than one MCP message can carry; ask for less: read_thoughts with a \
+             range, or session export with a destination directory to write the whole session to files",
+            MAX_ANSWER >> 20
+        ),
+        details: Some(json!({ "maxAnswerBytes": MAX_ANSWER })),
+    })
 }
 
 /// What the params of a request must hold, for the MCP methods this server

@@ -536,3 +536,48 @@ async fn ignored_arguments_are_named_in_the_answer() {
     assert_eq!(r["ignoredArguments"], json!(["verbose"]));
     s.stop().await;
 }
+
+/// An answer too long for one MCP message (which MCP libraries drop at
+/// 16 MiB, leaving the agent waiting) is refused, saying how to ask for
+/// less; smaller reads of the same session work.
+#[tokio::test]
+async fn an_answer_too_long_for_one_message_is_refused() {
+    use thoughtbox::domain::{NewSession, ThoughtInput};
+    use thoughtbox::store::{OpenOptionsStore, Store, Target};
+    let (dir, db) = temp_db();
+    let sid = {
+        let store = Store::open(&db, OpenOptionsStore::default()).unwrap();
+        let session = store.create_session(NewSession::titled("long")).unwrap();
+        for i in 0..7 {
+            let input = ThoughtInput {
+                thought: format!("{i} {}", "long words ".repeat(90_000)),
+                next_thought_needed: true,
+                ..Default::default()
+            };
+            store
+                .append_thought(Target::Session(session.id.clone()), input)
+                .unwrap();
+        }
+        store.checkpoint().unwrap();
+        session.id
+    };
+    let s = start(&db).await;
+    s.ok("load_context", json!({ "sessionId": sid })).await;
+    s.ok("cipher", Value::Null).await;
+    let e = s
+        .err(
+            "session",
+            json!({ "subOperation": "export", "sessionId": sid, "format": "markdown" }),
+            "INVALID_OPERATION",
+        )
+        .await;
+    assert!(e["message"].as_str().unwrap().contains("destination"), "{e}");
+    assert_eq!(s.ok("read_thoughts", json!({ "last": 2 })).await["count"], 2);
+    let dest = dir.path().join("tree");
+    s.ok(
+        "session",
+        json!({ "subOperation": "export", "sessionId": sid, "destination": dest.to_str().unwrap() }),
+    )
+    .await;
+    s.stop().await;
+}
