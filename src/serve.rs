@@ -1,5 +1,5 @@
 //! Running the MCP server on stdio, with background upkeep of the database
-//! and a clean shutdown on stdin EOF, SIGINT or SIGTERM.
+//! and a clean shutdown on stdin EOF, SIGINT, SIGTERM or SIGHUP (unless started with SIGHUP ignored).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -246,23 +246,49 @@ impl Maintenance {
     }
 }
 
+/// Whether the server was started with SIGHUP ignored (`nohup`), read from
+/// the `SigIgn` mask of /proc/self/status before any handler is set. Where
+/// that cannot be read, SIGHUP is taken as ignored and left alone.
+#[cfg(unix)]
+fn hangup_ignored() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("SigIgn:"))
+                .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        })
+        .is_none_or(|mask| mask & 1 != 0)
+}
+
 async fn shutdown_signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
         // SIGHUP too (the terminal or session that started the server went
         // away): a clean exit checkpoints the WAL and gives stdin and stdout
-        // back as they were, where the default action would just end the process.
-        match (
-            signal(SignalKind::interrupt()),
-            signal(SignalKind::terminate()),
-            signal(SignalKind::hangup()),
-        ) {
-            (Ok(mut int), Ok(mut term), Ok(mut hup)) => {
+        // back as they were, where the default action would just end the
+        // process. Unless it came ignored (`nohup`): a handler would undo that.
+        let hangup = if hangup_ignored() {
+            None
+        } else {
+            signal(SignalKind::hangup()).ok()
+        };
+        let hangup = async move {
+            match hangup {
+                Some(mut hup) => {
+                    hup.recv().await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        };
+        match (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) {
+            (Ok(mut int), Ok(mut term)) => {
                 tokio::select! {
                     _ = int.recv() => {}
                     _ = term.recv() => {}
-                    _ = hup.recv() => {}
+                    _ = hangup => {}
                 }
             }
             _ => std::future::pending::<()>().await,

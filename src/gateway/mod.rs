@@ -551,20 +551,27 @@ impl ServerHandler for Gateway {
     }
 }
 
-/// The largest answer, as JSON, a tool call gives. The answer goes out
-/// twice in one message (as text and as structuredContent), and a message
-/// longer than 16 MiB is dropped by MCP libraries (the Rust one among them)
-/// without a word, which leaves the agent waiting.
-const MAX_ANSWER: usize = 6 << 20;
+/// The longest message a tool answer may make. The answer goes out twice
+/// in one message, as JSON and as that JSON in a text string (where every
+/// `"` and `\\` takes one byte more), and MCP libraries (the Rust one among
+/// them) drop a message over 16 MiB without a word, which leaves the agent
+/// waiting. A little is left for the envelope.
+const MAX_MESSAGE: usize = (16 << 20) - (64 << 10);
 
-/// Refuse an answer too long for one MCP message, saying how to ask for less.
-fn fits_one_message(value: Value) -> Result<Value> {
-    /// Counts bytes, and stops the serializer once past the limit.
-    struct Count(usize);
+/// How many bytes `value` takes in an answer's message, counted up to a
+/// little past [`MAX_MESSAGE`] (the count stops there).
+fn message_bytes(value: &Value) -> usize {
+    /// Counts bytes and the ones escaped again in the text copy, and stops
+    /// the serializer once past the limit.
+    struct Count {
+        bytes: usize,
+        escaped: usize,
+    }
     impl std::io::Write for Count {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            if self.0 > MAX_ANSWER {
+            self.bytes += buf.len();
+            self.escaped += buf.iter().filter(|&&b| b == b'"' || b == b'\\').count();
+            if 2 * self.bytes + self.escaped > MAX_MESSAGE {
                 return Err(std::io::Error::other("too long"));
             }
             Ok(buf.len())
@@ -573,17 +580,35 @@ fn fits_one_message(value: Value) -> Result<Value> {
             Ok(())
         }
     }
-    let mut count = Count(0);
-    if serde_json::to_writer(&mut count, &value).is_ok() {
+    let mut count = Count { bytes: 0, escaped: 0 };
+    let _ = serde_json::to_writer(&mut count, value);
+    2 * count.bytes + count.escaped
+}
+
+/// Make sure an answer fits in one MCP message. The answer of `load_context`
+/// and `session resume` (which have already made the session active) loses
+/// its `recentThoughts` instead, with a note; any other answer too long is
+/// refused (those operations change nothing), saying how to ask for less.
+fn fits_one_message(mut value: Value) -> Result<Value> {
+    if message_bytes(&value) <= MAX_MESSAGE {
         return Ok(value);
+    }
+    if let Some(recent) = value.get_mut("recentThoughts").filter(|r| r.is_array()) {
+        *recent = json!([]);
+        value["recentThoughtsOmitted"] =
+            json!("the last thoughts are too long for one MCP message; read them with read_thoughts (thoughtNumber)");
+        if message_bytes(&value) <= MAX_MESSAGE {
+            return Ok(value);
+        }
     }
     Err(Error::InvalidOperation {
         message: format!(
-            "the answer is over {} MiB, more than one MCP message can carry; ask for less: read_thoughts with a \
-             range, or session export with a destination directory to write the whole session to files",
-            MAX_ANSWER >> 20
+            "the answer is longer than one MCP message can carry ({} MiB); ask for less: read_thoughts with a \
+             smaller range or one thoughtNumber, or session export with a destination directory to write the \
+             whole session to files",
+            16
         ),
-        details: Some(json!({ "maxAnswerBytes": MAX_ANSWER })),
+        details: Some(json!({ "maxMessageBytes": MAX_MESSAGE })),
     })
 }
 

@@ -39,14 +39,8 @@ pub struct LoadedSession {
     pub thoughts: Vec<Thought>,
 }
 
-/// The session directories under `root`, in path order. `root` may be a tree
-/// (`projects/*/sessions/`, or the reference's older `sessions/`), a sessions
-/// directory, or one session directory. Sessions may sit directly in a
-/// sessions directory (flat, partition `none`) or one partition level below.
-/// A directory counts as a session when it holds `manifest.json` or is named
-/// like a session id (so a session that lost its manifest is still reported).
-/// Symbolic links are not followed.
-/// Whether `dir` holds a numbered thought file, itself or in a folder.
+/// Whether `dir` holds a numbered thought file: itself, in a branch folder
+/// (`{branchId}/`), or in the reference's `branches/{branchId}/`.
 fn holds_thought_files(dir: &Path) -> bool {
     let numbered = |d: &Path| {
         fs::read_dir(d).is_ok_and(|entries| {
@@ -55,9 +49,20 @@ fn holds_thought_files(dir: &Path) -> bool {
                 .any(|e| e.file_name().to_str().is_some_and(|n| thought_file_number(n).is_some()))
         })
     };
-    numbered(dir) || subdirs(dir).is_ok_and(|subs| subs.iter().any(|s| numbered(s)))
+    let in_subdirs = |d: &Path| subdirs(d).is_ok_and(|subs| subs.iter().any(|s| numbered(s)));
+    numbered(dir) || in_subdirs(dir) || in_subdirs(&dir.join(REFERENCE_BRANCH_DIR))
 }
 
+/// The session directories under `root`, in path order. `root` may be a tree
+/// (`projects/*/sessions/`, or the reference's older `sessions/`), a sessions
+/// directory, or one session directory. Sessions may sit directly in a
+/// sessions directory (flat, partition `none`) or one partition level below.
+/// A directory counts as a session when it holds `manifest.json` or is named
+/// like a session id (so a session that lost its manifest is still reported).
+/// Symbolic links are not followed. A folder named like a session that holds
+/// neither a manifest nor any thought file (what an export leaves behind
+/// when it moves a session whose folder also held a file of the user's) is
+/// no session.
 pub fn find_session_dirs(root: &Path) -> Result<Vec<PathBuf>> {
     let meta = fs::metadata(root).map_err(io(format!("reading {}", root.display())))?;
     if !meta.is_dir() {
@@ -82,9 +87,6 @@ pub fn find_session_dirs(root: &Path) -> Result<Vec<PathBuf>> {
     if roots.is_empty() {
         roots.push(root.to_path_buf());
     }
-    // A folder named like a session that holds neither a manifest nor a
-    // thought file (what an export leaves when it moves a session whose old
-    // folder also holds a file of the user's) is no session.
     let is_session = |d: &Path| {
         d.join(MANIFEST).is_file()
             || (d.file_name().and_then(|n| n.to_str()).is_some_and(is_session_id) && holds_thought_files(d))

@@ -104,7 +104,7 @@ pub fn lock_for_reading(dir: &Path) -> Option<fs::File> {
     // A session directory is five levels below the tree's root (looked for
     // from where a symlink points, too).
     let real = fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-    let (root, file) = [dir, real.as_path()].into_iter().find_map(|start| {
+    let (root, file) = [real.as_path(), dir].into_iter().find_map(|start| {
         start
             .ancestors()
             .take(6)
@@ -332,12 +332,16 @@ pub fn export_tree(
 /// rather than replace it.
 fn check_config_is_ours(dest: &Path) -> Result<()> {
     let path = dest.join(CONFIG);
-    let Ok(bytes) = fs::read(&path) else {
-        return Ok(());
+    let bytes = match fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io(format!("reading {}", path.display()), e)),
     };
-    let ours = serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(&bytes)
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
+    let ours = serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(bytes)
         .is_ok_and(|m| m.contains_key("installId") || m.contains_key("sessionPartitionGranularity"));
-    if ours {
+    // A tree's own config.json, damaged: the sessions beside it say whose it is.
+    if ours || find_session_dirs(dest).is_ok_and(|dirs| !dirs.is_empty()) {
         return Ok(());
     }
     Err(Error::invalid(
@@ -848,10 +852,21 @@ mod tests {
         );
         assert!(!project.join("projects").exists(), "nothing was written");
         assert!(!project.join(EXPORT_LOCK).exists(), "nothing was written");
-        // A tree of ours (or of the TypeScript server's) is updated.
+        // A tree of ours (or of the TypeScript server's) is updated, even
+        // with its config.json cut short or behind a byte-order mark.
         let out = dir.path().join("out");
         export_tree(&store, &out, &ExportOptions::default(), &mut |_, _| {}).unwrap();
+        fs::write(out.join(CONFIG), "{\"installId\":").unwrap();
         export_tree(&store, &out, &ExportOptions::default(), &mut |_, _| {}).unwrap();
+        fs::write(out.join(CONFIG), "\u{feff}{\"installId\":\"x\"}").unwrap();
+        export_tree(&store, &out, &ExportOptions::default(), &mut |_, _| {}).unwrap();
+        // A session folder of the reference's layout that lost its manifest
+        // and keeps thoughts only under branches/{id}/ is still found (and
+        // reported), unlike a folder a moved session left to the user.
+        let lost = out.join("projects/ts/sessions/2026-11/0b8f8f7e-1111-4222-8333-944445555666");
+        fs::create_dir_all(lost.join("branches/alt")).unwrap();
+        fs::write(lost.join("branches/alt/002.json"), "{}").unwrap();
+        assert!(find_session_dirs(&out).unwrap().contains(&lost));
     }
 
     #[test]

@@ -539,7 +539,8 @@ async fn ignored_arguments_are_named_in_the_answer() {
 
 /// An answer too long for one MCP message (which MCP libraries drop at
 /// 16 MiB, leaving the agent waiting) is refused, saying how to ask for
-/// less; smaller reads of the same session work.
+/// less; smaller reads of the same session work. `load_context`, which has
+/// already opened the session, answers without its recent thoughts instead.
 #[tokio::test]
 async fn an_answer_too_long_for_one_message_is_refused() {
     use thoughtbox::domain::{NewSession, ThoughtInput};
@@ -548,9 +549,11 @@ async fn an_answer_too_long_for_one_message_is_refused() {
     let sid = {
         let store = Store::open(&db, OpenOptionsStore::default()).unwrap();
         let session = store.create_session(NewSession::titled("long")).unwrap();
-        for i in 0..7 {
+        // A quote takes two bytes in JSON and four more in the answer's text
+        // copy: ~6 MB of message per thought.
+        for i in 0..9 {
             let input = ThoughtInput {
-                thought: format!("{i} {}", "long words ".repeat(90_000)),
+                thought: format!("{i} {}", "\"".repeat(1_000_000)),
                 next_thought_needed: true,
                 ..Default::default()
             };
@@ -562,8 +565,24 @@ async fn an_answer_too_long_for_one_message_is_refused() {
         session.id
     };
     let s = start(&db).await;
-    s.ok("load_context", json!({ "sessionId": sid })).await;
+    let loaded = s.ok("load_context", json!({ "sessionId": sid })).await;
+    assert_eq!(
+        loaded["recentThoughts"],
+        json!([]),
+        "{}",
+        loaded["recentThoughtsOmitted"]
+    );
+    assert!(
+        loaded["recentThoughtsOmitted"]
+            .as_str()
+            .unwrap()
+            .contains("read_thoughts")
+    );
+    assert_eq!(loaded["restorationInfo"]["thoughtCount"], 9);
     s.ok("cipher", Value::Null).await;
+    let e = s.err("read_thoughts", json!({ "last": 5 }), "INVALID_OPERATION").await;
+    assert!(e["message"].as_str().unwrap().contains("thoughtNumber"), "{e}");
+    assert_eq!(s.ok("read_thoughts", json!({ "thoughtNumber": 9 })).await["count"], 1);
     let e = s
         .err(
             "session",
@@ -572,7 +591,6 @@ async fn an_answer_too_long_for_one_message_is_refused() {
         )
         .await;
     assert!(e["message"].as_str().unwrap().contains("destination"), "{e}");
-    assert_eq!(s.ok("read_thoughts", json!({ "last": 2 })).await["count"], 2);
     let dest = dir.path().join("tree");
     s.ok(
         "session",

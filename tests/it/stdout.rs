@@ -330,6 +330,28 @@ async fn a_message_over_16_mib_is_answered_not_dropped() {
     assert!(child.wait().await.unwrap().success());
 }
 
+/// SIGHUP ends the server cleanly, unless it was started with SIGHUP
+/// ignored (`nohup`): then it keeps serving.
+#[cfg(unix)]
+#[tokio::test]
+async fn sighup_is_ignored_under_nohup() {
+    let (_d, db) = temp_db();
+    let mut cmd = Command::new("nohup");
+    cmd.arg(bin()).arg("--db").arg(&db).stderr(Stdio::null());
+    let (mut child, mut stdin, mut lines) = initialized(cmd).await;
+    let pid = child.id().unwrap();
+    kill(pid, "HUP");
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    send(&mut stdin, r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#).await;
+    assert_eq!(
+        next_message(&mut lines).await["id"],
+        2,
+        "the server ended on SIGHUP under nohup"
+    );
+    drop(stdin);
+    assert!(child.wait().await.unwrap().success());
+}
+
 /// `--events` naming stdout by a path (`/dev/stdout`) must not put events
 /// into the protocol stream: the stream is dropped with a warning.
 #[cfg(unix)]
