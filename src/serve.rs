@@ -320,8 +320,10 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
         let (writer, writer_thread) = Writer::start(&store)?;
         let maintenance = Maintenance::start(store.clone(), writer.clone());
         let gateway = Gateway::new(store.clone(), writer, options, maintenance.signal());
+        let (input, output, stdout_gone) = crate::stdio::streams();
+        let stopped_reading = stdout_gone.clone();
         let served = async {
-            let service = match gateway.serve(crate::stdio::streams()).await {
+            let service = match gateway.serve((input, output)).await {
                 Ok(service) => service,
                 // stdin closed before any request: nothing to serve, not a failure.
                 Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => {
@@ -332,8 +334,12 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
             };
             let cancel = service.cancellation_token();
             let signals = tokio::spawn(async move {
-                shutdown_signal().await;
-                tracing::info!("signal received, shutting down");
+                tokio::select! {
+                    _ = shutdown_signal() => tracing::info!("signal received, shutting down"),
+                    _ = stopped_reading.notified() => {
+                        tracing::info!("the client stopped reading stdout; shutting down")
+                    }
+                }
                 cancel.cancel();
             });
             let quit = service.waiting().await;
@@ -343,8 +349,9 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
         };
         let outcome = tokio::select! {
             r = served => r,
-            // A signal before the client finished initializing.
+            // A signal (or a closed stdout) before the client finished initializing.
             _ = shutdown_signal() => Ok(()),
+            _ = stdout_gone.notified() => Ok(()),
         };
         maintenance.stop().await;
         // Nothing may be written after the final checkpoint, and the WAL

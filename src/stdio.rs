@@ -15,10 +15,12 @@
 
 use std::io;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use serde::de::IgnoredAny;
 use tokio::io::{AsyncRead, ReadBuf};
+use tokio::sync::Notify;
 
 /// The MCP library's limit on one line (newline included): it drops a
 /// longer line without an answer. Such a line is answered here instead.
@@ -537,9 +539,64 @@ type Output = Box<dyn tokio::io::AsyncWrite + Send + Unpin>;
 /// pipes or sockets (as MCP clients spawn us) they are registered with the
 /// reactor directly; tokio's own stdin/stdout would send every read and
 /// write through the blocking thread pool, which more than doubles the cost
-/// of a small request.
-pub fn streams() -> (Input, Output) {
-    (Box::new(RepairedLines::new(reader())), writer())
+/// of a small request. The third value is told when the client stops
+/// reading stdout (see [`Watched`]).
+pub fn streams() -> (Input, Output, Arc<Notify>) {
+    let gone = Arc::new(Notify::new());
+    let output = Box::new(Watched {
+        inner: writer(),
+        gone: gone.clone(),
+    });
+    (Box::new(RepairedLines::new(reader())), output, gone)
+}
+
+/// stdout, telling `gone` when the client has stopped reading it (a broken
+/// pipe): no answer can reach the client any more, so the server stops
+/// rather than carry out requests whose answers nobody receives.
+struct Watched {
+    inner: Output,
+    gone: Arc<Notify>,
+}
+
+impl Watched {
+    fn check<T>(&self, result: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
+        if let Poll::Ready(Err(e)) = &result
+            && e.kind() == io::ErrorKind::BrokenPipe
+        {
+            self.gone.notify_one();
+        }
+        result
+    }
+}
+
+impl tokio::io::AsyncWrite for Watched {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        let result = Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.check(result)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let result = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.check(result)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let result = Pin::new(&mut self.inner).poll_flush(cx);
+        self.check(result)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let result = Pin::new(&mut self.inner).poll_shutdown(cx);
+        self.check(result)
+    }
 }
 
 /// stdin: a pipe or socket through the reactor, anything else (a file, a

@@ -330,6 +330,29 @@ async fn a_message_over_16_mib_is_answered_not_dropped() {
     assert!(child.wait().await.unwrap().success());
 }
 
+/// A client that stops reading stdout (closes its end) but keeps stdin
+/// open: the server cannot answer any more, so it stops cleanly instead of
+/// carrying out requests whose answers nobody receives.
+#[tokio::test]
+async fn the_server_stops_when_nobody_reads_its_answers() {
+    let (_d, db) = temp_db();
+    let mut cmd = command(&db);
+    cmd.stderr(Stdio::null());
+    let (mut child, mut stdin, lines) = initialized(cmd).await;
+    drop(lines);
+    // The first answer that cannot be written ends the session.
+    send(&mut stdin, r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#).await;
+    let status = tokio::time::timeout(std::time::Duration::from_secs(20), child.wait())
+        .await
+        .expect("the server stopped")
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    let mut wal = db.as_os_str().to_owned();
+    wal.push("-wal");
+    assert!(!std::path::Path::new(&wal).exists(), "a clean exit removes the WAL");
+    drop(stdin);
+}
+
 /// SIGHUP ends the server cleanly, unless it was started with SIGHUP
 /// ignored (`nohup`): then it keeps serving.
 #[cfg(unix)]
