@@ -485,10 +485,11 @@ impl ServerHandler for Gateway {
                 None,
             ));
         }
+        let read_only = reads_only(request.arguments.as_ref());
         let result = match self
             .call(request.arguments, Some(&context))
             .await
-            .and_then(fits_one_message)
+            .and_then(|value| fits_one_message(value, read_only))
         {
             Ok(value) => CallToolResult::structured(value),
             Err(e) => {
@@ -498,7 +499,7 @@ impl ServerHandler for Gateway {
                     }
                     _ => tracing::debug!("gateway call rejected: {e}"),
                 }
-                CallToolResult::structured_error(e.payload())
+                CallToolResult::structured_error(bounded_error(e.payload()))
             }
         };
         Ok(result.into())
@@ -585,11 +586,37 @@ fn message_bytes(value: &Value) -> usize {
     2 * count.bytes + count.escaped
 }
 
-/// Make sure an answer fits in one MCP message. The answer of `load_context`
-/// and `session resume` (which have already made the session active) loses
-/// its `recentThoughts` instead, with a note; any other answer too long is
-/// refused (those operations change nothing), saying how to ask for less.
-fn fits_one_message(mut value: Value) -> Result<Value> {
+/// Whether a call only reads: its answer, when too long for one message,
+/// can be refused, since nothing was done. Any other call has done what it
+/// was asked by the time it answers.
+fn reads_only(arguments: Option<&serde_json::Map<String, Value>>) -> bool {
+    let Some(arguments) = arguments else { return false };
+    let operation = arguments.get("operation").and_then(Value::as_str).unwrap_or("");
+    let args = arguments.get("args");
+    let sub = args
+        .and_then(|a| a.get("subOperation"))
+        .or_else(|| arguments.get("subOperation"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let to_files = args
+        .and_then(|a| a.get("destination"))
+        .or_else(|| arguments.get("destination"));
+    match operation {
+        "get_state" | "list_sessions" | "cipher" | "read_thoughts" | "get_structure" | "deep_analysis"
+        | "mental_models" => true,
+        "session" => matches!(sub, "list" | "get" | "search" | "analyze") || (sub == "export" && to_files.is_none()),
+        "knowledge" => sub.starts_with("list") || sub.starts_with("get") || sub.starts_with("search"),
+        _ => false,
+    }
+}
+
+/// Make sure an answer fits in one MCP message.
+/// - The answer of `load_context` and `session resume` (which have opened
+///   the session by then) loses its `recentThoughts`, with a note.
+/// - Any other call that did something (`read_only` false) keeps its short
+///   top-level fields and names the ones left out.
+/// - A call that only read is refused, saying how to ask for less.
+fn fits_one_message(mut value: Value, read_only: bool) -> Result<Value> {
     if message_bytes(&value) <= MAX_MESSAGE {
         return Ok(value);
     }
@@ -601,15 +628,47 @@ fn fits_one_message(mut value: Value) -> Result<Value> {
             return Ok(value);
         }
     }
+    if !read_only && let Value::Object(fields) = &mut value {
+        let long: Vec<String> = fields
+            .iter()
+            .filter(|(_, v)| message_bytes(v) > 64 << 10)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in &long {
+            fields.remove(key);
+        }
+        fields.insert(
+            "answerShortened".into(),
+            json!({
+                "omittedFields": long,
+                "reason": "the whole answer is too long for one MCP message; what was asked was done: read it back in parts",
+            }),
+        );
+        return Ok(value);
+    }
     Err(Error::InvalidOperation {
-        message: format!(
-            "the answer is longer than one MCP message can carry ({} MiB); ask for less: read_thoughts with a \
-             smaller range or one thoughtNumber, or session export with a destination directory to write the \
-             whole session to files",
-            16
-        ),
+        message: "the answer is longer than one MCP message can carry (16 MiB); ask for less: read_thoughts with a \
+                  smaller range or one thoughtNumber, or session export with a destination directory to write the \
+                  whole session to files"
+            .into(),
         details: Some(json!({ "maxMessageBytes": MAX_MESSAGE })),
     })
+}
+
+/// An error's payload, kept short: a message that repeats a long input (an
+/// unknown operation name of megabytes) is cut, and its details left out.
+fn bounded_error(mut payload: Value) -> Value {
+    if message_bytes(&payload) <= 64 << 10 {
+        return payload;
+    }
+    if let Some(message) = payload["message"].as_str() {
+        let cut: String = message.chars().take(1000).collect();
+        payload["message"] = json!(format!("{cut}... (cut: the message repeated a long input)"));
+    }
+    if let Value::Object(fields) = &mut payload {
+        fields.remove("details");
+    }
+    payload
 }
 
 /// What the params of a request must hold, for the MCP methods this server
@@ -625,4 +684,62 @@ fn expected_params(method: &str) -> Option<&'static str> {
         "ping" => "no params",
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn arguments(v: Value) -> serde_json::Map<String, Value> {
+        v.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn only_calls_that_read_are_refused_for_a_long_answer() {
+        let long = "\"".repeat(6 << 20);
+        // A thought with a huge critique: it was recorded, so it answers
+        // without the long field, and says so.
+        let answer = json!({ "sessionId": "s", "thoughtNumber": 3, "critique": { "text": long } });
+        let shortened = fits_one_message(answer.clone(), false).unwrap();
+        assert_eq!(shortened["thoughtNumber"], 3);
+        assert!(shortened.get("critique").is_none());
+        assert_eq!(shortened["answerShortened"]["omittedFields"], json!(["critique"]));
+        // A read of the same size is refused, saying how to ask for less.
+        let err = fits_one_message(answer, true).unwrap_err();
+        assert_eq!(err.code(), "INVALID_OPERATION");
+        assert!(err.to_string().contains("read_thoughts"));
+        // Short answers pass untouched either way.
+        let small = json!({ "thoughtNumber": 1 });
+        assert_eq!(fits_one_message(small.clone(), true).unwrap(), small);
+        let reads = |v: Value| reads_only(Some(&arguments(v)));
+        assert!(reads(json!({ "operation": "read_thoughts", "args": { "last": 5 } })));
+        assert!(reads(
+            json!({ "operation": "session", "args": { "subOperation": "get" } })
+        ));
+        assert!(reads(json!({ "operation": "session", "subOperation": "export" })));
+        assert!(!reads(
+            json!({ "operation": "session", "args": { "subOperation": "export", "destination": "/x" } })
+        ));
+        assert!(!reads(
+            json!({ "operation": "session", "args": { "subOperation": "extract_learnings" } })
+        ));
+        assert!(!reads(json!({ "operation": "thought", "args": {} })));
+        assert!(reads(
+            json!({ "operation": "knowledge", "args": { "subOperation": "list_patterns" } })
+        ));
+        assert!(!reads(
+            json!({ "operation": "knowledge", "args": { "subOperation": "create_pattern" } })
+        ));
+    }
+
+    #[test]
+    fn an_error_that_repeats_a_long_input_is_cut() {
+        let e = Error::operation(format!("unknown operation {:?}", "\"".repeat(1 << 20)));
+        let payload = bounded_error(e.payload());
+        assert_eq!(payload["code"], "INVALID_OPERATION");
+        assert!(payload["message"].as_str().unwrap().len() < 1200);
+        assert!(payload.get("details").is_none());
+        let short = Error::operation("unknown operation \"x\"").payload();
+        assert_eq!(bounded_error(short.clone()), short);
+    }
 }

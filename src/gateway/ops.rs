@@ -67,6 +67,10 @@ pub async fn get_state(gw: &Gateway) -> Result<Value> {
         .map(|(n, _, _)| *n)
         .collect();
     let next = match stage {
+        Stage::InitComplete if gone.is_some() => {
+            "The active session was deleted (perhaps by another process). Call cipher, then thought to start a \
+             new session, or start_new / load_context to choose one."
+        }
         _ if gone.is_some() => {
             "The active session was deleted (perhaps by another process). Call thought to start a new session, \
              or start_new / load_context to choose one."

@@ -340,8 +340,14 @@ fn check_config_is_ours(dest: &Path) -> Result<()> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
     let ours = serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(bytes)
         .is_ok_and(|m| m.contains_key("installId") || m.contains_key("sessionPartitionGranularity"));
-    // A tree's own config.json, damaged: the sessions beside it say whose it is.
-    if ours || find_session_dirs(dest).is_ok_and(|dirs| !dirs.is_empty()) {
+    // A tree's own config.json, damaged: the sessions in its projects/ (or
+    // the reference's sessions/) say whose it is. A manifest.json elsewhere
+    // (a web app's, a browser extension's) does not.
+    let tree_sessions = |dirs: Vec<PathBuf>| {
+        dirs.iter()
+            .any(|d| d.starts_with(dest.join("projects")) || d.starts_with(dest.join("sessions")))
+    };
+    if ours || find_session_dirs(dest).is_ok_and(tree_sessions) {
         return Ok(());
     }
     Err(Error::invalid(
@@ -852,6 +858,12 @@ mod tests {
         );
         assert!(!project.join("projects").exists(), "nothing was written");
         assert!(!project.join(EXPORT_LOCK).exists(), "nothing was written");
+        // A manifest.json of its own (a web app's) does not make it a tree.
+        fs::write(project.join("manifest.json"), "{}").unwrap();
+        fs::create_dir_all(project.join("public")).unwrap();
+        fs::write(project.join("public/manifest.json"), "{}").unwrap();
+        let err = export_tree(&store, &project, &ExportOptions::default(), &mut |_, _| {}).unwrap_err();
+        assert!(err.to_string().contains("not a Thoughtbox tree's"), "{err}");
         // A tree of ours (or of the TypeScript server's) is updated, even
         // with its config.json cut short or behind a byte-order mark.
         let out = dir.path().join("out");
