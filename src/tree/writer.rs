@@ -879,6 +879,8 @@ mod tests {
         fs::create_dir_all(lost.join("branches/alt")).unwrap();
         fs::write(lost.join("branches/alt/002.json"), "{}").unwrap();
         assert!(find_session_dirs(&out).unwrap().contains(&lost));
+        // Also when that folder is named on its own (validate DIR/...).
+        assert_eq!(find_session_dirs(&lost).unwrap(), vec![lost.clone()]);
     }
 
     #[test]
