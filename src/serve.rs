@@ -330,13 +330,18 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
                     tracing::info!("the client closed stdin before initializing");
                     return Ok(());
                 }
+                // The answer to initialize could not be written.
+                Err(_) if stdout_gone.is_gone() => {
+                    tracing::info!("the client stopped reading stdout before initializing");
+                    return Ok(());
+                }
                 Err(e) => return Err(Error::Internal(format!("MCP initialization failed: {e}"))),
             };
             let cancel = service.cancellation_token();
             let signals = tokio::spawn(async move {
                 tokio::select! {
                     _ = shutdown_signal() => tracing::info!("signal received, shutting down"),
-                    _ = stopped_reading.notified() => {
+                    _ = stopped_reading.wait() => {
                         tracing::info!("the client stopped reading stdout; shutting down")
                     }
                 }
@@ -349,9 +354,8 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
         };
         let outcome = tokio::select! {
             r = served => r,
-            // A signal (or a closed stdout) before the client finished initializing.
+            // A signal before the client finished initializing.
             _ = shutdown_signal() => Ok(()),
-            _ = stdout_gone.notified() => Ok(()),
         };
         maintenance.stop().await;
         // Nothing may be written after the final checkpoint, and the WAL

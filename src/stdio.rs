@@ -541,8 +541,8 @@ type Output = Box<dyn tokio::io::AsyncWrite + Send + Unpin>;
 /// write through the blocking thread pool, which more than doubles the cost
 /// of a small request. The third value is told when the client stops
 /// reading stdout (see [`Watched`]).
-pub fn streams() -> (Input, Output, Arc<Notify>) {
-    let gone = Arc::new(Notify::new());
+pub fn streams() -> (Input, Output, Arc<StdoutGone>) {
+    let gone = Arc::new(StdoutGone::default());
     let output = Box::new(Watched {
         inner: writer(),
         gone: gone.clone(),
@@ -550,12 +550,42 @@ pub fn streams() -> (Input, Output, Arc<Notify>) {
     (Box::new(RepairedLines::new(reader())), output, gone)
 }
 
+/// Whether the client has stopped reading stdout (a broken pipe), and a
+/// wake-up for whoever waits for that.
+#[derive(Default)]
+pub struct StdoutGone {
+    gone: std::sync::atomic::AtomicBool,
+    notify: Notify,
+}
+
+impl StdoutGone {
+    pub fn is_gone(&self) -> bool {
+        self.gone.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Wait until the client has stopped reading stdout.
+    pub async fn wait(&self) {
+        loop {
+            let woken = self.notify.notified();
+            if self.is_gone() {
+                return;
+            }
+            woken.await;
+        }
+    }
+
+    fn set(&self) {
+        self.gone.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.notify.notify_waiters();
+    }
+}
+
 /// stdout, telling `gone` when the client has stopped reading it (a broken
 /// pipe): no answer can reach the client any more, so the server stops
 /// rather than carry out requests whose answers nobody receives.
 struct Watched {
     inner: Output,
-    gone: Arc<Notify>,
+    gone: Arc<StdoutGone>,
 }
 
 impl Watched {
@@ -563,7 +593,7 @@ impl Watched {
         if let Poll::Ready(Err(e)) = &result
             && e.kind() == io::ErrorKind::BrokenPipe
         {
-            self.gone.notify_one();
+            self.gone.set();
         }
         result
     }

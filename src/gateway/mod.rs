@@ -481,7 +481,10 @@ impl ServerHandler for Gateway {
     ) -> std::result::Result<CallToolResponse, McpError> {
         if request.name != TOOL_NAME {
             return Err(McpError::invalid_params(
-                format!("unknown tool {:?}; this server has one tool, {TOOL_NAME}", request.name),
+                format!(
+                    "unknown tool {:?}; this server has one tool, {TOOL_NAME}",
+                    clip(&request.name)
+                ),
                 None,
             ));
         }
@@ -517,7 +520,7 @@ impl ServerHandler for Gateway {
         let method = request.method;
         if method == crate::stdio::INVALID_PARAMS_METHOD {
             let params = request.params.unwrap_or_default();
-            let original = params["method"].as_str().unwrap_or("the request").to_string();
+            let original = clip(params["method"].as_str().unwrap_or("the request"));
             if let Some(reason) = params["reason"].as_str() {
                 return Err(McpError::new(
                     rmcp::model::ErrorCode::INVALID_REQUEST,
@@ -538,6 +541,7 @@ impl ServerHandler for Gateway {
                 Some(json!({ "method": original })),
             ));
         }
+        let method = clip(&method);
         match expected_params(&method) {
             Some(expected) => Err(McpError::invalid_params(
                 format!("invalid params for {method}: expected {expected}"),
@@ -586,26 +590,51 @@ fn message_bytes(value: &Value) -> usize {
     2 * count.bytes + count.escaped
 }
 
+/// `text` (a name the client sent) as an error message may repeat it: cut
+/// to 200 characters, since a message over 16 MiB would never arrive.
+pub(crate) fn clip(text: &str) -> String {
+    match text.char_indices().nth(200) {
+        Some((at, _)) => format!("{}...", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
 /// Whether a call only reads: its answer, when too long for one message,
 /// can be refused, since nothing was done. Any other call has done what it
 /// was asked by the time it answers.
 fn reads_only(arguments: Option<&serde_json::Map<String, Value>>) -> bool {
     let Some(arguments) = arguments else { return false };
     let operation = arguments.get("operation").and_then(Value::as_str).unwrap_or("");
-    let args = arguments.get("args");
-    let sub = args
-        .and_then(|a| a.get("subOperation"))
-        .or_else(|| arguments.get("subOperation"))
+    // Where the dispatcher finds a sub-operation and its arguments: in
+    // `args` (or an `args` inside it), or beside `operation`.
+    let args = arguments.get("args").filter(|a| a.is_object());
+    let places: Vec<&Value> = [args.and_then(|a| a.get("args")), args]
+        .into_iter()
+        .flatten()
+        .chain(std::iter::once(&Value::Null))
+        .collect();
+    let find = |keys: &[&str]| -> Option<&Value> {
+        places
+            .iter()
+            .filter_map(|p| p.as_object())
+            .chain(std::iter::once(arguments))
+            .find_map(|p| keys.iter().find_map(|k| p.get(*k)).filter(|v| !v.is_null()))
+    };
+    let sub = find(&["subOperation", "operation", "action"])
         .and_then(Value::as_str)
+        .filter(|s| *s != operation)
         .unwrap_or("");
-    let to_files = args
-        .and_then(|a| a.get("destination"))
-        .or_else(|| arguments.get("destination"));
+    let to_files = find(&["destination"]).is_some();
+    let saves = find(&["save"]).and_then(Value::as_bool).unwrap_or(false);
     match operation {
         "get_state" | "list_sessions" | "cipher" | "read_thoughts" | "get_structure" | "deep_analysis"
         | "mental_models" => true,
-        "session" => matches!(sub, "list" | "get" | "search" | "analyze") || (sub == "export" && to_files.is_none()),
-        "knowledge" => sub.starts_with("list") || sub.starts_with("get") || sub.starts_with("search"),
+        "session" => {
+            matches!(sub, "list" | "get" | "search" | "analyze")
+                || (sub == "export" && !to_files)
+                || (sub == "extract_learnings" && !saves)
+        }
+        "knowledge" => ["list", "get", "search", "read"].iter().any(|p| sub.starts_with(p)),
         _ => false,
     }
 }
@@ -637,13 +666,15 @@ fn fits_one_message(mut value: Value, read_only: bool) -> Result<Value> {
         for key in &long {
             fields.remove(key);
         }
-        fields.insert(
-            "answerShortened".into(),
-            json!({
-                "omittedFields": long,
-                "reason": "the whole answer is too long for one MCP message; what was asked was done: read it back in parts",
-            }),
-        );
+        let note = json!({
+            "omittedFields": long,
+            "reason": "the whole answer is too long for one MCP message; what was asked was done: read it back in parts",
+        });
+        fields.insert("answerShortened".into(), note.clone());
+        if message_bytes(&value) > MAX_MESSAGE {
+            // Many fields, each short: keep only the note.
+            return Ok(json!({ "answerShortened": note }));
+        }
         return Ok(value);
     }
     Err(Error::InvalidOperation {
@@ -695,6 +726,17 @@ mod tests {
     }
 
     #[test]
+    fn an_answer_of_many_short_fields_still_fits() {
+        let mut fields = serde_json::Map::new();
+        for i in 0..400 {
+            fields.insert(format!("f{i}"), json!("\"".repeat(40 << 10)));
+        }
+        let answer = fits_one_message(Value::Object(fields), false).unwrap();
+        assert!(message_bytes(&answer) <= MAX_MESSAGE);
+        assert!(answer.get("answerShortened").is_some());
+    }
+
+    #[test]
     fn only_calls_that_read_are_refused_for_a_long_answer() {
         let long = "\"".repeat(6 << 20);
         // A thought with a huge critique: it was recorded, so it answers
@@ -720,9 +762,6 @@ mod tests {
         assert!(!reads(
             json!({ "operation": "session", "args": { "subOperation": "export", "destination": "/x" } })
         ));
-        assert!(!reads(
-            json!({ "operation": "session", "args": { "subOperation": "extract_learnings" } })
-        ));
         assert!(!reads(json!({ "operation": "thought", "args": {} })));
         assert!(reads(
             json!({ "operation": "knowledge", "args": { "subOperation": "list_patterns" } })
@@ -730,6 +769,26 @@ mod tests {
         assert!(!reads(
             json!({ "operation": "knowledge", "args": { "subOperation": "create_pattern" } })
         ));
+
+        // The other places the dispatcher reads a sub-operation from.
+        assert!(reads(
+            json!({ "operation": "knowledge", "args": { "action": "read_scratchpad" } })
+        ));
+        assert!(reads(json!({ "operation": "session", "args": { "operation": "get" } })));
+        assert!(reads(
+            json!({ "operation": "session", "args": { "args": { "subOperation": "search" } } })
+        ));
+        assert!(reads(
+            json!({ "operation": "session", "args": { "subOperation": "extract_learnings" } })
+        ));
+        assert!(!reads(
+            json!({ "operation": "session", "args": { "subOperation": "extract_learnings", "save": true } })
+        ));
+        assert!(reads(
+            json!({ "operation": "session", "args": { "subOperation": "export", "destination": null } })
+        ));
+        assert_eq!(clip(&"x".repeat(1 << 20)).len(), 203);
+        assert_eq!(clip("short"), "short");
     }
 
     #[test]

@@ -129,6 +129,7 @@ fn text(uri: &str, body: impl Into<String>) -> ReadResourceResult {
 }
 
 fn not_found(uri: &str) -> McpError {
+    let uri = super::clip(uri);
     McpError::resource_not_found(format!("no resource {uri}"), Some(json!({ "uri": uri })))
 }
 

@@ -72,7 +72,9 @@ pub fn find_session_dirs(root: &Path) -> Result<Vec<PathBuf>> {
         ));
     }
     // One session directory, whole or without its manifest (to be reported).
-    let named_like_a_session = root.file_name().and_then(|n| n.to_str()).is_some_and(is_session_id);
+    // By its real name: `validate .` from inside the folder names it `.`.
+    let real = fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    let named_like_a_session = real.file_name().and_then(|n| n.to_str()).is_some_and(is_session_id);
     if root.join(MANIFEST).is_file() || (named_like_a_session && holds_thought_files(root)) {
         return Ok(vec![root.to_path_buf()]);
     }
