@@ -332,9 +332,23 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
             Ok(c) => {
                 let node = thought.node_id.clone();
                 let stored = c.clone();
-                gw.write(move |s| s.set_critique(&node, &stored)).await?;
-                gw.wrote();
-                thought.data.critique = Some(c);
+                if gw.write(move |s| s.set_critique(&node, &stored)).await? {
+                    gw.wrote();
+                    thought.data.critique = Some(c);
+                } else {
+                    // Deleted (by another process) while the client wrote it.
+                    critique_error = Some(
+                        Error::ThoughtNotFound {
+                            message: format!(
+                                "thought {} no longer exists (its session was deleted while the critique was \
+                                 being written); the critique was not stored",
+                                thought.node_id
+                            ),
+                            details: json!({ "nodeId": thought.node_id }),
+                        }
+                        .payload(),
+                    );
+                }
             }
             Err(e) => {
                 // The thought is recorded; failing to note the request must not fail the call.

@@ -281,15 +281,18 @@ impl Store {
         })
     }
 
-    /// Store the critique of a thought (set once; the thought itself is never rewritten).
-    pub fn set_critique(&self, node_id: &str, critique: &Critique) -> Result<()> {
+    /// Store the critique of a thought (set once; the thought itself is never
+    /// rewritten). Answers whether it was stored: not when the thought is
+    /// gone (its session deleted while the critique was being written) or
+    /// already has one.
+    pub fn set_critique(&self, node_id: &str, critique: &Critique) -> Result<bool> {
         let json = serde_json::to_string(critique).map_err(|e| Error::Internal(e.to_string()))?;
         self.write(|tx| {
-            tx.execute(
+            let changed = tx.execute(
                 "UPDATE thoughts SET critique = ?2 WHERE node_id = ?1 AND critique IS NULL",
                 (node_id, json),
             )?;
-            Ok(())
+            Ok(changed == 1)
         })
     }
 
@@ -433,6 +436,22 @@ mod tests {
             next_thought_needed: true,
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn a_critique_is_stored_once_and_never_for_a_thought_that_is_gone() {
+        let (_d, store) = temp_store();
+        let s = store.create_session(NewSession::titled("s")).unwrap();
+        let a = store.append_thought(Target::Session(s.id.clone()), t("one")).unwrap();
+        let critique = |text: &str| crate::domain::Critique {
+            text: text.into(),
+            model: "m".into(),
+            timestamp: "2026-11-22T00:00:00Z".into(),
+        };
+        assert!(store.set_critique(&a.thought.node_id, &critique("first")).unwrap());
+        assert!(!store.set_critique(&a.thought.node_id, &critique("second")).unwrap());
+        store.delete_session(&s.id).unwrap();
+        assert!(!store.set_critique(&a.thought.node_id, &critique("late")).unwrap());
     }
 
     #[test]

@@ -108,3 +108,43 @@ async fn answered_and_unanswered_critiques_both_count() {
     assert_eq!(a["quality"]["critiqueRequests"], 3);
     s.stop().await;
 }
+
+/// A client that, while it writes the critique, deletes every session of
+/// the ledger (as another process would).
+#[derive(Clone)]
+pub struct DeletingSamplingClient(std::path::PathBuf);
+
+impl ClientHandler for DeletingSamplingClient {
+    fn get_info(&self) -> ClientConfig {
+        SamplingClient.get_info()
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        use thoughtbox::store::{OpenOptionsStore, Store};
+        let store = Store::open(&self.0, OpenOptionsStore::default()).expect("open");
+        for id in store.session_ids().expect("ids") {
+            store.delete_session(&id).expect("delete");
+        }
+        SamplingClient.create_message(params, context).await
+    }
+}
+
+/// A critique that arrives for a thought deleted meanwhile is not shown as
+/// stored: the answer says why there is none.
+#[tokio::test]
+async fn a_critique_for_a_thought_deleted_meanwhile_is_not_stored() {
+    let (_d, db) = temp_db();
+    let s = start_with(DeletingSamplingClient(db.clone()), command(&db)).await;
+    s.ready("deleted while critiqued").await;
+    let r = s
+        .thought(json!({ "thought": "Ship it", "nextThoughtNeeded": true, "critique": true, "verbose": true }))
+        .await;
+    assert!(r["critique"].is_null(), "{r}");
+    assert_eq!(r["critiqueError"]["code"], "THOUGHT_NOT_FOUND", "{r}");
+    assert!(r["critiqueError"]["message"].as_str().unwrap().contains("not stored"));
+    s.stop().await;
+}

@@ -149,7 +149,7 @@ fn play(store: &Store, title: &str, tags: Vec<String>, steps: &[Step], critique_
                 model: "test-model".into(),
                 timestamp: "2026-01-02T03:04:05.678Z".into(),
             };
-            store.set_critique(&a.thought.node_id, &c).unwrap();
+            assert!(store.set_critique(&a.thought.node_id, &c).unwrap());
         }
     }
 }
