@@ -247,6 +247,7 @@ impl Gateway {
         &self,
         f: impl FnOnce(&Store) -> Result<T> + Send + 'static,
     ) -> Result<T> {
+        changed_something();
         self.writer.run(f).await
     }
 
@@ -488,12 +489,13 @@ impl ServerHandler for Gateway {
                 None,
             ));
         }
-        let read_only = reads_only(request.arguments.as_ref());
-        let result = match self
-            .call(request.arguments, Some(&context))
-            .await
-            .and_then(|value| fits_one_message(value, read_only))
-        {
+        let (answer, changed) = CHANGED
+            .scope(std::cell::Cell::new(false), async {
+                let answer = self.call(request.arguments, Some(&context)).await;
+                (answer, CHANGED.with(std::cell::Cell::get))
+            })
+            .await;
+        let result = match answer.and_then(|value| fits_one_message(value, !changed)) {
             Ok(value) => CallToolResult::structured(value),
             Err(e) => {
                 match &e {
@@ -599,51 +601,24 @@ pub(crate) fn clip(text: &str) -> String {
     }
 }
 
-/// Whether a call only reads: its answer, when too long for one message,
-/// can be refused, since nothing was done. Any other call has done what it
-/// was asked by the time it answers.
-fn reads_only(arguments: Option<&serde_json::Map<String, Value>>) -> bool {
-    let Some(arguments) = arguments else { return false };
-    let operation = arguments.get("operation").and_then(Value::as_str).unwrap_or("");
-    // Where the dispatcher finds a sub-operation and its arguments: in
-    // `args` (or an `args` inside it), or beside `operation`.
-    let args = arguments.get("args").filter(|a| a.is_object());
-    let places: Vec<&Value> = [args.and_then(|a| a.get("args")), args]
-        .into_iter()
-        .flatten()
-        .chain(std::iter::once(&Value::Null))
-        .collect();
-    let find = |keys: &[&str]| -> Option<&Value> {
-        places
-            .iter()
-            .filter_map(|p| p.as_object())
-            .chain(std::iter::once(arguments))
-            .find_map(|p| keys.iter().find_map(|k| p.get(*k)).filter(|v| !v.is_null()))
-    };
-    let sub = find(&["subOperation", "operation", "action"])
-        .and_then(Value::as_str)
-        .filter(|s| *s != operation)
-        .unwrap_or("");
-    let to_files = find(&["destination"]).is_some();
-    let saves = find(&["save"]).and_then(Value::as_bool).unwrap_or(false);
-    match operation {
-        "get_state" | "list_sessions" | "cipher" | "read_thoughts" | "get_structure" | "deep_analysis"
-        | "mental_models" => true,
-        "session" => {
-            matches!(sub, "list" | "get" | "search" | "analyze")
-                || (sub == "export" && !to_files)
-                || (sub == "extract_learnings" && !saves)
-        }
-        "knowledge" => ["list", "get", "search", "read"].iter().any(|p| sub.starts_with(p)),
-        _ => false,
-    }
+tokio::task_local! {
+    /// Whether the tool call running in this task has changed something
+    /// (written to the ledger, or written files): its answer is then never
+    /// refused for its length, since a retry would do it again.
+    static CHANGED: std::cell::Cell<bool>;
+}
+
+/// Note that the tool call running in this task changes something (a no-op
+/// outside a tool call).
+pub(crate) fn changed_something() {
+    let _ = CHANGED.try_with(|changed| changed.set(true));
 }
 
 /// Make sure an answer fits in one MCP message.
 /// - The answer of `load_context` and `session resume` (which have opened
 ///   the session by then) loses its `recentThoughts`, with a note.
-/// - Any other call that did something (`read_only` false) keeps its short
-///   top-level fields and names the ones left out.
+/// - Any other call that changed something (`read_only` false) keeps its
+///   short top-level fields and names the ones left out.
 /// - A call that only read is refused, saying how to ask for less.
 fn fits_one_message(mut value: Value, read_only: bool) -> Result<Value> {
     if message_bytes(&value) <= MAX_MESSAGE {
@@ -721,8 +696,22 @@ fn expected_params(method: &str) -> Option<&'static str> {
 mod tests {
     use super::*;
 
-    fn arguments(v: Value) -> serde_json::Map<String, Value> {
-        v.as_object().cloned().unwrap_or_default()
+    #[tokio::test]
+    async fn a_call_that_writes_is_marked_and_nothing_else_is() {
+        // Outside a tool call it does nothing (and does not panic).
+        changed_something();
+        let marked = |write: bool| {
+            CHANGED.scope(std::cell::Cell::new(false), async move {
+                tokio::task::yield_now().await;
+                if write {
+                    changed_something();
+                }
+                tokio::task::yield_now().await;
+                CHANGED.with(std::cell::Cell::get)
+            })
+        };
+        assert!(marked(true).await);
+        assert!(!marked(false).await);
     }
 
     #[test]
@@ -753,40 +742,6 @@ mod tests {
         // Short answers pass untouched either way.
         let small = json!({ "thoughtNumber": 1 });
         assert_eq!(fits_one_message(small.clone(), true).unwrap(), small);
-        let reads = |v: Value| reads_only(Some(&arguments(v)));
-        assert!(reads(json!({ "operation": "read_thoughts", "args": { "last": 5 } })));
-        assert!(reads(
-            json!({ "operation": "session", "args": { "subOperation": "get" } })
-        ));
-        assert!(reads(json!({ "operation": "session", "subOperation": "export" })));
-        assert!(!reads(
-            json!({ "operation": "session", "args": { "subOperation": "export", "destination": "/x" } })
-        ));
-        assert!(!reads(json!({ "operation": "thought", "args": {} })));
-        assert!(reads(
-            json!({ "operation": "knowledge", "args": { "subOperation": "list_patterns" } })
-        ));
-        assert!(!reads(
-            json!({ "operation": "knowledge", "args": { "subOperation": "create_pattern" } })
-        ));
-
-        // The other places the dispatcher reads a sub-operation from.
-        assert!(reads(
-            json!({ "operation": "knowledge", "args": { "action": "read_scratchpad" } })
-        ));
-        assert!(reads(json!({ "operation": "session", "args": { "operation": "get" } })));
-        assert!(reads(
-            json!({ "operation": "session", "args": { "args": { "subOperation": "search" } } })
-        ));
-        assert!(reads(
-            json!({ "operation": "session", "args": { "subOperation": "extract_learnings" } })
-        ));
-        assert!(!reads(
-            json!({ "operation": "session", "args": { "subOperation": "extract_learnings", "save": true } })
-        ));
-        assert!(reads(
-            json!({ "operation": "session", "args": { "subOperation": "export", "destination": null } })
-        ));
         assert_eq!(clip(&"x".repeat(1 << 20)).len(), 203);
         assert_eq!(clip("short"), "short");
     }

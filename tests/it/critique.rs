@@ -148,3 +148,46 @@ async fn a_critique_for_a_thought_deleted_meanwhile_is_not_stored() {
     assert!(r["critiqueError"]["message"].as_str().unwrap().contains("not stored"));
     s.stop().await;
 }
+
+/// A client whose model writes a critique of megabytes.
+#[derive(Clone)]
+pub struct LongWindedSamplingClient;
+
+impl ClientHandler for LongWindedSamplingClient {
+    fn get_info(&self) -> ClientConfig {
+        SamplingClient.get_info()
+    }
+
+    async fn create_message(
+        &self,
+        _params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        Ok(CreateMessageResult::new(
+            rmcp::model::SamplingMessage::assistant_text("\"".repeat(6 << 20)),
+            "verbose-model".into(),
+        ))
+    }
+}
+
+/// A thought is recorded before its answer is built, so an answer too long
+/// for one MCP message (here a verbose answer holding a critique of
+/// megabytes) is not refused: it comes without its long fields, named, and
+/// a retry is not needed.
+#[tokio::test]
+async fn a_recorded_thought_is_never_refused_for_its_answers_length() {
+    let (_d, db) = temp_db();
+    let s = start_with(LongWindedSamplingClient, command(&db)).await;
+    s.ready("long critique").await;
+    let r = s
+        .thought(json!({ "thought": "Ship it", "nextThoughtNeeded": true, "critique": true, "verbose": true }))
+        .await;
+    assert_eq!(r["thoughtNumber"], 1, "{}", r["answerShortened"]);
+    assert_eq!(r["answerShortened"]["omittedFields"], json!(["critique"]));
+    // Reading it back whole is a read, which is refused, saying how to ask for less.
+    let e = s
+        .err("read_thoughts", json!({ "thoughtNumber": 1 }), "INVALID_OPERATION")
+        .await;
+    assert!(e["message"].as_str().unwrap().contains("ask for less"), "{e}");
+    s.stop().await;
+}
