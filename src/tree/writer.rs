@@ -32,7 +32,7 @@ use serde::Serialize;
 use super::reader::find_session_dirs;
 use super::{
     CONFIG, MANIFEST, MANIFEST_VERSION, ManifestMetadata, REFERENCE_BRANCH_DIR, SessionManifest, check_project,
-    check_session_id, io, project_from_tags, session_dir, thought_file, thought_file_number,
+    check_session_id, io, is_session_id, project_from_tags, session_dir, thought_file, thought_file_number,
 };
 use crate::domain::{Granularity, Session, Thought, partition_path, validate_branch_id};
 use crate::error::{Error, Result};
@@ -146,6 +146,13 @@ fn is_temporary_of(name: &str, base: &str) -> bool {
         .and_then(|rest| rest.strip_prefix('.'))
         .and_then(|rest| rest.strip_suffix(".tmp"))
         .is_some_and(is_temporary_tag)
+}
+
+/// The session id in `name` if it is the name of a session's staging
+/// directory: `.{sessionId}.{pid}[-{n}].tmp`.
+fn staging_session(name: &str) -> Option<&str> {
+    let (id, tag) = name.strip_prefix('.')?.strip_suffix(".tmp")?.split_once('.')?;
+    (is_session_id(id) && is_temporary_tag(tag)).then_some(id)
 }
 
 /// Whether `name` is a temporary name for a file of a session directory:
@@ -293,6 +300,11 @@ pub fn export_tree(
         ..Default::default()
     };
     let total = ids.len();
+    // Staging directories of a killed export of these sessions are looked
+    // for once per partition folder, not once per session (a folder may hold
+    // thousands of them).
+    let exported: HashSet<&str> = ids.iter().map(String::as_str).collect();
+    let mut tidied: HashSet<PathBuf> = HashSet::new();
     for (done, id) in ids.iter().enumerate() {
         let (session, thoughts) = match store.session_thoughts(id) {
             Ok(found) => found,
@@ -307,6 +319,13 @@ pub fn export_tree(
         let project = opts.project.clone().unwrap_or_else(|| project_from_tags(&session.tags));
         let partition = partition_path(granularity, &session.created_at);
         let dir = session_dir(dest, &project, partition.as_deref(), &session.id);
+        if let Some(parent) = dir.parent()
+            && tidy
+            && tidied.insert(parent.to_path_buf())
+        {
+            let staging_of_ours = |name: &str| staging_session(name).is_some_and(|id| exported.contains(id));
+            remove_leftovers(parent, staging_of_ours, true);
+        }
         write_session(&dir, &session, &thoughts, tidy, &mut summary)?;
         for old in existing.remove(&session.id).unwrap_or_default() {
             if old != dir {
@@ -390,7 +409,8 @@ fn count(summary: &mut ExportSummary, written: bool) {
 /// into a temporary sibling directory and renamed into place, so it appears
 /// complete or not at all (and costs one rename rather than one per file);
 /// an existing one is updated file by file.
-/// `tidy`: remove what a killed export of this session left.
+/// `tidy`: remove the temporary files a killed export left in the session's
+/// folder.
 fn write_session(
     dir: &Path,
     session: &Session,
@@ -399,9 +419,6 @@ fn write_session(
     summary: &mut ExportSummary,
 ) -> Result<()> {
     let parent = dir.parent().unwrap_or(dir);
-    if tidy {
-        remove_leftovers(parent, |n| is_temporary_of(n, &session.id), true);
-    }
     if dir.exists() {
         return write_session_files(dir, session, thoughts, false, tidy, summary);
     }
