@@ -302,6 +302,14 @@ async fn shutdown_signal() {
     }
 }
 
+/// Resolves once a shutdown signal has been received.
+async fn signalled(mut seen: tokio::sync::watch::Receiver<bool>) {
+    if seen.wait_for(|&s| s).await.is_err() {
+        // The signal watcher is gone: no signal will come.
+        std::future::pending::<()>().await;
+    }
+}
+
 /// Serve MCP on stdin/stdout until the client closes stdin or a signal
 /// arrives, then index, checkpoint and close the database so that the
 /// database file alone holds the whole ledger.
@@ -322,6 +330,16 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
         let gateway = Gateway::new(store.clone(), writer, options, maintenance.signal());
         let (input, output, stdout_gone) = crate::stdio::streams();
         let stopped_reading = stdout_gone.clone();
+        // The signal handlers are set once; both the wait for `initialize`
+        // and the session after it watch this.
+        let (on_signal, signal_seen) = tokio::sync::watch::channel(false);
+        let signals = tokio::spawn(async move {
+            shutdown_signal().await;
+            tracing::info!("signal received, shutting down");
+            let _ = on_signal.send(true);
+        });
+        let signal_in_session = signal_seen.clone();
+        let session_started = std::cell::Cell::new(false);
         let served = async {
             let service = match gateway.serve((input, output)).await {
                 Ok(service) => service,
@@ -337,10 +355,11 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
                 }
                 Err(e) => return Err(Error::Internal(format!("MCP initialization failed: {e}"))),
             };
+            session_started.set(true);
             let cancel = service.cancellation_token();
-            let signals = tokio::spawn(async move {
+            let stopper = tokio::spawn(async move {
                 tokio::select! {
-                    _ = shutdown_signal() => tracing::info!("signal received, shutting down"),
+                    _ = signalled(signal_in_session) => {}
                     _ = stopped_reading.wait() => {
                         tracing::info!("the client stopped reading stdout; shutting down")
                     }
@@ -348,15 +367,22 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
                 cancel.cancel();
             });
             let quit = service.waiting().await;
-            signals.abort();
+            stopper.abort();
             tracing::info!(?quit, "MCP session ended");
             Ok::<(), Error>(())
         };
         let outcome = tokio::select! {
             r = served => r,
-            // A signal before the client finished initializing.
-            _ = shutdown_signal() => Ok(()),
+            // A signal while `initialize` is awaited. Once the session runs,
+            // its own stopper ends it gracefully instead.
+            _ = async {
+                signalled(signal_seen).await;
+                if session_started.get() {
+                    std::future::pending::<()>().await;
+                }
+            } => Ok(()),
         };
+        signals.abort();
         maintenance.stop().await;
         // Nothing may be written after the final checkpoint, and the WAL
         // file goes away only when the writer's connection has closed too.
