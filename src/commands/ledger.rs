@@ -1,5 +1,6 @@
 //! `sessions`, `stats`, `info` and `config`: looking at the ledger without SQL.
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use serde_json::{Value, json};
@@ -8,7 +9,7 @@ use super::{ConfigCommand, SessionsCommand, SortArg, clip, out, out_json, table}
 use crate::cli::DbArgs;
 use crate::domain::{Granularity, Session, SessionFilter, SortBy, SortOrder};
 use crate::error::{Error, Result};
-use crate::export;
+use crate::export::{self, Format, Layout};
 
 fn status(s: &Session) -> &'static str {
     if s.completed_at.is_some() {
@@ -81,12 +82,15 @@ pub fn sessions(db: &DbArgs, command: SessionsCommand) -> Result<ExitCode> {
             out(&text)?;
         }
         SessionsCommand::Show { id, json } => {
-            let (session, thoughts) = store.session_thoughts(id.trim())?;
-            if json {
-                out_json(&export::session_export(&session, &thoughts, crate::domain::now()))?;
-            } else {
-                out(&export::markdown(&session, &thoughts, true))?;
-            }
+            let format = if json { Format::Json } else { Format::Markdown };
+            store.with_session(id.trim(), |session| {
+                let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+                export::write(&mut stdout, format, session, true, Layout::Pretty)?;
+                if json {
+                    stdout.write_all(b"\n").map_err(|e| Error::io("writing to stdout", e))?;
+                }
+                stdout.flush().map_err(|e| Error::io("writing to stdout", e))
+            })?;
         }
         SessionsCommand::Search { text, limit, json } => {
             let hits = store.search(&text, limit)?;

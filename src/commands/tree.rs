@@ -1,5 +1,6 @@
 //! `export`, `import` and `validate`.
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use serde_json::json;
@@ -8,11 +9,11 @@ use super::progress::Progress;
 use super::{ExportArgs, ImportArgs, ValidateArgs, out, out_json};
 use crate::cli::DbArgs;
 use crate::error::{Error, Result};
-use crate::export::{self, Format};
+use crate::export::{self, Format, Layout};
 use crate::tree::check_session_id;
 use crate::tree::importer::{Status, import_tree};
 use crate::tree::reader::{find_session_dirs, load_session};
-use crate::tree::writer::{ExportOptions, export_tree, lock_for_reading, write_atomic};
+use crate::tree::writer::{ExportOptions, export_tree, lock_for_reading, write_atomic_with};
 
 pub fn export(db: &DbArgs, args: ExportArgs) -> Result<ExitCode> {
     if let Some(format) = args.format {
@@ -85,21 +86,29 @@ fn export_file(
     if let Some(path) = &dest {
         store.check_export_destination(path)?;
     }
-    let (session, thoughts) = store.session_thoughts(id)?;
-    let mut text = match export::render(format, &session, &thoughts, true)? {
-        serde_json::Value::String(s) => s,
-        value => serde_json::to_string_pretty(&value).map_err(|e| Error::Internal(e.to_string()))?,
-    };
-    if !text.ends_with('\n') {
-        text.push('\n');
-    }
-    match dest {
-        Some(path) => {
-            write_atomic(&path, text.as_bytes())?;
-            eprintln!("wrote session {id} as {} to {}", format.as_str(), path.display());
+    // Streamed from one read transaction: a session of any size is written
+    // without being held in memory.
+    store.with_session(id, |session| {
+        let render = |w: &mut dyn Write| -> Result<()> {
+            export::write(w, format, session, true, Layout::Pretty)?;
+            if format == Format::Json {
+                w.write_all(b"\n").map_err(|e| Error::io("writing the export", e))?;
+            }
+            Ok(())
+        };
+        match &dest {
+            Some(path) => {
+                write_atomic_with(path, render)?;
+                eprintln!("wrote session {id} as {} to {}", format.as_str(), path.display());
+            }
+            None => {
+                let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+                render(&mut stdout)?;
+                stdout.flush().map_err(|e| Error::io("writing to stdout", e))?;
+            }
         }
-        None => out(&text)?,
-    }
+        Ok(())
+    })?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -1,13 +1,19 @@
 //! Rendering sessions: SessionExport v1.0 JSON (with ThoughtNodes), Markdown,
 //! and the compact cipher form.
+//!
+//! Every renderer writes as it goes, taking one thought at a time from a
+//! [`SessionSource`]: a session streamed from the database
+//! ([`SessionSnapshot`]) is exported in memory that does not grow with it.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
+use std::io::Write;
 
-use serde::Serialize;
-use serde_json::Value;
+use serde::{Serialize, Serializer, ser::SerializeSeq};
 
 use crate::domain::{Session, Thought, ThoughtData};
 use crate::error::{Error, Result};
+use crate::store::SessionSnapshot;
 
 /// Export formats of `session export`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -60,29 +66,100 @@ pub struct SessionExport {
     pub exported_at: String,
 }
 
-/// Build the nodes of a session. `next` lists every node whose `prev` is the
-/// node, in creation order. Nodes keep the order of `thoughts`.
-pub fn nodes(thoughts: &[Thought]) -> Vec<ThoughtNode> {
+/// Where the thoughts of a session being rendered come from.
+pub trait SessionSource {
+    fn session(&self) -> &Session;
+    /// `(prev_node, node_id)` of every thought that follows another, in
+    /// creation order.
+    fn links(&self) -> Result<Vec<(String, String)>>;
+    /// Call `f` with every thought, the main chain by number, then each
+    /// branch (by id) by number; stop at `f`'s first error and return it.
+    fn each_thought(&self, f: &mut dyn FnMut(Thought) -> Result<()>) -> Result<()>;
+}
+
+impl SessionSource for SessionSnapshot<'_> {
+    fn session(&self) -> &Session {
+        &self.session
+    }
+
+    fn links(&self) -> Result<Vec<(String, String)>> {
+        SessionSnapshot::links(self)
+    }
+
+    fn each_thought(&self, f: &mut dyn FnMut(Thought) -> Result<()>) -> Result<()> {
+        SessionSnapshot::each_thought(self, f)
+    }
+}
+
+/// A session whose thoughts are already in memory, in any order.
+pub struct Loaded<'a> {
+    pub session: &'a Session,
+    pub thoughts: &'a [Thought],
+}
+
+impl SessionSource for Loaded<'_> {
+    fn session(&self) -> &Session {
+        self.session
+    }
+
+    fn links(&self) -> Result<Vec<(String, String)>> {
+        Ok(links_of(self.thoughts))
+    }
+
+    fn each_thought(&self, f: &mut dyn FnMut(Thought) -> Result<()>) -> Result<()> {
+        let mut in_order: Vec<&Thought> = self.thoughts.iter().collect();
+        in_order.sort_by(|a, b| {
+            (&a.data.branch_id, a.data.thought_number).cmp(&(&b.data.branch_id, b.data.thought_number))
+        });
+        in_order.into_iter().try_for_each(|t| f(t.clone()))
+    }
+}
+
+/// `(prev_node, node_id)` of every thought that follows another, in creation order.
+fn links_of(thoughts: &[Thought]) -> Vec<(String, String)> {
     let mut by_seq: Vec<&Thought> = thoughts.iter().collect();
     by_seq.sort_by_key(|t| t.seq);
-    let mut next: HashMap<&str, Vec<String>> = HashMap::new();
-    for t in by_seq {
-        if let Some(p) = t.prev_node.as_deref() {
-            next.entry(p).or_default().push(t.node_id.clone());
+    by_seq
+        .into_iter()
+        .filter_map(|t| Some((t.prev_node.clone()?, t.node_id.clone())))
+        .collect()
+}
+
+/// For each node, the nodes whose `prev` it is, in creation order.
+pub struct NextLinks(HashMap<String, Vec<String>>);
+
+impl NextLinks {
+    pub fn new(links: Vec<(String, String)>) -> Self {
+        let mut next: HashMap<String, Vec<String>> = HashMap::new();
+        for (prev, node) in links {
+            next.entry(prev).or_default().push(node);
+        }
+        NextLinks(next)
+    }
+
+    pub fn of(source: &dyn SessionSource) -> Result<Self> {
+        Ok(NextLinks::new(source.links()?))
+    }
+
+    /// The ThoughtNode of `t`.
+    pub fn node(&self, t: Thought) -> ThoughtNode {
+        ThoughtNode {
+            next: self.0.get(&t.node_id).cloned().unwrap_or_default(),
+            id: t.node_id,
+            prev: t.prev_node,
+            revises_node: t.revises_node,
+            branch_origin: t.branch_origin,
+            branch_id: t.data.branch_id.clone(),
+            data: t.data,
         }
     }
-    thoughts
-        .iter()
-        .map(|t| ThoughtNode {
-            id: t.node_id.clone(),
-            data: t.data.clone(),
-            prev: t.prev_node.clone(),
-            next: next.get(t.node_id.as_str()).cloned().unwrap_or_default(),
-            revises_node: t.revises_node.clone(),
-            branch_origin: t.branch_origin.clone(),
-            branch_id: t.data.branch_id.clone(),
-        })
-        .collect()
+}
+
+/// The nodes of loaded thoughts, in the order given. `next` lists every node
+/// whose `prev` is the node, in creation order.
+pub fn nodes(thoughts: &[Thought]) -> Vec<ThoughtNode> {
+    let next = NextLinks::new(links_of(thoughts));
+    thoughts.iter().map(|t| next.node(t.clone())).collect()
 }
 
 pub fn session_export(session: &Session, thoughts: &[Thought], exported_at: String) -> SessionExport {
@@ -94,34 +171,125 @@ pub fn session_export(session: &Session, thoughts: &[Thought], exported_at: Stri
     }
 }
 
-/// Render a session in `format`: JSON as a value, the others as text.
-pub fn render(format: Format, session: &Session, thoughts: &[Thought], include_metadata: bool) -> Result<Value> {
-    Ok(match format {
-        Format::Json => serde_json::to_value(session_export(session, thoughts, crate::domain::now()))
-            .map_err(|e| Error::Internal(e.to_string()))?,
-        Format::Markdown => Value::String(markdown(session, thoughts, include_metadata)),
-        Format::Cipher => Value::String(cipher(session, thoughts)),
+/// How the JSON form is laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// Indented, for files and terminals.
+    Pretty,
+    /// One line, for answers.
+    Compact,
+}
+
+/// Write the session in `format` to `out`, one thought at a time.
+pub fn write(
+    out: &mut dyn Write,
+    format: Format,
+    source: &dyn SessionSource,
+    include_metadata: bool,
+    layout: Layout,
+) -> Result<()> {
+    match format {
+        Format::Json => {
+            let exported_at = crate::domain::now();
+            match layout {
+                Layout::Pretty => write_json(&mut serde_json::Serializer::pretty(out), source, exported_at),
+                Layout::Compact => write_json(&mut serde_json::Serializer::new(out), source, exported_at),
+            }
+        }
+        Format::Markdown => write_markdown(out, source, include_metadata),
+        Format::Cipher => write_cipher(out, source),
+    }
+}
+
+fn written(e: std::io::Error) -> Error {
+    Error::io("writing the export", e)
+}
+
+fn json_written(e: serde_json::Error) -> Error {
+    if e.is_io() {
+        written(e.into())
+    } else {
+        Error::Internal(format!("rendering the export as JSON: {e}"))
+    }
+}
+
+/// SessionExport v1.0 with its nodes streamed.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StreamedExport<'a> {
+    version: &'static str,
+    session: &'a Session,
+    nodes: StreamedNodes<'a>,
+    exported_at: String,
+}
+
+struct StreamedNodes<'a> {
+    source: &'a dyn SessionSource,
+    next: NextLinks,
+    /// The source's own error, kept whole: serde passes only its text on.
+    failure: RefCell<Option<Error>>,
+}
+
+impl Serialize for StreamedNodes<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(None)?;
+        let mut write_error = None;
+        let walked = self.source.each_thought(&mut |t| {
+            seq.serialize_element(&self.next.node(t)).map_err(|e| {
+                write_error = Some(e);
+                Error::Internal("stopped writing".into())
+            })
+        });
+        if let Some(e) = write_error {
+            return Err(e);
+        }
+        if let Err(e) = walked {
+            let text = e.to_string();
+            *self.failure.borrow_mut() = Some(e);
+            return Err(serde::ser::Error::custom(text));
+        }
+        seq.end()
+    }
+}
+
+fn write_json<W: Write, F: serde_json::ser::Formatter>(
+    ser: &mut serde_json::Serializer<W, F>,
+    source: &dyn SessionSource,
+    exported_at: String,
+) -> Result<()> {
+    let doc = StreamedExport {
+        version: "1.0",
+        session: source.session(),
+        nodes: StreamedNodes {
+            source,
+            next: NextLinks::of(source)?,
+            failure: RefCell::new(None),
+        },
+        exported_at,
+    };
+    let result = doc.serialize(ser);
+    if let Some(e) = doc.nodes.failure.take() {
+        return Err(e);
+    }
+    result.map_err(json_written)
+}
+
+/// Call `f` with each thought and whether it starts a chain (the main
+/// chain, or a branch).
+fn each_in_chains(source: &dyn SessionSource, f: &mut dyn FnMut(&Thought, bool) -> Result<()>) -> Result<()> {
+    let mut chain: Option<Option<String>> = None;
+    source.each_thought(&mut |t| {
+        let first = chain.as_ref() != Some(&t.data.branch_id);
+        if first {
+            chain = Some(t.data.branch_id.clone());
+        }
+        f(&t, first)
     })
 }
 
-fn chains(thoughts: &[Thought]) -> Vec<(Option<&str>, Vec<&Thought>)> {
-    let mut out: Vec<(Option<&str>, Vec<&Thought>)> = Vec::new();
-    for t in thoughts {
-        let b = t.data.branch_id.as_deref();
-        match out.iter_mut().find(|(k, _)| *k == b) {
-            Some((_, v)) => v.push(t),
-            None => out.push((b, vec![t])),
-        }
-    }
-    for (_, v) in &mut out {
-        v.sort_by_key(|t| t.data.thought_number);
-    }
-    out.sort_by_key(|(k, _)| k.is_some());
-    out
-}
-
 /// A readable Markdown document with every chain.
-pub fn markdown(session: &Session, thoughts: &[Thought], include_metadata: bool) -> String {
+fn write_markdown(out: &mut dyn Write, source: &dyn SessionSource, include_metadata: bool) -> Result<()> {
+    let session = source.session();
     let mut s = format!("# {}\n\n", session.title);
     if include_metadata {
         s.push_str(&format!("- **Session:** {}\n", session.id));
@@ -147,33 +315,52 @@ pub fn markdown(session: &Session, thoughts: &[Thought], include_metadata: bool)
         }
         s.push('\n');
     }
-    for (branch, list) in chains(thoughts) {
-        match branch {
-            None => s.push_str("## Main chain\n\n"),
-            Some(b) => {
-                let from = list.first().and_then(|t| t.data.branch_from_thought).unwrap_or(0);
-                s.push_str(&format!("## Branch `{b}` (from thought {from})\n\n"));
+    out.write_all(s.as_bytes()).map_err(written)?;
+    each_in_chains(source, &mut |t, first| {
+        let d = &t.data;
+        let mut s = String::new();
+        if first {
+            match &d.branch_id {
+                None => s.push_str("## Main chain\n\n"),
+                Some(b) => {
+                    let from = d.branch_from_thought.unwrap_or(0);
+                    s.push_str(&format!("## Branch `{b}` (from thought {from})\n\n"));
+                }
             }
         }
-        for t in list {
-            let d = &t.data;
-            s.push_str(&format!("### Thought {}/{}", d.thought_number, d.total_thoughts));
-            if let Some(r) = d.revises_thought {
-                s.push_str(&format!(" (revises #{r})"));
-            }
-            s.push_str("\n\n");
-            s.push_str(d.thought.trim_end());
-            s.push_str("\n\n");
-            if let Some(c) = &d.critique {
-                s.push_str(&format!(
-                    "> **Critique** ({}): {}\n\n",
-                    c.model,
-                    c.text.replace('\n', "\n> ")
-                ));
-            }
+        s.push_str(&format!("### Thought {}/{}", d.thought_number, d.total_thoughts));
+        if let Some(r) = d.revises_thought {
+            s.push_str(&format!(" (revises #{r})"));
         }
-    }
-    s
+        s.push_str("\n\n");
+        s.push_str(d.thought.trim_end());
+        s.push_str("\n\n");
+        if let Some(c) = &d.critique {
+            s.push_str(&format!(
+                "> **Critique** ({}): {}\n\n",
+                c.model,
+                c.text.replace('\n', "\n> ")
+            ));
+        }
+        out.write_all(s.as_bytes()).map_err(written)
+    })
+}
+
+/// Render loaded thoughts as Markdown.
+pub fn markdown(session: &Session, thoughts: &[Thought], include_metadata: bool) -> String {
+    to_text(Format::Markdown, &Loaded { session, thoughts }, include_metadata)
+}
+
+/// Render loaded thoughts in cipher notation.
+pub fn cipher(session: &Session, thoughts: &[Thought]) -> String {
+    to_text(Format::Cipher, &Loaded { session, thoughts }, true)
+}
+
+fn to_text(format: Format, source: &dyn SessionSource, include_metadata: bool) -> String {
+    let mut bytes = Vec::new();
+    // Writing to memory from memory: nothing here can fail.
+    let _ = write(&mut bytes, format, source, include_metadata, Layout::Pretty);
+    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 /// The step-type letter of the cipher notation for a thought: `R` for a
@@ -224,7 +411,8 @@ fn squash(text: &str, max: usize) -> String {
 /// The session in cipher notation: one step line per thought,
 /// `<n><T>(<refs>) <text>`, with `r@k` for a revision of thought k and
 /// `b@f` for a branch's fork point.
-pub fn cipher(session: &Session, thoughts: &[Thought]) -> String {
+fn write_cipher(out: &mut dyn Write, source: &dyn SessionSource) -> Result<()> {
+    let session = source.session();
     let mut s = format!("# {}\n", session.title);
     s.push_str(&format!(
         "id:{} tags:{} n:{} b:{} {}\n",
@@ -234,38 +422,35 @@ pub fn cipher(session: &Session, thoughts: &[Thought]) -> String {
         session.branch_count,
         if session.completed_at.is_some() { "done" } else { "open" }
     ));
-    for (branch, list) in chains(thoughts) {
-        if let Some(b) = branch {
-            let from = list.first().and_then(|t| t.data.branch_from_thought).unwrap_or(0);
-            s.push_str(&format!("\n## {b} b@{from}\n"));
-        } else {
-            s.push('\n');
-        }
-        for t in list {
-            let d = &t.data;
-            let mut refs = Vec::new();
-            if let Some(r) = d.revises_thought {
-                refs.push(format!("r@{r}"));
+    out.write_all(s.as_bytes()).map_err(written)?;
+    each_in_chains(source, &mut |t, first| {
+        let d = &t.data;
+        let mut s = String::new();
+        if first {
+            match &d.branch_id {
+                Some(b) => s.push_str(&format!("\n## {b} b@{}\n", d.branch_from_thought.unwrap_or(0))),
+                None => s.push('\n'),
             }
-            let refs = if refs.is_empty() {
-                String::new()
-            } else {
-                format!("({})", refs.join(","))
-            };
-            s.push_str(&format!(
-                "{}{}{} {}\n",
-                d.thought_number,
-                step_type(d),
-                refs,
-                squash(&d.thought, 200)
-            ));
         }
-    }
-    s
+        let refs = match d.revises_thought {
+            Some(r) => format!("(r@{r})"),
+            None => String::new(),
+        };
+        s.push_str(&format!(
+            "{}{}{} {}\n",
+            d.thought_number,
+            step_type(d),
+            refs,
+            squash(&d.thought, 200)
+        ));
+        out.write_all(s.as_bytes()).map_err(written)
+    })
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::Value;
+
     use super::*;
 
     fn thought(seq: i64, n: u32, branch: Option<&str>, prev: Option<&str>, text: &str) -> Thought {
@@ -333,5 +518,124 @@ mod tests {
         let c = cipher(&session(), &ts);
         assert!(c.contains("1E We found the bug"), "{c}");
         assert!(c.contains("## x b@1\n2H Maybe"), "{c}");
+    }
+
+    /// A session streamed from the database renders exactly as the same
+    /// thoughts loaded into memory, in every format, branches, revisions and
+    /// backward numbering included.
+    #[test]
+    fn streamed_from_the_database_renders_as_loaded() {
+        use crate::domain::{NewSession, ThoughtInput};
+        use crate::store::Target;
+        use crate::store::test_support::temp_store;
+        let (_d, store) = temp_store();
+        let id = store.create_session(NewSession::titled("streamed")).unwrap().id;
+        let add = |input: ThoughtInput| {
+            store.append_thought(Target::Session(id.clone()), input).unwrap();
+        };
+        let plain = |text: &str, n: Option<u32>| ThoughtInput {
+            thought: text.into(),
+            next_thought_needed: true,
+            thought_number: n,
+            ..Default::default()
+        };
+        add(plain("Maybe the cache is stale", Some(3)));
+        add(plain("We found the bug", Some(1)));
+        add(plain("Therefore restart it", Some(2)));
+        for b in ["zeta", "alpha"] {
+            add(ThoughtInput {
+                branch_id: Some(b.into()),
+                branch_from_thought: Some(1),
+                ..plain(&format!("on {b}"), None)
+            });
+        }
+        add(ThoughtInput {
+            revises_thought: Some(2),
+            ..plain("Actually, clear it", Some(4))
+        });
+        let (session, thoughts) = store.session_thoughts(&id).unwrap();
+        for format in [Format::Json, Format::Markdown, Format::Cipher] {
+            let mut streamed = Vec::new();
+            store
+                .with_session(&id, |snapshot| {
+                    write(&mut streamed, format, snapshot, true, Layout::Pretty)
+                })
+                .unwrap();
+            let mut loaded = Vec::new();
+            write(
+                &mut loaded,
+                format,
+                &Loaded {
+                    session: &session,
+                    thoughts: &thoughts,
+                },
+                true,
+                Layout::Pretty,
+            )
+            .unwrap();
+            if format == Format::Json {
+                let mut a: Value = serde_json::from_slice(&streamed).unwrap();
+                let mut b: Value = serde_json::from_slice(&loaded).unwrap();
+                a["exportedAt"] = Value::from("then");
+                b["exportedAt"] = Value::from("then");
+                assert_eq!(a, b);
+                let doc: SessionExport = serde_json::from_value(a).unwrap();
+                assert_eq!(doc.nodes, nodes(&thoughts));
+                let numbers: Vec<_> = doc
+                    .nodes
+                    .iter()
+                    .map(|n| (n.branch_id.clone(), n.data.thought_number))
+                    .collect();
+                assert_eq!(
+                    numbers,
+                    vec![
+                        (None, 1),
+                        (None, 2),
+                        (None, 3),
+                        (None, 4),
+                        (Some("alpha".into()), 2),
+                        (Some("zeta".into()), 2)
+                    ]
+                );
+            } else {
+                assert_eq!(String::from_utf8(streamed).unwrap(), String::from_utf8(loaded).unwrap());
+            }
+        }
+    }
+
+    /// A destination that fails mid-way gives the write error, not a
+    /// rendering one.
+    #[test]
+    fn a_failing_destination_is_an_io_error() {
+        struct Full(usize);
+        impl std::io::Write for Full {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                if self.0 < buf.len() {
+                    return Err(std::io::Error::other("no space left"));
+                }
+                self.0 -= buf.len();
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let ts: Vec<Thought> = (1..=50)
+            .map(|n| thought(n as i64, n, None, None, "some text"))
+            .collect();
+        for format in [Format::Json, Format::Markdown, Format::Cipher] {
+            let e = write(
+                &mut Full(300),
+                format,
+                &Loaded {
+                    session: &session(),
+                    thoughts: &ts,
+                },
+                true,
+                Layout::Pretty,
+            )
+            .unwrap_err();
+            assert!(matches!(e, Error::Io { .. }), "{format:?}: {e:?}");
+        }
     }
 }

@@ -592,6 +592,42 @@ fn message_bytes(value: &Value) -> usize {
     2 * count.bytes + count.escaped
 }
 
+/// Holds the content of an answer while it is rendered, and refuses to grow
+/// past what one MCP message could carry: a whole session that is far too
+/// long is refused after a few MiB, not after being rendered in full.
+#[derive(Default)]
+pub(crate) struct AnswerBuffer {
+    pub bytes: Vec<u8>,
+    pub overflowed: bool,
+}
+
+impl std::io::Write for AnswerBuffer {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        // The content goes out at least twice (as text and as structured content).
+        if 2 * (self.bytes.len() + buf.len()) > MAX_MESSAGE {
+            self.overflowed = true;
+            return Err(std::io::Error::other("the answer is too long for one MCP message"));
+        }
+        self.bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The refusal of an answer too long for one MCP message.
+pub(crate) fn answer_too_long() -> Error {
+    Error::InvalidOperation {
+        message: "the answer is longer than one MCP message can carry (16 MiB); ask for less: read_thoughts with a \
+                  smaller range or one thoughtNumber, or session export with a destination directory to write the \
+                  whole session to files"
+            .into(),
+        details: Some(json!({ "maxMessageBytes": MAX_MESSAGE })),
+    }
+}
+
 /// `text` (a name the client sent) as an error message may repeat it: cut
 /// to 200 characters, since a message over 16 MiB would never arrive.
 pub(crate) fn clip(text: &str) -> String {
@@ -652,13 +688,7 @@ fn fits_one_message(mut value: Value, read_only: bool) -> Result<Value> {
         }
         return Ok(value);
     }
-    Err(Error::InvalidOperation {
-        message: "the answer is longer than one MCP message can carry (16 MiB); ask for less: read_thoughts with a \
-                  smaller range or one thoughtNumber, or session export with a destination directory to write the \
-                  whole session to files"
-            .into(),
-        details: Some(json!({ "maxMessageBytes": MAX_MESSAGE })),
-    })
+    Err(answer_too_long())
 }
 
 /// An error's payload, kept short: a message that repeats a long input (an

@@ -5,10 +5,10 @@ use rmcp::service::RequestContext;
 use serde_json::{Value, json};
 
 use super::ops::{open_session, session_id_req, thought_json};
-use super::{Args, Gateway};
+use super::{AnswerBuffer, Args, Gateway};
 use crate::error::{Error, Result};
 use crate::events::EventType;
-use crate::export::{self, Format};
+use crate::export::{self, Format, Layout};
 use crate::tree::{self, writer::ExportOptions};
 
 /// How long an agent's export to a destination waits for another export
@@ -165,12 +165,33 @@ async fn export(gw: &Gateway, args: Args) -> Result<Value> {
         }));
     }
     let format = format.unwrap_or_default();
-    let (session, thoughts) = gw.blocking(move |s| s.session_thoughts(&id)).await?;
-    let content = export::render(format, &session, &thoughts, include_metadata)?;
+    // Rendered as it is read from the database, and given up as soon as it
+    // could no longer fit in the answer.
+    let (session, rendered) = gw
+        .blocking(move |s| {
+            s.with_session(&id, |snapshot| {
+                let mut buffer = AnswerBuffer::default();
+                let written = export::write(&mut buffer, format, snapshot, include_metadata, Layout::Compact);
+                if buffer.overflowed {
+                    return Err(super::answer_too_long());
+                }
+                written?;
+                Ok((snapshot.session.clone(), buffer.bytes))
+            })
+        })
+        .await?;
+    let content = match format {
+        Format::Json => serde_json::from_slice(&rendered)
+            .map_err(|e| Error::Internal(format!("reading back the rendered export: {e}")))?,
+        // Rendered from text: always UTF-8.
+        Format::Markdown | Format::Cipher => Value::String(
+            String::from_utf8(rendered).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
+        ),
+    };
     gw.emit(
         EventType::SessionExported,
         Some(&session.id),
-        || json!({ "sessionId": session.id, "format": format.as_str(), "thoughtCount": thoughts.len() }),
+        || json!({ "sessionId": session.id, "format": format.as_str(), "thoughtCount": session.thought_count }),
     );
     Ok(json!({ "sessionId": session.id, "format": format.as_str(), "content": content }))
 }

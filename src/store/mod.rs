@@ -30,7 +30,7 @@ pub use import::ImportOutcome;
 pub use search::{SearchHit, SessionHits, ThoughtHit, fts_query};
 pub use sessions::SessionPage;
 pub use stats::{FileSizes, LedgerStats};
-pub use thoughts::{Appended, Shape, Target, ThoughtQuery};
+pub use thoughts::{Appended, SessionSnapshot, Shape, Target, ThoughtQuery};
 
 mod embedded {
     refinery::embed_migrations!("migrations");

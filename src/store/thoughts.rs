@@ -43,6 +43,41 @@ fn thought_from_row(row: &Row<'_>) -> rusqlite::Result<Thought> {
     })
 }
 
+/// A session as one read transaction sees it; see [`Store::with_session`].
+pub struct SessionSnapshot<'a> {
+    conn: &'a rusqlite::Connection,
+    pub session: Session,
+}
+
+impl SessionSnapshot<'_> {
+    /// `(prev_node, node_id)` of every thought that follows another, in
+    /// creation order.
+    pub fn links(&self) -> Result<Vec<(String, String)>> {
+        Ok(self
+            .conn
+            .prepare_cached(
+                "SELECT prev_node, node_id FROM thoughts
+                 WHERE session_id = ?1 AND prev_node IS NOT NULL ORDER BY id",
+            )?
+            .query_map([&self.session.id], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    /// Call `f` with every thought, the main chain by number, then each
+    /// branch (by id) by number, the order of the chain index. Stops at the
+    /// first error `f` returns, and returns it.
+    pub fn each_thought(&self, f: &mut dyn FnMut(Thought) -> Result<()>) -> Result<()> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {THOUGHT_COLUMNS} FROM thoughts WHERE session_id = ?1 ORDER BY branch_id, thought_number"
+        ))?;
+        let mut rows = stmt.query([&self.session.id])?;
+        while let Some(row) = rows.next()? {
+            f(thought_from_row(row)?)?;
+        }
+        Ok(())
+    }
+}
+
 /// Which thoughts `read_thoughts` returns.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ThoughtQuery {
@@ -355,11 +390,22 @@ impl Store {
             let thoughts = tx
                 .prepare_cached(&format!(
                     "SELECT {THOUGHT_COLUMNS} FROM thoughts WHERE session_id = ?1
-                     ORDER BY branch_id IS NOT NULL, branch_id, thought_number"
+                     ORDER BY branch_id, thought_number"
                 ))?
                 .query_map([session_id], thought_from_row)?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             Ok((session, thoughts))
+        })
+    }
+
+    /// Read one session in one transaction, its thoughts streamed from the
+    /// database instead of loaded at once: an export of a session of any
+    /// size holds one thought at a time (plus the links between them).
+    pub fn with_session<R>(&self, session_id: &str, f: impl FnOnce(&SessionSnapshot<'_>) -> Result<R>) -> Result<R> {
+        let granularity = self.granularity();
+        self.read(|tx| {
+            let session = get_session_tx(tx, session_id, granularity)?;
+            f(&SessionSnapshot { conn: tx, session })
         })
     }
 

@@ -615,13 +615,28 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> Result<bool> {
 /// Write to a temporary file beside `path` (named per call, so two writers
 /// never share one) and rename it over `path`.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_atomic_with(path, |w| {
+        w.write_all(bytes)
+            .map_err(io(format!("writing a temporary file beside {}", path.display())))
+    })
+}
+
+/// [`write_atomic`] for content written piece by piece by `fill`: `path`
+/// gets all of it or keeps what it had.
+pub fn write_atomic_with(path: &Path, fill: impl FnOnce(&mut dyn std::io::Write) -> Result<()>) -> Result<()> {
+    use std::io::Write as _;
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let tmp = path.with_file_name(temporary_name(&name));
-    let result = fs::write(&tmp, bytes)
-        .map_err(io(format!("writing {}", tmp.display())))
+    let result = fs::File::create(&tmp)
+        .map_err(io(format!("creating {}", tmp.display())))
+        .and_then(|file| {
+            let mut w = std::io::BufWriter::new(file);
+            fill(&mut w)?;
+            w.flush().map_err(io(format!("writing {}", tmp.display())))
+        })
         .and_then(|()| fs::rename(&tmp, path).map_err(io(format!("moving {} into place", path.display()))));
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
