@@ -236,7 +236,7 @@ impl ServeArgs {
 impl DbArgs {
     /// Open the database, creating it if it does not exist yet.
     pub fn open(&self) -> Result<Store> {
-        self.open_with(false)
+        self.open_as(false, false)
     }
 
     /// Open a database that must exist already: the commands that only read
@@ -253,15 +253,15 @@ impl DbArgs {
                 ),
             ));
         }
-        self.open_with(false)
+        self.open_as(false, true)
     }
 
     /// Open for serving: WAL checkpoints run in the background.
     pub fn open_for_serving(&self) -> Result<Store> {
-        self.open_with(true)
+        self.open_as(true, false)
     }
 
-    fn open_with(&self, background_checkpoints: bool) -> Result<Store> {
+    fn open_as(&self, background_checkpoints: bool, existing: bool) -> Result<Store> {
         let path = config::resolve_db_path(self.db.clone(), self.data_dir.clone())?;
         let sync = match self.sync {
             Sync::Normal => SyncMode::Normal,
@@ -273,6 +273,7 @@ impl DbArgs {
                 sync,
                 pool_size: None,
                 background_checkpoints,
+                existing,
             },
         )
     }

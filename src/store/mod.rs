@@ -66,6 +66,9 @@ pub struct OpenOptionsStore {
     /// Leave WAL checkpoints to the caller (the server's maintenance task)
     /// instead of letting the commit that crosses 1,000 WAL pages pay for one.
     pub background_checkpoints: bool,
+    /// The ledger must be there already: an empty file is refused rather
+    /// than made into a new ledger (the commands that only read).
+    pub existing: bool,
 }
 
 /// Installation-wide settings kept in the `config` table.
@@ -241,6 +244,109 @@ fn migration_lock(path: &Path) -> Result<File> {
     Ok(file)
 }
 
+/// The first bytes of every SQLite database file.
+const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
+
+/// What a file at the database path holds, seen before thoughtbox changes
+/// anything in it.
+#[derive(Debug, PartialEq)]
+enum Found {
+    /// Nothing yet: an empty file, or an SQLite database without tables.
+    Fresh,
+    /// A ledger at this schema version, whose settings are all there.
+    Current,
+    /// A ledger that needs migrating (or its settings filled in).
+    Behind,
+}
+
+/// Refuse a file that is not an SQLite database before SQLite opens it (it
+/// would say only "file is not a database", without naming the file).
+fn check_header(path: &Path) -> Result<()> {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(16);
+    File::open(path)
+        .and_then(|f| f.take(16).read_to_end(&mut head))
+        .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+    if head.is_empty() || head == SQLITE_HEADER {
+        return Ok(());
+    }
+    Err(Error::invalid(
+        "db",
+        format!(
+            "{} is not an SQLite database, so not a thoughtbox ledger; name the ledger's file, or a new path to create one",
+            path.display()
+        ),
+    ))
+}
+
+/// Look at the database through `conn` without writing to it.
+fn inspect(conn: &Connection, path: &Path) -> Result<Found> {
+    let unreadable = |e: rusqlite::Error| {
+        Error::invalid(
+            "db",
+            format!("{} cannot be read as an SQLite database: {e}", path.display()),
+        )
+    };
+    let tables: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+        .and_then(|mut stmt| stmt.query_map([], |r| r.get(0))?.collect())
+        .map_err(unreadable)?;
+    if tables.is_empty() {
+        return Ok(Found::Fresh);
+    }
+    let ours = tables.iter().any(|t| t == "refinery_schema_history")
+        && tables.iter().any(|t| t == "thoughts")
+        && conn
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM refinery_schema_history WHERE version = 1 AND name = 'initial')",
+                [],
+                |r| r.get::<_, bool>(0),
+            )
+            .unwrap_or(false);
+    if !ours {
+        let mut shown: Vec<&str> = tables.iter().take(5).map(String::as_str).collect();
+        if tables.len() > 5 {
+            shown.push("...");
+        }
+        return Err(Error::invalid(
+            "db",
+            format!(
+                "{} is an SQLite database of another program (tables: {}), not a thoughtbox ledger; \
+                 thoughtbox keeps its ledger in a file of its own: name another path",
+                path.display(),
+                shown.join(", ")
+            ),
+        ));
+    }
+    let found: i64 = conn
+        .query_row(
+            "SELECT coalesce(max(version), 0) FROM refinery_schema_history",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(unreadable)?;
+    let known = latest_known_version();
+    if found > known {
+        return Err(Error::SchemaTooNew {
+            path: path.display().to_string(),
+            found,
+            known,
+        });
+    }
+    let settings: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM config WHERE key IN ('installId', 'createdAt', 'sessionPartitionGranularity', 'disableThoughtLogging')",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap_or(0);
+    Ok(if found == known && settings == 4 {
+        Found::Current
+    } else {
+        Found::Behind
+    })
+}
+
 fn latest_known_version() -> i64 {
     embedded::migrations::runner()
         .get_migrations()
@@ -250,24 +356,7 @@ fn latest_known_version() -> i64 {
         .unwrap_or(0)
 }
 
-fn migrate(conn: &mut Connection, path: &Path) -> Result<()> {
-    let has_history: bool = conn.query_row(
-        "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'refinery_schema_history')",
-        [],
-        |r| r.get(0),
-    )?;
-    let known = latest_known_version();
-    if has_history {
-        let found: Option<i64> =
-            conn.query_row("SELECT MAX(version) FROM refinery_schema_history", [], |r| r.get(0))?;
-        if let Some(found) = found.filter(|f| *f > known) {
-            return Err(Error::SchemaTooNew {
-                path: path.display().to_string(),
-                found,
-                known,
-            });
-        }
-    }
+fn migrate(conn: &mut Connection) -> Result<()> {
     embedded::migrations::runner().run(conn)?;
     Ok(())
 }
@@ -392,12 +481,35 @@ impl Store {
         let path = path.as_ref().to_path_buf();
         create_file(&path)?;
         check_writable(&path)?;
+        check_header(&path)?;
         {
-            let _lock = migration_lock(&path)?;
+            // Looked at before anything is written: another program's
+            // database is left as it was, and a ledger already up to date
+            // is opened without writing (a command that only reads then
+            // never waits for another program's write lock).
             let mut conn = Connection::open(&path)?;
-            configure(&conn, opts.sync, false)?;
-            migrate(&mut conn, &path)?;
-            ensure_config(&conn)?;
+            conn.busy_timeout(BUSY_TIMEOUT)?;
+            match inspect(&conn, &path)? {
+                Found::Current => {}
+                Found::Fresh if opts.existing => {
+                    return Err(Error::invalid(
+                        "db",
+                        format!(
+                            "{} holds no ledger (it is empty); the server, `import` and `config set` create one",
+                            path.display()
+                        ),
+                    ));
+                }
+                Found::Fresh | Found::Behind => {
+                    let _lock = migration_lock(&path)?;
+                    configure(&conn, opts.sync, false)?;
+                    // Under the lock: another process may have done it meanwhile.
+                    if inspect(&conn, &path)? != Found::Current {
+                        migrate(&mut conn)?;
+                        ensure_config(&conn)?;
+                    }
+                }
+            }
         }
         let pool = pool(&path, &opts, opts.pool_size.unwrap_or(4))?;
         let store = Store {

@@ -364,3 +364,99 @@ fn database_location_from_flags_and_variables() {
     // A leading ~ is $HOME.
     assert_eq!(db_of(info(&[], &[("THOUGHTBOX_DB", "~/t/x.db")])), home.join("t/x.db"));
 }
+
+/// Every command, the server included, leaves a file that is not a
+/// thoughtbox ledger exactly as it was: another program's SQLite database,
+/// a text file, and (for the commands that only read) an empty file. Each
+/// says what the file is, naming it, and no lock file appears beside it.
+#[test]
+fn files_that_are_not_ledgers_are_left_alone() {
+    let (dir, _db) = temp_db();
+    let other = dir.path().join("notes.db");
+    {
+        let c = rusqlite::Connection::open(&other).unwrap();
+        c.execute_batch(
+            "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT); INSERT INTO notes (body) VALUES ('mine');",
+        )
+        .unwrap();
+    }
+    let text = dir.path().join("notes.txt");
+    std::fs::write(&text, "not a database\n").unwrap();
+    let empty = dir.path().join("empty.db");
+    std::fs::write(&empty, "").unwrap();
+    let cases: [(&Path, &str, &[&[&str]]); 3] = [
+        (
+            &other,
+            "SQLite database of another program (tables: notes)",
+            &[
+                &["stats"],
+                &["info"],
+                &["sessions", "list"],
+                &["config", "set", "disableThoughtLogging", "true"],
+                &["serve"],
+            ],
+        ),
+        (
+            &text,
+            "is not an SQLite database",
+            &[&["stats"], &["backup", "copy.db"], &["serve"]],
+        ),
+        (
+            &empty,
+            "holds no ledger (it is empty)",
+            &[&["stats"], &["info"], &["export", "--out", "tree"]],
+        ),
+    ];
+    for (path, says, commands) in cases {
+        let before = std::fs::read(path).unwrap();
+        for args in commands {
+            let err = fails(path, args);
+            assert!(err.contains(says), "{args:?} on {}: {err}", path.display());
+            assert!(err.contains(&path.display().to_string()), "{args:?}: {err}");
+            assert_eq!(
+                std::fs::read(path).unwrap(),
+                before,
+                "{args:?} changed {}",
+                path.display()
+            );
+        }
+    }
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        !names.iter().any(|n| n.ends_with(".lock") || n.ends_with("-wal")),
+        "{names:?}"
+    );
+    // The server makes an empty file into a new ledger (`touch` then serve).
+    ok(&empty, &["config", "set", "disableThoughtLogging", "false"]);
+    assert!(ok_json(&empty, &["stats"])["sessions"].is_number());
+}
+
+/// A command that only reads does not wait for another program's write
+/// transaction: it reads the last committed state.
+#[test]
+fn reading_commands_do_not_wait_for_a_writer() {
+    let (_dir, db) = temp_db();
+    ok(&db, &["config", "set", "disableThoughtLogging", "false"]);
+    let writer = rusqlite::Connection::open(&db).unwrap();
+    writer
+        .execute_batch("BEGIN IMMEDIATE; UPDATE config SET value = 'true' WHERE key = 'disableThoughtLogging';")
+        .unwrap();
+    for args in [
+        &["stats"][..],
+        &["info"],
+        &["sessions", "list"],
+        &["config", "get", "disableThoughtLogging"],
+    ] {
+        let out = run(&db, args);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert!(ok(&db, &["config", "get", "disableThoughtLogging"]).contains("false"));
+    writer.execute_batch("ROLLBACK").unwrap();
+}
