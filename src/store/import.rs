@@ -76,10 +76,7 @@ impl Store {
                 session.last_accessed_at,
                 session.completed_at,
             ])?;
-            let mut tag_stmt = tx.prepare_cached("INSERT INTO session_tags (session_id, tag) VALUES (?1, ?2)")?;
-            for t in &session.tags {
-                tag_stmt.execute((&session.id, t))?;
-            }
+            // (A trigger fills session_tags from `tags`.)
             let mut branch_stmt = tx.prepare_cached(
                 "INSERT OR IGNORE INTO branches (session_id, branch_id, from_thought, origin_node, created_at)
                  VALUES (?1, ?2, ?3, ?4, ?5)",

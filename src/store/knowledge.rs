@@ -83,16 +83,6 @@ fn get_pattern_tx(tx: &Tx<'_>, id: &str) -> Result<KnowledgePattern> {
     .ok_or_else(|| no_pattern(id))
 }
 
-fn set_tags_tx(tx: &Tx<'_>, id: &str, tags: &[String]) -> Result<()> {
-    tx.prepare_cached("DELETE FROM knowledge_pattern_tags WHERE pattern_id = ?1")?
-        .execute([id])?;
-    let mut stmt = tx.prepare_cached("INSERT INTO knowledge_pattern_tags (pattern_id, tag) VALUES (?1, ?2)")?;
-    for t in tags {
-        stmt.execute((id, t))?;
-    }
-    Ok(())
-}
-
 fn insert_pattern_tx(tx: &Tx<'_>, new: &NewPattern, now: &str) -> Result<KnowledgePattern> {
     check_sessions_exist(tx, &new.derived_from_sessions)?;
     let base = slug_or_fallback("pattern", &new.title);
@@ -113,7 +103,7 @@ fn insert_pattern_tx(tx: &Tx<'_>, new: &NewPattern, now: &str) -> Result<Knowled
         new.created_by,
         now
     ])?;
-    set_tags_tx(tx, &id, &new.tags)?;
+    // (A trigger fills knowledge_pattern_tags from `tags`.)
     get_pattern_tx(tx, &id)
 }
 
@@ -198,7 +188,6 @@ impl Store {
                 upd.created_by.or(old.created_by),
                 now
             ])?;
-            set_tags_tx(tx, id, &tags)?;
             get_pattern_tx(tx, id)
         })
     }

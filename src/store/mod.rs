@@ -5,6 +5,8 @@
 
 mod analysis;
 mod backup;
+#[cfg(test)]
+mod hand_edits;
 mod import;
 mod knowledge;
 mod projects;

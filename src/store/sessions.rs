@@ -75,19 +75,12 @@ impl Store {
             if !exists {
                 return Err(Error::session_not_found(id));
             }
-            // Thoughts already in the full-text index must be removed from it
-            // with their original text (external-content FTS5).
-            tx.execute(
-                "INSERT INTO thoughts_fts (thoughts_fts, rowid, thought)
-                 SELECT 'delete', id, thought FROM thoughts
-                 WHERE session_id = ?1 AND id <= (SELECT indexed_through FROM thoughts_fts_state WHERE id = 1)",
-                [id],
-            )?;
-            // (The thoughts_watermark trigger lowers the full-text watermark
-            // when the newest ids go, since they will be handed out again.)
-            let removed = tx.execute("DELETE FROM thoughts WHERE session_id = ?1", [id])?;
-            tx.execute("DELETE FROM branches WHERE session_id = ?1", [id])?;
-            tx.execute("DELETE FROM session_tags WHERE session_id = ?1", [id])?;
+            let removed: i64 = tx
+                .prepare_cached("SELECT count(*) FROM thoughts WHERE session_id = ?1")?
+                .query_row([id], |r| r.get(0))?;
+            // The session row goes first, so that the triggers removing its
+            // thoughts (and their search index entries) find no counters to
+            // keep up to date; see migrations/V4.
             tx.execute("DELETE FROM sessions WHERE id = ?1", [id])?;
             Ok(removed as u64)
         })
@@ -215,10 +208,7 @@ pub(crate) fn insert_session_tx(tx: &Tx<'_>, new: &NewSession, granularity: Gran
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?6)",
     )?
     .execute((&id, &title, &new.description, &tags_json, &new.domain, &now))?;
-    let mut stmt = tx.prepare_cached("INSERT INTO session_tags (session_id, tag) VALUES (?1, ?2)")?;
-    for t in &tags {
-        stmt.execute((&id, t))?;
-    }
+    // (A trigger fills session_tags from `tags`.)
     get_session_tx(tx, &id, granularity)
 }
 

@@ -1,0 +1,264 @@
+//! Tests of the ledger edited by hand, the way a person does it with the
+//! `sqlite3` shell: a connection of its own, foreign keys off (the shell's
+//! default), plain SQL. The triggers of migrations/V4 keep the derived data
+//! (search index, counters, chain tails, tag rows) right.
+
+use rusqlite::Connection;
+
+use super::Store;
+use super::test_support::temp_store;
+use crate::domain::{NewSession, SessionFilter, ThoughtInput};
+use crate::knowledge::{NewPattern, PatternFilter};
+use crate::store::Target;
+
+/// A `sqlite3` shell on the store's file.
+fn shell(store: &Store) -> Connection {
+    let conn = Connection::open(store.path()).expect("open");
+    conn.execute_batch("PRAGMA foreign_keys = OFF").expect("pragma");
+    conn
+}
+
+fn add(store: &Store, session: &str, text: &str, branch: Option<(&str, u32)>) -> String {
+    let input = ThoughtInput {
+        thought: text.into(),
+        next_thought_needed: true,
+        branch_id: branch.map(|(b, _)| b.to_string()),
+        branch_from_thought: branch.map(|(_, from)| from),
+        ..Default::default()
+    };
+    store
+        .append_thought(Target::Session(session.to_string()), input)
+        .expect("append")
+        .thought
+        .node_id
+}
+
+/// The full-text index agrees with the table it indexes.
+fn index_is_sound(store: &Store) {
+    store.index_all_pending().expect("index");
+    let conn = store.conn().expect("conn");
+    conn.execute(
+        "INSERT INTO thoughts_fts (thoughts_fts, rank) VALUES ('integrity-check', 1)",
+        [],
+    )
+    .expect("the thought index matches the thoughts table");
+}
+
+fn found(store: &Store, word: &str) -> Vec<String> {
+    store
+        .search_thoughts(word, 10)
+        .expect("search")
+        .into_iter()
+        .map(|h| h.node_id)
+        .collect()
+}
+
+fn counts(store: &Store, session: &str) -> (i64, i64, Option<String>) {
+    store
+        .conn()
+        .expect("conn")
+        .query_row(
+            "SELECT thought_count, branch_count, tail_node FROM sessions WHERE id = ?1",
+            [session],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .expect("session row")
+}
+
+/// Deleting the newest thought: its id is handed out again, yet searches
+/// never find the deleted text under it, and the next thought links to the
+/// thought before, not to itself.
+#[test]
+fn deleting_the_newest_thought() {
+    let (_d, store) = temp_store();
+    let s = store.create_session(NewSession::titled("plan")).unwrap().id;
+    let first = add(&store, &s, "Step one quokka", None);
+    let second = add(&store, &s, "Step two platypus", None);
+    index_is_sound(&store);
+    shell(&store)
+        .execute("DELETE FROM thoughts WHERE node_id = ?1", [&second])
+        .unwrap();
+    assert!(found(&store, "platypus").is_empty());
+    assert_eq!(counts(&store, &s), (1, 0, Some(first.clone())));
+    let again = add(&store, &s, "Replacement wombat", None);
+    assert_eq!(again, second, "the number is free again");
+    let prev: Option<String> = store
+        .conn()
+        .unwrap()
+        .query_row("SELECT prev_node FROM thoughts WHERE node_id = ?1", [&again], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(prev, Some(first.clone()));
+    assert_eq!(found(&store, "wombat"), vec![again.clone()]);
+    assert!(found(&store, "platypus").is_empty());
+    assert_eq!(found(&store, "quokka"), vec![first]);
+    assert_eq!(counts(&store, &s).0, 2);
+    index_is_sound(&store);
+}
+
+/// Rewriting a thought's text (a typo, a secret redacted): searches see the
+/// new text only.
+#[test]
+fn rewriting_a_thought() {
+    let (_d, store) = temp_store();
+    let s = store.create_session(NewSession::titled("plan")).unwrap().id;
+    let node = add(&store, &s, "The password is hunter2", None);
+    store.index_all_pending().unwrap();
+    let pending = add(&store, &s, "Not indexed yet: swordfish", None);
+    let sh = shell(&store);
+    sh.execute(
+        "UPDATE thoughts SET thought = 'The password is [redacted]' WHERE node_id = ?1",
+        [&node],
+    )
+    .unwrap();
+    sh.execute(
+        "UPDATE thoughts SET thought = 'Not indexed yet: marlin' WHERE node_id = ?1",
+        [&pending],
+    )
+    .unwrap();
+    assert!(found(&store, "hunter2").is_empty());
+    assert_eq!(found(&store, "redacted"), vec![node]);
+    assert!(found(&store, "swordfish").is_empty());
+    assert_eq!(found(&store, "marlin"), vec![pending.clone()]);
+    index_is_sound(&store);
+    let e = sh
+        .execute("UPDATE thoughts SET node_id = 'x' WHERE node_id = ?1", [&pending])
+        .unwrap_err();
+    assert!(e.to_string().contains("cannot change"), "{e}");
+}
+
+/// Deleting a session with foreign keys off takes its thoughts, branches
+/// and tags with it, and their search entries.
+#[test]
+fn deleting_a_session_with_foreign_keys_off() {
+    let (_d, store) = temp_store();
+    let keep = store.create_session(NewSession::titled("keep")).unwrap().id;
+    add(&store, &keep, "kept thought about caching", None);
+    let gone = store
+        .create_session(NewSession {
+            tags: vec!["db".into()],
+            ..NewSession::titled("gone")
+        })
+        .unwrap()
+        .id;
+    add(&store, &gone, "caching idea", None);
+    add(&store, &gone, "caching on a branch", Some(("alt", 1)));
+    index_is_sound(&store);
+    shell(&store)
+        .execute("DELETE FROM sessions WHERE id = ?1", [&gone])
+        .unwrap();
+    let conn = store.conn().unwrap();
+    for table in ["thoughts", "branches", "session_tags"] {
+        let left: i64 = conn
+            .query_row(
+                &format!("SELECT count(*) FROM {table} WHERE session_id = ?1"),
+                [&gone],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(left, 0, "{table}");
+    }
+    let orphans: i64 = conn
+        .query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(orphans, 0);
+    assert_eq!(found(&store, "caching").len(), 1);
+    let page = store
+        .list_sessions(&SessionFilter {
+            tags: vec!["db".into()],
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(page.total, 0);
+    index_is_sound(&store);
+}
+
+/// Deleting a branch's thoughts: the branch goes when its last thought does.
+#[test]
+fn deleting_a_branch() {
+    let (_d, store) = temp_store();
+    let s = store.create_session(NewSession::titled("b")).unwrap().id;
+    add(&store, &s, "root", None);
+    let b1 = add(&store, &s, "on the branch", Some(("alt", 1)));
+    let b2 = add(&store, &s, "further on the branch", Some(("alt", 1)));
+    assert_eq!(counts(&store, &s).1, 1);
+    let sh = shell(&store);
+    sh.execute("DELETE FROM thoughts WHERE node_id = ?1", [&b2]).unwrap();
+    let tail: String = sh
+        .query_row("SELECT tail_node FROM branches WHERE session_id = ?1", [&s], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(tail, b1);
+    sh.execute("DELETE FROM thoughts WHERE node_id = ?1", [&b1]).unwrap();
+    assert_eq!(counts(&store, &s).0, 1);
+    assert_eq!(counts(&store, &s).1, 0);
+    assert!(store.branches(&s).unwrap().is_empty());
+    // The branch can be started afresh.
+    add(&store, &s, "a new start", Some(("alt", 1)));
+    assert_eq!(counts(&store, &s).1, 1);
+}
+
+/// Tags are edited in the `tags` JSON; the tag rows follow it, and
+/// anything but strings is refused.
+#[test]
+fn editing_tags() {
+    let (_d, store) = temp_store();
+    let s = store.create_session(NewSession::titled("t")).unwrap().id;
+    let sh = shell(&store);
+    sh.execute(
+        "UPDATE sessions SET tags = json_insert(tags, '$[#]', 'flagged') WHERE id = ?1",
+        [&s],
+    )
+    .unwrap();
+    let tagged = |tag: &str| {
+        store
+            .list_sessions(&SessionFilter {
+                tags: vec![tag.into()],
+                ..Default::default()
+            })
+            .unwrap()
+            .total
+    };
+    assert_eq!(tagged("flagged"), 1);
+    assert_eq!(store.search("flagged", 10).unwrap().len(), 1);
+    sh.execute("UPDATE sessions SET tags = '[\"other\"]' WHERE id = ?1", [&s])
+        .unwrap();
+    assert_eq!(tagged("flagged"), 0);
+    assert_eq!(tagged("other"), 1);
+    let e = sh
+        .execute("UPDATE sessions SET tags = '[1, 2]' WHERE id = ?1", [&s])
+        .unwrap_err();
+    assert!(e.to_string().contains("JSON array of strings"), "{e}");
+
+    let p = store
+        .create_pattern(NewPattern {
+            title: "Retry with backoff".into(),
+            description: "d".into(),
+            tags: vec!["net".into()],
+            content: "c".into(),
+            ..Default::default()
+        })
+        .unwrap();
+    let patterns = |tag: &str| {
+        store
+            .list_patterns(&PatternFilter {
+                tags: vec![tag.into()],
+                ..Default::default()
+            })
+            .unwrap()
+            .total
+    };
+    assert_eq!(patterns("net"), 1);
+    sh.execute("UPDATE knowledge_patterns SET tags = '[\"io\"]' WHERE id = ?1", [&p.id])
+        .unwrap();
+    assert_eq!(patterns("net"), 0);
+    assert_eq!(patterns("io"), 1);
+    sh.execute("DELETE FROM knowledge_patterns WHERE id = ?1", [&p.id])
+        .unwrap();
+    let left: i64 = sh
+        .query_row("SELECT count(*) FROM knowledge_pattern_tags", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(left, 0);
+}
