@@ -181,6 +181,10 @@ pub enum Command {
         #[command(subcommand)]
         command: ConfigCommand,
     },
+    /// Recompute what the ledger derives (search indexes, counts, chain
+    /// tails, tag rows) and check the file: after hand edits made before
+    /// schema version 4, or when searches fail
+    Repair(JsonArg),
 }
 
 #[derive(Debug, Clone, Args)]
@@ -305,6 +309,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Stats(args) => commands::stats(&cli.db, args.json),
         Command::Info(args) => commands::info(&cli.db, args.json),
         Command::Config { command } => commands::config(&cli.db, command),
+        Command::Repair(args) => commands::repair(&cli.db, args.json),
     }
 }
 

@@ -199,6 +199,39 @@ fn human(bytes: u64) -> String {
     format!("{v:.1} {unit}")
 }
 
+pub fn repair(db: &DbArgs, json: bool) -> Result<ExitCode> {
+    let store = db.open_existing()?;
+    eprintln!(
+        "repairing {} (writes wait meanwhile: a few seconds per 100,000 thoughts)",
+        store.path().display()
+    );
+    let report = store.repair()?;
+    let sound = report.integrity == ["ok"];
+    if json {
+        out_json(&report)?;
+    } else {
+        let rows = [
+            ("orphan rows removed", report.orphans_removed.to_string()),
+            ("empty branches removed", report.empty_branches_removed.to_string()),
+            ("tag rows fixed", report.tag_rows_fixed.to_string()),
+            ("sessions recounted", report.sessions_fixed.to_string()),
+            ("branch tails fixed", report.branch_tails_fixed.to_string()),
+            ("thoughts indexed", report.thoughts_indexed.to_string()),
+            ("integrity check", report.integrity.join("; ")),
+        ];
+        let rows: Vec<Vec<String>> = rows.iter().map(|(k, v)| vec![k.to_string(), v.clone()]).collect();
+        out(&table(&["REPAIR", ""], &rows))?;
+    }
+    if !sound {
+        eprintln!(
+            "SQLite's integrity check found damage that repair cannot mend; `thoughtbox backup` or \
+             sqlite3's `.recover` can save what is readable"
+        );
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn info(db: &DbArgs, json: bool) -> Result<ExitCode> {
     let store = db.open_existing()?;
     let config = store.config()?;

@@ -13,7 +13,7 @@ use std::io::Write;
 use clap::{Args, Subcommand, ValueEnum};
 use serde::Serialize;
 
-pub use ledger::{config, info, sessions, stats};
+pub use ledger::{config, info, repair, sessions, stats};
 pub use tree::{export, import, validate};
 
 use crate::domain::Granularity;

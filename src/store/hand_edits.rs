@@ -262,3 +262,76 @@ fn editing_tags() {
         .unwrap();
     assert_eq!(left, 0);
 }
+
+/// A ledger edited by hand before the schema kept derived data right (the
+/// triggers are taken away for the edits, as before version 4): `repair`
+/// mends the search index, counts, tails and orphans it left.
+#[test]
+fn repair_mends_what_older_hand_edits_broke() {
+    let (_d, store) = temp_store();
+    let s = store.create_session(NewSession::titled("plan")).unwrap().id;
+    let first = add(&store, &s, "Step one quokka", None);
+    let second = add(&store, &s, "Step two platypus", None);
+    let b = add(&store, &s, "branching echidna", Some(("alt", 1)));
+    let gone = store.create_session(NewSession::titled("gone")).unwrap().id;
+    add(&store, &gone, "orphaned numbat", None);
+    store.index_all_pending().unwrap();
+    let sh = shell(&store);
+    let triggers: Vec<String> = sh
+        .prepare(
+            "SELECT sql FROM sqlite_master WHERE type = 'trigger'
+             AND name IN ('thoughts_deleted', 'thoughts_text_changed', 'sessions_deleted', 'branches_deleted')",
+        )
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    assert_eq!(triggers.len(), 4);
+    sh.execute_batch(
+        "DROP TRIGGER thoughts_deleted; DROP TRIGGER thoughts_text_changed;
+         DROP TRIGGER sessions_deleted; DROP TRIGGER branches_deleted;",
+    )
+    .unwrap();
+    sh.execute("DELETE FROM thoughts WHERE node_id = ?1", [&second])
+        .unwrap();
+    sh.execute("DELETE FROM thoughts WHERE node_id = ?1", [&b]).unwrap();
+    sh.execute(
+        "UPDATE thoughts SET thought = 'Step one wombat' WHERE node_id = ?1",
+        [&first],
+    )
+    .unwrap();
+    sh.execute("DELETE FROM sessions WHERE id = ?1", [&gone]).unwrap();
+    for sql in &triggers {
+        sh.execute_batch(sql).unwrap();
+    }
+    // Broken as the review found it: old words still match.
+    assert_eq!(found(&store, "quokka"), vec![first.clone()]);
+
+    let report = store.repair().unwrap();
+    assert_eq!(report.integrity, vec!["ok".to_string()]);
+    assert_eq!(report.orphans_removed, 1, "{report:?}");
+    assert_eq!(report.empty_branches_removed, 1, "{report:?}");
+    assert_eq!(report.sessions_fixed, 1, "{report:?}");
+    assert_eq!(report.thoughts_indexed, 1);
+    index_is_sound(&store);
+    assert!(found(&store, "quokka").is_empty());
+    assert_eq!(found(&store, "wombat"), vec![first.clone()]);
+    for word in ["platypus", "echidna", "numbat"] {
+        assert!(found(&store, word).is_empty(), "{word}");
+    }
+    assert_eq!(counts(&store, &s), (1, 0, Some(first.clone())));
+    let next = add(&store, &s, "after the repair", None);
+    assert_eq!(next, second);
+    // A second repair finds nothing to do.
+    let again = store.repair().unwrap();
+    assert_eq!(
+        (
+            again.orphans_removed,
+            again.empty_branches_removed,
+            again.tag_rows_fixed,
+            again.sessions_fixed
+        ),
+        (0, 0, 0, 0)
+    );
+}

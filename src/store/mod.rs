@@ -10,6 +10,7 @@ mod hand_edits;
 mod import;
 mod knowledge;
 mod projects;
+mod repair;
 mod search;
 mod sessions;
 mod stats;
@@ -29,6 +30,7 @@ use crate::domain::{self, Granularity};
 use crate::error::{Error, Result};
 
 pub use import::ImportOutcome;
+pub use repair::RepairReport;
 pub use search::{SearchHit, SessionHits, ThoughtHit, fts_query};
 pub use sessions::SessionPage;
 pub use stats::{FileSizes, LedgerStats};

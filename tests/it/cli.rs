@@ -460,3 +460,33 @@ fn reading_commands_do_not_wait_for_a_writer() {
     assert!(ok(&db, &["config", "get", "disableThoughtLogging"]).contains("false"));
     writer.execute_batch("ROLLBACK").unwrap();
 }
+
+/// `repair` on a sound ledger changes nothing and says the file is sound;
+/// the ledger works as before afterwards.
+#[test]
+fn repair_on_a_sound_ledger() {
+    let (_dir, db) = temp_db();
+    {
+        let store = Store::open(&db, OpenOptionsStore::default()).unwrap();
+        let s = store.create_session(NewSession::titled("sound")).unwrap();
+        store
+            .append_thought(
+                Target::Session(s.id.clone()),
+                ThoughtInput {
+                    thought: "nothing to mend here".into(),
+                    next_thought_needed: true,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+    }
+    let report = ok_json(&db, &["repair"]);
+    assert_eq!(report["integrity"], json!(["ok"]));
+    assert_eq!(report["orphansRemoved"], 0);
+    assert_eq!(report["sessionsFixed"], 0);
+    assert_eq!(report["thoughtsIndexed"], 1);
+    let text = ok(&db, &["repair"]);
+    assert!(text.contains("integrity check") && text.contains("ok"), "{text}");
+    let hits = ok_json(&db, &["sessions", "search", "mend"]);
+    assert_eq!(hits.as_array().map(Vec::len), Some(1), "{hits}");
+}
