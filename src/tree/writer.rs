@@ -34,9 +34,9 @@ use super::{
     CONFIG, MANIFEST, MANIFEST_VERSION, ManifestMetadata, REFERENCE_BRANCH_DIR, SessionManifest, check_project,
     check_session_id, io, is_session_id, project_from_tags, session_dir, thought_file, thought_file_number,
 };
-use crate::domain::{Granularity, Session, Thought, partition_path, validate_branch_id};
+use crate::domain::{Granularity, partition_path, validate_branch_id};
 use crate::error::{Error, Result};
-use crate::export;
+use crate::export::{NextLinks, SessionSource};
 use crate::store::Store;
 
 /// The lock file in a tree's root (see the module documentation).
@@ -306,8 +306,26 @@ pub fn export_tree(
     let exported: HashSet<&str> = ids.iter().map(String::as_str).collect();
     let mut tidied: HashSet<PathBuf> = HashSet::new();
     for (done, id) in ids.iter().enumerate() {
-        let (session, thoughts) = match store.session_thoughts(id) {
-            Ok(found) => found,
+        // One read transaction per session, its thoughts streamed from it:
+        // a session of any size is written without being held in memory.
+        let written = store.with_session(id, |snapshot| {
+            let session = &snapshot.session;
+            check_session_id(&session.id)?;
+            let project = opts.project.clone().unwrap_or_else(|| project_from_tags(&session.tags));
+            let partition = partition_path(granularity, &session.created_at);
+            let dir = session_dir(dest, &project, partition.as_deref(), &session.id);
+            if let Some(parent) = dir.parent()
+                && tidy
+                && tidied.insert(parent.to_path_buf())
+            {
+                let staging_of_ours = |name: &str| staging_session(name).is_some_and(|id| exported.contains(id));
+                remove_leftovers(parent, staging_of_ours, true);
+            }
+            let thoughts = write_session(&dir, snapshot, tidy, &mut summary)?;
+            Ok((session.id.clone(), dir, thoughts))
+        });
+        let (session_id, dir, thoughts) = match written {
+            Ok(done) => done,
             Err(Error::SessionNotFound { .. }) => {
                 summary.sessions_gone.push(id.clone());
                 progress(done + 1, total);
@@ -315,28 +333,16 @@ pub fn export_tree(
             }
             Err(e) => return Err(e),
         };
-        check_session_id(&session.id)?;
-        let project = opts.project.clone().unwrap_or_else(|| project_from_tags(&session.tags));
-        let partition = partition_path(granularity, &session.created_at);
-        let dir = session_dir(dest, &project, partition.as_deref(), &session.id);
-        if let Some(parent) = dir.parent()
-            && tidy
-            && tidied.insert(parent.to_path_buf())
-        {
-            let staging_of_ours = |name: &str| staging_session(name).is_some_and(|id| exported.contains(id));
-            remove_leftovers(parent, staging_of_ours, true);
-        }
-        write_session(&dir, &session, &thoughts, tidy, &mut summary)?;
-        for old in existing.remove(&session.id).unwrap_or_default() {
+        for old in existing.remove(&session_id).unwrap_or_default() {
             if old != dir {
                 remove_session_files(&old, &dest.join("projects"), &mut summary)?;
             }
         }
-        summary.thoughts += thoughts.len() as u64;
+        summary.thoughts += thoughts;
         summary.sessions.push(ExportedSession {
-            session_id: session.id.clone(),
+            session_id,
             path: dir,
-            thoughts: thoughts.len() as u64,
+            thoughts,
         });
         progress(done + 1, total);
     }
@@ -411,36 +417,32 @@ fn count(summary: &mut ExportSummary, written: bool) {
 /// an existing one is updated file by file.
 /// `tidy`: remove the temporary files a killed export left in the session's
 /// folder.
-fn write_session(
-    dir: &Path,
-    session: &Session,
-    thoughts: &[Thought],
-    tidy: bool,
-    summary: &mut ExportSummary,
-) -> Result<()> {
+/// Returns the number of thoughts written.
+fn write_session(dir: &Path, source: &dyn SessionSource, tidy: bool, summary: &mut ExportSummary) -> Result<u64> {
+    let session = source.session();
     let parent = dir.parent().unwrap_or(dir);
     if dir.exists() {
-        return write_session_files(dir, session, thoughts, false, tidy, summary);
+        return write_session_files(dir, source, false, tidy, summary);
     }
     fs::create_dir_all(parent).map_err(io(format!("creating {}", parent.display())))?;
     let staging = dir.with_file_name(temporary_name(&session.id));
     let written = (|| {
         fs::create_dir(&staging).map_err(io(format!("creating {}", staging.display())))?;
         let mut counts = ExportSummary::default();
-        write_session_files(&staging, session, thoughts, true, false, &mut counts)?;
+        let thoughts = write_session_files(&staging, source, true, false, &mut counts)?;
         fs::rename(&staging, dir).map_err(io(format!("moving {} into place", dir.display())))?;
-        Ok(counts)
+        Ok((counts, thoughts))
     })();
     match written {
-        Ok(counts) => {
+        Ok((counts, thoughts)) => {
             summary.files_written += counts.files_written;
-            Ok(())
+            Ok(thoughts)
         }
         Err(e) => {
             let _ = fs::remove_dir_all(&staging);
             // Another exporter put the session there meanwhile: update it instead.
             if dir.is_dir() {
-                write_session_files(dir, session, thoughts, false, tidy, summary)
+                write_session_files(dir, source, false, tidy, summary)
             } else {
                 Err(e)
             }
@@ -451,15 +453,16 @@ fn write_session(
 /// Write the thought files, branch folders and manifest into `dir`, then
 /// remove numbered files of thoughts the session no longer has. `fresh`: the
 /// directory is new and private, so files are written directly. `tidy`:
-/// remove the temporary files a killed export left.
+/// remove the temporary files a killed export left. Returns the number of
+/// thoughts written.
 fn write_session_files(
     dir: &Path,
-    session: &Session,
-    thoughts: &[Thought],
+    source: &dyn SessionSource,
     fresh: bool,
     tidy: bool,
     summary: &mut ExportSummary,
-) -> Result<()> {
+) -> Result<u64> {
+    let session = source.session();
     if tidy {
         remove_leftovers(dir, is_temporary_session_file, false);
     }
@@ -474,7 +477,11 @@ fn write_session_files(
     };
     let mut thought_files = Vec::new();
     let mut branch_files: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for node in export::nodes(thoughts) {
+    let next = NextLinks::of(source)?;
+    let mut thoughts = 0u64;
+    source.each_thought(&mut |t| {
+        thoughts += 1;
+        let node = next.node(t);
         let name = thought_file(node.data.thought_number);
         let path = match node.branch_id.as_deref() {
             None => {
@@ -497,8 +504,8 @@ fn write_session_files(
                 dir.join(b).join(&name)
             }
         };
-        put(&path, &pretty(&node)?, summary)?;
-    }
+        put(&path, &pretty(&node)?, summary)
+    })?;
     let manifest = SessionManifest {
         id: session.id.clone(),
         version: MANIFEST_VERSION.to_string(),
@@ -515,10 +522,10 @@ fn write_session_files(
         },
     };
     put(&dir.join(MANIFEST), &pretty(&manifest)?, summary)?;
-    if fresh {
-        return Ok(());
+    if !fresh {
+        remove_stale(dir, &manifest.thought_files, &manifest.branch_files, summary)?;
     }
-    remove_stale(dir, &manifest.thought_files, &manifest.branch_files, summary)
+    Ok(thoughts)
 }
 
 /// Remove numbered files not listed in `thought_files` / `branch_files`, in
@@ -647,7 +654,7 @@ pub fn write_atomic_with(path: &Path, fill: impl FnOnce(&mut dyn std::io::Write)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{NewSession, ThoughtInput};
+    use crate::domain::{NewSession, Session, Thought, ThoughtInput};
     use crate::store::Target;
     use crate::store::test_support::temp_store;
     use crate::tree::reader::load_session;
