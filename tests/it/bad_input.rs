@@ -537,6 +537,72 @@ async fn ignored_arguments_are_named_in_the_answer() {
     s.stop().await;
 }
 
+/// A call that names two different sub-operations, or gives one parameter
+/// two values (flat in `args` and nested in `args.args`), is refused and
+/// changes nothing: before, `subOperation: "delete"` beside `operation:
+/// "get"` deleted the session.
+#[tokio::test]
+async fn contradictory_sub_operations_and_parameters_are_refused() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    let a = s.ready("A").await;
+    s.thought(t("kept")).await;
+    let b = s.ok("start_new", json!({ "sessionTitle": "B" })).await["session"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for args in [
+        json!({ "subOperation": "delete", "operation": "get", "sessionId": a }),
+        json!({ "operation": "get", "args": { "subOperation": "delete", "sessionId": a } }),
+        json!({ "subOperation": "delete", "args": { "operation": "get", "sessionId": a } }),
+        json!({ "subOperation": "get", "args": { "operation": "delete", "sessionId": a } }),
+    ] {
+        let e = s.err("session", args.clone(), "INVALID_OPERATION").await;
+        let message = e["message"].as_str().unwrap();
+        assert!(message.contains("\"delete\"") && message.contains("\"get\""), "{args}: {e}");
+    }
+    assert_eq!(s.ok("session", json!({ "subOperation": "get", "sessionId": a })).await["thoughts"][0]["thought"], "kept");
+    // The same name twice is one name.
+    let r = s
+        .ok("session", json!({ "subOperation": "get", "operation": "get", "args": { "sessionId": a } }))
+        .await;
+    assert_eq!(r["session"]["id"], a.as_str());
+    // One parameter, two values: refused, naming it; the same value twice is fine.
+    let e = s
+        .err(
+            "session",
+            json!({ "subOperation": "delete", "sessionId": a, "args": { "sessionId": b } }),
+            "INVALID_PAYLOAD",
+        )
+        .await;
+    assert_eq!(e["details"]["field"], "sessionId");
+    let e = s
+        .err(
+            "mental_models",
+            json!({ "operation": "get_model", "modelId": "five-whys", "args": { "modelId": "rubber-duck" } }),
+            "INVALID_PAYLOAD",
+        )
+        .await;
+    assert_eq!(e["details"]["field"], "modelId");
+    let r = s
+        .ok("mental_models", json!({ "operation": "get_model", "modelId": "five-whys", "args": { "modelId": "five-whys" } }))
+        .await;
+    assert_eq!(r["name"], "five-whys", "{r}");
+    // knowledge's reference spelling `action` counts as a name too.
+    s.err(
+        "knowledge",
+        json!({ "subOperation": "list_patterns", "action": "delete_pattern", "id": "x" }),
+        "INVALID_OPERATION",
+    )
+    .await;
+    // Both sessions are still there, untouched.
+    for id in [&a, &b] {
+        s.ok("session", json!({ "subOperation": "get", "sessionId": id })).await;
+    }
+    assert_eq!(s.ok("list_sessions", Value::Null).await["total"], 2);
+    s.stop().await;
+}
+
 /// An answer too long for one MCP message (which MCP libraries drop at
 /// 16 MiB, leaving the agent waiting) is refused, saying how to ask for
 /// less; smaller reads of the same session work. `load_context`, which has
