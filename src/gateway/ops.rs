@@ -374,13 +374,17 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
         out["branches"] = json!(branches.iter().map(|b| b.id.clone()).collect::<Vec<_>>());
         out["thoughtHistoryLength"] = json!(appended.session.thought_count);
         out["autoNumbered"] = json!(appended.auto_numbered);
-        if let Some(c) = &thought.data.critique {
-            out["critique"] = json!(c);
-        }
     }
-    if want_critique && thought.data.critique.is_none() {
-        out["critique"] = Value::Null;
-        out["critiqueError"] = critique_error.unwrap_or(Value::Null);
+    // A critique asked for is answered in minimal answers too: it is what
+    // the agent asked this call for, and it is made only once.
+    if want_critique {
+        match &thought.data.critique {
+            Some(c) => out["critique"] = json!(c),
+            None => {
+                out["critique"] = Value::Null;
+                out["critiqueError"] = critique_error.unwrap_or(Value::Null);
+            }
+        }
     }
     if creates_session {
         // No session was active: say so, so that an agent that meant to

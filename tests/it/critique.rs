@@ -191,3 +191,23 @@ async fn a_recorded_thought_is_never_refused_for_its_answers_length() {
     assert!(e["message"].as_str().unwrap().contains("ask for less"), "{e}");
     s.stop().await;
 }
+
+/// A critique that was made is in the answer of the thought that asked for
+/// it, minimal or verbose, as a failed one is; a thought that did not ask
+/// answers no critique field.
+#[tokio::test]
+async fn a_critique_is_answered_without_verbose() {
+    let (_d, db) = temp_db();
+    let s = start_with(SamplingClient, command(&db)).await;
+    s.ready("minimal critique").await;
+    let r = s
+        .thought(json!({ "thought": "Ship it", "nextThoughtNeeded": true, "critique": true }))
+        .await;
+    assert_eq!(r["critique"]["model"], "test-model-1", "{r}");
+    assert!(r["critique"]["text"].as_str().unwrap().starts_with("Critique:"));
+    assert!(r.get("critiqueError").is_none(), "{r}");
+    assert!(r.get("totalThoughts").is_none(), "still minimal: {r}");
+    let plain = s.thought(t("no critique asked")).await;
+    assert!(plain.get("critique").is_none(), "{plain}");
+    s.stop().await;
+}
