@@ -264,6 +264,78 @@ fn thought_input(args: &Args) -> Result<ThoughtInput> {
     })
 }
 
+/// What a thought refers back to (a thought to revise, a fork point, a
+/// branch to continue), kept to explain a refusal when no session was
+/// active: those references then point into the brand-new session the
+/// thought would have started, where nothing exists yet.
+struct ReferenceBack {
+    revises: Option<u32>,
+    branch_from: Option<u32>,
+    branch: Option<String>,
+}
+
+impl ReferenceBack {
+    fn of(input: &ThoughtInput) -> ReferenceBack {
+        ReferenceBack {
+            revises: input.revises_thought,
+            branch_from: input.branch_from_thought,
+            branch: input.branch_id.clone(),
+        }
+    }
+
+    /// `e`, the refusal of a thought that would have started a session,
+    /// told as what happened when it is about a reference back: no session
+    /// is active (the one `closed` was closed, when this connection closed
+    /// one), and how to continue one. The code and field stay.
+    fn explain(&self, e: Error, closed: Option<String>) -> Error {
+        let Error::InvalidPayload { field, message, details } = e else {
+            return e;
+        };
+        let missing = details.as_ref().and_then(|d| d.get("missingThought")).is_some();
+        let what = match field.as_str() {
+            "revisesThought" if missing => self.revises.map(|r| format!("cannot revise thought {r}")),
+            "branchFromThought" if missing => self.branch_from.map(|f| format!("cannot branch from thought {f}")),
+            // A branch continued without its fork point: new to the new session.
+            "branchFromThought" if self.branch_from.is_none() => {
+                self.branch.as_ref().map(|b| format!("cannot continue branch '{b}'"))
+            }
+            _ => None,
+        };
+        let Some(what) = what else {
+            return Error::InvalidPayload { field, message, details };
+        };
+        let (why, how) = match &closed {
+            Some(id) => (
+                format!(" (session {id} was closed by nextThoughtNeeded: false)"),
+                format!("call load_context with sessionId {id} to continue it, then send this thought again"),
+            ),
+            None => (
+                String::new(),
+                "call load_context with the session's sessionId (list_sessions finds it) to continue it, then send \
+                 this thought again"
+                    .to_string(),
+            ),
+        };
+        let mut d = match details {
+            Some(Value::Object(map)) => map,
+            _ => serde_json::Map::new(),
+        };
+        d.insert("activeSession".into(), Value::Null);
+        d.insert("wouldCreateSession".into(), json!(true));
+        if let Some(id) = closed {
+            d.insert("closedSessionId".into(), json!(id));
+        }
+        Error::InvalidPayload {
+            message: format!(
+                "{what}: no session is active on this connection{why}, so this thought would start a new, empty \
+                 session; {how}"
+            ),
+            field,
+            details: Some(Value::Object(d)),
+        }
+    }
+}
+
 pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleServer>>) -> Result<Value> {
     let input = thought_input(&args)?;
     let verbose = args.bool_opt(&["verbose"])?.unwrap_or(false);
@@ -278,8 +350,10 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
         }
     };
     let creates_session = matches!(target, Target::New(_));
+    let refers_back = ReferenceBack::of(&input);
     let appended = match gw.write(move |s| s.append_thought(target, input)).await {
         Ok(a) => a,
+        Err(e) if creates_session => return Err(refers_back.explain(e, gw.closed_session())),
         Err(e) => {
             // The active session was deleted (perhaps by another process):
             // forget it so the next thought starts a new one, and say so.
@@ -316,11 +390,11 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
             events::session_completed(&appended.session)
         });
     }
-    gw.set_active_session(if appended.closed {
-        None
+    if appended.closed {
+        gw.close_active_session(&session_id);
     } else {
-        Some(session_id.clone())
-    });
+        gw.set_active_session(Some(session_id.clone()));
+    }
 
     let mut critique_error = None;
     if want_critique {

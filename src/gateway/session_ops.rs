@@ -204,5 +204,6 @@ async fn delete(gw: &Gateway, args: Args) -> Result<Value> {
     if gw.active_session().as_deref() == Some(id.as_str()) {
         gw.set_active_session(None);
     }
+    gw.forget_closed_session(&id);
     Ok(json!({ "sessionId": id, "deleted": true, "thoughtsDeleted": removed }))
 }

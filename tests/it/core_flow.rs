@@ -159,6 +159,81 @@ async fn core_concepts_session_and_auto_numbering() {
     s.stop().await;
 }
 
+/// After nextThoughtNeeded: false has closed the session, a thought that
+/// refers back into it (a revision, a branch) is refused saying what is
+/// going on: no session is active, the thought would start a new one, and
+/// load_context continues the closed one. Nothing is created.
+#[tokio::test]
+async fn referring_back_after_closing_says_no_session_is_active() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    let sid = s.ready("closed").await;
+    s.thought(t("one")).await;
+    s.thought(t("two")).await;
+    let closed = s.thought(json!({ "thought": "done", "nextThoughtNeeded": false })).await;
+    assert_eq!(closed["sessionClosed"], true);
+    for (args, field, what) in [
+        (
+            json!({ "thought": "no, 2 was wrong", "nextThoughtNeeded": true, "revisesThought": 2 }),
+            "revisesThought",
+            "cannot revise thought 2",
+        ),
+        (
+            json!({ "thought": "alt", "nextThoughtNeeded": true, "branchFromThought": 2, "branchId": "alt" }),
+            "branchFromThought",
+            "cannot branch from thought 2",
+        ),
+        (
+            json!({ "thought": "alt", "nextThoughtNeeded": true, "branchId": "alt" }),
+            "branchFromThought",
+            "cannot continue branch 'alt'",
+        ),
+    ] {
+        let e = s.err("thought", args.clone(), "INVALID_PAYLOAD").await;
+        let message = e["message"].as_str().unwrap();
+        assert_eq!(e["details"]["field"], field, "{e}");
+        assert_eq!(e["details"]["closedSessionId"], sid.as_str(), "{e}");
+        assert!(message.starts_with(what), "{message}");
+        assert!(message.contains("no session is active on this connection"), "{message}");
+        assert!(message.contains(&format!("session {sid} was closed by nextThoughtNeeded: false")), "{message}");
+        assert!(message.contains(&format!("load_context with sessionId {sid}")), "{message}");
+    }
+    // Nothing was created, and load_context lets the revision through.
+    assert_eq!(s.ok("list_sessions", Value::Null).await["total"], 1);
+    s.ok("load_context", json!({ "sessionId": sid })).await;
+    let r = s
+        .thought(json!({ "thought": "no, 2 was wrong", "nextThoughtNeeded": true, "revisesThought": 2 }))
+        .await;
+    assert_eq!(r["sessionId"], sid.as_str());
+    assert_eq!(r["thoughtNumber"], 4);
+    s.stop().await;
+
+    // A connection that closed nothing says no session is active, without naming one.
+    let mut cmd = command(&db);
+    cmd.arg("serve").arg("--no-stages");
+    let s = start_with((), cmd).await;
+    let e = s
+        .err(
+            "thought",
+            json!({ "thought": "x", "nextThoughtNeeded": true, "revisesThought": 3 }),
+            "INVALID_PAYLOAD",
+        )
+        .await;
+    assert!(e["message"].as_str().unwrap().contains("no session is active"), "{e}");
+    assert!(e["details"].get("closedSessionId").is_none(), "{e}");
+    assert_eq!(e["details"]["missingThought"], 3);
+    // A bad thought number in a new session is still told as it is.
+    let e = s
+        .err(
+            "thought",
+            json!({ "thought": "x", "nextThoughtNeeded": true, "thoughtNumber": 2, "revisesThought": 2 }),
+            "INVALID_PAYLOAD",
+        )
+        .await;
+    assert!(e["message"].as_str().unwrap().contains("cannot revise itself"), "{e}");
+    s.stop().await;
+}
+
 /// CORE-CONCEPTS: branches A and B from thought 3, revision 6 of thought 3,
 /// restorationInfo with branches.
 #[tokio::test]
