@@ -145,20 +145,21 @@ pub async fn start_new(gw: &Gateway, args: Args) -> Result<Value> {
 
 /// Open a session on this connection: the answer of `load_context` and `session resume`.
 pub(crate) async fn open_session(gw: &Gateway, id: String, trigger: &str) -> Result<Value> {
-    let (session, recent) = gw
+    let (session, was_completed, recent) = gw
         .write(move |s| {
-            let session = s.touch_session(&id)?;
+            let (session, was_completed) = s.reopen_session(&id)?;
             let recent = s.read_thoughts(&id, &ThoughtQuery::Last(5))?;
-            Ok((session, recent))
+            Ok((session, was_completed, recent))
         })
         .await?;
+    gw.wrote();
     let current = recent.last().map(|t| t.data.thought_number).unwrap_or(0);
     gw.set_active_session(Some(session.id.clone()));
     gw.emit(EventType::SessionLoaded, Some(&session.id), || {
         events::session_loaded(&session)
     });
     let stage = gw.advance(Stage::InitComplete, trigger);
-    Ok(json!({
+    let mut out = json!({
         "session": session,
         "recentThoughts": recent.iter().map(thought_json).collect::<Vec<_>>(),
         "restorationInfo": {
@@ -168,7 +169,12 @@ pub(crate) async fn open_session(gw: &Gateway, id: String, trigger: &str) -> Res
             "message": format!("Next thought will be #{}", current + 1),
         },
         "stage": stage.number(),
-    }))
+    });
+    if let Some(at) = was_completed {
+        out["reopened"] = json!(true);
+        out["previouslyCompletedAt"] = json!(at);
+    }
+    Ok(out)
 }
 
 pub async fn load_context(gw: &Gateway, args: Args) -> Result<Value> {

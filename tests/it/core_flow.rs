@@ -144,8 +144,25 @@ async fn core_concepts_session_and_auto_numbering() {
     assert_eq!(second["session"]["title"], "Second");
     assert_eq!(second["session"]["tags"], json!(["x"]));
 
-    // load_context reopens the closed session; numbering continues.
+    // load_context reopens the closed session (at once, not only at its
+    // next thought); numbering continues.
+    let updated = got["session"]["updatedAt"].clone();
     let ctx = s.ok("load_context", json!({ "sessionId": sid })).await;
+    assert!(ctx["session"].get("completedAt").is_none(), "{ctx}");
+    assert_eq!(ctx["reopened"], true);
+    assert_eq!(ctx["previouslyCompletedAt"], got["session"]["completedAt"]);
+    let open = s
+        .ok("session", json!({ "subOperation": "get", "sessionId": sid }))
+        .await;
+    assert!(open["session"].get("completedAt").is_none(), "{open}");
+    assert_eq!(open["session"]["updatedAt"], updated, "reopening adds no reasoning");
+    let md = s
+        .ok("session", json!({ "subOperation": "export", "sessionId": sid, "format": "markdown" }))
+        .await;
+    assert!(md["content"].as_str().unwrap().contains("**Status:** active"), "{md}");
+    // Loading an open session says nothing of reopening.
+    let again = s.ok("session", json!({ "subOperation": "resume", "sessionId": sid })).await;
+    assert!(again.get("reopened").is_none(), "{again}");
     assert_eq!(ctx["restorationInfo"]["currentThoughtNumber"], 5);
     assert_eq!(ctx["restorationInfo"]["message"], "Next thought will be #6");
     assert_eq!(ctx["recentThoughts"].as_array().unwrap().len(), 5);
