@@ -486,19 +486,28 @@ fn read_query(args: &Args) -> Result<(ThoughtQuery, Value)> {
     let number = args.pos_opt(&["thoughtNumber"])?;
     let last = args.pos_opt(&["last"])?;
     let branch = args.str_opt(&["branchId"])?;
+    // Its ends are read as fields of their own; a bad one is reported on
+    // `range`, the field the caller sent.
+    let ends = |r: Args| -> Result<(Option<u32>, Option<u32>)> {
+        let end = |key: &str| {
+            r.pos_opt(&[key]).map_err(|e| match e {
+                Error::InvalidPayload { message, details, .. } => Error::InvalidPayload {
+                    field: "range".into(),
+                    message: format!("range {message}"),
+                    details,
+                },
+                other => other,
+            })
+        };
+        Ok((end("start")?, end("end")?))
+    };
     let range = match args.get("range") {
         None => None,
-        Some(Value::Array(items)) if items.len() == 2 => {
-            let r = Args::new(serde_json::Map::from_iter([
-                ("start".to_string(), items[0].clone()),
-                ("end".to_string(), items[1].clone()),
-            ]));
-            Some((r.pos_opt(&["start"])?, r.pos_opt(&["end"])?))
-        }
-        Some(Value::Object(_)) => {
-            let r = args.object_opt(&["range"])?.unwrap_or_default();
-            Some((r.pos_opt(&["start"])?, r.pos_opt(&["end"])?))
-        }
+        Some(Value::Array(items)) if items.len() == 2 => Some(ends(Args::new(serde_json::Map::from_iter([
+            ("start".to_string(), items[0].clone()),
+            ("end".to_string(), items[1].clone()),
+        ])))?),
+        Some(Value::Object(_)) => Some(ends(args.object_opt(&["range"])?.unwrap_or_default())?),
         Some(_) => {
             return Err(Error::invalid(
                 "range",

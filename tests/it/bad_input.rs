@@ -225,7 +225,19 @@ fn cases(sid: &str) -> Vec<(&'static str, Value, &'static str, Option<&'static s
             "read_thoughts",
             json!({ "range": [0, 3] }),
             "INVALID_PAYLOAD",
-            Some("start"),
+            Some("range"),
+        ),
+        (
+            "read_thoughts",
+            json!({ "range": [1, -1] }),
+            "INVALID_PAYLOAD",
+            Some("range"),
+        ),
+        (
+            "read_thoughts",
+            json!({ "range": { "start": 1, "end": "two" } }),
+            "INVALID_PAYLOAD",
+            Some("range"),
         ),
         (
             "read_thoughts",
