@@ -182,6 +182,11 @@ pub async fn load_context(gw: &Gateway, args: Args) -> Result<Value> {
     open_session(gw, id, "load_context").await
 }
 
+/// Why a search text without letters or digits (`*`, an emoji) found
+/// nothing: search matches whole words, and it has none.
+pub(crate) const UNSEARCHABLE_NOTE: &str =
+    "the search text has no letters or digits; search matches whole words, so it found nothing";
+
 /// SessionFilter from args (flat, or nested under `filters`), with
 /// project / task / aspect as `project:<p>` style tags.
 pub(crate) fn session_filter(args: &Args) -> Result<SessionFilter> {
@@ -224,9 +229,16 @@ pub async fn list_sessions(gw: &Gateway, args: Args) -> Result<Value> {
         filter.tags.push(format!("project:{project}"));
         scope = json!(project);
     }
+    let unsearchable = filter
+        .search
+        .as_deref()
+        .is_some_and(|q| crate::store::fts_query(q).is_none());
     let page = gw.blocking(move |s| s.list_sessions(&filter)).await?;
     let mut out = serde_json::to_value(page).map_err(|e| Error::Internal(e.to_string()))?;
     out["project"] = scope;
+    if unsearchable {
+        out["note"] = json!(UNSEARCHABLE_NOTE);
+    }
     Ok(out)
 }
 

@@ -107,7 +107,7 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
         .await?;
     let mut out = json!({ "query": query, "count": hits.len(), "sessions": hits });
     if crate::store::fts_query(&query).is_none() {
-        out["note"] = json!("the query has no letters or digits; search matches whole words, so it found nothing");
+        out["note"] = json!(super::ops::UNSEARCHABLE_NOTE);
     }
     if let Some(p) = pattern_hits {
         out["patterns"] = json!(p);

@@ -488,12 +488,23 @@ async fn search_text_is_never_fts_syntax() {
         .await;
     assert_eq!(r["count"], 1);
     assert!(r.get("note").is_none(), "{r}");
-    // Nothing searchable (an emoji, punctuation): no results, and a note saying why.
-    for q in ["\u{1F600}", "*** )"] {
+    // Nothing searchable (an emoji, punctuation): no results, and a note
+    // saying why, from session search and list_sessions alike.
+    for q in ["\u{1F600}", "*** )", "*"] {
         let r = s.ok("session", json!({ "subOperation": "search", "query": q })).await;
         assert_eq!(r["count"], 0);
         assert!(r["note"].as_str().unwrap().contains("no letters or digits"), "{r}");
+        for (op, args) in [
+            ("list_sessions", json!({ "search": q })),
+            ("session", json!({ "subOperation": "list", "search": q })),
+        ] {
+            let r = s.ok(op, args).await;
+            assert_eq!(r["total"], 0);
+            assert!(r["note"].as_str().unwrap().contains("no letters or digits"), "{r}");
+        }
     }
+    let r = s.ok("list_sessions", json!({ "search": "fox" })).await;
+    assert!(r.get("note").is_none(), "{r}");
     s.stop().await;
 }
 
