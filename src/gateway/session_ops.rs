@@ -105,7 +105,17 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
             Ok((hits, p, n))
         })
         .await?;
-    let mut out = json!({ "query": query, "count": hits.len(), "sessions": hits });
+    // The best `limit` sessions, without paging: counting every matching
+    // session would cost a pass over every match, which the ranking avoids
+    // (see the README's Search). Say when the answer may have stopped short.
+    let limit_reached = hits.len() >= limit as usize;
+    let mut out = json!({
+        "query": query,
+        "count": hits.len(),
+        "limit": limit,
+        "limitReached": limit_reached,
+        "sessions": hits,
+    });
     if crate::store::fts_query(&query).is_none() {
         out["note"] = json!(super::ops::UNSEARCHABLE_NOTE);
     }

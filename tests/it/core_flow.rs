@@ -468,6 +468,7 @@ async fn sessions_list_search_resume_delete() {
         .ok("session", json!({ "subOperation": "search", "query": "middleware" }))
         .await;
     assert_eq!(found["count"], 1);
+    assert_eq!((found["limit"].clone(), found["limitReached"].clone()), (json!(10), json!(false)));
     assert_eq!(found["sessions"][0]["session"]["id"], a.as_str());
     assert_eq!(found["sessions"][0]["matches"][0]["thoughtNumber"], 1);
     assert!(
@@ -480,6 +481,13 @@ async fn sessions_list_search_resume_delete() {
         .ok("session", json!({ "subOperation": "search", "query": "queue" }))
         .await;
     assert_eq!(found["sessions"][0]["matchedSession"], true);
+    // Search has no pages: an answer that may have stopped at the limit says so.
+    let capped = s
+        .ok("session", json!({ "subOperation": "search", "query": "middleware", "limit": 1 }))
+        .await;
+    assert_eq!(capped["count"], 1);
+    assert_eq!(capped["limit"], 1);
+    assert_eq!(capped["limitReached"], true);
 
     // Reads do not change updatedAt.
     let before =
