@@ -367,6 +367,14 @@ impl Gateway {
         };
         let Some(required) = required_stage(&operation) else {
             let valid: Vec<&str> = OPERATIONS.iter().map(|(n, _, _)| *n).collect();
+            // In TOOL-INTERFACES, but not built yet: say so, rather than
+            // "unknown", so that a client following the seed knows why.
+            if operation == "notebook" {
+                return Err(Error::InvalidOperation {
+                    message: "notebooks are not available in this version of thoughtbox yet (they are planned)".into(),
+                    details: Some(json!({ "operation": operation, "available": false, "validOperations": valid })),
+                });
+            }
             return Err(Error::InvalidOperation {
                 message: format!("unknown operation {operation:?}"),
                 details: Some(json!({ "operation": operation, "validOperations": valid })),

@@ -433,6 +433,10 @@ async fn gateway_shape_errors() {
     let mut m = Map::new();
     m.insert("operation".into(), json!(7));
     assert_eq!(s.call_raw(m).await.unwrap_err()["details"]["field"], "operation");
+    // notebook is in TOOL-INTERFACES but not built yet: the answer says so.
+    let e = s.err("notebook", json!({ "subOperation": "create", "name": "n" }), "INVALID_OPERATION").await;
+    assert!(e["message"].as_str().unwrap().contains("notebooks are not available in this version"), "{e}");
+    assert_eq!(e["details"]["available"], false);
     let e = s.err("list_roots_of_evil", Value::Null, "INVALID_OPERATION").await;
     assert!(
         e["details"]["validOperations"]
