@@ -453,7 +453,10 @@ mod tests {
             let e = args(v.clone()).sub_operation().unwrap_err();
             assert_eq!(e.code(), "INVALID_OPERATION", "{v}");
             let message = e.to_string();
-            assert!(message.contains("\"delete\"") && message.contains("\"get\""), "{message}");
+            assert!(
+                message.contains("\"delete\"") && message.contains("\"get\""),
+                "{message}"
+            );
             assert_eq!(e.details().unwrap()["subOperations"].as_array().unwrap().len(), 2);
         }
         // The same name twice, or only nested, is one name.
@@ -466,7 +469,9 @@ mod tests {
             assert_eq!(name.as_deref(), Some("get"));
             assert!(rest.unread().is_empty(), "{:?}", rest.unread());
         }
-        let e = args(json!({ "args": { "subOperation": 3 } })).sub_operation().unwrap_err();
+        let e = args(json!({ "args": { "subOperation": 3 } }))
+            .sub_operation()
+            .unwrap_err();
         assert_eq!(e.details().unwrap()["field"], "args.subOperation");
     }
 

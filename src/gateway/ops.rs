@@ -306,7 +306,12 @@ impl ReferenceBack {
     /// is active (the one `closed` was closed, when this connection closed
     /// one), and how to continue one. The code and field stay.
     fn explain(&self, e: Error, closed: Option<String>) -> Error {
-        let Error::InvalidPayload { field, message, details } = e else {
+        let Error::InvalidPayload {
+            field,
+            message,
+            details,
+        } = e
+        else {
             return e;
         };
         let missing = details.as_ref().and_then(|d| d.get("missingThought")).is_some();
@@ -320,7 +325,11 @@ impl ReferenceBack {
             _ => None,
         };
         let Some(what) = what else {
-            return Error::InvalidPayload { field, message, details };
+            return Error::InvalidPayload {
+                field,
+                message,
+                details,
+            };
         };
         let (why, how) = match &closed {
             Some(id) => (

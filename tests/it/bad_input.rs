@@ -434,8 +434,20 @@ async fn gateway_shape_errors() {
     m.insert("operation".into(), json!(7));
     assert_eq!(s.call_raw(m).await.unwrap_err()["details"]["field"], "operation");
     // notebook is in TOOL-INTERFACES but not built yet: the answer says so.
-    let e = s.err("notebook", json!({ "subOperation": "create", "name": "n" }), "INVALID_OPERATION").await;
-    assert!(e["message"].as_str().unwrap().contains("notebooks are not available in this version"), "{e}");
+    let e = s
+        .err(
+            "notebook",
+            json!({ "subOperation": "create", "name": "n" }),
+            "INVALID_OPERATION",
+        )
+        .await;
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("notebooks are not available in this version"),
+        "{e}"
+    );
     assert_eq!(e["details"]["available"], false);
     let e = s.err("list_roots_of_evil", Value::Null, "INVALID_OPERATION").await;
     assert!(
@@ -560,7 +572,10 @@ async fn ignored_arguments_are_named_in_the_answer() {
     assert_eq!(r["ignoredArguments"], json!(["last"]));
     // resolveAnchors (seed 003) is not implemented: export says it did not use it.
     let r = s
-        .call("session", json!({ "subOperation": "export", "sessionId": sid, "resolveAnchors": true }))
+        .call(
+            "session",
+            json!({ "subOperation": "export", "sessionId": sid, "resolveAnchors": true }),
+        )
         .await
         .unwrap();
     assert_eq!(r["sessionId"], sid.as_str());
@@ -593,12 +608,21 @@ async fn contradictory_sub_operations_and_parameters_are_refused() {
     ] {
         let e = s.err("session", args.clone(), "INVALID_OPERATION").await;
         let message = e["message"].as_str().unwrap();
-        assert!(message.contains("\"delete\"") && message.contains("\"get\""), "{args}: {e}");
+        assert!(
+            message.contains("\"delete\"") && message.contains("\"get\""),
+            "{args}: {e}"
+        );
     }
-    assert_eq!(s.ok("session", json!({ "subOperation": "get", "sessionId": a })).await["thoughts"][0]["thought"], "kept");
+    assert_eq!(
+        s.ok("session", json!({ "subOperation": "get", "sessionId": a })).await["thoughts"][0]["thought"],
+        "kept"
+    );
     // The same name twice is one name.
     let r = s
-        .ok("session", json!({ "subOperation": "get", "operation": "get", "args": { "sessionId": a } }))
+        .ok(
+            "session",
+            json!({ "subOperation": "get", "operation": "get", "args": { "sessionId": a } }),
+        )
         .await;
     assert_eq!(r["session"]["id"], a.as_str());
     // One parameter, two values: refused, naming it; the same value twice is fine.
@@ -619,7 +643,10 @@ async fn contradictory_sub_operations_and_parameters_are_refused() {
         .await;
     assert_eq!(e["details"]["field"], "modelId");
     let r = s
-        .ok("mental_models", json!({ "operation": "get_model", "modelId": "five-whys", "args": { "modelId": "five-whys" } }))
+        .ok(
+            "mental_models",
+            json!({ "operation": "get_model", "modelId": "five-whys", "args": { "modelId": "five-whys" } }),
+        )
         .await;
     assert_eq!(r["name"], "five-whys", "{r}");
     // knowledge's reference spelling `action` counts as a name too.

@@ -157,11 +157,16 @@ async fn core_concepts_session_and_auto_numbering() {
     assert!(open["session"].get("completedAt").is_none(), "{open}");
     assert_eq!(open["session"]["updatedAt"], updated, "reopening adds no reasoning");
     let md = s
-        .ok("session", json!({ "subOperation": "export", "sessionId": sid, "format": "markdown" }))
+        .ok(
+            "session",
+            json!({ "subOperation": "export", "sessionId": sid, "format": "markdown" }),
+        )
         .await;
     assert!(md["content"].as_str().unwrap().contains("**Status:** active"), "{md}");
     // Loading an open session says nothing of reopening.
-    let again = s.ok("session", json!({ "subOperation": "resume", "sessionId": sid })).await;
+    let again = s
+        .ok("session", json!({ "subOperation": "resume", "sessionId": sid }))
+        .await;
     assert!(again.get("reopened").is_none(), "{again}");
     assert_eq!(ctx["restorationInfo"]["currentThoughtNumber"], 5);
     assert_eq!(ctx["restorationInfo"]["message"], "Next thought will be #6");
@@ -187,7 +192,9 @@ async fn referring_back_after_closing_says_no_session_is_active() {
     let sid = s.ready("closed").await;
     s.thought(t("one")).await;
     s.thought(t("two")).await;
-    let closed = s.thought(json!({ "thought": "done", "nextThoughtNeeded": false })).await;
+    let closed = s
+        .thought(json!({ "thought": "done", "nextThoughtNeeded": false }))
+        .await;
     assert_eq!(closed["sessionClosed"], true);
     for (args, field, what) in [
         (
@@ -212,8 +219,14 @@ async fn referring_back_after_closing_says_no_session_is_active() {
         assert_eq!(e["details"]["closedSessionId"], sid.as_str(), "{e}");
         assert!(message.starts_with(what), "{message}");
         assert!(message.contains("no session is active on this connection"), "{message}");
-        assert!(message.contains(&format!("session {sid} was closed by nextThoughtNeeded: false")), "{message}");
-        assert!(message.contains(&format!("load_context with sessionId {sid}")), "{message}");
+        assert!(
+            message.contains(&format!("session {sid} was closed by nextThoughtNeeded: false")),
+            "{message}"
+        );
+        assert!(
+            message.contains(&format!("load_context with sessionId {sid}")),
+            "{message}"
+        );
     }
     // Nothing was created, and load_context lets the revision through.
     assert_eq!(s.ok("list_sessions", Value::Null).await["total"], 1);
@@ -468,7 +481,10 @@ async fn sessions_list_search_resume_delete() {
         .ok("session", json!({ "subOperation": "search", "query": "middleware" }))
         .await;
     assert_eq!(found["count"], 1);
-    assert_eq!((found["limit"].clone(), found["limitReached"].clone()), (json!(10), json!(false)));
+    assert_eq!(
+        (found["limit"].clone(), found["limitReached"].clone()),
+        (json!(10), json!(false))
+    );
     assert_eq!(found["sessions"][0]["session"]["id"], a.as_str());
     assert_eq!(found["sessions"][0]["matches"][0]["thoughtNumber"], 1);
     assert!(
@@ -483,7 +499,10 @@ async fn sessions_list_search_resume_delete() {
     assert_eq!(found["sessions"][0]["matchedSession"], true);
     // Search has no pages: an answer that may have stopped at the limit says so.
     let capped = s
-        .ok("session", json!({ "subOperation": "search", "query": "middleware", "limit": 1 }))
+        .ok(
+            "session",
+            json!({ "subOperation": "search", "query": "middleware", "limit": 1 }),
+        )
         .await;
     assert_eq!(capped["count"], 1);
     assert_eq!(capped["limit"], 1);

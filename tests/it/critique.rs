@@ -266,27 +266,47 @@ async fn a_critique_sees_the_thoughts_before_it_on_its_path() {
     };
     let r = s.thought(critiqued(json!({ "thought": "m1" }))).await;
     assert_eq!(context_of(&r), Vec::<String>::new());
-    assert!(r["critique"]["text"].as_str().unwrap().starts_with("No earlier thoughts"));
+    assert!(
+        r["critique"]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("No earlier thoughts")
+    );
     for i in 2..=7 {
         s.thought(t(&format!("m{i}"))).await;
     }
     // A branch's first thought: the main chain up to its fork point.
     let r = s
-        .thought(critiqued(json!({ "thought": "b3", "branchId": "alt", "branchFromThought": 2 })))
+        .thought(critiqued(
+            json!({ "thought": "b3", "branchId": "alt", "branchFromThought": 2 }),
+        ))
         .await;
     assert_eq!(context_of(&r), ["Thought 1: m1", "Thought 2: m2"]);
     // Its next thought: the branch so far, after the fork point's ancestry.
-    let r = s.thought(critiqued(json!({ "thought": "b4", "branchId": "alt" }))).await;
+    let r = s
+        .thought(critiqued(json!({ "thought": "b4", "branchId": "alt" })))
+        .await;
     assert_eq!(
         context_of(&r),
         ["Thought 1: m1", "Thought 2: m2", "Thought 3 (branch alt): b3"]
     );
-    assert!(r["critique"]["text"].as_str().unwrap().contains("Thought 4 (branch alt) to review:\nb4"));
+    assert!(
+        r["critique"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("Thought 4 (branch alt) to review:\nb4")
+    );
     // The main chain: the five before it, no branch thoughts.
     let r = s.thought(critiqued(json!({ "thought": "m8" }))).await;
     assert_eq!(
         context_of(&r),
-        ["Thought 3: m3", "Thought 4: m4", "Thought 5: m5", "Thought 6: m6", "Thought 7: m7"]
+        [
+            "Thought 3: m3",
+            "Thought 4: m4",
+            "Thought 5: m5",
+            "Thought 6: m6",
+            "Thought 7: m7"
+        ]
     );
 
     // Backward numbering: the thoughts written before, not lower numbers.
@@ -295,7 +315,9 @@ async fn a_critique_sees_the_thoughts_before_it_on_its_path() {
         s.thought(json!({ "thought": format!("n{n}"), "nextThoughtNeeded": true, "thoughtNumber": n }))
             .await;
     }
-    let r = s.thought(critiqued(json!({ "thought": "n3", "thoughtNumber": 3 }))).await;
+    let r = s
+        .thought(critiqued(json!({ "thought": "n3", "thoughtNumber": 3 })))
+        .await;
     assert_eq!(context_of(&r), ["Thought 5: n5", "Thought 4: n4"]);
     s.stop().await;
 }
