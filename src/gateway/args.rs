@@ -61,6 +61,17 @@ fn no_nul(key: &str, s: &str) -> Result<String> {
     Ok(s.to_string())
 }
 
+/// Whether two spellings of one field say the same thing, as the lenient
+/// readers below take them (`7` and `"7"`, `true` and `"true"`).
+fn same_meaning(a: &Value, b: &Value) -> bool {
+    let scalar = |v: &Value| match v {
+        Value::String(s) => Some(s.trim().to_string()),
+        Value::Number(_) | Value::Bool(_) => Some(v.to_string()),
+        _ => None,
+    };
+    a == b || matches!((scalar(a), scalar(b)), (Some(x), Some(y)) if x == y)
+}
+
 fn type_name(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
@@ -281,28 +292,93 @@ impl Args {
     }
 
     /// Split a call with a sub-operation: the name comes from `subOperation`
-    /// or `operation`; its parameters are `args` itself plus, overriding them,
-    /// a nested `args` object.
-    pub fn sub_operation(mut self) -> Result<(Option<String>, Args)> {
-        let name = self.str_opt(&["subOperation", "operation"])?;
-        self.remove("subOperation");
-        self.remove("operation");
-        let nested = self.remove("args");
-        match nested {
-            None | Some(Value::Null) => {}
-            Some(Value::Object(m)) => {
-                for (k, v) in m {
-                    self.insert(k, v);
-                }
-            }
+    /// or `operation`, flat in `args` or in a nested `args` object; its
+    /// parameters are `args` itself plus the nested `args`.
+    pub fn sub_operation(self) -> Result<(Option<String>, Args)> {
+        self.sub_operation_named(&["subOperation", "operation"])
+    }
+
+    /// [`Args::sub_operation`] with the name's spellings given (`knowledge`
+    /// also takes the reference's `action`). A call that says two different
+    /// things is refused rather than settled by a precedence the caller
+    /// cannot see (`subOperation: "delete"` beside `operation: "get"` must
+    /// not delete): two different names are `INVALID_OPERATION`, and one
+    /// parameter given flat and nested with different values is
+    /// `INVALID_PAYLOAD` naming it. The same value twice is fine.
+    pub fn sub_operation_named(mut self, name_keys: &[&str]) -> Result<(Option<String>, Args)> {
+        let mut nested = match self.remove("args") {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(m)) => m,
             Some(other) => {
                 return Err(Error::invalid(
                     "args",
                     format!("args must be an object, got {}", type_name(&other)),
                 ));
             }
+        };
+        // Every spelling given, with where it was given.
+        let mut names: Vec<(String, String)> = Vec::new();
+        for key in name_keys {
+            if let Some(name) = self.str_opt(&[key])? {
+                names.push((key.to_string(), name));
+            }
+            self.remove(key);
         }
-        Ok((name, self))
+        for key in name_keys {
+            let place = format!("args.{key}");
+            match nested.remove(*key) {
+                None | Some(Value::Null) => {}
+                Some(Value::String(name)) => names.push((place.clone(), no_nul(&place, &name)?)),
+                Some(other) => {
+                    return Err(Error::invalid(
+                        place.clone(),
+                        format!("{place} must be a string, got {}", type_name(&other)),
+                    ));
+                }
+            }
+        }
+        if let Some((first_at, first)) = names.first()
+            && let Some((other_at, other)) = names.iter().find(|(_, n)| n != first)
+        {
+            return Err(Error::InvalidOperation {
+                message: format!(
+                    "two different sub-operations given: {first_at} {first:?} and {other_at} {other:?}; give one \
+                     (nothing was done)"
+                ),
+                details: Some(serde_json::json!({
+                    "subOperations": names
+                        .iter()
+                        .map(|(at, n)| serde_json::json!({ "field": at, "subOperation": n }))
+                        .collect::<Vec<_>>(),
+                })),
+            });
+        }
+        // Parameters: flat and nested together; a field given both ways must
+        // say the same thing (null counts as absent).
+        for (key, value) in nested {
+            if value.is_null() {
+                // Still a field the caller gave: reported if nothing reads it.
+                if !self.map.contains_key(&key) {
+                    self.insert(key, value);
+                }
+                continue;
+            }
+            match self.map.get(&key) {
+                Some(flat) if !flat.is_null() => {
+                    if !same_meaning(flat, &value) {
+                        return Err(Error::invalid_with(
+                            key.clone(),
+                            format!(
+                                "{key} is given twice with different values, in args and in args.args; give it once"
+                            ),
+                            serde_json::json!({ "givenIn": ["args", "args.args"] }),
+                        ));
+                    }
+                }
+                _ => self.insert(key, value),
+            }
+        }
+        Ok((names.into_iter().next().map(|(_, n)| n), self))
     }
 }
 
@@ -364,6 +440,61 @@ mod tests {
             assert_eq!(rest.str_req(&["sessionId"]).unwrap(), "x");
         }
         assert!(args(json!({ "operation": "get", "args": 3 })).sub_operation().is_err());
+    }
+
+    #[test]
+    fn two_different_sub_operation_names_are_refused() {
+        for v in [
+            json!({ "subOperation": "delete", "operation": "get" }),
+            json!({ "subOperation": "delete", "args": { "operation": "get" } }),
+            json!({ "operation": "delete", "args": { "subOperation": "get" } }),
+            json!({ "args": { "subOperation": "delete", "operation": "get" } }),
+        ] {
+            let e = args(v.clone()).sub_operation().unwrap_err();
+            assert_eq!(e.code(), "INVALID_OPERATION", "{v}");
+            let message = e.to_string();
+            assert!(
+                message.contains("\"delete\"") && message.contains("\"get\""),
+                "{message}"
+            );
+            assert_eq!(e.details().unwrap()["subOperations"].as_array().unwrap().len(), 2);
+        }
+        // The same name twice, or only nested, is one name.
+        for v in [
+            json!({ "subOperation": "get", "operation": "get" }),
+            json!({ "subOperation": "get", "args": { "subOperation": "get" } }),
+            json!({ "args": { "operation": "get" } }),
+        ] {
+            let (name, rest) = args(v).sub_operation().unwrap();
+            assert_eq!(name.as_deref(), Some("get"));
+            assert!(rest.unread().is_empty(), "{:?}", rest.unread());
+        }
+        let e = args(json!({ "args": { "subOperation": 3 } }))
+            .sub_operation()
+            .unwrap_err();
+        assert_eq!(e.details().unwrap()["field"], "args.subOperation");
+    }
+
+    #[test]
+    fn a_parameter_given_flat_and_nested_must_agree() {
+        let e = args(json!({ "subOperation": "get", "sessionId": "a", "args": { "sessionId": "b" } }))
+            .sub_operation()
+            .unwrap_err();
+        assert_eq!(e.code(), "INVALID_PAYLOAD");
+        assert_eq!(e.details().unwrap()["field"], "sessionId");
+        // The same value (as the lenient readers take it) twice is fine, and
+        // a null on one side counts as absent.
+        let (_, rest) = args(json!({
+            "subOperation": "get", "sessionId": "a", "limit": 7, "flag": "true", "gone": "kept",
+            "args": { "sessionId": "a", "limit": "7", "flag": true, "gone": null, "nested": null },
+        }))
+        .sub_operation()
+        .unwrap();
+        assert_eq!(rest.str_req(&["sessionId"]).unwrap(), "a");
+        assert_eq!(rest.pos_opt(&["limit"]).unwrap(), Some(7));
+        assert_eq!(rest.bool_opt(&["flag"]).unwrap(), Some(true));
+        assert_eq!(rest.str_opt(&["gone"]).unwrap().as_deref(), Some("kept"));
+        assert_eq!(rest.unread(), ["nested"]);
     }
 
     #[test]

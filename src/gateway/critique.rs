@@ -14,11 +14,21 @@ use rmcp::service::RequestContext;
 use super::Gateway;
 use crate::domain::{self, Critique, Thought};
 use crate::error::{Error, Result};
-use crate::store::ThoughtQuery;
 
 const CRITIC_PROMPT: &str = "You review one step of someone's reasoning. Point out logical errors, unstated assumptions, \
 missed alternatives and unconsidered edge cases, and suggest concrete improvements. Be brief and specific; \
 if the step is sound, say so in one sentence.";
+
+/// How many earlier thoughts go with a sampling request as context.
+const CONTEXT_THOUGHTS: u32 = 5;
+
+/// "Thought 3", or "Thought 3 (branch alt)" for a branch's thought.
+fn label(t: &Thought) -> String {
+    match &t.data.branch_id {
+        Some(b) => format!("Thought {} (branch {b})", t.data.thought_number),
+        None => format!("Thought {}", t.data.thought_number),
+    }
+}
 
 /// Ask the client's model to critique a thought through MCP sampling.
 pub(crate) async fn request_critique(gw: &Gateway, ctx: &RequestContext<RoleServer>, t: &Thought) -> Result<Critique> {
@@ -32,20 +42,23 @@ pub(crate) async fn request_critique(gw: &Gateway, ctx: &RequestContext<RoleServ
             "the client did not declare the sampling capability".into(),
         ));
     }
-    let session_id = t.session_id.clone();
-    let number = t.data.thought_number;
-    let query = match t.data.branch_id.clone() {
-        Some(b) => ThoughtQuery::Branch(b),
-        None => ThoughtQuery::Last(6),
-    };
-    let earlier = gw.blocking(move |s| s.read_thoughts(&session_id, &query)).await?;
-    let mut prompt = String::from("Earlier thoughts:\n");
-    let context: Vec<&Thought> = earlier.iter().filter(|e| e.data.thought_number < number).collect();
-    for e in context.iter().rev().take(5).rev() {
-        prompt.push_str(&format!("Thought {}: {}\n", e.data.thought_number, e.data.thought));
+    // The thoughts before this one on its path (CONTRACT §4: up to five):
+    // for a branch, its earlier thoughts and then the main chain back from
+    // the fork point; never "the highest numbers", which miss a branch's
+    // ancestry and get backward-numbered thoughts wrong.
+    let node = t.node_id.clone();
+    let earlier = gw.blocking(move |s| s.thoughts_before(&node, CONTEXT_THOUGHTS)).await?;
+    let mut prompt = String::from(if earlier.is_empty() {
+        "No earlier thoughts: this is the first step.\n"
+    } else {
+        "Earlier thoughts, oldest first:\n"
+    });
+    for e in &earlier {
+        prompt.push_str(&format!("{}: {}\n", label(e), e.data.thought));
     }
     prompt.push_str(&format!(
-        "\nThought to review (#{number}):\n{}\n\nGive a critical analysis of this thought.",
+        "\n{} to review:\n{}\n\nGive a critical analysis of this thought.",
+        label(t),
         t.data.thought
     ));
     let params = CreateMessageRequestParams::new(vec![SamplingMessage::user_text(prompt)], 1000)

@@ -38,14 +38,8 @@ fn note_json(n: &ScratchpadNote) -> Value {
     v
 }
 
-pub async fn knowledge(gw: &Gateway, mut args: Args) -> Result<Value> {
-    if !args.has("subOperation")
-        && !args.has("operation")
-        && let Some(action) = args.remove("action")
-    {
-        args.insert("subOperation".into(), action);
-    }
-    let (name, args) = args.sub_operation()?;
+pub async fn knowledge(gw: &Gateway, args: Args) -> Result<Value> {
+    let (name, args) = args.sub_operation_named(&["subOperation", "operation", "action"])?;
     let Some(name) = name else {
         return Err(Error::invalid_with(
             "subOperation",

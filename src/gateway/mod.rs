@@ -137,6 +137,9 @@ pub(crate) struct BoundRoot {
 pub(crate) struct Connection {
     pub stage: Stage,
     pub active_session: Option<String>,
+    /// The session a `nextThoughtNeeded: false` closed, while no other has
+    /// been made active since: errors of the next thought point back to it.
+    pub closed_session: Option<String>,
     pub root: Option<BoundRoot>,
     /// Optional operations hidden with `session discovery`.
     pub hidden: BTreeSet<String>,
@@ -291,8 +294,35 @@ impl Gateway {
         self.with_conn(|c| c.active_session.clone())
     }
 
+    /// Make `id` the active session (or none); it is no longer "the one
+    /// just closed" either way.
     pub(crate) fn set_active_session(&self, id: Option<String>) {
-        self.with_conn(|c| c.active_session = id);
+        self.with_conn(|c| {
+            c.active_session = id;
+            c.closed_session = None;
+        });
+    }
+
+    /// The active session `id` was closed by `nextThoughtNeeded: false`.
+    pub(crate) fn close_active_session(&self, id: &str) {
+        self.with_conn(|c| {
+            c.active_session = None;
+            c.closed_session = Some(id.to_string());
+        });
+    }
+
+    /// The session closed on this connection, if none has been made active since.
+    pub(crate) fn closed_session(&self) -> Option<String> {
+        self.with_conn(|c| c.closed_session.clone())
+    }
+
+    /// Forget the closed session `id` (it was deleted: it cannot be resumed).
+    pub(crate) fn forget_closed_session(&self, id: &str) {
+        self.with_conn(|c| {
+            if c.closed_session.as_deref() == Some(id) {
+                c.closed_session = None;
+            }
+        });
     }
 
     /// Forget the active session if it is still `id` (a request running
@@ -337,6 +367,14 @@ impl Gateway {
         };
         let Some(required) = required_stage(&operation) else {
             let valid: Vec<&str> = OPERATIONS.iter().map(|(n, _, _)| *n).collect();
+            // In TOOL-INTERFACES, but not built yet: say so, rather than
+            // "unknown", so that a client following the seed knows why.
+            if operation == "notebook" {
+                return Err(Error::InvalidOperation {
+                    message: "notebooks are not available in this version of thoughtbox yet (they are planned)".into(),
+                    details: Some(json!({ "operation": operation, "available": false, "validOperations": valid })),
+                });
+            }
             return Err(Error::InvalidOperation {
                 message: format!("unknown operation {operation:?}"),
                 details: Some(json!({ "operation": operation, "validOperations": valid })),

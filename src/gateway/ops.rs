@@ -145,20 +145,21 @@ pub async fn start_new(gw: &Gateway, args: Args) -> Result<Value> {
 
 /// Open a session on this connection: the answer of `load_context` and `session resume`.
 pub(crate) async fn open_session(gw: &Gateway, id: String, trigger: &str) -> Result<Value> {
-    let (session, recent) = gw
+    let (session, was_completed, recent) = gw
         .write(move |s| {
-            let session = s.touch_session(&id)?;
+            let (session, was_completed) = s.reopen_session(&id)?;
             let recent = s.read_thoughts(&id, &ThoughtQuery::Last(5))?;
-            Ok((session, recent))
+            Ok((session, was_completed, recent))
         })
         .await?;
+    gw.wrote();
     let current = recent.last().map(|t| t.data.thought_number).unwrap_or(0);
     gw.set_active_session(Some(session.id.clone()));
     gw.emit(EventType::SessionLoaded, Some(&session.id), || {
         events::session_loaded(&session)
     });
     let stage = gw.advance(Stage::InitComplete, trigger);
-    Ok(json!({
+    let mut out = json!({
         "session": session,
         "recentThoughts": recent.iter().map(thought_json).collect::<Vec<_>>(),
         "restorationInfo": {
@@ -168,13 +169,23 @@ pub(crate) async fn open_session(gw: &Gateway, id: String, trigger: &str) -> Res
             "message": format!("Next thought will be #{}", current + 1),
         },
         "stage": stage.number(),
-    }))
+    });
+    if let Some(at) = was_completed {
+        out["reopened"] = json!(true);
+        out["previouslyCompletedAt"] = json!(at);
+    }
+    Ok(out)
 }
 
 pub async fn load_context(gw: &Gateway, args: Args) -> Result<Value> {
     let id = session_id_req(&args)?;
     open_session(gw, id, "load_context").await
 }
+
+/// Why a search text without letters or digits (`*`, an emoji) found
+/// nothing: search matches whole words, and it has none.
+pub(crate) const UNSEARCHABLE_NOTE: &str =
+    "the search text has no letters or digits; search matches whole words, so it found nothing";
 
 /// SessionFilter from args (flat, or nested under `filters`), with
 /// project / task / aspect as `project:<p>` style tags.
@@ -218,9 +229,16 @@ pub async fn list_sessions(gw: &Gateway, args: Args) -> Result<Value> {
         filter.tags.push(format!("project:{project}"));
         scope = json!(project);
     }
+    let unsearchable = filter
+        .search
+        .as_deref()
+        .is_some_and(|q| crate::store::fts_query(q).is_none());
     let page = gw.blocking(move |s| s.list_sessions(&filter)).await?;
     let mut out = serde_json::to_value(page).map_err(|e| Error::Internal(e.to_string()))?;
     out["project"] = scope;
+    if unsearchable {
+        out["note"] = json!(UNSEARCHABLE_NOTE);
+    }
     Ok(out)
 }
 
@@ -264,6 +282,87 @@ fn thought_input(args: &Args) -> Result<ThoughtInput> {
     })
 }
 
+/// What a thought refers back to (a thought to revise, a fork point, a
+/// branch to continue), kept to explain a refusal when no session was
+/// active: those references then point into the brand-new session the
+/// thought would have started, where nothing exists yet.
+struct ReferenceBack {
+    revises: Option<u32>,
+    branch_from: Option<u32>,
+    branch: Option<String>,
+}
+
+impl ReferenceBack {
+    fn of(input: &ThoughtInput) -> ReferenceBack {
+        ReferenceBack {
+            revises: input.revises_thought,
+            branch_from: input.branch_from_thought,
+            branch: input.branch_id.clone(),
+        }
+    }
+
+    /// `e`, the refusal of a thought that would have started a session,
+    /// told as what happened when it is about a reference back: no session
+    /// is active (the one `closed` was closed, when this connection closed
+    /// one), and how to continue one. The code and field stay.
+    fn explain(&self, e: Error, closed: Option<String>) -> Error {
+        let Error::InvalidPayload {
+            field,
+            message,
+            details,
+        } = e
+        else {
+            return e;
+        };
+        let missing = details.as_ref().and_then(|d| d.get("missingThought")).is_some();
+        let what = match field.as_str() {
+            "revisesThought" if missing => self.revises.map(|r| format!("cannot revise thought {r}")),
+            "branchFromThought" if missing => self.branch_from.map(|f| format!("cannot branch from thought {f}")),
+            // A branch continued without its fork point: new to the new session.
+            "branchFromThought" if self.branch_from.is_none() => {
+                self.branch.as_ref().map(|b| format!("cannot continue branch '{b}'"))
+            }
+            _ => None,
+        };
+        let Some(what) = what else {
+            return Error::InvalidPayload {
+                field,
+                message,
+                details,
+            };
+        };
+        let (why, how) = match &closed {
+            Some(id) => (
+                format!(" (session {id} was closed by nextThoughtNeeded: false)"),
+                format!("call load_context with sessionId {id} to continue it, then send this thought again"),
+            ),
+            None => (
+                String::new(),
+                "call load_context with the session's sessionId (list_sessions finds it) to continue it, then send \
+                 this thought again"
+                    .to_string(),
+            ),
+        };
+        let mut d = match details {
+            Some(Value::Object(map)) => map,
+            _ => serde_json::Map::new(),
+        };
+        d.insert("activeSession".into(), Value::Null);
+        d.insert("wouldCreateSession".into(), json!(true));
+        if let Some(id) = closed {
+            d.insert("closedSessionId".into(), json!(id));
+        }
+        Error::InvalidPayload {
+            message: format!(
+                "{what}: no session is active on this connection{why}, so this thought would start a new, empty \
+                 session; {how}"
+            ),
+            field,
+            details: Some(Value::Object(d)),
+        }
+    }
+}
+
 pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleServer>>) -> Result<Value> {
     let input = thought_input(&args)?;
     let verbose = args.bool_opt(&["verbose"])?.unwrap_or(false);
@@ -278,8 +377,10 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
         }
     };
     let creates_session = matches!(target, Target::New(_));
+    let refers_back = ReferenceBack::of(&input);
     let appended = match gw.write(move |s| s.append_thought(target, input)).await {
         Ok(a) => a,
+        Err(e) if creates_session => return Err(refers_back.explain(e, gw.closed_session())),
         Err(e) => {
             // The active session was deleted (perhaps by another process):
             // forget it so the next thought starts a new one, and say so.
@@ -316,11 +417,11 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
             events::session_completed(&appended.session)
         });
     }
-    gw.set_active_session(if appended.closed {
-        None
+    if appended.closed {
+        gw.close_active_session(&session_id);
     } else {
-        Some(session_id.clone())
-    });
+        gw.set_active_session(Some(session_id.clone()));
+    }
 
     let mut critique_error = None;
     if want_critique {
@@ -374,13 +475,17 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
         out["branches"] = json!(branches.iter().map(|b| b.id.clone()).collect::<Vec<_>>());
         out["thoughtHistoryLength"] = json!(appended.session.thought_count);
         out["autoNumbered"] = json!(appended.auto_numbered);
-        if let Some(c) = &thought.data.critique {
-            out["critique"] = json!(c);
-        }
     }
-    if want_critique && thought.data.critique.is_none() {
-        out["critique"] = Value::Null;
-        out["critiqueError"] = critique_error.unwrap_or(Value::Null);
+    // A critique asked for is answered in minimal answers too: it is what
+    // the agent asked this call for, and it is made only once.
+    if want_critique {
+        match &thought.data.critique {
+            Some(c) => out["critique"] = json!(c),
+            None => {
+                out["critique"] = Value::Null;
+                out["critiqueError"] = critique_error.unwrap_or(Value::Null);
+            }
+        }
     }
     if creates_session {
         // No session was active: say so, so that an agent that meant to
@@ -402,19 +507,28 @@ fn read_query(args: &Args) -> Result<(ThoughtQuery, Value)> {
     let number = args.pos_opt(&["thoughtNumber"])?;
     let last = args.pos_opt(&["last"])?;
     let branch = args.str_opt(&["branchId"])?;
+    // Its ends are read as fields of their own; a bad one is reported on
+    // `range`, the field the caller sent.
+    let ends = |r: Args| -> Result<(Option<u32>, Option<u32>)> {
+        let end = |key: &str| {
+            r.pos_opt(&[key]).map_err(|e| match e {
+                Error::InvalidPayload { message, details, .. } => Error::InvalidPayload {
+                    field: "range".into(),
+                    message: format!("range {message}"),
+                    details,
+                },
+                other => other,
+            })
+        };
+        Ok((end("start")?, end("end")?))
+    };
     let range = match args.get("range") {
         None => None,
-        Some(Value::Array(items)) if items.len() == 2 => {
-            let r = Args::new(serde_json::Map::from_iter([
-                ("start".to_string(), items[0].clone()),
-                ("end".to_string(), items[1].clone()),
-            ]));
-            Some((r.pos_opt(&["start"])?, r.pos_opt(&["end"])?))
-        }
-        Some(Value::Object(_)) => {
-            let r = args.object_opt(&["range"])?.unwrap_or_default();
-            Some((r.pos_opt(&["start"])?, r.pos_opt(&["end"])?))
-        }
+        Some(Value::Array(items)) if items.len() == 2 => Some(ends(Args::new(serde_json::Map::from_iter([
+            ("start".to_string(), items[0].clone()),
+            ("end".to_string(), items[1].clone()),
+        ])))?),
+        Some(Value::Object(_)) => Some(ends(args.object_opt(&["range"])?.unwrap_or_default())?),
         Some(_) => {
             return Err(Error::invalid(
                 "range",

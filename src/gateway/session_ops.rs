@@ -105,9 +105,19 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
             Ok((hits, p, n))
         })
         .await?;
-    let mut out = json!({ "query": query, "count": hits.len(), "sessions": hits });
+    // The best `limit` sessions, without paging: counting every matching
+    // session would cost a pass over every match, which the ranking avoids
+    // (see the README's Search). Say when the answer may have stopped short.
+    let limit_reached = hits.len() >= limit as usize;
+    let mut out = json!({
+        "query": query,
+        "count": hits.len(),
+        "limit": limit,
+        "limitReached": limit_reached,
+        "sessions": hits,
+    });
     if crate::store::fts_query(&query).is_none() {
-        out["note"] = json!("the query has no letters or digits; search matches whole words, so it found nothing");
+        out["note"] = json!(super::ops::UNSEARCHABLE_NOTE);
     }
     if let Some(p) = pattern_hits {
         out["patterns"] = json!(p);
@@ -204,5 +214,6 @@ async fn delete(gw: &Gateway, args: Args) -> Result<Value> {
     if gw.active_session().as_deref() == Some(id.as_str()) {
         gw.set_active_session(None);
     }
+    gw.forget_closed_session(&id);
     Ok(json!({ "sessionId": id, "deleted": true, "thoughtsDeleted": removed }))
 }

@@ -173,6 +173,29 @@ impl Store {
             Ok((s.max(0) as u64, t.max(0) as u64))
         })
     }
+
+    /// Open a session to continue it (`load_context`, `session resume`):
+    /// bumps `lastAccessedAt` and, for a completed session, clears
+    /// `completedAt`, since an agent that loads it means to go on with it
+    /// (CONTRACT §3: "load_context reopens it"). `updatedAt` stays: no
+    /// reasoning was added. Answers the session as it is now and when it
+    /// had been completed, if it had.
+    pub fn reopen_session(&self, id: &str) -> Result<(Session, Option<String>)> {
+        let granularity = self.granularity;
+        let now = domain::now();
+        self.write(|tx| {
+            let was_completed: Option<Option<String>> = tx
+                .prepare_cached("SELECT completed_at FROM sessions WHERE id = ?1")?
+                .query_row([id], |r| r.get(0))
+                .optional()?;
+            let Some(was_completed) = was_completed else {
+                return Err(Error::session_not_found(id));
+            };
+            tx.prepare_cached("UPDATE sessions SET last_accessed_at = ?2, completed_at = NULL WHERE id = ?1")?
+                .execute((id, &now))?;
+            Ok((get_session_tx(tx, id, granularity)?, was_completed))
+        })
+    }
 }
 
 /// Validate and insert a new session inside a write transaction.

@@ -468,6 +468,33 @@ impl Store {
                 .collect::<rusqlite::Result<Vec<_>>>()?)
         })
     }
+
+    /// Up to `n` thoughts before `node_id` on its path, oldest first: its
+    /// `prev` links followed back, so a branch thought gets the branch's
+    /// earlier thoughts and then the main chain from the fork point back.
+    /// One indexed lookup (node ids are unique) per thought, whatever the
+    /// size of the session; the depth bound also stops any cycle a hand
+    /// edit of the file could make.
+    pub fn thoughts_before(&self, node_id: &str, n: u32) -> Result<Vec<Thought>> {
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        self.read(|tx| {
+            Ok(tx
+                .prepare_cached(&format!(
+                    "WITH RECURSIVE back(node, depth) AS (
+                         SELECT prev_node, 1 FROM thoughts WHERE node_id = ?1 AND prev_node IS NOT NULL
+                         UNION ALL
+                         SELECT t.prev_node, back.depth + 1 FROM back JOIN thoughts AS t ON t.node_id = back.node
+                         WHERE back.depth < ?2 AND t.prev_node IS NOT NULL
+                     )
+                     SELECT {THOUGHT_COLUMNS} FROM back JOIN thoughts ON thoughts.node_id = back.node
+                     ORDER BY back.depth DESC"
+                ))?
+                .query_map(params![node_id, n], thought_from_row)?
+                .collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+    }
 }
 
 #[cfg(test)]

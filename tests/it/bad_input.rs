@@ -225,7 +225,19 @@ fn cases(sid: &str) -> Vec<(&'static str, Value, &'static str, Option<&'static s
             "read_thoughts",
             json!({ "range": [0, 3] }),
             "INVALID_PAYLOAD",
-            Some("start"),
+            Some("range"),
+        ),
+        (
+            "read_thoughts",
+            json!({ "range": [1, -1] }),
+            "INVALID_PAYLOAD",
+            Some("range"),
+        ),
+        (
+            "read_thoughts",
+            json!({ "range": { "start": 1, "end": "two" } }),
+            "INVALID_PAYLOAD",
+            Some("range"),
         ),
         (
             "read_thoughts",
@@ -421,6 +433,22 @@ async fn gateway_shape_errors() {
     let mut m = Map::new();
     m.insert("operation".into(), json!(7));
     assert_eq!(s.call_raw(m).await.unwrap_err()["details"]["field"], "operation");
+    // notebook is in TOOL-INTERFACES but not built yet: the answer says so.
+    let e = s
+        .err(
+            "notebook",
+            json!({ "subOperation": "create", "name": "n" }),
+            "INVALID_OPERATION",
+        )
+        .await;
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("notebooks are not available in this version"),
+        "{e}"
+    );
+    assert_eq!(e["details"]["available"], false);
     let e = s.err("list_roots_of_evil", Value::Null, "INVALID_OPERATION").await;
     assert!(
         e["details"]["validOperations"]
@@ -476,12 +504,23 @@ async fn search_text_is_never_fts_syntax() {
         .await;
     assert_eq!(r["count"], 1);
     assert!(r.get("note").is_none(), "{r}");
-    // Nothing searchable (an emoji, punctuation): no results, and a note saying why.
-    for q in ["\u{1F600}", "*** )"] {
+    // Nothing searchable (an emoji, punctuation): no results, and a note
+    // saying why, from session search and list_sessions alike.
+    for q in ["\u{1F600}", "*** )", "*"] {
         let r = s.ok("session", json!({ "subOperation": "search", "query": q })).await;
         assert_eq!(r["count"], 0);
         assert!(r["note"].as_str().unwrap().contains("no letters or digits"), "{r}");
+        for (op, args) in [
+            ("list_sessions", json!({ "search": q })),
+            ("session", json!({ "subOperation": "list", "search": q })),
+        ] {
+            let r = s.ok(op, args).await;
+            assert_eq!(r["total"], 0);
+            assert!(r["note"].as_str().unwrap().contains("no letters or digits"), "{r}");
+        }
     }
+    let r = s.ok("list_sessions", json!({ "search": "fox" })).await;
+    assert!(r.get("note").is_none(), "{r}");
     s.stop().await;
 }
 
@@ -531,9 +570,97 @@ async fn ignored_arguments_are_named_in_the_answer() {
     let r = s.call_raw(m).await.unwrap();
     assert_eq!(r["thoughts"][0]["thoughtNumber"], 1);
     assert_eq!(r["ignoredArguments"], json!(["last"]));
+    // resolveAnchors (seed 003) is not implemented: export says it did not use it.
+    let r = s
+        .call(
+            "session",
+            json!({ "subOperation": "export", "sessionId": sid, "resolveAnchors": true }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r["sessionId"], sid.as_str());
+    assert_eq!(r["ignoredArguments"], json!(["resolveAnchors"]));
     // Operations that take nothing name whatever they were given.
     let r = s.call("get_state", json!({ "verbose": true })).await.unwrap();
     assert_eq!(r["ignoredArguments"], json!(["verbose"]));
+    s.stop().await;
+}
+
+/// A call that names two different sub-operations, or gives one parameter
+/// two values (flat in `args` and nested in `args.args`), is refused and
+/// changes nothing: before, `subOperation: "delete"` beside `operation:
+/// "get"` deleted the session.
+#[tokio::test]
+async fn contradictory_sub_operations_and_parameters_are_refused() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    let a = s.ready("A").await;
+    s.thought(t("kept")).await;
+    let b = s.ok("start_new", json!({ "sessionTitle": "B" })).await["session"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for args in [
+        json!({ "subOperation": "delete", "operation": "get", "sessionId": a }),
+        json!({ "operation": "get", "args": { "subOperation": "delete", "sessionId": a } }),
+        json!({ "subOperation": "delete", "args": { "operation": "get", "sessionId": a } }),
+        json!({ "subOperation": "get", "args": { "operation": "delete", "sessionId": a } }),
+    ] {
+        let e = s.err("session", args.clone(), "INVALID_OPERATION").await;
+        let message = e["message"].as_str().unwrap();
+        assert!(
+            message.contains("\"delete\"") && message.contains("\"get\""),
+            "{args}: {e}"
+        );
+    }
+    assert_eq!(
+        s.ok("session", json!({ "subOperation": "get", "sessionId": a })).await["thoughts"][0]["thought"],
+        "kept"
+    );
+    // The same name twice is one name.
+    let r = s
+        .ok(
+            "session",
+            json!({ "subOperation": "get", "operation": "get", "args": { "sessionId": a } }),
+        )
+        .await;
+    assert_eq!(r["session"]["id"], a.as_str());
+    // One parameter, two values: refused, naming it; the same value twice is fine.
+    let e = s
+        .err(
+            "session",
+            json!({ "subOperation": "delete", "sessionId": a, "args": { "sessionId": b } }),
+            "INVALID_PAYLOAD",
+        )
+        .await;
+    assert_eq!(e["details"]["field"], "sessionId");
+    let e = s
+        .err(
+            "mental_models",
+            json!({ "operation": "get_model", "modelId": "five-whys", "args": { "modelId": "rubber-duck" } }),
+            "INVALID_PAYLOAD",
+        )
+        .await;
+    assert_eq!(e["details"]["field"], "modelId");
+    let r = s
+        .ok(
+            "mental_models",
+            json!({ "operation": "get_model", "modelId": "five-whys", "args": { "modelId": "five-whys" } }),
+        )
+        .await;
+    assert_eq!(r["name"], "five-whys", "{r}");
+    // knowledge's reference spelling `action` counts as a name too.
+    s.err(
+        "knowledge",
+        json!({ "subOperation": "list_patterns", "action": "delete_pattern", "id": "x" }),
+        "INVALID_OPERATION",
+    )
+    .await;
+    // Both sessions are still there, untouched.
+    for id in [&a, &b] {
+        s.ok("session", json!({ "subOperation": "get", "sessionId": id })).await;
+    }
+    assert_eq!(s.ok("list_sessions", Value::Null).await["total"], 2);
     s.stop().await;
 }
 

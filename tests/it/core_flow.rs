@@ -144,8 +144,30 @@ async fn core_concepts_session_and_auto_numbering() {
     assert_eq!(second["session"]["title"], "Second");
     assert_eq!(second["session"]["tags"], json!(["x"]));
 
-    // load_context reopens the closed session; numbering continues.
+    // load_context reopens the closed session (at once, not only at its
+    // next thought); numbering continues.
+    let updated = got["session"]["updatedAt"].clone();
     let ctx = s.ok("load_context", json!({ "sessionId": sid })).await;
+    assert!(ctx["session"].get("completedAt").is_none(), "{ctx}");
+    assert_eq!(ctx["reopened"], true);
+    assert_eq!(ctx["previouslyCompletedAt"], got["session"]["completedAt"]);
+    let open = s
+        .ok("session", json!({ "subOperation": "get", "sessionId": sid }))
+        .await;
+    assert!(open["session"].get("completedAt").is_none(), "{open}");
+    assert_eq!(open["session"]["updatedAt"], updated, "reopening adds no reasoning");
+    let md = s
+        .ok(
+            "session",
+            json!({ "subOperation": "export", "sessionId": sid, "format": "markdown" }),
+        )
+        .await;
+    assert!(md["content"].as_str().unwrap().contains("**Status:** active"), "{md}");
+    // Loading an open session says nothing of reopening.
+    let again = s
+        .ok("session", json!({ "subOperation": "resume", "sessionId": sid }))
+        .await;
+    assert!(again.get("reopened").is_none(), "{again}");
     assert_eq!(ctx["restorationInfo"]["currentThoughtNumber"], 5);
     assert_eq!(ctx["restorationInfo"]["message"], "Next thought will be #6");
     assert_eq!(ctx["recentThoughts"].as_array().unwrap().len(), 5);
@@ -156,6 +178,89 @@ async fn core_concepts_session_and_auto_numbering() {
         .ok("session", json!({ "subOperation": "get", "sessionId": sid }))
         .await;
     assert!(got["session"].get("completedAt").is_none());
+    s.stop().await;
+}
+
+/// After nextThoughtNeeded: false has closed the session, a thought that
+/// refers back into it (a revision, a branch) is refused saying what is
+/// going on: no session is active, the thought would start a new one, and
+/// load_context continues the closed one. Nothing is created.
+#[tokio::test]
+async fn referring_back_after_closing_says_no_session_is_active() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    let sid = s.ready("closed").await;
+    s.thought(t("one")).await;
+    s.thought(t("two")).await;
+    let closed = s
+        .thought(json!({ "thought": "done", "nextThoughtNeeded": false }))
+        .await;
+    assert_eq!(closed["sessionClosed"], true);
+    for (args, field, what) in [
+        (
+            json!({ "thought": "no, 2 was wrong", "nextThoughtNeeded": true, "revisesThought": 2 }),
+            "revisesThought",
+            "cannot revise thought 2",
+        ),
+        (
+            json!({ "thought": "alt", "nextThoughtNeeded": true, "branchFromThought": 2, "branchId": "alt" }),
+            "branchFromThought",
+            "cannot branch from thought 2",
+        ),
+        (
+            json!({ "thought": "alt", "nextThoughtNeeded": true, "branchId": "alt" }),
+            "branchFromThought",
+            "cannot continue branch 'alt'",
+        ),
+    ] {
+        let e = s.err("thought", args.clone(), "INVALID_PAYLOAD").await;
+        let message = e["message"].as_str().unwrap();
+        assert_eq!(e["details"]["field"], field, "{e}");
+        assert_eq!(e["details"]["closedSessionId"], sid.as_str(), "{e}");
+        assert!(message.starts_with(what), "{message}");
+        assert!(message.contains("no session is active on this connection"), "{message}");
+        assert!(
+            message.contains(&format!("session {sid} was closed by nextThoughtNeeded: false")),
+            "{message}"
+        );
+        assert!(
+            message.contains(&format!("load_context with sessionId {sid}")),
+            "{message}"
+        );
+    }
+    // Nothing was created, and load_context lets the revision through.
+    assert_eq!(s.ok("list_sessions", Value::Null).await["total"], 1);
+    s.ok("load_context", json!({ "sessionId": sid })).await;
+    let r = s
+        .thought(json!({ "thought": "no, 2 was wrong", "nextThoughtNeeded": true, "revisesThought": 2 }))
+        .await;
+    assert_eq!(r["sessionId"], sid.as_str());
+    assert_eq!(r["thoughtNumber"], 4);
+    s.stop().await;
+
+    // A connection that closed nothing says no session is active, without naming one.
+    let mut cmd = command(&db);
+    cmd.arg("serve").arg("--no-stages");
+    let s = start_with((), cmd).await;
+    let e = s
+        .err(
+            "thought",
+            json!({ "thought": "x", "nextThoughtNeeded": true, "revisesThought": 3 }),
+            "INVALID_PAYLOAD",
+        )
+        .await;
+    assert!(e["message"].as_str().unwrap().contains("no session is active"), "{e}");
+    assert!(e["details"].get("closedSessionId").is_none(), "{e}");
+    assert_eq!(e["details"]["missingThought"], 3);
+    // A bad thought number in a new session is still told as it is.
+    let e = s
+        .err(
+            "thought",
+            json!({ "thought": "x", "nextThoughtNeeded": true, "thoughtNumber": 2, "revisesThought": 2 }),
+            "INVALID_PAYLOAD",
+        )
+        .await;
+    assert!(e["message"].as_str().unwrap().contains("cannot revise itself"), "{e}");
     s.stop().await;
 }
 
@@ -376,6 +481,10 @@ async fn sessions_list_search_resume_delete() {
         .ok("session", json!({ "subOperation": "search", "query": "middleware" }))
         .await;
     assert_eq!(found["count"], 1);
+    assert_eq!(
+        (found["limit"].clone(), found["limitReached"].clone()),
+        (json!(10), json!(false))
+    );
     assert_eq!(found["sessions"][0]["session"]["id"], a.as_str());
     assert_eq!(found["sessions"][0]["matches"][0]["thoughtNumber"], 1);
     assert!(
@@ -388,6 +497,16 @@ async fn sessions_list_search_resume_delete() {
         .ok("session", json!({ "subOperation": "search", "query": "queue" }))
         .await;
     assert_eq!(found["sessions"][0]["matchedSession"], true);
+    // Search has no pages: an answer that may have stopped at the limit says so.
+    let capped = s
+        .ok(
+            "session",
+            json!({ "subOperation": "search", "query": "middleware", "limit": 1 }),
+        )
+        .await;
+    assert_eq!(capped["count"], 1);
+    assert_eq!(capped["limit"], 1);
+    assert_eq!(capped["limitReached"], true);
 
     // Reads do not change updatedAt.
     let before =

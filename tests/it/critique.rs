@@ -191,3 +191,133 @@ async fn a_recorded_thought_is_never_refused_for_its_answers_length() {
     assert!(e["message"].as_str().unwrap().contains("ask for less"), "{e}");
     s.stop().await;
 }
+
+/// A critique that was made is in the answer of the thought that asked for
+/// it, minimal or verbose, as a failed one is; a thought that did not ask
+/// answers no critique field.
+#[tokio::test]
+async fn a_critique_is_answered_without_verbose() {
+    let (_d, db) = temp_db();
+    let s = start_with(SamplingClient, command(&db)).await;
+    s.ready("minimal critique").await;
+    let r = s
+        .thought(json!({ "thought": "Ship it", "nextThoughtNeeded": true, "critique": true }))
+        .await;
+    assert_eq!(r["critique"]["model"], "test-model-1", "{r}");
+    assert!(r["critique"]["text"].as_str().unwrap().starts_with("Critique:"));
+    assert!(r.get("critiqueError").is_none(), "{r}");
+    assert!(r.get("totalThoughts").is_none(), "still minimal: {r}");
+    let plain = s.thought(t("no critique asked")).await;
+    assert!(plain.get("critique").is_none(), "{plain}");
+    s.stop().await;
+}
+
+/// A client whose "model" answers the prompt it was sent, so that a test
+/// can see the context the server gave it.
+#[derive(Clone)]
+pub struct EchoSamplingClient;
+
+impl ClientHandler for EchoSamplingClient {
+    fn get_info(&self) -> ClientConfig {
+        SamplingClient.get_info()
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        let asked = params
+            .messages
+            .iter()
+            .flat_map(|m| m.content.clone().into_vec())
+            .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+            .collect::<Vec<_>>()
+            .join("\n");
+        Ok(CreateMessageResult::new(
+            rmcp::model::SamplingMessage::assistant_text(asked),
+            "echo".into(),
+        ))
+    }
+}
+
+/// The context lines ("Thought n: text") of the prompt a critique echoed.
+fn context_of(answer: &serde_json::Value) -> Vec<String> {
+    let prompt = answer["critique"]["text"].as_str().expect("a critique");
+    let earlier = prompt.split("\n\n").next().unwrap_or_default();
+    earlier.lines().skip(1).map(str::to_string).collect()
+}
+
+/// The context of a critique is the five thoughts before the new one on its
+/// path, oldest first: the main chain before it in the order written (also
+/// when numbered backwards), and for a branch the branch so far and then the
+/// main chain back from the fork point.
+#[tokio::test]
+async fn a_critique_sees_the_thoughts_before_it_on_its_path() {
+    let (_d, db) = temp_db();
+    let s = start_with(EchoSamplingClient, command(&db)).await;
+    s.ready("paths").await;
+    let critiqued = |extra: serde_json::Value| {
+        let mut args = json!({ "nextThoughtNeeded": true, "critique": true });
+        for (k, v) in extra.as_object().unwrap() {
+            args[k] = v.clone();
+        }
+        args
+    };
+    let r = s.thought(critiqued(json!({ "thought": "m1" }))).await;
+    assert_eq!(context_of(&r), Vec::<String>::new());
+    assert!(
+        r["critique"]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("No earlier thoughts")
+    );
+    for i in 2..=7 {
+        s.thought(t(&format!("m{i}"))).await;
+    }
+    // A branch's first thought: the main chain up to its fork point.
+    let r = s
+        .thought(critiqued(
+            json!({ "thought": "b3", "branchId": "alt", "branchFromThought": 2 }),
+        ))
+        .await;
+    assert_eq!(context_of(&r), ["Thought 1: m1", "Thought 2: m2"]);
+    // Its next thought: the branch so far, after the fork point's ancestry.
+    let r = s
+        .thought(critiqued(json!({ "thought": "b4", "branchId": "alt" })))
+        .await;
+    assert_eq!(
+        context_of(&r),
+        ["Thought 1: m1", "Thought 2: m2", "Thought 3 (branch alt): b3"]
+    );
+    assert!(
+        r["critique"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("Thought 4 (branch alt) to review:\nb4")
+    );
+    // The main chain: the five before it, no branch thoughts.
+    let r = s.thought(critiqued(json!({ "thought": "m8" }))).await;
+    assert_eq!(
+        context_of(&r),
+        [
+            "Thought 3: m3",
+            "Thought 4: m4",
+            "Thought 5: m5",
+            "Thought 6: m6",
+            "Thought 7: m7"
+        ]
+    );
+
+    // Backward numbering: the thoughts written before, not lower numbers.
+    s.ok("start_new", json!({ "sessionTitle": "backwards" })).await;
+    for n in [5, 4] {
+        s.thought(json!({ "thought": format!("n{n}"), "nextThoughtNeeded": true, "thoughtNumber": n }))
+            .await;
+    }
+    let r = s
+        .thought(critiqued(json!({ "thought": "n3", "thoughtNumber": 3 })))
+        .await;
+    assert_eq!(context_of(&r), ["Thought 5: n5", "Thought 4: n4"]);
+    s.stop().await;
+}
