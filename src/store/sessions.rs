@@ -51,20 +51,6 @@ impl Store {
         self.read(|tx| get_session_tx(tx, id, granularity))
     }
 
-    /// Record that a session was opened (`load_context`, `resume`): bumps
-    /// `lastAccessedAt` only, never `updatedAt`.
-    pub fn touch_session(&self, id: &str) -> Result<Session> {
-        let granularity = self.granularity;
-        let now = domain::now();
-        self.write(|tx| {
-            let n = tx.execute("UPDATE sessions SET last_accessed_at = ?2 WHERE id = ?1", (id, &now))?;
-            if n == 0 {
-                return Err(Error::session_not_found(id));
-            }
-            get_session_tx(tx, id, granularity)
-        })
-    }
-
     /// Delete a session and everything in it, in one transaction. Returns the
     /// number of thoughts removed.
     pub fn delete_session(&self, id: &str) -> Result<u64> {
