@@ -7,6 +7,17 @@ use serde_json::{Value, json};
 /// Result alias used throughout the library.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// What to do about an error that says the file is damaged: most often the
+/// search index, out of step after edits made by hand, which `repair` mends.
+fn repair_hint(e: &rusqlite::Error) -> &'static str {
+    match e.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::DatabaseCorrupt) => {
+            " (run `thoughtbox repair` on the database: it rebuilds the search indexes and checks the file)"
+        }
+        _ => "",
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("session not found: {session_id}")]
@@ -46,7 +57,7 @@ pub enum Error {
     #[error("the client does not support sampling: {0}")]
     SamplingNotSupported(String),
 
-    #[error("database error: {0}")]
+    #[error("database error: {0}{hint}", hint = repair_hint(.0))]
     Database(#[from] rusqlite::Error),
 
     #[error("database pool error: {0}")]

@@ -335,3 +335,61 @@ fn repair_mends_what_older_hand_edits_broke() {
         (0, 0, 0, 0)
     );
 }
+
+/// A thought deleted by hand and put back under its old id (from a
+/// backup) is searchable again, and can be deleted again; its chain
+/// position cannot be edited.
+#[test]
+fn putting_a_thought_back_under_its_old_id() {
+    let (_d, store) = temp_store();
+    let s = store.create_session(NewSession::titled("p")).unwrap().id;
+    add(&store, &s, "first", None);
+    let middle = add(&store, &s, "middle kiwi", None);
+    add(&store, &s, "last", None);
+    store.index_all_pending().unwrap();
+    let sh = shell(&store);
+    sh.execute_batch("CREATE TEMP TABLE saved AS SELECT * FROM thoughts")
+        .unwrap();
+    sh.execute("DELETE FROM thoughts WHERE node_id = ?1", [&middle])
+        .unwrap();
+    assert!(found(&store, "kiwi").is_empty());
+    sh.execute(
+        "INSERT INTO thoughts SELECT * FROM temp.saved WHERE node_id = ?1",
+        [&middle],
+    )
+    .unwrap();
+    assert_eq!(found(&store, "kiwi"), vec![middle.clone()]);
+    index_is_sound(&store);
+    for edit in [
+        "UPDATE thoughts SET branch_id = 'x' WHERE node_id = ?1",
+        "UPDATE thoughts SET thought_number = 9 WHERE node_id = ?1",
+    ] {
+        let e = sh.execute(edit, [&middle]).unwrap_err();
+        assert!(e.to_string().contains("cannot change"), "{edit}: {e}");
+    }
+    store.delete_session(&s).unwrap();
+    index_is_sound(&store);
+}
+
+/// An older thoughtbox still running on the file inserts tag rows itself
+/// after the trigger has: that is not an error.
+#[test]
+fn tag_rows_written_twice_are_one() {
+    let (_d, store) = temp_store();
+    let s = store
+        .create_session(NewSession {
+            tags: vec!["a".into()],
+            ..NewSession::titled("t")
+        })
+        .unwrap()
+        .id;
+    let sh = shell(&store);
+    sh.execute("INSERT INTO session_tags (session_id, tag) VALUES (?1, 'a')", [&s])
+        .unwrap();
+    let n: i64 = sh
+        .query_row("SELECT count(*) FROM session_tags WHERE session_id = ?1", [&s], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(n, 1);
+}

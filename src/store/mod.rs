@@ -261,6 +261,10 @@ enum Found {
     Current,
     /// A ledger that needs migrating (or its settings filled in).
     Behind,
+    /// Tables of another program (the first few of them). `history`: it has
+    /// a migration history table, as another process beginning a ledger
+    /// would; looked at again under the migration lock to be sure.
+    Other { tables: Vec<String>, history: bool },
 }
 
 /// Refuse a file that is not an SQLite database before SQLite opens it (it
@@ -298,7 +302,8 @@ fn inspect(conn: &Connection, path: &Path) -> Result<Found> {
     if tables.is_empty() {
         return Ok(Found::Fresh);
     }
-    let ours = tables.iter().any(|t| t == "refinery_schema_history")
+    let has_history = tables.iter().any(|t| t == "refinery_schema_history");
+    let ours = has_history
         && tables.iter().any(|t| t == "thoughts")
         && conn
             .query_row(
@@ -308,19 +313,29 @@ fn inspect(conn: &Connection, path: &Path) -> Result<Found> {
             )
             .unwrap_or(false);
     if !ours {
-        let mut shown: Vec<&str> = tables.iter().take(5).map(String::as_str).collect();
-        if tables.len() > 5 {
-            shown.push("...");
+        // The migration runner creates its history table in a transaction
+        // of its own before the first migration: a ledger being created (or
+        // whose creation was killed at that point) has that table, empty.
+        let bare_history = has_history
+            && tables
+                .iter()
+                .all(|t| t == "refinery_schema_history" || t == "sqlite_sequence")
+            && conn
+                .query_row("SELECT NOT EXISTS (SELECT 1 FROM refinery_schema_history)", [], |r| {
+                    r.get::<_, bool>(0)
+                })
+                .unwrap_or(false);
+        if bare_history {
+            return Ok(Found::Fresh);
         }
-        return Err(Error::invalid(
-            "db",
-            format!(
-                "{} is an SQLite database of another program (tables: {}), not a thoughtbox ledger; \
-                 thoughtbox keeps its ledger in a file of its own: name another path",
-                path.display(),
-                shown.join(", ")
-            ),
-        ));
+        let mut shown: Vec<String> = tables.into_iter().take(6).collect();
+        if shown.len() > 5 {
+            shown[5] = "...".into();
+        }
+        return Ok(Found::Other {
+            tables: shown,
+            history: has_history,
+        });
     }
     let found: i64 = conn
         .query_row(
@@ -493,24 +508,48 @@ impl Store {
             // never waits for another program's write lock).
             let mut conn = Connection::open(&path)?;
             conn.busy_timeout(BUSY_TIMEOUT)?;
-            match inspect(&conn, &path)? {
+            let first = inspect(&conn, &path)?;
+            let foreign_tables = |tables: Vec<String>| {
+                Error::invalid(
+                    "db",
+                    format!(
+                        "{} is an SQLite database of another program (tables: {}), not a thoughtbox ledger; \
+                         thoughtbox keeps its ledger in a file of its own: name another path",
+                        path.display(),
+                        tables.join(", ")
+                    ),
+                )
+            };
+            let holds_no_ledger = || {
+                Error::invalid(
+                    "db",
+                    format!(
+                        "{} holds no ledger (it is empty); the server, `import` and `config set` create one",
+                        path.display()
+                    ),
+                )
+            };
+            match first {
                 Found::Current => {}
-                Found::Fresh if opts.existing => {
-                    return Err(Error::invalid(
-                        "db",
-                        format!(
-                            "{} holds no ledger (it is empty); the server, `import` and `config set` create one",
-                            path.display()
-                        ),
-                    ));
-                }
-                Found::Fresh | Found::Behind => {
+                // Without the history table no thoughtbox ever began on this
+                // file: no need to wait for one.
+                Found::Other { tables, history: false } => return Err(foreign_tables(tables)),
+                // Nothing to read yet (or a ledger another process has only
+                // begun to create, with nothing in it either).
+                Found::Fresh if opts.existing => return Err(holds_no_ledger()),
+                _ => {
+                    // Under the lock, another process that was creating or
+                    // migrating the ledger has finished: look again.
                     let _lock = migration_lock(&path)?;
-                    configure(&conn, opts.sync, false)?;
-                    // Under the lock: another process may have done it meanwhile.
-                    if inspect(&conn, &path)? != Found::Current {
-                        migrate(&mut conn)?;
-                        ensure_config(&conn)?;
+                    match inspect(&conn, &path)? {
+                        Found::Current => {}
+                        Found::Other { tables, .. } => return Err(foreign_tables(tables)),
+                        Found::Fresh if opts.existing => return Err(holds_no_ledger()),
+                        Found::Fresh | Found::Behind => {
+                            configure(&conn, opts.sync, false)?;
+                            migrate(&mut conn)?;
+                            ensure_config(&conn)?;
+                        }
                     }
                 }
             }
@@ -975,5 +1014,54 @@ mod tests {
         drop(store);
         let err = Store::open(&path, OpenOptionsStore::default()).err().unwrap();
         assert!(matches!(err, Error::SchemaTooNew { found: 999, .. }), "{err}");
+    }
+
+    /// Several processes creating the ledger on one new path at once: the
+    /// ones that look while another is between creating the migration
+    /// history and the first tables wait for it instead of taking the file
+    /// for another program's. Also a file left in that state by a creation
+    /// that was killed.
+    #[test]
+    fn a_ledger_being_created_is_not_taken_for_a_foreign_database() {
+        for round in 0..10 {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("new.db");
+            let opened: Vec<Result<Store>> = std::thread::scope(|scope| {
+                let starts: Vec<_> = (0..8)
+                    .map(|_| scope.spawn(|| Store::open(&path, OpenOptionsStore::default())))
+                    .collect();
+                starts.into_iter().map(|s| s.join().unwrap()).collect()
+            });
+            for o in opened {
+                assert!(o.is_ok(), "round {round}: {}", o.err().unwrap());
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("killed.db");
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch(
+                "CREATE TABLE refinery_schema_history (version INT4 PRIMARY KEY, name VARCHAR(255),
+                     applied_on VARCHAR(255), checksum VARCHAR(255));",
+            )
+            .unwrap();
+        let store = Store::open(&path, OpenOptionsStore::default()).unwrap();
+        assert_eq!(store.schema_version().unwrap(), latest_known_version());
+    }
+
+    /// An error saying the file is damaged names the command that mends
+    /// what hand edits can break.
+    #[test]
+    fn a_corruption_error_points_to_repair() {
+        let e = Error::from(rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CORRUPT_VTAB),
+            Some("database disk image is malformed".into()),
+        ));
+        assert!(e.to_string().contains("thoughtbox repair"), "{e}");
+        let e = Error::from(rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY),
+            None,
+        ));
+        assert!(!e.to_string().contains("repair"), "{e}");
     }
 }
