@@ -9,8 +9,11 @@
 -- thought made the next one link to itself, and deleting a session with the
 -- sqlite3 shell (where foreign keys are off by default) left its thoughts
 -- behind. Triggers now keep all of it right for every writer:
---   * deleting a thought removes it from the search index, fixes its
---     session's count and chain tail, and removes a branch left empty;
+--   * a thought a revision or a branch refers to cannot be deleted on its
+--     own; deleting a thought removes it from the search index, links the
+--     thoughts after it to the one before it, fixes its session's count and
+--     chain tail, and removes a branch left empty (a branch row cannot be
+--     deleted while thoughts are on it);
 --   * changing a thought's text re-indexes it, and a thought put back by
 --     hand under an id the index has passed is indexed at once;
 --   * deleting a session or a pattern removes its rows, foreign keys on or off;
@@ -26,6 +29,16 @@
 -- index entry must be removed before the watermark moves below its id.
 DROP TRIGGER thoughts_watermark;
 
+-- A thought that a revision revises, or that a branch forks from, is part
+-- of what those mean: it goes only with them (or with its whole session).
+CREATE TRIGGER thoughts_kept_while_referred BEFORE DELETE ON thoughts
+WHEN EXISTS (SELECT 1 FROM sessions WHERE id = old.session_id)
+ AND (EXISTS (SELECT 1 FROM thoughts WHERE revises_node = old.node_id)
+      OR EXISTS (SELECT 1 FROM branches WHERE session_id = old.session_id AND origin_node = old.node_id))
+BEGIN
+    SELECT RAISE(ABORT, 'a revision revises this thought or a branch forks from it: delete those first, or the whole session');
+END;
+
 CREATE TRIGGER thoughts_deleted AFTER DELETE ON thoughts BEGIN
     -- A thought already indexed leaves the index with the text it was indexed with.
     INSERT INTO thoughts_fts (thoughts_fts, rowid, thought)
@@ -36,6 +49,12 @@ CREATE TRIGGER thoughts_deleted AFTER DELETE ON thoughts BEGIN
     UPDATE thoughts_fts_state
     SET indexed_through = coalesce((SELECT max(id) FROM thoughts), 0)
     WHERE id = 1 AND indexed_through > coalesce((SELECT max(id) FROM thoughts), 0);
+    -- Thoughts that followed the deleted one now follow what it followed:
+    -- the chain skips it rather than naming a node that is gone (not while
+    -- its whole session goes).
+    UPDATE thoughts SET prev_node = old.prev_node
+    WHERE prev_node = old.node_id
+      AND EXISTS (SELECT 1 FROM sessions WHERE id = old.session_id);
     -- The session's count, and its main-chain tail when that was this thought.
     UPDATE sessions
     SET thought_count = max(thought_count - 1, 0),
@@ -60,6 +79,15 @@ CREATE TRIGGER thoughts_deleted AFTER DELETE ON thoughts BEGIN
       AND session_id = old.session_id AND branch_id = old.branch_id
       AND NOT EXISTS (
           SELECT 1 FROM thoughts AS t WHERE t.session_id = old.session_id AND t.branch_id = old.branch_id);
+END;
+
+-- A branch row goes with the branch's last thought; deleted on its own it
+-- would leave thoughts on a branch that no longer exists.
+CREATE TRIGGER branches_kept_while_used BEFORE DELETE ON branches
+WHEN EXISTS (SELECT 1 FROM sessions WHERE id = old.session_id)
+ AND EXISTS (SELECT 1 FROM thoughts WHERE session_id = old.session_id AND branch_id = old.branch_id)
+BEGIN
+    SELECT RAISE(ABORT, 'a branch row goes with its last thought: delete the branch''s thoughts instead');
 END;
 
 CREATE TRIGGER branches_deleted AFTER DELETE ON branches BEGIN

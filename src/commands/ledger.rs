@@ -206,7 +206,7 @@ pub fn repair(db: &DbArgs, json: bool) -> Result<ExitCode> {
         store.path().display()
     );
     let report = store.repair()?;
-    let sound = report.integrity == ["ok"];
+    let sound = report.integrity == ["ok"] && report.failed.is_none();
     if json {
         out_json(&report)?;
     } else {
@@ -216,20 +216,28 @@ pub fn repair(db: &DbArgs, json: bool) -> Result<ExitCode> {
             ("tag rows fixed", report.tag_rows_fixed.to_string()),
             ("sessions recounted", report.sessions_fixed.to_string()),
             ("branch tails fixed", report.branch_tails_fixed.to_string()),
+            ("branches restored", report.branches_restored.to_string()),
+            ("links fixed", report.links_fixed.to_string()),
             ("thoughts indexed", report.thoughts_indexed.to_string()),
             ("integrity check", report.integrity.join("; ")),
         ];
         let rows: Vec<Vec<String>> = rows.iter().map(|(k, v)| vec![k.to_string(), v.clone()]).collect();
         out(&table(&["REPAIR", ""], &rows))?;
     }
-    if !sound {
+    if let Some(why) = &report.failed {
         eprintln!(
-            "SQLite's integrity check found damage that repair cannot mend; `thoughtbox backup` or \
-             sqlite3's `.recover` can save what is readable"
+            "could not repair {}: {why}; nothing was changed",
+            store.path().display()
         );
-        return Ok(ExitCode::FAILURE);
     }
-    Ok(ExitCode::SUCCESS)
+    if report.integrity != ["ok"] {
+        eprintln!(
+            "SQLite's integrity check found damage in {} that repair cannot mend; `thoughtbox backup` or \
+             sqlite3's `.recover` can save what is readable",
+            store.path().display()
+        );
+    }
+    Ok(if sound { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 pub fn info(db: &DbArgs, json: bool) -> Result<ExitCode> {

@@ -116,6 +116,35 @@ impl Store {
                 }
             }
         }
+        // A backup replaces an earlier backup (or any ledger nothing has
+        // open), never someone's document or another program's database.
+        if what == Replacement::Backup && std::fs::metadata(dest).is_ok_and(|m| m.len() > 0) {
+            if !is_database(dest) {
+                return refuse(format!(
+                    "{} exists and is not a thoughtbox ledger (a backup replaces only an earlier backup); {instead}",
+                    dest.display()
+                ));
+            }
+            let foreign = rusqlite::Connection::open_with_flags(dest, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+                .map_err(Error::from)
+                .and_then(|conn| super::inspect(&conn, dest));
+            match foreign {
+                Ok(super::Found::Other { tables, .. }) => {
+                    return refuse(format!(
+                        "{} is an SQLite database of another program (tables: {}), not an earlier backup; {instead}",
+                        dest.display(),
+                        tables.join(", ")
+                    ));
+                }
+                Err(e) => {
+                    return refuse(format!(
+                        "{} cannot be read as a ledger ({e}); {instead}",
+                        dest.display()
+                    ));
+                }
+                Ok(_) => {}
+            }
+        }
         Ok(())
     }
 
@@ -293,6 +322,41 @@ mod tests {
         assert_eq!(copy.counts().unwrap().0, 1);
         let err = store.backup_to(&dir.path().join("missing-dir/x.db")).unwrap_err();
         assert_eq!(err.code(), "STORAGE_ERROR");
+    }
+
+    /// A backup file replaces an earlier backup, never a document or
+    /// another program's database; both are left as they were.
+    #[test]
+    fn a_backup_replaces_only_an_earlier_backup() {
+        let (dir, store) = temp_store();
+        store.create_session(NewSession::titled("kept")).unwrap();
+        let earlier = dir.path().join("nightly.db");
+        store.backup_to(&earlier).unwrap();
+        store.create_session(NewSession::titled("later")).unwrap();
+        store.backup_to(&earlier).unwrap();
+        let copy = Store::open(&earlier, OpenOptionsStore::default()).unwrap();
+        assert_eq!(copy.counts().unwrap().0, 2);
+        drop(copy);
+        let notes = dir.path().join("notes.txt");
+        std::fs::write(&notes, "my notes\n").unwrap();
+        let other = dir.path().join("other.db");
+        rusqlite::Connection::open(&other)
+            .unwrap()
+            .execute_batch("CREATE TABLE foo (x); INSERT INTO foo VALUES (1);")
+            .unwrap();
+        for (dest, says) in [
+            (&notes, "not a thoughtbox ledger"),
+            (&other, "another program (tables: foo)"),
+        ] {
+            let before = std::fs::read(dest).unwrap();
+            let err = store.backup_to(dest).unwrap_err();
+            assert!(err.to_string().contains(says), "{err}");
+            assert_eq!(std::fs::read(dest).unwrap(), before);
+        }
+        // An empty file is a fine destination.
+        let empty = dir.path().join("empty.db");
+        std::fs::write(&empty, "").unwrap();
+        store.backup_to(&empty).unwrap();
     }
 
     #[test]

@@ -393,3 +393,95 @@ fn tag_rows_written_twice_are_one() {
         .unwrap();
     assert_eq!(n, 1);
 }
+
+/// Deleting a thought from the middle of a chain (a fork point among
+/// them): the chain skips it, and the session still exports to a tree that
+/// imports whole.
+#[test]
+fn deleting_a_middle_thought_keeps_the_chain_whole() {
+    use crate::tree::importer::import_tree;
+    use crate::tree::writer::{ExportOptions, export_tree};
+    let (dir, store) = temp_store();
+    let s = store.create_session(NewSession::titled("m")).unwrap().id;
+    let one = add(&store, &s, "one", None);
+    let two = add(&store, &s, "two", None);
+    let three = add(&store, &s, "three", None);
+    let b = add(&store, &s, "fork from two", Some(("alt", 2)));
+    let b2 = add(&store, &s, "further on", Some(("alt", 2)));
+    let revision = store
+        .append_thought(
+            Target::Session(s.clone()),
+            ThoughtInput {
+                thought: "three, revised".into(),
+                next_thought_needed: true,
+                revises_thought: Some(3),
+                ..Default::default()
+            },
+        )
+        .unwrap()
+        .thought
+        .node_id;
+    let sh = shell(&store);
+    let refused = |node: &str| {
+        let e = sh
+            .execute("DELETE FROM thoughts WHERE node_id = ?1", [node])
+            .unwrap_err();
+        assert!(e.to_string().contains("delete those first"), "{e}");
+    };
+    refused(&two);
+    refused(&three);
+    let e = sh
+        .execute("DELETE FROM branches WHERE session_id = ?1", [&s])
+        .unwrap_err();
+    assert!(e.to_string().contains("goes with its last thought"), "{e}");
+    // The branch's first thought, from the middle of its chain.
+    sh.execute("DELETE FROM thoughts WHERE node_id = ?1", [&b]).unwrap();
+    let prev = |node: &str| -> Option<String> {
+        sh.query_row("SELECT prev_node FROM thoughts WHERE node_id = ?1", [node], |r| {
+            r.get(0)
+        })
+        .unwrap()
+    };
+    assert_eq!(prev(&b2), Some(two.clone()), "the fork point");
+    sh.execute("DELETE FROM thoughts WHERE node_id IN (?1, ?2)", [&b2, &revision])
+        .unwrap();
+    sh.execute("DELETE FROM thoughts WHERE node_id = ?1", [&two]).unwrap();
+    assert_eq!(prev(&three), Some(one));
+    assert_eq!(counts(&store, &s).1, 0);
+
+    let tree = dir.path().join("tree");
+    export_tree(&store, &tree, &ExportOptions::default(), &mut |_, _| {}).unwrap();
+    let (_d2, fresh) = temp_store();
+    let summary = import_tree(&fresh, &tree, &mut |_, _, _| {}).unwrap();
+    assert_eq!((summary.imported, summary.invalid), (1, 0), "{:?}", summary.sessions);
+    assert_eq!(summary.thoughts_imported, 2);
+}
+
+/// `repair` puts back a branch row deleted on its own (before version 4
+/// refused that) and relinks a thought that links to itself (an older
+/// version's doing after a hand delete of the newest thought).
+#[test]
+fn repair_restores_branch_rows_and_relinks() {
+    let (_d, store) = temp_store();
+    let s = store.create_session(NewSession::titled("r")).unwrap().id;
+    let one = add(&store, &s, "one", None);
+    let two = add(&store, &s, "two", None);
+    add(&store, &s, "on the branch", Some(("alt", 1)));
+    let sh = shell(&store);
+    sh.execute_batch("DROP TRIGGER branches_kept_while_used").unwrap();
+    sh.execute("DELETE FROM branches WHERE session_id = ?1", [&s]).unwrap();
+    sh.execute("UPDATE thoughts SET prev_node = node_id WHERE node_id = ?1", [&two])
+        .unwrap();
+    let report = store.repair().unwrap();
+    assert_eq!((report.branches_restored, report.links_fixed), (1, 1), "{report:?}");
+    assert_eq!(report.failed, None);
+    let branches = store.branches(&s).unwrap();
+    assert_eq!((branches.len(), branches[0].from_thought, branches[0].count), (1, 1, 1));
+    let prev: Option<String> = sh
+        .query_row("SELECT prev_node FROM thoughts WHERE node_id = ?1", [&two], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(prev, Some(one));
+    assert_eq!(counts(&store, &s), (3, 1, Some(two)));
+}

@@ -259,8 +259,10 @@ enum Found {
     Fresh,
     /// A ledger at this schema version, whose settings are all there.
     Current,
-    /// A ledger that needs migrating (or its settings filled in).
-    Behind,
+    /// A ledger at this older schema version.
+    Behind(i64),
+    /// A ledger at this schema version with some settings missing.
+    Unset,
     /// Tables of another program (the first few of them). `history`: it has
     /// a migration history table, as another process beginning a ledger
     /// would; looked at again under the migration lock to be sure.
@@ -359,10 +361,12 @@ fn inspect(conn: &Connection, path: &Path) -> Result<Found> {
             |r| r.get(0),
         )
         .unwrap_or(0);
-    Ok(if found == known && settings == 4 {
-        Found::Current
+    Ok(if found < known {
+        Found::Behind(found)
+    } else if settings < 4 {
+        Found::Unset
     } else {
-        Found::Behind
+        Found::Current
     })
 }
 
@@ -537,6 +541,23 @@ impl Store {
                 // Nothing to read yet (or a ledger another process has only
                 // begun to create, with nothing in it either).
                 Found::Fresh if opts.existing => return Err(holds_no_ledger()),
+                // A command that only reads does not upgrade the ledger: a
+                // server of the older version may be running on it, and it
+                // would go on writing as the old schema wants.
+                Found::Behind(found) if opts.existing => {
+                    return Err(Error::invalid(
+                        "db",
+                        format!(
+                            "{} is a ledger of schema version {found}, and this thoughtbox uses version {}: \
+                             stop the servers of the older version, then start this one (or run `import` or \
+                             `config set`), which upgrades it",
+                            path.display(),
+                            latest_known_version()
+                        ),
+                    ));
+                }
+                // Settings are filled in with their defaults by a command that writes.
+                Found::Unset if opts.existing => {}
                 _ => {
                     // Under the lock, another process that was creating or
                     // migrating the ledger has finished: look again.
@@ -545,7 +566,7 @@ impl Store {
                         Found::Current => {}
                         Found::Other { tables, .. } => return Err(foreign_tables(tables)),
                         Found::Fresh if opts.existing => return Err(holds_no_ledger()),
-                        Found::Fresh | Found::Behind => {
+                        Found::Fresh | Found::Behind(_) | Found::Unset => {
                             configure(&conn, opts.sync, false)?;
                             migrate(&mut conn)?;
                             ensure_config(&conn)?;
@@ -1063,5 +1084,31 @@ mod tests {
             None,
         ));
         assert!(!e.to_string().contains("repair"), "{e}");
+    }
+
+    /// A command that only reads does not upgrade a ledger of an older
+    /// schema (a server of that version may be writing to it): it says so
+    /// and leaves the file as it was.
+    #[test]
+    fn reading_commands_leave_an_older_schema_alone() {
+        let (dir, store) = temp_store();
+        let path = dir.path().join("t.db");
+        let latest = latest_known_version();
+        store
+            .conn()
+            .unwrap()
+            .execute("DELETE FROM refinery_schema_history WHERE version = ?1", [latest])
+            .unwrap();
+        drop(store);
+        assert!(wait_until_closed(Duration::from_secs(5)));
+        let before = std::fs::read(&path).unwrap();
+        let opts = OpenOptionsStore {
+            existing: true,
+            ..Default::default()
+        };
+        let err = Store::open(&path, opts).err().unwrap().to_string();
+        assert!(err.contains(&format!("schema version {}", latest - 1)), "{err}");
+        assert!(err.contains("stop the servers of the older version"), "{err}");
+        assert_eq!(std::fs::read(&path).unwrap(), before);
     }
 }

@@ -22,8 +22,16 @@ pub struct RepairReport {
     pub sessions_fixed: u64,
     /// Branches whose tail was wrong.
     pub branch_tails_fixed: u64,
+    /// Branch rows put back for thoughts on a branch that had none.
+    pub branches_restored: u64,
+    /// Thoughts whose `prev_node` named themselves or a node that is gone,
+    /// linked to the thought before them on their chain.
+    pub links_fixed: u64,
     /// Thoughts in the rebuilt search index.
     pub thoughts_indexed: u64,
+    /// Why the repair could not be done (nothing was changed then).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
     /// SQLite's `PRAGMA integrity_check` afterwards: `["ok"]` when sound.
     pub integrity: Vec<String>,
 }
@@ -36,9 +44,12 @@ impl Store {
     /// wrote (thoughts, sessions, patterns, notes), only thoughts whose
     /// session is gone are removed.
     pub fn repair(&self) -> Result<RepairReport> {
-        let mut report = self.write(|tx| {
+        let mended = self.write(|tx| {
             let mut r = RepairReport::default();
             let count = |sql: &str| -> Result<u64> { Ok(tx.execute(sql, [])? as u64) };
+            // Every b-tree index, from its table (a damaged index page is the
+            // commonest damage SQLite reports, and the cheapest to mend).
+            tx.execute_batch("REINDEX")?;
             // First every full-text index, from its rows (the thoughts' index
             // is then complete, so its watermark is the newest thought): the
             // triggers that remove what is deleted below need a sound index.
@@ -78,6 +89,34 @@ impl Store {
                 "INSERT OR IGNORE INTO knowledge_pattern_tags (tag, pattern_id)
                  SELECT j.value, p.id FROM knowledge_patterns AS p, json_each(p.tags) AS j WHERE j.type = 'text'",
             )?;
+            // Thoughts on a branch whose row is gone get it back, from the
+            // branch's first thought.
+            r.branches_restored += count(
+                "INSERT OR IGNORE INTO branches (session_id, branch_id, from_thought, origin_node, created_at)
+                 SELECT t.session_id, t.branch_id, max(coalesce(t.branch_from_thought, 1), 1),
+                        coalesce(t.branch_origin, t.session_id || ':' || max(coalesce(t.branch_from_thought, 1), 1)),
+                        t.created_at
+                 FROM thoughts AS t
+                 WHERE t.branch_id IS NOT NULL
+                   AND t.id = (SELECT min(x.id) FROM thoughts AS x
+                               WHERE x.session_id = t.session_id AND x.branch_id = t.branch_id)
+                   AND NOT EXISTS (SELECT 1 FROM branches AS b
+                                   WHERE b.session_id = t.session_id AND b.branch_id = t.branch_id)",
+            )?;
+            // A prev link to the thought itself (an older version's doing
+            // after a hand delete) or to a node that is gone: the thought
+            // before it on its chain, or a branch's fork point.
+            r.links_fixed += count(
+                "UPDATE thoughts AS t SET prev_node = coalesce(
+                     (SELECT p.node_id FROM thoughts AS p
+                      WHERE p.session_id = t.session_id AND p.branch_id IS t.branch_id AND p.id < t.id
+                      ORDER BY p.id DESC LIMIT 1),
+                     (SELECT o.node_id FROM thoughts AS o
+                      WHERE t.branch_id IS NOT NULL AND o.node_id = t.branch_origin))
+                 WHERE t.prev_node IS NOT NULL
+                   AND (t.prev_node = t.node_id
+                        OR NOT EXISTS (SELECT 1 FROM thoughts AS q WHERE q.node_id = t.prev_node))",
+            )?;
             // The counts and tails as the rows say they are.
             r.sessions_fixed += count(
                 "WITH truth AS (
@@ -107,7 +146,15 @@ impl Store {
             )?;
             r.thoughts_indexed = tx.query_row("SELECT count(*) FROM thoughts", [], |row| row.get::<_, i64>(0))? as u64;
             Ok(r)
-        })?;
+        });
+        // A file too damaged to mend still gets its integrity check.
+        let mut report = match mended {
+            Ok(report) => report,
+            Err(e) => RepairReport {
+                failed: Some(e.to_string()),
+                ..Default::default()
+            },
+        };
         let conn = self.conn()?;
         let mut stmt = conn.prepare("PRAGMA integrity_check")?;
         report.integrity = stmt
