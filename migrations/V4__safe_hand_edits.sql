@@ -127,6 +127,14 @@ BEGIN
     SELECT RAISE(ABORT, 'a session''s id and seq cannot change: its thoughts and the search index refer to them');
 END;
 
+CREATE TRIGGER branches_ids_fixed
+BEFORE UPDATE OF session_id, branch_id, from_thought, origin_node ON branches
+WHEN new.session_id IS NOT old.session_id OR new.branch_id IS NOT old.branch_id
+  OR new.from_thought IS NOT old.from_thought OR new.origin_node IS NOT old.origin_node
+BEGIN
+    SELECT RAISE(ABORT, 'a branch''s session_id, branch_id, from_thought and origin_node cannot change: its thoughts and node ids refer to them');
+END;
+
 CREATE TRIGGER knowledge_patterns_ids_fixed BEFORE UPDATE OF id, seq ON knowledge_patterns
 WHEN new.id IS NOT old.id OR new.seq IS NOT old.seq
 BEGIN

@@ -13,7 +13,7 @@ use crate::config;
 use crate::error::Result;
 use crate::events::EventTarget;
 use crate::serve::{self, ServeOptions};
-use crate::store::{OpenOptionsStore, Store, SyncMode};
+use crate::store::{Access, OpenOptionsStore, Store, SyncMode};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -240,13 +240,19 @@ impl ServeArgs {
 impl DbArgs {
     /// Open the database, creating it if it does not exist yet.
     pub fn open(&self) -> Result<Store> {
-        self.open_as(false, false)
+        self.open_as(false, Access::Create)
     }
 
-    /// Open a database that must exist already: the commands that only read
-    /// (and `backup`) would otherwise create an empty ledger at a mistyped
-    /// path and report on it as if nothing were wrong.
+    /// Open a database that must exist already, for a command that only
+    /// reads: it would otherwise create an empty ledger at a mistyped path
+    /// and report on it as if nothing were wrong.
     pub fn open_existing(&self) -> Result<Store> {
+        self.open_present(Access::Read)
+    }
+
+    /// [`DbArgs::open_existing`] with another [`Access`]: `repair` upgrades
+    /// an older ledger, `backup` copies it as it is.
+    pub fn open_present(&self, access: Access) -> Result<Store> {
         let path = config::resolve_db_path(self.db.clone(), self.data_dir.clone())?;
         if !path.exists() {
             return Err(crate::Error::invalid(
@@ -257,15 +263,15 @@ impl DbArgs {
                 ),
             ));
         }
-        self.open_as(false, true)
+        self.open_as(false, access)
     }
 
     /// Open for serving: WAL checkpoints run in the background.
     pub fn open_for_serving(&self) -> Result<Store> {
-        self.open_as(true, false)
+        self.open_as(true, Access::Create)
     }
 
-    fn open_as(&self, background_checkpoints: bool, existing: bool) -> Result<Store> {
+    fn open_as(&self, background_checkpoints: bool, access: Access) -> Result<Store> {
         let path = config::resolve_db_path(self.db.clone(), self.data_dir.clone())?;
         let sync = match self.sync {
             Sync::Normal => SyncMode::Normal,
@@ -277,7 +283,7 @@ impl DbArgs {
                 sync,
                 pool_size: None,
                 background_checkpoints,
-                existing,
+                access,
             },
         )
     }
@@ -297,7 +303,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Backup { dest } => {
-            let store = cli.db.open_existing()?;
+            let store = cli.db.open_present(Access::Copy)?;
             let written = store.backup_to(&dest)?;
             eprintln!("backup written to {}", written.display());
             Ok(ExitCode::SUCCESS)

@@ -10,6 +10,7 @@ use crate::cli::DbArgs;
 use crate::domain::{Granularity, Session, SessionFilter, SortBy, SortOrder};
 use crate::error::{Error, Result};
 use crate::export::{self, Format, Layout};
+use crate::store::Access;
 
 fn status(s: &Session) -> &'static str {
     if s.completed_at.is_some() {
@@ -200,7 +201,7 @@ fn human(bytes: u64) -> String {
 }
 
 pub fn repair(db: &DbArgs, json: bool) -> Result<ExitCode> {
-    let store = db.open_existing()?;
+    let store = db.open_present(Access::Existing)?;
     eprintln!(
         "repairing {} (writes wait meanwhile: a few seconds per 100,000 thoughts)",
         store.path().display()

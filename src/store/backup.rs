@@ -3,8 +3,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rusqlite::Connection;
 use rusqlite::backup::{Backup, StepResult};
+use rusqlite::{Connection, OptionalExtension};
 
 use super::{Store, with_suffix};
 use crate::error::{Error, Result};
@@ -32,11 +32,17 @@ impl Store {
             placed
         } else {
             self.check_replaceable(dest, Replacement::Backup)?;
-            let mut tmp = dest.as_os_str().to_owned();
+            // Through a symlink, the file it points to gets the new copy
+            // (the link stays a link).
+            let target = match dest.is_symlink() {
+                true => std::fs::canonicalize(dest).unwrap_or_else(|_| dest.to_path_buf()),
+                false => dest.to_path_buf(),
+            };
+            let mut tmp = target.as_os_str().to_owned();
             tmp.push(format!(".tmp-{}", std::process::id()));
             let tmp = PathBuf::from(tmp);
             self.write_copy(&tmp)?;
-            move_into_place(&tmp, dest).inspect_err(|_| {
+            move_into_place(&tmp, &target).inspect_err(|_| {
                 let _ = std::fs::remove_file(&tmp);
             })?;
             Ok(dest.to_path_buf())
@@ -125,15 +131,36 @@ impl Store {
                     dest.display()
                 ));
             }
-            let foreign = rusqlite::Connection::open_with_flags(dest, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-                .map_err(Error::from)
-                .and_then(|conn| super::inspect(&conn, dest));
-            match foreign {
-                Ok(super::Found::Other { tables, .. }) => {
+            // Immutable: a read-only connection to a file in WAL mode would
+            // leave -wal and -shm files beside it (and the next backup would
+            // take it for a database in use). No -wal exists: checked above.
+            let looked = rusqlite::Connection::open_with_flags(
+                immutable_uri(dest),
+                rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_URI,
+            )
+            .map_err(Error::from)
+            .and_then(|conn| {
+                let found = super::inspect(&conn, dest)?;
+                let install: Option<String> = match found {
+                    super::Found::Other { .. } | super::Found::Fresh => None,
+                    _ => conn
+                        .query_row("SELECT value FROM config WHERE key = 'installId'", [], |r| r.get(0))
+                        .optional()?,
+                };
+                Ok((found, install))
+            });
+            match looked {
+                Ok((super::Found::Other { tables, .. }, _)) => {
                     return refuse(format!(
                         "{} is an SQLite database of another program (tables: {}), not an earlier backup; {instead}",
                         dest.display(),
                         tables.join(", ")
+                    ));
+                }
+                Ok((_, Some(theirs))) if Some(&theirs) != self.config_value("installId")?.as_ref() => {
+                    return refuse(format!(
+                        "{} is another ledger (installId {theirs}), not an earlier backup of this one; {instead}",
+                        dest.display()
                     ));
                 }
                 Err(e) => {
@@ -225,6 +252,20 @@ fn strip_name_suffix(path: &Path, suffix: &str) -> Option<PathBuf> {
         let base = name.strip_suffix(suffix)?;
         (!base.is_empty()).then(|| PathBuf::from(base))
     }
+}
+
+/// `path` as an SQLite URI that opens it read-only and immutable.
+fn immutable_uri(path: &Path) -> String {
+    let mut uri = String::from("file:");
+    for &b in path.as_os_str().as_encoded_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-_.~".contains(&b) {
+            uri.push(char::from(b));
+        } else {
+            uri.push_str(&format!("%{b:02X}"));
+        }
+    }
+    uri.push_str("?mode=ro&immutable=1");
+    uri
 }
 
 /// Whether `path` is an SQLite database (by its header), or the empty file
@@ -357,6 +398,43 @@ mod tests {
         let empty = dir.path().join("empty.db");
         std::fs::write(&empty, "").unwrap();
         store.backup_to(&empty).unwrap();
+        // Another ledger is not an earlier backup of this one.
+        let (_other_dir, other_store) = temp_store();
+        let theirs = dir.path().join("theirs.db");
+        other_store.backup_to(&theirs).unwrap();
+        let err = store.backup_to(&theirs).unwrap_err();
+        assert!(err.to_string().contains("another ledger (installId"), "{err}");
+    }
+
+    /// An earlier backup in WAL mode (a copy of a live ledger's file) is
+    /// replaced, and looking at it leaves no -wal or -shm beside it that
+    /// would make the next backup refuse it as a database in use. Through a
+    /// symlink, the file it points to is replaced and the link stays.
+    #[test]
+    fn a_backup_over_a_wal_mode_copy_and_through_a_symlink() {
+        let (dir, store) = temp_store();
+        store.create_session(NewSession::titled("kept")).unwrap();
+        store.checkpoint().unwrap();
+        let copy = dir.path().join("copy.db");
+        std::fs::copy(store.path(), &copy).unwrap();
+        for _ in 0..2 {
+            store.backup_to(&copy).unwrap();
+            for suffix in ["-wal", "-shm"] {
+                assert!(
+                    !crate::store::with_suffix(&copy, suffix).exists(),
+                    "{suffix} left beside the backup"
+                );
+            }
+        }
+        let real = dir.path().join("real.db");
+        store.backup_to(&real).unwrap();
+        let link = dir.path().join("link.db");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        store.create_session(NewSession::titled("later")).unwrap();
+        store.backup_to(&link).unwrap();
+        assert!(link.is_symlink());
+        let backed = Store::open(&real, OpenOptionsStore::default()).unwrap();
+        assert_eq!(backed.counts().unwrap().0, 2);
     }
 
     #[test]

@@ -434,6 +434,10 @@ fn deleting_a_middle_thought_keeps_the_chain_whole() {
         .execute("DELETE FROM branches WHERE session_id = ?1", [&s])
         .unwrap_err();
     assert!(e.to_string().contains("goes with its last thought"), "{e}");
+    let e = sh
+        .execute("UPDATE branches SET branch_id = 'renamed' WHERE session_id = ?1", [&s])
+        .unwrap_err();
+    assert!(e.to_string().contains("cannot change"), "{e}");
     // The branch's first thought, from the middle of its chain.
     sh.execute("DELETE FROM thoughts WHERE node_id = ?1", [&b]).unwrap();
     let prev = |node: &str| -> Option<String> {

@@ -70,9 +70,37 @@ pub struct OpenOptionsStore {
     /// Leave WAL checkpoints to the caller (the server's maintenance task)
     /// instead of letting the commit that crosses 1,000 WAL pages pay for one.
     pub background_checkpoints: bool,
-    /// The ledger must be there already: an empty file is refused rather
-    /// than made into a new ledger (the commands that only read).
-    pub existing: bool,
+    /// What the opener may do to the file.
+    pub access: Access,
+}
+
+/// What opening a ledger may do to its file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Access {
+    /// Create a new ledger in an empty (or missing) file, and upgrade an
+    /// older one: the server, `import`, `config set`.
+    #[default]
+    Create,
+    /// The ledger must be there; an older one is upgraded (`repair`).
+    Existing,
+    /// The ledger must be there at the current schema, and nothing in the
+    /// file changes: the commands that only read.
+    Read,
+    /// The ledger must be there, at this schema or an older one, which is
+    /// not upgraded: `backup` (a copy of the pages, whatever they hold).
+    Copy,
+}
+
+impl Access {
+    /// Whether an empty file is refused rather than made into a ledger.
+    fn needs_ledger(self) -> bool {
+        self != Access::Create
+    }
+
+    /// Whether the file may be written (a new ledger, an upgrade, the WAL mode).
+    fn may_write(self) -> bool {
+        matches!(self, Access::Create | Access::Existing)
+    }
 }
 
 /// Installation-wide settings kept in the `config` table.
@@ -129,13 +157,17 @@ fn wal_path(db: &Path) -> PathBuf {
     PathBuf::from(p)
 }
 
-fn configure(conn: &Connection, sync: SyncMode, background_checkpoints: bool) -> rusqlite::Result<()> {
+fn configure(conn: &Connection, sync: SyncMode, background_checkpoints: bool, access: Access) -> rusqlite::Result<()> {
     track(conn)?;
     // busy_timeout first: switching to WAL can itself meet a lock.
     conn.busy_timeout(BUSY_TIMEOUT)?;
-    // Only a new, empty database takes it; an existing file keeps its own.
-    conn.pragma_update(None, "page_size", PAGE_SIZE)?;
-    conn.pragma_update(None, "journal_mode", "WAL")?;
+    // A reader leaves a file (a backup, say) in the journal mode it has:
+    // switching rewrites the header. Ledgers in use are in WAL mode already.
+    if access.may_write() {
+        // Only a new, empty database takes it; an existing file keeps its own.
+        conn.pragma_update(None, "page_size", PAGE_SIZE)?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+    }
     conn.pragma_update(
         None,
         "synchronous",
@@ -289,8 +321,17 @@ fn check_header(path: &Path) -> Result<()> {
     ))
 }
 
-/// Look at the database through `conn` without writing to it.
+/// Look at the database through `conn` without writing to it, in one read
+/// transaction (one consistent view of a ledger another process is
+/// creating or upgrading).
 fn inspect(conn: &Connection, path: &Path) -> Result<Found> {
+    let tx = conn.unchecked_transaction()?;
+    let found = inspect_in(&tx, path)?;
+    tx.commit()?;
+    Ok(found)
+}
+
+fn inspect_in(conn: &Connection, path: &Path) -> Result<Found> {
     let unreadable = |e: rusqlite::Error| {
         Error::invalid(
             "db",
@@ -447,9 +488,10 @@ pub fn wait_until_closed(patience: Duration) -> bool {
 fn pool(path: &Path, opts: &OpenOptionsStore, size: u32) -> Result<Pool<SqliteConnectionManager>> {
     let sync = opts.sync;
     let background = opts.background_checkpoints;
+    let access = opts.access;
     let manager = SqliteConnectionManager::file(path)
         .with_flags(OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI)
-        .with_init(move |c| configure(c, sync, background));
+        .with_init(move |c| configure(c, sync, background, access));
     Ok(Pool::builder()
         .max_size(size)
         .min_idle(Some(1))
@@ -533,44 +575,50 @@ impl Store {
                     ),
                 )
             };
-            match first {
-                Found::Current => {}
+            let older = |found: i64| {
+                Error::invalid(
+                    "db",
+                    format!(
+                        "{} is a ledger of schema version {found}, and this thoughtbox uses version {}: stop the \
+                         servers of the older version, then start this one (or run `import`, `config set` or \
+                         `repair`), which upgrades it; `backup` copies it as it is",
+                        path.display(),
+                        latest_known_version()
+                    ),
+                )
+            };
+            let access = opts.access;
+            let settled = match first {
+                Found::Current => true,
                 // Without the history table no thoughtbox ever began on this
                 // file: no need to wait for one.
                 Found::Other { tables, history: false } => return Err(foreign_tables(tables)),
                 // Nothing to read yet (or a ledger another process has only
                 // begun to create, with nothing in it either).
-                Found::Fresh if opts.existing => return Err(holds_no_ledger()),
-                // A command that only reads does not upgrade the ledger: a
-                // server of the older version may be running on it, and it
-                // would go on writing as the old schema wants.
-                Found::Behind(found) if opts.existing => {
-                    return Err(Error::invalid(
-                        "db",
-                        format!(
-                            "{} is a ledger of schema version {found}, and this thoughtbox uses version {}: \
-                             stop the servers of the older version, then start this one (or run `import` or \
-                             `config set`), which upgrades it",
-                            path.display(),
-                            latest_known_version()
-                        ),
-                    ));
-                }
+                Found::Fresh if access.needs_ledger() => return Err(holds_no_ledger()),
                 // Settings are filled in with their defaults by a command that writes.
-                Found::Unset if opts.existing => {}
-                _ => {
-                    // Under the lock, another process that was creating or
-                    // migrating the ledger has finished: look again.
-                    let _lock = migration_lock(&path)?;
-                    match inspect(&conn, &path)? {
-                        Found::Current => {}
-                        Found::Other { tables, .. } => return Err(foreign_tables(tables)),
-                        Found::Fresh if opts.existing => return Err(holds_no_ledger()),
-                        Found::Fresh | Found::Behind(_) | Found::Unset => {
-                            configure(&conn, opts.sync, false)?;
-                            migrate(&mut conn)?;
-                            ensure_config(&conn)?;
-                        }
+                Found::Unset if !access.may_write() => true,
+                Found::Behind(_) if access == Access::Copy => true,
+                _ => false,
+            };
+            if !settled {
+                // Under the lock, another process that was creating or
+                // migrating the ledger has finished: look again.
+                let _lock = migration_lock(&path)?;
+                match inspect(&conn, &path)? {
+                    Found::Current => {}
+                    Found::Other { tables, .. } => return Err(foreign_tables(tables)),
+                    Found::Fresh if access.needs_ledger() => return Err(holds_no_ledger()),
+                    Found::Unset | Found::Behind(_) if access == Access::Copy => {}
+                    Found::Unset if access == Access::Read => {}
+                    // A command that only reads does not upgrade the ledger: a
+                    // server of the older version may be running on it, and it
+                    // would go on writing as the old schema wants.
+                    Found::Behind(found) if access == Access::Read => return Err(older(found)),
+                    Found::Fresh | Found::Behind(_) | Found::Unset => {
+                        configure(&conn, opts.sync, false, access)?;
+                        migrate(&mut conn)?;
+                        ensure_config(&conn)?;
                     }
                 }
             }
@@ -1092,23 +1140,44 @@ mod tests {
     #[test]
     fn reading_commands_leave_an_older_schema_alone() {
         let (dir, store) = temp_store();
-        let path = dir.path().join("t.db");
+        // A copy not in WAL mode: what is written to it is in the file.
+        let path = dir.path().join("older.db");
+        store.backup_to(&path).unwrap();
         let latest = latest_known_version();
-        store
-            .conn()
+        Connection::open(&path)
             .unwrap()
             .execute("DELETE FROM refinery_schema_history WHERE version = ?1", [latest])
             .unwrap();
-        drop(store);
-        assert!(wait_until_closed(Duration::from_secs(5)));
         let before = std::fs::read(&path).unwrap();
         let opts = OpenOptionsStore {
-            existing: true,
+            access: Access::Read,
             ..Default::default()
         };
         let err = Store::open(&path, opts).err().unwrap().to_string();
         assert!(err.contains(&format!("schema version {}", latest - 1)), "{err}");
         assert!(err.contains("stop the servers of the older version"), "{err}");
         assert_eq!(std::fs::read(&path).unwrap(), before);
+        // `backup` copies it as it is.
+        let copy = Store::open(
+            &path,
+            OpenOptionsStore {
+                access: Access::Copy,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let saved = dir.path().join("saved.db");
+        copy.backup_to(&saved).unwrap();
+        drop(copy);
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            before,
+            "the file a backup copies stays as it was"
+        );
+        let n: i64 = Connection::open(&saved)
+            .unwrap()
+            .query_row("SELECT max(version) FROM refinery_schema_history", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, latest - 1);
     }
 }

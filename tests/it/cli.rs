@@ -312,10 +312,17 @@ fn commands_leave_the_database_as_one_file() {
             }
         }
     }
+    // A backup restored over the ledger's own path (nothing using it).
     let other = dir.path().join("other.db");
+    ok(&db, &["backup", other.to_str().unwrap()]);
     ok(&other, &["config", "set", "sessionPartitionGranularity", "daily"]);
     ok(&other, &["backup", db.to_str().unwrap()]);
     assert_eq!(ok(&db, &["config", "get", "sessionPartitionGranularity"]), "daily\n");
+    // Another installation's ledger is not replaced.
+    let stranger = dir.path().join("stranger.db");
+    ok(&stranger, &["config", "set", "sessionPartitionGranularity", "daily"]);
+    let err = fails(&db, &["backup", stranger.to_str().unwrap()]);
+    assert!(err.contains("another ledger (installId"), "{err}");
 }
 
 /// Where the database is, as the environment and flags say: empty variables
@@ -489,4 +496,19 @@ fn repair_on_a_sound_ledger() {
     assert!(text.contains("integrity check") && text.contains("ok"), "{text}");
     let hits = ok_json(&db, &["sessions", "search", "mend"]);
     assert_eq!(hits.as_array().map(Vec::len), Some(1), "{hits}");
+}
+
+/// The commands that only read leave a ledger's file byte for byte as it
+/// was: a backup stays in the journal mode it was written in.
+#[test]
+fn reading_a_backup_leaves_it_as_it_was() {
+    let (dir, db) = temp_db();
+    ok(&db, &["config", "set", "sessionPartitionGranularity", "weekly"]);
+    let copy = dir.path().join("copy.db");
+    ok(&db, &["backup", copy.to_str().unwrap()]);
+    let before = std::fs::read(&copy).unwrap();
+    for args in [&["stats"][..], &["info"], &["sessions", "list"], &["config", "get"]] {
+        ok(&copy, args);
+        assert_eq!(std::fs::read(&copy).unwrap(), before, "{args:?} changed the file");
+    }
 }
