@@ -471,10 +471,11 @@ impl ServerHandler for Gateway {
 
     async fn list_resources(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> std::result::Result<ListResourcesResult, McpError> {
-        resources::list_resources(self).await
+        let cursor = request.and_then(|r| r.cursor);
+        resources::list_resources(self, cursor.as_deref()).await
     }
 
     async fn list_resource_templates(
@@ -658,9 +659,9 @@ impl std::io::Write for AnswerBuffer {
 /// The refusal of an answer too long for one MCP message.
 pub(crate) fn answer_too_long() -> Error {
     Error::InvalidOperation {
-        message: "the answer is longer than one MCP message can carry (16 MiB); ask for less: read_thoughts with a \
-                  smaller range or one thoughtNumber, or session export with a destination directory to write the \
-                  whole session to files"
+        message: "the answer is longer than one MCP message can carry (16 MiB); ask for less: a smaller limit \
+                  (with offset for the rest) for a list, read_thoughts with a smaller range or one thoughtNumber, \
+                  or session export with a destination directory to write the whole session to files"
             .into(),
         details: Some(json!({ "maxMessageBytes": MAX_MESSAGE })),
     }

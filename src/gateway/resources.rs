@@ -28,7 +28,7 @@ const GUIDE_URI: &str = "thoughtbox://patterns-guide";
 const MODEL_PREFIX: &str = "thoughtbox://mental-models/";
 const PATTERN_PREFIX: &str = "thoughtbox://knowledge/patterns/";
 const NOTE_PREFIX: &str = "thoughtbox://knowledge/notes/";
-/// Knowledge items listed by resources/list (newest first); every one stays readable.
+/// Patterns and notes on one page of resources/list (newest first).
 const LISTED_KNOWLEDGE: u32 = 200;
 
 fn mcp_error(e: Error) -> McpError {
@@ -44,40 +44,66 @@ fn model_resource(m: &models::MentalModel) -> Resource {
         .with_size(m.content.len() as u64)
 }
 
-pub async fn list_resources(gw: &Gateway) -> Result<ListResourcesResult, McpError> {
-    let mut list = vec![
-        Resource::new(CIPHER_URI, "cipher")
-            .with_title("Thoughtbox cipher notation")
-            .with_description("The compact notation guide the cipher operation returns.")
-            .with_mime_type(MARKDOWN),
-        Resource::new(GUIDE_URI, "patterns-guide")
-            .with_title("Reasoning patterns guide")
-            .with_description("How to use thought numbers, branches and revisions for different kinds of reasoning.")
-            .with_mime_type(MARKDOWN),
-    ];
-    list.extend(models::catalog().models.iter().map(model_resource));
-    let (patterns, notes) = gw
-        .blocking(|s| {
-            Ok((
-                s.recent_patterns(LISTED_KNOWLEDGE)?,
-                s.list_notes(LISTED_KNOWLEDGE, 0)?.0,
-            ))
-        })
+/// resources/list, a page at a time: the first page starts with the fixed
+/// resources and the mental models, then every page holds up to
+/// [`LISTED_KNOWLEDGE`] patterns and notes; `nextCursor` says where the next
+/// page starts.
+pub async fn list_resources(gw: &Gateway, cursor: Option<&str>) -> Result<ListResourcesResult, McpError> {
+    let offset = match cursor {
+        None => 0,
+        Some(c) => c
+            .strip_prefix("knowledge:")
+            .and_then(|n| n.parse::<u64>().ok())
+            .ok_or_else(|| {
+                McpError::invalid_params(
+                    format!(
+                        "unknown cursor {:?}: pass the nextCursor of the previous page",
+                        super::clip(c)
+                    ),
+                    None,
+                )
+            })?,
+    };
+    let mut list = Vec::new();
+    if offset == 0 {
+        list.push(
+            Resource::new(CIPHER_URI, "cipher")
+                .with_title("Thoughtbox cipher notation")
+                .with_description("The compact notation guide the cipher operation returns.")
+                .with_mime_type(MARKDOWN),
+        );
+        list.push(
+            Resource::new(GUIDE_URI, "patterns-guide")
+                .with_title("Reasoning patterns guide")
+                .with_description(
+                    "How to use thought numbers, branches and revisions for different kinds of reasoning.",
+                )
+                .with_mime_type(MARKDOWN),
+        );
+        list.extend(models::catalog().models.iter().map(model_resource));
+    }
+    let (items, more) = gw
+        .blocking(move |s| s.knowledge_items(offset, LISTED_KNOWLEDGE))
         .await
         .map_err(mcp_error)?;
-    list.extend(patterns.iter().map(|p| {
-        Resource::new(pattern_uri(&p.id), p.id.clone())
-            .with_title(p.title.clone())
-            .with_description(p.description.clone())
-            .with_mime_type(MARKDOWN)
+    list.extend(items.iter().map(|k| {
+        if k.note {
+            Resource::new(note_uri(&k.id), k.id.clone())
+                .with_title(k.title.clone())
+                .with_description("Scratchpad note")
+                .with_mime_type(MARKDOWN)
+        } else {
+            Resource::new(pattern_uri(&k.id), k.id.clone())
+                .with_title(k.title.clone())
+                .with_description(k.description.clone())
+                .with_mime_type(MARKDOWN)
+        }
     }));
-    list.extend(notes.iter().map(|n| {
-        Resource::new(note_uri(&n.id), n.id.clone())
-            .with_title(n.title.clone())
-            .with_description("Scratchpad note")
-            .with_mime_type(MARKDOWN)
-    }));
-    Ok(ListResourcesResult::with_all_items(list))
+    let mut page = ListResourcesResult::with_all_items(list);
+    if more {
+        page.next_cursor = Some(format!("knowledge:{}", offset + items.len() as u64));
+    }
+    Ok(page)
 }
 
 pub fn list_resource_templates() -> ListResourceTemplatesResult {

@@ -4,7 +4,8 @@
 use rusqlite::{OptionalExtension, Row, ToSql, params};
 use serde_json::json;
 
-use super::search::fts_query;
+use super::search::{SNIPPET_TOKENS, fts_query, query_words};
+use super::snippet::best_snippet;
 use super::{Store, Tx};
 use crate::domain::{self, SortBy, SortOrder};
 use crate::error::{Error, Result};
@@ -16,6 +17,23 @@ use crate::knowledge::{
 
 const PATTERN_COLUMNS: &str = "p.id, p.title, p.description, p.tags, p.content, p.derived_from_sessions, p.created_by, p.created_at, p.updated_at";
 const NOTE_COLUMNS: &str = "n.id, n.title, n.content, n.created_at, n.updated_at";
+
+/// A pattern or a note, as a resource listing shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KnowledgeItem {
+    /// A scratchpad note (else a pattern).
+    pub note: bool,
+    pub id: String,
+    pub title: String,
+    pub description: String,
+}
+
+/// The snippet of a pattern found by a search: from whichever of its
+/// fields holds the most of the query's words.
+fn pattern_snippet(p: &KnowledgePattern, words: &[String]) -> String {
+    let tags = p.tags.join(" ");
+    best_snippet(&[&p.title, &p.description, &tags, &p.content], words, SNIPPET_TOKENS)
+}
 
 fn pattern_from_row(r: &Row<'_>) -> rusqlite::Result<KnowledgePattern> {
     let tags: String = r.get(3)?;
@@ -257,10 +275,11 @@ impl Store {
             (Some(SortBy::UpdatedAt), _) | (None, None) => format!("p.updated_at {dir}, p.seq {dir}"),
         };
         let extra = if search.is_some() {
-            ", snippet(knowledge_patterns_fts, -1, '[', ']', '...', 16), bm25(knowledge_patterns_fts)"
+            ", bm25(knowledge_patterns_fts)"
         } else {
             ""
         };
+        let words = filter.search.as_deref().map(query_words).unwrap_or_default();
         let (limit, offset) = (filter.limit, filter.offset);
         let searching = search.is_some();
         self.read(|tx| {
@@ -271,10 +290,11 @@ impl Store {
             let patterns = tx
                 .prepare_cached(&sql)?
                 .query_map(refs.as_slice(), |r| {
+                    let pattern = pattern_from_row(r)?;
                     Ok(PatternListItem {
-                        pattern: pattern_from_row(r)?,
-                        snippet: if searching { Some(r.get(9)?) } else { None },
-                        score: if searching { Some(-r.get::<_, f64>(10)?) } else { None },
+                        snippet: searching.then(|| pattern_snippet(&pattern, &words)),
+                        score: if searching { Some(-r.get::<_, f64>(9)?) } else { None },
+                        pattern,
                     })
                 })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -308,23 +328,39 @@ impl Store {
         })
     }
 
-    /// The newest patterns (for resource listings).
-    pub fn recent_patterns(&self, limit: u32) -> Result<Vec<KnowledgePattern>> {
+    /// One page of the knowledge garden's items for resource listings:
+    /// patterns (newest first), then notes (newest first), without their
+    /// content. Answers up to `limit` items from `offset`, and whether more
+    /// follow.
+    pub fn knowledge_items(&self, offset: u64, limit: u32) -> Result<(Vec<KnowledgeItem>, bool)> {
         self.read(|tx| {
-            Ok(tx
-                .prepare_cached(&format!(
-                    "SELECT {PATTERN_COLUMNS} FROM knowledge_patterns AS p ORDER BY p.updated_at DESC, p.seq DESC LIMIT ?1"
-                ))?
-                .query_map([limit], pattern_from_row)?
-                .collect::<rusqlite::Result<Vec<_>>>()?)
+            let mut items = tx
+                .prepare_cached(
+                    "SELECT kind, id, title, description FROM (
+                         SELECT 0 AS kind, id, title, description, updated_at, seq FROM knowledge_patterns
+                         UNION ALL
+                         SELECT 1, id, title, '', updated_at, seq FROM scratchpad_notes)
+                     ORDER BY kind, updated_at DESC, seq DESC LIMIT ?1 OFFSET ?2",
+                )?
+                .query_map(params![i64::from(limit) + 1, offset as i64], |r| {
+                    Ok(KnowledgeItem {
+                        note: r.get::<_, i64>(0)? == 1,
+                        id: r.get(1)?,
+                        title: r.get(2)?,
+                        description: r.get(3)?,
+                    })
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            let more = items.len() > limit as usize;
+            items.truncate(limit as usize);
+            Ok((items, more))
         })
     }
 
     /// Patterns matching all words of `text`, best first, with snippets.
     pub fn search_patterns(&self, text: &str, limit: u32) -> Result<Vec<KnowledgeHit>> {
         self.search_knowledge(
-            "SELECT p.id, p.title, snippet(knowledge_patterns_fts, -1, '[', ']', '...', 16),
-                    bm25(knowledge_patterns_fts) AS r
+            "SELECT p.id, p.title, bm25(knowledge_patterns_fts) AS r, p.description, p.tags, p.content
              FROM knowledge_patterns_fts JOIN knowledge_patterns AS p ON p.seq = knowledge_patterns_fts.rowid
              WHERE knowledge_patterns_fts MATCH ?1 ORDER BY r LIMIT ?2",
             text,
@@ -334,7 +370,8 @@ impl Store {
     }
 
     /// Run one of the knowledge searches: `sql` takes the FTS query and a
-    /// limit and answers id, title, snippet and bm25 rank.
+    /// limit and answers id, title, bm25 rank, and the description, tags
+    /// and content the snippet is taken from.
     fn search_knowledge(
         &self,
         sql: &str,
@@ -345,17 +382,20 @@ impl Store {
         let Some(q) = fts_query(text) else {
             return Ok(Vec::new());
         };
+        let words = query_words(text);
         self.read(|tx| {
             Ok(tx
                 .prepare_cached(sql)?
                 .query_map(params![q, limit], |r| {
                     let id: String = r.get(0)?;
+                    let title: String = r.get(1)?;
+                    let (description, tags, content): (String, String, String) = (r.get(3)?, r.get(4)?, r.get(5)?);
                     Ok(KnowledgeHit {
                         uri: uri(&id),
                         id,
-                        title: r.get(1)?,
-                        snippet: r.get(2)?,
-                        score: -r.get::<_, f64>(3)?,
+                        snippet: best_snippet(&[&title, &description, &tags, &content], &words, SNIPPET_TOKENS),
+                        title,
+                        score: -r.get::<_, f64>(2)?,
                     })
                 })?
                 .collect::<rusqlite::Result<Vec<_>>>()?)
@@ -415,8 +455,7 @@ impl Store {
     /// Notes matching all words of `text`, best first, with snippets.
     pub fn search_notes(&self, text: &str, limit: u32) -> Result<Vec<KnowledgeHit>> {
         self.search_knowledge(
-            "SELECT n.id, n.title, snippet(scratchpad_notes_fts, -1, '[', ']', '...', 16),
-                    bm25(scratchpad_notes_fts) AS r
+            "SELECT n.id, n.title, bm25(scratchpad_notes_fts) AS r, '', '', n.content
              FROM scratchpad_notes_fts JOIN scratchpad_notes AS n ON n.seq = scratchpad_notes_fts.rowid
              WHERE scratchpad_notes_fts MATCH ?1 ORDER BY r LIMIT ?2",
             text,
@@ -600,5 +639,46 @@ mod tests {
         assert_eq!(read(short), "short first");
         assert_eq!(read(&long), "long second");
         assert_eq!(store.list_notes(10, 0).unwrap().1, 2);
+    }
+
+    /// Patterns, notes and thoughts of a megabyte repeating the searched
+    /// word: every search answers with a short snippet (FTS5's snippet()
+    /// took minutes here, its cost growing with the square of the matches).
+    #[test]
+    fn searching_text_that_repeats_the_word_everywhere() {
+        use crate::domain::ThoughtInput;
+        use crate::store::Target;
+        let (_d, store) = temp_store();
+        let text = "word ".repeat(200_000);
+        for i in 0..3 {
+            store.create_pattern(p(&format!("Repeats {i}"), &[], &text)).unwrap();
+            store.write_note(&format!("repeats {i}"), &text).unwrap();
+        }
+        let s = store.create_session(NewSession::titled("repeats")).unwrap();
+        store
+            .append_thought(
+                Target::Session(s.id),
+                ThoughtInput {
+                    thought: text.clone(),
+                    next_thought_needed: true,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        let listed = store
+            .list_patterns(&PatternFilter {
+                search: Some("word".into()),
+                ..Default::default()
+            })
+            .unwrap();
+        assert_eq!(listed.total, 3);
+        let mut snippets: Vec<String> = listed.patterns.into_iter().filter_map(|p| p.snippet).collect();
+        snippets.extend(store.search_patterns("word", 5).unwrap().into_iter().map(|h| h.snippet));
+        snippets.extend(store.search_notes("word", 5).unwrap().into_iter().map(|h| h.snippet));
+        snippets.extend(store.search_thoughts("word", 5).unwrap().into_iter().map(|h| h.snippet));
+        assert_eq!(snippets.len(), 3 + 3 + 3 + 1);
+        for s in snippets {
+            assert!(s.starts_with("[word]") && s.len() < 200, "{s}");
+        }
     }
 }

@@ -13,6 +13,7 @@ mod projects;
 mod repair;
 mod search;
 mod sessions;
+pub mod snippet;
 mod stats;
 mod thoughts;
 
@@ -30,6 +31,7 @@ use crate::domain::{self, Granularity};
 use crate::error::{Error, Result};
 
 pub use import::ImportOutcome;
+pub use knowledge::KnowledgeItem;
 pub use repair::RepairReport;
 pub use search::{SearchHit, SessionHits, ThoughtHit, fts_query};
 pub use sessions::SessionPage;

@@ -16,13 +16,17 @@
 
 use std::collections::HashMap;
 
-use rusqlite::{OptionalExtension, params};
+use rusqlite::params;
 use serde::Serialize;
 
 use super::Store;
 use super::sessions::{SESSION_COLUMNS, session_from_row};
+use super::snippet::best_snippet;
 use crate::domain::Session;
 use crate::error::Result;
+
+/// Tokens in a search snippet.
+pub(crate) const SNIPPET_TOKENS: usize = 16;
 
 /// How many of the newest matching thoughts are ranked.
 pub const CANDIDATES: i64 = 1000;
@@ -44,7 +48,7 @@ struct Candidate {
 }
 
 /// The query's words as the index sees them: letters and digits, lower-cased.
-fn query_words(text: &str) -> Vec<String> {
+pub(crate) fn query_words(text: &str) -> Vec<String> {
     let mut words: Vec<String> = text
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
@@ -232,20 +236,15 @@ impl Store {
             }
             let mut scored = score_candidates(&candidates, &words, &idf);
             scored.truncate(limit as usize);
-            let mut snippet = tx.prepare_cached(
-                "SELECT snippet(thoughts_fts, 0, '[', ']', '...', 16) FROM thoughts_fts
-                 WHERE thoughts_fts MATCH ?1 AND rowid = ?2",
-            )?;
             let mut hits = Vec::with_capacity(scored.len());
             for (i, score) in scored {
                 let c = &candidates[i];
-                let snip: Option<String> = snippet.query_row(params![q, c.rowid], |r| r.get(0)).optional()?;
                 hits.push(ThoughtHit {
                     session_id: c.session_id.clone(),
                     thought_number: c.thought_number,
                     branch_id: c.branch_id.clone(),
                     node_id: c.node_id.clone(),
-                    snippet: snip.unwrap_or_default(),
+                    snippet: best_snippet(&[&c.text], &words, SNIPPET_TOKENS),
                     score,
                 });
             }

@@ -523,3 +523,48 @@ async fn knowledge_bad_input_changes_nothing() {
     assert_eq!(snapshot().await, before, "bad input changed the garden");
     s.stop().await;
 }
+
+/// resources/list pages through every pattern and note (200 to a page,
+/// `nextCursor` between pages); a cursor it never gave is an error.
+#[tokio::test]
+async fn every_pattern_and_note_is_listed_page_by_page() {
+    use thoughtbox::knowledge::NewPattern;
+    use thoughtbox::store::{OpenOptionsStore, Store};
+    let (_d, db) = temp_db();
+    {
+        let store = Store::open(&db, OpenOptionsStore::default()).unwrap();
+        let new: Vec<NewPattern> = (0..230)
+            .map(|i| NewPattern {
+                title: format!("Pattern {i}"),
+                description: "d".into(),
+                content: "c".into(),
+                ..Default::default()
+            })
+            .collect();
+        store.create_patterns(&new).unwrap();
+        for i in 0..190 {
+            store.write_note(&format!("note {i}"), "x").unwrap();
+        }
+    }
+    let s = start(&db).await;
+    let first = s.client.list_resources(None).await.unwrap();
+    assert!(first.next_cursor.is_some());
+    let all = s.client.list_all_resources().await.unwrap();
+    let count = |prefix: &str| all.iter().filter(|r| r.uri.starts_with(prefix)).count();
+    assert_eq!(count("thoughtbox://knowledge/patterns/"), 230);
+    assert_eq!(count("thoughtbox://knowledge/notes/"), 190);
+    assert!(all.iter().any(|r| r.uri == "thoughtbox://cipher"));
+    let mut uris: Vec<&str> = all.iter().map(|r| r.uri.as_str()).collect();
+    let n = uris.len();
+    uris.sort_unstable();
+    uris.dedup();
+    assert_eq!(uris.len(), n, "no resource listed twice");
+    let bad = s
+        .client
+        .list_resources(Some(
+            rmcp::model::PaginatedRequestParams::default().with_cursor(Some("x".into())),
+        ))
+        .await;
+    assert!(bad.is_err());
+    s.stop().await;
+}
