@@ -187,13 +187,31 @@ pub async fn bind_root(gw: &Gateway, args: Args, ctx: Option<&RequestContext<Rol
         }
     };
     let roots = client_roots(gw, ctx).await?;
-    let found = roots.iter().find(|r| {
-        if field == "rootUri" {
-            r.uri == wanted
-        } else {
-            root_name(r) == wanted
-        }
-    });
+    let matching: Vec<&Root> = roots
+        .iter()
+        .filter(|r| {
+            if field == "rootUri" {
+                r.uri == wanted
+            } else {
+                root_name(r) == wanted
+            }
+        })
+        .collect();
+    // Two roots of one name (`/a/app` and `/b/app`): which one is meant is
+    // the agent's call, not a guess.
+    if matching.len() > 1 {
+        let uris: Vec<&str> = matching.iter().map(|r| r.uri.as_str()).collect();
+        return Err(Error::invalid_with(
+            field,
+            format!(
+                "{} of the client's roots are named {wanted:?}; pass rootUri to say which: {}",
+                uris.len(),
+                uris.join(", ")
+            ),
+            json!({ "matchingRoots": uris }),
+        ));
+    }
+    let found = matching.first().copied();
     let Some(root) = found else {
         let available: Vec<&str> = roots.iter().map(|r| r.uri.as_str()).collect();
         return Err(Error::invalid_with(

@@ -181,6 +181,10 @@ async fn list_patterns(gw: &Gateway, args: Args) -> Result<Value> {
         sort_by,
         sort_order: sort_order.unwrap_or(SortOrder::Desc),
     };
+    let unsearchable = filter
+        .search
+        .as_deref()
+        .is_some_and(|q| crate::store::fts_query(q).is_none());
     let page = gw.blocking(move |s| s.list_patterns(&filter)).await?;
     let patterns: Vec<Value> = page
         .patterns
@@ -196,12 +200,16 @@ async fn list_patterns(gw: &Gateway, args: Args) -> Result<Value> {
             v
         })
         .collect();
-    Ok(json!({
+    let mut out = json!({
         "patterns": patterns,
         "count": page.count,
         "total": page.total,
         "hasMore": page.has_more,
-    }))
+    });
+    if unsearchable {
+        out["note"] = json!(super::ops::UNSEARCHABLE_NOTE);
+    }
+    Ok(out)
 }
 
 async fn write_scratchpad(gw: &Gateway, args: Args) -> Result<Value> {
@@ -249,10 +257,14 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
             Ok((p, n))
         })
         .await?;
-    Ok(json!({
+    let mut out = json!({
         "query": query,
         "count": patterns.len() + notes.len(),
         "patterns": patterns,
         "notes": notes,
-    }))
+    });
+    if crate::store::fts_query(&query).is_none() {
+        out["note"] = json!(super::ops::UNSEARCHABLE_NOTE);
+    }
+    Ok(out)
 }

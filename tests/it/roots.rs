@@ -346,3 +346,38 @@ async fn discovery_hides_and_shows_optional_operations() {
     assert_eq!(s.ok("get_state", Value::Null).await["hiddenOperations"], json!([]));
     s.stop().await;
 }
+
+/// A client whose two roots share a name (`/a/app`, `/b/app`).
+#[derive(Clone)]
+pub struct TwinRootsClient;
+
+impl ClientHandler for TwinRootsClient {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::builder().enable_roots().build(),
+            Implementation::new("twin-roots-client", "1.0.0"),
+        )
+    }
+
+    async fn list_roots(&self, _context: RequestContext<RoleClient>) -> Result<ListRootsResult, ErrorData> {
+        Ok(ListRootsResult::new(vec![
+            Root::new("file:///a/app"),
+            Root::new("file:///b/app"),
+        ]))
+    }
+}
+
+/// Binding by a name two roots share is refused, naming both; binding by
+/// URI picks one.
+#[tokio::test]
+async fn a_name_two_roots_share_is_not_a_guess() {
+    let (_d, db) = temp_db();
+    let s = start_with(TwinRootsClient, command(&db)).await;
+    let e = s.err("bind_root", json!({ "name": "app" }), "INVALID_PAYLOAD").await;
+    assert_eq!(e["details"]["matchingRoots"], json!(["file:///a/app", "file:///b/app"]));
+    assert!(e["message"].as_str().unwrap().contains("pass rootUri"), "{e}");
+    assert_eq!(s.ok("get_state", Value::Null).await["project"], Value::Null);
+    let b = s.ok("bind_root", json!({ "rootUri": "file:///b/app" })).await;
+    assert_eq!(b["boundRoot"]["uri"], "file:///b/app");
+    s.stop().await;
+}
