@@ -46,26 +46,38 @@ fn model_resource(m: &models::MentalModel) -> Resource {
 
 /// resources/list, a page at a time: the first page starts with the fixed
 /// resources and the mental models, then every page holds up to
-/// [`LISTED_KNOWLEDGE`] patterns and notes; `nextCursor` says where the next
-/// page starts.
+/// [`LISTED_KNOWLEDGE`] patterns and notes (patterns, then notes, newest
+/// created first); `nextCursor` names the last one listed.
 pub async fn list_resources(gw: &Gateway, cursor: Option<&str>) -> Result<ListResourcesResult, McpError> {
-    let offset = match cursor {
-        None => 0,
-        Some(c) => c
-            .strip_prefix("knowledge:")
-            .and_then(|n| n.parse::<u64>().ok())
-            .ok_or_else(|| {
-                McpError::invalid_params(
-                    format!(
-                        "unknown cursor {:?}: pass the nextCursor of the previous page",
-                        super::clip(c)
-                    ),
-                    None,
-                )
-            })?,
+    // The cursor names the last item of the previous page: `knowledge:`
+    // then `p` (pattern) or `n` (note), `:` and its seq.
+    let after = match cursor {
+        None => None,
+        Some(c) => Some(
+            c.strip_prefix("knowledge:")
+                .and_then(|rest| rest.split_once(':'))
+                .and_then(|(kind, seq)| {
+                    let note = match kind {
+                        "p" => false,
+                        "n" => true,
+                        _ => return None,
+                    };
+                    let seq = seq.parse::<i64>().ok().filter(|s| *s >= 0 && !seq.starts_with('+'))?;
+                    Some((note, seq))
+                })
+                .ok_or_else(|| {
+                    McpError::invalid_params(
+                        format!(
+                            "unknown cursor {:?}: pass the nextCursor of the previous page",
+                            super::clip(c)
+                        ),
+                        None,
+                    )
+                })?,
+        ),
     };
     let mut list = Vec::new();
-    if offset == 0 {
+    if after.is_none() {
         list.push(
             Resource::new(CIPHER_URI, "cipher")
                 .with_title("Thoughtbox cipher notation")
@@ -83,7 +95,7 @@ pub async fn list_resources(gw: &Gateway, cursor: Option<&str>) -> Result<ListRe
         list.extend(models::catalog().models.iter().map(model_resource));
     }
     let (items, more) = gw
-        .blocking(move |s| s.knowledge_items(offset, LISTED_KNOWLEDGE))
+        .blocking(move |s| s.knowledge_items(after, LISTED_KNOWLEDGE))
         .await
         .map_err(mcp_error)?;
     list.extend(items.iter().map(|k| {
@@ -100,8 +112,8 @@ pub async fn list_resources(gw: &Gateway, cursor: Option<&str>) -> Result<ListRe
         }
     }));
     let mut page = ListResourcesResult::with_all_items(list);
-    if more {
-        page.next_cursor = Some(format!("knowledge:{}", offset + items.len() as u64));
+    if more && let Some(last) = items.last() {
+        page.next_cursor = Some(format!("knowledge:{}:{}", if last.note { "n" } else { "p" }, last.seq));
     }
     Ok(page)
 }

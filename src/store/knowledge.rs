@@ -26,6 +26,8 @@ pub struct KnowledgeItem {
     pub id: String,
     pub title: String,
     pub description: String,
+    /// Its place in creation order (pages continue after it).
+    pub seq: i64,
 }
 
 /// The snippet of a pattern found by a search: from whichever of its
@@ -329,25 +331,33 @@ impl Store {
     }
 
     /// One page of the knowledge garden's items for resource listings:
-    /// patterns (newest first), then notes (newest first), without their
-    /// content. Answers up to `limit` items from `offset`, and whether more
-    /// follow.
-    pub fn knowledge_items(&self, offset: u64, limit: u32) -> Result<(Vec<KnowledgeItem>, bool)> {
+    /// patterns, then notes, each newest created first, without their
+    /// content. `after` is where the previous page stopped (the last item's
+    /// kind and seq); items created, changed or deleted between pages never
+    /// shift the ones not listed yet. Answers up to `limit` items, and
+    /// whether more follow.
+    pub fn knowledge_items(&self, after: Option<(bool, i64)>, limit: u32) -> Result<(Vec<KnowledgeItem>, bool)> {
+        let (after_kind, after_seq) = match after {
+            None => (-1, i64::MAX),
+            Some((note, seq)) => (i64::from(note), seq),
+        };
         self.read(|tx| {
             let mut items = tx
                 .prepare_cached(
-                    "SELECT kind, id, title, description FROM (
-                         SELECT 0 AS kind, id, title, description, updated_at, seq FROM knowledge_patterns
+                    "SELECT kind, id, title, description, seq FROM (
+                         SELECT 0 AS kind, id, title, description, seq FROM knowledge_patterns
                          UNION ALL
-                         SELECT 1, id, title, '', updated_at, seq FROM scratchpad_notes)
-                     ORDER BY kind, updated_at DESC, seq DESC LIMIT ?1 OFFSET ?2",
+                         SELECT 1, id, title, '', seq FROM scratchpad_notes)
+                     WHERE kind > ?1 OR (kind = ?1 AND seq < ?2)
+                     ORDER BY kind, seq DESC LIMIT ?3",
                 )?
-                .query_map(params![i64::from(limit) + 1, offset as i64], |r| {
+                .query_map(params![after_kind, after_seq, i64::from(limit) + 1], |r| {
                     Ok(KnowledgeItem {
                         note: r.get::<_, i64>(0)? == 1,
                         id: r.get(1)?,
                         title: r.get(2)?,
                         description: r.get(3)?,
+                        seq: r.get(4)?,
                     })
                 })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -360,7 +370,8 @@ impl Store {
     /// Patterns matching all words of `text`, best first, with snippets.
     pub fn search_patterns(&self, text: &str, limit: u32) -> Result<Vec<KnowledgeHit>> {
         self.search_knowledge(
-            "SELECT p.id, p.title, bm25(knowledge_patterns_fts) AS r, p.description, p.tags, p.content
+            "SELECT p.id, p.title, bm25(knowledge_patterns_fts) AS r, p.description,
+                    (SELECT coalesce(group_concat(value, ' '), '') FROM json_each(p.tags)), p.content
              FROM knowledge_patterns_fts JOIN knowledge_patterns AS p ON p.seq = knowledge_patterns_fts.rowid
              WHERE knowledge_patterns_fts MATCH ?1 ORDER BY r LIMIT ?2",
             text,

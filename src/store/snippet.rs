@@ -6,13 +6,30 @@
 //! thought or pattern repeating a searched word kept a search busy for
 //! minutes. This is linear in the text's length.
 
-/// A token of `text`: a run of letters and digits, as the index splits
-/// text, by byte range.
+use std::collections::HashMap;
+
+use crate::knowledge::ascii_of;
+
+/// Longest run of text between two tokens a snippet shows whole.
+const MAX_GAP: usize = 24;
+/// Longest token a snippet shows whole (a CJK run is one token).
+const MAX_TOKEN: usize = 40;
+
+/// Whether `c` is a combining mark (an accent written as its own code
+/// point): part of the token it follows, as the index sees it.
+fn combining(c: char) -> bool {
+    matches!(c, '\u{300}'..='\u{36f}' | '\u{1ab0}'..='\u{1aff}' | '\u{1dc0}'..='\u{1dff}'
+        | '\u{20d0}'..='\u{20ff}' | '\u{fe20}'..='\u{fe2f}')
+}
+
+/// The tokens of `text`, by byte range: runs of letters and digits (with
+/// their combining marks), as the index splits text.
 fn tokens(text: &str) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     let mut start = None;
     for (i, c) in text.char_indices() {
-        match (c.is_alphanumeric(), start) {
+        let inside = c.is_alphanumeric() || (start.is_some() && combining(c));
+        match (inside, start) {
             (true, None) => start = Some(i),
             (false, Some(s)) => {
                 out.push((s, i));
@@ -27,27 +44,56 @@ fn tokens(text: &str) -> Vec<(usize, usize)> {
     out
 }
 
-/// Which of `words` (lower case) the token is, if any.
-fn word_of(token: &str, words: &[String]) -> Option<usize> {
-    // Most tokens are short and do not match: compare lengths first.
-    words
-        .iter()
-        .position(|w| w.len() == token.len() && token.to_lowercase() == *w)
-        .or_else(|| {
-            // Lower-casing can change the length (rare letters).
-            let lower = token.to_lowercase();
-            words.iter().position(|w| *w == lower)
-        })
+/// A word as the index compares it: lower case, accents removed (the index
+/// folds them: a search for `cafe` finds `Café`).
+pub fn fold(word: &str) -> String {
+    let mut out = String::with_capacity(word.len());
+    for c in word.chars().flat_map(char::to_lowercase) {
+        if combining(c) {
+            continue;
+        }
+        match ascii_of(c) {
+            Some(plain) => out.push_str(plain),
+            None => out.push(c),
+        }
+    }
+    out
 }
 
-/// Up to `width` tokens of `text` around the words of a search (lower
-/// case): the window holding the most of the distinct words (the earliest
-/// such), centred on them, the words marked `[...]`, and `...` where text
-/// was left out. `None` when no word occurs in `text` as a whole token.
+/// `text` whole when short, else its first `max` characters and `...`.
+fn clipped(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}...", &text[..at]).into(),
+        None => text.into(),
+    }
+}
+
+/// The text between two tokens, shortened when long (a run of punctuation
+/// or emoji).
+fn gap(text: &str) -> std::borrow::Cow<'_, str> {
+    match text.char_indices().nth(MAX_GAP) {
+        Some(_) => {
+            let head: String = text.chars().take(MAX_GAP / 2).collect();
+            format!("{head}... ").into()
+        }
+        None => text.into(),
+    }
+}
+
+/// Up to `width` tokens of `text` around the words of a search: the
+/// window holding the most of the distinct words (the earliest such),
+/// centred on them, the words marked `[...]`, and `...` where text was left
+/// out. Words match as the index matches them (case and accents aside).
+/// `None` when no word occurs in `text`. One pass over the text, whatever
+/// the number of words or of matches.
 pub fn snippet(text: &str, words: &[String], width: usize) -> Option<String> {
     let width = width.max(1);
+    let wanted: HashMap<String, usize> = words.iter().enumerate().map(|(i, w)| (fold(w), i)).collect();
     let toks = tokens(text);
-    let hits: Vec<Option<usize>> = toks.iter().map(|&(s, e)| word_of(&text[s..e], words)).collect();
+    let hits: Vec<Option<usize>> = toks
+        .iter()
+        .map(|&(s, e)| wanted.get(&fold(&text[s..e])).copied())
+        .collect();
     if hits.iter().all(Option::is_none) {
         return None;
     }
@@ -70,10 +116,9 @@ pub fn snippet(text: &str, words: &[String], width: usize) -> Option<String> {
                 distinct -= 1;
             }
         }
-        let start = (i + 1).saturating_sub(width);
         if distinct > best {
             best = distinct;
-            best_start = start;
+            best_start = (i + 1).saturating_sub(width);
         }
     }
     // Centre the words found in that window.
@@ -81,41 +126,46 @@ pub fn snippet(text: &str, words: &[String], width: usize) -> Option<String> {
     let first = (best_start..end).find(|&i| hits[i].is_some()).unwrap_or(best_start);
     let last = (best_start..end).rev().find(|&i| hits[i].is_some()).unwrap_or(first);
     let slack = width.saturating_sub(last - first + 1);
-    let start = first.saturating_sub(slack / 2).min(toks.len().saturating_sub(width));
-    let start = start.min(first);
+    let start = first
+        .saturating_sub(slack / 2)
+        .min(toks.len().saturating_sub(width))
+        .min(first);
     let end = (start + width).min(toks.len());
     let mut out = String::new();
     if start > 0 {
         out.push_str("...");
     }
-    let mut at = toks[start].0;
     for i in start..end {
         let (s, e) = toks[i];
-        out.push_str(&text[at..s]);
+        if i > start {
+            out.push_str(&gap(&text[toks[i - 1].1..s]));
+        }
+        let token = clipped(&text[s..e], MAX_TOKEN);
         if hits[i].is_some() {
             out.push('[');
-            out.push_str(&text[s..e]);
+            out.push_str(&token);
             out.push(']');
         } else {
-            out.push_str(&text[s..e]);
+            out.push_str(&token);
         }
-        at = e;
     }
     if end < toks.len() {
         out.push_str("...");
+    } else {
+        // What follows the last word (a full stop) belongs with it.
+        out.push_str(gap(&text[toks[end - 1].1..]).trim_end());
     }
     Some(out)
 }
 
 /// The snippet of the first of `texts` (a record's fields) that holds the
 /// most of the distinct words; the start of the first non-empty field when
-/// none holds one as a whole token (a match the index made by folding
-/// accents, say).
+/// none holds one.
 pub fn best_snippet(texts: &[&str], words: &[String], width: usize) -> String {
     let mut best: Option<(usize, String)> = None;
     for text in texts {
         if let Some(s) = snippet(text, words, width) {
-            let found = words.iter().filter(|w| contains_word(&s, w)).count();
+            let found = marked_words(&s, words);
             if best.as_ref().is_none_or(|(n, _)| found > *n) {
                 best = Some((found, s));
             }
@@ -131,22 +181,36 @@ pub fn best_snippet(texts: &[&str], words: &[String], width: usize) -> String {
     }
 }
 
-/// Whether `snippet` marks `word`.
-fn contains_word(snippet: &str, word: &str) -> bool {
-    snippet
+/// How many of `words` `snippet` marks.
+fn marked_words(snippet: &str, words: &[String]) -> usize {
+    let marked: Vec<String> = snippet
         .split('[')
         .skip(1)
         .filter_map(|s| s.split(']').next())
-        .any(|w| w.to_lowercase() == word)
+        .map(fold)
+        .collect();
+    words.iter().filter(|w| marked.contains(&fold(w))).count()
 }
 
-/// The first `width` tokens of `text`.
+/// The first `width` tokens of `text`, shortened like a snippet.
 pub fn head(text: &str, width: usize) -> String {
     let toks = tokens(text);
-    match toks.get(width) {
-        Some(&(s, _)) => format!("{}...", text[..s].trim_end()),
-        None => text.to_string(),
+    if toks.is_empty() {
+        return clipped(text.trim(), MAX_TOKEN).into_owned();
     }
+    let end = toks.len().min(width);
+    let mut out = String::new();
+    for i in 0..end {
+        let (s, e) = toks[i];
+        if i > 0 {
+            out.push_str(&gap(&text[toks[i - 1].1..s]));
+        }
+        out.push_str(&clipped(&text[s..e], MAX_TOKEN));
+    }
+    if end < toks.len() {
+        out.push_str("...");
+    }
+    out
 }
 
 #[cfg(test)]
@@ -195,6 +259,33 @@ mod tests {
             best_snippet(&fields, &w(&["cache", "eviction"]), 16),
             "about the [cache] and its [eviction]"
         );
-        assert_eq!(best_snippet(&["Café au lait", "x"], &w(&["cafe"]), 2), "Café au...");
+        // Accents and case aside, as the index matches.
+        assert_eq!(best_snippet(&["Café au lait", "x"], &w(&["cafe"]), 2), "[Café] au...");
+        let long = format!("{} then the Café closes.", "w ".repeat(40));
+        assert!(
+            snippet(&long, &w(&["cafe"]), 4)
+                .unwrap()
+                .ends_with("the [Café] closes.")
+        );
+        assert_eq!(snippet("e\u{301}cole", &w(&["ecole"]), 4).unwrap(), "[e\u{301}cole]");
+        assert_eq!(snippet("İstanbul", &w(&["istanbul"]), 4).unwrap(), "[İstanbul]");
+        // No word: the start of the first field, shortened.
+        assert_eq!(best_snippet(&["", "one two three"], &w(&["zzz"]), 2), "one two...");
+    }
+
+    /// Long runs without words, and very long tokens, are shortened.
+    #[test]
+    fn snippets_stay_short() {
+        let text = format!("alpha {} omega", "!".repeat(1_000_000));
+        let s = snippet(&text, &w(&["alpha", "omega"]), 16).unwrap();
+        assert!(s.len() < 100, "{}", s.len());
+        let cjk = "字".repeat(300_000);
+        assert!(head(&cjk, 16).len() < 200);
+        let emoji = format!("Café {}", "🚀".repeat(250_000));
+        assert!(best_snippet(&[&emoji], &w(&["zzz"]), 16).len() < 200);
+        // Many query words cost one lookup per token.
+        let many: Vec<String> = (0..500).map(|i| format!("w{i}")).collect();
+        let text = (0..100_000).map(|i| format!("w{} ", i % 700)).collect::<String>();
+        assert!(snippet(&text, &many, 16).is_some());
     }
 }

@@ -563,12 +563,57 @@ async fn every_pattern_and_note_is_listed_page_by_page() {
     uris.sort_unstable();
     uris.dedup();
     assert_eq!(uris.len(), n, "no resource listed twice");
-    let bad = s
-        .client
-        .list_resources(Some(
-            rmcp::model::PaginatedRequestParams::default().with_cursor(Some("x".into())),
-        ))
-        .await;
-    assert!(bad.is_err());
+    for cursor in ["x", "knowledge:5", "knowledge:p:-1", "knowledge:q:5", "knowledge:p:+5"] {
+        let bad = s
+            .client
+            .list_resources(Some(
+                rmcp::model::PaginatedRequestParams::default().with_cursor(Some(cursor.into())),
+            ))
+            .await;
+        assert!(bad.is_err(), "{cursor}");
+    }
+
+    // Changes between pages neither hide nor repeat what was there before.
+    let store = Store::open(&db, OpenOptionsStore::default()).unwrap();
+    let first = s.client.list_resources(None).await.unwrap();
+    let on_first: Vec<String> = first.resources.iter().map(|r| r.uri.clone()).collect();
+    let id_of = |uri: &str| uri.rsplit('/').next().unwrap().to_string();
+    let gone: Vec<String> = on_first
+        .iter()
+        .filter(|u| u.contains("/patterns/"))
+        .take(3)
+        .map(|u| id_of(u))
+        .collect();
+    for id in &gone {
+        store.delete_pattern(id).unwrap();
+    }
+    store
+        .create_pattern(NewPattern {
+            title: "Made between pages".into(),
+            description: "d".into(),
+            content: "c".into(),
+            ..Default::default()
+        })
+        .unwrap();
+    let mut seen = on_first.clone();
+    let mut cursor = first.next_cursor.clone();
+    while let Some(c) = cursor {
+        let page = s
+            .client
+            .list_resources(Some(
+                rmcp::model::PaginatedRequestParams::default().with_cursor(Some(c)),
+            ))
+            .await
+            .unwrap();
+        seen.extend(page.resources.iter().map(|r| r.uri.clone()));
+        cursor = page.next_cursor;
+    }
+    let n = seen.len();
+    seen.sort_unstable();
+    seen.dedup();
+    assert_eq!(seen.len(), n, "listed twice");
+    let patterns = seen.iter().filter(|u| u.contains("/patterns/")).count();
+    let notes = seen.iter().filter(|u| u.contains("/notes/")).count();
+    assert_eq!((patterns, notes), (230, 190), "what existed throughout is listed once");
     s.stop().await;
 }
