@@ -197,6 +197,10 @@ pub async fn bind_root(gw: &Gateway, args: Args, ctx: Option<&RequestContext<Rol
             }
         })
         .collect();
+    // The same root listed twice is one root.
+    let mut matching = matching;
+    let mut seen = std::collections::HashSet::new();
+    matching.retain(|r| seen.insert(r.uri.clone()));
     // Two roots of one name (`/a/app` and `/b/app`): which one is meant is
     // the agent's call, not a guess.
     if matching.len() > 1 {

@@ -21,7 +21,7 @@ pub const MAX_TAG_CHARS: usize = 64;
 
 /// The ASCII spelling of common accented Latin letters, so that "Café" and
 /// "Über" keep their words in a slug.
-pub(crate) fn ascii_of(c: char) -> Option<&'static str> {
+fn ascii_of(c: char) -> Option<&'static str> {
     Some(match c {
         'à' | 'á' | 'â' | 'ã' | 'ä' | 'å' | 'ā' | 'ă' | 'ą' => "a",
         'æ' => "ae",

@@ -337,30 +337,43 @@ impl Store {
     /// shift the ones not listed yet. Answers up to `limit` items, and
     /// whether more follow.
     pub fn knowledge_items(&self, after: Option<(bool, i64)>, limit: u32) -> Result<(Vec<KnowledgeItem>, bool)> {
-        let (after_kind, after_seq) = match after {
-            None => (-1, i64::MAX),
-            Some((note, seq)) => (i64::from(note), seq),
-        };
+        // Each table read backwards along its primary key from where the
+        // previous page stopped: a page costs its own rows, however many
+        // there are before it.
+        let want = limit as usize + 1;
         self.read(|tx| {
-            let mut items = tx
-                .prepare_cached(
-                    "SELECT kind, id, title, description, seq FROM (
-                         SELECT 0 AS kind, id, title, description, seq FROM knowledge_patterns
-                         UNION ALL
-                         SELECT 1, id, title, '', seq FROM scratchpad_notes)
-                     WHERE kind > ?1 OR (kind = ?1 AND seq < ?2)
-                     ORDER BY kind, seq DESC LIMIT ?3",
-                )?
-                .query_map(params![after_kind, after_seq, i64::from(limit) + 1], |r| {
-                    Ok(KnowledgeItem {
-                        note: r.get::<_, i64>(0)? == 1,
-                        id: r.get(1)?,
-                        title: r.get(2)?,
-                        description: r.get(3)?,
-                        seq: r.get(4)?,
-                    })
-                })?
-                .collect::<rusqlite::Result<Vec<_>>>()?;
+            let mut items = Vec::with_capacity(want);
+            let read = |note: bool, below: i64, n: usize, items: &mut Vec<KnowledgeItem>| -> Result<()> {
+                let sql = if note {
+                    "SELECT id, title, '', seq FROM scratchpad_notes WHERE seq < ?1 ORDER BY seq DESC LIMIT ?2"
+                } else {
+                    "SELECT id, title, description, seq FROM knowledge_patterns WHERE seq < ?1 ORDER BY seq DESC LIMIT ?2"
+                };
+                let rows = tx
+                    .prepare_cached(sql)?
+                    .query_map(params![below, n as i64], |r| {
+                        Ok(KnowledgeItem {
+                            note,
+                            id: r.get(0)?,
+                            title: r.get(1)?,
+                            description: r.get(2)?,
+                            seq: r.get(3)?,
+                        })
+                    })?
+                    .collect::<rusqlite::Result<Vec<_>>>()?;
+                items.extend(rows);
+                Ok(())
+            };
+            match after {
+                Some((true, seq)) => read(true, seq, want, &mut items)?,
+                _ => {
+                    let below = after.map_or(i64::MAX, |(_, seq)| seq);
+                    read(false, below, want, &mut items)?;
+                    if items.len() < want {
+                        read(true, i64::MAX, want - items.len(), &mut items)?;
+                    }
+                }
+            }
             let more = items.len() > limit as usize;
             items.truncate(limit as usize);
             Ok((items, more))

@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use crate::knowledge::ascii_of;
+use unicode_normalization::UnicodeNormalization;
 
 /// Longest run of text between two tokens a snippet shows whole.
 const MAX_GAP: usize = 24;
@@ -44,20 +44,16 @@ fn tokens(text: &str) -> Vec<(usize, usize)> {
     out
 }
 
-/// A word as the index compares it: lower case, accents removed (the index
-/// folds them: a search for `cafe` finds `Café`).
+/// A word as the index compares it: accents removed (decomposed, combining
+/// marks dropped, as the index's tokenizer folds them: a search for `cafe`
+/// finds `Café`, `bucuresti` finds `București`), lower case, final sigma as
+/// sigma. Letters the index keeps whole (ß, æ, ø, ł) stay as they are.
 pub fn fold(word: &str) -> String {
-    let mut out = String::with_capacity(word.len());
-    for c in word.chars().flat_map(char::to_lowercase) {
-        if combining(c) {
-            continue;
-        }
-        match ascii_of(c) {
-            Some(plain) => out.push_str(plain),
-            None => out.push(c),
-        }
-    }
-    out
+    word.nfd()
+        .filter(|c| !combining(*c))
+        .flat_map(char::to_lowercase)
+        .map(|c| if c == 'ς' { 'σ' } else { c })
+        .collect()
 }
 
 /// `text` whole when short, else its first `max` characters and `...`.
@@ -134,6 +130,9 @@ pub fn snippet(text: &str, words: &[String], width: usize) -> Option<String> {
     let mut out = String::new();
     if start > 0 {
         out.push_str("...");
+    } else {
+        // What comes before the first word (a quote, a backtick) belongs with it.
+        out.push_str(gap(&text[..toks[0].0]).trim_start());
     }
     for i in start..end {
         let (s, e) = toks[i];
@@ -269,6 +268,19 @@ mod tests {
         );
         assert_eq!(snippet("e\u{301}cole", &w(&["ecole"]), 4).unwrap(), "[e\u{301}cole]");
         assert_eq!(snippet("İstanbul", &w(&["istanbul"]), 4).unwrap(), "[İstanbul]");
+        for (text, word) in [
+            ("la Bucureștiul vechi", "bucurestiul"),
+            ("ĉiuj homoj", "ciuj"),
+            ("người Việt", "nguoi"),
+            ("Ķiefer", "kiefer"),
+            ("ΣΊΣΥΦΟΣ", "σίσυφος"),
+        ] {
+            let s = snippet(text, &w(&[word]), 8).unwrap_or_default();
+            assert!(s.contains('['), "{text} / {word}: {s}");
+        }
+        // The index keeps ß whole: strasse does not find straße.
+        assert_eq!(snippet("straße", &w(&["strasse"]), 4), None);
+        assert_eq!(snippet("`thought` args", &w(&["args"]), 4).unwrap(), "`thought` [args]");
         // No word: the start of the first field, shortened.
         assert_eq!(best_snippet(&["", "one two three"], &w(&["zzz"]), 2), "one two...");
     }

@@ -381,3 +381,33 @@ async fn a_name_two_roots_share_is_not_a_guess() {
     assert_eq!(b["boundRoot"]["uri"], "file:///b/app");
     s.stop().await;
 }
+
+/// A client that lists one root twice.
+#[derive(Clone)]
+pub struct RepeatedRootClient;
+
+impl ClientHandler for RepeatedRootClient {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::builder().enable_roots().build(),
+            Implementation::new("repeated-root-client", "1.0.0"),
+        )
+    }
+
+    async fn list_roots(&self, _context: RequestContext<RoleClient>) -> Result<ListRootsResult, ErrorData> {
+        Ok(ListRootsResult::new(vec![
+            Root::new("file:///a/app"),
+            Root::new("file:///a/app"),
+        ]))
+    }
+}
+
+/// One root listed twice is one root: binding it by name works.
+#[tokio::test]
+async fn a_root_listed_twice_is_one_root() {
+    let (_d, db) = temp_db();
+    let s = start_with(RepeatedRootClient, command(&db)).await;
+    let b = s.ok("bind_root", json!({ "name": "app" })).await;
+    assert_eq!(b["boundRoot"]["uri"], "file:///a/app");
+    s.stop().await;
+}
