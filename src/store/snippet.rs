@@ -49,6 +49,9 @@ fn tokens(text: &str) -> Vec<(usize, usize)> {
 /// finds `Café`, `bucuresti` finds `București`), lower case, final sigma as
 /// sigma. Letters the index keeps whole (ß, æ, ø, ł) stay as they are.
 pub fn fold(word: &str) -> String {
+    if word.is_ascii() {
+        return word.to_ascii_lowercase();
+    }
     word.nfd()
         .filter(|c| !combining(*c))
         .flat_map(char::to_lowercase)
