@@ -25,6 +25,9 @@ use super::snippet::best_snippet;
 use crate::domain::Session;
 use crate::error::Result;
 
+/// Query words past which scoring looks words up instead of comparing each.
+const MANY_WORDS: usize = 8;
+
 /// Tokens in a search snippet.
 pub(crate) const SNIPPET_TOKENS: usize = 16;
 
@@ -67,24 +70,46 @@ fn bm25_idf(total: f64, df: f64) -> f64 {
 /// BM25 of each candidate, best first, ties to the newest. Every candidate
 /// matched every word, so a word counts at least once even where the index
 /// folded it differently (diacritics) from this simple tokenizer.
-fn score_candidates(candidates: &[Candidate], words: &[String], idf: &[f64]) -> Vec<(usize, f64)> {
-    // Per candidate: its length in tokens and each query word's count,
-    // compared case-insensitively in place (no allocation per token).
-    let counts: Vec<(usize, Vec<usize>)> = candidates
-        .iter()
-        .map(|c| {
-            let mut tf = vec![0usize; words.len()];
-            let mut len = 0usize;
-            for token in c.text.split(|ch: char| !ch.is_alphanumeric()).filter(|t| !t.is_empty()) {
-                len += 1;
+/// A text's length in tokens and each query word's count in it, compared
+/// one by one, or looked up in `lookup` (word to its index) when given.
+fn term_counts(text: &str, words: &[String], lookup: Option<&HashMap<&str, usize>>) -> (usize, Vec<usize>) {
+    let mut tf = vec![0usize; words.len()];
+    let mut len = 0usize;
+    for token in text.split(|ch: char| !ch.is_alphanumeric()).filter(|t| !t.is_empty()) {
+        len += 1;
+        match lookup {
+            Some(index) => {
+                let lower = if token.is_ascii() {
+                    token.to_ascii_lowercase()
+                } else {
+                    token.to_lowercase()
+                };
+                if let Some(&i) = index.get(lower.as_str()) {
+                    tf[i] += 1;
+                }
+            }
+            None => {
                 for (i, w) in words.iter().enumerate() {
                     if token.len() >= w.len() && token.chars().flat_map(char::to_lowercase).eq(w.chars()) {
                         tf[i] += 1;
                     }
                 }
             }
-            (len, tf)
-        })
+        }
+    }
+    (len, tf)
+}
+
+fn score_candidates(candidates: &[Candidate], words: &[String], idf: &[f64]) -> Vec<(usize, f64)> {
+    // Per candidate: its length in tokens and each query word's count,
+    // compared case-insensitively. A few words are compared in place (no
+    // allocation per token); many are looked up, one lower-casing per token,
+    // so the cost does not grow with the number of words.
+    let lookup: Option<HashMap<&str, usize>> =
+        (words.len() > MANY_WORDS).then(|| words.iter().enumerate().map(|(i, w)| (w.as_str(), i)).collect());
+    let counts: Vec<(usize, Vec<usize>)> = candidates
+        .iter()
+        .map(|c| term_counts(&c.text, words, lookup.as_ref()))
         .collect();
     let avg_len = (counts.iter().map(|(l, _)| *l).sum::<usize>() as f64 / counts.len() as f64).max(1.0);
     let mut scored: Vec<(usize, f64)> = counts
@@ -375,6 +400,21 @@ mod tests {
         // normalisation); equal texts: newest first.
         assert_eq!(order, vec![2, 4, 1, 3]);
         assert_eq!(query_words("Redis, REDIS and cache!"), vec!["and", "cache", "redis"]);
+    }
+
+    /// Many query words are counted as a few are: looked up rather than
+    /// compared one by one, with the same counts.
+    #[test]
+    fn many_words_are_counted_as_few_are() {
+        let text = "Redis cache misses; the CACHE warms slowly. Über alles, über den Cache.";
+        let mut words: Vec<String> = vec!["cache".into(), "über".into(), "redis".into()];
+        words.extend((0..20).map(|i| format!("filler{i}")));
+        let index: HashMap<&str, usize> = words.iter().enumerate().map(|(i, w)| (w.as_str(), i)).collect();
+        let compared = term_counts(text, &words, None);
+        let looked_up = term_counts(text, &words, Some(&index));
+        assert_eq!(compared, looked_up);
+        assert_eq!(&compared.1[..3], &[3, 2, 1]);
+        assert_eq!(compared.0, 12);
     }
 
     #[test]
