@@ -117,6 +117,11 @@ impl Error {
         }
     }
 
+    /// Whether another connection's lock outlasted the wait.
+    pub fn is_busy(&self) -> bool {
+        matches!(self, Error::Database(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy))
+    }
+
     /// The specification's error code for this error.
     pub fn code(&self) -> &'static str {
         match self {

@@ -136,6 +136,21 @@ impl Writer {
             tokio::task::yield_now().await;
         }
     }
+
+    /// [`Writer::index_pending`] before a search: it gives up after a short
+    /// wait for another program's write lock (the search then reads what is
+    /// still pending itself) rather than failing after the busy timeout.
+    pub async fn index_before_search(&self) -> Result<()> {
+        loop {
+            match self.run(|s| s.index_pending_for_search(INDEX_BATCH)).await {
+                Ok(0) => return Ok(()),
+                Ok(_) => {}
+                Err(e) if e.is_busy() => return Ok(()),
+                Err(e) => return Err(e),
+            }
+            tokio::task::yield_now().await;
+        }
+    }
 }
 
 /// Run one job; a panic fails that job (its caller gets an error) and

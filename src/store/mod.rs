@@ -671,6 +671,16 @@ impl Store {
         Tx::run(&conn, "BEGIN IMMEDIATE", "COMMIT", f)
     }
 
+    /// [`Store::write`], waiting at most `wait` for another connection's
+    /// write lock instead of the whole busy timeout.
+    pub(crate) fn write_within<T>(&self, wait: Duration, f: impl FnOnce(&Tx<'_>) -> Result<T>) -> Result<T> {
+        let conn = self.conn()?;
+        conn.busy_timeout(wait)?;
+        let outcome = Tx::run(&conn, "BEGIN IMMEDIATE", "COMMIT", f);
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        outcome
+    }
+
     /// Run `f` in a read transaction (one consistent snapshot).
     pub(crate) fn read<T>(&self, f: impl FnOnce(&Tx<'_>) -> Result<T>) -> Result<T> {
         let conn = self.conn()?;

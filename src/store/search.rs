@@ -15,15 +15,37 @@
 //! found in a thousand; a rare word is ranked exactly; ties go to the newest.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use rusqlite::params;
 use serde::Serialize;
 
 use super::Store;
 use super::sessions::{SESSION_COLUMNS, session_from_row};
-use super::snippet::best_snippet;
+use super::snippet::{best_snippet, fold};
 use crate::domain::Session;
 use crate::error::Result;
+
+/// How long a search waits for another program's write lock to index
+/// what is pending, before reading the pending thoughts itself.
+pub const SEARCH_INDEX_WAIT: Duration = Duration::from_millis(200);
+
+/// Pending thoughts a search reads itself, newest first (normally none: the
+/// server indexes right after its writes).
+const PENDING_SCAN: i64 = 10_000;
+
+/// Whether `text` holds each of `words` as a whole word, compared as the
+/// index compares them (case and accents aside).
+fn holds_every_word(text: &str, words: &[String]) -> bool {
+    let mut missing: std::collections::HashSet<String> = words.iter().map(|w| fold(w)).collect();
+    for token in text.split(|ch: char| !ch.is_alphanumeric()).filter(|t| !t.is_empty()) {
+        missing.remove(&fold(token));
+        if missing.is_empty() {
+            return true;
+        }
+    }
+    missing.is_empty()
+}
 
 /// Query words past which scoring looks words up instead of comparing each.
 const MANY_WORDS: usize = 8;
@@ -176,6 +198,34 @@ impl Store {
     /// Index up to `max_rows` thoughts not yet in the full-text index.
     /// Returns how many were indexed.
     pub fn index_pending(&self, max_rows: i64) -> Result<usize> {
+        self.index_batch(max_rows, None)
+    }
+
+    /// [`Store::index_pending`] for a search about to run: it waits at most
+    /// [`SEARCH_INDEX_WAIT`] for another program's write transaction (a
+    /// `sqlite3` shell inside `BEGIN IMMEDIATE`), and gives up with a busy
+    /// error; the search then reads the thoughts still pending itself.
+    pub fn index_pending_for_search(&self, max_rows: i64) -> Result<usize> {
+        self.index_batch(max_rows, Some(SEARCH_INDEX_WAIT))
+    }
+
+    /// Index what is pending before a search, as far as another program's
+    /// write lock allows (see [`Store::index_pending_for_search`]).
+    pub fn index_before_search(&self) -> Result<()> {
+        loop {
+            match self.index_pending_for_search(2000) {
+                Ok(0) => return Ok(()),
+                Ok(_) => {}
+                Err(e) if e.is_busy() => {
+                    tracing::debug!("another connection holds the write lock; searching the pending thoughts directly");
+                    return Ok(());
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    fn index_batch(&self, max_rows: i64, wait: Option<Duration>) -> Result<usize> {
         let pending = self.read(|tx| {
             Ok(tx
                 .prepare_cached(
@@ -186,12 +236,12 @@ impl Store {
         if !pending {
             return Ok(0);
         }
-        self.write(|tx| {
-            let from: i64 = tx.query_row("SELECT indexed_through FROM thoughts_fts_state WHERE id = 1", [], |r| r.get(0))?;
+        let batch = |tx: &super::Tx<'_>| -> Result<usize> {
+            let from: i64 = tx.query_row("SELECT indexed_through FROM thoughts_fts_state WHERE id = 1", [], |r| {
+                r.get(0)
+            })?;
             let through: Option<i64> = tx
-                .prepare_cached(
-                    "SELECT MAX(id) FROM (SELECT id FROM thoughts WHERE id > ?1 ORDER BY id LIMIT ?2)",
-                )?
+                .prepare_cached("SELECT MAX(id) FROM (SELECT id FROM thoughts WHERE id > ?1 ORDER BY id LIMIT ?2)")?
                 .query_row(params![from, max_rows], |r| r.get(0))?;
             let Some(through) = through else { return Ok(0) };
             let n = tx
@@ -199,9 +249,16 @@ impl Store {
                     "INSERT INTO thoughts_fts (rowid, thought) SELECT id, thought FROM thoughts WHERE id > ?1 AND id <= ?2",
                 )?
                 .execute(params![from, through])?;
-            tx.execute("UPDATE thoughts_fts_state SET indexed_through = ?1 WHERE id = 1", [through])?;
+            tx.execute(
+                "UPDATE thoughts_fts_state SET indexed_through = ?1 WHERE id = 1",
+                [through],
+            )?;
             Ok(n)
-        })
+        };
+        match wait {
+            Some(wait) => self.write_within(wait, batch),
+            None => self.write(batch),
+        }
     }
 
     /// Index everything pending, in batches.
@@ -219,7 +276,7 @@ impl Store {
     /// Thoughts matching all words of `text`, best first: BM25 over the
     /// newest [`CANDIDATES`] matches (see the module comment).
     pub fn search_thoughts(&self, text: &str, limit: u32) -> Result<Vec<ThoughtHit>> {
-        self.index_all_pending()?;
+        self.index_before_search()?;
         self.search_thoughts_indexed(text, limit)
     }
 
@@ -247,6 +304,28 @@ impl Store {
                     })
                 })?
                 .collect::<rusqlite::Result<_>>()?;
+            // Thoughts not in the index yet (another program's write lock
+            // kept it from catching up): read here, newest first, and kept
+            // when they hold every word, as the index would match them.
+            let mut candidates: Vec<Candidate> = candidates;
+            let pending = tx
+                .prepare_cached(
+                    "SELECT t.id, t.session_id, t.thought_number, t.branch_id, t.node_id, t.thought FROM thoughts AS t
+                     WHERE t.id > (SELECT indexed_through FROM thoughts_fts_state WHERE id = 1)
+                     ORDER BY t.id DESC LIMIT ?1",
+                )?
+                .query_map([PENDING_SCAN], |r| {
+                    Ok(Candidate {
+                        rowid: r.get(0)?,
+                        session_id: r.get(1)?,
+                        thought_number: r.get(2)?,
+                        branch_id: r.get(3)?,
+                        node_id: r.get(4)?,
+                        text: r.get(5)?,
+                    })
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            candidates.extend(pending.into_iter().filter(|c| holds_every_word(&c.text, &words)));
             if candidates.is_empty() {
                 return Ok(Vec::new());
             }
@@ -304,7 +383,7 @@ impl Store {
     /// `session search`: sessions matching by their own fields or their
     /// thoughts, each with its matching thoughts (numbers and snippets).
     pub fn search(&self, text: &str, limit: u32) -> Result<Vec<SessionHits>> {
-        self.index_all_pending()?;
+        self.index_before_search()?;
         self.search_indexed(text, limit)
     }
 
@@ -415,6 +494,57 @@ mod tests {
         assert_eq!(compared, looked_up);
         assert_eq!(&compared.1[..3], &[3, 2, 1]);
         assert_eq!(compared.0, 12);
+    }
+
+    /// While another program holds the write lock (a `sqlite3` shell inside
+    /// `BEGIN IMMEDIATE`), pending thoughts cannot be indexed: a search reads
+    /// them itself rather than failing after the busy timeout.
+    #[test]
+    fn search_reads_pending_thoughts_when_it_cannot_index_them() {
+        use crate::domain::{NewSession, ThoughtInput};
+        use crate::store::Target;
+        let (_d, store) = temp_store();
+        let s = store.create_session(NewSession::titled("locked")).unwrap();
+        for text in [
+            "indexed cache note",
+            "The Café cache, pending",
+            "unrelated pending text",
+        ] {
+            store
+                .append_thought(
+                    Target::Session(s.id.clone()),
+                    ThoughtInput {
+                        thought: text.into(),
+                        next_thought_needed: true,
+                        ..Default::default()
+                    },
+                )
+                .unwrap();
+            if text.starts_with("indexed") {
+                store.index_all_pending().unwrap();
+            }
+        }
+        let shell = rusqlite::Connection::open(store.path()).unwrap();
+        shell.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let hits = store.search_thoughts("cafe cache", 10).unwrap();
+        assert_eq!(hits.len(), 1, "{hits:?}");
+        assert_eq!(hits[0].thought_number, 2);
+        assert!(hits[0].snippet.contains("[Café] [cache]"), "{}", hits[0].snippet);
+        assert_eq!(store.search_thoughts("cache", 10).unwrap().len(), 2);
+        assert_eq!(store.search("pending", 10).unwrap()[0].matches.len(), 2);
+        shell.execute_batch("ROLLBACK").unwrap();
+        // Once the lock is gone, the next search indexes them.
+        store.search_thoughts("cache", 10).unwrap();
+        let pending: i64 = store
+            .conn()
+            .unwrap()
+            .query_row(
+                "SELECT count(*) FROM thoughts WHERE id > (SELECT indexed_through FROM thoughts_fts_state)",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(pending, 0);
     }
 
     #[test]

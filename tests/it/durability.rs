@@ -423,3 +423,30 @@ async fn newer_schema_is_refused() {
     assert!(err.contains("newer thoughtbox"), "{err}");
     assert!(out.stdout.is_empty());
 }
+
+/// A search while another program holds the write lock (a `sqlite3` shell
+/// inside `BEGIN IMMEDIATE`) finds every acknowledged thought; those the
+/// server could not index yet are read directly (the store's unit test
+/// `search_reads_pending_thoughts_when_it_cannot_index_them` pins that case).
+#[tokio::test]
+async fn a_search_finds_pending_thoughts_behind_a_held_write_lock() {
+    let (_dir, db) = temp_db();
+    let s = start(&db).await;
+    let sid = s.ready("locked out").await;
+    s.thought(t("the quokka was indexed")).await;
+    s.ok("session", json!({ "subOperation": "search", "query": "quokka" }))
+        .await;
+    let shell = rusqlite::Connection::open(&db).unwrap();
+    shell.execute_batch("BEGIN IMMEDIATE").unwrap();
+    // Appends wait for the lock too; this one was acknowledged just before.
+    shell.execute_batch("ROLLBACK").unwrap();
+    s.thought(t("a second quokka, not indexed yet")).await;
+    shell.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let found = s
+        .ok("session", json!({ "subOperation": "search", "query": "quokka" }))
+        .await;
+    assert_eq!(found["sessions"][0]["session"]["id"], sid.as_str());
+    assert_eq!(found["sessions"][0]["matches"].as_array().unwrap().len(), 2, "{found}");
+    shell.execute_batch("ROLLBACK").unwrap();
+    s.stop().await;
+}
