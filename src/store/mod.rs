@@ -442,6 +442,27 @@ fn ensure_config(conn: &Connection) -> Result<()> {
     Ok(())
 }
 
+/// A shorter busy timeout on a pooled connection for one operation, put
+/// back to [`BUSY_TIMEOUT`] when dropped, also on an error or a panic: a
+/// connection returned to the pool with the short wait would make later
+/// writes give up early.
+struct ShortWait<'c>(&'c Connection);
+
+impl<'c> ShortWait<'c> {
+    fn set(conn: &'c Connection, wait: Duration) -> Result<ShortWait<'c>> {
+        conn.busy_timeout(wait)?;
+        Ok(ShortWait(conn))
+    }
+}
+
+impl Drop for ShortWait<'_> {
+    fn drop(&mut self) {
+        if let Err(e) = self.0.busy_timeout(BUSY_TIMEOUT) {
+            tracing::warn!("could not restore the busy timeout: {e}");
+        }
+    }
+}
+
 /// Ledger connections of this process not yet closed.
 static OPEN_CONNECTIONS: AtomicUsize = AtomicUsize::new(0);
 
@@ -675,10 +696,8 @@ impl Store {
     /// write lock instead of the whole busy timeout.
     pub(crate) fn write_within<T>(&self, wait: Duration, f: impl FnOnce(&Tx<'_>) -> Result<T>) -> Result<T> {
         let conn = self.conn()?;
-        conn.busy_timeout(wait)?;
-        let outcome = Tx::run(&conn, "BEGIN IMMEDIATE", "COMMIT", f);
-        conn.busy_timeout(BUSY_TIMEOUT)?;
-        outcome
+        let _restore = ShortWait::set(&conn, wait)?;
+        Tx::run(&conn, "BEGIN IMMEDIATE", "COMMIT", f)
     }
 
     /// Run `f` in a read transaction (one consistent snapshot).
@@ -792,9 +811,10 @@ impl Store {
     /// With a short wait the checkpoint gives up instead, for a later try.
     pub fn checkpoint_within(&self, wait: Duration) -> Result<bool> {
         let conn = self.conn()?;
-        conn.busy_timeout(wait)?;
-        let outcome = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get::<_, i64>(0));
-        conn.busy_timeout(BUSY_TIMEOUT)?;
+        let outcome = {
+            let _restore = ShortWait::set(&conn, wait)?;
+            conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get::<_, i64>(0))
+        };
         match outcome {
             Ok(busy) => Ok(busy == 0),
             Err(rusqlite::Error::SqliteFailure(e, _)) if e.code == rusqlite::ErrorCode::DatabaseBusy => Ok(false),
@@ -1191,5 +1211,43 @@ mod tests {
             .query_row("SELECT max(version) FROM refinery_schema_history", [], |r| r.get(0))
             .unwrap();
         assert_eq!(n, latest - 1);
+    }
+
+    /// A short wait for the write lock is undone whatever happens inside it:
+    /// a pooled connection never goes back with it.
+    #[test]
+    fn a_short_wait_is_undone_after_errors_and_panics() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(
+            dir.path().join("t.db"),
+            OpenOptionsStore {
+                pool_size: Some(1),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let timeout = |store: &Store| -> i64 {
+            store
+                .conn()
+                .unwrap()
+                .query_row("PRAGMA busy_timeout", [], |r| r.get(0))
+                .unwrap()
+        };
+        assert_eq!(timeout(&store), BUSY_TIMEOUT.as_millis() as i64);
+        let failed: Result<()> = store.write_within(Duration::from_millis(5), |_| Err(Error::Internal("no".into())));
+        assert!(failed.is_err());
+        assert_eq!(timeout(&store), BUSY_TIMEOUT.as_millis() as i64);
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _: Result<()> = store.write_within(Duration::from_millis(5), |_| panic!("inside"));
+        }));
+        assert!(panicked.is_err());
+        assert_eq!(timeout(&store), BUSY_TIMEOUT.as_millis() as i64);
+        // Held elsewhere: the short wait gives up with a busy error.
+        let shell = Connection::open(dir.path().join("t.db")).unwrap();
+        shell.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let busy = store.write_within(Duration::from_millis(20), |_| Ok(())).unwrap_err();
+        assert!(busy.is_busy(), "{busy}");
+        shell.execute_batch("ROLLBACK").unwrap();
+        assert_eq!(timeout(&store), BUSY_TIMEOUT.as_millis() as i64);
     }
 }
