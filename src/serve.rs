@@ -99,7 +99,7 @@ async fn blocking<T: Send + 'static>(store: &Store, f: impl FnOnce(&Store) -> Re
 }
 
 async fn index_pending(writer: &Writer) {
-    if let Err(e) = writer.index_pending().await {
+    if let Err(e) = writer.index_unless_locked().await {
         tracing::warn!("full-text indexing failed: {e}");
     }
 }

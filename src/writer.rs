@@ -124,28 +124,21 @@ const INDEX_BATCH: i64 = 128;
 
 impl Writer {
     /// Bring the full-text index up to date, one batch per job so that
-    /// appends interleave with a long backlog. Answers how many thoughts
-    /// were indexed.
-    pub async fn index_pending(&self) -> Result<usize> {
-        let mut total = 0;
-        loop {
-            match self.run(|s| s.index_pending(INDEX_BATCH)).await? {
-                0 => return Ok(total),
-                n => total += n,
-            }
-            tokio::task::yield_now().await;
-        }
-    }
-
-    /// [`Writer::index_pending`] before a search: it gives up after a short
-    /// wait for another program's write lock (the search then reads what is
-    /// still pending itself) rather than failing after the busy timeout.
-    pub async fn index_before_search(&self) -> Result<()> {
+    /// appends interleave with a long backlog. Each batch waits only briefly
+    /// ([`crate::store::SEARCH_INDEX_WAIT`]) for another program's write lock
+    /// (a `sqlite3` shell inside `BEGIN IMMEDIATE`) and gives up while it is
+    /// held, rather than holding up this thread, and every request queued
+    /// behind it, for the whole busy timeout; searches read what is still
+    /// pending themselves, and the next pause in writes tries again.
+    pub async fn index_unless_locked(&self) -> Result<()> {
         loop {
             match self.run(|s| s.index_pending_for_search(INDEX_BATCH)).await {
                 Ok(0) => return Ok(()),
                 Ok(_) => {}
-                Err(e) if e.is_busy() => return Ok(()),
+                Err(e) if e.is_busy() => {
+                    tracing::debug!("another connection holds the write lock: indexing waits for the next pause");
+                    return Ok(());
+                }
                 Err(e) => return Err(e),
             }
             tokio::task::yield_now().await;

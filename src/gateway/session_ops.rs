@@ -92,7 +92,7 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
     let q = query.clone();
     // Thoughts still waiting for the full-text index are indexed first, by
     // the writer thread like every other write of this server.
-    gw.writer.index_before_search().await?;
+    gw.writer.index_unless_locked().await?;
     let (hits, pattern_hits, note_hits) = gw
         .blocking(move |s| {
             let hits = s.search_indexed(&q, limit)?;

@@ -33,7 +33,7 @@ use crate::error::{Error, Result};
 pub use import::ImportOutcome;
 pub use knowledge::KnowledgeItem;
 pub use repair::RepairReport;
-pub use search::{SearchHit, SessionHits, ThoughtHit, fts_query};
+pub use search::{SEARCH_INDEX_WAIT, SearchHit, SessionHits, ThoughtHit, fts_query};
 pub use sessions::SessionPage;
 pub use stats::{FileSizes, LedgerStats};
 pub use thoughts::{Appended, SessionSnapshot, Shape, Target, ThoughtQuery};

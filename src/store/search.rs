@@ -22,7 +22,7 @@ use serde::Serialize;
 
 use super::Store;
 use super::sessions::{SESSION_COLUMNS, session_from_row};
-use super::snippet::{best_snippet, fold};
+use super::snippet::{best_snippet, fold, tokens};
 use crate::domain::Session;
 use crate::error::Result;
 
@@ -38,8 +38,8 @@ const PENDING_SCAN: i64 = 10_000;
 /// index compares them (case and accents aside).
 fn holds_every_word(text: &str, words: &[String]) -> bool {
     let mut missing: std::collections::HashSet<String> = words.iter().map(|w| fold(w)).collect();
-    for token in text.split(|ch: char| !ch.is_alphanumeric()).filter(|t| !t.is_empty()) {
-        missing.remove(&fold(token));
+    for (start, end) in tokens(text) {
+        missing.remove(&fold(&text[start..end]));
         if missing.is_empty() {
             return true;
         }
@@ -101,10 +101,12 @@ fn term_counts(text: &str, words: &[String], lookup: Option<&HashMap<&str, usize
         len += 1;
         match lookup {
             Some(index) => {
-                let lower = if token.is_ascii() {
+                // Letter by letter, as the comparison below lower-cases
+                // (str::to_lowercase would make a final sigma ς).
+                let lower: String = if token.is_ascii() {
                     token.to_ascii_lowercase()
                 } else {
-                    token.to_lowercase()
+                    token.chars().flat_map(char::to_lowercase).collect()
                 };
                 if let Some(&i) = index.get(lower.as_str()) {
                     tf[i] += 1;
@@ -325,7 +327,12 @@ impl Store {
                     })
                 })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
-            candidates.extend(pending.into_iter().filter(|c| holds_every_word(&c.text, &words)));
+            let indexed: std::collections::HashSet<i64> = candidates.iter().map(|c| c.rowid).collect();
+            candidates.extend(
+                pending
+                    .into_iter()
+                    .filter(|c| !indexed.contains(&c.rowid) && holds_every_word(&c.text, &words)),
+            );
             if candidates.is_empty() {
                 return Ok(Vec::new());
             }
@@ -509,6 +516,7 @@ mod tests {
             "indexed cache note",
             "The Café cache, pending",
             "unrelated pending text",
+            "my re\u{301}sume\u{301}, мой дом",
         ] {
             store
                 .append_thought(
@@ -532,6 +540,12 @@ mod tests {
         assert!(hits[0].snippet.contains("[Café] [cache]"), "{}", hits[0].snippet);
         assert_eq!(store.search_thoughts("cache", 10).unwrap().len(), 2);
         assert_eq!(store.search("pending", 10).unwrap()[0].matches.len(), 2);
+        // Matched as the index would: a decomposed accent stays in its word,
+        // and Cyrillic accents are kept.
+        assert_eq!(store.search_thoughts("resume", 10).unwrap().len(), 1);
+        assert!(store.search_thoughts("sume", 10).unwrap().is_empty());
+        assert!(store.search_thoughts("мои", 10).unwrap().is_empty());
+        assert_eq!(store.search_thoughts("мой", 10).unwrap().len(), 1);
         shell.execute_batch("ROLLBACK").unwrap();
         // Once the lock is gone, the next search indexes them.
         store.search_thoughts("cache", 10).unwrap();

@@ -24,7 +24,7 @@ fn combining(c: char) -> bool {
 
 /// The tokens of `text`, by byte range: runs of letters and digits (with
 /// their combining marks), as the index splits text.
-fn tokens(text: &str) -> Vec<(usize, usize)> {
+pub(crate) fn tokens(text: &str) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     let mut start = None;
     for (i, c) in text.char_indices() {
@@ -44,19 +44,34 @@ fn tokens(text: &str) -> Vec<(usize, usize)> {
     out
 }
 
-/// A word as the index compares it: accents removed (decomposed, combining
-/// marks dropped, as the index's tokenizer folds them: a search for `cafe`
-/// finds `Café`, `bucuresti` finds `București`), lower case, final sigma as
-/// sigma. Letters the index keeps whole (ß, æ, ø, ł) stay as they are.
+/// Whether `c` is a Latin letter, the script whose accents the index
+/// removes (its tokenizer keeps Greek and Cyrillic accents).
+fn latin(c: char) -> bool {
+    c.is_ascii_alphabetic() || matches!(c, '\u{c0}'..='\u{24f}' | '\u{1e00}'..='\u{1eff}')
+}
+
+/// A word as the index compares it: lower case, final sigma as sigma, and
+/// the accents of Latin letters removed (decomposed, their combining marks
+/// dropped): a search for `cafe` finds `Café`, `bucuresti` `București`.
+/// Letters the index keeps whole (ß, æ, ø, ł) stay as they are, and so do
+/// Greek and Cyrillic accents.
 pub fn fold(word: &str) -> String {
     if word.is_ascii() {
         return word.to_ascii_lowercase();
     }
-    word.nfd()
-        .filter(|c| !combining(*c))
-        .flat_map(char::to_lowercase)
-        .map(|c| if c == 'ς' { 'σ' } else { c })
-        .collect()
+    let mut out = String::with_capacity(word.len());
+    let mut after_latin = false;
+    for c in word.nfd() {
+        if combining(c) {
+            if !after_latin {
+                out.push(c);
+            }
+            continue;
+        }
+        after_latin = latin(c);
+        out.extend(c.to_lowercase());
+    }
+    out.nfc().map(|c| if c == 'ς' { 'σ' } else { c }).collect()
 }
 
 /// `text` whole when short, else its first `max` characters and `...`.
@@ -281,8 +296,12 @@ mod tests {
             let s = snippet(text, &w(&[word]), 8).unwrap_or_default();
             assert!(s.contains('['), "{text} / {word}: {s}");
         }
-        // The index keeps ß whole: strasse does not find straße.
+        // The index keeps ß whole: strasse does not find straße; and it
+        // keeps Greek and Cyrillic accents.
         assert_eq!(snippet("straße", &w(&["strasse"]), 4), None);
+        assert_eq!(snippet("οδός", &w(&["οδος"]), 4), None);
+        assert_eq!(snippet("мой дом", &w(&["мои"]), 4), None);
+        assert!(snippet("ΟΔΌΣ", &w(&["οδός"]), 4).is_some());
         assert_eq!(snippet("`thought` args", &w(&["args"]), 4).unwrap(), "`thought` [args]");
         // No word: the start of the first field, shortened.
         assert_eq!(best_snippet(&["", "one two three"], &w(&["zzz"]), 2), "one two...");
