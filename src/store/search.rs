@@ -22,7 +22,7 @@ use serde::Serialize;
 
 use super::Store;
 use super::sessions::{SESSION_COLUMNS, session_from_row};
-use super::snippet::{best_snippet, fold, tokens};
+use super::snippet::{QueryWords, best_snippet};
 use crate::domain::Session;
 use crate::error::Result;
 
@@ -33,22 +33,6 @@ pub const SEARCH_INDEX_WAIT: Duration = Duration::from_millis(200);
 /// Pending thoughts a search reads itself, newest first (normally none: the
 /// server indexes right after its writes).
 const PENDING_SCAN: i64 = 10_000;
-
-/// Whether `text` holds each of `words` as a whole word, compared as the
-/// index compares them (case and accents aside).
-fn holds_every_word(text: &str, words: &[String]) -> bool {
-    let mut missing: std::collections::HashSet<String> = words.iter().map(|w| fold(w)).collect();
-    for (start, end) in tokens(text) {
-        missing.remove(&fold(&text[start..end]));
-        if missing.is_empty() {
-            return true;
-        }
-    }
-    missing.is_empty()
-}
-
-/// Query words past which scoring looks words up instead of comparing each.
-const MANY_WORDS: usize = 8;
 
 /// Tokens in a search snippet.
 pub(crate) const SNIPPET_TOKENS: usize = 16;
@@ -72,6 +56,17 @@ struct Candidate {
     text: String,
 }
 
+fn candidate_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Candidate> {
+    Ok(Candidate {
+        rowid: r.get(0)?,
+        session_id: r.get(1)?,
+        thought_number: r.get(2)?,
+        branch_id: r.get(3)?,
+        node_id: r.get(4)?,
+        text: r.get(5)?,
+    })
+}
+
 /// The query's words as the index sees them: letters and digits, lower-cased.
 pub(crate) fn query_words(text: &str) -> Vec<String> {
     let mut words: Vec<String> = text
@@ -92,49 +87,10 @@ fn bm25_idf(total: f64, df: f64) -> f64 {
 /// BM25 of each candidate, best first, ties to the newest. Every candidate
 /// matched every word, so a word counts at least once even where the index
 /// folded it differently (diacritics) from this simple tokenizer.
-/// A text's length in tokens and each query word's count in it, compared
-/// one by one, or looked up in `lookup` (word to its index) when given.
-fn term_counts(text: &str, words: &[String], lookup: Option<&HashMap<&str, usize>>) -> (usize, Vec<usize>) {
-    let mut tf = vec![0usize; words.len()];
-    let mut len = 0usize;
-    for token in text.split(|ch: char| !ch.is_alphanumeric()).filter(|t| !t.is_empty()) {
-        len += 1;
-        match lookup {
-            Some(index) => {
-                // Letter by letter, as the comparison below lower-cases
-                // (str::to_lowercase would make a final sigma ς).
-                let lower: String = if token.is_ascii() {
-                    token.to_ascii_lowercase()
-                } else {
-                    token.chars().flat_map(char::to_lowercase).collect()
-                };
-                if let Some(&i) = index.get(lower.as_str()) {
-                    tf[i] += 1;
-                }
-            }
-            None => {
-                for (i, w) in words.iter().enumerate() {
-                    if token.len() >= w.len() && token.chars().flat_map(char::to_lowercase).eq(w.chars()) {
-                        tf[i] += 1;
-                    }
-                }
-            }
-        }
-    }
-    (len, tf)
-}
-
-fn score_candidates(candidates: &[Candidate], words: &[String], idf: &[f64]) -> Vec<(usize, f64)> {
+fn score_candidates(candidates: &[Candidate], words: &QueryWords, idf: &[f64]) -> Vec<(usize, f64)> {
     // Per candidate: its length in tokens and each query word's count,
-    // compared case-insensitively. A few words are compared in place (no
-    // allocation per token); many are looked up, one lower-casing per token,
-    // so the cost does not grow with the number of words.
-    let lookup: Option<HashMap<&str, usize>> =
-        (words.len() > MANY_WORDS).then(|| words.iter().enumerate().map(|(i, w)| (w.as_str(), i)).collect());
-    let counts: Vec<(usize, Vec<usize>)> = candidates
-        .iter()
-        .map(|c| term_counts(&c.text, words, lookup.as_ref()))
-        .collect();
+    // matched as the index matches words.
+    let counts: Vec<(usize, Vec<usize>)> = candidates.iter().map(|c| words.counts(&c.text)).collect();
     let avg_len = (counts.iter().map(|(l, _)| *l).sum::<usize>() as f64 / counts.len() as f64).max(1.0);
     let mut scored: Vec<(usize, f64)> = counts
         .iter()
@@ -295,16 +251,7 @@ impl Store {
                     "SELECT t.id, t.session_id, t.thought_number, t.branch_id, t.node_id, t.thought FROM thoughts AS t
                      WHERE t.id IN (SELECT rowid FROM thoughts_fts WHERE thoughts_fts MATCH ?1 ORDER BY rowid DESC LIMIT ?2)",
                 )?
-                .query_map(params![q, CANDIDATES], |r| {
-                    Ok(Candidate {
-                        rowid: r.get(0)?,
-                        session_id: r.get(1)?,
-                        thought_number: r.get(2)?,
-                        branch_id: r.get(3)?,
-                        node_id: r.get(4)?,
-                        text: r.get(5)?,
-                    })
-                })?
+                .query_map(params![q, CANDIDATES], candidate_from_row)?
                 .collect::<rusqlite::Result<_>>()?;
             // Thoughts not in the index yet (another program's write lock
             // kept it from catching up): read here, newest first, and kept
@@ -316,23 +263,13 @@ impl Store {
                      WHERE t.id > (SELECT indexed_through FROM thoughts_fts_state WHERE id = 1)
                      ORDER BY t.id DESC LIMIT ?1",
                 )?
-                .query_map([PENDING_SCAN], |r| {
-                    Ok(Candidate {
-                        rowid: r.get(0)?,
-                        session_id: r.get(1)?,
-                        thought_number: r.get(2)?,
-                        branch_id: r.get(3)?,
-                        node_id: r.get(4)?,
-                        text: r.get(5)?,
-                    })
-                })?
+                .query_map([PENDING_SCAN], candidate_from_row)?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             let indexed: std::collections::HashSet<i64> = candidates.iter().map(|c| c.rowid).collect();
-            candidates.extend(
-                pending
-                    .into_iter()
-                    .filter(|c| !indexed.contains(&c.rowid) && holds_every_word(&c.text, &words)),
-            );
+            let matcher = QueryWords::new(&words);
+            candidates.extend(pending.into_iter().filter(|c| {
+                !indexed.contains(&c.rowid) && matcher.counts(&c.text).1.iter().all(|&n| n > 0)
+            }));
             if candidates.is_empty() {
                 return Ok(Vec::new());
             }
@@ -345,7 +282,7 @@ impl Store {
                 let df: i64 = df_stmt.query_row(params![format!("\"{w}\""), DF_CAP], |r| r.get(0))?;
                 idf.push(bm25_idf(total as f64, df as f64));
             }
-            let mut scored = score_candidates(&candidates, &words, &idf);
+            let mut scored = score_candidates(&candidates, &QueryWords::new(&words), &idf);
             scored.truncate(limit as usize);
             let mut hits = Vec::with_capacity(scored.len());
             for (i, score) in scored {
@@ -477,7 +414,7 @@ mod tests {
             cand(3, "cache cache cache redis"),
             cand(4, "cache redis"),
         ];
-        let order: Vec<i64> = score_candidates(&c, &words, &idf)
+        let order: Vec<i64> = score_candidates(&c, &QueryWords::new(&words), &idf)
             .iter()
             .map(|(i, _)| c[*i].rowid)
             .collect();
@@ -493,14 +430,13 @@ mod tests {
     #[test]
     fn many_words_are_counted_as_few_are() {
         let text = "Redis cache misses; the CACHE warms slowly. Über alles, über den Cache.";
-        let mut words: Vec<String> = vec!["cache".into(), "über".into(), "redis".into()];
-        words.extend((0..20).map(|i| format!("filler{i}")));
-        let index: HashMap<&str, usize> = words.iter().enumerate().map(|(i, w)| (w.as_str(), i)).collect();
-        let compared = term_counts(text, &words, None);
-        let looked_up = term_counts(text, &words, Some(&index));
-        assert_eq!(compared, looked_up);
-        assert_eq!(&compared.1[..3], &[3, 2, 1]);
-        assert_eq!(compared.0, 12);
+        let few: Vec<String> = vec!["cache".into(), "über".into(), "redis".into()];
+        let mut many = few.clone();
+        many.extend((0..20).map(|i| format!("filler{i}")));
+        let (len_few, tf_few) = QueryWords::new(&few).counts(text);
+        let (len_many, tf_many) = QueryWords::new(&many).counts(text);
+        assert_eq!((len_few, &tf_few[..]), (12, &[3, 2, 1][..]));
+        assert_eq!((len_many, &tf_many[..3]), (12, &tf_few[..]));
     }
 
     /// While another program holds the write lock (a `sqlite3` shell inside

@@ -24,7 +24,7 @@ fn combining(c: char) -> bool {
 
 /// The tokens of `text`, by byte range: runs of letters and digits (with
 /// their combining marks), as the index splits text.
-pub(crate) fn tokens(text: &str) -> Vec<(usize, usize)> {
+fn tokens(text: &str) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     let mut start = None;
     for (i, c) in text.char_indices() {
@@ -74,6 +74,55 @@ pub fn fold(word: &str) -> String {
     out.nfc().map(|c| if c == 'ς' { 'σ' } else { c }).collect()
 }
 
+/// The words of a search, matched against a text's tokens the way the index
+/// matches them ([`fold`]). Snippets, scoring and the search of thoughts not
+/// yet indexed all match through this, so they agree.
+pub struct QueryWords {
+    folded: Vec<String>,
+    index: HashMap<String, usize>,
+}
+
+impl QueryWords {
+    pub fn new(words: &[String]) -> QueryWords {
+        let folded: Vec<String> = words.iter().map(|w| fold(w)).collect();
+        let index = folded.iter().enumerate().map(|(i, w)| (w.clone(), i)).collect();
+        QueryWords { folded, index }
+    }
+
+    pub fn len(&self) -> usize {
+        self.folded.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.folded.is_empty()
+    }
+
+    /// Which word `token` is, if any. A few words are compared in place
+    /// (no allocation for an ASCII token, the usual case); more are looked
+    /// up, one fold per token, so the cost does not grow with their number.
+    pub fn position(&self, token: &str) -> Option<usize> {
+        if token.is_ascii() && self.folded.len() <= FEW_WORDS {
+            return self.folded.iter().position(|w| w.eq_ignore_ascii_case(token));
+        }
+        self.index.get(&fold(token)).copied()
+    }
+
+    /// A text's length in tokens and how often each word occurs in it.
+    pub fn counts(&self, text: &str) -> (usize, Vec<usize>) {
+        let mut tf = vec![0usize; self.folded.len()];
+        let toks = tokens(text);
+        for &(s, e) in &toks {
+            if let Some(i) = self.position(&text[s..e]) {
+                tf[i] += 1;
+            }
+        }
+        (toks.len(), tf)
+    }
+}
+
+/// Query words compared one by one rather than looked up.
+const FEW_WORDS: usize = 8;
+
 /// `text` whole when short, else its first `max` characters and `...`.
 fn clipped(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
     match text.char_indices().nth(max) {
@@ -102,12 +151,9 @@ fn gap(text: &str) -> std::borrow::Cow<'_, str> {
 /// the number of words or of matches.
 pub fn snippet(text: &str, words: &[String], width: usize) -> Option<String> {
     let width = width.max(1);
-    let wanted: HashMap<String, usize> = words.iter().enumerate().map(|(i, w)| (fold(w), i)).collect();
+    let wanted = QueryWords::new(words);
     let toks = tokens(text);
-    let hits: Vec<Option<usize>> = toks
-        .iter()
-        .map(|&(s, e)| wanted.get(&fold(&text[s..e])).copied())
-        .collect();
+    let hits: Vec<Option<usize>> = toks.iter().map(|&(s, e)| wanted.position(&text[s..e])).collect();
     if hits.iter().all(Option::is_none) {
         return None;
     }
