@@ -269,20 +269,9 @@ fn immutable_uri(path: &Path) -> String {
 }
 
 /// Whether `path` is an SQLite database (by its header), or the empty file
-/// a new database starts as.
+/// a new database starts as; false when it cannot be read.
 fn is_database(path: &Path) -> bool {
-    use std::io::Read;
-    let Ok(mut file) = std::fs::File::open(path) else {
-        return false;
-    };
-    if !file.metadata().is_ok_and(|m| m.is_file()) {
-        return false;
-    }
-    let mut header = Vec::with_capacity(16);
-    match file.by_ref().take(16).read_to_end(&mut header) {
-        Ok(_) => header.is_empty() || header == b"SQLite format 3\0",
-        Err(_) => false,
-    }
+    super::may_be_database(path).unwrap_or(false)
 }
 
 /// The names a backup may take in its directory: `<stem>.db`, then

@@ -306,21 +306,30 @@ enum Found {
 /// Refuse a file that is not an SQLite database before SQLite opens it (it
 /// would say only "file is not a database", without naming the file).
 fn check_header(path: &Path) -> Result<()> {
-    use std::io::Read;
-    let mut head = Vec::with_capacity(16);
-    File::open(path)
-        .and_then(|f| f.take(16).read_to_end(&mut head))
-        .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
-    if head.is_empty() || head == SQLITE_HEADER {
-        return Ok(());
+    match may_be_database(path) {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(Error::invalid(
+            "db",
+            format!(
+                "{} is not an SQLite database, so not a thoughtbox ledger; name the ledger's file, or a new path to create one",
+                path.display()
+            ),
+        )),
+        Err(e) => Err(Error::io(format!("reading {}", path.display()), e)),
     }
-    Err(Error::invalid(
-        "db",
-        format!(
-            "{} is not an SQLite database, so not a thoughtbox ledger; name the ledger's file, or a new path to create one",
-            path.display()
-        ),
-    ))
+}
+
+/// Whether the regular file at `path` starts with the SQLite header, or is
+/// empty (as a new database starts). False for anything but a regular file.
+pub(crate) fn may_be_database(path: &Path) -> std::io::Result<bool> {
+    use std::io::Read;
+    let mut file = File::open(path)?;
+    if !file.metadata()?.is_file() {
+        return Ok(false);
+    }
+    let mut head = Vec::with_capacity(16);
+    file.by_ref().take(16).read_to_end(&mut head)?;
+    Ok(head.is_empty() || head == SQLITE_HEADER)
 }
 
 /// Look at the database through `conn` without writing to it, in one read

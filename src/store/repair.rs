@@ -71,24 +71,21 @@ impl Store {
                 "DELETE FROM branches AS b WHERE NOT EXISTS (
                      SELECT 1 FROM thoughts AS t WHERE t.session_id = b.session_id AND t.branch_id = b.branch_id)",
             )?;
-            r.tag_rows_fixed += count(
-                "DELETE FROM session_tags AS st WHERE NOT EXISTS (
-                     SELECT 1 FROM sessions AS s, json_each(s.tags) AS j
-                     WHERE s.id = st.session_id AND j.value = st.tag)",
-            )?;
-            r.tag_rows_fixed += count(
-                "INSERT OR IGNORE INTO session_tags (tag, session_id)
-                 SELECT j.value, s.id FROM sessions AS s, json_each(s.tags) AS j WHERE j.type = 'text'",
-            )?;
-            r.tag_rows_fixed += count(
-                "DELETE FROM knowledge_pattern_tags AS pt WHERE NOT EXISTS (
-                     SELECT 1 FROM knowledge_patterns AS p, json_each(p.tags) AS j
-                     WHERE p.id = pt.pattern_id AND j.value = pt.tag)",
-            )?;
-            r.tag_rows_fixed += count(
-                "INSERT OR IGNORE INTO knowledge_pattern_tags (tag, pattern_id)
-                 SELECT j.value, p.id FROM knowledge_patterns AS p, json_each(p.tags) AS j WHERE j.type = 'text'",
-            )?;
+            // Tag rows as their owner's `tags` JSON says.
+            for (tags, owner, owners) in [
+                ("session_tags", "session_id", "sessions"),
+                ("knowledge_pattern_tags", "pattern_id", "knowledge_patterns"),
+            ] {
+                r.tag_rows_fixed += count(&format!(
+                    "DELETE FROM {tags} AS t WHERE NOT EXISTS (
+                         SELECT 1 FROM {owners} AS o, json_each(o.tags) AS j
+                         WHERE o.id = t.{owner} AND j.value = t.tag)"
+                ))?;
+                r.tag_rows_fixed += count(&format!(
+                    "INSERT OR IGNORE INTO {tags} (tag, {owner})
+                     SELECT j.value, o.id FROM {owners} AS o, json_each(o.tags) AS j WHERE j.type = 'text'"
+                ))?;
+            }
             // Thoughts on a branch whose row is gone get it back, from the
             // branch's first thought.
             r.branches_restored += count(
