@@ -54,13 +54,7 @@ impl ClientHandler for SamplingClient {
         params: CreateMessageRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
-        let asked = params
-            .messages
-            .iter()
-            .flat_map(|m| m.content.clone().into_vec())
-            .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-            .collect::<Vec<_>>()
-            .join("\n");
+        let asked = prompt_text(&params);
         Ok(CreateMessageResult::new(
             SamplingMessage::assistant_text(format!(
                 "Critique: consider the edge cases. (saw {} chars)",
@@ -204,4 +198,15 @@ pub fn temp_db() -> (tempfile::TempDir, PathBuf) {
 
 pub fn t(text: &str) -> Value {
     json!({ "thought": text, "nextThoughtNeeded": true })
+}
+
+/// The text of every message of a sampling request, one per line.
+pub fn prompt_text(params: &CreateMessageRequestParams) -> String {
+    params
+        .messages
+        .iter()
+        .flat_map(|m| m.content.clone().into_vec())
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
 }

@@ -227,13 +227,7 @@ impl ClientHandler for EchoSamplingClient {
         params: CreateMessageRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
-        let asked = params
-            .messages
-            .iter()
-            .flat_map(|m| m.content.clone().into_vec())
-            .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-            .collect::<Vec<_>>()
-            .join("\n");
+        let asked = prompt_text(&params);
         Ok(CreateMessageResult::new(
             rmcp::model::SamplingMessage::assistant_text(asked),
             "echo".into(),

@@ -347,23 +347,20 @@ async fn discovery_hides_and_shows_optional_operations() {
     s.stop().await;
 }
 
-/// A client whose two roots share a name (`/a/app`, `/b/app`).
+/// A client that answers roots/list with the roots it was made with.
 #[derive(Clone)]
-pub struct TwinRootsClient;
+pub struct ListedRootsClient(Vec<&'static str>);
 
-impl ClientHandler for TwinRootsClient {
+impl ClientHandler for ListedRootsClient {
     fn get_info(&self) -> ClientConfig {
         ClientConfig::new(
             ClientCapabilities::builder().enable_roots().build(),
-            Implementation::new("twin-roots-client", "1.0.0"),
+            Implementation::new("listed-roots-client", "1.0.0"),
         )
     }
 
     async fn list_roots(&self, _context: RequestContext<RoleClient>) -> Result<ListRootsResult, ErrorData> {
-        Ok(ListRootsResult::new(vec![
-            Root::new("file:///a/app"),
-            Root::new("file:///b/app"),
-        ]))
+        Ok(ListRootsResult::new(self.0.iter().map(|uri| Root::new(*uri)).collect()))
     }
 }
 
@@ -372,7 +369,8 @@ impl ClientHandler for TwinRootsClient {
 #[tokio::test]
 async fn a_name_two_roots_share_is_not_a_guess() {
     let (_d, db) = temp_db();
-    let s = start_with(TwinRootsClient, command(&db)).await;
+    // Two roots that share a name (`/a/app`, `/b/app`).
+    let s = start_with(ListedRootsClient(vec!["file:///a/app", "file:///b/app"]), command(&db)).await;
     let e = s.err("bind_root", json!({ "name": "app" }), "INVALID_PAYLOAD").await;
     assert_eq!(e["details"]["matchingRoots"], json!(["file:///a/app", "file:///b/app"]));
     assert!(e["message"].as_str().unwrap().contains("pass rootUri"), "{e}");
@@ -382,31 +380,11 @@ async fn a_name_two_roots_share_is_not_a_guess() {
     s.stop().await;
 }
 
-/// A client that lists one root twice.
-#[derive(Clone)]
-pub struct RepeatedRootClient;
-
-impl ClientHandler for RepeatedRootClient {
-    fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            ClientCapabilities::builder().enable_roots().build(),
-            Implementation::new("repeated-root-client", "1.0.0"),
-        )
-    }
-
-    async fn list_roots(&self, _context: RequestContext<RoleClient>) -> Result<ListRootsResult, ErrorData> {
-        Ok(ListRootsResult::new(vec![
-            Root::new("file:///a/app"),
-            Root::new("file:///a/app"),
-        ]))
-    }
-}
-
 /// One root listed twice is one root: binding it by name works.
 #[tokio::test]
 async fn a_root_listed_twice_is_one_root() {
     let (_d, db) = temp_db();
-    let s = start_with(RepeatedRootClient, command(&db)).await;
+    let s = start_with(ListedRootsClient(vec!["file:///a/app", "file:///a/app"]), command(&db)).await;
     let b = s.ok("bind_root", json!({ "name": "app" })).await;
     assert_eq!(b["boundRoot"]["uri"], "file:///a/app");
     s.stop().await;
