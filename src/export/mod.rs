@@ -91,12 +91,15 @@ impl SessionSource for SessionSnapshot<'_> {
     }
 }
 
-/// A session whose thoughts are already in memory, in any order.
+/// A session whose thoughts are already in memory, in any order (the
+/// tests' reference for what streaming from the database must give).
+#[cfg(test)]
 pub struct Loaded<'a> {
     pub session: &'a Session,
     pub thoughts: &'a [Thought],
 }
 
+#[cfg(test)]
 impl SessionSource for Loaded<'_> {
     fn session(&self) -> &Session {
         self.session
@@ -116,6 +119,7 @@ impl SessionSource for Loaded<'_> {
 }
 
 /// `(prev_node, node_id)` of every thought that follows another, in creation order.
+#[cfg(test)]
 fn links_of(thoughts: &[Thought]) -> Vec<(String, String)> {
     let mut by_seq: Vec<&Thought> = thoughts.iter().collect();
     by_seq.sort_by_key(|t| t.seq);
@@ -157,18 +161,10 @@ impl NextLinks {
 
 /// The nodes of loaded thoughts, in the order given. `next` lists every node
 /// whose `prev` is the node, in creation order.
-pub fn nodes(thoughts: &[Thought]) -> Vec<ThoughtNode> {
+#[cfg(test)]
+fn nodes(thoughts: &[Thought]) -> Vec<ThoughtNode> {
     let next = NextLinks::new(links_of(thoughts));
     thoughts.iter().map(|t| next.node(t.clone())).collect()
-}
-
-pub fn session_export(session: &Session, thoughts: &[Thought], exported_at: String) -> SessionExport {
-    SessionExport {
-        version: "1.0".into(),
-        session: session.clone(),
-        nodes: nodes(thoughts),
-        exported_at,
-    }
 }
 
 /// How the JSON form is laid out.
@@ -346,23 +342,6 @@ fn write_markdown(out: &mut dyn Write, source: &dyn SessionSource, include_metad
     })
 }
 
-/// Render loaded thoughts as Markdown.
-pub fn markdown(session: &Session, thoughts: &[Thought], include_metadata: bool) -> String {
-    to_text(Format::Markdown, &Loaded { session, thoughts }, include_metadata)
-}
-
-/// Render loaded thoughts in cipher notation.
-pub fn cipher(session: &Session, thoughts: &[Thought]) -> String {
-    to_text(Format::Cipher, &Loaded { session, thoughts }, true)
-}
-
-fn to_text(format: Format, source: &dyn SessionSource, include_metadata: bool) -> String {
-    let mut bytes = Vec::new();
-    // Writing to memory from memory: nothing here can fail.
-    let _ = write(&mut bytes, format, source, include_metadata, Layout::Pretty);
-    String::from_utf8_lossy(&bytes).into_owned()
-}
-
 /// The step-type letter of the cipher notation for a thought: `R` for a
 /// revision, the thought's own letter when it is already written in cipher,
 /// else a guess from its wording (`O` when nothing fits).
@@ -452,6 +431,23 @@ mod tests {
     use serde_json::Value;
 
     use super::*;
+
+    /// Render loaded thoughts as Markdown.
+    fn markdown(session: &Session, thoughts: &[Thought], include_metadata: bool) -> String {
+        to_text(Format::Markdown, &Loaded { session, thoughts }, include_metadata)
+    }
+
+    /// Render loaded thoughts in cipher notation.
+    fn cipher(session: &Session, thoughts: &[Thought]) -> String {
+        to_text(Format::Cipher, &Loaded { session, thoughts }, true)
+    }
+
+    fn to_text(format: Format, source: &dyn SessionSource, include_metadata: bool) -> String {
+        let mut bytes = Vec::new();
+        // Writing to memory from memory: nothing here can fail.
+        let _ = write(&mut bytes, format, source, include_metadata, Layout::Pretty);
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
 
     fn thought(seq: i64, n: u32, branch: Option<&str>, prev: Option<&str>, text: &str) -> Thought {
         Thought {
