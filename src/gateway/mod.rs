@@ -602,7 +602,7 @@ impl ServerHandler for Gateway {
 /// `"` and `\\` takes one byte more), and MCP libraries (the Rust one among
 /// them) drop a message over 16 MiB without a word, which leaves the agent
 /// waiting. A little is left for the envelope.
-const MAX_MESSAGE: usize = (16 << 20) - (64 << 10);
+pub(crate) const MAX_MESSAGE: usize = (16 << 20) - (64 << 10);
 
 /// How many bytes `value` takes in an answer's message, counted up to a
 /// little past [`MAX_MESSAGE`] (the count stops there).

@@ -57,20 +57,36 @@ pub async fn session(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
 
 async fn get(gw: &Gateway, args: Args) -> Result<Value> {
     let id = session_id_req(&args)?;
-    let (session, thoughts) = gw.blocking(move |s| s.session_thoughts(&id)).await?;
-    let mut main = Vec::new();
-    let mut branches = serde_json::Map::new();
-    for t in &thoughts {
-        match &t.data.branch_id {
-            None => main.push(thought_json(t)),
-            Some(b) => {
-                if let Value::Array(list) = branches.entry(b.clone()).or_insert_with(|| Value::Array(Vec::new())) {
-                    list.push(thought_json(t));
+    // Read one thought at a time, as an export is, and given up as soon as
+    // the text alone could no longer fit in one answer (a session of a
+    // hundred thousand thoughts is refused without being loaded).
+    gw.blocking(move |s| {
+        s.with_session(&id, |snapshot| {
+            let mut main = Vec::new();
+            let mut branches = serde_json::Map::new();
+            let mut text_bytes = 0usize;
+            snapshot.each_thought(&mut |t| {
+                text_bytes += t.data.thought.len() + t.data.critique.as_ref().map_or(0, |c| c.text.len());
+                if 2 * text_bytes > super::MAX_MESSAGE {
+                    return Err(super::answer_too_long());
                 }
-            }
-        }
-    }
-    Ok(json!({ "session": session, "thoughts": main, "branches": branches }))
+                let v = thought_json(&t);
+                match &t.data.branch_id {
+                    None => main.push(v),
+                    Some(b) => {
+                        if let Value::Array(list) =
+                            branches.entry(b.clone()).or_insert_with(|| Value::Array(Vec::new()))
+                        {
+                            list.push(v);
+                        }
+                    }
+                }
+                Ok(())
+            })?;
+            Ok(json!({ "session": snapshot.session, "thoughts": main, "branches": branches }))
+        })
+    })
+    .await
 }
 
 /// What `session search` can include besides sessions.

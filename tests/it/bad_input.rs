@@ -718,6 +718,12 @@ async fn an_answer_too_long_for_one_message_is_refused() {
         )
         .await;
     assert!(e["message"].as_str().unwrap().contains("destination"), "{e}");
+    s.err(
+        "session",
+        json!({ "subOperation": "get", "sessionId": sid }),
+        "INVALID_OPERATION",
+    )
+    .await;
     let dest = dir.path().join("tree");
     s.ok(
         "session",
