@@ -361,7 +361,10 @@ impl FixedWork {
 /// control, [`FixedWork`] after each ping, involves no server at all. Prints
 /// every run's last-vs-first change for each and how closely the thought and
 /// ping block medians move together (correlation), then the block profile
-/// averaged over the runs, each run normalised to its own mean.
+/// averaged over the runs, each run normalised to its own mean, and the
+/// same for the first 2,000 thoughts in blocks of 100, beside the thought
+/// after which the WAL file stopped growing. THOUGHTBOX_DRIFT_WARMUP=N first
+/// records N thoughts in another session of the same server (0 by default).
 fn drift_run() {
     let runs: usize = std::env::var("THOUGHTBOX_DRIFT_RUNS")
         .ok()
@@ -382,11 +385,27 @@ fn drift_run() {
     let (mut control_changes, mut thought_changes, mut work_changes, mut correlations) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut work = FixedWork::new();
+    let (mut fine_profiles, mut wal_full) = (Vec::new(), Vec::new());
+    let warmup: usize = std::env::var("THOUGHTBOX_DRIFT_WARMUP")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
     for run in 1..=runs {
         let dir = tempfile::tempdir().expect("tempdir");
         let (mut child, mut raw) = raw_server(&dir.path().join("drift.db"));
-        raw.round_trip(&tool(1, "start_new", json!({ "sessionTitle": "drift" })));
+        raw.round_trip(&tool(1, "start_new", json!({ "sessionTitle": "warm-up" })));
         raw.round_trip(&tool(2, "cipher", json!({})));
+        for i in 0..warmup {
+            raw.round_trip(&tool(
+                1_000_000 + i,
+                "thought",
+                json!({ "thought": text(i), "nextThoughtNeeded": true }),
+            ));
+        }
+        raw.round_trip(&tool(3, "start_new", json!({ "sessionTitle": "drift" })));
+        let wal = dir.path().join("drift.db-wal");
+        let wal_size = || std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0);
+        let (mut wal_seen, mut wal_full_at) = (wal_size(), None);
         let (mut lat, mut pings, mut works) = (
             Vec::with_capacity(THOUGHTS),
             Vec::with_capacity(THOUGHTS),
@@ -400,7 +419,17 @@ fn drift_run() {
             )));
             pings.push(raw.round_trip(&json!({ "jsonrpc": "2.0", "id": 11 + 2 * i, "method": "ping" })));
             works.push(work.time(400));
+            // The thought after which the WAL file first stopped growing
+            // (the WAL started over, and appends overwrite its blocks).
+            if wal_full_at.is_none() && (i + 1) % 50 == 0 {
+                let now = wal_size();
+                if now == wal_seen && now > 0 {
+                    wal_full_at = Some(i + 1);
+                }
+                wal_seen = now;
+            }
         }
+        wal_full.push(wal_full_at.map_or(f64::NAN, |n| n as f64));
         drop(raw);
         child.wait().expect("exit");
         let (thoughts, control, fixed) = (block_values(&lat), block_values(&pings), block_values(&works));
@@ -413,6 +442,13 @@ fn drift_run() {
             change(&fixed),
             correlation(&thoughts, &control),
             block_medians(&lat),
+        );
+        let run_mean = mean(&thoughts);
+        fine_profiles.push(
+            lat[..2000]
+                .chunks(100)
+                .map(|c| median(c).as_secs_f64() * 1e6 / run_mean)
+                .collect::<Vec<f64>>(),
         );
         control_changes.push(change(&control));
         thought_changes.push(change(&thoughts));
@@ -456,6 +492,15 @@ fn drift_run() {
             spread(changes),
         );
     }
+    println!(
+        "drift, thought, first 2,000 in blocks of 100 against the run's mean block of 1,000: {} | the WAL file stopped growing after thought {}",
+        mean_profile(&fine_profiles)
+            .iter()
+            .map(|x| format!("{x:.3}"))
+            .collect::<Vec<_>>()
+            .join(" "),
+        wal_full.iter().map(|n| format!("{n}")).collect::<Vec<_>>().join(" / "),
+    );
     println!(
         "drift: correlation of thought and ping block medians within a run, mean over {runs} runs {:+.2}",
         mean(&correlations)
