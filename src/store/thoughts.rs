@@ -409,6 +409,18 @@ impl Store {
         })
     }
 
+    /// The ids of a session's branches, in creation order: one read of the
+    /// `branches` rows, however many thoughts the branches hold.
+    pub fn branch_ids(&self, session_id: &str) -> Result<Vec<String>> {
+        self.read(|tx| {
+            let ids = tx
+                .prepare_cached("SELECT branch_id FROM branches WHERE session_id = ?1 ORDER BY created_at, branch_id")?
+                .query_map([session_id], |r| r.get(0))?
+                .collect::<rusqlite::Result<Vec<String>>>()?;
+            Ok(ids)
+        })
+    }
+
     /// The branches of a session, in creation order, with their sizes.
     pub fn branches(&self, session_id: &str) -> Result<Vec<Branch>> {
         self.read(|tx| {
