@@ -454,8 +454,11 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
             Err(e) => {
                 // The thought is recorded; failing to note the request must not fail the call.
                 let node = thought.node_id.clone();
-                if let Err(mark) = gw.write(move |s| s.mark_critique_requested(&node)).await {
-                    tracing::warn!("could not record the critique request: {mark}");
+                match gw.write(move |s| s.mark_critique_requested(&node)).await {
+                    // Up to --critique-timeout after the append: tell the
+                    // upkeep again, so that an idle server's file holds it.
+                    Ok(()) => gw.wrote(),
+                    Err(mark) => tracing::warn!("could not record the critique request: {mark}"),
                 }
                 critique_error = Some(e.payload());
             }
@@ -469,10 +472,10 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
     });
     if verbose {
         let sid = session_id.clone();
-        let branches = gw.blocking(move |s| s.branches(&sid)).await?;
+        let branches = gw.blocking(move |s| s.branch_ids(&sid)).await?;
         out["totalThoughts"] = json!(thought.data.total_thoughts);
         out["nextThoughtNeeded"] = json!(thought.data.next_thought_needed);
-        out["branches"] = json!(branches.iter().map(|b| b.id.clone()).collect::<Vec<_>>());
+        out["branches"] = json!(branches);
         out["thoughtHistoryLength"] = json!(appended.session.thought_count);
         out["autoNumbered"] = json!(appended.auto_numbered);
     }

@@ -315,3 +315,35 @@ async fn a_critique_sees_the_thoughts_before_it_on_its_path() {
     assert_eq!(context_of(&r), ["Thought 5: n5", "Thought 4: n4"]);
     s.stop().await;
 }
+
+/// The "critique requested" flag is written when the client's time runs
+/// out, seconds after the append; an idle server still empties the WAL
+/// after it, so a copy of the database file alone holds the flag.
+#[tokio::test]
+async fn a_timed_out_critique_request_reaches_the_file_of_an_idle_server() {
+    let (dir, db) = temp_db();
+    let mut cmd = command(&db);
+    // Longer than the quiet second after which the append is checkpointed.
+    cmd.arg("serve").arg("--critique-timeout").arg("3");
+    let s = start_with(SilentSamplingClient, cmd).await;
+    s.ready("idle critic").await;
+    let r = s
+        .thought(json!({ "thought": "Ship it", "nextThoughtNeeded": true, "critique": true }))
+        .await;
+    assert_eq!(r["critiqueError"]["code"], "SAMPLING_NOT_SUPPORTED");
+    let mut wal = db.as_os_str().to_owned();
+    wal.push("-wal");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0) {
+        assert!(Instant::now() < deadline, "the idle server never emptied the WAL");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let copy = dir.path().join("copy.db");
+    std::fs::copy(&db, &copy).unwrap();
+    let flag: i64 = rusqlite::Connection::open(&copy)
+        .unwrap()
+        .query_row("SELECT critique_requested FROM thoughts", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(flag, 1);
+    s.stop().await;
+}
