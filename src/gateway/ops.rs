@@ -290,11 +290,14 @@ struct ReferenceBack {
     revises: Option<u32>,
     branch_from: Option<u32>,
     branch: Option<String>,
+    /// Whether the agent numbered the thought itself.
+    numbered: bool,
 }
 
 impl ReferenceBack {
     fn of(input: &ThoughtInput) -> ReferenceBack {
         ReferenceBack {
+            numbered: input.thought_number.is_some(),
             revises: input.revises_thought,
             branch_from: input.branch_from_thought,
             branch: input.branch_id.clone(),
@@ -315,8 +318,11 @@ impl ReferenceBack {
             return e;
         };
         let missing = details.as_ref().and_then(|d| d.get("missingThought")).is_some();
+        // Unnumbered, the thought would be #1 of the new session, so a
+        // revision of thought 1 would be one of itself: missing all the same.
+        let revises_missing = missing || (!self.numbered && self.revises == Some(1));
         let what = match field.as_str() {
-            "revisesThought" if missing => self.revises.map(|r| format!("cannot revise thought {r}")),
+            "revisesThought" if revises_missing => self.revises.map(|r| format!("cannot revise thought {r}")),
             "branchFromThought" if missing => self.branch_from.map(|f| format!("cannot branch from thought {f}")),
             // A branch continued without its fork point: new to the new session.
             "branchFromThought" if self.branch_from.is_none() => {

@@ -202,6 +202,17 @@ async fn referring_back_after_closing_says_no_session_is_active() {
             "revisesThought",
             "cannot revise thought 2",
         ),
+        // Unnumbered, this would be thought 1 of a new session.
+        (
+            json!({ "thought": "no, 1 was wrong", "nextThoughtNeeded": true, "revisesThought": 1 }),
+            "revisesThought",
+            "cannot revise thought 1",
+        ),
+        (
+            json!({ "thought": "no, 1 was wrong", "nextThoughtNeeded": true, "isRevision": true, "revisesThought": 1 }),
+            "revisesThought",
+            "cannot revise thought 1",
+        ),
         (
             json!({ "thought": "alt", "nextThoughtNeeded": true, "branchFromThought": 2, "branchId": "alt" }),
             "branchFromThought",
