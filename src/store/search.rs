@@ -168,8 +168,13 @@ impl Store {
     }
 
     /// Index what is pending before a search, as far as another program's
-    /// write lock allows (see [`Store::index_pending_for_search`]).
+    /// write lock allows (see [`Store::index_pending_for_search`]). A store
+    /// opened only to read ([`super::Access::Read`]) writes nothing: its
+    /// searches read the pending thoughts themselves.
     pub fn index_before_search(&self) -> Result<()> {
+        if !self.opts.access.may_write() {
+            return Ok(());
+        }
         loop {
             match self.index_pending_for_search(2000) {
                 Ok(0) => return Ok(()),
@@ -495,6 +500,42 @@ mod tests {
             )
             .unwrap();
         assert_eq!(pending, 0);
+    }
+
+    /// A store opened only to read (`thoughtbox sessions search`) finds the
+    /// thoughts not indexed yet without indexing them: the file stays as it was.
+    #[test]
+    fn a_read_only_search_finds_pending_thoughts_and_writes_nothing() {
+        use crate::domain::{NewSession, ThoughtInput};
+        use crate::store::{Access, OpenOptionsStore, Target};
+        let (_d, store) = temp_store();
+        let s = store.create_session(NewSession::titled("pending")).unwrap();
+        store
+            .append_thought(
+                Target::Session(s.id.clone()),
+                ThoughtInput {
+                    thought: "a zebra crossing".into(),
+                    next_thought_needed: true,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        store.checkpoint().unwrap();
+        let before = std::fs::read(store.path()).unwrap();
+        let reader = Store::open(
+            store.path(),
+            OpenOptionsStore {
+                access: Access::Read,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let hits = reader.search("zebra", 10).unwrap();
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].matches.len(), 1);
+        drop(reader);
+        store.checkpoint().unwrap();
+        assert_eq!(std::fs::read(store.path()).unwrap(), before);
     }
 
     #[test]
