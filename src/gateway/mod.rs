@@ -657,6 +657,26 @@ impl std::io::Write for AnswerBuffer {
 }
 
 /// The refusal of an answer too long for one MCP message.
+/// The thought text an answer has read so far, to give up on one that can
+/// no longer fit in a message before the rest of its rows are loaded.
+#[derive(Default)]
+pub(crate) struct TextBudget {
+    bytes: usize,
+}
+
+impl TextBudget {
+    /// Count `t`'s text and critique: [`answer_too_long`] once they alone
+    /// (each at least doubled in the answer: text block and structured
+    /// content) could not fit.
+    pub(crate) fn add(&mut self, t: &crate::domain::Thought) -> Result<()> {
+        self.bytes += t.data.thought.len() + t.data.critique.as_ref().map_or(0, |c| c.text.len());
+        if 2 * self.bytes > MAX_MESSAGE {
+            return Err(answer_too_long());
+        }
+        Ok(())
+    }
+}
+
 pub(crate) fn answer_too_long() -> Error {
     Error::InvalidOperation {
         message: "the answer is longer than one MCP message can carry (16 MiB); ask for less: a smaller limit \

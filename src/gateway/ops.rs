@@ -591,7 +591,14 @@ pub async fn read_thoughts(gw: &Gateway, args: Args) -> Result<Value> {
     let (query, echo) = read_query(&args)?;
     let session_id = session_arg(gw, &args)?;
     let sid = session_id.clone();
-    let thoughts = gw.blocking(move |s| s.read_thoughts(&sid, &query)).await?;
+    // Given up as soon as the text alone could no longer fit in one answer,
+    // before the rest is loaded (`last` or `range` may span a whole session).
+    let thoughts = gw
+        .blocking(move |s| {
+            let mut budget = super::TextBudget::default();
+            s.read_thoughts_checked(&sid, &query, &mut |t| budget.add(t))
+        })
+        .await?;
     Ok(json!({
         "sessionId": session_id,
         "query": echo,

@@ -64,12 +64,9 @@ async fn get(gw: &Gateway, args: Args) -> Result<Value> {
         s.with_session(&id, |snapshot| {
             let mut main = Vec::new();
             let mut branches = serde_json::Map::new();
-            let mut text_bytes = 0usize;
+            let mut budget = super::TextBudget::default();
             snapshot.each_thought(&mut |t| {
-                text_bytes += t.data.thought.len() + t.data.critique.as_ref().map_or(0, |c| c.text.len());
-                if 2 * text_bytes > super::MAX_MESSAGE {
-                    return Err(super::answer_too_long());
-                }
+                budget.add(&t)?;
                 let v = thought_json(&t);
                 match &t.data.branch_id {
                     None => main.push(v),

@@ -334,6 +334,19 @@ impl Store {
     /// Thoughts selected by `query`. `SESSION_NOT_FOUND` for an unknown
     /// session, `THOUGHT_NOT_FOUND` for a missing thought or branch.
     pub fn read_thoughts(&self, session_id: &str, query: &ThoughtQuery) -> Result<Vec<Thought>> {
+        self.read_thoughts_checked(session_id, query, &mut |_| Ok(()))
+    }
+
+    /// [`Store::read_thoughts`], showing each thought to `check` as it is
+    /// read (for `Last`, newest first): an error from it ends the read, so
+    /// a caller can give up on an answer that grows too long before the
+    /// rest of the rows are loaded.
+    pub fn read_thoughts_checked(
+        &self,
+        session_id: &str,
+        query: &ThoughtQuery,
+        check: &mut dyn FnMut(&Thought) -> Result<()>,
+    ) -> Result<Vec<Thought>> {
         self.read(|tx| {
             let exists: bool = tx
                 .prepare_cached("SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?1)")?
@@ -342,31 +355,44 @@ impl Store {
                 return Err(Error::session_not_found(session_id));
             }
             let main = format!("SELECT {THOUGHT_COLUMNS} FROM thoughts WHERE session_id = ?1 AND branch_id IS NULL");
+            let mut collect = |rows: &mut dyn Iterator<Item = rusqlite::Result<Thought>>| -> Result<Vec<Thought>> {
+                let mut kept = Vec::new();
+                for row in rows {
+                    let thought = row?;
+                    check(&thought)?;
+                    kept.push(thought);
+                }
+                Ok(kept)
+            };
             let rows = match query {
-                ThoughtQuery::Number(n) => tx
-                    .prepare_cached(&format!("{main} AND thought_number = ?2"))?
-                    .query_map(params![session_id, n], thought_from_row)?
-                    .collect::<rusqlite::Result<Vec<_>>>()?,
+                ThoughtQuery::Number(n) => collect(
+                    &mut tx
+                        .prepare_cached(&format!("{main} AND thought_number = ?2"))?
+                        .query_map(params![session_id, n], thought_from_row)?,
+                )?,
                 ThoughtQuery::Last(n) => {
-                    let mut v = tx
-                        .prepare_cached(&format!("{main} ORDER BY thought_number DESC LIMIT ?2"))?
-                        .query_map(params![session_id, n], thought_from_row)?
-                        .collect::<rusqlite::Result<Vec<_>>>()?;
+                    let mut v = collect(
+                        &mut tx
+                            .prepare_cached(&format!("{main} ORDER BY thought_number DESC LIMIT ?2"))?
+                            .query_map(params![session_id, n], thought_from_row)?,
+                    )?;
                     v.reverse();
                     v
                 }
-                ThoughtQuery::Range(a, b) => tx
-                    .prepare_cached(&format!(
-                        "{main} AND thought_number BETWEEN ?2 AND ?3 ORDER BY thought_number"
-                    ))?
-                    .query_map(params![session_id, a, b], thought_from_row)?
-                    .collect::<rusqlite::Result<Vec<_>>>()?,
-                ThoughtQuery::Branch(b) => tx
-                    .prepare_cached(&format!(
-                        "SELECT {THOUGHT_COLUMNS} FROM thoughts WHERE session_id = ?1 AND branch_id = ?2 ORDER BY thought_number"
-                    ))?
-                    .query_map(params![session_id, b], thought_from_row)?
-                    .collect::<rusqlite::Result<Vec<_>>>()?,
+                ThoughtQuery::Range(a, b) => collect(
+                    &mut tx
+                        .prepare_cached(&format!(
+                            "{main} AND thought_number BETWEEN ?2 AND ?3 ORDER BY thought_number"
+                        ))?
+                        .query_map(params![session_id, a, b], thought_from_row)?,
+                )?,
+                ThoughtQuery::Branch(b) => collect(
+                    &mut tx
+                        .prepare_cached(&format!(
+                            "SELECT {THOUGHT_COLUMNS} FROM thoughts WHERE session_id = ?1 AND branch_id = ?2 ORDER BY thought_number"
+                        ))?
+                        .query_map(params![session_id, b], thought_from_row)?,
+                )?,
             };
             match query {
                 ThoughtQuery::Number(n) if rows.is_empty() => Err(Error::ThoughtNotFound {
@@ -645,5 +671,31 @@ mod tests {
                 .code(),
             "THOUGHT_NOT_FOUND"
         );
+    }
+
+    /// The check sees each row as it is read and can end the read early
+    /// (an answer that can no longer fit), before the rest is loaded.
+    #[test]
+    fn a_check_ends_a_read_at_the_row_it_refuses() {
+        let (_d, store) = temp_store();
+        let s = store.create_session(NewSession::titled("t")).unwrap();
+        for _ in 0..6 {
+            store.append_thought(Target::Session(s.id.clone()), t("x")).unwrap();
+        }
+        for (query, first_seen) in [(ThoughtQuery::Range(1, 6), 1), (ThoughtQuery::Last(6), 6)] {
+            let mut seen = Vec::new();
+            let err = store
+                .read_thoughts_checked(&s.id, &query, &mut |t| {
+                    seen.push(t.data.thought_number);
+                    if seen.len() == 2 {
+                        return Err(Error::invalid("range", "too much"));
+                    }
+                    Ok(())
+                })
+                .unwrap_err();
+            assert_eq!(err.code(), "INVALID_PAYLOAD");
+            assert_eq!(seen.len(), 2, "{seen:?}");
+            assert_eq!(seen[0], first_seen);
+        }
     }
 }
