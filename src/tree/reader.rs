@@ -202,6 +202,16 @@ fn valid_time(s: &str) -> Option<i64> {
     DateTime::parse_from_rfc3339(s).ok().map(|t| t.timestamp_millis())
 }
 
+/// `s` in the ledger's one form, UTC with milliseconds
+/// (`2026-03-01T08:00:00.000Z`), which sorts as text in time order: a tree
+/// written by another tool may carry offsets (`+02:00`) or another precision.
+fn canonical_time(s: &str) -> Option<String> {
+    DateTime::parse_from_rfc3339(s).ok().map(|t| {
+        t.with_timezone(&chrono::Utc)
+            .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+    })
+}
+
 fn small_number(v: i64) -> Option<u32> {
     u32::try_from(v).ok().filter(|n| (1..=MAX_THOUGHT_NUMBER).contains(n))
 }
@@ -221,6 +231,7 @@ pub fn load_session(dir: &Path) -> (SessionReport, Option<LoadedSession>) {
     let loaded = Loader {
         dir,
         report: &mut report,
+        converted_times: false,
     }
     .load();
     report.result.settle();
@@ -231,6 +242,8 @@ pub fn load_session(dir: &Path) -> (SessionReport, Option<LoadedSession>) {
 struct Loader<'a> {
     dir: &'a Path,
     report: &'a mut SessionReport,
+    /// Whether a time was given in another form than the ledger's.
+    converted_times: bool,
 }
 
 impl Loader<'_> {
@@ -283,6 +296,13 @@ impl Loader<'_> {
             return None;
         }
         let session = session?;
+        if self.converted_times {
+            self.report.warnings.push(
+                "times were converted to UTC with milliseconds (2026-03-01T08:00:00.000Z), the form the ledger \
+                 sorts by"
+                    .to_string(),
+            );
+        }
         let nodes = self.check_links(&sid, nodes)?;
         let thoughts = self.creation_order(&sid, nodes);
         Some(LoadedSession {
@@ -320,13 +340,22 @@ impl Loader<'_> {
             ("updatedAt", Some(&md.updated_at)),
             ("completedAt", md.completed_at.as_ref()),
         ];
+        let mut canonical = Vec::with_capacity(times.len());
         for (name, value) in times {
+            canonical.push(value.and_then(|v| canonical_time(v)));
             if let Some(v) = value
-                && valid_time(v).is_none()
+                && canonical.last().is_some_and(Option::is_none)
             {
                 self.error(format!("metadata.{name} {v:?} is not an ISO 8601 date-time"));
                 ok = false;
             }
+        }
+        if times
+            .iter()
+            .zip(&canonical)
+            .any(|((_, given), c)| given.map(String::as_str) != c.as_deref())
+        {
+            self.converted_times = true;
         }
         let with_nul = md
             .description
@@ -349,6 +378,12 @@ impl Loader<'_> {
                 .warnings
                 .push("empty or repeated tags were dropped".to_string());
         }
+        let mut canonical = canonical.into_iter();
+        let (Some(Some(created_at)), Some(Some(updated_at)), Some(completed_at)) =
+            (canonical.next(), canonical.next(), canonical.next())
+        else {
+            return None;
+        };
         ok.then(|| Session {
             id: m.id.clone(),
             title: md.title.clone(),
@@ -357,11 +392,11 @@ impl Loader<'_> {
             thought_count: 0,
             branch_count: 0,
             partition_path: None,
-            created_at: md.created_at.clone(),
-            updated_at: md.updated_at.clone(),
             // Not kept in the tree; the last change is the closest known value.
-            last_accessed_at: md.updated_at.clone(),
-            completed_at: md.completed_at.clone(),
+            last_accessed_at: updated_at.clone(),
+            created_at,
+            updated_at,
+            completed_at,
             domain: md.domain.clone(),
         })
     }
@@ -503,10 +538,8 @@ impl Loader<'_> {
                 t
             }
         };
-        let millis = match d.timestamp.as_deref() {
-            Some(ts) => valid_time(ts),
-            None => None,
-        };
+        let millis = d.timestamp.as_deref().and_then(valid_time);
+        let timestamp = d.timestamp.as_deref().and_then(canonical_time);
         if millis.is_none() {
             self.error(format!("{shown}: timestamp is missing or not an ISO 8601 date-time"));
         }
@@ -518,18 +551,24 @@ impl Loader<'_> {
         if let Err(bad) = from {
             self.error(format!("{shown}: branchFromThought {bad} is not a thought number"));
         }
-        if let Some(c) = &d.critique
-            && valid_time(&c.timestamp).is_none()
-        {
-            self.error(format!(
-                "{shown}: the critique's timestamp is not an ISO 8601 date-time"
-            ));
+        let mut critique = d.critique;
+        if let Some(c) = &mut critique {
+            match canonical_time(&c.timestamp) {
+                Some(t) => {
+                    self.converted_times |= t != c.timestamp;
+                    c.timestamp = t;
+                }
+                None => self.error(format!(
+                    "{shown}: the critique's timestamp is not an ISO 8601 date-time"
+                )),
+            }
         }
+        self.converted_times |= d.timestamp.is_some() && d.timestamp != timestamp;
         if self.report.result.errors.len() > before {
             return None;
         }
         let (Some(number), Some(total), Some(millis), Some(timestamp), Ok(revises), Ok(from)) =
-            (number, total, millis, d.timestamp, revises, from)
+            (number, total, millis, timestamp, revises, from)
         else {
             return None;
         };
@@ -554,7 +593,7 @@ impl Loader<'_> {
                 needs_more_thoughts: d.needs_more_thoughts,
                 include_guide: d.include_guide,
                 timestamp,
-                critique: d.critique,
+                critique,
             },
         })
     }

@@ -787,3 +787,62 @@ async fn gateway_export_to_a_destination() {
     assert_eq!(summary["imported"], 1);
     assert_eq!(summary["thoughtsImported"], 3);
 }
+
+/// A tree written by another tool may give times with an offset or another
+/// precision; they are stored as UTC with milliseconds, the form the ledger
+/// sorts by as text, and the import says so.
+#[test]
+fn imported_times_are_stored_in_utc_with_milliseconds() {
+    let (dir, db) = temp_db();
+    let root = dir.path().join("other-tool");
+    let sessions = root.join("projects/_default/sessions");
+    // 05:00 UTC, written with an offset, and without milliseconds.
+    let offset = sessions.join(GOOD);
+    let mut m = manifest(GOOD, &["001.json"], json!({}));
+    m["metadata"]["title"] = json!("offset session");
+    m["metadata"]["createdAt"] = json!("2026-10-01T10:00:00+05:00");
+    m["metadata"]["updatedAt"] = json!("2026-10-01T10:00:01+05:00");
+    put(&offset.join("manifest.json"), &m);
+    let mut first = node(GOOD, None, 1, None, json!({ "timestamp": "2026-10-01T10:00:01+05:00" }));
+    first["data"]["critique"] = json!({ "text": "ok", "model": "m", "timestamp": "2026-10-01T05:00:02Z" });
+    put(&offset.join("001.json"), &first);
+    // 05:30 UTC, in the ledger's own form already.
+    let utc = sessions.join(FLAT);
+    let mut m = manifest(FLAT, &["001.json"], json!({}));
+    m["metadata"]["title"] = json!("utc session");
+    m["metadata"]["createdAt"] = json!("2026-10-01T05:30:00.000Z");
+    m["metadata"]["updatedAt"] = json!("2026-10-01T05:30:00.000Z");
+    put(&utc.join("manifest.json"), &m);
+    put(
+        &utc.join("001.json"),
+        &node(FLAT, None, 1, None, json!({ "timestamp": "2026-10-01T05:30:00.000Z" })),
+    );
+
+    let summary = ok_json(&db, &["import", path_str(&root)]);
+    assert_eq!(summary["imported"], 2, "{summary:#}");
+    let warnings: Vec<String> = summary["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["report"]["warnings"].to_string())
+        .collect();
+    assert_eq!(
+        warnings.iter().filter(|w| w.contains("converted to UTC")).count(),
+        1,
+        "{warnings:?}"
+    );
+    let listed = ok_json(&db, &["sessions", "list", "--sort", "created", "--asc"]);
+    let titles: Vec<&str> = listed["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(titles, ["offset session", "utc session"]);
+    let shown = ok_json(&db, &["sessions", "show", GOOD]);
+    assert_eq!(shown["session"]["createdAt"], "2026-10-01T05:00:00.000Z");
+    assert_eq!(shown["session"]["updatedAt"], "2026-10-01T05:00:01.000Z");
+    let thought = &shown["nodes"][0]["data"];
+    assert_eq!(thought["timestamp"], "2026-10-01T05:00:01.000Z");
+    assert_eq!(thought["critique"]["timestamp"], "2026-10-01T05:00:02.000Z");
+}
