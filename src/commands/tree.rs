@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::export::{self, Format, Layout};
 use crate::tree::check_session_id;
 use crate::tree::importer::{Status, import_tree};
-use crate::tree::reader::{find_session_dirs, load_session};
+use crate::tree::reader::{load_session, session_dirs_to_read};
 use crate::tree::writer::{ExportOptions, export_tree, lock_for_reading, write_atomic_with};
 
 pub fn export(db: &DbArgs, args: ExportArgs) -> Result<ExitCode> {
@@ -114,7 +114,7 @@ fn export_file(
 
 pub fn import(db: &DbArgs, args: ImportArgs) -> Result<ExitCode> {
     // Look at the tree before opening (and maybe creating) the database.
-    find_session_dirs(&args.dir)?;
+    session_dirs_to_read(&args.dir)?;
     let store = db.open()?;
     let mut progress = Progress::new("importing");
     let summary = import_tree(&store, &args.dir, &mut |done, total, r| {
@@ -169,7 +169,7 @@ pub fn validate(args: ValidateArgs) -> Result<ExitCode> {
     let mut reports = Vec::new();
     // Not while an export is writing into the tree.
     let _lock = lock_for_reading(&args.dir);
-    for dir in find_session_dirs(&args.dir)? {
+    for dir in session_dirs_to_read(&args.dir)? {
         let (report, _) = load_session(&dir);
         if args.session.as_ref().is_none_or(|id| *id == report.session_id) {
             reports.push(report);

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use super::CONFIG;
 use super::integrity::SessionReport;
-use super::reader::{find_session_dirs, load_session};
+use super::reader::{load_session, session_dirs_to_read};
 use crate::error::{Error, Result};
 use crate::store::{ImportOutcome, Store};
 
@@ -59,7 +59,7 @@ pub fn import_tree(
 ) -> Result<ImportSummary> {
     // Not while an export is writing into the tree.
     let _lock = super::writer::lock_for_reading(root);
-    let dirs = find_session_dirs(root)?;
+    let dirs = session_dirs_to_read(root)?;
     let mut summary = ImportSummary {
         source: root.to_path_buf(),
         sessions_found: dirs.len(),

@@ -109,6 +109,40 @@ pub fn find_session_dirs(root: &Path) -> Result<Vec<PathBuf>> {
     Ok(found)
 }
 
+/// Whether `dir` is laid out as a tree: a `config.json`, `projects/` or
+/// `sessions/` (an export of an empty ledger has sessions in none of them).
+fn looks_like_tree(dir: &Path) -> bool {
+    dir.join("config.json").is_file() || dir.join("projects").is_dir() || dir.join("sessions").is_dir()
+}
+
+/// [`find_session_dirs`] for a command that reads a tree (`import`,
+/// `validate`): a directory that holds no session and is not laid out as a
+/// tree at all is refused, naming the subdirectories that are, rather than
+/// read as an empty tree (a wrong path would otherwise "succeed" for ever).
+pub fn session_dirs_to_read(root: &Path) -> Result<Vec<PathBuf>> {
+    let found = find_session_dirs(root)?;
+    if !found.is_empty() || looks_like_tree(root) {
+        return Ok(found);
+    }
+    let inside: Vec<String> = subdirs(root)?
+        .iter()
+        .filter(|d| looks_like_tree(d) || !find_session_dirs(d).unwrap_or_default().is_empty())
+        .map(|d| d.display().to_string())
+        .collect();
+    let hint = match inside.as_slice() {
+        [] => String::new(),
+        [one] => format!("; did you mean {one}?"),
+        many => format!("; trees below it: {}", many.join(", ")),
+    };
+    Err(Error::invalid(
+        "dir",
+        format!(
+            "{} is not a Thoughtbox tree: it holds no config.json, projects/, sessions/ or session directory{hint}",
+            root.display()
+        ),
+    ))
+}
+
 /// The first of `candidates` that exists (not following a symbolic link),
 /// and whether it is a regular file.
 fn locate<const N: usize>(candidates: [PathBuf; N]) -> Option<(PathBuf, bool)> {

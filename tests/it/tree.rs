@@ -846,3 +846,35 @@ fn imported_times_are_stored_in_utc_with_milliseconds() {
     assert_eq!(thought["timestamp"], "2026-10-01T05:00:01.000Z");
     assert_eq!(thought["critique"]["timestamp"], "2026-10-01T05:00:02.000Z");
 }
+
+/// `import` and `validate` pointed at a directory that is no tree (the
+/// folder above an export, an empty folder) fail, naming the tree inside
+/// when there is one, and `import` creates no database.
+#[test]
+fn a_directory_that_is_no_tree_is_refused() {
+    let (dir, db) = temp_db();
+    let wrap = dir.path().join("wrap");
+    reference_tree(&wrap.join("legacy"));
+    fs::create_dir_all(dir.path().join("empty")).unwrap();
+    for (target, hint) in [("wrap", Some("did you mean")), ("empty", None)] {
+        let root = dir.path().join(target);
+        for args in [vec!["import", path_str(&root)], vec!["validate", path_str(&root)]] {
+            let out = run(&db, &args);
+            assert_eq!(out.status.code(), Some(1), "{args:?}");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(err.contains("is not a Thoughtbox tree"), "{err}");
+            if let Some(hint) = hint {
+                assert!(err.contains(hint) && err.contains("legacy"), "{err}");
+            }
+        }
+    }
+    assert!(!db.exists());
+    // An export of an empty ledger is a tree with no sessions: fine.
+    let empty_tree = dir.path().join("empty-tree");
+    put(
+        &empty_tree.join("config.json"),
+        &json!({ "installId": "0f0e0d0c-0b0a-4909-8807-060504030201" }),
+    );
+    let v = ok_json(&db, &["validate", path_str(&empty_tree)]);
+    assert_eq!(v["sessionsChecked"], 0);
+}
