@@ -190,7 +190,15 @@ impl Store {
         self.write(|tx| {
             let old = get_pattern_tx(tx, id)?;
             if let Some(s) = &upd.derived_from_sessions {
-                check_sessions_exist(tx, s)?;
+                // Only the sessions added must exist: a session the pattern
+                // was derived from may have been deleted since, and an agent
+                // sends back the list get_pattern gave it.
+                let added: Vec<String> = s
+                    .iter()
+                    .filter(|id| !old.derived_from_sessions.contains(id))
+                    .cloned()
+                    .collect();
+                check_sessions_exist(tx, &added)?;
             }
             let tags = upd.tags.unwrap_or(old.tags);
             tx.prepare_cached(
@@ -588,6 +596,36 @@ mod tests {
         new.title = "Other".into();
         assert_eq!(store.create_pattern(new).unwrap_err().code(), "SESSION_NOT_FOUND");
         assert_eq!(store.list_patterns(&PatternFilter::default()).unwrap().total, 1);
+    }
+
+    /// A session a pattern was derived from may be deleted later: the
+    /// pattern keeps naming it, and an update that sends the list back with
+    /// a session added goes through; a new unknown session is still refused.
+    #[test]
+    fn an_update_keeps_a_deleted_source_session() {
+        let (_d, store) = temp_store();
+        let gone = store.create_session(NewSession::titled("gone")).unwrap();
+        let kept = store.create_session(NewSession::titled("kept")).unwrap();
+        let mut new = p("From a session", &[], "c");
+        new.derived_from_sessions = vec![gone.id.clone()];
+        let id = store.create_pattern(new).unwrap().id;
+        store.delete_session(&gone.id).unwrap();
+        assert_eq!(
+            store.pattern(&id).unwrap().derived_from_sessions,
+            std::slice::from_ref(&gone.id)
+        );
+        let update = |sessions: Vec<String>| PatternUpdate {
+            derived_from_sessions: Some(sessions),
+            ..Default::default()
+        };
+        let updated = store
+            .update_pattern(&id, update(vec![gone.id.clone(), kept.id.clone()]))
+            .unwrap();
+        assert_eq!(updated.derived_from_sessions, [gone.id.clone(), kept.id.clone()]);
+        let err = store
+            .update_pattern(&id, update(vec![gone.id.clone(), "nope".into()]))
+            .unwrap_err();
+        assert_eq!(err.code(), "SESSION_NOT_FOUND");
     }
 
     #[test]
