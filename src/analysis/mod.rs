@@ -213,6 +213,7 @@ pub(crate) mod fixtures {
                         include_guide: None,
                         timestamp: format!("2026-01-01T00:{:02}:{:02}.000Z", secs / 60, secs % 60),
                         critique: None,
+                        critique_requested: None,
                     },
                 }
             })

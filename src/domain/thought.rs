@@ -303,6 +303,7 @@ pub fn plan_thought(
             include_guide: input.include_guide,
             timestamp,
             critique: None,
+            critique_requested: None,
         },
     })
 }

@@ -69,6 +69,12 @@ pub struct ThoughtData {
     pub timestamp: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub critique: Option<Critique>,
+    /// `true` when a critique was asked for (`critique: true`) and none was
+    /// received (the client cannot sample, refused, or ran out of time);
+    /// absent otherwise. Not in the seed's ThoughtData: it lets an export
+    /// carry what the session's analysis counts as critique requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub critique_requested: Option<bool>,
 }
 
 /// A stored thought with its place in the node graph.

@@ -338,6 +338,9 @@ fn write_markdown(out: &mut dyn Write, source: &dyn SessionSource, include_metad
                 c.text.replace('\n', "\n> ")
             ));
         }
+        if d.critique_requested == Some(true) {
+            s.push_str("> **Critique** asked for, none received\n\n");
+        }
         out.write_all(s.as_bytes()).map_err(written)
     })
 }
@@ -470,6 +473,7 @@ mod tests {
                 include_guide: None,
                 timestamp: "2025-01-01T00:00:00.000Z".into(),
                 critique: None,
+                critique_requested: None,
             },
         }
     }

@@ -15,7 +15,7 @@ use crate::domain::{
 };
 use crate::error::{Error, Result};
 
-const THOUGHT_COLUMNS: &str = "id, session_id, node_id, branch_id, thought_number, total_thoughts, thought, next_thought_needed, is_revision, revises_thought, branch_from_thought, needs_more_thoughts, include_guide, prev_node, revises_node, branch_origin, critique, created_at";
+const THOUGHT_COLUMNS: &str = "id, session_id, node_id, branch_id, thought_number, total_thoughts, thought, next_thought_needed, is_revision, revises_thought, branch_from_thought, needs_more_thoughts, include_guide, prev_node, revises_node, branch_origin, critique, created_at, critique_requested";
 
 fn thought_from_row(row: &Row<'_>) -> rusqlite::Result<Thought> {
     let critique: Option<String> = row.get(16)?;
@@ -38,6 +38,7 @@ fn thought_from_row(row: &Row<'_>) -> rusqlite::Result<Thought> {
             needs_more_thoughts: row.get(11)?,
             include_guide: row.get(12)?,
             timestamp: row.get(17)?,
+            critique_requested: (critique.is_none() && row.get::<_, bool>(18)?).then_some(true),
             critique: critique.and_then(|c| serde_json::from_str(&c).ok()),
         },
     })
@@ -199,11 +200,12 @@ pub(crate) fn insert_thought(tx: &Tx<'_>, session_id: &str, t: &Thought) -> Resu
         .as_ref()
         .map(|c| serde_json::to_string(c).map_err(|e| Error::Internal(e.to_string())))
         .transpose()?;
+    let requested = critique.is_some() || d.critique_requested == Some(true);
     tx.prepare_cached(
         "INSERT INTO thoughts (session_id, node_id, branch_id, thought_number, total_thoughts, thought,
              next_thought_needed, is_revision, revises_thought, branch_from_thought, needs_more_thoughts,
-             include_guide, prev_node, revises_node, branch_origin, critique, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+             include_guide, prev_node, revises_node, branch_origin, critique, created_at, critique_requested)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
     )?
     .execute(params![
         session_id,
@@ -223,6 +225,8 @@ pub(crate) fn insert_thought(tx: &Tx<'_>, session_id: &str, t: &Thought) -> Resu
         t.branch_origin,
         critique,
         d.timestamp,
+        // A critique stored is one that was asked for.
+        requested,
     ])?;
     Ok(tx.last_insert_rowid())
 }

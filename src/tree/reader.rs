@@ -215,6 +215,8 @@ struct RawData {
     timestamp: Option<String>,
     #[serde(default)]
     critique: Option<Critique>,
+    #[serde(default)]
+    critique_requested: Option<bool>,
 }
 
 /// A node that passed the per-file checks.
@@ -627,6 +629,8 @@ impl Loader<'_> {
                 needs_more_thoughts: d.needs_more_thoughts,
                 include_guide: d.include_guide,
                 timestamp,
+                // Kept only where it says something: asked for, none received.
+                critique_requested: (d.critique_requested == Some(true) && critique.is_none()).then_some(true),
                 critique,
             },
         })

@@ -347,3 +347,45 @@ async fn a_timed_out_critique_request_reaches_the_file_of_an_idle_server() {
     assert_eq!(flag, 1);
     s.stop().await;
 }
+
+/// A critique asked for and never received is part of the thought
+/// (`critiqueRequested: true`), so exports carry it and an import keeps
+/// what the analysis counts; an answered critique needs no flag.
+#[tokio::test]
+async fn an_unanswered_critique_request_survives_export_and_import() {
+    use crate::cli::{ok, ok_json};
+    let (dir, db) = temp_db();
+    let mut cmd = command(&db);
+    cmd.arg("serve").arg("--critique-timeout").arg("1");
+    let s = start_with(SilentSamplingClient, cmd).await;
+    let sid = s.ready("unanswered").await;
+    s.thought(json!({ "thought": "Ship it", "nextThoughtNeeded": true, "critique": true }))
+        .await;
+    s.thought(json!({ "thought": "Then test it", "nextThoughtNeeded": true }))
+        .await;
+    let read = s.ok("read_thoughts", json!({ "range": [1, 2] })).await;
+    assert_eq!(read["thoughts"][0]["critiqueRequested"], true);
+    assert!(read["thoughts"][1].get("critiqueRequested").is_none());
+    let export = s
+        .ok("session", json!({ "subOperation": "export", "sessionId": sid }))
+        .await;
+    let exported = export["content"].as_str().map_or(export.to_string(), str::to_string);
+    assert!(exported.contains("critiqueRequested"), "{exported}");
+    s.stop().await;
+
+    let tree = dir.path().join("tree");
+    ok(&db, &["export", "--out", tree.to_str().unwrap()]);
+    let other = dir.path().join("other.db");
+    ok(&other, &["import", tree.to_str().unwrap()]);
+    let shown = ok_json(&other, &["sessions", "show", &sid]);
+    let data: Vec<&serde_json::Value> = shown["nodes"].as_array().unwrap().iter().map(|n| &n["data"]).collect();
+    assert_eq!(data[0]["critiqueRequested"], true);
+    assert!(data[1].get("critiqueRequested").is_none());
+    let s = start(&other).await;
+    s.ok("start_new", json!({ "sessionTitle": "stage" })).await;
+    let a = s
+        .ok("session", json!({ "subOperation": "analyze", "sessionId": sid }))
+        .await;
+    assert_eq!(a["quality"]["critiqueRequests"], 1);
+    s.stop().await;
+}
