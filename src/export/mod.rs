@@ -193,7 +193,7 @@ pub fn write(
             }
         }
         Format::Markdown => write_markdown(out, source, include_metadata),
-        Format::Cipher => write_cipher(out, source),
+        Format::Cipher => write_cipher(out, source, include_metadata),
     }
 }
 
@@ -393,17 +393,19 @@ fn squash(text: &str, max: usize) -> String {
 /// The session in cipher notation: one step line per thought,
 /// `<n><T>(<refs>) <text>`, with `r@k` for a revision of thought k and
 /// `b@f` for a branch's fork point.
-fn write_cipher(out: &mut dyn Write, source: &dyn SessionSource) -> Result<()> {
+fn write_cipher(out: &mut dyn Write, source: &dyn SessionSource, include_metadata: bool) -> Result<()> {
     let session = source.session();
     let mut s = format!("# {}\n", session.title);
-    s.push_str(&format!(
-        "id:{} tags:{} n:{} b:{} {}\n",
-        session.id,
-        session.tags.join(","),
-        session.thought_count,
-        session.branch_count,
-        if session.completed_at.is_some() { "done" } else { "open" }
-    ));
+    if include_metadata {
+        s.push_str(&format!(
+            "id:{} tags:{} n:{} b:{} {}\n",
+            session.id,
+            session.tags.join(","),
+            session.thought_count,
+            session.branch_count,
+            if session.completed_at.is_some() { "done" } else { "open" }
+        ));
+    }
     out.write_all(s.as_bytes()).map_err(written)?;
     each_in_chains(source, &mut |t, first| {
         let d = &t.data;

@@ -144,7 +144,6 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
 async fn export(gw: &Gateway, args: Args) -> Result<Value> {
     let id = session_id_req(&args)?;
     let format = args.enum_opt(&["format"], Format::parse, &["json", "markdown", "cipher"])?;
-    let include_metadata = args.bool_opt(&["includeMetadata"])?.unwrap_or(true);
     if let Some(dest) = args.str_opt(&["destination"])? {
         // The directory layout is made of JSON files; another format with it is a contradiction.
         if format.is_some_and(|f| f != Format::Json) {
@@ -188,6 +187,13 @@ async fn export(gw: &Gateway, args: Args) -> Result<Value> {
         }));
     }
     let format = format.unwrap_or_default();
+    // Markdown's and cipher's header lines. A JSON export always carries the
+    // session (an import needs it): there the argument is left unread, so
+    // the answer names it in ignoredArguments.
+    let include_metadata = match format {
+        Format::Json => true,
+        Format::Markdown | Format::Cipher => args.bool_opt(&["includeMetadata"])?.unwrap_or(true),
+    };
     // Rendered as it is read from the database, and given up as soon as it
     // could no longer fit in the answer.
     let (session, rendered) = gw

@@ -406,6 +406,24 @@ async fn core_concepts_branches_and_revisions() {
     let c = c["content"].as_str().unwrap();
     assert!(c.contains("6R(r@3)"), "{c}");
     assert!(c.contains("## memcached b@3"), "{c}");
+    assert!(c.contains(&format!("id:{sid} ")), "{c}");
+
+    // includeMetadata: false drops the header lines of Markdown and cipher;
+    // JSON keeps its session (an import needs it) and says it ignored it.
+    let export = |format: &str| json!({ "subOperation": "export", "sessionId": sid, "format": format, "includeMetadata": false });
+    let md = s.ok("session", export("markdown")).await;
+    assert!(md.get("ignoredArguments").is_none(), "{md}");
+    let md = md["content"].as_str().unwrap();
+    assert!(md.starts_with("# Cache choice") && !md.contains("**Created:**"), "{md}");
+    assert!(md.contains("### Thought 6/6 (revises #3)"), "{md}");
+    let c = s.ok("session", export("cipher")).await;
+    assert!(c.get("ignoredArguments").is_none(), "{c}");
+    let c = c["content"].as_str().unwrap();
+    assert!(c.starts_with("# Cache choice\n") && !c.contains("id:"), "{c}");
+    assert!(c.contains("6R(r@3)"), "{c}");
+    let j = s.call("session", export("json")).await.unwrap();
+    assert_eq!(j["ignoredArguments"], json!(["includeMetadata"]));
+    assert_eq!(j["content"]["session"]["id"], sid.as_str());
     s.stop().await;
 }
 
