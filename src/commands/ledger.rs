@@ -159,6 +159,8 @@ pub fn stats(db: &DbArgs, json: bool) -> Result<ExitCode> {
         vec!["branches".into(), st.branches.to_string()],
         vec!["revisions".into(), st.revisions.to_string()],
         vec!["critiques".into(), st.critiques.to_string()],
+        vec!["knowledge patterns".into(), st.patterns.to_string()],
+        vec!["scratchpad notes".into(), st.notes.to_string()],
         vec!["not yet searchable".into(), st.unindexed_thoughts.to_string()],
         vec![
             "first thought".into(),

@@ -17,6 +17,10 @@ pub struct LedgerStats {
     pub branches: u64,
     pub revisions: u64,
     pub critiques: u64,
+    /// The knowledge garden, which `backup` carries and the directory
+    /// layout does not.
+    pub patterns: u64,
+    pub notes: u64,
     /// Thoughts written but not yet in the full-text index.
     pub unindexed_thoughts: u64,
     pub first_thought_at: Option<String>,
@@ -75,6 +79,8 @@ impl Store {
                 branches: count(one("SELECT count(*) FROM branches")?),
                 revisions: count(revisions),
                 critiques: count(critiques),
+                patterns: count(one("SELECT count(*) FROM knowledge_patterns")?),
+                notes: count(one("SELECT count(*) FROM scratchpad_notes")?),
                 unindexed_thoughts: count(one(
                     "SELECT count(*) FROM thoughts WHERE id > (SELECT indexed_through FROM thoughts_fts_state WHERE id = 1)",
                 )?),

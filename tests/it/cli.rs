@@ -164,7 +164,12 @@ fn sessions_list_show_and_search() {
 fn stats_info_and_config() {
     let (_d, db) = temp_db();
     small_ledger(&db);
+    Store::open(&db, OpenOptionsStore::default())
+        .unwrap()
+        .write_note("todo", "check the eviction policy")
+        .unwrap();
     let st = ok_json(&db, &["stats"]);
+    assert_eq!((st["patterns"].as_u64(), st["notes"].as_u64()), (Some(0), Some(1)));
     assert_eq!(st["sessions"], 2);
     assert_eq!(st["completedSessions"], 1);
     assert_eq!(st["thoughts"], 5);
