@@ -168,19 +168,24 @@ pub async fn extract_learnings(gw: &Gateway, args: Args) -> Result<Value> {
             Ok((x, to_save))
         })
         .await?;
-    let saved: Vec<String> = if save {
-        gw.write(move |s| s.create_patterns(&to_save))
-            .await?
-            .into_iter()
-            .map(|p| p.id)
-            .collect()
+    let saved = if save {
+        gw.write(move |s| s.create_patterns_once(&to_save)).await?
     } else {
         Vec::new()
     };
     let mut out = to_value(&extraction)?;
     if save {
         gw.wrote();
-        out["savedPatterns"] = json!(saved);
+        // Every learning's pattern id; those saved by an earlier call (the
+        // same learning of the same session) also under alreadySaved.
+        out["savedPatterns"] = json!(saved.iter().map(|(p, _)| &p.id).collect::<Vec<_>>());
+        out["alreadySaved"] = json!(
+            saved
+                .iter()
+                .filter(|(_, created)| !created)
+                .map(|(p, _)| &p.id)
+                .collect::<Vec<_>>()
+        );
     }
     Ok(out)
 }

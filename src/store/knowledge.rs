@@ -174,10 +174,30 @@ impl Store {
         self.write(|tx| insert_pattern_tx(tx, &new, &now))
     }
 
-    /// Create several patterns in one transaction: all or none.
-    pub fn create_patterns(&self, new: &[NewPattern]) -> Result<Vec<KnowledgePattern>> {
+    /// Create several patterns in one transaction, all or none, except
+    /// those stored already: a pattern with the same title, description,
+    /// content and author (what `extract_learnings` saves again when an
+    /// agent repeats the call) is answered as it is, with `false`.
+    pub fn create_patterns_once(&self, new: &[NewPattern]) -> Result<Vec<(KnowledgePattern, bool)>> {
         let now = domain::now();
-        self.write(|tx| new.iter().map(|n| insert_pattern_tx(tx, n, &now)).collect())
+        self.write(|tx| {
+            let mut same = tx.prepare_cached(
+                "SELECT id FROM knowledge_patterns
+                 WHERE title = ?1 AND description = ?2 AND content = ?3 AND created_by IS ?4
+                 ORDER BY created_at LIMIT 1",
+            )?;
+            let mut out = Vec::with_capacity(new.len());
+            for n in new {
+                let existing: Option<String> = same
+                    .query_row(params![n.title, n.description, n.content, n.created_by], |r| r.get(0))
+                    .optional()?;
+                out.push(match existing {
+                    Some(id) => (get_pattern_tx(tx, &id)?, false),
+                    None => (insert_pattern_tx(tx, n, &now)?, true),
+                });
+            }
+            Ok(out)
+        })
     }
 
     pub fn pattern(&self, id: &str) -> Result<KnowledgePattern> {

@@ -165,6 +165,19 @@ async fn extract_learnings_from_key_moments() {
         .await;
     assert_eq!(p["derivedFromSessions"], json!([sid]));
     assert_eq!(p["tags"], json!(["learning", "pattern"]));
+    assert_eq!(saved["alreadySaved"], json!([]));
+    // The same call again (an agent retrying after a timeout) saves no copies.
+    let again = s
+        .ok(
+            "session",
+            json!({ "subOperation": "extract_learnings", "sessionId": sid, "keyMoments": moments,
+                    "targetTypes": "pattern", "save": true }),
+        )
+        .await;
+    assert_eq!(again["savedPatterns"], saved["savedPatterns"]);
+    assert_eq!(again["alreadySaved"], saved["savedPatterns"]);
+    let listed = s.ok("knowledge", json!({ "subOperation": "list_patterns" })).await;
+    assert_eq!(listed["total"], 2);
     s.stop().await;
 }
 

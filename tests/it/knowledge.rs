@@ -545,7 +545,7 @@ async fn every_pattern_and_note_is_listed_page_by_page() {
                 ..Default::default()
             })
             .collect();
-        store.create_patterns(&new).unwrap();
+        store.create_patterns_once(&new).unwrap();
         for i in 0..190 {
             store.write_note(&format!("note {i}"), "x").unwrap();
         }
