@@ -174,6 +174,9 @@ pub struct Insight {
     pub description: String,
     pub confidence: f64,
     pub related_thoughts: Vec<u32>,
+    /// The same thoughts by node id (not in the seed): a number alone is
+    /// ambiguous once branches reuse the main chain's numbers.
+    pub related_nodes: Vec<String>,
 }
 
 /// Seed 003's `cognitiveLoad`.
@@ -361,16 +364,20 @@ fn insights(f: &Facts<'_>, labels: &[Pattern], dominant: Pattern, dominant_freq:
             description: "The session has no thoughts yet.".into(),
             confidence: 1.0,
             related_thoughts: Vec::new(),
+            related_nodes: Vec::new(),
         });
         return out;
     }
-    let mut related: Vec<u32> = f
+    let numbers = |ts: &[&Thought]| ts.iter().map(|t| t.data.thought_number).collect::<Vec<u32>>();
+    let nodes = |ts: &[&Thought]| ts.iter().map(|t| t.node_id.clone()).collect::<Vec<String>>();
+    let dominant_thoughts: Vec<&Thought> = f
         .ordered
         .iter()
         .zip(labels)
         .filter(|(_, l)| **l == dominant)
-        .map(|(t, _)| t.data.thought_number)
+        .map(|(t, _)| *t)
         .collect();
+    let mut related = numbers(&dominant_thoughts);
     related.dedup();
     out.push(Insight {
         kind: InsightType::PatternDetected,
@@ -381,6 +388,7 @@ fn insights(f: &Facts<'_>, labels: &[Pattern], dominant: Pattern, dominant_freq:
         ),
         confidence: dominant_freq,
         related_thoughts: related,
+        related_nodes: nodes(&dominant_thoughts),
     });
     for b in f.branches.iter().filter(|b| !b.converged) {
         let from = b.from_thought.map(|k| format!(" from thought {k}")).unwrap_or_default();
@@ -393,20 +401,20 @@ fn insights(f: &Facts<'_>, labels: &[Pattern], dominant: Pattern, dominant_freq:
             ),
             confidence: 0.6,
             related_thoughts: b.numbers.clone(),
+            related_nodes: b.nodes.clone(),
         });
     }
-    let mut revised: std::collections::BTreeMap<(Option<&str>, u32), Vec<u32>> = std::collections::BTreeMap::new();
+    let mut revised: std::collections::BTreeMap<(Option<&str>, u32), Vec<&Thought>> = std::collections::BTreeMap::new();
     for t in f.ordered.iter().filter(|t| t.data.is_revision) {
         if let Some(r) = t.data.revises_thought {
-            revised
-                .entry((t.data.branch_id.as_deref(), r))
-                .or_default()
-                .push(t.data.thought_number);
+            revised.entry((t.data.branch_id.as_deref(), r)).or_default().push(t);
         }
     }
     for ((_, target), by) in revised.iter().filter(|(_, by)| by.len() >= 2) {
         let mut related = vec![*target];
-        related.extend(by);
+        related.extend(numbers(by));
+        let mut related_nodes: Vec<String> = by[0].revises_node.iter().cloned().collect();
+        related_nodes.extend(nodes(by));
         out.push(Insight {
             kind: InsightType::Anomaly,
             description: format!(
@@ -415,6 +423,7 @@ fn insights(f: &Facts<'_>, labels: &[Pattern], dominant: Pattern, dominant_freq:
             ),
             confidence: round2((0.4 + 0.2 * by.len() as f64).min(1.0)),
             related_thoughts: related,
+            related_nodes,
         });
     }
     if n >= 5 && f.branches.is_empty() && f.revisions == 0 {
@@ -425,10 +434,12 @@ fn insights(f: &Facts<'_>, labels: &[Pattern], dominant: Pattern, dominant_freq:
             ),
             confidence: 0.5,
             related_thoughts: Vec::new(),
+            related_nodes: Vec::new(),
         });
     }
     let revision_rate = round2(ratio(f.revisions, n));
     if n >= 4 && revision_rate >= 0.3 {
+        let revisions: Vec<&Thought> = f.ordered.iter().copied().filter(|t| t.data.is_revision).collect();
         out.push(Insight {
             kind: InsightType::OptimizationSuggestion,
             description: format!(
@@ -436,12 +447,8 @@ fn insights(f: &Facts<'_>, labels: &[Pattern], dominant: Pattern, dominant_freq:
                 percent(revision_rate)
             ),
             confidence: revision_rate,
-            related_thoughts: f
-                .ordered
-                .iter()
-                .filter(|t| t.data.is_revision)
-                .map(|t| t.data.thought_number)
-                .collect(),
+            related_thoughts: numbers(&revisions),
+            related_nodes: nodes(&revisions),
         });
     }
     let last_main = f.main.last().map(|t| t.data.thought_number);
@@ -453,6 +460,7 @@ fn insights(f: &Facts<'_>, labels: &[Pattern], dominant: Pattern, dominant_freq:
         },
         confidence: 1.0,
         related_thoughts: last_main.into_iter().collect(),
+        related_nodes: f.main.last().map(|t| t.node_id.clone()).into_iter().collect(),
     });
     out
 }
@@ -717,6 +725,14 @@ mod tests {
                 .iter()
                 .any(|i| i.kind == InsightType::Anomaly && i.description.contains("'dead'") && i.confidence == 0.6)
         );
+        // By node id, unlike the numbers, which the main chain also uses.
+        let dead = r.insights.iter().find(|i| i.description.contains("'dead'")).unwrap();
+        assert_eq!(dead.related_nodes.len(), dead.related_thoughts.len());
+        assert!(
+            dead.related_nodes.iter().all(|n| n.contains(":dead:")),
+            "{:?}",
+            dead.related_nodes
+        );
         assert_eq!(r.timeline.as_ref().unwrap().duration_estimate, "2 minutes 30 seconds");
     }
 
@@ -741,6 +757,8 @@ mod tests {
             .unwrap();
         assert_eq!(twice.confidence, 0.8);
         assert_eq!(twice.related_thoughts, [2, 4, 5]);
+        let node = |n: u32| format!("{}:{n}", super::super::fixtures::SID);
+        assert_eq!(twice.related_nodes, [node(2), node(4), node(5)]);
         // 2 / 6 = 0.33 >= 0.3: a suggestion with that confidence.
         assert!(
             r.insights

@@ -54,6 +54,8 @@ pub(crate) struct BranchFacts {
     pub from_thought: Option<u32>,
     /// Thought numbers on the branch, in recording order.
     pub numbers: Vec<u32>,
+    /// Their node ids, in the same order.
+    pub nodes: Vec<String>,
     /// The main chain received a thought after this branch's last thought:
     /// the reasoning came back from the exploration.
     pub converged: bool,
@@ -94,12 +96,14 @@ impl<'a> Facts<'a> {
                     id: b.to_string(),
                     from_thought: t.data.branch_from_thought,
                     numbers: Vec::new(),
+                    nodes: Vec::new(),
                     converged: false,
                 });
                 last_seq.push(t.seq);
                 branches.len() - 1
             });
             branches[i].numbers.push(t.data.thought_number);
+            branches[i].nodes.push(t.node_id.clone());
             if branches[i].from_thought.is_none() {
                 branches[i].from_thought = t.data.branch_from_thought;
             }
@@ -198,7 +202,10 @@ pub(crate) mod fixtures {
                         None => format!("{SID}:{n}"),
                     },
                     prev_node: None,
-                    revises_node: None,
+                    revises_node: revises.map(|r| match branch {
+                        Some(b) => format!("{SID}:{b}:{r}"),
+                        None => format!("{SID}:{r}"),
+                    }),
                     branch_origin: None,
                     data: ThoughtData {
                         thought: text.to_string(),

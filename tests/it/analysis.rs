@@ -217,7 +217,15 @@ async fn deep_analysis_full_and_by_type() {
     assert_eq!(d["metrics"]["convergenceRate"], 1.0);
     for i in d["insights"].as_array().unwrap() {
         unit(&i["confidence"]);
-        assert!(i["relatedThoughts"].is_array());
+        let (numbers, nodes) = (
+            i["relatedThoughts"].as_array().unwrap(),
+            i["relatedNodes"].as_array().unwrap(),
+        );
+        assert!(
+            nodes.iter().all(|n| n.as_str().unwrap().starts_with(sid.as_str())),
+            "{i}"
+        );
+        assert!(nodes.len() >= numbers.len(), "{i}");
     }
     let c = &d["cognitiveLoad"];
     assert!(c["complexityScore"].as_u64().unwrap() <= 100);
