@@ -656,7 +656,6 @@ impl std::io::Write for AnswerBuffer {
     }
 }
 
-/// The refusal of an answer too long for one MCP message.
 /// The thought text an answer has read so far, to give up on one that can
 /// no longer fit in a message before the rest of its rows are loaded.
 #[derive(Default)]
@@ -677,6 +676,7 @@ impl TextBudget {
     }
 }
 
+/// The refusal of an answer too long for one MCP message.
 pub(crate) fn answer_too_long() -> Error {
     Error::InvalidOperation {
         message: "the answer is longer than one MCP message can carry (16 MiB); ask for less: a smaller limit \

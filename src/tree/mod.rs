@@ -173,6 +173,15 @@ fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
     move |e| Error::io(context, e)
 }
 
+/// Whether `bytes` are a Thoughtbox tree's `config.json`: a JSON object
+/// with `installId` or `sessionPartitionGranularity` (a byte-order mark
+/// allowed). A project folder's own `config.json` is not.
+pub fn is_our_config(bytes: &[u8]) -> bool {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(bytes)
+        .is_ok_and(|m| m.contains_key("installId") || m.contains_key("sessionPartitionGranularity"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -109,10 +109,13 @@ pub fn find_session_dirs(root: &Path) -> Result<Vec<PathBuf>> {
     Ok(found)
 }
 
-/// Whether `dir` is laid out as a tree: a `config.json`, `projects/` or
-/// `sessions/` (an export of an empty ledger has sessions in none of them).
+/// Whether `dir` is laid out as a tree: a Thoughtbox `config.json` (not a
+/// project folder's own), `projects/` or `sessions/` (an export of an empty
+/// ledger has sessions in none of them).
 fn looks_like_tree(dir: &Path) -> bool {
-    dir.join("config.json").is_file() || dir.join("projects").is_dir() || dir.join("sessions").is_dir()
+    fs::read(dir.join(super::CONFIG)).is_ok_and(|b| super::is_our_config(&b))
+        || dir.join("projects").is_dir()
+        || dir.join("sessions").is_dir()
 }
 
 /// [`find_session_dirs`] for a command that reads a tree (`import`,
@@ -137,7 +140,7 @@ pub fn session_dirs_to_read(root: &Path) -> Result<Vec<PathBuf>> {
     Err(Error::invalid(
         "dir",
         format!(
-            "{} is not a Thoughtbox tree: it holds no config.json, projects/, sessions/ or session directory{hint}",
+            "{} is not a Thoughtbox tree: it holds no Thoughtbox config.json, projects/, sessions/ or session directory{hint}",
             root.display()
         ),
     ))

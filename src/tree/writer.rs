@@ -362,9 +362,7 @@ fn check_config_is_ours(dest: &Path) -> Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(Error::io(format!("reading {}", path.display()), e)),
     };
-    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
-    let ours = serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(bytes)
-        .is_ok_and(|m| m.contains_key("installId") || m.contains_key("sessionPartitionGranularity"));
+    let ours = super::is_our_config(&bytes);
     // A tree's own config.json, damaged: the sessions in its projects/ (or
     // the reference's sessions/) say whose it is. A manifest.json elsewhere
     // (a web app's, a browser extension's) does not.

@@ -856,7 +856,12 @@ fn a_directory_that_is_no_tree_is_refused() {
     let wrap = dir.path().join("wrap");
     reference_tree(&wrap.join("legacy"));
     fs::create_dir_all(dir.path().join("empty")).unwrap();
-    for (target, hint) in [("wrap", Some("did you mean")), ("empty", None)] {
+    // A project folder with a config.json of its own.
+    put(
+        &dir.path().join("app/config.json"),
+        &json!({ "name": "web-app", "port": 8080 }),
+    );
+    for (target, hint) in [("wrap", Some("did you mean")), ("empty", None), ("app", None)] {
         let root = dir.path().join(target);
         for args in [vec!["import", path_str(&root)], vec!["validate", path_str(&root)]] {
             let out = run(&db, &args);
