@@ -244,11 +244,15 @@ fn valid_time(s: &str) -> Option<i64> {
 /// `s` in the ledger's one form, UTC with milliseconds
 /// (`2026-03-01T08:00:00.000Z`), which sorts as text in time order: a tree
 /// written by another tool may carry offsets (`+02:00`) or another precision.
+/// None also for a time whose UTC year is not 0000-9999: its text would not
+/// be RFC 3339 (`+10000-...`), and the next export of it would not import.
 fn canonical_time(s: &str) -> Option<String> {
-    DateTime::parse_from_rfc3339(s).ok().map(|t| {
-        t.with_timezone(&chrono::Utc)
-            .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
-    })
+    use chrono::Datelike;
+    DateTime::parse_from_rfc3339(s)
+        .ok()
+        .map(|t| t.with_timezone(&chrono::Utc))
+        .filter(|t| (0..=9999).contains(&t.year()))
+        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
 }
 
 fn small_number(v: i64) -> Option<u32> {
@@ -385,7 +389,9 @@ impl Loader<'_> {
             if let Some(v) = value
                 && canonical.last().is_some_and(Option::is_none)
             {
-                self.error(format!("metadata.{name} {v:?} is not an ISO 8601 date-time"));
+                self.error(format!(
+                    "metadata.{name} {v:?} is not an ISO 8601 date-time in the years 0000-9999 (UTC)"
+                ));
                 ok = false;
             }
         }
@@ -580,7 +586,9 @@ impl Loader<'_> {
         let millis = d.timestamp.as_deref().and_then(valid_time);
         let timestamp = d.timestamp.as_deref().and_then(canonical_time);
         if millis.is_none() {
-            self.error(format!("{shown}: timestamp is missing or not an ISO 8601 date-time"));
+            self.error(format!(
+                "{shown}: timestamp is missing or not an ISO 8601 date-time in the years 0000-9999 (UTC)"
+            ));
         }
         let revises = d.revises_thought.map(|r| small_number(r).ok_or(r)).transpose();
         let from = d.branch_from_thought.map(|f| small_number(f).ok_or(f)).transpose();
@@ -598,7 +606,7 @@ impl Loader<'_> {
                     c.timestamp = t;
                 }
                 None => self.error(format!(
-                    "{shown}: the critique's timestamp is not an ISO 8601 date-time"
+                    "{shown}: the critique's timestamp is not an ISO 8601 date-time in the years 0000-9999 (UTC)"
                 )),
             }
         }
@@ -912,6 +920,26 @@ mod tests {
     use super::*;
 
     const SID: &str = "1b9d6bcd-bbfd-4b2d-9b5d-ab8dfbbd4bed";
+
+    /// Times as the ledger keeps them: UTC, milliseconds, four-digit years.
+    #[test]
+    fn times_are_converted_to_the_ledgers_form() {
+        for (given, kept) in [
+            ("2026-03-01T10:00:00+02:00", Some("2026-03-01T08:00:00.000Z")),
+            ("2026-03-01T08:00:00Z", Some("2026-03-01T08:00:00.000Z")),
+            ("2026-03-01T08:00:00.123456Z", Some("2026-03-01T08:00:00.123Z")),
+            ("2026-03-01T08:00:00-00:00", Some("2026-03-01T08:00:00.000Z")),
+            ("2026-03-01t08:00:00z", Some("2026-03-01T08:00:00.000Z")),
+            ("2016-12-31T23:59:60Z", Some("2016-12-31T23:59:60.000Z")),
+            ("0999-01-01T00:00:00.000Z", Some("0999-01-01T00:00:00.000Z")),
+            // Out of the four-digit years once in UTC.
+            ("0000-01-01T00:30:00+01:00", None),
+            ("9999-12-31T23:30:00-01:00", None),
+            ("yesterday", None),
+        ] {
+            assert_eq!(canonical_time(given).as_deref(), kept, "{given}");
+        }
+    }
 
     fn put(path: &Path, v: &Value) {
         fs::create_dir_all(path.parent().unwrap()).unwrap();
