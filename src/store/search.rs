@@ -31,7 +31,8 @@ use crate::error::Result;
 pub const SEARCH_INDEX_WAIT: Duration = Duration::from_millis(200);
 
 /// Pending thoughts a search reads itself, newest first (normally none: the
-/// server indexes right after its writes).
+/// server indexes right after its writes). A store opened only to read,
+/// which never indexes, reads them all.
 const PENDING_SCAN: i64 = 10_000;
 
 /// Tokens in a search snippet.
@@ -268,7 +269,10 @@ impl Store {
                      WHERE t.id > (SELECT indexed_through FROM thoughts_fts_state WHERE id = 1)
                      ORDER BY t.id DESC LIMIT ?1",
                 )?
-                .query_map([PENDING_SCAN], candidate_from_row)?
+                .query_map(
+                    [if self.opts.access.may_write() { PENDING_SCAN } else { -1 }],
+                    candidate_from_row,
+                )?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             let indexed: std::collections::HashSet<i64> = candidates.iter().map(|c| c.rowid).collect();
             let matcher = QueryWords::new(&words);
@@ -518,6 +522,19 @@ mod tests {
                     next_thought_needed: true,
                     ..Default::default()
                 },
+            )
+            .unwrap();
+        // More pending thoughts than a search that may index reads itself,
+        // all newer than the one that matches.
+        store
+            .conn()
+            .unwrap()
+            .execute(
+                "WITH RECURSIVE n(i) AS (SELECT 2 UNION ALL SELECT i + 1 FROM n WHERE i < ?2 + 1)
+                 INSERT INTO thoughts (session_id, node_id, thought_number, total_thoughts, thought,
+                                       next_thought_needed, created_at)
+                 SELECT ?1, ?1 || ':' || i, i, i, 'filler ' || i, 1, '2026-01-01T00:00:00.000Z' FROM n",
+                (&s.id, PENDING_SCAN),
             )
             .unwrap();
         store.checkpoint().unwrap();

@@ -132,6 +132,9 @@ pub fn import_tree(
         Ok(())
     })?;
     if summary.imported > 0 {
+        // Searchable at once, by a server or by `sessions search`, which
+        // only reads and so indexes nothing itself.
+        store.index_all_pending()?;
         store.checkpoint_settled(std::time::Duration::from_millis(500))?;
     }
     Ok(summary)

@@ -820,6 +820,8 @@ fn imported_times_are_stored_in_utc_with_milliseconds() {
 
     let summary = ok_json(&db, &["import", path_str(&root)]);
     assert_eq!(summary["imported"], 2, "{summary:#}");
+    // Indexed by the import: searchable by commands that only read.
+    assert_eq!(ok_json(&db, &["stats"])["unindexedThoughts"], 0);
     let warnings: Vec<String> = summary["sessions"]
         .as_array()
         .unwrap()
