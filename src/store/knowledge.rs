@@ -181,9 +181,12 @@ impl Store {
     pub fn create_patterns_once(&self, new: &[NewPattern]) -> Result<Vec<(KnowledgePattern, bool)>> {
         let now = domain::now();
         self.write(|tx| {
+            // `title = ?1 COLLATE NOCASE` lets the title index find the few
+            // candidates; the exact comparisons then decide.
             let mut same = tx.prepare_cached(
                 "SELECT id FROM knowledge_patterns
-                 WHERE title = ?1 AND description = ?2 AND content = ?3 AND created_by IS ?4
+                 WHERE title = ?1 COLLATE NOCASE AND title = ?1 AND description = ?2 AND content = ?3
+                   AND created_by IS ?4
                  ORDER BY created_at LIMIT 1",
             )?;
             let mut out = Vec::with_capacity(new.len());
