@@ -78,6 +78,14 @@ pub enum Error {
         source: std::io::Error,
     },
 
+    #[error(
+        "the ledger's file {file} was {how} while this server ran; nothing was written. Stop the server and \
+         start it again (putting the file back first if it was moved): writing on would lose what is written, or \
+         corrupt the ledger if another process opens it. Never delete, move or replace a running server's \
+         database, -wal or -shm file"
+    )]
+    FilesChanged { file: String, how: String },
+
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -135,6 +143,7 @@ impl Error {
             | Error::Pool(_)
             | Error::Migration(_)
             | Error::SchemaTooNew { .. }
+            | Error::FilesChanged { .. }
             | Error::Io { .. } => "STORAGE_ERROR",
             Error::Internal(_) => "INTERNAL_ERROR",
         }

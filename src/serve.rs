@@ -325,6 +325,7 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
         .map_err(|e| Error::io("starting the async runtime", e))?;
     let result = runtime.block_on(async move {
         tracing::info!(db = %store.path().display(), "thoughtbox serving MCP on stdio");
+        let store = store.watching_files()?;
         let (writer, writer_thread) = Writer::start(&store)?;
         let maintenance = Maintenance::start(store.clone(), writer.clone());
         let gateway = Gateway::new(store.clone(), writer, options, maintenance.signal());

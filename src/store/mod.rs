@@ -19,6 +19,7 @@ mod thoughts;
 
 use std::fs::{DirBuilder, File, OpenOptions};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -123,6 +124,40 @@ pub struct Store {
     path: PathBuf,
     granularity: Granularity,
     opts: OpenOptionsStore,
+    /// The files a server opened, checked before every write.
+    watched: Option<Arc<Watched>>,
+}
+
+/// The database file and its `-shm` as a server opened them, by device and
+/// inode. SQLite keeps working on the files it has open: if either is
+/// deleted, moved or replaced under a running server, its writes go to a
+/// file nobody will read again, or (when another process then opens the
+/// path and makes a new `-shm`) two processes write one database without
+/// seeing each other's locks, which corrupts it. So the server checks the
+/// path before each write and checkpoint, and refuses once they differ.
+#[derive(Debug)]
+struct Watched {
+    db: FileId,
+    shm: Option<FileId>,
+    /// Logged once.
+    reported: std::sync::atomic::AtomicBool,
+}
+
+/// (device, inode); `None` where the platform has none to give.
+type FileId = Option<(u64, u64)>;
+
+fn file_id(path: &Path) -> std::io::Result<FileId> {
+    let meta = std::fs::metadata(path)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        Ok(Some((meta.dev(), meta.ino())))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        Ok(None)
+    }
 }
 
 pub(crate) type Conn = PooledConnection<SqliteConnectionManager>;
@@ -527,6 +562,10 @@ fn pool(path: &Path, opts: &OpenOptionsStore, size: u32) -> Result<Pool<SqliteCo
     Ok(Pool::builder()
         .max_size(size)
         .min_idle(Some(1))
+        // Never closed behind the server's back: while one connection
+        // stays open, this process keeps the -shm it opened (see Watched).
+        .idle_timeout(None)
+        .max_lifetime(None)
         // An SQLite connection does not go stale like a network one.
         .test_on_check_out(false)
         .connection_timeout(Duration::from_secs(30))
@@ -661,6 +700,7 @@ impl Store {
             path,
             granularity: Granularity::Monthly,
             opts,
+            watched: None,
         };
         let granularity = store
             .config_value("sessionPartitionGranularity")?
@@ -679,7 +719,63 @@ impl Store {
             path: self.path.clone(),
             granularity: self.granularity,
             opts: self.opts.clone(),
+            watched: self.watched.clone(),
         })
+    }
+
+    /// This store (and the stores [`Store::dedicated`] makes from it) with
+    /// every write and checkpoint first checking that the database file and
+    /// its `-shm` at the ledger's path are still the ones open now (see
+    /// [`Watched`]). For a server, which keeps its writer's connection, and
+    /// with it this process's hold on the `-shm`, open until it stops.
+    pub fn watching_files(mut self) -> Result<Store> {
+        // A read makes SQLite open the -shm of a database in WAL mode.
+        self.read(|tx| Ok(tx.query_row("SELECT count(*) FROM sqlite_schema", [], |_| Ok(()))?))?;
+        let id = |p: &Path| file_id(p).map_err(|e| Error::io(format!("reading {}", p.display()), e));
+        let db = id(&self.path)?;
+        let shm = match file_id(&with_suffix(&self.path, "-shm")) {
+            Ok(found) => Some(found),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(Error::io(format!("reading {}-shm", self.path.display()), e)),
+        };
+        self.watched = Some(Arc::new(Watched {
+            db,
+            shm,
+            reported: std::sync::atomic::AtomicBool::new(false),
+        }));
+        Ok(self)
+    }
+
+    /// Whether the files at the ledger's path are still the ones this
+    /// store's server opened: an error naming what changed otherwise.
+    fn check_files(&self) -> Result<()> {
+        let Some(w) = &self.watched else {
+            return Ok(());
+        };
+        let shm_path = with_suffix(&self.path, "-shm");
+        let changed = |path: &Path, expected: FileId| match file_id(path) {
+            Ok(now) => (now != expected).then_some("replaced by another file"),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some("deleted or moved away"),
+            // Unreadable for a moment: SQLite reports what matters.
+            Err(_) => None,
+        };
+        let problem = changed(&self.path, w.db)
+            .map(|how| (self.path.clone(), how))
+            .or_else(|| {
+                w.shm
+                    .and_then(|shm| changed(&shm_path, shm).map(|how| (shm_path.clone(), how)))
+            });
+        let Some((file, how)) = problem else {
+            return Ok(());
+        };
+        let error = Error::FilesChanged {
+            file: file.display().to_string(),
+            how: how.to_string(),
+        };
+        if !w.reported.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            tracing::error!("{error}");
+        }
+        Err(error)
     }
 
     pub fn path(&self) -> &Path {
@@ -697,6 +793,7 @@ impl Store {
     /// Run `f` in a `BEGIN IMMEDIATE` transaction and commit it; an error
     /// (or a panic) in `f` rolls it back.
     pub(crate) fn write<T>(&self, f: impl FnOnce(&Tx<'_>) -> Result<T>) -> Result<T> {
+        self.check_files()?;
         let conn = self.conn()?;
         Tx::run(&conn, "BEGIN IMMEDIATE", "COMMIT", f)
     }
@@ -704,6 +801,7 @@ impl Store {
     /// [`Store::write`], waiting at most `wait` for another connection's
     /// write lock instead of the whole busy timeout.
     pub(crate) fn write_within<T>(&self, wait: Duration, f: impl FnOnce(&Tx<'_>) -> Result<T>) -> Result<T> {
+        self.check_files()?;
         let conn = self.conn()?;
         let _restore = ShortWait::set(&conn, wait)?;
         Tx::run(&conn, "BEGIN IMMEDIATE", "COMMIT", f)
@@ -767,6 +865,7 @@ impl Store {
     /// happens, so the server runs one more on its writer thread, between
     /// two writes, once the WAL is past [`WAL_RESTART_BYTES`].
     pub fn checkpoint_passive(&self) -> Result<u64> {
+        self.check_files()?;
         let conn = self.conn()?;
         let page_size: i64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0))?;
         let (frames, _) = passive_pass(&conn)?;
@@ -783,6 +882,7 @@ impl Store {
     /// copied; while a server keeps writing it may not be, and the server's
     /// own checkpoints finish the job.
     pub fn checkpoint_settled(&self, patience: Duration) -> Result<bool> {
+        self.check_files()?;
         let deadline = std::time::Instant::now() + patience;
         let conn = self.conn()?;
         loop {
@@ -805,6 +905,7 @@ impl Store {
     /// Copy the WAL into the database file and truncate the WAL, so the
     /// database file alone holds every committed write.
     pub fn checkpoint(&self) -> Result<()> {
+        self.check_files()?;
         let conn = self.conn()?;
         conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
         Ok(())
@@ -819,6 +920,7 @@ impl Store {
     /// writer of every process wait out the whole busy timeout behind it.
     /// With a short wait the checkpoint gives up instead, for a later try.
     pub fn checkpoint_within(&self, wait: Duration) -> Result<bool> {
+        self.check_files()?;
         let conn = self.conn()?;
         let outcome = {
             let _restore = ShortWait::set(&conn, wait)?;

@@ -450,3 +450,71 @@ async fn a_search_finds_pending_thoughts_behind_a_held_write_lock() {
     shell.execute_batch("ROLLBACK").unwrap();
     s.stop().await;
 }
+
+/// The database file, or its -shm, deleted, moved or replaced under a
+/// running server: its writes would go to a file nobody reads again, or
+/// corrupt the ledger once another process opens the path. The next write
+/// is refused with STORAGE_ERROR naming the file, and the server keeps
+/// answering; a new server on the path works.
+#[tokio::test]
+async fn a_database_file_removed_under_the_server_refuses_writes() {
+    let shm = |db: &Path| {
+        let mut p = db.as_os_str().to_owned();
+        p.push("-shm");
+        std::path::PathBuf::from(p)
+    };
+    for change in ["delete", "replace", "delete -shm"] {
+        let (dir, db) = temp_db();
+        let s = start(&db).await;
+        s.ready(change).await;
+        s.thought(t("before")).await;
+        let (file, how) = match change {
+            "delete" => {
+                std::fs::remove_file(&db).unwrap();
+                (db.clone(), "deleted or moved away")
+            }
+            "replace" => {
+                let aside = dir.path().join("aside.db");
+                std::fs::rename(&db, &aside).unwrap();
+                std::fs::copy(&aside, &db).unwrap();
+                (db.clone(), "replaced by another file")
+            }
+            _ => {
+                std::fs::remove_file(shm(&db)).unwrap();
+                (shm(&db), "deleted or moved away")
+            }
+        };
+        let e = s.err("thought", t("after"), "STORAGE_ERROR").await;
+        let message = e["message"].as_str().unwrap();
+        assert!(
+            message.contains(&file.display().to_string()) && message.contains(how),
+            "{change}: {message}"
+        );
+        assert!(message.contains("nothing was written"), "{message}");
+        // Still serving; writes stay refused.
+        s.ok("get_state", Value::Null).await;
+        s.err("thought", t("again"), "STORAGE_ERROR").await;
+        s.stop().await;
+        if change == "delete" {
+            assert!(!db.exists());
+            continue;
+        }
+        // A new server on the path works, and never saw a refused thought.
+        let s = start(&db).await;
+        s.ok("start_new", json!({ "sessionTitle": "next" })).await;
+        let listed = s.ok("list_sessions", Value::Null).await;
+        assert!(listed.to_string().contains(change), "{listed}");
+        s.stop().await;
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        let texts: Vec<String> = conn
+            .prepare("SELECT thought FROM thoughts")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(texts, ["before"], "{change}");
+        let ok: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+        assert_eq!(ok, "ok");
+    }
+}
