@@ -358,6 +358,7 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
             };
             session_started.set(true);
             let cancel = service.cancellation_token();
+            let reads = store.clone();
             let stopper = tokio::spawn(async move {
                 tokio::select! {
                     _ = signalled(signal_in_session) => {}
@@ -365,6 +366,9 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
                         tracing::info!("the client stopped reading stdout; shutting down")
                     }
                 }
+                // Told to stop: long reads in flight end now (with an
+                // error answer) rather than hold up the exit.
+                reads.interrupt_running();
                 cancel.cancel();
             });
             let quit = service.waiting().await;
@@ -385,6 +389,22 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
         };
         signals.abort();
         maintenance.stop().await;
+        // Requests still running once the session has ended (the MCP
+        // library waits a few seconds for their answers after stdin
+        // closes) hold read transactions that would keep the final
+        // checkpoint from emptying the WAL: stop them.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+        loop {
+            store.interrupt_running();
+            if store.connections_in_use() == 0 {
+                break;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                tracing::warn!("requests still running at shutdown did not stop");
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
         // Nothing may be written after the final checkpoint, and the WAL
         // file goes away only when the writer's connection has closed too.
         // A write waiting for another process's lock may take BUSY_TIMEOUT.

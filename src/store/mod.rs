@@ -126,6 +126,8 @@ pub struct Store {
     opts: OpenOptionsStore,
     /// The files a server opened, checked before every write.
     watched: Option<Arc<Watched>>,
+    /// Of this store's pool (a [`Store::dedicated`] one has its own).
+    interrupts: Interrupts,
 }
 
 /// The database file and its `-shm` as a server opened them, by device and
@@ -552,13 +554,31 @@ pub fn wait_until_closed(patience: Duration) -> bool {
     true
 }
 
-fn pool(path: &Path, opts: &OpenOptionsStore, size: u32) -> Result<Pool<SqliteConnectionManager>> {
+/// Interrupt handles of a pool's connections, to stop what they run when a
+/// server shuts down ([`Store::interrupt_running`]).
+type Interrupts = Arc<std::sync::Mutex<Vec<rusqlite::InterruptHandle>>>;
+
+fn pool(
+    path: &Path,
+    opts: &OpenOptionsStore,
+    size: u32,
+    interrupts: &Interrupts,
+) -> Result<Pool<SqliteConnectionManager>> {
     let sync = opts.sync;
     let background = opts.background_checkpoints;
     let access = opts.access;
+    let interrupts = interrupts.clone();
     let manager = SqliteConnectionManager::file(path)
         .with_flags(OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI)
-        .with_init(move |c| configure(c, sync, background, access));
+        .with_init(move |c| {
+            configure(c, sync, background, access)?;
+            let mut handles = match interrupts.lock() {
+                Ok(h) => h,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            handles.push(c.get_interrupt_handle());
+            Ok(())
+        });
     Ok(Pool::builder()
         .max_size(size)
         .min_idle(Some(1))
@@ -694,9 +714,11 @@ impl Store {
                 }
             }
         }
-        let pool = pool(&path, &opts, opts.pool_size.unwrap_or(4))?;
+        let interrupts = Interrupts::default();
+        let pool = pool(&path, &opts, opts.pool_size.unwrap_or(4), &interrupts)?;
         let store = Store {
             pool,
+            interrupts,
             path,
             granularity: Granularity::Monthly,
             opts,
@@ -714,8 +736,10 @@ impl Store {
     /// pooled connection held by long reads (exports, analyses), and its
     /// page cache stays warm from one write to the next.
     pub fn dedicated(&self) -> Result<Store> {
+        let interrupts = Interrupts::default();
         Ok(Store {
-            pool: pool(&self.path, &self.opts, 1)?,
+            pool: pool(&self.path, &self.opts, 1, &interrupts)?,
+            interrupts,
             path: self.path.clone(),
             granularity: self.granularity,
             opts: self.opts.clone(),
@@ -780,6 +804,28 @@ impl Store {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Stop the statements this store's connections are running: the
+    /// reads a server shutting down still has in flight (an export, an
+    /// analysis), which would keep its final checkpoint from emptying the
+    /// WAL. Each ends with an "interrupted" error. A statement started
+    /// after this call runs as usual: call it again until
+    /// [`Store::connections_in_use`] is 0.
+    pub fn interrupt_running(&self) {
+        let handles = match self.interrupts.lock() {
+            Ok(h) => h,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        for h in handles.iter() {
+            h.interrupt();
+        }
+    }
+
+    /// Connections of this store's pool handed out and not yet back.
+    pub fn connections_in_use(&self) -> u32 {
+        let state = self.pool.state();
+        state.connections.saturating_sub(state.idle_connections)
     }
 
     pub fn granularity(&self) -> Granularity {

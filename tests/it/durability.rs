@@ -518,3 +518,86 @@ async fn a_database_file_removed_under_the_server_refuses_writes() {
         assert_eq!(ok, "ok");
     }
 }
+
+/// A clean shutdown while the server still runs a long read of its own (an
+/// export of a large session into a directory) stops that read, so the
+/// final checkpoint empties the WAL: a copy of the file alone holds the
+/// thoughts acknowledged meanwhile, and the exit is prompt.
+#[tokio::test]
+async fn a_shutdown_during_a_long_export_still_leaves_one_complete_file() {
+    use rmcp::model::CallToolRequestParams;
+    use thoughtbox::domain::{NewSession, ThoughtInput};
+    use thoughtbox::store::{OpenOptionsStore, Store, Target};
+    for how in ["TERM", "eof"] {
+        let (dir, db) = temp_db();
+        let big = {
+            let store = Store::open(&db, OpenOptionsStore::default()).unwrap();
+            let session = store.create_session(NewSession::titled("big")).unwrap();
+            let input = ThoughtInput {
+                thought: "thought 1 of a long session".into(),
+                next_thought_needed: true,
+                ..Default::default()
+            };
+            store
+                .append_thought(Target::Session(session.id.clone()), input)
+                .unwrap();
+            drop(store);
+            // The rest in one statement, as a shell would: fast to make.
+            let conn = rusqlite::Connection::open(&db).unwrap();
+            conn.execute(
+                "WITH RECURSIVE n(i) AS (SELECT 2 UNION ALL SELECT i + 1 FROM n WHERE i < 60000)
+                 INSERT INTO thoughts (session_id, node_id, thought_number, total_thoughts, thought,
+                                       next_thought_needed, prev_node, created_at)
+                 SELECT ?1, ?1 || ':' || i, i, i, 'thought ' || i || ' of a long session', 1, ?1 || ':' || (i - 1),
+                        '2026-01-01T00:00:00.000Z' FROM n",
+                [&session.id],
+            )
+            .unwrap();
+            conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+                .unwrap();
+            session.id
+        };
+        let s = start(&db).await;
+        s.ready("meanwhile").await;
+        let peer = s.client.peer().clone();
+        let dest = dir.path().join("tree");
+        let export = tokio::spawn(async move {
+            let args = json!({ "operation": "session", "args": { "subOperation": "export", "sessionId": big,
+                                                                "destination": dest.to_str().unwrap() } });
+            let serde_json::Value::Object(arguments) = args else {
+                unreachable!()
+            };
+            peer.call_tool(CallToolRequestParams::new("thoughtbox_gateway").with_arguments(arguments))
+                .await
+        });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        for i in 0..3 {
+            s.thought(t(&format!("acknowledged {i}"))).await;
+        }
+        let started = std::time::Instant::now();
+        if how == "eof" {
+            s.stop().await;
+        } else {
+            kill(s.pid, how);
+            wait_exit(s.pid).await;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{how}: {:?}",
+            started.elapsed()
+        );
+        export.abort();
+        assert!(!wal(&db).exists(), "{how}: the -wal file is still there");
+        let copy = dir.path().join("copy.db");
+        std::fs::copy(&db, &copy).unwrap();
+        let count: i64 = rusqlite::Connection::open(&copy)
+            .unwrap()
+            .query_row(
+                "SELECT count(*) FROM thoughts WHERE thought LIKE 'acknowledged %'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(count, 3, "{how}");
+    }
+}
