@@ -436,11 +436,12 @@ impl<R: AsyncRead + Unpin> AsyncRead for RepairedLines<R> {
                 return Poll::Ready(Ok(()));
             }
             if this.eof {
-                // An unterminated last line goes out as it came (the MCP
-                // library ignores it), unless it was too long: then it is dropped.
-                this.skipping = None;
-                if !this.line.is_empty() {
-                    this.ready.append(&mut this.line);
+                // An unterminated last line (a client that closed stdin
+                // right after it, a file without a final newline) is read as
+                // if it ended there: the MCP library would drop it unanswered.
+                // One too long is refused as with its newline.
+                if !this.line.is_empty() || this.skipping.is_some() {
+                    this.accept(b"\n");
                     continue;
                 }
                 return Poll::Ready(Ok(()));
@@ -886,7 +887,8 @@ mod tests {
             "\n",
             "not json at all\n",
             "{\"t\":\"\\ud83d\\ude00\"}\n",
-            "{\"last\":true}"
+            // Ended by the end of input.
+            "{\"last\":true}\n"
         );
         for chunk in [1, 3, 7, 64, 4096] {
             assert_eq!(read_all(input.as_bytes(), chunk).await, expected, "chunk {chunk}");
@@ -1055,21 +1057,39 @@ mod tests {
         input.resize(input.len() + MAX_LINE + 10, b'r');
         input.extend_from_slice(b"\"}}\n{\"id\":5,\"method\":\"ping\",\"x\":\"");
         input.resize(input.len() + MAX_LINE + 10, b's');
-        let expect = |out: &[u8]| {
+        let expect = |out: &[u8], ids: &[u64]| {
             let lines: Vec<&[u8]> = out.split(|&b| b == b'\n').filter(|l| !l.is_empty()).collect();
-            assert_eq!(lines.len(), 1, "{} bytes out", out.len());
-            let answer: serde_json::Value = serde_json::from_slice(lines[0]).unwrap();
-            assert_eq!(answer["id"], 3);
-            assert_eq!(answer["method"], INVALID_PARAMS_METHOD);
-            assert_eq!(answer["params"]["method"], "tools/call");
+            assert_eq!(lines.len(), ids.len(), "{} bytes out", out.len());
+            for (line, id) in lines.iter().zip(ids) {
+                let answer: serde_json::Value = serde_json::from_slice(line).unwrap();
+                assert_eq!(answer["id"], *id);
+                assert_eq!(answer["method"], INVALID_PARAMS_METHOD);
+            }
+            let first: serde_json::Value = serde_json::from_slice(lines[0]).unwrap();
+            assert_eq!(first["params"]["method"], "tools/call");
         };
-        expect(&accept_in_pieces(&input, 1 << 20));
+        // Still unterminated: the last line is not over yet.
+        expect(&accept_in_pieces(&input, 1 << 20), &[3]);
+        // At the end of input, it is over.
         let mut out = Vec::new();
         RepairedLines::new(&input[..])
             .read_to_end(&mut out)
             .await
             .expect("read");
-        expect(&out);
+        expect(&out, &[3, 5]);
+    }
+
+    /// A last line without its newline (a file of requests, a client that
+    /// closed stdin right after writing) is read as a whole line.
+    #[tokio::test]
+    async fn an_unterminated_last_line_ends_at_the_end_of_input() {
+        let input =
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}";
+        let expected = format!("{input}\n");
+        for chunk in [1, 3, 4096] {
+            assert_eq!(read_all(input.as_bytes(), chunk).await, expected, "chunk {chunk}");
+        }
+        assert_eq!(read_all(b"  ", 4096).await, "  \n");
     }
 
     #[tokio::test]

@@ -92,6 +92,43 @@ fn stdin_from_a_file_with_a_slow_reader() {
     assert_eq!(got, (1..=61).collect::<Vec<u64>>());
 }
 
+/// A file of requests whose last line has no newline: that request is
+/// answered (and its thought recorded) too.
+#[test]
+fn a_last_request_without_a_newline_is_answered() {
+    let (dir, db) = temp_db();
+    let in_path = dir.path().join("in.jsonl");
+    let call = |id: u32, operation: &str, args: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"thoughtbox_gateway","arguments":{{"operation":"{operation}","args":{args}}}}}}}"#
+        )
+    };
+    // Requests run concurrently: no stage to reach first.
+    let requests = [
+        INIT.to_string(),
+        INITIALIZED.to_string(),
+        call(2, "get_state", "{}"),
+        call(3, "thought", r#"{"thought":"the last line","nextThoughtNeeded":true}"#),
+    ]
+    .join("\n");
+    std::fs::write(&in_path, requests).unwrap();
+    let out = server(&db)
+        .arg("--no-stages")
+        .stdin(std::fs::File::open(&in_path).unwrap())
+        .stdout(Stdio::piped())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let mut got = ids(&String::from_utf8(out.stdout).unwrap());
+    got.sort();
+    assert_eq!(got, [1, 2, 3]);
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let text: String = conn
+        .query_row("SELECT thought FROM thoughts", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(text, "the last line");
+}
+
 /// As inetd starts a server: one socket as stdin, stdout and stderr. Logs
 /// (debug level here) must not reach the client inside the protocol.
 #[test]
