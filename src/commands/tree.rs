@@ -98,6 +98,7 @@ fn export_file(
         };
         match &dest {
             Some(path) => {
+                crate::tree::writer::remove_leftovers_of(path);
                 write_atomic_with(path, render)?;
                 eprintln!("wrote session {id} as {} to {}", format.as_str(), path.display());
             }

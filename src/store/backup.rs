@@ -24,6 +24,12 @@ impl Store {
     /// Returns the path written.
     pub fn backup_to(&self, dest: &Path) -> Result<PathBuf> {
         if dest.is_dir() {
+            // What interrupted backups into this directory left.
+            crate::tree::writer::remove_leftovers(
+                dest,
+                |n| n.starts_with(".thoughtbox-backup-") && n.contains(".tmp-"),
+                false,
+            );
             let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ");
             let tmp = dest.join(format!(".thoughtbox-backup-{stamp}.tmp-{}", std::process::id()));
             self.write_copy(&tmp)?;
@@ -38,6 +44,20 @@ impl Store {
                 true => std::fs::canonicalize(dest).unwrap_or_else(|_| dest.to_path_buf()),
                 false => dest.to_path_buf(),
             };
+            if let (Some(dir), Some(name)) = (target.parent(), target.file_name().and_then(|n| n.to_str())) {
+                let dir = if dir.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    dir
+                };
+                let leftover = |n: &str| {
+                    n.strip_prefix(name)
+                        .and_then(|rest| rest.strip_prefix(".tmp-"))
+                        .map(|rest| rest.strip_suffix("-journal").unwrap_or(rest))
+                        .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
+                };
+                crate::tree::writer::remove_leftovers(dir, leftover, false);
+            }
             let mut tmp = target.as_os_str().to_owned();
             tmp.push(format!(".tmp-{}", std::process::id()));
             let tmp = PathBuf::from(tmp);
@@ -215,8 +235,19 @@ impl Store {
         })();
         if result.is_err() {
             let _ = std::fs::remove_file(tmp);
+            let mut journal = tmp.as_os_str().to_owned();
+            journal.push("-journal");
+            let _ = std::fs::remove_file(journal);
         }
-        result
+        // A full disk is the copy's: say so, since it says nothing about
+        // the ledger.
+        result.map_err(|e| match e {
+            Error::Database(ref d) if d.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull) => Error::io(
+                format!("writing the backup copy {}", tmp.display()),
+                std::io::Error::other("no space left on its file system"),
+            ),
+            other => other,
+        })
     }
 }
 

@@ -168,11 +168,11 @@ fn is_temporary_session_file(name: &str) -> bool {
 /// (an export of an older version, which takes no lock, may be running).
 const LEFTOVER_AGE: std::time::Duration = std::time::Duration::from_secs(600);
 
-/// Remove what a killed export left in `dir`: the entries whose names
-/// `ours` recognises, unchanged for [`LEFTOVER_AGE`]; directories only when
-/// `dirs` (a session's staging directory, whose name holds the session id).
-/// Only called under the export lock, so no export of ours is using them.
-fn remove_leftovers(dir: &Path, ours: impl Fn(&str) -> bool, dirs: bool) {
+/// Remove what a killed export (or backup) left in `dir`: the entries whose
+/// names `ours` recognises, unchanged for [`LEFTOVER_AGE`]; directories only
+/// when `dirs` (a session's staging directory, whose name holds the session
+/// id). A run still writing one changes it far more often than that.
+pub(crate) fn remove_leftovers(dir: &Path, ours: impl Fn(&str) -> bool, dirs: bool) {
     let Ok(entries) = fs::read_dir(dir) else { return };
     for entry in entries.flatten() {
         if !entry.file_name().to_str().is_some_and(&ours) {
@@ -197,7 +197,7 @@ fn remove_leftovers(dir: &Path, ours: impl Fn(&str) -> bool, dirs: bool) {
         };
         if removed.is_ok() {
             tracing::info!(
-                "removed {}, left by an export that did not finish",
+                "removed {}, left by an earlier run that did not finish",
                 entry.path().display()
             );
         }
@@ -624,6 +624,21 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         w.write_all(bytes)
             .map_err(io(format!("writing a temporary file beside {}", path.display())))
     })
+}
+
+/// The temporary files that interrupted [`write_atomic_with`]s to `path`
+/// left beside it, once they are old enough to be nobody's (a single-file
+/// export stopped with Ctrl-C leaves one as large as the export).
+pub fn remove_leftovers_of(path: &Path) {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else {
+        return;
+    };
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    remove_leftovers(dir, |n| is_temporary_of(n, name), false);
 }
 
 /// [`write_atomic`] for content written piece by piece by `fill`: `path`

@@ -517,3 +517,58 @@ fn reading_a_backup_leaves_it_as_it_was() {
         assert_eq!(std::fs::read(&copy).unwrap(), before, "{args:?} changed the file");
     }
 }
+
+/// What an interrupted single-file export or backup left beside its
+/// destination (Ctrl-C leaves a temporary file as large as the output) is
+/// removed by the next run to the same place, once it is old enough to be
+/// nobody's; a recent one may be another run's and stays.
+#[test]
+fn leftovers_of_interrupted_exports_and_backups_are_swept() {
+    let (dir, db) = temp_db();
+    let (a, _) = small_ledger(&db);
+    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    let plant = |name: &str, old: bool| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, b"partial").unwrap();
+        if old {
+            std::fs::File::options()
+                .write(true)
+                .open(&path)
+                .unwrap()
+                .set_modified(hour_ago)
+                .unwrap();
+        }
+        path
+    };
+    let old_export = plant(".one.json.999999-0.tmp", true);
+    let new_export = plant(".one.json.999998-0.tmp", false);
+    let other = plant(".notes.json.999999-0.tmp", true);
+    let one = dir.path().join("one.json");
+    ok(
+        &db,
+        &[
+            "export",
+            "--session",
+            &a,
+            "--format",
+            "json",
+            "--out",
+            one.to_str().unwrap(),
+        ],
+    );
+    assert!(one.exists() && !old_export.exists());
+    assert!(new_export.exists() && other.exists());
+
+    let old_copy = plant("copy.db.tmp-999999", true);
+    let old_journal = plant("copy.db.tmp-999999-journal", true);
+    let copy = dir.path().join("copy.db");
+    ok(&db, &["backup", copy.to_str().unwrap()]);
+    assert!(copy.exists() && !old_copy.exists() && !old_journal.exists());
+
+    let backups = dir.path().join("backups");
+    std::fs::create_dir(&backups).unwrap();
+    let old_stamped = plant("backups/.thoughtbox-backup-20260101T000000.000Z.tmp-999999", true);
+    ok(&db, &["backup", backups.to_str().unwrap()]);
+    assert!(!old_stamped.exists());
+    assert_eq!(std::fs::read_dir(&backups).unwrap().count(), 1);
+}
