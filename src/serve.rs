@@ -129,13 +129,14 @@ async fn checkpoint(store: &Store, writer: &Writer) {
 
 /// Copy the whole WAL into the database and truncate it, unless a reader
 /// in another connection keeps that from finishing within
-/// [`CHECKPOINT_WAIT`]. Answers whether the WAL is empty.
-async fn checkpoint_truncate(store: &Store) -> bool {
+/// [`CHECKPOINT_WAIT`]. Answers whether the WAL is empty, or why not.
+async fn checkpoint_truncate(store: &Store) -> std::result::Result<(), String> {
     match blocking(store, |s| s.checkpoint_within(CHECKPOINT_WAIT)).await {
-        Ok(done) => done,
+        Ok(true) => Ok(()),
+        Ok(false) => Err("another connection holds a read transaction on the database".into()),
         Err(e) => {
             tracing::warn!("checkpoint failed: {e}");
-            false
+            Err(e.to_string())
         }
     }
 }
@@ -210,16 +211,19 @@ impl Maintenance {
                     if sig.count() != seen {
                         continue 'outer;
                     }
-                    if emptied {
-                        if told {
-                            tracing::info!("the WAL is empty again: the database file holds the whole ledger");
+                    let why = match emptied {
+                        Ok(()) => {
+                            if told {
+                                tracing::info!("the WAL is empty again: the database file holds the whole ledger");
+                            }
+                            break;
                         }
-                        break;
-                    }
+                        Err(why) => why,
+                    };
                     if !told {
                         tracing::info!(
-                            "could not empty the WAL: another connection holds a read transaction on the database; \
-                             retrying while idle (until then the database file alone is not the whole ledger)"
+                            "could not empty the WAL ({why}); retrying while idle (until then the database file \
+                             alone is not the whole ledger)"
                         );
                         told = true;
                     }

@@ -231,6 +231,17 @@ fn create_file(path: &Path) -> Result<()> {
         builder.recursive(true);
         #[cfg(unix)]
         std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        if dir.exists() && !dir.is_dir() {
+            return Err(Error::invalid(
+                "db",
+                format!(
+                    "{} is not a directory, so it cannot hold the database {} (check --db, --data-dir, THOUGHTBOX_DB \
+                     and THOUGHTBOX_DATA_DIR)",
+                    dir.display(),
+                    path.display()
+                ),
+            ));
+        }
         builder
             .create(dir)
             .map_err(|e| Error::io(format!("creating directory {}", dir.display()), e))?;
@@ -260,7 +271,7 @@ fn create_file(path: &Path) -> Result<()> {
 /// fail with a bare "attempt to write a readonly database", after creating
 /// read-only `-wal` and `-shm` files that keep failing once the database
 /// itself is fixed.
-fn check_writable(path: &Path) -> Result<()> {
+fn check_writable(path: &Path, access: Access) -> Result<()> {
     for file in [path.to_path_buf(), with_suffix(path, "-wal"), with_suffix(path, "-shm")] {
         let Ok(meta) = std::fs::metadata(&file) else {
             continue;
@@ -291,7 +302,39 @@ fn check_writable(path: &Path) -> Result<()> {
             ));
         }
     }
+    // The -wal and -shm are made beside the database: SQLite would say only
+    // "unable to open database file" or "attempt to write a readonly database".
+    // (A copy in rollback mode, as backups are, is read without them.)
+    #[cfg(unix)]
+    if (access.may_write() || in_wal_mode(path))
+        && (!with_suffix(path, "-wal").exists() || !with_suffix(path, "-shm").exists())
+    {
+        let dir = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        if let Err(e) = rustix::fs::access(dir, rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK) {
+            return Err(Error::invalid(
+                "db",
+                format!(
+                    "the directory {} is not writable ({}): SQLite makes the database's -wal and -shm files there, \
+                     even to read it. Make it writable, or work on a copy elsewhere",
+                    dir.display(),
+                    std::io::Error::from(e)
+                ),
+            ));
+        }
+    }
     Ok(())
+}
+
+/// Whether the database file's header says WAL mode (its read and write
+/// versions are 2).
+#[cfg(unix)]
+fn in_wal_mode(path: &Path) -> bool {
+    use std::io::Read;
+    let mut header = [0u8; 20];
+    File::open(path).and_then(|mut f| f.read_exact(&mut header)).is_ok() && header[18] == 2 && header[19] == 2
 }
 
 /// `path` with `suffix` appended to its file name (`a.db` + `-wal`).
@@ -636,7 +679,7 @@ impl Store {
     pub fn open(path: impl AsRef<Path>, opts: OpenOptionsStore) -> Result<Store> {
         let path = path.as_ref().to_path_buf();
         create_file(&path)?;
-        check_writable(&path)?;
+        check_writable(&path, opts.access)?;
         check_header(&path)?;
         {
             // Looked at before anything is written: another program's
@@ -1036,6 +1079,59 @@ mod tests {
         drop(dir);
     }
 
+    /// A ledger in a directory where its -wal and -shm cannot be made is
+    /// refused naming the directory (SQLite would say "unable to open
+    /// database file", which sounds like the file is not a database). A copy
+    /// in rollback mode, as backups are, is still read there.
+    #[cfg(unix)]
+    #[test]
+    fn a_directory_without_room_for_the_wal_is_named() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().join("ro");
+        std::fs::create_dir(&folder).unwrap();
+        let ledger = folder.join("t.db");
+        let backup = folder.join("backup.db");
+        {
+            let store = Store::open(&ledger, OpenOptionsStore::default()).unwrap();
+            store.backup_to(&backup).unwrap();
+            store.checkpoint().unwrap();
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while with_suffix(&ledger, "-wal").exists() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // Not writable: by its mode for a user, made immutable for root.
+        std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o555)).unwrap();
+        let writable = || rustix::fs::access(&folder, rustix::fs::Access::WRITE_OK).is_ok();
+        let immutable = writable()
+            && std::process::Command::new("chattr")
+                .arg("+i")
+                .arg(&folder)
+                .status()
+                .is_ok_and(|s| s.success());
+        if writable() {
+            eprintln!("skipped: cannot make a directory unwritable here (root without chattr)");
+            return;
+        }
+        let read = OpenOptionsStore {
+            access: Access::Read,
+            ..Default::default()
+        };
+        let err = Store::open(&ledger, read.clone()).err().map(|e| e.to_string());
+        let copy = Store::open(&backup, read).map(|s| s.stats(1).map(|st| st.sessions));
+        if immutable {
+            let _ = std::process::Command::new("chattr").arg("-i").arg(&folder).status();
+        }
+        std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let err = err.expect("a ledger whose -wal cannot be made opened");
+        assert!(
+            err.contains(&format!("the directory {} is not writable", folder.display())),
+            "{err}"
+        );
+        assert_eq!(copy.unwrap().unwrap(), 0);
+    }
+
     #[test]
     fn a_directory_is_not_a_database() {
         let dir = tempfile::tempdir().unwrap();
@@ -1044,6 +1140,19 @@ mod tests {
         };
         assert!(err.to_string().contains("is a directory"), "{err}");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing created");
+        // The other way round: a data directory that is a file.
+        let file = dir.path().join("notes.txt");
+        std::fs::write(&file, "mine").unwrap();
+        let Err(err) = Store::open(file.join("thoughtbox.db"), OpenOptionsStore::default()) else {
+            panic!("a database opened inside a file");
+        };
+        assert!(
+            err.to_string()
+                .contains(&format!("{} is not a directory", file.display())),
+            "{err}"
+        );
+        assert_eq!(std::fs::read(&file).unwrap(), b"mine");
+        std::fs::remove_file(&file).unwrap();
         let mut lock = dir.path().as_os_str().to_owned();
         lock.push(".lock");
         assert!(!Path::new(&lock).exists());
