@@ -183,7 +183,15 @@ impl Error {
 
     /// The ErrorPayload `{ code, message, details? }` of the specification.
     pub fn payload(&self) -> Value {
-        let mut payload = json!({ "code": self.code(), "message": self.to_string() });
+        let message = match self {
+            // What the server's shutdown does to the reads still running.
+            Error::Database(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::OperationInterrupted) => {
+                "the server is shutting down: this request was stopped before it finished (nothing was changed)"
+                    .to_string()
+            }
+            _ => self.to_string(),
+        };
+        let mut payload = json!({ "code": self.code(), "message": message });
         if let Some(details) = self.details() {
             payload["details"] = details;
         }
@@ -204,6 +212,19 @@ impl Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A read the server's shutdown stopped says so, not that the storage
+    /// failed.
+    #[test]
+    fn an_interrupted_read_is_told_as_the_shutdown() {
+        let e = Error::Database(rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_INTERRUPT),
+            None,
+        ));
+        let p = e.payload();
+        assert_eq!(p["code"], "STORAGE_ERROR");
+        assert!(p["message"].as_str().unwrap().contains("shutting down"), "{p}");
+    }
 
     #[test]
     fn invalid_payload_names_the_field_in_details() {
