@@ -134,6 +134,8 @@ async fn checkpoint_truncate(store: &Store) -> std::result::Result<(), String> {
     match blocking(store, |s| s.checkpoint_within(CHECKPOINT_WAIT)).await {
         Ok(true) => Ok(()),
         Ok(false) => Err("another connection holds a read transaction on the database".into()),
+        // Logged once, when first seen.
+        Err(e @ Error::FilesChanged { .. }) => Err(e.to_string()),
         Err(e) => {
             tracing::warn!("checkpoint failed: {e}");
             Err(e.to_string())

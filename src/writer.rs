@@ -135,6 +135,9 @@ impl Writer {
             match self.run(|s| s.index_pending_for_search(INDEX_BATCH)).await {
                 Ok(0) => return Ok(()),
                 Ok(_) => {}
+                // Writes are refused (the ledger's files changed under the
+                // server, logged once): searches read what is pending.
+                Err(Error::FilesChanged { .. }) => return Ok(()),
                 Err(e) if e.is_busy() => {
                     tracing::debug!("another connection holds the write lock: indexing waits for the next pause");
                     return Ok(());

@@ -139,10 +139,17 @@ pub struct Store {
 /// path before each write and checkpoint, and refuses once they differ.
 #[derive(Debug)]
 struct Watched {
-    db: FileId,
-    shm: Option<FileId>,
+    /// The database (through a symlink, the file it points to), then the
+    /// `-wal` and `-shm` where SQLite keeps them: beside that file.
+    files: Vec<(PathBuf, FileId)>,
     /// Logged once.
     reported: std::sync::atomic::AtomicBool,
+}
+
+/// `path` with symbolic links resolved, as SQLite resolves them to name the
+/// `-wal` and `-shm` files (beside the file a link points to).
+fn real_path(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// (device, inode); `None` where the platform has none to give.
@@ -247,7 +254,15 @@ fn create_file(path: &Path) -> Result<()> {
             .map_err(|e| Error::io(format!("creating directory {}", dir.display()), e))?;
     }
     let mut opts = OpenOptions::new();
-    opts.write(true).create_new(true);
+    // A symlink to a file not made yet (a link set up ahead, into a synced
+    // folder, say) gets its file: create_new alone would stop at the link.
+    let dangling = path.is_symlink() && !path.exists();
+    opts.write(true);
+    if dangling {
+        opts.create(true);
+    } else {
+        opts.create_new(true);
+    }
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
     match opts.open(path) {
@@ -272,7 +287,9 @@ fn create_file(path: &Path) -> Result<()> {
 /// read-only `-wal` and `-shm` files that keep failing once the database
 /// itself is fixed.
 fn check_writable(path: &Path, access: Access) -> Result<()> {
-    for file in [path.to_path_buf(), with_suffix(path, "-wal"), with_suffix(path, "-shm")] {
+    // SQLite keeps the -wal and -shm beside the file a symlink points to.
+    let real = real_path(path);
+    for file in [real.clone(), with_suffix(&real, "-wal"), with_suffix(&real, "-shm")] {
         let Ok(meta) = std::fs::metadata(&file) else {
             continue;
         };
@@ -305,11 +322,13 @@ fn check_writable(path: &Path, access: Access) -> Result<()> {
     // The -wal and -shm are made beside the database: SQLite would say only
     // "unable to open database file" or "attempt to write a readonly database".
     // (A copy in rollback mode, as backups are, is read without them.)
+    #[cfg(not(unix))]
+    let _ = access;
     #[cfg(unix)]
-    if (access.may_write() || in_wal_mode(path))
-        && (!with_suffix(path, "-wal").exists() || !with_suffix(path, "-shm").exists())
+    if (access.may_write() || in_wal_mode(&real))
+        && (!with_suffix(&real, "-wal").exists() || !with_suffix(&real, "-shm").exists())
     {
-        let dir = path
+        let dir = real
             .parent()
             .filter(|d| !d.as_os_str().is_empty())
             .unwrap_or(Path::new("."));
@@ -796,18 +815,27 @@ impl Store {
     /// [`Watched`]). For a server, which keeps its writer's connection, and
     /// with it this process's hold on the `-shm`, open until it stops.
     pub fn watching_files(mut self) -> Result<Store> {
-        // A read makes SQLite open the -shm of a database in WAL mode.
+        // A read makes SQLite open the -wal and -shm of a database in WAL mode.
         self.read(|tx| Ok(tx.query_row("SELECT count(*) FROM sqlite_schema", [], |_| Ok(()))?))?;
-        let id = |p: &Path| file_id(p).map_err(|e| Error::io(format!("reading {}", p.display()), e));
-        let db = id(&self.path)?;
-        let shm = match file_id(&with_suffix(&self.path, "-shm")) {
-            Ok(found) => Some(found),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => return Err(Error::io(format!("reading {}-shm", self.path.display()), e)),
-        };
+        let mut files = vec![(self.path.clone(), file_id(&self.path))];
+        let real = real_path(&self.path);
+        for suffix in ["-wal", "-shm"] {
+            let side = with_suffix(&real, suffix);
+            // Not in WAL mode (then there is nothing to watch).
+            if side.exists() {
+                let id = file_id(&side);
+                files.push((side, id));
+            }
+        }
+        let files = files
+            .into_iter()
+            .map(|(p, id)| {
+                id.map(|id| (p.clone(), id))
+                    .map_err(|e| Error::io(format!("reading {}", p.display()), e))
+            })
+            .collect::<Result<_>>()?;
         self.watched = Some(Arc::new(Watched {
-            db,
-            shm,
+            files,
             reported: std::sync::atomic::AtomicBool::new(false),
         }));
         Ok(self)
@@ -819,19 +847,16 @@ impl Store {
         let Some(w) = &self.watched else {
             return Ok(());
         };
-        let shm_path = with_suffix(&self.path, "-shm");
         let changed = |path: &Path, expected: FileId| match file_id(path) {
             Ok(now) => (now != expected).then_some("replaced by another file"),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some("deleted or moved away"),
             // Unreadable for a moment: SQLite reports what matters.
             Err(_) => None,
         };
-        let problem = changed(&self.path, w.db)
-            .map(|how| (self.path.clone(), how))
-            .or_else(|| {
-                w.shm
-                    .and_then(|shm| changed(&shm_path, shm).map(|how| (shm_path.clone(), how)))
-            });
+        let problem = w
+            .files
+            .iter()
+            .find_map(|(path, expected)| changed(path, *expected).map(|how| (path, how)));
         let Some((file, how)) = problem else {
             return Ok(());
         };
@@ -882,18 +907,24 @@ impl Store {
     /// Run `f` in a `BEGIN IMMEDIATE` transaction and commit it; an error
     /// (or a panic) in `f` rolls it back.
     pub(crate) fn write<T>(&self, f: impl FnOnce(&Tx<'_>) -> Result<T>) -> Result<T> {
-        self.check_files()?;
         let conn = self.conn()?;
-        Tx::run(&conn, "BEGIN IMMEDIATE", "COMMIT", f)
+        // Checked once the write lock is held: a file removed while this
+        // waited for it is seen.
+        Tx::run(&conn, "BEGIN IMMEDIATE", "COMMIT", |tx| {
+            self.check_files()?;
+            f(tx)
+        })
     }
 
     /// [`Store::write`], waiting at most `wait` for another connection's
     /// write lock instead of the whole busy timeout.
     pub(crate) fn write_within<T>(&self, wait: Duration, f: impl FnOnce(&Tx<'_>) -> Result<T>) -> Result<T> {
-        self.check_files()?;
         let conn = self.conn()?;
         let _restore = ShortWait::set(&conn, wait)?;
-        Tx::run(&conn, "BEGIN IMMEDIATE", "COMMIT", f)
+        Tx::run(&conn, "BEGIN IMMEDIATE", "COMMIT", |tx| {
+            self.check_files()?;
+            f(tx)
+        })
     }
 
     /// Run `f` in a read transaction (one consistent snapshot).
@@ -1097,6 +1128,12 @@ mod tests {
             store.backup_to(&backup).unwrap();
             store.checkpoint().unwrap();
         }
+        // A link there to a ledger elsewhere: SQLite keeps its -wal and -shm
+        // beside the file linked to, so the folder of the link does not matter.
+        let elsewhere = dir.path().join("elsewhere.db");
+        drop(Store::open(&elsewhere, OpenOptionsStore::default()).unwrap());
+        let link = folder.join("link.db");
+        std::os::unix::fs::symlink(&elsewhere, &link).unwrap();
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
         while with_suffix(&ledger, "-wal").exists() && std::time::Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(5));
@@ -1120,6 +1157,7 @@ mod tests {
         };
         let err = Store::open(&ledger, read.clone()).err().map(|e| e.to_string());
         let copy = Store::open(&backup, read).map(|s| s.stats(1).map(|st| st.sessions));
+        let linked = Store::open(&link, OpenOptionsStore::default()).map(|s| s.stats(1).map(|st| st.sessions));
         if immutable {
             let _ = std::process::Command::new("chattr").arg("-i").arg(&folder).status();
         }
@@ -1130,6 +1168,7 @@ mod tests {
             "{err}"
         );
         assert_eq!(copy.unwrap().unwrap(), 0);
+        assert_eq!(linked.unwrap().unwrap(), 0);
     }
 
     #[test]

@@ -184,6 +184,9 @@ impl Store {
                     tracing::debug!("another connection holds the write lock; searching the pending thoughts directly");
                     return Ok(());
                 }
+                // Writes are refused (the ledger's files changed under the
+                // server): the search still answers from what it can read.
+                Err(crate::error::Error::FilesChanged { .. }) => return Ok(()),
                 Err(e) => return Err(e),
             }
         }
