@@ -442,6 +442,14 @@ fn write_session(dir: &Path, source: &dyn SessionSource, tidy: bool, summary: &m
             if dir.is_dir() {
                 write_session_files(dir, source, false, tidy, summary)
             } else {
+                // The partition and project folders made for it, if they
+                // hold nothing else (a full disk would leave them bare).
+                if let Some(projects) = parent
+                    .ancestors()
+                    .find(|a| a.file_name().is_some_and(|n| n == "projects"))
+                {
+                    remove_empty_folders(parent, projects);
+                }
                 Err(e)
             }
         }
@@ -596,7 +604,13 @@ fn remove_session_files(dir: &Path, projects: &Path, summary: &mut ExportSummary
         fs::remove_file(&manifest).map_err(io(format!("removing {}", manifest.display())))?;
         summary.files_removed += 1;
     }
-    // remove_dir fails on a folder that is not empty, which ends the climb.
+    remove_empty_folders(dir, projects);
+    Ok(())
+}
+
+/// Remove `dir` and the folders above it, up to `projects` (kept), while
+/// they are empty: `remove_dir` fails on one that is not, ending the climb.
+fn remove_empty_folders(dir: &Path, projects: &Path) {
     let mut folder = Some(dir);
     while let Some(f) = folder.filter(|f| f.starts_with(projects) && *f != projects) {
         if fs::remove_dir(f).is_err() {
@@ -604,7 +618,6 @@ fn remove_session_files(dir: &Path, projects: &Path, summary: &mut ExportSummary
         }
         folder = f.parent();
     }
-    Ok(())
 }
 
 /// Write `bytes` to `path` atomically unless it already holds them. Returns
@@ -671,6 +684,35 @@ mod tests {
     use crate::store::Target;
     use crate::store::test_support::temp_store;
     use crate::tree::reader::load_session;
+
+    /// A session whose export fails before it is in place (a full disk, a
+    /// read error) leaves neither its staging folder nor the partition and
+    /// project folders made for it.
+    #[test]
+    fn a_failed_session_leaves_no_empty_folders() {
+        struct Failing(Session);
+        impl SessionSource for Failing {
+            fn session(&self) -> &Session {
+                &self.0
+            }
+            fn links(&self) -> Result<Vec<(String, String)>> {
+                Ok(Vec::new())
+            }
+            fn each_thought(&self, _f: &mut dyn FnMut(Thought) -> Result<()>) -> Result<()> {
+                Err(Error::Internal("read failed".into()))
+            }
+        }
+        let (dir, store) = temp_store();
+        let session = store.create_session(NewSession::titled("fails")).unwrap();
+        let dest = dir.path().join("out");
+        let projects = dest.join("projects");
+        fs::create_dir_all(projects.join("other")).unwrap();
+        let target = session_dir(&dest, "p", Some("2026-11"), &session.id);
+        let mut summary = ExportSummary::default();
+        assert!(write_session(&target, &Failing(session), false, &mut summary).is_err());
+        assert!(!projects.join("p").exists());
+        assert!(projects.join("other").is_dir());
+    }
 
     #[test]
     fn what_is_written_reads_back_the_same() {
