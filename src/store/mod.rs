@@ -148,7 +148,7 @@ struct Watched {
 
 /// `path` with symbolic links resolved, as SQLite resolves them to name the
 /// `-wal` and `-shm` files (beside the file a link points to).
-fn real_path(path: &Path) -> PathBuf {
+pub(crate) fn real_path(path: &Path) -> PathBuf {
     std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
@@ -365,7 +365,10 @@ pub(crate) fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
 
 /// Hold an exclusive lock on `<db>.lock` while migrating, so that several
 /// servers starting at once on a new file do not race to create tables.
+/// Beside the file a symlink points to: a server opening the ledger through
+/// the link and one opening it by its own name take the same lock.
 fn migration_lock(path: &Path) -> Result<File> {
+    let path = real_path(path);
     let mut lock_path = path.as_os_str().to_owned();
     lock_path.push(".lock");
     let lock_path = PathBuf::from(lock_path);
@@ -1019,7 +1022,9 @@ impl Store {
 
     /// Current size of the WAL file in bytes (0 when there is none).
     pub fn wal_size(&self) -> u64 {
-        std::fs::metadata(wal_path(&self.path)).map(|m| m.len()).unwrap_or(0)
+        std::fs::metadata(wal_path(&real_path(&self.path)))
+            .map(|m| m.len())
+            .unwrap_or(0)
     }
 
     /// Copy the WAL into the database file and truncate the WAL, so the
@@ -1169,6 +1174,29 @@ mod tests {
         );
         assert_eq!(copy.unwrap().unwrap(), 0);
         assert_eq!(linked.unwrap().unwrap(), 0);
+    }
+
+    /// Through a symlink, the ledger's side files are the linked file's: its
+    /// migration lock (so that a server opening the link and one opening
+    /// the file itself exclude each other) and its -wal and -shm (which
+    /// `info` sizes).
+    #[cfg(unix)]
+    #[test]
+    fn a_symlinked_ledger_uses_the_side_files_of_the_file_it_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("data").join("t.db");
+        std::fs::create_dir_all(real.parent().unwrap()).unwrap();
+        let links = dir.path().join("links");
+        std::fs::create_dir(&links).unwrap();
+        let link = links.join("link.db");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let store = Store::open(&link, OpenOptionsStore::default()).unwrap();
+        assert!(with_suffix(&real, ".lock").exists());
+        assert!(!with_suffix(&link, ".lock").exists());
+        store.set_config_value("note", "x").unwrap();
+        let sizes = store.file_sizes();
+        assert!(sizes.wal > 0 && sizes.shm > 0, "{sizes:?}");
+        assert_eq!(store.wal_size(), sizes.wal);
     }
 
     #[test]

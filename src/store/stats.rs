@@ -93,8 +93,10 @@ impl Store {
 
     /// Sizes of the database file, `-wal` and `-shm` (0 when absent).
     pub fn file_sizes(&self) -> FileSizes {
+        // The -wal and -shm are beside the file a symlink points to.
+        let real = super::real_path(self.path());
         let size = |suffix: &str| {
-            let mut p = self.path().as_os_str().to_owned();
+            let mut p = real.as_os_str().to_owned();
             p.push(suffix);
             std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0)
         };
