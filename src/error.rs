@@ -183,19 +183,27 @@ impl Error {
 
     /// The ErrorPayload `{ code, message, details? }` of the specification.
     pub fn payload(&self) -> Value {
-        let message = match self {
-            // What the server's shutdown does to the reads still running.
-            Error::Database(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::OperationInterrupted) => {
-                "the server is shutting down: this request was stopped before it finished (nothing was changed)"
-                    .to_string()
-            }
-            _ => self.to_string(),
-        };
-        let mut payload = json!({ "code": self.code(), "message": message });
+        let mut payload = json!({ "code": self.code(), "message": self.message() });
         if let Some(details) = self.details() {
             payload["details"] = details;
         }
         payload
+    }
+
+    /// What a client is told: the error's text, except for a read the
+    /// server's shutdown stopped, which is no storage failure.
+    pub fn message(&self) -> String {
+        if self.is_interrupted() {
+            return "the server is shutting down: this request was stopped before it finished (nothing in the \
+                    ledger was changed)"
+                .to_string();
+        }
+        self.to_string()
+    }
+
+    /// A statement stopped by [`crate::store::Store::interrupt_running`].
+    pub fn is_interrupted(&self) -> bool {
+        matches!(self, Error::Database(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::OperationInterrupted))
     }
 
     /// True when SQLite reported a UNIQUE constraint violation.
@@ -224,6 +232,8 @@ mod tests {
         let p = e.payload();
         assert_eq!(p["code"], "STORAGE_ERROR");
         assert!(p["message"].as_str().unwrap().contains("shutting down"), "{p}");
+        assert!(e.is_interrupted() && e.message() == p["message"]);
+        assert!(!Error::Internal("x".into()).is_interrupted());
     }
 
     #[test]

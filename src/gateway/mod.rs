@@ -538,6 +538,7 @@ impl ServerHandler for Gateway {
             Ok(value) => CallToolResult::structured(value),
             Err(e) => {
                 match &e {
+                    _ if e.is_interrupted() => tracing::info!("gateway call stopped by the shutdown"),
                     Error::Database(_) | Error::Pool(_) | Error::Io { .. } | Error::Internal(_) => {
                         tracing::error!("gateway call failed: {e}")
                     }

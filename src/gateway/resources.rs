@@ -32,8 +32,12 @@ const NOTE_PREFIX: &str = "thoughtbox://knowledge/notes/";
 const LISTED_KNOWLEDGE: u32 = 200;
 
 fn mcp_error(e: Error) -> McpError {
-    tracing::warn!("resource read failed: {e}");
-    McpError::internal_error(e.to_string(), Some(e.payload()))
+    if e.is_interrupted() {
+        tracing::info!("resource read stopped by the shutdown");
+    } else {
+        tracing::warn!("resource read failed: {e}");
+    }
+    McpError::internal_error(e.message(), Some(e.payload()))
 }
 
 fn model_resource(m: &models::MentalModel) -> Resource {
