@@ -44,19 +44,14 @@ impl Store {
                 true => std::fs::canonicalize(dest).unwrap_or_else(|_| dest.to_path_buf()),
                 false => dest.to_path_buf(),
             };
-            if let (Some(dir), Some(name)) = (target.parent(), target.file_name().and_then(|n| n.to_str())) {
-                let dir = if dir.as_os_str().is_empty() {
-                    Path::new(".")
-                } else {
-                    dir
-                };
+            if let Some(name) = target.file_name().and_then(|n| n.to_str()) {
                 let leftover = |n: &str| {
                     n.strip_prefix(name)
                         .and_then(|rest| rest.strip_prefix(".tmp-"))
                         .map(|rest| rest.strip_suffix("-journal").unwrap_or(rest))
                         .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
                 };
-                crate::tree::writer::remove_leftovers(dir, leftover, false);
+                crate::tree::writer::remove_leftovers(super::folder_of(&target), leftover, false);
             }
             let mut tmp = target.as_os_str().to_owned();
             tmp.push(format!(".tmp-{}", std::process::id()));

@@ -197,12 +197,6 @@ fn passive_pass(conn: &Connection) -> rusqlite::Result<(i64, i64)> {
     conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| Ok((r.get(1)?, r.get(2)?)))
 }
 
-fn wal_path(db: &Path) -> PathBuf {
-    let mut p = db.as_os_str().to_owned();
-    p.push("-wal");
-    PathBuf::from(p)
-}
-
 fn configure(conn: &Connection, sync: SyncMode, background_checkpoints: bool, access: Access) -> rusqlite::Result<()> {
     track(conn)?;
     // busy_timeout first: switching to WAL can itself meet a lock.
@@ -328,10 +322,7 @@ fn check_writable(path: &Path, access: Access) -> Result<()> {
     if (access.may_write() || in_wal_mode(&real))
         && (!with_suffix(&real, "-wal").exists() || !with_suffix(&real, "-shm").exists())
     {
-        let dir = real
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
+        let dir = folder_of(&real);
         if let Err(e) = rustix::fs::access(dir, rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK) {
             return Err(Error::invalid(
                 "db",
@@ -354,6 +345,13 @@ fn in_wal_mode(path: &Path) -> bool {
     use std::io::Read;
     let mut header = [0u8; 20];
     File::open(path).and_then(|mut f| f.read_exact(&mut header)).is_ok() && header[18] == 2 && header[19] == 2
+}
+
+/// The folder `path` is in (`.` for a bare file name).
+pub(crate) fn folder_of(path: &Path) -> &Path {
+    path.parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
 }
 
 /// `path` with `suffix` appended to its file name (`a.db` + `-wal`).
@@ -1020,13 +1018,6 @@ impl Store {
         }
     }
 
-    /// Current size of the WAL file in bytes (0 when there is none).
-    pub fn wal_size(&self) -> u64 {
-        std::fs::metadata(wal_path(&real_path(&self.path)))
-            .map(|m| m.len())
-            .unwrap_or(0)
-    }
-
     /// Copy the WAL into the database file and truncate the WAL, so the
     /// database file alone holds every committed write.
     pub fn checkpoint(&self) -> Result<()> {
@@ -1089,7 +1080,7 @@ mod tests {
             .unwrap();
         reader.execute_batch("COMMIT").unwrap();
         assert!(store.checkpoint_within(Duration::from_millis(20)).unwrap());
-        assert_eq!(store.wal_size(), 0);
+        assert_eq!(store.file_sizes().wal, 0);
     }
 
     #[test]
@@ -1196,7 +1187,6 @@ mod tests {
         store.set_config_value("note", "x").unwrap();
         let sizes = store.file_sizes();
         assert!(sizes.wal > 0 && sizes.shm > 0, "{sizes:?}");
-        assert_eq!(store.wal_size(), sizes.wal);
     }
 
     #[test]

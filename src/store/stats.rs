@@ -96,9 +96,9 @@ impl Store {
         // The -wal and -shm are beside the file a symlink points to.
         let real = super::real_path(self.path());
         let size = |suffix: &str| {
-            let mut p = real.as_os_str().to_owned();
-            p.push(suffix);
-            std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0)
+            std::fs::metadata(super::with_suffix(&real, suffix))
+                .map(|m| m.len())
+                .unwrap_or(0)
         };
         let (database, wal, shm) = (size(""), size("-wal"), size("-shm"));
         FileSizes {

@@ -643,15 +643,10 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 /// left beside it, once they are old enough to be nobody's (a single-file
 /// export stopped with Ctrl-C leaves one as large as the export).
 pub fn remove_leftovers_of(path: &Path) {
-    let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else {
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
         return;
     };
-    let dir = if dir.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        dir
-    };
-    remove_leftovers(dir, |n| is_temporary_of(n, name), false);
+    remove_leftovers(crate::store::folder_of(path), |n| is_temporary_of(n, name), false);
 }
 
 /// [`write_atomic`] for content written piece by piece by `fill`: `path`
