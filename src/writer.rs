@@ -132,17 +132,11 @@ impl Writer {
     /// pending themselves, and the next pause in writes tries again.
     pub async fn index_unless_locked(&self) -> Result<()> {
         loop {
-            match self.run(|s| s.index_pending_for_search(INDEX_BATCH)).await {
-                Ok(0) => return Ok(()),
-                Ok(_) => {}
-                // Writes are refused (the ledger's files changed under the
-                // server, logged once): searches read what is pending.
-                Err(Error::FilesChanged { .. }) => return Ok(()),
-                Err(e) if e.is_busy() => {
-                    tracing::debug!("another connection holds the write lock: indexing waits for the next pause");
-                    return Ok(());
-                }
-                Err(e) => return Err(e),
+            // None: not now; searches read what is pending, and the next
+            // pause in writes tries again.
+            match self.run(|s| s.index_pending_for_search(INDEX_BATCH)).await? {
+                Some(0) | None => return Ok(()),
+                Some(_) => {}
             }
             tokio::task::yield_now().await;
         }

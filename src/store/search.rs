@@ -162,10 +162,20 @@ impl Store {
 
     /// [`Store::index_pending`] for a search about to run: it waits at most
     /// [`SEARCH_INDEX_WAIT`] for another program's write transaction (a
-    /// `sqlite3` shell inside `BEGIN IMMEDIATE`), and gives up with a busy
-    /// error; the search then reads the thoughts still pending itself.
-    pub fn index_pending_for_search(&self, max_rows: i64) -> Result<usize> {
-        self.index_batch(max_rows, Some(SEARCH_INDEX_WAIT))
+    /// `sqlite3` shell inside `BEGIN IMMEDIATE`). `None` when it cannot
+    /// index now: that lock is held, or writes are refused because the
+    /// ledger's files changed under the server (logged once, when seen).
+    /// The search then reads the thoughts still pending itself.
+    pub fn index_pending_for_search(&self, max_rows: i64) -> Result<Option<usize>> {
+        match self.index_batch(max_rows, Some(SEARCH_INDEX_WAIT)) {
+            Ok(n) => Ok(Some(n)),
+            Err(e) if e.is_busy() => {
+                tracing::debug!("another connection holds the write lock; pending thoughts are searched directly");
+                Ok(None)
+            }
+            Err(crate::error::Error::FilesChanged { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// Index what is pending before a search, as far as another program's
@@ -177,17 +187,9 @@ impl Store {
             return Ok(());
         }
         loop {
-            match self.index_pending_for_search(2000) {
-                Ok(0) => return Ok(()),
-                Ok(_) => {}
-                Err(e) if e.is_busy() => {
-                    tracing::debug!("another connection holds the write lock; searching the pending thoughts directly");
-                    return Ok(());
-                }
-                // Writes are refused (the ledger's files changed under the
-                // server): the search still answers from what it can read.
-                Err(crate::error::Error::FilesChanged { .. }) => return Ok(()),
-                Err(e) => return Err(e),
+            match self.index_pending_for_search(2000)? {
+                Some(0) | None => return Ok(()),
+                Some(_) => {}
             }
         }
     }
