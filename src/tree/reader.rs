@@ -237,22 +237,29 @@ struct Node {
     data: ThoughtData,
 }
 
-fn valid_time(s: &str) -> Option<i64> {
-    DateTime::parse_from_rfc3339(s).ok().map(|t| t.timestamp_millis())
-}
-
-/// `s` in the ledger's one form, UTC with milliseconds
-/// (`2026-03-01T08:00:00.000Z`), which sorts as text in time order: a tree
-/// written by another tool may carry offsets (`+02:00`) or another precision.
-/// None also for a time whose UTC year is not 0000-9999: its text would not
-/// be RFC 3339 (`+10000-...`), and the next export of it would not import.
-fn canonical_time(s: &str) -> Option<String> {
+/// `s` as milliseconds since the epoch (for ordering) and in the ledger's
+/// one form, UTC with milliseconds (`2026-03-01T08:00:00.000Z`), which
+/// sorts as text in time order: a tree written by another tool may carry
+/// offsets (`+02:00`) or another precision. None also for a time whose UTC
+/// year is not 0000-9999: its text would not be RFC 3339 (`+10000-...`),
+/// and the next export of it would not import.
+fn parse_time(s: &str) -> Option<(i64, String)> {
     use chrono::Datelike;
     DateTime::parse_from_rfc3339(s)
         .ok()
         .map(|t| t.with_timezone(&chrono::Utc))
         .filter(|t| (0..=9999).contains(&t.year()))
-        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+        .map(|t| {
+            (
+                t.timestamp_millis(),
+                t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            )
+        })
+}
+
+/// [`parse_time`]'s text alone.
+fn canonical_time(s: &str) -> Option<String> {
+    parse_time(s).map(|(_, text)| text)
 }
 
 fn small_number(v: i64) -> Option<u32> {
@@ -583,9 +590,8 @@ impl Loader<'_> {
                 t
             }
         };
-        let millis = d.timestamp.as_deref().and_then(valid_time);
-        let timestamp = d.timestamp.as_deref().and_then(canonical_time);
-        if millis.is_none() {
+        let parsed = d.timestamp.as_deref().and_then(parse_time);
+        if parsed.is_none() {
             self.error(format!(
                 "{shown}: timestamp is missing or not an ISO 8601 date-time in the years 0000-9999 (UTC)"
             ));
@@ -610,6 +616,7 @@ impl Loader<'_> {
                 )),
             }
         }
+        let (millis, timestamp) = parsed.map_or((None, None), |(m, t)| (Some(m), Some(t)));
         self.converted_times |= d.timestamp.is_some() && d.timestamp != timestamp;
         if self.report.result.errors.len() > before {
             return None;

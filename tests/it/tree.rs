@@ -885,3 +885,33 @@ fn a_directory_that_is_no_tree_is_refused() {
     let v = ok_json(&db, &["validate", path_str(&empty_tree)]);
     assert_eq!(v["sessionsChecked"], 0);
 }
+
+/// A thought whose time leaves the years 0000-9999 once in UTC makes its
+/// session invalid, with an error naming the file, rather than vanishing.
+#[test]
+fn a_thought_time_out_of_range_is_reported() {
+    let (dir, db) = temp_db();
+    let root = dir.path().join("far");
+    let s = root.join("projects/_default/sessions").join(GOOD);
+    put(
+        &s.join("manifest.json"),
+        &manifest(GOOD, &["001.json", "002.json"], json!({})),
+    );
+    put(&s.join("001.json"), &node(GOOD, None, 1, None, json!({})));
+    put(
+        &s.join("002.json"),
+        &node(
+            GOOD,
+            None,
+            2,
+            Some(format!("{GOOD}:1")),
+            json!({ "timestamp": "9999-12-31T23:30:00-01:00" }),
+        ),
+    );
+    let out = run(&db, &["import", path_str(&root), "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["invalid"], 1, "{summary:#}");
+    let errors = summary["sessions"][0]["report"]["errors"].to_string();
+    assert!(errors.contains("002.json") && errors.contains("0000-9999"), "{errors}");
+}
