@@ -86,6 +86,11 @@ pub enum Error {
     )]
     FilesChanged { file: String, how: String },
 
+    /// The client cancelled the request (`notifications/cancelled`) and
+    /// its read was stopped. The client no longer waits for an answer.
+    #[error("the client cancelled this request: it was stopped before it finished (nothing in the ledger was changed)")]
+    Cancelled,
+
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -144,6 +149,7 @@ impl Error {
             | Error::Migration(_)
             | Error::SchemaTooNew { .. }
             | Error::FilesChanged { .. }
+            | Error::Cancelled
             | Error::Io { .. } => "STORAGE_ERROR",
             Error::Internal(_) => "INTERNAL_ERROR",
         }

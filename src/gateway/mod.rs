@@ -34,6 +34,7 @@ use crate::error::{Error, Result};
 use crate::events::{self, EventType, Events};
 use crate::serve::{ServeOptions, WriteSignal};
 use crate::store::Store;
+use crate::store::cancel::Cancel;
 use crate::writer::Writer;
 
 /// The one tool's name.
@@ -236,9 +237,18 @@ impl Gateway {
         f: impl FnOnce(&Store) -> Result<T> + Send + 'static,
     ) -> Result<T> {
         let store = self.store.clone();
-        tokio::task::spawn_blocking(move || f(&store))
-            .await
-            .map_err(|e| Error::Internal(format!("storage task failed: {e}")))?
+        let cancel = REQUEST_CANCEL.try_with(Arc::clone).ok();
+        let scope = cancel.clone();
+        let answer = tokio::task::spawn_blocking(move || match scope {
+            Some(scope) => scope.scope(|| f(&store)),
+            None => f(&store),
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("storage task failed: {e}")))?;
+        match answer {
+            Err(e) if e.is_interrupted() && cancel.is_some_and(|c| c.fired()) => Err(Error::Cancelled),
+            answer => answer,
+        }
     }
 
     /// Run a write (a thought append, a session or knowledge change) on the
@@ -489,9 +499,11 @@ impl ServerHandler for Gateway {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> std::result::Result<ReadResourceResponse, McpError> {
-        resources::read_resource(self, &request.uri).await.map(Into::into)
+        cancellable(&context, resources::read_resource(self, &request.uri))
+            .await
+            .map(Into::into)
     }
 
     async fn list_prompts(
@@ -528,16 +540,19 @@ impl ServerHandler for Gateway {
                 None,
             ));
         }
-        let (answer, changed) = CHANGED
-            .scope(std::cell::Cell::new(false), async {
+        let (answer, changed) = cancellable(
+            &context,
+            CHANGED.scope(std::cell::Cell::new(false), async {
                 let answer = self.call(request.arguments, Some(&context)).await;
                 (answer, CHANGED.with(std::cell::Cell::get))
-            })
-            .await;
+            }),
+        )
+        .await;
         let result = match answer.and_then(|value| fits_one_message(value, !changed)) {
             Ok(value) => CallToolResult::structured(value),
             Err(e) => {
                 match &e {
+                    Error::Cancelled => tracing::info!("gateway call cancelled by the client"),
                     _ if e.is_interrupted() => tracing::info!("gateway call stopped by the shutdown"),
                     Error::Database(_) | Error::Pool(_) | Error::Io { .. } | Error::Internal(_) => {
                         tracing::error!("gateway call failed: {e}")
@@ -694,6 +709,30 @@ pub(crate) fn clip(text: &str) -> String {
     match text.char_indices().nth(200) {
         Some((at, _)) => format!("{}...", &text[..at]),
         None => text.to_string(),
+    }
+}
+
+tokio::task_local! {
+    /// The cancellation of the request running in this task: its reads
+    /// ([`Gateway::blocking`]) stop once the client cancels it.
+    static REQUEST_CANCEL: Arc<Cancel>;
+}
+
+/// Run `work`, a request's handling, so that its reads stop when the client
+/// cancels the request (`notifications/cancelled`, which fires `ct`).
+async fn cancellable<T>(ctx: &RequestContext<RoleServer>, work: impl std::future::Future<Output = T>) -> T {
+    let cancel = Cancel::new();
+    let work = REQUEST_CANCEL.scope(cancel.clone(), work);
+    tokio::pin!(work);
+    tokio::select! {
+        answer = &mut work => answer,
+        () = ctx.ct.cancelled() => {
+            tracing::info!(id = %ctx.id, "the client cancelled its request: stopping its reads");
+            cancel.fire();
+            // Reads end at once; a write already handed over is finished
+            // (MCP lets a cancelled request complete).
+            work.await
+        }
     }
 }
 

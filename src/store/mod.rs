@@ -5,6 +5,7 @@
 
 mod analysis;
 mod backup;
+pub mod cancel;
 #[cfg(test)]
 mod hand_edits;
 mod import;
@@ -169,7 +170,30 @@ fn file_id(path: &Path) -> std::io::Result<FileId> {
     }
 }
 
-pub(crate) type Conn = PooledConnection<SqliteConnectionManager>;
+/// A pooled connection. Taken inside a [`cancel::Cancel::scope`], it stops
+/// its statements once the scope's request is cancelled, until it goes
+/// back to the pool.
+pub(crate) struct Conn {
+    inner: PooledConnection<SqliteConnectionManager>,
+    watched: bool,
+}
+
+impl std::ops::Deref for Conn {
+    type Target = Connection;
+    fn deref(&self) -> &Connection {
+        &self.inner
+    }
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        // Before `inner` goes back to the pool, where another request's
+        // read may take it.
+        if self.watched {
+            cancel::unwatch(&self.inner);
+        }
+    }
+}
 
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -193,6 +217,14 @@ const WAL_FILE_LIMIT: u64 = 32 << 20;
 
 /// One PASSIVE checkpoint: (frames in the WAL, frames copied into the
 /// database), both -1 when the database is not in WAL mode.
+/// The error of a statement stopped by an interrupt or a cancellation.
+fn interrupted() -> Error {
+    Error::Database(rusqlite::Error::SqliteFailure(
+        rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_INTERRUPT),
+        Some("interrupted".into()),
+    ))
+}
+
 fn passive_pass(conn: &Connection) -> rusqlite::Result<(i64, i64)> {
     conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| Ok((r.get(1)?, r.get(2)?)))
 }
@@ -902,7 +934,19 @@ impl Store {
     }
 
     pub(crate) fn conn(&self) -> Result<Conn> {
-        Ok(self.pool.get()?)
+        let cancel = cancel::current();
+        if cancel.as_ref().is_some_and(|c| c.fired()) {
+            return Err(interrupted());
+        }
+        let mut conn = Conn {
+            inner: self.pool.get()?,
+            watched: false,
+        };
+        if let Some(cancel) = cancel {
+            cancel::watch(&conn, &cancel)?;
+            conn.watched = true;
+        }
+        Ok(conn)
     }
 
     /// Run `f` in a `BEGIN IMMEDIATE` transaction and commit it; an error

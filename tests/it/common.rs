@@ -85,6 +85,20 @@ pub async fn start(db: &Path) -> Server {
     start_with((), command(db)).await
 }
 
+/// [`start`], with the server's log (`RUST_LOG=thoughtbox=info`) in `log`.
+pub async fn start_logging(db: &Path, log: &Path) -> Server {
+    let mut cmd = command(db);
+    cmd.env("RUST_LOG", "thoughtbox=info");
+    let file = std::fs::File::create(log).expect("log file");
+    let (transport, _stderr) = TokioChildProcess::builder(cmd)
+        .stderr(Stdio::from(file))
+        .spawn()
+        .expect("spawn thoughtbox");
+    let pid = transport.id().expect("child pid");
+    let client = ().serve(transport).await.expect("MCP initialize");
+    Server { client, pid }
+}
+
 impl<H: ClientHandler> Server<H> {
     /// Call the gateway: `Ok(response)` or `Err(ErrorPayload)`.
     pub async fn call(&self, operation: &str, args: Value) -> Result<Value, Value> {

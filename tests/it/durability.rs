@@ -544,6 +544,38 @@ async fn a_database_file_removed_under_the_server_refuses_writes() {
     }
 }
 
+/// A session of 60,000 thoughts, long enough for its export to run for
+/// seconds; made in one statement, as a shell would, since that is fast.
+fn long_session(db: &Path) -> String {
+    use thoughtbox::domain::{NewSession, ThoughtInput};
+    use thoughtbox::store::{OpenOptionsStore, Store, Target};
+    let store = Store::open(db, OpenOptionsStore::default()).unwrap();
+    let session = store.create_session(NewSession::titled("big")).unwrap();
+    let input = ThoughtInput {
+        thought: "thought 1 of a long session".into(),
+        next_thought_needed: true,
+        ..Default::default()
+    };
+    store
+        .append_thought(Target::Session(session.id.clone()), input)
+        .unwrap();
+    drop(store);
+    // The rest in one statement, as a shell would: fast to make.
+    let conn = rusqlite::Connection::open(db).unwrap();
+    conn.execute(
+        "WITH RECURSIVE n(i) AS (SELECT 2 UNION ALL SELECT i + 1 FROM n WHERE i < 60000)
+             INSERT INTO thoughts (session_id, node_id, thought_number, total_thoughts, thought,
+                                   next_thought_needed, prev_node, created_at)
+             SELECT ?1, ?1 || ':' || i, i, i, 'thought ' || i || ' of a long session', 1, ?1 || ':' || (i - 1),
+                    '2026-01-01T00:00:00.000Z' FROM n",
+        [&session.id],
+    )
+    .unwrap();
+    conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        .unwrap();
+    session.id
+}
+
 /// A clean shutdown while the server still runs a long read of its own (an
 /// export of a large session into a directory) stops that read, so the
 /// final checkpoint empties the WAL: a copy of the file alone holds the
@@ -551,37 +583,9 @@ async fn a_database_file_removed_under_the_server_refuses_writes() {
 #[tokio::test]
 async fn a_shutdown_during_a_long_export_still_leaves_one_complete_file() {
     use rmcp::model::CallToolRequestParams;
-    use thoughtbox::domain::{NewSession, ThoughtInput};
-    use thoughtbox::store::{OpenOptionsStore, Store, Target};
     for how in ["TERM", "eof"] {
         let (dir, db) = temp_db();
-        let big = {
-            let store = Store::open(&db, OpenOptionsStore::default()).unwrap();
-            let session = store.create_session(NewSession::titled("big")).unwrap();
-            let input = ThoughtInput {
-                thought: "thought 1 of a long session".into(),
-                next_thought_needed: true,
-                ..Default::default()
-            };
-            store
-                .append_thought(Target::Session(session.id.clone()), input)
-                .unwrap();
-            drop(store);
-            // The rest in one statement, as a shell would: fast to make.
-            let conn = rusqlite::Connection::open(&db).unwrap();
-            conn.execute(
-                "WITH RECURSIVE n(i) AS (SELECT 2 UNION ALL SELECT i + 1 FROM n WHERE i < 60000)
-                 INSERT INTO thoughts (session_id, node_id, thought_number, total_thoughts, thought,
-                                       next_thought_needed, prev_node, created_at)
-                 SELECT ?1, ?1 || ':' || i, i, i, 'thought ' || i || ' of a long session', 1, ?1 || ':' || (i - 1),
-                        '2026-01-01T00:00:00.000Z' FROM n",
-                [&session.id],
-            )
-            .unwrap();
-            conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
-                .unwrap();
-            session.id
-        };
+        let big = long_session(&db);
         let s = start(&db).await;
         s.ready("meanwhile").await;
         let peer = s.client.peer().clone();
@@ -625,4 +629,81 @@ async fn a_shutdown_during_a_long_export_still_leaves_one_complete_file() {
             .unwrap();
         assert_eq!(count, 3, "{how}");
     }
+}
+
+/// A client that cancels a long read (`notifications/cancelled`, as clients
+/// send when a call times out or the user stops it) stops it: the export
+/// ends where it is, leaves nothing half-written, and the server serves on.
+#[tokio::test]
+async fn a_cancelled_long_export_stops() {
+    use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
+    use rmcp::service::PeerRequestOptions;
+    let (dir, db) = temp_db();
+    let big = long_session(&db);
+    let log = dir.path().join("server.log");
+    let s = start_logging(&db, &log).await;
+    s.ready("meanwhile").await;
+    let dest = dir.path().join("tree");
+    let args = json!({ "operation": "session", "args": { "subOperation": "export", "sessionId": big,
+                                                        "destination": dest.to_str().unwrap() } });
+    let Value::Object(arguments) = args else { unreachable!() };
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(
+        CallToolRequestParams::new("thoughtbox_gateway").with_arguments(arguments),
+    ));
+    let handle = s
+        .client
+        .peer()
+        .send_cancellable_request(request, PeerRequestOptions::no_options())
+        .await
+        .expect("request sent");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    handle
+        .cancel(Some("the user stopped it".into()))
+        .await
+        .expect("cancel sent");
+    // The server logs the end of the call once its read has stopped.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if text.contains("gateway call cancelled by the client") {
+            break;
+        }
+        assert!(
+            !text.contains("export"),
+            "the export answered instead of stopping:\n{text}"
+        );
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no sign of the cancelled call:\n{text}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Nothing of the session was left in the tree: it appears whole or not at all.
+    let left: Vec<_> = walk(&dest)
+        .into_iter()
+        .filter(|p| p.to_string_lossy().contains(big.as_str()))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    // The server serves on, and the session is still whole.
+    let got = s.ok("read_thoughts", json!({ "sessionId": big, "last": 1 })).await;
+    assert!(got.to_string().contains("thought 60000 of a long session"), "{got}");
+    s.thought(t("after the cancel")).await;
+    s.stop().await;
+}
+
+/// Every file and folder under `dir` (none if it does not exist).
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                todo.push(p.clone());
+            }
+            found.push(p);
+        }
+    }
+    found
 }
