@@ -19,6 +19,27 @@ const CRITIC_PROMPT: &str = "You review one step of someone's reasoning. Point o
 missed alternatives and unconsidered edge cases, and suggest concrete improvements. Be brief and specific; \
 if the step is sound, say so in one sentence.";
 
+/// The most critique text stored, the thought text's limit: a thought and
+/// its critique then always fit in one answer together. The prompt asks
+/// for at most 1,000 tokens; a client sending megabytes anyway has its
+/// critique cut, with a note saying so.
+const MAX_CRITIQUE_BYTES: usize = domain::MAX_THOUGHT_BYTES;
+
+/// `text` cut to [`MAX_CRITIQUE_BYTES`] (between two characters), with a
+/// note of how long it was.
+fn bounded(mut text: String) -> String {
+    if text.len() <= MAX_CRITIQUE_BYTES {
+        return text;
+    }
+    let sent = text.len();
+    let note =
+        format!("\n[critique cut here: the model sent {sent} bytes; thoughtbox keeps at most {MAX_CRITIQUE_BYTES}]");
+    let keep = text.floor_char_boundary(MAX_CRITIQUE_BYTES - note.len());
+    text.truncate(keep);
+    text.push_str(&note);
+    text
+}
+
 /// How many earlier thoughts go with a sampling request as context.
 const CONTEXT_THOUGHTS: u32 = 5;
 
@@ -86,9 +107,37 @@ pub(crate) async fn request_critique(gw: &Gateway, ctx: &RequestContext<RoleServ
             "the client answered the sampling request without text".into(),
         ));
     }
+    if text.len() > MAX_CRITIQUE_BYTES {
+        tracing::warn!(
+            bytes = text.len(),
+            "the client's critique is longer than thoughtbox keeps: cut"
+        );
+    }
     Ok(Critique {
-        text,
+        text: bounded(text),
         model: result.model,
         timestamp: domain::now(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_critique_over_the_limit_is_cut_between_characters_with_a_note() {
+        assert_eq!(bounded("short".into()), "short");
+        let exact = "a".repeat(MAX_CRITIQUE_BYTES);
+        assert_eq!(bounded(exact.clone()), exact);
+        // Three-byte characters, so the cut falls inside one unless moved.
+        let long = "€".repeat(MAX_CRITIQUE_BYTES);
+        let cut = bounded(long.clone());
+        assert!(cut.len() <= MAX_CRITIQUE_BYTES, "{}", cut.len());
+        assert!(cut.len() > MAX_CRITIQUE_BYTES - 200);
+        assert!(cut.ends_with(&format!(
+            "the model sent {} bytes; thoughtbox keeps at most {MAX_CRITIQUE_BYTES}]",
+            long.len()
+        )));
+        assert!(long.starts_with(cut.split('\n').next().unwrap_or_default()));
+    }
 }
