@@ -578,6 +578,18 @@ impl ServerHandler for Gateway {
         if method == crate::stdio::INVALID_PARAMS_METHOD {
             let params = request.params.unwrap_or_default();
             let original = clip(params["method"].as_str().unwrap_or("the request"));
+            if let Some(path) = params["duplicate"].as_str() {
+                let message = format!(
+                    "{original}: the key {path} is named twice; JSON keys must be unique, and which value counts \
+                     is not defined, so the request was not run"
+                );
+                let data = Some(json!({ "method": original, "duplicateKey": path }));
+                return Err(if path.starts_with("params") {
+                    McpError::invalid_params(message, data)
+                } else {
+                    McpError::new(rmcp::model::ErrorCode::INVALID_REQUEST, message, data)
+                });
+            }
             if let Some(reason) = params["reason"].as_str() {
                 return Err(McpError::new(
                     rmcp::model::ErrorCode::INVALID_REQUEST,

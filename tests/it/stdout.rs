@@ -281,6 +281,80 @@ async fn malformed_params_and_unknown_methods_get_the_right_codes() {
     assert!(child.wait().await.unwrap().success());
 }
 
+/// A call naming one key twice (`"subOperation":"get","subOperation":"delete"`)
+/// is refused under its id and runs neither way: JSON readers keep one of
+/// the two values, and the server would have run whichever its reader kept.
+/// A request nested past the JSON reader's limit is answered too, not
+/// dropped while the client waits.
+#[tokio::test]
+async fn a_key_named_twice_or_nesting_too_deep_is_refused_and_runs_nothing() {
+    let (_d, db) = temp_db();
+    let mut cmd = command(&db);
+    cmd.arg("--no-stages").stderr(Stdio::null());
+    let (mut child, mut stdin, mut lines) = initialized(cmd).await;
+    let call = |id: u32, arguments: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"thoughtbox_gateway","arguments":{arguments}}}}}"#
+        )
+    };
+    send(
+        &mut stdin,
+        &call(1, r#"{"operation":"start_new","args":{"sessionTitle":"kept"}}"#),
+    )
+    .await;
+    let started = next_message(&mut lines).await;
+    let session = started["result"]["structuredContent"]["session"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{started}"))
+        .to_string();
+    for (id, arguments, path) in [
+        (
+            2,
+            format!(
+                r#"{{"operation":"session","args":{{"subOperation":"get","subOperation":"delete","sessionId":"{session}"}}}}"#
+            ),
+            "params.arguments.args.subOperation",
+        ),
+        (
+            3,
+            format!(
+                r#"{{"operation":"get_state","operation":"session","args":{{"subOperation":"delete","sessionId":"{session}"}}}}"#
+            ),
+            "params.arguments.operation",
+        ),
+    ] {
+        send(&mut stdin, &call(id, &arguments)).await;
+        let v = next_message(&mut lines).await;
+        assert_eq!(v["id"], id, "{v}");
+        assert_eq!(v["error"]["code"], -32602, "{v}");
+        assert_eq!(v["error"]["data"]["duplicateKey"], path, "{v}");
+        assert!(v["error"]["message"].as_str().unwrap().contains("named twice"), "{v}");
+    }
+    let deep = format!(
+        r#"{{"operation":"get_state","args":{{"x":{}{}}}}}"#,
+        "[".repeat(200),
+        "]".repeat(200)
+    );
+    send(&mut stdin, &call(4, &deep)).await;
+    let v = next_message(&mut lines).await;
+    assert_eq!(v["id"], 4, "{v}");
+    assert!(v["error"]["message"].as_str().unwrap().contains("too deeply"), "{v}");
+    // The session is still there.
+    send(
+        &mut stdin,
+        &call(
+            5,
+            &format!(r#"{{"operation":"session","args":{{"subOperation":"get","sessionId":"{session}"}}}}"#),
+        ),
+    )
+    .await;
+    let v = next_message(&mut lines).await;
+    assert_eq!(v["id"], 5);
+    assert_eq!(v["result"]["isError"], false, "{v}");
+    drop(stdin);
+    assert!(child.wait().await.unwrap().success());
+}
+
 /// A message over the MCP library's 16 MiB line limit (here a thought of
 /// 17 MiB) is answered -32600 under its id, saying so, instead of being
 /// dropped while the client waits; nothing is written and the server serves on.

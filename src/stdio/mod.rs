@@ -18,9 +18,12 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use serde::de::IgnoredAny;
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio::sync::Notify;
+
+mod envelope;
+
+use envelope::{Problem, TopLevel, Verdict};
 
 /// The MCP library's limit on one line (newline included): it drops a
 /// longer line without an answer. Such a line is answered here instead.
@@ -145,11 +148,7 @@ impl<R> RepairedLines<R> {
         // limit may now be over it, and would be dropped without an answer.
         if fixed.is_some()
             && current.len() >= MAX_LINE
-            && let Ok(Envelope {
-                id: Some(id),
-                method: Some(method),
-                ..
-            }) = serde_json::from_slice::<Envelope>(current)
+            && let Some((id, method)) = envelope::request_of(current)
         {
             tracing::warn!(
                 "a message grew past 16 MiB when its invalid UTF-8 was replaced; answering it with an error"
@@ -163,32 +162,38 @@ impl<R> RepairedLines<R> {
             self.line.clear();
             return;
         }
-        match serde_json::from_slice::<Envelope>(current) {
-            // A request whose params is not an object: the MCP library would
-            // answer -32600 without the request's id, which no client can
-            // match to its request. Hand it on as a request the gateway
-            // answers with -32602 under the right id.
-            Ok(Envelope {
-                id: Some(id),
-                method: Some(method),
-                params: Some(ParamsShape::Not(kind)),
-            }) => {
+        match envelope::inspect(current) {
+            Verdict::Pass => {}
+            // The MCP library would answer -32600 without the request's id
+            // (params not an object), which no client can match to its
+            // request, or not at all (nested too deep), or run whichever of
+            // two values of one key its reader kept. Hand it on as a request
+            // the gateway answers with an error under the right id.
+            Verdict::Refuse { id, method, problem } => {
+                let params = match problem {
+                    Problem::ParamsNot(kind) => serde_json::json!({ "method": method, "got": kind }),
+                    Problem::DuplicateKey(path) => {
+                        tracing::warn!("refusing a request that names the key {path} twice");
+                        serde_json::json!({ "method": method, "duplicate": path })
+                    }
+                    Problem::TooDeep => {
+                        tracing::warn!("refusing a request nested past the JSON reader's limit");
+                        serde_json::json!({ "method": method, "reason":
+                            "the message nests objects and arrays too deeply (the limit is 128 levels in all)" })
+                    }
+                };
                 let request = serde_json::json!({
-                    "jsonrpc": "2.0", "id": id, "method": INVALID_PARAMS_METHOD,
-                    "params": { "method": method, "got": kind },
+                    "jsonrpc": "2.0", "id": id, "method": INVALID_PARAMS_METHOD, "params": params,
                 });
                 fixed = Some(request.to_string().into_bytes());
             }
-            Ok(_) => {}
-            Err(_) => {
-                if let Err(e) = serde_json::from_slice::<IgnoredAny>(current) {
-                    // The text itself only at debug level: it may hold thought text.
-                    tracing::warn!(
-                        "ignoring a message that is not valid JSON ({e}; {} bytes)",
-                        current.len()
-                    );
-                    tracing::debug!("the message that is not JSON: {}", preview(current));
-                }
+            Verdict::NotJson(e) => {
+                // The text itself only at debug level: it may hold thought text.
+                tracing::warn!(
+                    "ignoring a message that is not valid JSON ({e}; {} bytes)",
+                    current.len()
+                );
+                tracing::debug!("the message that is not JSON: {}", preview(current));
             }
         }
         match fixed {
@@ -203,209 +208,11 @@ impl<R> RepairedLines<R> {
 }
 
 /// The method a request the MCP library could not answer with its id is
-/// renamed to (params that is not an object, or a message too long once
-/// repaired), so that the gateway answers it under its id. Its params hold
-/// the original `method`, and what params `got` or the `reason`.
+/// renamed to (params that is not an object, a key named twice, nesting
+/// past the reader's limit, a message too long once repaired), so that the
+/// gateway answers it under its id. Its params hold the original `method`,
+/// and what params `got`, the `duplicate` key's path, or the `reason`.
 pub const INVALID_PARAMS_METHOD: &str = "thoughtbox/invalid-params";
-
-/// The top level of a JSON-RPC message, as far as the repair needs it.
-#[derive(serde::Deserialize)]
-struct Envelope {
-    id: Option<serde_json::Value>,
-    method: Option<String>,
-    params: Option<ParamsShape>,
-}
-
-/// Whether `params` is an object, read without keeping its contents.
-enum ParamsShape {
-    Object,
-    Not(&'static str),
-}
-
-impl<'de> serde::Deserialize<'de> for ParamsShape {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        struct Shape;
-        impl<'de> serde::de::Visitor<'de> for Shape {
-            type Value = ParamsShape;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> std::result::Result<ParamsShape, A::Error> {
-                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(ParamsShape::Object)
-            }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<ParamsShape, A::Error> {
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(ParamsShape::Not("an array"))
-            }
-            fn visit_str<E>(self, _: &str) -> std::result::Result<ParamsShape, E> {
-                Ok(ParamsShape::Not("a string"))
-            }
-            fn visit_bool<E>(self, _: bool) -> std::result::Result<ParamsShape, E> {
-                Ok(ParamsShape::Not("a boolean"))
-            }
-            fn visit_i64<E>(self, _: i64) -> std::result::Result<ParamsShape, E> {
-                Ok(ParamsShape::Not("a number"))
-            }
-            fn visit_u64<E>(self, _: u64) -> std::result::Result<ParamsShape, E> {
-                Ok(ParamsShape::Not("a number"))
-            }
-            fn visit_f64<E>(self, _: f64) -> std::result::Result<ParamsShape, E> {
-                Ok(ParamsShape::Not("a number"))
-            }
-        }
-        d.deserialize_any(Shape)
-    }
-}
-
-/// Reads the top level of one JSON object as its bytes stream past,
-/// keeping only the `id` and `method` members (and whether it has a
-/// `result` or `error`), whatever their order (the TypeScript SDK writes
-/// `id` last, after the params) and however long the rest is.
-#[derive(Default)]
-struct TopLevel {
-    /// Bytes seen.
-    bytes: usize,
-    /// Nesting depth: 1 inside the top-level object.
-    depth: u32,
-    in_string: bool,
-    escaped: bool,
-    /// At depth 1, whether the next string is a member name.
-    expect_key: bool,
-    /// Reading a member name at depth 1 (its first bytes).
-    in_key: bool,
-    key: Vec<u8>,
-    /// The member whose value is being read at depth 1, if it is one of
-    /// ours, and the value's bytes so far.
-    member: Option<Member>,
-    value: Vec<u8>,
-    id: Option<serde_json::Value>,
-    method: Option<String>,
-    reply: bool,
-}
-
-#[derive(Clone, Copy, PartialEq)]
-enum Member {
-    Id,
-    Method,
-    Other,
-}
-
-/// A scalar value longer than this (an id or method name) is not one.
-const MAX_MEMBER: usize = 64 << 10;
-
-impl TopLevel {
-    fn feed(&mut self, part: &[u8]) {
-        self.bytes += part.len();
-        for &b in part {
-            self.step(b);
-        }
-    }
-
-    fn step(&mut self, b: u8) {
-        let capturing = self.depth == 1 && matches!(self.member, Some(Member::Id | Member::Method));
-        if self.in_string {
-            if self.in_key {
-                if self.key.len() < 16 {
-                    self.key.push(b);
-                }
-            } else if capturing && self.value.len() < MAX_MEMBER {
-                self.value.push(b);
-            }
-            if self.escaped {
-                self.escaped = false;
-            } else if b == b'\\' {
-                self.escaped = true;
-            } else if b == b'"' {
-                self.in_string = false;
-                if self.in_key {
-                    self.in_key = false;
-                    self.key.pop();
-                }
-            }
-            return;
-        }
-        match b {
-            b'"' => {
-                self.in_string = true;
-                if self.depth == 1 && self.expect_key {
-                    self.expect_key = false;
-                    self.in_key = true;
-                    self.key.clear();
-                } else if capturing {
-                    self.value.push(b);
-                }
-            }
-            b'{' | b'[' => {
-                if self.depth == 0 && b == b'{' {
-                    self.expect_key = true;
-                } else if capturing {
-                    // An object or array is no id or method.
-                    self.member = Some(Member::Other);
-                }
-                self.depth += 1;
-            }
-            b'}' | b']' => {
-                if self.depth == 1 {
-                    self.end_member();
-                }
-                self.depth = self.depth.saturating_sub(1);
-            }
-            b':' if self.depth == 1 && self.member.is_none() => {
-                self.member = Some(match self.key.as_slice() {
-                    b"id" => Member::Id,
-                    b"method" => Member::Method,
-                    b"result" | b"error" => {
-                        self.reply = true;
-                        Member::Other
-                    }
-                    _ => Member::Other,
-                });
-                self.value.clear();
-            }
-            b',' if self.depth == 1 => {
-                self.end_member();
-                self.expect_key = true;
-            }
-            b if b.is_ascii_whitespace() => {}
-            _ if capturing && self.value.len() < MAX_MEMBER => self.value.push(b),
-            _ => {}
-        }
-    }
-
-    /// The value of the member at depth 1 has ended.
-    fn end_member(&mut self) {
-        let parsed = || serde_json::from_slice::<serde_json::Value>(&self.value).ok();
-        match self.member.take() {
-            // A JSON-RPC id is a string or an integer (`1e3` and `1.0` are
-            // integers written as floats, which the MCP library accepts too).
-            Some(Member::Id) => {
-                self.id = parsed().and_then(|v| match v {
-                    serde_json::Value::Number(n) if !(n.is_i64() || n.is_u64()) => n
-                        .as_f64()
-                        .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15)
-                        .map(|f| serde_json::Value::from(f as i64)),
-                    serde_json::Value::Number(_) | serde_json::Value::String(_) => Some(v),
-                    _ => None,
-                });
-            }
-            Some(Member::Method) => {
-                self.method = parsed().and_then(|v| v.as_str().map(str::to_string));
-            }
-            _ => {}
-        }
-        self.value.clear();
-    }
-
-    /// The id and method, if this was a request: both present, and no
-    /// `result` or `error` (a reply of the client's).
-    fn request(self) -> Option<(serde_json::Value, String)> {
-        if self.reply {
-            return None;
-        }
-        Some((self.id?, self.method?))
-    }
-}
 
 /// Whether `line` holds something like `\uD83D` (which may still be half of
 /// a valid pair, or an escaped backslash followed by text).
@@ -801,7 +608,6 @@ pub fn restore() {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
     use tokio::io::AsyncReadExt;
 
     fn repaired(s: &str) -> Option<String> {
@@ -982,65 +788,6 @@ mod tests {
         let over: serde_json::Value = serde_json::from_slice(&accept_in_pieces(&line(MAX_LINE + 1), 1 << 16)).unwrap();
         assert_eq!(over["id"], "x");
         assert_eq!(over["method"], INVALID_PARAMS_METHOD);
-    }
-
-    /// What the scanner makes of a whole message fed in pieces of `piece` bytes.
-    fn scanned(message: &str, piece: usize) -> Option<(serde_json::Value, String)> {
-        let mut scan = TopLevel::default();
-        for part in message.as_bytes().chunks(piece) {
-            scan.feed(part);
-        }
-        scan.request()
-    }
-
-    #[test]
-    fn the_top_level_id_and_method_are_found_in_any_order() {
-        let answered = [
-            (
-                r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{}}"#,
-                json!(7),
-                "tools/call",
-            ),
-            // The TypeScript SDK's order: the id comes last.
-            (
-                r#"{"method":"tools/call","params":{"a":[1,{"b":"}"}]},"jsonrpc":"2.0","id":"x-1"}"#,
-                json!("x-1"),
-                "tools/call",
-            ),
-            // Members of the params named id or method, escaped quotes and
-            // braces inside strings do not count.
-            (
-                r#"{"method":"ping","params":{"id":99,"method":"no","t":"say \"id\":5 } ]"},"id":8}"#,
-                json!(8),
-                "ping",
-            ),
-            ("\u{feff} { \"id\" : 9 , \"method\" : \"ping\" }\r", json!(9), "ping"),
-            (r#"{"id":1e3,"method":"ping"}"#, json!(1000), "ping"),
-            (r#"{"id":2.0,"method":"ping"}"#, json!(2), "ping"),
-        ];
-        for (message, id, method) in answered {
-            for piece in [1, 3, 1000] {
-                assert_eq!(
-                    scanned(message, piece),
-                    Some((id.clone(), method.to_string())),
-                    "{message} / {piece}"
-                );
-            }
-        }
-        for message in [
-            // A notification, a reply of the client's, ids that are not ids.
-            r#"{"jsonrpc":"2.0","method":"notifications/x","params":{"id":1}}"#,
-            r#"{"jsonrpc":"2.0","id":5,"result":{"method":"x"}}"#,
-            r#"{"jsonrpc":"2.0","id":5,"method":"x","error":{}}"#,
-            r#"{"id":1.5,"method":"ping"}"#,
-            r#"{"id":1e300,"method":"ping"}"#,
-            r#"{"id":{"n":1},"method":"ping"}"#,
-            r#"{"id":null,"method":"ping"}"#,
-            r#"{"id":1,"method":["ping"]}"#,
-            "not json at all",
-        ] {
-            assert_eq!(scanned(message, 2), None, "{message}");
-        }
     }
 
     #[tokio::test]

@@ -1,0 +1,589 @@
+//! Reading what a JSON-RPC message says at its top level without trusting
+//! the rest: the `id` and `method` of a request the MCP library would drop
+//! unanswered, and the shape of its `params`.
+
+use serde::de::IgnoredAny;
+
+/// What to do with one message before the MCP library reads it.
+#[derive(Debug, PartialEq)]
+pub(super) enum Verdict {
+    /// Hand it on as it is.
+    Pass,
+    /// A request the MCP library would answer wrongly, without its id, or
+    /// not at all: the gateway answers it with an error under its id.
+    Refuse {
+        id: serde_json::Value,
+        method: String,
+        problem: Problem,
+    },
+    /// Not JSON: the MCP library ignores it (there is no id to answer).
+    NotJson(String),
+}
+
+#[derive(Debug, PartialEq)]
+pub(super) enum Problem {
+    /// `params` is there but is not an object (what it is instead).
+    ParamsNot(&'static str),
+    /// An object names one key twice, at this path (`params.arguments.x`).
+    /// JSON readers keep one of the two values, and which one differs, so
+    /// a call such as `{"subOperation":"get","subOperation":"delete"}`
+    /// would run as whatever the reader kept: it is refused instead.
+    DuplicateKey(String),
+    /// Objects and arrays nested past the JSON reader's limit (128 levels).
+    TooDeep,
+}
+
+/// Look at one message (a whole line) before the MCP library does.
+pub(super) fn inspect(line: &[u8]) -> Verdict {
+    let refuse = |problem| match request_of(line) {
+        Some((id, method)) => Verdict::Refuse { id, method, problem },
+        None => Verdict::Pass,
+    };
+    match serde_json::from_slice::<Envelope>(line) {
+        Ok(Envelope {
+            id: Some(id),
+            method: Some(method),
+            duplicate,
+            params,
+        }) => {
+            let problem = match (duplicate, params) {
+                (Some(key), _) => Problem::DuplicateKey(key),
+                (None, Some(ParamsShape::Not(kind))) => Problem::ParamsNot(kind),
+                (None, Some(ParamsShape::Object { duplicate: Some(path) })) => {
+                    Problem::DuplicateKey(format!("params{path}"))
+                }
+                _ => return Verdict::Pass,
+            };
+            Verdict::Refuse { id, method, problem }
+        }
+        // A notification, or a reply of the client's: nothing to answer.
+        Ok(_) => Verdict::Pass,
+        Err(e) if e.to_string().starts_with("recursion limit exceeded") => refuse(Problem::TooDeep),
+        // Valid JSON of another shape (a method that is not a string, an
+        // array): the MCP library answers it as it sees fit.
+        Err(e) => match serde_json::from_slice::<IgnoredAny>(line) {
+            Ok(_) => Verdict::Pass,
+            Err(_) => Verdict::NotJson(e.to_string()),
+        },
+    }
+}
+
+/// The `id` and `method` of a request, read from its top level alone,
+/// whatever the rest holds (`None` for a notification or a reply).
+pub(super) fn request_of(line: &[u8]) -> Option<(serde_json::Value, String)> {
+    let mut scan = TopLevel::default();
+    scan.feed(line);
+    scan.request()
+}
+
+/// The top level of a JSON-RPC message, as far as the repair needs it.
+struct Envelope {
+    id: Option<serde_json::Value>,
+    method: Option<String>,
+    params: Option<ParamsShape>,
+    /// A top-level member named twice.
+    duplicate: Option<String>,
+}
+
+impl<'de> serde::Deserialize<'de> for Envelope {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct Top;
+        impl<'de> serde::de::Visitor<'de> for Top {
+            type Value = Envelope;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON-RPC message")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> std::result::Result<Envelope, A::Error> {
+                let mut envelope = Envelope {
+                    id: None,
+                    method: None,
+                    params: None,
+                    duplicate: None,
+                };
+                let mut seen = Seen::default();
+                while let Some(Key(key)) = map.next_key()? {
+                    match &*key {
+                        "id" => envelope.id = map.next_value::<Option<serde_json::Value>>()?,
+                        "method" => envelope.method = Some(map.next_value()?),
+                        "params" => envelope.params = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<FirstDuplicate>()?;
+                        }
+                    }
+                    if envelope.duplicate.is_none() && seen.contains(&key) {
+                        envelope.duplicate = Some(shown(&key));
+                    }
+                    seen.insert(key);
+                }
+                Ok(envelope)
+            }
+        }
+        d.deserialize_map(Top)
+    }
+}
+
+/// Whether `params` is an object (and the first key it names twice,
+/// however deep), read without keeping its contents.
+enum ParamsShape {
+    Object { duplicate: Option<String> },
+    Not(&'static str),
+}
+
+impl<'de> serde::Deserialize<'de> for ParamsShape {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct Shape;
+        impl<'de> serde::de::Visitor<'de> for Shape {
+            type Value = ParamsShape;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> std::result::Result<ParamsShape, A::Error> {
+                Ok(ParamsShape::Object {
+                    duplicate: first_duplicate_in_map(map)?,
+                })
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<ParamsShape, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(ParamsShape::Not("an array"))
+            }
+            fn visit_str<E>(self, _: &str) -> std::result::Result<ParamsShape, E> {
+                Ok(ParamsShape::Not("a string"))
+            }
+            fn visit_bool<E>(self, _: bool) -> std::result::Result<ParamsShape, E> {
+                Ok(ParamsShape::Not("a boolean"))
+            }
+            fn visit_i64<E>(self, _: i64) -> std::result::Result<ParamsShape, E> {
+                Ok(ParamsShape::Not("a number"))
+            }
+            fn visit_u64<E>(self, _: u64) -> std::result::Result<ParamsShape, E> {
+                Ok(ParamsShape::Not("a number"))
+            }
+            fn visit_f64<E>(self, _: f64) -> std::result::Result<ParamsShape, E> {
+                Ok(ParamsShape::Not("a number"))
+            }
+        }
+        d.deserialize_any(Shape)
+    }
+}
+
+/// An object key, borrowed from the line unless it holds escapes.
+struct Key<'de>(std::borrow::Cow<'de, str>);
+
+impl<'de> serde::Deserialize<'de> for Key<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct Text;
+        impl<'de> serde::de::Visitor<'de> for Text {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> std::result::Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> std::result::Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Owned(v.to_string())))
+            }
+        }
+        d.deserialize_str(Text)
+    }
+}
+
+/// The keys of one object so far: a short list (most objects have a few
+/// keys), a hash set past that, so that an object of many keys costs no
+/// more than reading it.
+#[derive(Default)]
+struct Seen<'de> {
+    few: Vec<std::borrow::Cow<'de, str>>,
+    many: std::collections::HashSet<std::borrow::Cow<'de, str>>,
+}
+
+impl<'de> Seen<'de> {
+    fn contains(&self, key: &str) -> bool {
+        self.few.iter().any(|k| k == key) || self.many.contains(key)
+    }
+
+    /// Note `key`; false if it was there already.
+    fn insert(&mut self, key: std::borrow::Cow<'de, str>) -> bool {
+        if self.many.is_empty() {
+            if self.few.contains(&key) {
+                return false;
+            }
+            if self.few.len() < 16 {
+                self.few.push(key);
+                return true;
+            }
+            self.many.extend(self.few.drain(..));
+        }
+        self.many.insert(key)
+    }
+}
+
+/// A key as a path shows it: cut to 100 characters.
+fn shown(key: &str) -> String {
+    match key.char_indices().nth(100) {
+        Some((at, _)) => format!("{}...", &key[..at]),
+        None => key.to_string(),
+    }
+}
+
+/// Any JSON value, read for the path of the first key some object in it
+/// names twice (keys compared once their escapes are read, as a JSON reader
+/// compares them): `.a.b[2].c` below the value.
+struct FirstDuplicate(Option<String>);
+
+impl<'de> serde::Deserialize<'de> for FirstDuplicate {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct Walk;
+        impl<'de> serde::de::Visitor<'de> for Walk {
+            type Value = FirstDuplicate;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> std::result::Result<FirstDuplicate, A::Error> {
+                Ok(FirstDuplicate(first_duplicate_in_map(map)?))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> std::result::Result<FirstDuplicate, A::Error> {
+                let mut found = None;
+                let mut at = 0usize;
+                while let Some(FirstDuplicate(inner)) = seq.next_element()? {
+                    if found.is_none() {
+                        found = inner.map(|path| format!("[{at}]{path}"));
+                    }
+                    at += 1;
+                }
+                Ok(FirstDuplicate(found))
+            }
+            fn visit_str<E>(self, _: &str) -> std::result::Result<FirstDuplicate, E> {
+                Ok(FirstDuplicate(None))
+            }
+            fn visit_bool<E>(self, _: bool) -> std::result::Result<FirstDuplicate, E> {
+                Ok(FirstDuplicate(None))
+            }
+            fn visit_i64<E>(self, _: i64) -> std::result::Result<FirstDuplicate, E> {
+                Ok(FirstDuplicate(None))
+            }
+            fn visit_u64<E>(self, _: u64) -> std::result::Result<FirstDuplicate, E> {
+                Ok(FirstDuplicate(None))
+            }
+            fn visit_f64<E>(self, _: f64) -> std::result::Result<FirstDuplicate, E> {
+                Ok(FirstDuplicate(None))
+            }
+            fn visit_unit<E>(self) -> std::result::Result<FirstDuplicate, E> {
+                Ok(FirstDuplicate(None))
+            }
+        }
+        d.deserialize_any(Walk)
+    }
+}
+
+/// [`FirstDuplicate`] of an object.
+fn first_duplicate_in_map<'de, A: serde::de::MapAccess<'de>>(
+    mut map: A,
+) -> std::result::Result<Option<String>, A::Error> {
+    let mut seen = Seen::default();
+    let mut found = None;
+    while let Some(Key(key)) = map.next_key()? {
+        let FirstDuplicate(inner) = map.next_value()?;
+        let shown_key = |key: &str| format!(".{}", shown(key));
+        found = match (found, inner) {
+            (Some(earlier), _) => Some(earlier),
+            (None, Some(path)) => Some(format!("{}{path}", shown_key(&key))),
+            (None, None) if seen.contains(&key) => Some(shown_key(&key)),
+            (None, None) => None,
+        };
+        seen.insert(key);
+    }
+    Ok(found)
+}
+
+/// Reads the top level of one JSON object as its bytes stream past,
+/// keeping only the `id` and `method` members (and whether it has a
+/// `result` or `error`), whatever their order (the TypeScript SDK writes
+/// `id` last, after the params) and however long the rest is.
+#[derive(Default)]
+pub(super) struct TopLevel {
+    /// Bytes seen.
+    pub(super) bytes: usize,
+    /// Nesting depth: 1 inside the top-level object.
+    depth: u32,
+    in_string: bool,
+    escaped: bool,
+    /// At depth 1, whether the next string is a member name.
+    expect_key: bool,
+    /// Reading a member name at depth 1 (its first bytes).
+    in_key: bool,
+    key: Vec<u8>,
+    /// The member whose value is being read at depth 1, if it is one of
+    /// ours, and the value's bytes so far.
+    member: Option<Member>,
+    value: Vec<u8>,
+    id: Option<serde_json::Value>,
+    method: Option<String>,
+    reply: bool,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Member {
+    Id,
+    Method,
+    Other,
+}
+
+/// A scalar value longer than this (an id or method name) is not one.
+const MAX_MEMBER: usize = 64 << 10;
+
+impl TopLevel {
+    pub(super) fn feed(&mut self, part: &[u8]) {
+        self.bytes += part.len();
+        for &b in part {
+            self.step(b);
+        }
+    }
+
+    fn step(&mut self, b: u8) {
+        let capturing = self.depth == 1 && matches!(self.member, Some(Member::Id | Member::Method));
+        if self.in_string {
+            if self.in_key {
+                if self.key.len() < 16 {
+                    self.key.push(b);
+                }
+            } else if capturing && self.value.len() < MAX_MEMBER {
+                self.value.push(b);
+            }
+            if self.escaped {
+                self.escaped = false;
+            } else if b == b'\\' {
+                self.escaped = true;
+            } else if b == b'"' {
+                self.in_string = false;
+                if self.in_key {
+                    self.in_key = false;
+                    self.key.pop();
+                }
+            }
+            return;
+        }
+        match b {
+            b'"' => {
+                self.in_string = true;
+                if self.depth == 1 && self.expect_key {
+                    self.expect_key = false;
+                    self.in_key = true;
+                    self.key.clear();
+                } else if capturing {
+                    self.value.push(b);
+                }
+            }
+            b'{' | b'[' => {
+                if self.depth == 0 && b == b'{' {
+                    self.expect_key = true;
+                } else if capturing {
+                    // An object or array is no id or method.
+                    self.member = Some(Member::Other);
+                }
+                self.depth += 1;
+            }
+            b'}' | b']' => {
+                if self.depth == 1 {
+                    self.end_member();
+                }
+                self.depth = self.depth.saturating_sub(1);
+            }
+            b':' if self.depth == 1 && self.member.is_none() => {
+                self.member = Some(match self.key.as_slice() {
+                    b"id" => Member::Id,
+                    b"method" => Member::Method,
+                    b"result" | b"error" => {
+                        self.reply = true;
+                        Member::Other
+                    }
+                    _ => Member::Other,
+                });
+                self.value.clear();
+            }
+            b',' if self.depth == 1 => {
+                self.end_member();
+                self.expect_key = true;
+            }
+            b if b.is_ascii_whitespace() => {}
+            _ if capturing && self.value.len() < MAX_MEMBER => self.value.push(b),
+            _ => {}
+        }
+    }
+
+    /// The value of the member at depth 1 has ended.
+    fn end_member(&mut self) {
+        let parsed = || serde_json::from_slice::<serde_json::Value>(&self.value).ok();
+        match self.member.take() {
+            // A JSON-RPC id is a string or an integer (`1e3` and `1.0` are
+            // integers written as floats, which the MCP library accepts too).
+            Some(Member::Id) => {
+                self.id = parsed().and_then(|v| match v {
+                    serde_json::Value::Number(n) if !(n.is_i64() || n.is_u64()) => n
+                        .as_f64()
+                        .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15)
+                        .map(|f| serde_json::Value::from(f as i64)),
+                    serde_json::Value::Number(_) | serde_json::Value::String(_) => Some(v),
+                    _ => None,
+                });
+            }
+            Some(Member::Method) => {
+                self.method = parsed().and_then(|v| v.as_str().map(str::to_string));
+            }
+            _ => {}
+        }
+        self.value.clear();
+    }
+
+    /// The id and method, if this was a request: both present, and no
+    /// `result` or `error` (a reply of the client's).
+    pub(super) fn request(self) -> Option<(serde_json::Value, String)> {
+        if self.reply {
+            return None;
+        }
+        Some((self.id?, self.method?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn refused(line: &str) -> Option<(serde_json::Value, Problem)> {
+        match inspect(line.as_bytes()) {
+            Verdict::Refuse { id, problem, .. } => Some((id, problem)),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn a_key_named_twice_anywhere_in_a_request_is_found_with_its_path() {
+        let dup = |path: &str| Problem::DuplicateKey(path.to_string());
+        let cases = [
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"g","arguments":{"operation":"session","args":{"subOperation":"get","subOperation":"delete"}}}}"#,
+                dup("params.arguments.args.subOperation"),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{"operation":"get_state","operation":"session"},"name":"g"}}"#,
+                dup("params.arguments.operation"),
+            ),
+            // Escapes are read before comparing, as a JSON reader does.
+            (
+                r#"{"id":1,"method":"m","params":{"a":{"list":[1,{"k":1,"\u006b":2}]}}}"#,
+                dup("params.a.list[1].k"),
+            ),
+            (r#"{"id":1,"method":"m","method":"n","params":{}}"#, dup("method")),
+            (
+                r#"{"id":1,"jsonrpc":"2.0","jsonrpc":"2.0","method":"m"}"#,
+                dup("jsonrpc"),
+            ),
+        ];
+        for (line, problem) in cases {
+            assert_eq!(refused(line), Some((json!(1), problem)), "{line}");
+        }
+        // The same key in different objects, and a notification or reply
+        // with a key twice (nothing to answer), pass.
+        for line in [
+            r#"{"id":1,"method":"m","params":{"a":{"k":1},"b":{"k":2},"k":[{"k":1},{"k":2}]}}"#,
+            r#"{"method":"notifications/x","params":{"a":1,"a":2}}"#,
+            r#"{"id":1,"result":{"a":1,"a":2}}"#,
+        ] {
+            assert_eq!(inspect(line.as_bytes()), Verdict::Pass, "{line}");
+        }
+    }
+
+    #[test]
+    fn a_request_nested_past_the_readers_limit_is_refused_under_its_id() {
+        let deep = |levels: usize| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"arguments":{{"x":{}{}}}}}}}"#,
+                "[".repeat(levels),
+                "]".repeat(levels)
+            )
+        };
+        assert_eq!(inspect(deep(100).as_bytes()), Verdict::Pass);
+        assert_eq!(refused(&deep(130)), Some((json!(7), Problem::TooDeep)));
+        assert_eq!(refused(&deep(100_000)), Some((json!(7), Problem::TooDeep)));
+        // What the MCP library reads with serde_json too: where ours stops, so does it.
+        let limit = (100..200)
+            .find(|&n| serde_json::from_str::<serde_json::Value>(&deep(n)).is_err())
+            .unwrap_or(0);
+        assert_eq!(inspect(deep(limit - 1).as_bytes()), Verdict::Pass);
+        assert!(refused(&deep(limit)).is_some());
+    }
+
+    #[test]
+    fn params_that_are_not_an_object_and_text_that_is_not_json() {
+        assert_eq!(
+            refused(r#"{"id":"a","method":"ping","params":[1]}"#),
+            Some((json!("a"), Problem::ParamsNot("an array")))
+        );
+        assert!(matches!(inspect(b"{\"id\":1,"), Verdict::NotJson(_)));
+        assert_eq!(inspect(br#"{"id":1,"method":2}"#), Verdict::Pass);
+    }
+
+    /// What the scanner makes of a whole message fed in pieces of `piece` bytes.
+    fn scanned(message: &str, piece: usize) -> Option<(serde_json::Value, String)> {
+        let mut scan = TopLevel::default();
+        for part in message.as_bytes().chunks(piece) {
+            scan.feed(part);
+        }
+        scan.request()
+    }
+
+    #[test]
+    fn the_top_level_id_and_method_are_found_in_any_order() {
+        let answered = [
+            (
+                r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{}}"#,
+                json!(7),
+                "tools/call",
+            ),
+            // The TypeScript SDK's order: the id comes last.
+            (
+                r#"{"method":"tools/call","params":{"a":[1,{"b":"}"}]},"jsonrpc":"2.0","id":"x-1"}"#,
+                json!("x-1"),
+                "tools/call",
+            ),
+            // Members of the params named id or method, escaped quotes and
+            // braces inside strings do not count.
+            (
+                r#"{"method":"ping","params":{"id":99,"method":"no","t":"say \"id\":5 } ]"},"id":8}"#,
+                json!(8),
+                "ping",
+            ),
+            ("\u{feff} { \"id\" : 9 , \"method\" : \"ping\" }\r", json!(9), "ping"),
+            (r#"{"id":1e3,"method":"ping"}"#, json!(1000), "ping"),
+            (r#"{"id":2.0,"method":"ping"}"#, json!(2), "ping"),
+        ];
+        for (message, id, method) in answered {
+            for piece in [1, 3, 1000] {
+                assert_eq!(
+                    scanned(message, piece),
+                    Some((id.clone(), method.to_string())),
+                    "{message} / {piece}"
+                );
+            }
+        }
+        for message in [
+            // A notification, a reply of the client's, ids that are not ids.
+            r#"{"jsonrpc":"2.0","method":"notifications/x","params":{"id":1}}"#,
+            r#"{"jsonrpc":"2.0","id":5,"result":{"method":"x"}}"#,
+            r#"{"jsonrpc":"2.0","id":5,"method":"x","error":{}}"#,
+            r#"{"id":1.5,"method":"ping"}"#,
+            r#"{"id":1e300,"method":"ping"}"#,
+            r#"{"id":{"n":1},"method":"ping"}"#,
+            r#"{"id":null,"method":"ping"}"#,
+            r#"{"id":1,"method":["ping"]}"#,
+            "not json at all",
+        ] {
+            assert_eq!(scanned(message, 2), None, "{message}");
+        }
+    }
+}
