@@ -106,7 +106,7 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
     // Thoughts still waiting for the full-text index are indexed first, by
     // the writer thread like every other write of this server.
     gw.writer.index_unless_locked().await?;
-    let (hits, pattern_hits, note_hits) = gw
+    let ((hits, more), pattern_hits, note_hits) = gw
         .blocking(move |s| {
             let hits = s.search_indexed(&q, limit)?;
             let p = if patterns {
@@ -120,8 +120,9 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
         .await?;
     // The best `limit` sessions, without paging: counting every matching
     // session would cost a pass over every match, which the ranking avoids
-    // (see the README's Search). Say when the answer may have stopped short.
-    let limit_reached = hits.len() >= limit as usize;
+    // (see the README's Search). Say when the answer stopped short, or may
+    // have (more matches than the ranking looks at).
+    let limit_reached = more;
     let mut out = json!({
         "query": query,
         "count": hits.len(),

@@ -88,6 +88,57 @@ fn bm25_idf(total: f64, df: f64) -> f64 {
 /// BM25 of each candidate, best first, ties to the newest. Every candidate
 /// matched every word, so a word counts at least once even where the index
 /// folded it differently (diacritics) from this simple tokenizer.
+/// Which of the ranked thought matches become hits.
+#[derive(Clone, Copy, Debug)]
+enum Pick {
+    /// The best ones.
+    Best(usize),
+    /// The best match of each of the best `sessions` sessions (ranked by
+    /// their best match), then their further matches, best first, up to
+    /// `matches` in all.
+    Sessions { sessions: usize, matches: usize },
+}
+
+impl Pick {
+    /// The picked entries of `scored` (best first, as ranked), and whether
+    /// entries were left out that belong to sessions not picked (for
+    /// `Best`: whether any were left out at all).
+    fn apply<'a>(
+        self,
+        mut scored: Vec<(usize, f64)>,
+        session_of: impl Fn(usize) -> &'a str,
+    ) -> (Vec<(usize, f64)>, bool) {
+        match self {
+            Pick::Best(n) => {
+                let more = scored.len() > n;
+                scored.truncate(n);
+                (scored, more)
+            }
+            Pick::Sessions { sessions, matches } => {
+                let mut picked_sessions: Vec<&str> = Vec::new();
+                let mut firsts = Vec::new();
+                let mut rest = Vec::new();
+                let mut more = false;
+                for (i, score) in scored {
+                    let session = session_of(i);
+                    if picked_sessions.contains(&session) {
+                        rest.push((i, score));
+                    } else if picked_sessions.len() < sessions {
+                        picked_sessions.push(session);
+                        firsts.push((i, score));
+                    } else {
+                        more = true;
+                    }
+                }
+                let room = matches.saturating_sub(firsts.len());
+                firsts.extend(rest.into_iter().take(room));
+                firsts.sort_by(|a, b| b.1.total_cmp(&a.1));
+                (firsts, more)
+            }
+        }
+    }
+}
+
 fn score_candidates(candidates: &[Candidate], words: &QueryWords, idf: &[f64]) -> Vec<(usize, f64)> {
     // Per candidate: its length in tokens and each query word's count,
     // matched as the index matches words.
@@ -246,14 +297,17 @@ impl Store {
     /// newest [`CANDIDATES`] matches (see the module comment).
     pub fn search_thoughts(&self, text: &str, limit: u32) -> Result<Vec<ThoughtHit>> {
         self.index_before_search()?;
-        self.search_thoughts_indexed(text, limit)
+        Ok(self.search_thoughts_indexed(text, Pick::Best(limit as usize))?.0)
     }
 
     /// [`Store::search_thoughts`] for a caller that has just indexed
-    /// whatever was pending itself (the server does, on its writer thread).
-    fn search_thoughts_indexed(&self, text: &str, limit: u32) -> Result<Vec<ThoughtHit>> {
+    /// whatever was pending itself (the server does, on its writer thread),
+    /// picking hits as `pick` says. Also answers whether matches were left
+    /// out that could change which sessions are found: more sessions than
+    /// picked, or more matches than the ranked candidates.
+    fn search_thoughts_indexed(&self, text: &str, pick: Pick) -> Result<(Vec<ThoughtHit>, bool)> {
         let Some(q) = fts_query(text) else {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), false));
         };
         let words = query_words(text);
         self.read(|tx| {
@@ -285,8 +339,9 @@ impl Store {
                 !indexed.contains(&c.rowid) && matcher.counts(&c.text).1.iter().all(|&n| n > 0)
             }));
             if candidates.is_empty() {
-                return Ok(Vec::new());
+                return Ok((Vec::new(), false));
             }
+            let capped = candidates.len() as i64 >= CANDIDATES;
             let total: i64 = tx.query_row("SELECT COALESCE(MAX(id), 0) FROM thoughts", [], |r| r.get(0))?;
             let mut df_stmt = tx.prepare_cached(
                 "SELECT count(*) FROM (SELECT rowid FROM thoughts_fts WHERE thoughts_fts MATCH ?1 LIMIT ?2)",
@@ -296,8 +351,8 @@ impl Store {
                 let df: i64 = df_stmt.query_row(params![format!("\"{w}\""), DF_CAP], |r| r.get(0))?;
                 idf.push(bm25_idf(total as f64, df as f64));
             }
-            let mut scored = score_candidates(&candidates, &QueryWords::new(&words), &idf);
-            scored.truncate(limit as usize);
+            let scored = score_candidates(&candidates, &QueryWords::new(&words), &idf);
+            let (scored, more) = pick.apply(scored, |i| candidates[i].session_id.as_str());
             let mut hits = Vec::with_capacity(scored.len());
             for (i, score) in scored {
                 let c = &candidates[i];
@@ -310,7 +365,7 @@ impl Store {
                     score,
                 });
             }
-            Ok(hits)
+            Ok((hits, more || capped))
         })
     }
 
@@ -342,14 +397,25 @@ impl Store {
     /// thoughts, each with its matching thoughts (numbers and snippets).
     pub fn search(&self, text: &str, limit: u32) -> Result<Vec<SessionHits>> {
         self.index_before_search()?;
-        self.search_indexed(text, limit)
+        Ok(self.search_indexed(text, limit)?.0)
     }
 
     /// [`Store::search`] without indexing first: for a caller that has just
-    /// indexed whatever was pending itself.
-    pub fn search_indexed(&self, text: &str, limit: u32) -> Result<Vec<SessionHits>> {
-        let thought_hits = self.search_thoughts_indexed(text, limit.saturating_mul(5).max(20))?;
-        let session_hits = self.search_session_fields(text, limit)?;
+    /// indexed whatever was pending itself. Also answers whether sessions
+    /// may have been left out (more matched than `limit`, or than the
+    /// ranking looks at).
+    pub fn search_indexed(&self, text: &str, limit: u32) -> Result<(Vec<SessionHits>, bool)> {
+        // The best thoughts of the `limit` sessions with the best thoughts:
+        // a session with many strong matches does not crowd out the rest.
+        let pick = Pick::Sessions {
+            sessions: limit as usize,
+            matches: (limit as usize).saturating_mul(5).max(20),
+        };
+        let (thought_hits, more_thoughts) = self.search_thoughts_indexed(text, pick)?;
+        // One more than asked for, to know whether there are more.
+        let mut session_hits = self.search_session_fields(text, limit.saturating_add(1))?;
+        let more_sessions = session_hits.len() > limit as usize;
+        session_hits.truncate(limit as usize);
         let mut order: Vec<String> = Vec::new();
         let mut by_session: HashMap<String, SessionHits> = HashMap::new();
         for (session, score) in session_hits {
@@ -388,8 +454,9 @@ impl Store {
         }
         let mut out: Vec<SessionHits> = order.into_iter().filter_map(|id| by_session.remove(&id)).collect();
         out.sort_by(|a, b| b.score.total_cmp(&a.score));
+        let more = more_thoughts || more_sessions || out.len() > limit as usize;
         out.truncate(limit as usize);
-        Ok(out)
+        Ok((out, more))
     }
 }
 
@@ -451,6 +518,48 @@ mod tests {
         let (len_many, tf_many) = QueryWords::new(&many).counts(text);
         assert_eq!((len_few, &tf_few[..]), (12, &[3, 2, 1][..]));
         assert_eq!((len_many, &tf_many[..3]), (12, &tf_few[..]));
+    }
+
+    /// A session with many strong matches does not crowd out one with a
+    /// single match (review 9-b: the older session was missing and
+    /// `limitReached` false), and whether sessions were left out is told.
+    #[test]
+    fn every_matching_session_is_found_and_a_cut_is_told() {
+        use crate::store::Target;
+        let (_d, store) = temp_store();
+        let add = |session: &str, text: String| {
+            let input = ThoughtInput {
+                thought: text,
+                next_thought_needed: true,
+                ..Default::default()
+            };
+            store
+                .append_thought(Target::Session(session.to_string()), input)
+                .unwrap();
+        };
+        let older = store.create_session(NewSession::titled("Older")).unwrap();
+        add(&older.id, "a cache invalidation idea".into());
+        let newer = store.create_session(NewSession::titled("Newer")).unwrap();
+        for i in 0..50 {
+            add(&newer.id, format!("cache step {i}"));
+        }
+        let (found, more) = store.search_indexed("cache", 10).unwrap();
+        let titles: Vec<&str> = found.iter().map(|h| h.session.title.as_str()).collect();
+        assert_eq!(titles.len(), 2, "{titles:?}");
+        assert!(titles.contains(&"Older") && titles.contains(&"Newer"));
+        assert!(!more);
+        // The newer session still brings its further matches, best first.
+        let newer_hits = &found.iter().find(|h| h.session.title == "Newer").unwrap().matches;
+        assert!(newer_hits.len() > 10, "{}", newer_hits.len());
+        assert!(newer_hits.windows(2).all(|w| w[0].score >= w[1].score));
+        // Room for one session: the other is left out, and that is said.
+        let (found, more) = store.search_indexed("cache", 1).unwrap();
+        assert_eq!(found.len(), 1);
+        assert!(more);
+        // Sessions matching by title count too.
+        let (found, more) = store.search_indexed("older", 1).unwrap();
+        assert_eq!(found.len(), 1);
+        assert!(!more);
     }
 
     /// While another program holds the write lock (a `sqlite3` shell inside
