@@ -526,16 +526,28 @@ async fn sessions_list_search_resume_delete() {
         .ok("session", json!({ "subOperation": "search", "query": "queue" }))
         .await;
     assert_eq!(found["sessions"][0]["matchedSession"], true);
-    // Search has no pages: an answer that may have stopped at the limit says so.
+    // Search has no pages: an answer that stopped at the limit says so
+    // (both "web" sessions match by their project tag)...
     let capped = s
         .ok(
             "session",
-            json!({ "subOperation": "search", "query": "middleware", "limit": 1 }),
+            json!({ "subOperation": "search", "query": "web", "limit": 1 }),
         )
         .await;
     assert_eq!(capped["count"], 1);
     assert_eq!(capped["limit"], 1);
     assert_eq!(capped["limitReached"], true);
+    // ...and one that did not, even at the limit, says that.
+    let whole = s
+        .ok(
+            "session",
+            json!({ "subOperation": "search", "query": "middleware", "limit": 1 }),
+        )
+        .await;
+    assert_eq!(
+        (whole["count"].clone(), whole["limitReached"].clone()),
+        (json!(1), json!(false))
+    );
 
     // Reads do not change updatedAt.
     let before =
