@@ -489,3 +489,88 @@ fn repair_restores_branch_rows_and_relinks() {
     assert_eq!(prev, Some(one));
     assert_eq!(counts(&store, &s), (3, 1, Some(two)));
 }
+
+/// INSERT OR REPLACE of an existing session (review 9-b) deleted the old row
+/// first, and with foreign keys on the delete took every thought with it.
+/// It is refused, foreign keys on or off, and nothing changes; a new
+/// session inserted by hand is still fine.
+#[test]
+fn replacing_a_session_by_insert_is_refused_and_loses_nothing() {
+    let (_d, store) = temp_store();
+    let s = store.create_session(NewSession::titled("kept")).expect("session");
+    for i in 0..3 {
+        add(&store, &s.id, &format!("thought {i}"), None);
+    }
+    for foreign_keys in ["ON", "OFF"] {
+        let sh = shell(&store);
+        sh.execute_batch(&format!("PRAGMA foreign_keys = {foreign_keys}"))
+            .expect("pragma");
+        let replaced = sh.execute(
+            "INSERT OR REPLACE INTO sessions (seq, id, title, tags, created_at, updated_at, last_accessed_at)
+             SELECT seq, id, 'Renamed', tags, created_at, updated_at, last_accessed_at FROM sessions WHERE id = ?1",
+            [&s.id],
+        );
+        let e = replaced.expect_err("refused").to_string();
+        assert!(e.contains("change it with UPDATE"), "{e}");
+        // By seq alone, under a new id, too.
+        let by_seq = sh.execute(
+            "INSERT OR REPLACE INTO sessions (seq, id, title, created_at, updated_at, last_accessed_at)
+             SELECT seq, '00000000-0000-4000-8000-000000000000', 'x', created_at, updated_at, last_accessed_at
+             FROM sessions WHERE id = ?1",
+            [&s.id],
+        );
+        assert!(by_seq.is_err());
+        assert_eq!(counts(&store, &s.id).0, 3, "foreign keys {foreign_keys}");
+        let thoughts: i64 = sh
+            .query_row("SELECT count(*) FROM thoughts WHERE session_id = ?1", [&s.id], |r| {
+                r.get(0)
+            })
+            .expect("count");
+        assert_eq!(thoughts, 3, "foreign keys {foreign_keys}");
+        assert_eq!(store.session(&s.id).expect("session").title, "kept");
+    }
+    // The edit the message points to works, and so does a new session by hand.
+    let sh = shell(&store);
+    sh.execute("UPDATE sessions SET title = 'Renamed' WHERE id = ?1", [&s.id])
+        .expect("update");
+    sh.execute(
+        "INSERT INTO sessions (id, title, created_at, updated_at, last_accessed_at)
+         VALUES ('00000000-0000-4000-8000-000000000001', 'by hand', '2026-01-01T00:00:00.000Z',
+                 '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')",
+        [],
+    )
+    .expect("a new session");
+    assert_eq!(store.session(&s.id).expect("session").title, "Renamed");
+}
+
+/// A thought number set out of range by hand made every read of its
+/// session fail (review 9-b); such an update is refused.
+#[test]
+fn thought_numbers_set_out_of_range_are_refused() {
+    let (_d, store) = temp_store();
+    let s = store.create_session(NewSession::titled("numbers")).expect("session");
+    let node = add(&store, &s.id, "one", None);
+    add(&store, &s.id, "two", None);
+    let sh = shell(&store);
+    for set in [
+        "total_thoughts = 5000000000",
+        "total_thoughts = 0",
+        "revises_thought = -1",
+        "branch_from_thought = 2147483648",
+    ] {
+        let e = sh
+            .execute(&format!("UPDATE thoughts SET {set} WHERE node_id = ?1"), [&node])
+            .expect_err(set)
+            .to_string();
+        assert!(e.contains("whole numbers from 1"), "{set}: {e}");
+    }
+    sh.execute(
+        "UPDATE thoughts SET total_thoughts = 7, revises_thought = NULL WHERE node_id = ?1",
+        [&node],
+    )
+    .expect("in range");
+    let read = store
+        .read_thoughts(&s.id, &crate::store::ThoughtQuery::Last(2))
+        .expect("the session reads");
+    assert_eq!(read[0].data.total_thoughts, 7);
+}
