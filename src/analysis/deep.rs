@@ -132,8 +132,12 @@ pub struct PatternSection {
     /// divergent, exploratory, linear); `linear` for an empty session.
     pub dominant_pattern: Pattern,
     pub all_patterns: Vec<PatternFrequency>,
-    /// Every change of label between consecutive thoughts in recording order.
+    /// Every change of label between consecutive thoughts in recording
+    /// order (the first [`MAX_LISTED`]).
     pub transitions: Vec<Transition>,
+    /// How many transitions there were, when more than listed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transition_count: Option<usize>,
     pub total_thoughts: u64,
     pub revision_count: u64,
     pub branch_count: u64,
@@ -177,6 +181,28 @@ pub struct Insight {
     /// The same thoughts by node id (not in the seed): a number alone is
     /// ambiguous once branches reuse the main chain's numbers.
     pub related_nodes: Vec<String>,
+    /// How many thoughts the insight is about, when that is more than the
+    /// [`MAX_RELATED`] listed (the first ones in recording order).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub related_count: Option<usize>,
+}
+
+/// Thoughts listed per insight. The dominant pattern of a long session
+/// covers most of its thoughts: listed whole, 200,000 of them made the
+/// answer too long to send at all.
+pub const MAX_RELATED: usize = 100;
+/// Entries listed in `transitions`, `decisionPoints` and `timeline.entries`
+/// (the first ones), for the same reason; each says how many there were
+/// when it was cut.
+pub const MAX_LISTED: usize = 1000;
+
+/// Cut `list` to `max` entries; the length it had, if it was cut.
+fn cut<T>(list: &mut Vec<T>, max: usize) -> Option<usize> {
+    let len = list.len();
+    (len > max).then(|| {
+        list.truncate(max);
+        len
+    })
 }
 
 /// Seed 003's `cognitiveLoad`.
@@ -234,7 +260,11 @@ pub struct Timeline {
     pub duration_ms: u64,
     pub first_thought_at: Option<String>,
     pub last_thought_at: Option<String>,
+    /// The thoughts in recording order (the first [`MAX_LISTED`]).
     pub entries: Vec<TimelineEntry>,
+    /// How many thoughts there were, when more than listed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub entry_count: Option<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -250,8 +280,12 @@ pub struct DeepAnalysisResult {
     pub insights: Vec<Insight>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cognitive_load: Option<CognitiveLoad>,
+    /// The first [`MAX_LISTED`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub decision_points: Option<Vec<DecisionPoint>>,
+    /// How many decision points there were, when more than listed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decision_point_count: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeline: Option<Timeline>,
 }
@@ -365,6 +399,7 @@ fn insights(f: &Facts<'_>, labels: &[Pattern], dominant: Pattern, dominant_freq:
             confidence: 1.0,
             related_thoughts: Vec::new(),
             related_nodes: Vec::new(),
+            related_count: None,
         });
         return out;
     }
@@ -389,6 +424,7 @@ fn insights(f: &Facts<'_>, labels: &[Pattern], dominant: Pattern, dominant_freq:
         confidence: dominant_freq,
         related_thoughts: related,
         related_nodes: nodes(&dominant_thoughts),
+        related_count: None,
     });
     for b in f.branches.iter().filter(|b| !b.converged) {
         let from = b.from_thought.map(|k| format!(" from thought {k}")).unwrap_or_default();
@@ -402,6 +438,7 @@ fn insights(f: &Facts<'_>, labels: &[Pattern], dominant: Pattern, dominant_freq:
             confidence: 0.6,
             related_thoughts: b.numbers.clone(),
             related_nodes: b.nodes.clone(),
+            related_count: None,
         });
     }
     let mut revised: std::collections::BTreeMap<(Option<&str>, u32), Vec<&Thought>> = std::collections::BTreeMap::new();
@@ -424,6 +461,7 @@ fn insights(f: &Facts<'_>, labels: &[Pattern], dominant: Pattern, dominant_freq:
             confidence: round2((0.4 + 0.2 * by.len() as f64).min(1.0)),
             related_thoughts: related,
             related_nodes,
+            related_count: None,
         });
     }
     if n >= 5 && f.branches.is_empty() && f.revisions == 0 {
@@ -435,6 +473,7 @@ fn insights(f: &Facts<'_>, labels: &[Pattern], dominant: Pattern, dominant_freq:
             confidence: 0.5,
             related_thoughts: Vec::new(),
             related_nodes: Vec::new(),
+            related_count: None,
         });
     }
     let revision_rate = round2(ratio(f.revisions, n));
@@ -449,6 +488,7 @@ fn insights(f: &Facts<'_>, labels: &[Pattern], dominant: Pattern, dominant_freq:
             confidence: revision_rate,
             related_thoughts: numbers(&revisions),
             related_nodes: nodes(&revisions),
+            related_count: None,
         });
     }
     let last_main = f.main.last().map(|t| t.data.thought_number);
@@ -461,6 +501,7 @@ fn insights(f: &Facts<'_>, labels: &[Pattern], dominant: Pattern, dominant_freq:
         confidence: 1.0,
         related_thoughts: last_main.into_iter().collect(),
         related_nodes: f.main.last().map(|t| t.node_id.clone()).into_iter().collect(),
+        related_count: None,
     });
     out
 }
@@ -565,6 +606,7 @@ pub fn deep_analysis(session: &Session, thoughts: &[Thought], options: DeepOptio
             .ordered
             .iter()
             .zip(&labels)
+            .take(MAX_LISTED)
             .map(|(t, l)| TimelineEntry {
                 thought_number: t.data.thought_number,
                 branch_id: t.data.branch_id.clone(),
@@ -572,17 +614,27 @@ pub fn deep_analysis(session: &Session, thoughts: &[Thought], options: DeepOptio
                 pattern: *l,
             })
             .collect(),
+        entry_count: (n > MAX_LISTED).then_some(n),
     });
+    let transition_count = cut(&mut transitions, MAX_LISTED);
+    let mut decision_points = decision_points;
+    let decision_point_count = decision_points.as_mut().and_then(|p| cut(p, MAX_LISTED));
+    let mut insights = insights(&f, &labels, dominant, dominant_freq);
+    for i in &mut insights {
+        let count = cut(&mut i.related_thoughts, MAX_RELATED).max(cut(&mut i.related_nodes, MAX_RELATED));
+        i.related_count = count;
+    }
     DeepAnalysisResult {
         session_id: session.id.clone(),
         analysis_type: kind.as_str(),
         analysis_timestamp: now.to_string(),
         timestamp: now.to_string(),
-        insights: insights(&f, &labels, dominant, dominant_freq),
+        insights,
         patterns: PatternSection {
             dominant_pattern: dominant,
             all_patterns,
             transitions,
+            transition_count,
             total_thoughts: n as u64,
             revision_count: f.revisions as u64,
             branch_count: f.branches.len() as u64,
@@ -591,6 +643,7 @@ pub fn deep_analysis(session: &Session, thoughts: &[Thought], options: DeepOptio
         metrics,
         cognitive_load,
         decision_points,
+        decision_point_count,
         timeline,
     }
 }
@@ -650,6 +703,45 @@ mod tests {
             assert!((0.0..=1.0).contains(&i.confidence));
         }
         assert!(r.cognitive_load.as_ref().is_none_or(|c| c.complexity_score <= 100));
+    }
+
+    /// A session of thousands of thoughts (review 9-b: one of 210,000 could
+    /// never be analysed, its answer being over 16 MiB) lists the first
+    /// ones of every list that grows with it, and says how many there were.
+    #[test]
+    fn lists_that_grow_with_the_session_are_cut_and_counted() {
+        let texts: Vec<String> = (1..=3000).map(|i| format!("step {i}")).collect();
+        let specs: Vec<Spec<'_>> = (1..=3000u32)
+            .map(|i| {
+                let revises = (i % 2 == 0).then(|| i - 1);
+                (i, None, None, revises, true, texts[i as usize - 1].as_str())
+            })
+            .collect();
+        let r = run(&thoughts(&specs));
+        let tl = r.timeline.as_ref().unwrap();
+        assert_eq!((tl.entries.len(), tl.entry_count), (MAX_LISTED, Some(3000)));
+        assert_eq!(tl.entries[0].thought_number, 1);
+        let points = r.decision_points.as_ref().unwrap();
+        assert_eq!((points.len(), r.decision_point_count), (MAX_LISTED, Some(1500)));
+        assert_eq!(r.patterns.transitions.len(), MAX_LISTED);
+        assert!(r.patterns.transition_count.is_some_and(|n| n > MAX_LISTED));
+        for i in &r.insights {
+            assert!(i.related_thoughts.len() <= MAX_RELATED && i.related_nodes.len() <= MAX_RELATED);
+        }
+        let dominant = &r.insights[0];
+        assert_eq!(dominant.related_nodes.len(), MAX_RELATED);
+        assert!(
+            dominant.related_count.is_some_and(|n| n >= 1500),
+            "{:?}",
+            dominant.related_count
+        );
+        // The whole answer stays small, and a short session's has no counts.
+        assert!(serde_json::to_string(&r).unwrap().len() < 512 << 10);
+        let short = serde_json::to_value(run(&linear())).unwrap();
+        let text = short.to_string();
+        for field in ["entryCount", "transitionCount", "decisionPointCount", "relatedCount"] {
+            assert!(!text.contains(field), "{field}: {text}");
+        }
     }
 
     #[test]
