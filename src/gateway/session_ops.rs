@@ -156,8 +156,23 @@ async fn export(gw: &Gateway, args: Args) -> Result<Value> {
         if dest.trim().is_empty() {
             return Err(Error::invalid("destination", "destination must name a directory"));
         }
-        let dest =
-            std::path::absolute(dest.trim()).map_err(|e| Error::io(format!("resolving destination {dest:?}"), e))?;
+        // A relative path would be taken from the server's working
+        // directory, which the MCP client chose and the agent cannot see.
+        let dest = crate::config::expand_home(std::path::PathBuf::from(dest.trim()))?;
+        if !dest.is_absolute() {
+            let cwd = std::env::current_dir()
+                .map(|d| d.display().to_string())
+                .unwrap_or_default();
+            return Err(Error::invalid_with(
+                "destination",
+                format!(
+                    "destination must be an absolute path (or start with ~/): {} is relative, and would be read from \
+                     the server's working directory ({cwd}), which its MCP client chose",
+                    super::clip(&dest.display().to_string())
+                ),
+                json!({ "workingDirectory": cwd }),
+            ));
+        }
         let opts = ExportOptions {
             sessions: vec![id.clone()],
             // Behind a long export into the same directory: an error, not a hang.

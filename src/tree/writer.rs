@@ -276,11 +276,29 @@ pub fn export_tree(
     prepare_destination(dest)?;
     check_config_is_ours(dest)?;
     let lock = lock_for_export(dest, opts.lock_wait)?;
+    let exported = export_locked(store, dest, opts, named, lock.is_some(), progress);
+    // A first export that failed leaves no tree, so not the lock file it
+    // made either (a tree has its config.json, written last).
+    if exported.is_err() && lock.is_some() && !dest.join(CONFIG).exists() {
+        let _ = fs::remove_file(dest.join(EXPORT_LOCK));
+    }
+    exported
+}
+
+/// [`export_tree`] once the tree is held (`tidy`: with its lock, so that
+/// what a killed export left may be removed).
+fn export_locked(
+    store: &Store,
+    dest: &Path,
+    opts: &ExportOptions,
+    named: Option<Vec<String>>,
+    tidy: bool,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<ExportSummary> {
     let ids = match named {
         Some(ids) => ids,
         None => store.session_ids()?,
     };
-    let tidy = lock.is_some();
     if tidy {
         remove_leftovers(dest, |n| is_temporary_of(n, CONFIG), false);
     }

@@ -780,6 +780,34 @@ async fn gateway_export_to_a_destination() {
         "INVALID_PAYLOAD",
     )
     .await;
+    // A relative destination would be read from the server's working
+    // directory, which the agent cannot see: refused, naming that directory.
+    let e = s
+        .err(
+            "session",
+            json!({ "subOperation": "export", "sessionId": id, "destination": "../x" }),
+            "INVALID_PAYLOAD",
+        )
+        .await;
+    assert_eq!(e["details"]["field"], "destination", "{e}");
+    assert!(e["message"].as_str().unwrap().contains("absolute"), "{e}");
+    assert!(e["details"]["workingDirectory"].is_string(), "{e}");
+    // A first export that fails leaves nothing: no lock file, and not the
+    // destination it made. (A plain file where the tree's projects/ goes.)
+    let blocked = dir.path().join("blocked");
+    std::fs::create_dir(&blocked).unwrap();
+    std::fs::write(blocked.join("projects"), "in the way").unwrap();
+    s.err(
+        "session",
+        json!({ "subOperation": "export", "sessionId": id, "destination": path_str(&blocked) }),
+        "STORAGE_ERROR",
+    )
+    .await;
+    let left: Vec<String> = std::fs::read_dir(&blocked)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, vec!["projects".to_string()]);
     s.stop().await;
     // The agent's tree imports into another ledger.
     let db2 = dir.path().join("other.db");
