@@ -803,19 +803,42 @@ fn fits_one_message(mut value: Value, read_only: bool) -> Result<Value> {
 }
 
 /// An error's payload, kept short: a message that repeats a long input (an
-/// unknown operation name of megabytes) is cut, and its details left out.
+/// unknown operation name of megabytes, a session id of thousands of
+/// characters) is cut past [`MAX_ERROR_MESSAGE`] characters, and strings in
+/// its details past [`MAX_DETAIL`]; the details themselves (`field`, the
+/// stage a call needs) stay.
 fn bounded_error(mut payload: Value) -> Value {
-    if message_bytes(&payload) <= 64 << 10 {
-        return payload;
-    }
-    if let Some(message) = payload["message"].as_str() {
-        let cut: String = message.chars().take(1000).collect();
+    if let Some(message) = payload["message"].as_str()
+        && message.chars().nth(MAX_ERROR_MESSAGE).is_some()
+    {
+        let cut: String = message.chars().take(MAX_ERROR_MESSAGE).collect();
         payload["message"] = json!(format!("{cut}... (cut: the message repeated a long input)"));
     }
-    if let Value::Object(fields) = &mut payload {
-        fields.remove("details");
+    if let Some(details) = payload.get_mut("details") {
+        clip_strings(details);
+    }
+    // Details of many entries, each short: a last resort.
+    if message_bytes(&payload) > 64 << 10
+        && let Value::Object(fields) = &mut payload
+        && let Some(Value::Object(details)) = fields.get_mut("details")
+    {
+        details.retain(|k, _| k == "field");
     }
     payload
+}
+
+/// Characters of an error message kept (our own messages are far shorter).
+const MAX_ERROR_MESSAGE: usize = 1000;
+/// Characters of each string in an error's details kept.
+const MAX_DETAIL: usize = 200;
+
+fn clip_strings(value: &mut Value) {
+    match value {
+        Value::String(s) if s.chars().nth(MAX_DETAIL).is_some() => *s = clip(s),
+        Value::Array(items) => items.iter_mut().for_each(clip_strings),
+        Value::Object(fields) => fields.values_mut().for_each(clip_strings),
+        _ => {}
+    }
 }
 
 /// What the params of a request must hold, for the MCP methods this server
@@ -894,6 +917,23 @@ mod tests {
         assert_eq!(payload["code"], "INVALID_OPERATION");
         assert!(payload["message"].as_str().unwrap().len() < 1200);
         assert!(payload.get("details").is_none());
+        // Review 9-a: 30,000 characters were repeated whole, and past 64 KiB
+        // the details (with `field`) went.
+        for long in [30_000, 40_000] {
+            let e = Error::invalid_with(
+                "last",
+                format!("last must be a whole number, got {:?}", "z".repeat(long)),
+                json!({ "got": "z".repeat(long), "valid": ["a", "b"] }),
+            );
+            let payload = bounded_error(e.payload());
+            assert!(payload["message"].as_str().unwrap().len() < 1100, "{long}");
+            assert_eq!(payload["details"]["field"], "last");
+            assert_eq!(payload["details"]["valid"], json!(["a", "b"]));
+            assert!(payload["details"]["got"].as_str().unwrap().len() < 210);
+        }
+        let gone = bounded_error(Error::session_not_found("x".repeat(10_000)).payload());
+        assert!(gone.to_string().len() < 1500, "{gone}");
+        assert_eq!(gone["code"], "SESSION_NOT_FOUND");
         let short = Error::operation("unknown operation \"x\"").payload();
         assert_eq!(bounded_error(short.clone()), short);
     }
