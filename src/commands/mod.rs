@@ -137,6 +137,7 @@ pub enum SessionsCommand {
     /// Search titles, descriptions, tags and thought text
     Search {
         /// Words to look for (all of them)
+        #[arg(value_parser = search_text)]
         text: String,
         /// Sessions to answer (1-100)
         #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=100))]
@@ -256,6 +257,15 @@ fn clip(text: &str, max: usize) -> String {
 /// (upper-case UUIDs are lowered, as in the gateway).
 fn session_id(s: &str) -> std::result::Result<String, String> {
     Ok(crate::domain::canonical_session_id(s))
+}
+
+/// Search text: blank text searches for nothing, as the gateway's
+/// `session search` refuses it too.
+fn search_text(s: &str) -> std::result::Result<String, String> {
+    if s.trim().is_empty() {
+        return Err("give the words to search for".into());
+    }
+    Ok(s.to_string())
 }
 
 #[cfg(test)]

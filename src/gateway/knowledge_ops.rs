@@ -68,7 +68,7 @@ pub async fn knowledge(gw: &Gateway, args: Args) -> Result<Value> {
         }
         "write_scratchpad" => write_scratchpad(gw, args).await,
         "read_scratchpad" => {
-            let id = note_id(&args)?;
+            let id = note_ref(gw, &args).await?;
             let n = gw.blocking(move |s| s.note(&id)).await?;
             Ok(note_json(&n))
         }
@@ -84,7 +84,7 @@ pub async fn knowledge(gw: &Gateway, args: Args) -> Result<Value> {
             }))
         }
         "delete_scratchpad" => {
-            let id = note_id(&args)?;
+            let id = note_ref(gw, &args).await?;
             let n = gw.write(move |s| s.delete_note(&id)).await?;
             gw.wrote();
             Ok(json!({ "id": n.id, "title": n.title, "deleted": true }))
@@ -130,6 +130,33 @@ fn note_id(args: &Args) -> Result<NoteRef> {
         Some(t) => Ok(NoteRef::Topic(check_topic(&t)?)),
         None => Err(Error::invalid("id", "give the note's id (or its topic)")),
     }
+}
+
+/// [`note_id`], and when both an id and a topic are given, they must name
+/// the same note: a delete naming two notes is refused, not guessed at.
+async fn note_ref(gw: &Gateway, args: &Args) -> Result<NoteRef> {
+    let note = note_id(args)?;
+    if let NoteRef::Id(id) = &note
+        && let Some(topic) = args.str_opt(&["topic", "title"])?
+    {
+        let by_topic = NoteRef::Topic(check_topic(&topic)?);
+        let named = match gw.blocking(move |s| s.note(&by_topic)).await {
+            Ok(n) => Some(n.id),
+            Err(e) if e.code() == "INVALID_PAYLOAD" => None,
+            Err(e) => return Err(e),
+        };
+        if named.as_deref() != Some(id.as_str()) {
+            return Err(Error::invalid_with(
+                "topic",
+                format!(
+                    "id {id:?} and topic {:?} do not name the same note: give one of them",
+                    super::clip(&topic)
+                ),
+                json!({ "id": id, "topicNoteId": named }),
+            ));
+        }
+    }
+    Ok(note)
 }
 
 /// Session ids in the form the ledger stores (upper-case UUIDs lowered).

@@ -105,7 +105,13 @@ fn new_session_from(args: &Args, title_keys: &[&str], tag_keys: &[&str]) -> Resu
     let mut domain = args.str_opt(&["domain"])?;
     if let Some(work) = args.object_opt(&["newWork"])? {
         for key in ["project", "task", "aspect"] {
-            if let Some(v) = work.str_opt(&[key])?.filter(|v| !v.trim().is_empty()) {
+            if let Some(v) = work.str_opt(&[key])? {
+                if v.trim().is_empty() {
+                    return Err(Error::invalid(
+                        format!("newWork.{key}"),
+                        format!("newWork.{key} is empty: give a name, or leave it out"),
+                    ));
+                }
                 tags.push(format!("{key}:{}", v.trim()));
             }
         }
@@ -113,6 +119,11 @@ fn new_session_from(args: &Args, title_keys: &[&str], tag_keys: &[&str]) -> Resu
             domain = work.str_opt(&["domain"])?;
         }
     }
+    // A domain of blanks names nothing, as a title or tag of blanks would.
+    if domain.as_deref().is_some_and(|d| d.trim().is_empty()) {
+        return Err(Error::invalid("domain", "domain is empty: give one, or leave it out"));
+    }
+    let domain = domain.map(|d| d.trim().to_string());
     let title = match args.str_opt(title_keys)? {
         Some(t) => t,
         None => format!("Reasoning session {}", domain::now()),

@@ -284,6 +284,18 @@ fn cases(sid: &str) -> Vec<(&'static str, Value, &'static str, Option<&'static s
             "INVALID_PAYLOAD",
             Some("newWork"),
         ),
+        (
+            "start_new",
+            json!({ "newWork": { "project": " " } }),
+            "INVALID_PAYLOAD",
+            Some("newWork.project"),
+        ),
+        (
+            "start_new",
+            json!({ "domain": "\t\n" }),
+            "INVALID_PAYLOAD",
+            Some("domain"),
+        ),
         ("list_sessions", json!({ "limit": 0 }), "INVALID_PAYLOAD", Some("limit")),
         (
             "list_sessions",

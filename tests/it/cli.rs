@@ -154,6 +154,10 @@ fn sessions_list_show_and_search() {
     let text = ok(&db, &["sessions", "search", "redis"]);
     assert!(text.contains("#1") && text.contains("[redis]"), "{text}");
     assert!(ok(&db, &["sessions", "search", "nowhere"]).contains("nothing matches"));
+    // Blank text searches for nothing: refused, as the gateway refuses it.
+    let blank = run(&db, &["sessions", "search", " "]);
+    assert!(!blank.status.success());
+    assert!(String::from_utf8_lossy(&blank.stderr).contains("give the words to search for"));
 
     let err = fails(&db, &["sessions", "show", "7d4b7a4e-0000-4000-8000-000000000000"]);
     assert!(err.contains("session not found"), "{err}");

@@ -205,8 +205,28 @@ async fn scratchpad_notes_overwrite_by_topic() {
     let found = s.ok("knowledge", k("search", json!({ "query": "simpler" }))).await;
     assert_eq!(found["notes"][0]["id"], "api-design-ideas");
     assert!(found["notes"][0]["snippet"].as_str().unwrap().contains("[simpler]"));
-    s.ok("knowledge", k("delete_scratchpad", json!({ "id": "api-design-ideas" })))
+    // An id and a topic that name different notes: refused, nothing deleted.
+    let e = s
+        .err(
+            "knowledge",
+            k(
+                "delete_scratchpad",
+                json!({ "id": "api-design-ideas", "topic": "日本語のメモ" }),
+            ),
+            "INVALID_PAYLOAD",
+        )
         .await;
+    assert_eq!(e["details"]["field"], "topic", "{e}");
+    assert_eq!(s.ok("knowledge", k("list_scratchpad", json!({}))).await["total"], 2);
+    // Both naming the same note is fine.
+    s.ok(
+        "knowledge",
+        k(
+            "delete_scratchpad",
+            json!({ "id": "api-design-ideas", "topic": "API design ideas" }),
+        ),
+    )
+    .await;
     s.err(
         "knowledge",
         k("read_scratchpad", json!({ "id": "api-design-ideas" })),
