@@ -374,6 +374,7 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
                 }
                 // Told to stop: long reads in flight end now (with an
                 // error answer) rather than hold up the exit.
+                crate::store::cancel::begin_shutdown();
                 reads.interrupt_running();
                 cancel.cancel();
             });

@@ -246,9 +246,27 @@ impl Gateway {
         .await
         .map_err(|e| Error::Internal(format!("storage task failed: {e}")))?;
         match answer {
-            Err(e) if e.is_interrupted() && cancel.is_some_and(|c| c.fired()) => Err(Error::Cancelled),
+            Err(e) if e.is_interrupted() && cancel.is_some_and(|c| c.fired()) => {
+                // The snapshot it held may have kept the idle checkpoint
+                // from emptying the WAL: let it try again soon.
+                self.wrote();
+                Err(Error::Cancelled)
+            }
             answer => answer,
         }
+    }
+
+    /// [`Gateway::blocking`] for work that writes files (an export into a
+    /// directory): like a write, a client's cancel does not stop it, since
+    /// stopping would leave the files half-updated.
+    pub(crate) async fn blocking_to_end<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Store) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let store = self.store.clone();
+        tokio::task::spawn_blocking(move || f(&store))
+            .await
+            .map_err(|e| Error::Internal(format!("storage task failed: {e}")))?
     }
 
     /// Run a write (a thought append, a session or knowledge change) on the
@@ -739,6 +757,11 @@ async fn cancellable<T>(ctx: &RequestContext<RoleServer>, work: impl std::future
     tokio::select! {
         answer = &mut work => answer,
         () = ctx.ct.cancelled() => {
+            // At shutdown the MCP library cancels every request; the
+            // shutdown stops their reads itself, and says why.
+            if crate::store::cancel::shutting_down() {
+                return work.await;
+            }
             tracing::info!(id = %ctx.id, "the client cancelled its request: stopping its reads");
             cancel.fire();
             // Reads end at once; a write already handed over is finished

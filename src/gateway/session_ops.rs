@@ -182,7 +182,7 @@ async fn export(gw: &Gateway, args: Args) -> Result<Value> {
         // Files are written: the answer is never refused for its length.
         super::changed_something();
         let summary = gw
-            .blocking(move |s| tree::writer::export_tree(s, &dest, &opts, &mut |_, _| {}))
+            .blocking_to_end(move |s| tree::writer::export_tree(s, &dest, &opts, &mut |_, _| {}))
             .await?;
         let Some(session) = summary.sessions.first() else {
             // Deleted (by another process) while the export waited.

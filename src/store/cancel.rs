@@ -69,6 +69,22 @@ impl Cancel {
     }
 }
 
+/// Set once the server is stopping (a signal, stdin closing): the MCP
+/// library then cancels every request in flight, which is the shutdown's
+/// doing, not a client's, and is handled as such (see
+/// [`crate::store::Store::interrupt_running`]).
+static SHUTTING_DOWN: AtomicBool = AtomicBool::new(false);
+
+/// Note that the server is stopping.
+pub fn begin_shutdown() {
+    SHUTTING_DOWN.store(true, Ordering::Relaxed);
+}
+
+/// Whether the server is stopping.
+pub fn shutting_down() -> bool {
+    SHUTTING_DOWN.load(Ordering::Relaxed)
+}
+
 /// The cancellation of the scope this thread runs in, if any.
 pub(crate) fn current() -> Option<Arc<Cancel>> {
     CURRENT.with(|c| c.borrow().clone())

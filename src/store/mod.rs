@@ -215,8 +215,6 @@ pub const WAL_RESTART_BYTES: u64 = 8 << 20;
 /// tens of milliseconds on ext4. An idle server truncates it to nothing.
 const WAL_FILE_LIMIT: u64 = 32 << 20;
 
-/// One PASSIVE checkpoint: (frames in the WAL, frames copied into the
-/// database), both -1 when the database is not in WAL mode.
 /// The error of a statement stopped by an interrupt or a cancellation.
 fn interrupted() -> Error {
     Error::Database(rusqlite::Error::SqliteFailure(
@@ -225,6 +223,8 @@ fn interrupted() -> Error {
     ))
 }
 
+/// One PASSIVE checkpoint: (frames in the WAL, frames copied into the
+/// database), both -1 when the database is not in WAL mode.
 fn passive_pass(conn: &Connection) -> rusqlite::Result<(i64, i64)> {
     conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| Ok((r.get(1)?, r.get(2)?)))
 }

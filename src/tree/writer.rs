@@ -243,6 +243,11 @@ pub struct ExportSummary {
     /// listed them: there was nothing left to export.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sessions_gone: Vec<String>,
+    /// Staging directories of sessions that failed, removed once the
+    /// session's read has ended (removing thousands of files takes
+    /// seconds, which the read's snapshot must not be held for).
+    #[serde(skip)]
+    discard: Vec<PathBuf>,
 }
 
 /// Export sessions from `store` into the tree at `dest`, creating it if
@@ -342,6 +347,9 @@ fn export_locked(
             let thoughts = write_session(&dir, snapshot, tidy, &mut summary)?;
             Ok((session.id.clone(), dir, thoughts))
         });
+        for staging in summary.discard.drain(..) {
+            let _ = fs::remove_dir_all(&staging);
+        }
         let (session_id, dir, thoughts) = match written {
             Ok(done) => done,
             Err(Error::SessionNotFound { .. }) => {
@@ -455,7 +463,7 @@ fn write_session(dir: &Path, source: &dyn SessionSource, tidy: bool, summary: &m
             Ok(thoughts)
         }
         Err(e) => {
-            let _ = fs::remove_dir_all(&staging);
+            summary.discard.push(staging);
             // Another exporter put the session there meanwhile: update it instead.
             if dir.is_dir() {
                 write_session_files(dir, source, false, tidy, summary)

@@ -547,6 +547,11 @@ async fn a_database_file_removed_under_the_server_refuses_writes() {
 /// A session of 60,000 thoughts, long enough for its export to run for
 /// seconds; made in one statement, as a shell would, since that is fast.
 fn long_session(db: &Path) -> String {
+    session_of(db, 60_000)
+}
+
+/// A session of `n` thoughts (see [`long_session`]).
+fn session_of(db: &Path, n: u32) -> String {
     use thoughtbox::domain::{NewSession, ThoughtInput};
     use thoughtbox::store::{OpenOptionsStore, Store, Target};
     let store = Store::open(db, OpenOptionsStore::default()).unwrap();
@@ -563,12 +568,12 @@ fn long_session(db: &Path) -> String {
     // The rest in one statement, as a shell would: fast to make.
     let conn = rusqlite::Connection::open(db).unwrap();
     conn.execute(
-        "WITH RECURSIVE n(i) AS (SELECT 2 UNION ALL SELECT i + 1 FROM n WHERE i < 60000)
+        "WITH RECURSIVE n(i) AS (SELECT 2 UNION ALL SELECT i + 1 FROM n WHERE i < ?2)
              INSERT INTO thoughts (session_id, node_id, thought_number, total_thoughts, thought,
                                    next_thought_needed, prev_node, created_at)
              SELECT ?1, ?1 || ':' || i, i, i, 'thought ' || i || ' of a long session', 1, ?1 || ':' || (i - 1),
                     '2026-01-01T00:00:00.000Z' FROM n",
-        [&session.id],
+        rusqlite::params![session.id, n],
     )
     .unwrap();
     conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
@@ -631,62 +636,104 @@ async fn a_shutdown_during_a_long_export_still_leaves_one_complete_file() {
     }
 }
 
-/// A client that cancels a long read (`notifications/cancelled`, as clients
-/// send when a call times out or the user stops it) stops it: the export
-/// ends where it is, leaves nothing half-written, and the server serves on.
-#[tokio::test]
-async fn a_cancelled_long_export_stops() {
+/// Send `operation` with `args` as a request the client can cancel.
+async fn cancellable_call(s: &Server, operation: &str, args: Value) -> rmcp::service::RequestHandle<rmcp::RoleClient> {
     use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
     use rmcp::service::PeerRequestOptions;
+    let Value::Object(arguments) = json!({ "operation": operation, "args": args }) else {
+        unreachable!()
+    };
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(
+        CallToolRequestParams::new("thoughtbox_gateway").with_arguments(arguments),
+    ));
+    s.client
+        .peer()
+        .send_cancellable_request(request, PeerRequestOptions::no_options())
+        .await
+        .expect("request sent")
+}
+
+/// Wait (at most a minute) until the server's log holds `line`.
+async fn logged(log: &Path, line: &str) -> String {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if text.contains(line) {
+            return text;
+        }
+        assert!(std::time::Instant::now() < deadline, "no {line:?} in the log:\n{text}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A client that cancels a long read (`notifications/cancelled`, as clients
+/// send when a call times out or the user stops it) stops it, and the
+/// server serves on.
+#[tokio::test]
+async fn a_cancelled_long_read_stops() {
+    let (dir, db) = temp_db();
+    let big = session_of(&db, 200_000);
+    let log = dir.path().join("server.log");
+    let s = start_logging(&db, &log).await;
+    s.ready("meanwhile").await;
+    let handle = cancellable_call(
+        &s,
+        "session",
+        json!({ "subOperation": "export", "sessionId": big, "format": "markdown" }),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    handle
+        .cancel(Some("the user stopped it".into()))
+        .await
+        .expect("cancel sent");
+    // Logged once the read has stopped.
+    logged(&log, "gateway call cancelled by the client").await;
+    let got = s.ok("read_thoughts", json!({ "sessionId": big, "last": 1 })).await;
+    assert!(got.to_string().contains("thought 200000 of a long session"), "{got}");
+    s.thought(t("after the cancel")).await;
+    s.stop().await;
+}
+
+/// An export into a directory writes files, so a cancel does not stop it
+/// half-way (which would leave an existing session folder half-updated):
+/// like a write, it is finished.
+#[tokio::test]
+async fn a_cancelled_export_into_a_directory_is_finished() {
     let (dir, db) = temp_db();
     let big = long_session(&db);
     let log = dir.path().join("server.log");
     let s = start_logging(&db, &log).await;
     s.ready("meanwhile").await;
     let dest = dir.path().join("tree");
-    let args = json!({ "operation": "session", "args": { "subOperation": "export", "sessionId": big,
-                                                        "destination": dest.to_str().unwrap() } });
-    let Value::Object(arguments) = args else { unreachable!() };
-    let request = ClientRequest::CallToolRequest(CallToolRequest::new(
-        CallToolRequestParams::new("thoughtbox_gateway").with_arguments(arguments),
-    ));
-    let handle = s
-        .client
-        .peer()
-        .send_cancellable_request(request, PeerRequestOptions::no_options())
-        .await
-        .expect("request sent");
+    let handle = cancellable_call(
+        &s,
+        "session",
+        json!({ "subOperation": "export", "sessionId": big, "destination": dest.to_str().unwrap() }),
+    )
+    .await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     handle
         .cancel(Some("the user stopped it".into()))
         .await
         .expect("cancel sent");
-    // The server logs the end of the call once its read has stopped.
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    loop {
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        if text.contains("gateway call cancelled by the client") {
-            break;
-        }
-        assert!(
-            !text.contains("export"),
-            "the export answered instead of stopping:\n{text}"
-        );
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no sign of the cancelled call:\n{text}"
-        );
+    // The tree is finished: its config.json is written last.
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while !dest.join("config.json").exists() {
+        assert!(std::time::Instant::now() < deadline, "the export did not finish");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    // Nothing of the session was left in the tree: it appears whole or not at all.
-    let left: Vec<_> = walk(&dest)
-        .into_iter()
-        .filter(|p| p.to_string_lossy().contains(big.as_str()))
-        .collect();
-    assert!(left.is_empty(), "{left:?}");
-    // The server serves on, and the session is still whole.
-    let got = s.ok("read_thoughts", json!({ "sessionId": big, "last": 1 })).await;
-    assert!(got.to_string().contains("thought 60000 of a long session"), "{got}");
+    let files = walk(&dest);
+    assert!(
+        files
+            .iter()
+            .any(|p| p.ends_with("manifest.json") && p.to_string_lossy().contains(big.as_str())),
+        "{} files",
+        files.len()
+    );
+    assert!(!files.iter().any(|p| p.to_string_lossy().ends_with(".tmp")));
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(!text.contains("cancelled by the client"), "{text}");
     s.thought(t("after the cancel")).await;
     s.stop().await;
 }
