@@ -347,9 +347,7 @@ fn export_locked(
             let thoughts = write_session(&dir, snapshot, tidy, &mut summary)?;
             Ok((session.id.clone(), dir, thoughts))
         });
-        for staging in summary.discard.drain(..) {
-            let _ = fs::remove_dir_all(&staging);
-        }
+        discard_staging(&mut summary);
         let (session_id, dir, thoughts) = match written {
             Ok(done) => done,
             Err(Error::SessionNotFound { .. }) => {
@@ -435,6 +433,22 @@ fn count(summary: &mut ExportSummary, written: bool) {
     }
 }
 
+/// Remove the staging folders of sessions that failed, then the partition
+/// and project folders made for them, if they hold nothing else (a full
+/// disk would leave them bare).
+fn discard_staging(summary: &mut ExportSummary) {
+    for staging in summary.discard.drain(..) {
+        let _ = fs::remove_dir_all(&staging);
+        if let Some(parent) = staging.parent()
+            && let Some(projects) = parent
+                .ancestors()
+                .find(|a| a.file_name().is_some_and(|n| n == "projects"))
+        {
+            remove_empty_folders(parent, projects);
+        }
+    }
+}
+
 /// Write one session directory. A session new to the tree is written whole
 /// into a temporary sibling directory and renamed into place, so it appears
 /// complete or not at all (and costs one rename rather than one per file);
@@ -468,14 +482,6 @@ fn write_session(dir: &Path, source: &dyn SessionSource, tidy: bool, summary: &m
             if dir.is_dir() {
                 write_session_files(dir, source, false, tidy, summary)
             } else {
-                // The partition and project folders made for it, if they
-                // hold nothing else (a full disk would leave them bare).
-                if let Some(projects) = parent
-                    .ancestors()
-                    .find(|a| a.file_name().is_some_and(|n| n == "projects"))
-                {
-                    remove_empty_folders(parent, projects);
-                }
                 Err(e)
             }
         }
@@ -731,6 +737,9 @@ mod tests {
         let target = session_dir(&dest, "p", Some("2026-11"), &session.id);
         let mut summary = ExportSummary::default();
         assert!(write_session(&target, &Failing(session), false, &mut summary).is_err());
+        // Removed once the session's read has ended.
+        assert_eq!(summary.discard.len(), 1);
+        discard_staging(&mut summary);
         assert!(!projects.join("p").exists());
         assert!(projects.join("other").is_dir());
     }
