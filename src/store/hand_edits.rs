@@ -360,6 +360,35 @@ fn putting_a_thought_back_under_its_old_id() {
     .unwrap();
     assert_eq!(found(&store, "kiwi"), vec![middle.clone()]);
     index_is_sound(&store);
+    // Back in its place in the chain (review 9-b: the thought before it had
+    // two next thoughts, and it was a dead end).
+    let nexts = |node: &str| -> Vec<String> {
+        sh.prepare("SELECT node_id FROM thoughts WHERE prev_node = ?1")
+            .unwrap()
+            .query_map([node], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    let first = format!("{s}:1");
+    assert_eq!(nexts(&first), vec![middle.clone()]);
+    assert_eq!(nexts(&middle), vec![format!("{s}:3")]);
+    // The first thought, too.
+    sh.execute("DELETE FROM thoughts WHERE node_id = ?1", [&first]).unwrap();
+    sh.execute(
+        "INSERT INTO thoughts SELECT * FROM temp.saved WHERE node_id = ?1",
+        [&first],
+    )
+    .unwrap();
+    assert_eq!(nexts(&first), vec![middle.clone()]);
+    let heads: i64 = sh
+        .query_row(
+            "SELECT count(*) FROM thoughts WHERE session_id = ?1 AND prev_node IS NULL",
+            [&s],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(heads, 1);
     for edit in [
         "UPDATE thoughts SET branch_id = 'x' WHERE node_id = ?1",
         "UPDATE thoughts SET thought_number = 9 WHERE node_id = ?1",
