@@ -58,7 +58,21 @@ pub fn export(db: &DbArgs, args: ExportArgs) -> Result<ExitCode> {
             ))?;
         }
     }
-    Ok(ExitCode::SUCCESS)
+    if summary.sessions_skipped.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    // The rest is written; the exit code says the tree is not the whole ledger.
+    for skipped in &summary.sessions_skipped {
+        eprintln!(
+            "thoughtbox: session {} was left out: {}",
+            skipped.session_id, skipped.reason
+        );
+    }
+    eprintln!(
+        "thoughtbox: {} sessions could not be exported (rows edited by hand?); the others were",
+        summary.sessions_skipped.len()
+    );
+    Ok(ExitCode::FAILURE)
 }
 
 /// One session as SessionExport JSON, Markdown or cipher, to a file or stdout.

@@ -243,11 +243,24 @@ pub struct ExportSummary {
     /// listed them: there was nothing left to export.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sessions_gone: Vec<String>,
+    /// Sessions an export of every session could not write, each with why:
+    /// rows edited by hand into what the layout cannot name (an id that is
+    /// no UUID, a branch id that is no folder name). The others are written.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sessions_skipped: Vec<SkippedSession>,
     /// Staging directories of sessions that failed, removed once the
     /// session's read has ended (removing thousands of files takes
     /// seconds, which the read's snapshot must not be held for).
     #[serde(skip)]
     discard: Vec<PathBuf>,
+}
+
+/// A session left out of an export, and why.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SkippedSession {
+    pub session_id: String,
+    pub reason: String,
 }
 
 /// Export sessions from `store` into the tree at `dest`, creating it if
@@ -300,6 +313,7 @@ fn export_locked(
     tidy: bool,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<ExportSummary> {
+    let named_only = named.is_some();
     let ids = match named {
         Some(ids) => ids,
         None => store.session_ids()?,
@@ -352,6 +366,17 @@ fn export_locked(
             Ok(done) => done,
             Err(Error::SessionNotFound { .. }) => {
                 summary.sessions_gone.push(id.clone());
+                progress(done + 1, total);
+                continue;
+            }
+            // Exporting every session: one whose rows the layout cannot
+            // name does not keep the others out.
+            Err(e @ Error::InvalidPayload { .. }) if !named_only => {
+                tracing::warn!("session {id} left out of the export: {e}");
+                summary.sessions_skipped.push(SkippedSession {
+                    session_id: id.clone(),
+                    reason: e.to_string(),
+                });
                 progress(done + 1, total);
                 continue;
             }

@@ -576,3 +576,49 @@ fn leftovers_of_interrupted_exports_and_backups_are_swept() {
     assert!(!old_stamped.exists());
     assert_eq!(std::fs::read_dir(&backups).unwrap().count(), 1);
 }
+
+/// A row edited by hand into what the layout cannot name (review 9-b: a
+/// session id that is no UUID, a branch id that is no folder name) kept
+/// every session out of `export --out`. Now only that session is left out,
+/// named on stderr, and the exit code says the tree is not the whole ledger.
+#[test]
+fn one_session_the_layout_cannot_name_does_not_keep_the_others_out() {
+    let (dir, db) = temp_db();
+    let (a, b) = small_ledger(&db);
+    let shell = rusqlite::Connection::open(&db).unwrap();
+    shell
+        .execute(
+            "INSERT INTO sessions (id, title, created_at, updated_at, last_accessed_at)
+             VALUES ('my-session', 'by hand', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z',
+                     '2026-01-01T00:00:00.000Z')",
+            [],
+        )
+        .unwrap();
+    shell
+        .execute(
+            "INSERT INTO thoughts (session_id, node_id, branch_id, thought_number, total_thoughts, thought,
+                                   next_thought_needed, created_at)
+             VALUES (?1, ?1 || ':../../x:1', '../../x', 1, 1, 'escaped', 1, '2026-01-01T00:00:00.000Z')",
+            [&b],
+        )
+        .unwrap();
+    drop(shell);
+    let tree = dir.path().join("tree");
+    let out = run(&db, &["export", "--out", tree.to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("my-session") && stderr.contains(&b), "{stderr}");
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["sessions"].as_array().unwrap().len(), 1, "{summary}");
+    assert_eq!(summary["sessions"][0]["sessionId"], a.as_str());
+    assert_eq!(summary["sessionsSkipped"].as_array().unwrap().len(), 2, "{summary}");
+    assert!(tree.join("config.json").exists());
+    // Nothing was written outside the tree.
+    assert!(!dir.path().join("x").exists());
+    // Named explicitly, a session that cannot be written is an error.
+    let err = fails(
+        &db,
+        &["export", "--out", tree.to_str().unwrap(), "--session", "my-session"],
+    );
+    assert!(err.contains("not a lower-case UUID"), "{err}");
+}
