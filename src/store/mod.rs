@@ -69,7 +69,9 @@ impl SyncMode {
 #[derive(Debug, Clone, Default)]
 pub struct OpenOptionsStore {
     pub sync: SyncMode,
-    /// Largest number of pooled connections.
+    /// Largest number of pooled connections (8 by default, opened as
+    /// needed: with a server's 8 blocking threads, short reads still get
+    /// one while several long ones run).
     pub pool_size: Option<u32>,
     /// Leave WAL checkpoints to the caller (the server's maintenance task)
     /// instead of letting the commit that crosses 1,000 WAL pages pay for one.
@@ -810,7 +812,7 @@ impl Store {
             }
         }
         let interrupts = Interrupts::default();
-        let pool = pool(&path, &opts, opts.pool_size.unwrap_or(4), &interrupts)?;
+        let pool = pool(&path, &opts, opts.pool_size.unwrap_or(8), &interrupts)?;
         let store = Store {
             pool,
             interrupts,
