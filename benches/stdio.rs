@@ -6,6 +6,7 @@
 //!   THOUGHTBOX_BIN=/other/build/thoughtbox cargo bench --bench stdio -- append-normal
 //!   cargo bench --bench stdio -- raw     # the same server, a bare JSON-RPC client
 //!   cargo bench --bench stdio -- drift   # does a call's cost grow over a run? (10 runs)
+//!   cargo bench --bench stdio -- stall   # a short read while long ones run
 //!
 //! Prints throughput, latency percentiles, first-vs-last-1000 medians, peak
 //! RSS of the server, and start-up time to `initialize` answered.
@@ -231,10 +232,16 @@ impl RawClient {
 
 /// A server started for a bare client, initialized and ready for tools.
 fn raw_server(db: &Path) -> (std::process::Child, RawClient) {
+    raw_server_with(db, &[])
+}
+
+/// [`raw_server`] with more arguments.
+fn raw_server_with(db: &Path, extra: &[&str]) -> (std::process::Child, RawClient) {
     use std::io::{BufReader, Write};
     let mut child = std::process::Command::new(server_bin())
         .arg("--db")
         .arg(db)
+        .args(extra)
         .env("RUST_LOG", "warn")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -303,8 +310,99 @@ fn raw_run() {
     let (lat, total) = raw_thoughts(&mut raw);
     println!("raw thought: {}", run_summary(&lat, total));
     println!("  median of each 1,000 calls (us): {}", block_medians(&lat));
+    // Reads of the 10,000-thought session just written: each runs on the
+    // blocking pool under the request's cancellation.
+    let mut reads: Vec<Duration> = (0..5000)
+        .map(|i| raw.round_trip(&tool(300_000 + i, "read_thoughts", json!({ "last": 5 }))))
+        .collect();
+    println!("raw read_thoughts (last 5): {}", summary(&mut reads));
+    let mut searches: Vec<Duration> = (0..2000)
+        .map(|i| {
+            raw.round_trip(&tool(
+                400_000 + i,
+                "session",
+                json!({ "subOperation": "search", "query": "step", "limit": 10 }),
+            ))
+        })
+        .collect();
+    println!(
+        "raw session search (a term in every thought, 10 hits): {}",
+        summary(&mut searches)
+    );
     drop(raw);
     child.wait().expect("exit");
+}
+
+/// How long a one-thought read waits while N long reads (`deep_analysis`
+/// of a 200,000-thought session, sent at once) run: each long read holds a
+/// blocking thread and a pool connection for about a second.
+fn stall_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("stall.db");
+    // Made by the server under test, so that another build (THOUGHTBOX_BIN)
+    // opens a ledger of its own schema.
+    let session = {
+        let (mut child, mut raw) = raw_server(&db);
+        raw.round_trip(&tool(1, "start_new", json!({ "sessionTitle": "long" })));
+        let answer: Value = serde_json::from_str(&raw.line).expect("json");
+        drop(raw);
+        child.wait().expect("exit");
+        answer["result"]["structuredContent"]["session"]["id"]
+            .as_str()
+            .expect("session id")
+            .to_string()
+    };
+    let conn = rusqlite::Connection::open(&db).expect("open");
+    conn.execute(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200000)
+         INSERT INTO thoughts (session_id, node_id, thought_number, total_thoughts, thought,
+                               next_thought_needed, prev_node, created_at)
+         SELECT ?1, ?1 || ':' || i, i, i, 'thought ' || i || ' of a long session about caches and queues', 1,
+                CASE WHEN i > 1 THEN ?1 || ':' || (i - 1) END, '2026-01-01T00:00:00.000Z' FROM n",
+        [&session],
+    )
+    .expect("thoughts");
+    drop(conn);
+    for long in [0, 4, 6] {
+        let mut waits = Vec::new();
+        for round in 0..3 {
+            use std::io::{BufRead, Write};
+            let (mut child, mut raw) = raw_server_with(&db, &["--no-stages"]);
+            for i in 0..long {
+                let request = tool(1_000 + i, "deep_analysis", json!({ "sessionId": session }));
+                let mut bytes = serde_json::to_vec(&request).expect("json");
+                bytes.push(b'\n');
+                raw.input.write_all(&bytes).expect("write");
+            }
+            std::thread::sleep(Duration::from_millis(200));
+            let id = 5_000 + round;
+            let request = tool(id, "read_thoughts", json!({ "sessionId": session, "last": 1 }));
+            let mut bytes = serde_json::to_vec(&request).expect("json");
+            bytes.push(b'\n');
+            let t0 = Instant::now();
+            raw.input.write_all(&bytes).expect("write");
+            loop {
+                raw.line.clear();
+                raw.output.read_line(&mut raw.line).expect("read");
+                let answer: Value = serde_json::from_str(&raw.line).expect("json");
+                // (An older build refuses the analysis as too long, after doing it.)
+                assert!(!raw.line.contains("STAGE_REQUIREMENT_NOT_MET"), "{}", raw.line);
+                if answer["id"] == json!(id) {
+                    break;
+                }
+            }
+            waits.push(t0.elapsed());
+            drop(raw);
+            child.wait().expect("exit");
+        }
+        waits.sort();
+        println!(
+            "stall: read_thoughts (last 1) beside {long} deep_analysis of 200,000 thoughts: {} / {} / {}",
+            us(waits[0]),
+            us(waits[1]),
+            us(waits[2])
+        );
+    }
 }
 
 /// Medians of each block of 1,000 calls, in microseconds.
@@ -555,6 +653,9 @@ fn main() {
     // Only on request: it takes a minute.
     if filter.iter().any(|f| f == "drift") {
         drift_run();
+    }
+    if filter.iter().any(|f| f == "stall") {
+        stall_run();
     }
     runtime.block_on(async {
         if wanted("append-normal") {
