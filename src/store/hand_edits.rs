@@ -603,3 +603,42 @@ fn thought_numbers_set_out_of_range_are_refused() {
         .expect("the session reads");
     assert_eq!(read[0].data.total_thoughts, 7);
 }
+
+/// Several thoughts put back at once take their places when they go back
+/// in the order they were written (`ORDER BY id`), as a restore from a
+/// backup table does. (In the reverse order the later one is put back
+/// while the one it follows is missing, and the chain forks: the README
+/// says to restore oldest first.)
+#[test]
+fn several_thoughts_put_back_oldest_first() {
+    let (_d, store) = temp_store();
+    let s = store.create_session(NewSession::titled("several")).unwrap().id;
+    let nodes: Vec<String> = (1..=5)
+        .map(|i| add(&store, &s, &format!("thought {i}"), None))
+        .collect();
+    let sh = shell(&store);
+    sh.execute_batch("CREATE TEMP TABLE saved AS SELECT * FROM thoughts")
+        .unwrap();
+    for gone in [&nodes[1], &nodes[2], &nodes[3]] {
+        sh.execute("DELETE FROM thoughts WHERE node_id = ?1", [gone]).unwrap();
+    }
+    sh.execute(
+        "INSERT INTO thoughts SELECT * FROM temp.saved WHERE node_id IN (?1, ?2, ?3) ORDER BY id",
+        [&nodes[1], &nodes[2], &nodes[3]],
+    )
+    .unwrap();
+    let prev = |node: &str| -> Option<String> {
+        sh.query_row("SELECT prev_node FROM thoughts WHERE node_id = ?1", [node], |r| {
+            r.get(0)
+        })
+        .unwrap()
+    };
+    for i in 1..5 {
+        assert_eq!(
+            prev(&nodes[i]).as_deref(),
+            Some(nodes[i - 1].as_str()),
+            "thought {}",
+            i + 1
+        );
+    }
+}
