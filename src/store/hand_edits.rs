@@ -606,9 +606,9 @@ fn thought_numbers_set_out_of_range_are_refused() {
 
 /// Several thoughts put back at once take their places when they go back
 /// in the order they were written (`ORDER BY id`), as a restore from a
-/// backup table does. (In the reverse order the later one is put back
-/// while the one it follows is missing, and the chain forks: the README
-/// says to restore oldest first.)
+/// backup table does. In the reverse order the later one is put back while
+/// the one it follows is missing, and the chain forks (review 9-d): `repair`
+/// mends that.
 #[test]
 fn several_thoughts_put_back_oldest_first() {
     let (_d, store) = temp_store();
@@ -633,12 +633,30 @@ fn several_thoughts_put_back_oldest_first() {
         })
         .unwrap()
     };
-    for i in 1..5 {
-        assert_eq!(
-            prev(&nodes[i]).as_deref(),
-            Some(nodes[i - 1].as_str()),
-            "thought {}",
-            i + 1
-        );
+    let chain_is_whole = || {
+        for i in 1..5 {
+            assert_eq!(
+                prev(&nodes[i]).as_deref(),
+                Some(nodes[i - 1].as_str()),
+                "thought {}",
+                i + 1
+            );
+        }
+    };
+    chain_is_whole();
+    // Newest first: forked, until repair.
+    for gone in [&nodes[1], &nodes[2]] {
+        sh.execute("DELETE FROM thoughts WHERE node_id = ?1", [gone]).unwrap();
     }
+    sh.execute(
+        "INSERT INTO thoughts SELECT * FROM temp.saved WHERE node_id IN (?1, ?2) ORDER BY id DESC",
+        [&nodes[1], &nodes[2]],
+    )
+    .unwrap();
+    assert_eq!(prev(&nodes[3]).as_deref(), Some(nodes[1].as_str()), "forked");
+    let report = store.repair().unwrap();
+    assert_eq!(report.links_fixed, 1, "{report:?}");
+    chain_is_whole();
+    // A sound ledger: nothing to fix.
+    assert_eq!(store.repair().unwrap().links_fixed, 0);
 }

@@ -24,8 +24,9 @@ pub struct RepairReport {
     pub branch_tails_fixed: u64,
     /// Branch rows put back for thoughts on a branch that had none.
     pub branches_restored: u64,
-    /// Thoughts whose `prev_node` named themselves or a node that is gone,
-    /// linked to the thought before them on their chain.
+    /// Thoughts whose `prev_node` named themselves, a node that is gone, or
+    /// a node an earlier thought of their chain already follows, linked to
+    /// the thought before them on their chain.
     pub links_fixed: u64,
     /// Thoughts in the rebuilt search index.
     pub thoughts_indexed: u64,
@@ -113,6 +114,20 @@ impl Store {
                  WHERE t.prev_node IS NOT NULL
                    AND (t.prev_node = t.node_id
                         OR NOT EXISTS (SELECT 1 FROM thoughts AS q WHERE q.node_id = t.prev_node))",
+            )?;
+            // Two thoughts of one chain following the same node (thoughts
+            // put back by hand newest first): a chain is its thoughts in the
+            // order they were written, so the later one follows the thought
+            // written just before it on the chain.
+            r.links_fixed += count(
+                "UPDATE thoughts AS t SET prev_node =
+                     (SELECT p.node_id FROM thoughts AS p
+                      WHERE p.session_id = t.session_id AND p.branch_id IS t.branch_id AND p.id < t.id
+                      ORDER BY p.id DESC LIMIT 1)
+                 WHERE t.prev_node IS NOT NULL
+                   AND EXISTS (SELECT 1 FROM thoughts AS s
+                               WHERE s.prev_node = t.prev_node AND s.session_id = t.session_id
+                                 AND s.branch_id IS t.branch_id AND s.id < t.id)",
             )?;
             // The counts and tails as the rows say they are.
             r.sessions_fixed += count(
