@@ -236,8 +236,26 @@ impl Gateway {
         &self,
         f: impl FnOnce(&Store) -> Result<T> + Send + 'static,
     ) -> Result<T> {
+        self.on_blocking_pool(REQUEST_CANCEL.try_with(Arc::clone).ok(), f).await
+    }
+
+    /// [`Gateway::blocking`] for work that writes files (an export into a
+    /// directory): like a write, a client's cancel does not stop it, since
+    /// stopping would leave the files half-updated.
+    pub(crate) async fn blocking_to_end<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Store) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        self.on_blocking_pool(None, f).await
+    }
+
+    /// Run `f` on the blocking pool, its reads stopped when `cancel` fires.
+    async fn on_blocking_pool<T: Send + 'static>(
+        &self,
+        cancel: Option<Arc<Cancel>>,
+        f: impl FnOnce(&Store) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
         let store = self.store.clone();
-        let cancel = REQUEST_CANCEL.try_with(Arc::clone).ok();
         let scope = cancel.clone();
         let answer = tokio::task::spawn_blocking(move || match scope {
             Some(scope) => scope.scope(|| f(&store)),
@@ -254,19 +272,6 @@ impl Gateway {
             }
             answer => answer,
         }
-    }
-
-    /// [`Gateway::blocking`] for work that writes files (an export into a
-    /// directory): like a write, a client's cancel does not stop it, since
-    /// stopping would leave the files half-updated.
-    pub(crate) async fn blocking_to_end<T: Send + 'static>(
-        &self,
-        f: impl FnOnce(&Store) -> Result<T> + Send + 'static,
-    ) -> Result<T> {
-        let store = self.store.clone();
-        tokio::task::spawn_blocking(move || f(&store))
-            .await
-            .map_err(|e| Error::Internal(format!("storage task failed: {e}")))?
     }
 
     /// Run a write (a thought append, a session or knowledge change) on the
