@@ -636,6 +636,17 @@ async fn a_shutdown_during_a_long_export_still_leaves_one_complete_file() {
     }
 }
 
+/// Send `operation` with `args`, and cancel it 300 ms later, as a client
+/// whose user stopped the call would.
+async fn call_then_cancel(s: &Server, operation: &str, args: Value) {
+    let handle = cancellable_call(s, operation, args).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    handle
+        .cancel(Some("the user stopped it".into()))
+        .await
+        .expect("cancel sent");
+}
+
 /// Send `operation` with `args` as a request the client can cancel.
 async fn cancellable_call(s: &Server, operation: &str, args: Value) -> rmcp::service::RequestHandle<rmcp::RoleClient> {
     use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
@@ -676,17 +687,12 @@ async fn a_cancelled_long_read_stops() {
     let log = dir.path().join("server.log");
     let s = start_logging(&db, &log).await;
     s.ready("meanwhile").await;
-    let handle = cancellable_call(
+    call_then_cancel(
         &s,
         "session",
         json!({ "subOperation": "export", "sessionId": big, "format": "markdown" }),
     )
     .await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    handle
-        .cancel(Some("the user stopped it".into()))
-        .await
-        .expect("cancel sent");
     // Logged once the read has stopped.
     logged(&log, "gateway call cancelled by the client").await;
     let got = s.ok("read_thoughts", json!({ "sessionId": big, "last": 1 })).await;
@@ -706,17 +712,12 @@ async fn a_cancelled_export_into_a_directory_is_finished() {
     let s = start_logging(&db, &log).await;
     s.ready("meanwhile").await;
     let dest = dir.path().join("tree");
-    let handle = cancellable_call(
+    call_then_cancel(
         &s,
         "session",
         json!({ "subOperation": "export", "sessionId": big, "destination": dest.to_str().unwrap() }),
     )
     .await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    handle
-        .cancel(Some("the user stopped it".into()))
-        .await
-        .expect("cancel sent");
     // The tree is finished: its config.json is written last.
     let deadline = std::time::Instant::now() + Duration::from_secs(120);
     while !dest.join("config.json").exists() {
