@@ -131,7 +131,17 @@ impl Writer {
     /// behind it, for the whole busy timeout; searches read what is still
     /// pending themselves, and the next pause in writes tries again.
     pub async fn index_unless_locked(&self) -> Result<()> {
+        self.index_unless_locked_or(|| false).await
+    }
+
+    /// [`Writer::index_unless_locked`] for a request that may be cancelled:
+    /// `stop` is asked between two batches, and once it says so the rest is
+    /// left to the next pause in writes ([`Error::Cancelled`]).
+    pub async fn index_unless_locked_or(&self, stop: impl Fn() -> bool) -> Result<()> {
         loop {
+            if stop() {
+                return Err(Error::Cancelled);
+            }
             // None: not now; searches read what is pending, and the next
             // pause in writes tries again.
             match self.run(|s| s.index_pending_for_search(INDEX_BATCH)).await? {
@@ -197,6 +207,46 @@ mod tests {
             seen.push(n);
         }
         assert_eq!(seen, (0..50).collect::<Vec<_>>());
+    }
+
+    /// A search whose client gave up stops indexing between two batches
+    /// (review 9-c: a cancelled search over a backlog of a million thoughts
+    /// indexed on for 10 s); what is left is indexed later.
+    #[tokio::test(flavor = "current_thread")]
+    async fn indexing_for_a_cancelled_request_stops_between_batches() {
+        use crate::domain::{NewSession, ThoughtInput};
+        use crate::store::Target;
+        let (_dir, store) = temp_store();
+        let s = store.create_session(NewSession::titled("backlog")).expect("session").id;
+        for i in 0..(INDEX_BATCH * 3) {
+            let input = ThoughtInput {
+                thought: format!("pending thought {i}"),
+                next_thought_needed: true,
+                ..Default::default()
+            };
+            store.append_thought(Target::Session(s.clone()), input).expect("append");
+        }
+        let (writer, _thread) = Writer::start(&store).expect("start");
+        let asked = std::cell::Cell::new(0);
+        let stopped = writer
+            .index_unless_locked_or(|| {
+                asked.set(asked.get() + 1);
+                asked.get() > 1
+            })
+            .await;
+        assert!(matches!(stopped, Err(Error::Cancelled)), "{stopped:?}");
+        let indexed = |store: &Store| -> i64 {
+            store
+                .conn()
+                .expect("conn")
+                .query_row("SELECT indexed_through FROM thoughts_fts_state WHERE id = 1", [], |r| {
+                    r.get(0)
+                })
+                .expect("state")
+        };
+        assert_eq!(indexed(&store), INDEX_BATCH, "one batch, then stopped");
+        writer.index_unless_locked().await.expect("the rest");
+        assert_eq!(indexed(&store), INDEX_BATCH * 3);
     }
 
     #[tokio::test(flavor = "current_thread")]

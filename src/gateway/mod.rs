@@ -753,6 +753,12 @@ tokio::task_local! {
     static REQUEST_CANCEL: Arc<Cancel>;
 }
 
+/// Whether the client has cancelled the request running in this task
+/// (false outside a request).
+pub(crate) fn request_cancelled() -> bool {
+    REQUEST_CANCEL.try_with(|c| c.fired()).unwrap_or(false)
+}
+
 /// Run `work`, a request's handling, so that its reads stop when the client
 /// cancels the request (`notifications/cancelled`, which fires `ct`).
 async fn cancellable<T>(ctx: &RequestContext<RoleServer>, work: impl std::future::Future<Output = T>) -> T {

@@ -105,7 +105,7 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
     let q = query.clone();
     // Thoughts still waiting for the full-text index are indexed first, by
     // the writer thread like every other write of this server.
-    gw.writer.index_unless_locked().await?;
+    gw.writer.index_unless_locked_or(super::request_cancelled).await?;
     let ((hits, more), pattern_hits, note_hits) = gw
         .blocking(move |s| {
             let hits = s.search_indexed(&q, limit)?;
