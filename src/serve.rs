@@ -316,6 +316,26 @@ async fn signalled(mut seen: tokio::sync::watch::Receiver<bool>) {
     }
 }
 
+/// The client's input, noting its end: the client is gone, and the MCP
+/// library's cancels of the requests still running from then on are the
+/// shutdown's, not the client's (see [`crate::store::cancel::shutting_down`]).
+struct EndOfInput<R>(R);
+
+impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for EndOfInput<R> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let read = std::pin::Pin::new(&mut self.0).poll_read(cx, buf);
+        if matches!(read, std::task::Poll::Ready(Ok(()))) && buf.filled().len() == before && buf.remaining() > 0 {
+            crate::store::cancel::begin_shutdown();
+        }
+        read
+    }
+}
+
 /// Serve MCP on stdin/stdout until the client closes stdin or a signal
 /// arrives, then index, checkpoint and close the database so that the
 /// database file alone holds the whole ledger.
@@ -337,6 +357,7 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
         let maintenance = Maintenance::start(store.clone(), writer.clone());
         let gateway = Gateway::new(store.clone(), writer, options, maintenance.signal());
         let (input, output, stdout_gone) = crate::stdio::streams();
+        let input = EndOfInput(input);
         let stopped_reading = stdout_gone.clone();
         // The signal handlers are set once; both the wait for `initialize`
         // and the session after it watch this.
@@ -442,4 +463,23 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
     runtime.shutdown_timeout(Duration::from_millis(100));
     crate::stdio::restore();
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::AsyncReadExt;
+
+    use super::*;
+
+    /// The input's end, not before, marks the server as stopping.
+    #[tokio::test]
+    async fn the_end_of_input_marks_the_shutdown() {
+        let mut input = EndOfInput(&b"{\"jsonrpc\":\"2.0\"}\n"[..]);
+        let mut first = [0u8; 4];
+        input.read_exact(&mut first).await.expect("read");
+        assert!(!crate::store::cancel::shutting_down());
+        let mut rest = Vec::new();
+        input.read_to_end(&mut rest).await.expect("read");
+        assert!(crate::store::cancel::shutting_down());
+    }
 }

@@ -260,9 +260,6 @@ impl<R: AsyncRead + Unpin> AsyncRead for RepairedLines<R> {
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
                 Poll::Ready(Ok(())) => {
                     if read.filled().is_empty() {
-                        // The client is gone: the session ends once what
-                        // it sent is answered.
-                        crate::store::cancel::begin_shutdown();
                         this.eof = true;
                     } else {
                         this.accept(read.filled());
