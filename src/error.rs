@@ -10,6 +10,10 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// What to do about an error that says the file is damaged: most often the
 /// search index, out of step after edits made by hand, which `repair` mends.
 fn repair_hint(e: &rusqlite::Error) -> &'static str {
+    if let rusqlite::Error::IntegralValueOutOfRange(..) = e {
+        return " (a number in the ledger is outside what thoughtbox writes, most likely after a hand edit: \
+                 `thoughtbox repair` names the rows)";
+    }
     match e.sqlite_error_code() {
         Some(rusqlite::ErrorCode::DatabaseCorrupt) => {
             " (run `thoughtbox repair` on the database: it rebuilds the search indexes and checks the file)"

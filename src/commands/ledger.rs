@@ -209,7 +209,7 @@ pub fn repair(db: &DbArgs, json: bool) -> Result<ExitCode> {
         store.path().display()
     );
     let report = store.repair()?;
-    let sound = report.integrity == ["ok"] && report.failed.is_none();
+    let sound = report.integrity == ["ok"] && report.failed.is_none() && report.left_for_you.is_empty();
     if json {
         out_json(&report)?;
     } else {
@@ -226,6 +226,15 @@ pub fn repair(db: &DbArgs, json: bool) -> Result<ExitCode> {
         ];
         let rows: Vec<Vec<String>> = rows.iter().map(|(k, v)| vec![k.to_string(), v.clone()]).collect();
         out(&table(&["REPAIR", ""], &rows))?;
+    }
+    if !report.left_for_you.is_empty() {
+        eprintln!(
+            "{} has rows repair leaves to you (reads of their sessions fail or pick one of two thoughts):",
+            store.path().display()
+        );
+        for line in &report.left_for_you {
+            eprintln!("  {line}");
+        }
     }
     if let Some(why) = &report.failed {
         eprintln!(

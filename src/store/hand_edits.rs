@@ -660,3 +660,79 @@ fn several_thoughts_put_back_oldest_first() {
     // A sound ledger: nothing to fix.
     assert_eq!(store.repair().unwrap().links_fixed, 0);
 }
+
+/// What a hand insert can get wrong that no trigger refuses (checking every
+/// insert would slow every append): a thought with no `prev_node` after the
+/// first, a number used twice on one chain, numbers out of range. `repair`
+/// links the first; it names the others, with the statement that mends
+/// them, and says the ledger is not sound until they are mended.
+#[test]
+fn repair_links_a_loose_thought_and_names_what_it_leaves() {
+    let (_d, store) = temp_store();
+    let s = store.create_session(NewSession::titled("hand inserts")).unwrap().id;
+    let nodes: Vec<String> = (1..=3)
+        .map(|i| add(&store, &s, &format!("thought {i}"), None))
+        .collect();
+    let branch = add(&store, &s, "on a branch", Some(("alt", 2)));
+    let sh = shell(&store);
+    let insert = |node: &str, branch: Option<&str>, number: i64, total: i64, prev: Option<&str>| {
+        sh.execute(
+            "INSERT INTO thoughts (session_id, node_id, branch_id, thought_number, total_thoughts, thought,
+                                   next_thought_needed, prev_node, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, 'by hand', 1, ?6, '2026-11-22T19:05:00.000Z')",
+            rusqlite::params![s, node, branch, number, total, prev],
+        )
+        .unwrap();
+    };
+    let prev = |node: &str| -> Option<String> {
+        sh.query_row("SELECT prev_node FROM thoughts WHERE node_id = ?1", [node], |r| {
+            r.get(0)
+        })
+        .unwrap()
+    };
+    let fourth = format!("{s}:4");
+    insert(&fourth, None, 4, 4, None);
+    let on_branch = format!("{s}:alt:4");
+    insert(&on_branch, Some("alt"), 4, 4, None);
+    let report = store.repair().unwrap();
+    assert_eq!(report.links_fixed, 2, "{report:?}");
+    assert_eq!(prev(&fourth).as_deref(), Some(nodes[2].as_str()));
+    assert_eq!(prev(&on_branch).as_deref(), Some(branch.as_str()));
+    assert_eq!(prev(&nodes[0]), None, "the first thought follows nothing");
+    assert!(report.left_for_you.is_empty(), "{report:?}");
+    assert_eq!(store.repair().unwrap().links_fixed, 0, "a sound ledger: nothing to fix");
+
+    // A number twice on the main chain, and a number out of range.
+    let twice = format!("{s}:x3");
+    insert(&twice, None, 3, 4, Some(&fourth));
+    let huge = format!("{s}:huge");
+    insert(&huge, None, 5, 99_999_999_999, Some(&twice));
+    let err = store
+        .read_thoughts(&s, &crate::store::ThoughtQuery::Last(10))
+        .expect_err("the session no longer reads");
+    assert!(err.to_string().contains("`thoughtbox repair` names the rows"), "{err}");
+    let report = store.repair().unwrap();
+    assert_eq!(report.left_for_you.len(), 2, "{report:?}");
+    assert!(
+        report
+            .left_for_you
+            .iter()
+            .any(|l| l.contains(&huge) && l.contains("total_thoughts 99999999999")),
+        "{report:?}"
+    );
+    assert!(
+        report
+            .left_for_you
+            .iter()
+            .any(|l| l.contains("thought 3 more than once") && l.contains(&twice) && l.contains(&nodes[2])),
+        "{report:?}"
+    );
+    // Mended as the lines say, the ledger is sound again.
+    sh.execute("UPDATE thoughts SET total_thoughts = 5 WHERE node_id = ?1", [&huge])
+        .unwrap();
+    sh.execute("DELETE FROM thoughts WHERE node_id = ?1", [&twice]).unwrap();
+    let report = store.repair().unwrap();
+    assert!(report.left_for_you.is_empty(), "{report:?}");
+    let read = store.read_thoughts(&s, &crate::store::ThoughtQuery::Last(10)).unwrap();
+    assert_eq!(read.iter().filter(|t| t.data.branch_id.is_none()).count(), 5);
+}

@@ -30,11 +30,84 @@ pub struct RepairReport {
     pub links_fixed: u64,
     /// Thoughts in the rebuilt search index.
     pub thoughts_indexed: u64,
+    /// What only a person can decide, left as it is: each line names the
+    /// rows and the statement that would put them right. Thought numbers
+    /// outside 1 to 2147483647 (every read of their session fails), and two
+    /// thoughts with one number on one chain.
+    pub left_for_you: Vec<String>,
     /// Why the repair could not be done (nothing was changed then).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failed: Option<String>,
     /// SQLite's `PRAGMA integrity_check` afterwards: `["ok"]` when sound.
     pub integrity: Vec<String>,
+}
+
+/// At most this many lines of [`RepairReport::left_for_you`] (then one
+/// line with how many more there are).
+const LEFT_LINES: usize = 100;
+
+/// The rows `repair` cannot put right by itself, a line each.
+fn left_for_you(tx: &rusqlite::Connection) -> Result<Vec<String>> {
+    let mut lines = Vec::new();
+    let mut more = 0u64;
+    let mut push = |line: String| {
+        if lines.len() < LEFT_LINES {
+            lines.push(line);
+        } else {
+            more += 1;
+        }
+    };
+    let mut stmt = tx.prepare(
+        "SELECT node_id, thought_number, total_thoughts, revises_thought, branch_from_thought FROM thoughts
+         WHERE thought_number NOT BETWEEN 1 AND 2147483647 OR total_thoughts NOT BETWEEN 1 AND 2147483647
+            OR revises_thought NOT BETWEEN 1 AND 2147483647 OR branch_from_thought NOT BETWEEN 1 AND 2147483647
+         ORDER BY id",
+    )?;
+    let mut rows = stmt.query([])?;
+    while let Some(row) = rows.next()? {
+        let node: String = row.get(0)?;
+        let number: i64 = row.get(1)?;
+        let out = |v: Option<i64>| v.is_some_and(|v| !(1..=i64::from(i32::MAX)).contains(&v));
+        if out(Some(number)) {
+            push(format!(
+                "thought {node}: thought_number {number} is outside 1 to 2147483647 and cannot change; \
+                 delete it (DELETE FROM thoughts WHERE node_id = '{node}')"
+            ));
+            continue;
+        }
+        for (i, column) in [
+            (2, "total_thoughts"),
+            (3, "revises_thought"),
+            (4, "branch_from_thought"),
+        ] {
+            let value: Option<i64> = row.get(i)?;
+            if let Some(value) = value.filter(|_| out(value)) {
+                push(format!(
+                    "thought {node}: {column} {value} is outside 1 to 2147483647; \
+                     UPDATE thoughts SET {column} = ... WHERE node_id = '{node}'"
+                ));
+            }
+        }
+    }
+    let mut stmt = tx.prepare(
+        "SELECT session_id, coalesce('branch ' || branch_id, 'the main chain'), thought_number,
+                group_concat(node_id, ', ')
+         FROM thoughts GROUP BY session_id, branch_id, thought_number HAVING count(*) > 1
+         ORDER BY session_id, branch_id, thought_number",
+    )?;
+    let mut rows = stmt.query([])?;
+    while let Some(row) = rows.next()? {
+        let (session, chain, number, nodes): (String, String, i64, String) =
+            (row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?);
+        push(format!(
+            "session {session}: {chain} has thought {number} more than once ({nodes}); \
+             keep one (DELETE FROM thoughts WHERE node_id = '...' for the others)"
+        ));
+    }
+    if more > 0 {
+        lines.push(format!("and {more} more"));
+    }
+    Ok(lines)
 }
 
 impl Store {
@@ -115,6 +188,25 @@ impl Store {
                    AND (t.prev_node = t.node_id
                         OR NOT EXISTS (SELECT 1 FROM thoughts AS q WHERE q.node_id = t.prev_node))",
             )?;
+            // A thought with no `prev_node` that is not the first of the main
+            // chain (a branch's first thought follows its fork point): the
+            // thought before it on its chain, or its fork point.
+            r.links_fixed += count(
+                "WITH fix AS (
+                     SELECT t.id, coalesce(
+                         (SELECT p.node_id FROM thoughts AS p
+                          WHERE p.session_id = t.session_id AND p.branch_id IS t.branch_id AND p.id < t.id
+                          ORDER BY p.id DESC LIMIT 1),
+                         (SELECT o.node_id FROM thoughts AS o
+                          WHERE t.branch_id IS NOT NULL AND o.node_id = t.branch_origin)) AS prev
+                     FROM thoughts AS t
+                     WHERE t.prev_node IS NULL
+                       AND (t.branch_id IS NOT NULL
+                            OR EXISTS (SELECT 1 FROM thoughts AS e
+                                       WHERE e.session_id = t.session_id AND e.branch_id IS NULL AND e.id < t.id)))
+                 UPDATE thoughts SET prev_node = fix.prev FROM fix
+                 WHERE thoughts.id = fix.id AND fix.prev IS NOT NULL",
+            )?;
             // Two thoughts of one chain following the same node (thoughts
             // put back by hand newest first): a chain is its thoughts in the
             // order they were written, so the later one follows the thought
@@ -157,6 +249,7 @@ impl Store {
                    AND tail_node IS NOT truth.tail",
             )?;
             r.thoughts_indexed = tx.query_row("SELECT count(*) FROM thoughts", [], |row| row.get::<_, i64>(0))? as u64;
+            r.left_for_you = left_for_you(tx)?;
             Ok(r)
         });
         // A file too damaged to mend still gets its integrity check.
