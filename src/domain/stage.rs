@@ -32,6 +32,28 @@ impl Stage {
         }
     }
 
+    /// What to call, in order, to get from `self` to `required`.
+    pub fn path_to(self, required: Stage) -> String {
+        let mut steps = Vec::new();
+        let mut at = self;
+        while at < required {
+            at = at.next();
+            steps.push(match at {
+                Stage::Entry => continue,
+                Stage::InitComplete => "'start_new' (or 'load_context')",
+                Stage::CipherLoaded => "'cipher'",
+                Stage::DomainActive => "a domain operation",
+            });
+        }
+        if steps.is_empty() {
+            return Stage::Entry.how_to_reach().to_string();
+        }
+        format!(
+            "Call thoughtbox_gateway with operation {} first.",
+            steps.join(", then ")
+        )
+    }
+
     /// What to call to reach `self` from the stage below it.
     pub fn how_to_reach(self) -> &'static str {
         match self {

@@ -31,6 +31,16 @@ struct Tracking {
 pub struct ArgsUsage(Arc<Mutex<Tracking>>);
 
 impl ArgsUsage {
+    /// Every field given (nested `args` merged in), in name order.
+    pub fn given(&self) -> Vec<String> {
+        let Ok(t) = self.0.lock() else {
+            return Vec::new();
+        };
+        let mut given = t.given.clone();
+        given.sort();
+        given
+    }
+
     pub fn unread(&self) -> Vec<String> {
         let Ok(t) = self.0.lock() else {
             return Vec::new();
@@ -83,6 +93,18 @@ fn type_name(v: &Value) -> &'static str {
     }
 }
 
+/// The JSON object or array a string holds, if it holds exactly one: how
+/// some clients send an object or list parameter.
+pub(crate) fn json_in_string(s: &str) -> Option<Value> {
+    let t = s.trim_start();
+    if !(t.starts_with('{') || t.starts_with('[')) {
+        return None;
+    }
+    serde_json::from_str::<Value>(s)
+        .ok()
+        .filter(|v| v.is_object() || v.is_array())
+}
+
 impl Args {
     pub fn new(map: Map<String, Value>) -> Args {
         let tracking = Tracking {
@@ -95,14 +117,20 @@ impl Args {
         }
     }
 
-    /// `args` of a gateway call: absent or null is empty; anything but an object is an error.
+    /// `args` of a gateway call: absent or null is empty; an object, or a
+    /// string holding one in JSON (some clients send object parameters
+    /// that way), is the arguments; anything else is an error.
     pub fn from_value(field: &str, v: Option<&Value>) -> Result<Args> {
         match v {
             None | Some(Value::Null) => Ok(Args::default()),
             Some(Value::Object(m)) => Ok(Args::new(m.clone())),
+            Some(Value::String(s)) if let Some(Value::Object(m)) = json_in_string(s) => Ok(Args::new(m)),
             Some(other) => Err(Error::invalid(
                 field,
-                format!("{field} must be an object, got {}", type_name(other)),
+                format!(
+                    "{field} must be an object, got {}: send it as a JSON object, or put the parameters beside operation",
+                    type_name(other)
+                ),
             )),
         }
     }
@@ -130,6 +158,11 @@ impl Args {
     /// `args`) that nothing has read or taken, in name order.
     pub fn unread(&self) -> Vec<String> {
         self.usage().unread()
+    }
+
+    /// Whether `key` was given, without counting it as read.
+    pub fn holds(&self, key: &str) -> bool {
+        self.map.contains_key(key)
     }
 
     pub fn has(&self, key: &str) -> bool {
@@ -239,7 +272,16 @@ impl Args {
     pub fn str_list_opt(&self, keys: &[&str]) -> Result<Option<Vec<String>>> {
         match self.pick(keys) {
             None => Ok(None),
-            Some((k, Value::String(s))) => Ok(Some(vec![no_nul(k, s)?])),
+            // A list sent as its JSON text (`"[\"a\", \"b\"]"`), as some
+            // clients do, is that list, not one tag of brackets and quotes.
+            Some((k, Value::String(s))) => match json_in_string(s) {
+                Some(Value::Array(items)) if items.iter().all(Value::is_string) => items
+                    .iter()
+                    .map(|i| no_nul(k, i.as_str().unwrap_or_default()))
+                    .collect::<Result<Vec<_>>>()
+                    .map(Some),
+                _ => Ok(Some(vec![no_nul(k, s)?])),
+            },
             Some((k, Value::Array(items))) => items
                 .iter()
                 .map(|i| match i {
@@ -262,6 +304,7 @@ impl Args {
         match self.pick(keys) {
             None => Ok(None),
             Some((_, Value::Object(m))) => Ok(Some(Args::new(m.clone()))),
+            Some((_, Value::String(s))) if let Some(Value::Object(m)) = json_in_string(s) => Ok(Some(Args::new(m))),
             Some((k, v)) => Err(Error::invalid(
                 k,
                 format!("{k} must be an object, got {}", type_name(v)),
@@ -309,6 +352,7 @@ impl Args {
         let mut nested = match self.remove("args") {
             None | Some(Value::Null) => Map::new(),
             Some(Value::Object(m)) => m,
+            Some(Value::String(s)) if let Some(Value::Object(m)) = json_in_string(&s) => m,
             Some(other) => {
                 return Err(Error::invalid(
                     "args",

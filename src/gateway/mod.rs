@@ -80,7 +80,7 @@ pub const OPERATIONS: &[(&str, Stage, &str)] = &[
     (
         "cipher",
         Stage::InitComplete,
-        "Get the compact notation guide; unlocks thought, read_thoughts, get_structure.",
+        "Get the compact notation guide; unlocks thought, read_thoughts, get_structure, mental_models and knowledge.",
     ),
     (
         "session",
@@ -95,7 +95,7 @@ pub const OPERATIONS: &[(&str, Stage, &str)] = &[
     (
         "thought",
         Stage::CipherLoaded,
-        "Record a thought. args: thought, nextThoughtNeeded, thoughtNumber?, totalThoughts?, isRevision?, revisesThought?, branchFromThought?, branchId?, needsMoreThoughts?, verbose?, includeGuide?, critique?, sessionTitle?, sessionTags?.",
+        "Record a thought. args: thought, nextThoughtNeeded, thoughtNumber?, totalThoughts?, isRevision?, revisesThought?, branchFromThought?, branchId?, needsMoreThoughts?, verbose?, includeGuide?, critique?, sessionTitle?, sessionTags?. It goes to the active session (a sessionId, if given, must name it: load_context switches).",
     ),
     (
         "read_thoughts",
@@ -375,7 +375,7 @@ impl Gateway {
                 operation: operation.to_string(),
                 current: current.number(),
                 required: required.number(),
-                suggestion: current.next().how_to_reach().to_string(),
+                suggestion: current.path_to(required),
             });
         }
         Ok(())
@@ -386,7 +386,43 @@ impl Gateway {
         &self,
         arguments: Option<Map<String, Value>>,
         ctx: Option<&RequestContext<RoleServer>>,
-    ) -> Result<Value> {
+    ) -> std::result::Result<Value, Refused> {
+        let (operation, required, args, beside) = self.parse_call(arguments)?;
+        let usage = args.usage();
+        let run = async {
+            if self.with_conn(|c| c.hidden.contains(&operation)) {
+                return Err(Error::InvalidOperation {
+                    message: format!(
+                        "operation {operation:?} is hidden on this connection; session discovery with action \"show\" brings it back"
+                    ),
+                    details: Some(json!({ "operation": operation, "hidden": true })),
+                });
+            }
+            self.check_stage(&operation, required)?;
+            self.dispatch(&operation, args, ctx).await
+        };
+        let mut answer = match run.await {
+            Ok(answer) => answer,
+            Err(error) => {
+                return Err(Refused {
+                    error,
+                    arguments: Some(Box::new((usage.given(), beside))),
+                });
+            }
+        };
+        let ignored: Vec<String> = usage.unread().into_iter().chain(beside).collect();
+        if !ignored.is_empty()
+            && let Value::Object(fields) = &mut answer
+        {
+            tracing::debug!(operation, ?ignored, "arguments ignored");
+            fields.insert("ignoredArguments".into(), json!(ignored));
+        }
+        Ok(answer)
+    }
+
+    /// The operation of a gateway call, the stage it needs, its arguments,
+    /// and those of its arguments given twice (taken from `args`).
+    fn parse_call(&self, arguments: Option<Map<String, Value>>) -> Result<(String, Stage, Args, Vec<String>)> {
         let mut arguments = Args::new(arguments.unwrap_or_default());
         let operation = match arguments.get("operation") {
             Some(Value::String(s)) => s.clone(),
@@ -415,31 +451,25 @@ impl Gateway {
         };
         arguments.remove("operation");
         // `args` holds the parameters; clients that put them beside
-        // `operation` instead are understood too (but not both at once: then
-        // the ones beside are ignored, and the answer says so).
+        // `operation` instead are understood too, and so are both at once
+        // (seed 003 writes `{ operation, subOperation, args }`). A parameter
+        // given in both places is taken from `args`, and the answer says the
+        // other was ignored.
         let (args, beside) = match arguments.remove("args") {
-            Some(v) => (Args::from_value("args", Some(&v))?, arguments.unread()),
+            Some(v) => {
+                let mut args = Args::from_value("args", Some(&v))?;
+                let mut ignored = Vec::new();
+                for key in arguments.unread() {
+                    match arguments.remove(&key) {
+                        Some(value) if !args.holds(&key) => args.insert(key, value),
+                        _ => ignored.push(key),
+                    }
+                }
+                (args, ignored)
+            }
             None => (arguments, Vec::new()),
         };
-        if self.with_conn(|c| c.hidden.contains(&operation)) {
-            return Err(Error::InvalidOperation {
-                message: format!(
-                    "operation {operation:?} is hidden on this connection; session discovery with action \"show\" brings it back"
-                ),
-                details: Some(json!({ "operation": operation, "hidden": true })),
-            });
-        }
-        self.check_stage(&operation, required)?;
-        let usage = args.usage();
-        let mut answer = self.dispatch(&operation, args, ctx).await?;
-        let ignored: Vec<String> = usage.unread().into_iter().chain(beside).collect();
-        if !ignored.is_empty()
-            && let Value::Object(fields) = &mut answer
-        {
-            tracing::debug!(operation, ?ignored, "arguments ignored");
-            fields.insert("ignoredArguments".into(), json!(ignored));
-        }
-        Ok(answer)
+        Ok((operation, required, args, beside))
     }
 
     async fn dispatch(&self, operation: &str, args: Args, ctx: Option<&RequestContext<RoleServer>>) -> Result<Value> {
@@ -461,6 +491,51 @@ impl Gateway {
             "knowledge" => knowledge_ops::knowledge(self, args).await,
             other => Err(Error::operation(format!("unknown operation {other:?}"))),
         }
+    }
+}
+
+/// A gateway call refused: the error, with the names of the arguments the
+/// call carried, so that a client can see what the server received (a
+/// misspelt or misplaced field is the commonest cause of an error).
+#[derive(Debug)]
+pub struct Refused {
+    pub error: Error,
+    /// Every argument given (flat and nested merged), in name order, and
+    /// those given both beside `operation` and in `args` (the ones beside
+    /// were ignored). Boxed: an error travels in every `Result`.
+    arguments: Option<Box<(Vec<String>, Vec<String>)>>,
+}
+
+impl From<Error> for Refused {
+    fn from(error: Error) -> Refused {
+        Refused { error, arguments: None }
+    }
+}
+
+impl Refused {
+    /// The ErrorPayload; a payload or operation error also names the
+    /// arguments received, and any ignored.
+    pub fn payload(&self) -> Value {
+        let mut payload = self.error.payload();
+        let about_arguments = matches!(
+            self.error,
+            Error::InvalidPayload { .. } | Error::InvalidOperation { .. }
+        );
+        if let Some((received, ignored)) = self.arguments.as_deref()
+            && about_arguments
+            && !(received.is_empty() && ignored.is_empty())
+        {
+            if !payload["details"].is_object() {
+                payload["details"] = json!({});
+            }
+            if let Some(details) = payload["details"].as_object_mut() {
+                details.insert("receivedArguments".into(), json!(received));
+                if !ignored.is_empty() {
+                    details.insert("ignoredArguments".into(), json!(ignored));
+                }
+            }
+        }
+        payload
     }
 }
 
@@ -571,9 +646,10 @@ impl ServerHandler for Gateway {
             }),
         )
         .await;
-        let result = match answer.and_then(|value| fits_one_message(value, !changed)) {
+        let result = match answer.and_then(|value| fits_one_message(value, !changed).map_err(Refused::from)) {
             Ok(value) => CallToolResult::structured(value),
-            Err(e) => {
+            Err(refused) => {
+                let e = &refused.error;
                 match &e {
                     Error::Cancelled => tracing::info!("gateway call cancelled by the client"),
                     _ if e.is_interrupted() => tracing::info!("gateway call stopped by the shutdown"),
@@ -582,7 +658,7 @@ impl ServerHandler for Gateway {
                     }
                     _ => tracing::debug!("gateway call rejected: {e}"),
                 }
-                CallToolResult::structured_error(bounded_error(e.payload()))
+                CallToolResult::structured_error(bounded_error(refused.payload()))
             }
         };
         Ok(result.into())

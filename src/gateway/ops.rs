@@ -67,6 +67,15 @@ pub async fn get_state(gw: &Gateway) -> Result<Value> {
         .map(|(n, _, _)| *n)
         .collect();
     let next = match stage {
+        // Without stages the next step is the same at every stage.
+        _ if !gw.options.stages && gone.is_some() => {
+            "The active session was deleted (perhaps by another process). Call thought to start a new session, \
+             or start_new / load_context to choose one."
+        }
+        _ if !gw.options.stages && active.is_null() => {
+            "Call thought (a new session is created for it), or start_new / load_context to choose one."
+        }
+        _ if !gw.options.stages => "Call thought to record the next step.",
         Stage::InitComplete if gone.is_some() => {
             "The active session was deleted (perhaps by another process). Call cipher, then thought to start a \
              new session, or start_new / load_context to choose one."
@@ -136,6 +145,15 @@ fn new_session_from(args: &Args, title_keys: &[&str], tag_keys: &[&str]) -> Resu
     })
 }
 
+/// What a connection with an open session calls next.
+fn next_step_in_session(gw: &Gateway, stage: Stage) -> &'static str {
+    if gw.options.stages && stage < Stage::CipherLoaded {
+        "Call cipher, then thought."
+    } else {
+        "Call thought."
+    }
+}
+
 pub async fn start_new(gw: &Gateway, args: Args) -> Result<Value> {
     let mut new = new_session_from(&args, &["sessionTitle", "title"], &["tags", "sessionTags"])?;
     super::init_ops::scope_new_session(gw, &mut new);
@@ -150,7 +168,7 @@ pub async fn start_new(gw: &Gateway, args: Args) -> Result<Value> {
         "session": session,
         "stage": stage.number(),
         "message": format!("Session \"{}\" created and active.", session.title),
-        "nextStep": if stage < Stage::CipherLoaded { "Call cipher, then thought." } else { "Call thought." },
+        "nextStep": next_step_in_session(gw, stage),
     }))
 }
 
@@ -180,6 +198,7 @@ pub(crate) async fn open_session(gw: &Gateway, id: String, trigger: &str) -> Res
             "message": format!("Next thought will be #{}", current + 1),
         },
         "stage": stage.number(),
+        "nextStep": next_step_in_session(gw, stage),
     });
     if let Some(at) = was_completed {
         out["reopened"] = json!(true);
@@ -263,7 +282,7 @@ pub async fn cipher(gw: &Gateway) -> Result<Value> {
     Ok(json!({
         "stage": stage.number(),
         "guide": content::CIPHER_GUIDE,
-        "nextStep": "thought, read_thoughts and get_structure are now available.",
+        "nextStep": "thought, read_thoughts, get_structure, mental_models and knowledge are now available.",
     }))
 }
 
@@ -385,7 +404,30 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
     let verbose = args.bool_opt(&["verbose"])?.unwrap_or(false);
     let want_critique = args.bool_opt(&["critique"])?.unwrap_or(false);
     let include_guide = input.include_guide.unwrap_or(false);
-    let target = match gw.active_session() {
+    let active = gw.active_session();
+    // A thought goes to the connection's active session. A client naming
+    // another (as it does for reads) would have it filed where it did not
+    // mean, for good: the ledger never moves a thought.
+    if let Some(named) = args.str_opt(&["sessionId"])?
+        && active.as_deref() != Some(named.as_str())
+    {
+        let message = match &active {
+            Some(a) => format!(
+                "a thought goes to the active session, which is {a}, not {named}: call load_context with \
+                 sessionId {named} first to write to it (nothing was recorded)"
+            ),
+            None => format!(
+                "no session is active on this connection: call load_context with sessionId {named} first to \
+                 write to it, or leave sessionId out to start a new session (nothing was recorded)"
+            ),
+        };
+        return Err(Error::InvalidPayload {
+            field: "sessionId".into(),
+            message,
+            details: Some(json!({ "activeSessionId": active, "suggestion": "load_context" })),
+        });
+    }
+    let target = match active {
         Some(id) => Target::Session(id),
         None => {
             let mut new = new_session_from(&args, &["sessionTitle"], &["sessionTags"])?;

@@ -549,12 +549,12 @@ async fn ignored_arguments_are_named_in_the_answer() {
     let r = s
         .call(
             "thought",
-            json!({ "thought": "two", "nextThoughtNeeded": true, "thougthNumber": 7, "sessionId": "other" }),
+            json!({ "thought": "two", "nextThoughtNeeded": true, "thougthNumber": 7, "sessionId": sid }),
         )
         .await
         .unwrap();
     assert_eq!(r["thoughtNumber"], 2);
-    assert_eq!(r["ignoredArguments"], json!(["sessionId", "thougthNumber"]));
+    assert_eq!(r["ignoredArguments"], json!(["thougthNumber"]));
     // A session title given while a session is active is not used either.
     let r = s
         .call(
@@ -574,14 +574,23 @@ async fn ignored_arguments_are_named_in_the_answer() {
         .unwrap();
     assert_eq!(r["session"]["id"], sid.as_str());
     assert_eq!(r["ignoredArguments"], json!(["colour", "limit"]));
-    // Parameters beside `operation` when `args` is given are not used.
+    // A parameter both beside `operation` and in `args` is taken from `args`.
     let mut m = Map::new();
     m.insert("operation".into(), json!("read_thoughts"));
-    m.insert("last".into(), json!(1));
+    m.insert("thoughtNumber".into(), json!(2));
     m.insert("args".into(), json!({ "thoughtNumber": 1 }));
     let r = s.call_raw(m).await.unwrap();
     assert_eq!(r["thoughts"][0]["thoughtNumber"], 1);
-    assert_eq!(r["ignoredArguments"], json!(["last"]));
+    assert_eq!(r["ignoredArguments"], json!(["thoughtNumber"]));
+    // The seed's own form, `{ operation, subOperation, args }`: the
+    // parameters beside `operation` that `args` lacks are used.
+    let mut m = Map::new();
+    m.insert("operation".into(), json!("session"));
+    m.insert("subOperation".into(), json!("get"));
+    m.insert("args".into(), json!({ "sessionId": sid }));
+    let r = s.call_raw(m).await.unwrap();
+    assert_eq!(r["session"]["id"], sid.as_str());
+    assert!(r.get("ignoredArguments").is_none(), "{r}");
     // resolveAnchors (seed 003) is not implemented: export says it did not use it.
     let r = s
         .call(
@@ -742,5 +751,88 @@ async fn an_answer_too_long_for_one_message_is_refused() {
         json!({ "subOperation": "export", "sessionId": sid, "destination": dest.to_str().unwrap() }),
     )
     .await;
+    s.stop().await;
+}
+
+/// A `thought` naming a session other than the active one is refused and
+/// records nothing: before, the `sessionId` was ignored, and the thought
+/// was filed for good in the active session (or in a new one).
+#[tokio::test]
+async fn a_thought_for_another_session_is_refused() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    let a = s.ready("A").await;
+    s.thought(t("a1")).await;
+    let b = s.ok("start_new", json!({ "sessionTitle": "B" })).await["session"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let e = s
+        .err(
+            "thought",
+            json!({ "thought": "meant for A", "nextThoughtNeeded": true, "sessionId": a }),
+            "INVALID_PAYLOAD",
+        )
+        .await;
+    assert_eq!(e["details"]["field"], "sessionId");
+    assert_eq!(e["details"]["activeSessionId"], b.as_str());
+    assert!(e["message"].as_str().unwrap().contains("load_context"), "{e}");
+    // Nothing was recorded in either session.
+    for (id, count) in [(&a, 1), (&b, 0)] {
+        let got = s.ok("session", json!({ "subOperation": "get", "sessionId": id })).await;
+        assert_eq!(got["session"]["thoughtCount"], count, "{id}");
+    }
+    // With no active session, it is refused too, rather than starting one.
+    s.thought(json!({ "thought": "b1", "nextThoughtNeeded": false })).await;
+    let sessions = s.ok("list_sessions", Value::Null).await["total"].clone();
+    let e = s
+        .err(
+            "thought",
+            json!({ "thought": "meant for A", "nextThoughtNeeded": true, "sessionId": a }),
+            "INVALID_PAYLOAD",
+        )
+        .await;
+    assert!(e["details"]["activeSessionId"].is_null(), "{e}");
+    assert_eq!(s.ok("list_sessions", Value::Null).await["total"], sessions);
+    // After load_context, the same call goes where it was meant to.
+    s.ok("load_context", json!({ "sessionId": a })).await;
+    let r = s
+        .ok(
+            "thought",
+            json!({ "thought": "meant for A", "nextThoughtNeeded": true, "sessionId": a }),
+        )
+        .await;
+    assert_eq!(r["sessionId"], a.as_str());
+    assert_eq!(r["thoughtNumber"], 2);
+    s.stop().await;
+}
+
+/// Some clients send object and list parameters as their JSON text: they
+/// are read as the object or list they hold. An error names the arguments
+/// the server received.
+#[tokio::test]
+async fn parameters_sent_as_json_text_are_understood() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    let mut m = Map::new();
+    m.insert("operation".into(), json!("start_new"));
+    m.insert(
+        "args".into(),
+        json!(r#"{"sessionTitle": "As text", "tags": "[\"alpha\", \"beta\"]"}"#),
+    );
+    let r = s.call_raw(m).await.unwrap();
+    assert_eq!(r["session"]["title"], "As text");
+    assert_eq!(r["session"]["tags"], json!(["alpha", "beta"]));
+    // A string that is not JSON is still refused, saying how to send it.
+    let mut m = Map::new();
+    m.insert("operation".into(), json!("get_state"));
+    m.insert("args".into(), json!("sessionId=1"));
+    let e = s.call_raw(m).await.unwrap_err();
+    assert_eq!(e["details"]["field"], "args");
+    assert!(e["message"].as_str().unwrap().contains("beside operation"), "{e}");
+    // The error names what was received: here `id`, not `sessionId`.
+    let e = s.err("load_context", json!({ "id": "x" }), "INVALID_PAYLOAD").await;
+    assert_eq!(e["details"]["field"], "sessionId");
+    assert_eq!(e["details"]["receivedArguments"], json!(["id"]));
     s.stop().await;
 }

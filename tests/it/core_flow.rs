@@ -42,7 +42,13 @@ async fn stages_gate_operations_and_never_go_down() {
     let e = s.err("thought", t("too early"), "STAGE_REQUIREMENT_NOT_MET").await;
     assert_eq!(e["details"]["currentStage"], 0);
     assert_eq!(e["details"]["requiredStage"], 2);
-    assert!(e["details"]["suggestion"].as_str().unwrap().contains("start_new"));
+    // The whole way there, not only the next step (which would only lead
+    // to the next refusal).
+    let suggestion = e["details"]["suggestion"].as_str().unwrap();
+    assert!(
+        suggestion.contains("'start_new' (or 'load_context'), then 'cipher'"),
+        "{suggestion}"
+    );
     let e = s.err("cipher", Value::Null, "STAGE_REQUIREMENT_NOT_MET").await;
     assert_eq!(e["details"]["requiredStage"], 1);
     s.err(
@@ -87,6 +93,12 @@ async fn no_stages_option_opens_everything() {
         )
         .await;
     assert_eq!(r["thoughtNumber"], 1);
+    // The next step is the next thought, not the stage flow's start_new
+    // (which would leave this session for a new one) or cipher.
+    let state = s.ok("get_state", Value::Null).await;
+    assert_eq!(state["activeSession"]["id"], r["sessionId"]);
+    assert_eq!(state["nextStep"], "Call thought to record the next step.");
+    assert_eq!(s.ok("start_new", Value::Null).await["nextStep"], "Call thought.");
     s.stop().await;
     let mut cmd = command(&db);
     cmd.env("THOUGHTBOX_STAGES", "off");
