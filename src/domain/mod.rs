@@ -42,6 +42,13 @@ pub const MAX_THOUGHT_BYTES: usize = 1 << 20;
 /// Longest session title, in characters (Session schema).
 pub const MAX_TITLE_CHARS: usize = 200;
 
+/// Longest session description, in characters.
+pub const MAX_DESCRIPTION_CHARS: usize = 10_000;
+
+/// Most tags on one session, and the longest tag (and domain), in characters.
+pub const MAX_TAGS: usize = 100;
+pub const MAX_TAG_CHARS: usize = 200;
+
 #[cfg(test)]
 mod tests {
     use super::canonical_session_id;

@@ -204,11 +204,50 @@ pub(crate) fn insert_session_tx(tx: &Tx<'_>, new: &NewSession, granularity: Gran
             format!("a session title is at most {} characters", domain::MAX_TITLE_CHARS),
         ));
     }
+    // A session's fields come back in every list and search answer, so
+    // one oversized description or tag would make those answers too long
+    // for one MCP message, for every session listed beside it.
+    let over = |field: &str, what: &str, value: &str, max: usize| {
+        let chars = value.chars().count();
+        (chars > max).then(|| {
+            Error::invalid(
+                field,
+                format!("{what} is at most {max} characters (this one has {chars}); thoughts hold the long text"),
+            )
+        })
+    };
+    if let Some(e) = new
+        .description
+        .as_deref()
+        .and_then(|d| over("description", "a session description", d, domain::MAX_DESCRIPTION_CHARS))
+    {
+        return Err(e);
+    }
+    if let Some(e) = new
+        .domain
+        .as_deref()
+        .and_then(|d| over("domain", "a domain", d, domain::MAX_TAG_CHARS))
+    {
+        return Err(e);
+    }
+    if new.tags.len() > domain::MAX_TAGS {
+        return Err(Error::invalid(
+            "tags",
+            format!(
+                "a session has at most {} tags (these are {})",
+                domain::MAX_TAGS,
+                new.tags.len()
+            ),
+        ));
+    }
     let mut tags: Vec<String> = Vec::new();
     for t in &new.tags {
         let t = t.trim().to_string();
         if t.is_empty() {
             return Err(Error::invalid("tags", "tags must be non-empty strings"));
+        }
+        if let Some(e) = over("tags", "a tag", &t, domain::MAX_TAG_CHARS) {
+            return Err(e);
         }
         if !tags.contains(&t) {
             tags.push(t);
@@ -244,6 +283,57 @@ mod tests {
             tags: tags.iter().map(|t| t.to_string()).collect(),
             ..Default::default()
         }
+    }
+
+    /// Review 10-b: a 3 MiB description made every list and search answer
+    /// too long for one message. Oversized fields are refused, naming the
+    /// field, and nothing is created.
+    #[test]
+    fn oversized_descriptions_and_tags_are_refused() {
+        let (_d, store) = temp_store();
+        let long = |n: usize| "é".repeat(n);
+        let cases = [
+            (
+                "description",
+                NewSession {
+                    description: Some(long(10_001)),
+                    ..new("d", &[])
+                },
+            ),
+            (
+                "domain",
+                NewSession {
+                    domain: Some(long(201)),
+                    ..new("d", &[])
+                },
+            ),
+            ("tags", new("t", &[long(201).as_str()])),
+            (
+                "tags",
+                NewSession {
+                    tags: (0..101).map(|i| format!("t{i}")).collect(),
+                    ..new("t", &[])
+                },
+            ),
+        ];
+        for (field, session) in cases {
+            match store.create_session(session) {
+                Err(Error::InvalidPayload { field: f, message, .. }) => {
+                    assert_eq!(f, field, "{message}");
+                    assert!(message.contains("at most"), "{message}");
+                }
+                other => panic!("{field}: {other:?}"),
+            }
+        }
+        assert_eq!(store.list_sessions(&SessionFilter::default()).unwrap().total, 0);
+        // At the limits, in characters (not bytes), all is well.
+        let s = NewSession {
+            description: Some(long(10_000)),
+            domain: Some(long(200)),
+            tags: (0..100).map(|i| format!("{i}{}", long(190))).collect(),
+            ..new("at the limits", &[])
+        };
+        assert_eq!(store.create_session(s).unwrap().tags.len(), 100);
     }
 
     #[test]

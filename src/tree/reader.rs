@@ -301,6 +301,28 @@ impl Loader<'_> {
         self.report.result.errors.push(message);
     }
 
+    /// Parse one JSON file of the tree. Node.js writes text cut in the
+    /// middle of a character as half a surrogate pair (`"\ud83d"`), which no
+    /// JSON parser takes: such escapes become U+FFFD, with a warning, as on
+    /// the server's stdin.
+    fn parse<T: serde::de::DeserializeOwned>(&mut self, shown: &str, bytes: &[u8]) -> Result<T, String> {
+        match serde_json::from_slice(bytes) {
+            Ok(v) => Ok(v),
+            Err(e) => match crate::stdio::repair_surrogates(bytes) {
+                Some((fixed, n)) => {
+                    let v = serde_json::from_slice(&fixed).map_err(|_| e.to_string())?;
+                    self.report.warnings.push(format!(
+                        "{shown}: {n} unpaired surrogate escape{} (text cut in the middle of a character by \
+                         the program that wrote it) replaced by U+FFFD",
+                        if n == 1 { "" } else { "s" }
+                    ));
+                    Ok(v)
+                }
+                None => Err(e.to_string()),
+            },
+        }
+    }
+
     fn load(&mut self) -> Option<LoadedSession> {
         let r = &mut self.report.result;
         r.session_exists = self.dir.is_dir();
@@ -322,7 +344,7 @@ impl Loader<'_> {
             }
         };
         self.report.result.manifest_exists = true;
-        let manifest: SessionManifest = match serde_json::from_slice(&bytes) {
+        let manifest: SessionManifest = match self.parse(MANIFEST, &bytes) {
             Ok(m) => m,
             Err(e) => {
                 self.error(format!("manifest.json is not a valid SessionManifest: {e}"));
@@ -524,7 +546,7 @@ impl Loader<'_> {
         }
         let raw: RawNode = match fs::read(path)
             .map_err(|e| e.to_string())
-            .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
+            .and_then(|b| self.parse(shown, &b))
         {
             Ok(n) => n,
             Err(e) => {
@@ -533,7 +555,15 @@ impl Loader<'_> {
             }
         };
         let before = self.report.result.errors.len();
-        let d = raw.data;
+        let mut d = raw.data;
+        // The server refuses a NUL in new text; one in a tree written by
+        // another program costs that character, not the session.
+        if d.thought.contains('\0') {
+            d.thought = d.thought.replace('\0', "\u{FFFD}");
+            self.report.warnings.push(format!(
+                "{shown}: NUL characters (U+0000) in the thought text replaced by U+FFFD"
+            ));
+        }
         let number = small_number(d.thought_number);
         if number.is_none() {
             self.error(format!(
@@ -568,9 +598,6 @@ impl Loader<'_> {
         }
         if domain::is_blank(&d.thought) {
             self.error(format!("{shown}: the thought text is empty"));
-        }
-        if d.thought.contains('\0') {
-            self.error(format!("{shown}: the thought text holds a NUL character (U+0000)"));
         }
         if d.thought.len() > MAX_THOUGHT_BYTES {
             self.error(format!(
@@ -1050,18 +1077,40 @@ mod tests {
     }
 
     #[test]
-    fn invisible_and_nul_text_is_refused_as_the_gateway_refuses_it() {
+    fn invisible_text_is_refused_as_the_gateway_refuses_it() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join(SID);
         session(&dir, &[(1, 0, None), (2, 1, Some(&format!("{SID}:1")))], &[]);
-        for (text, says) in [("\u{200B}\u{FEFF}", "empty"), ("\u{0}abc", "NUL")] {
-            let mut bad = node(&format!("{SID}:2"), 2, 1, Some(&format!("{SID}:1")), None);
-            bad["data"]["thought"] = json!(text);
-            put(&dir.join("002.json"), &bad);
-            let (report, loaded) = load_session(&dir);
-            assert!(loaded.is_none() && !report.result.valid, "{text:?}");
-            assert!(report.result.errors.join("\n").contains(says), "{report:?}");
-        }
+        let mut bad = node(&format!("{SID}:2"), 2, 1, Some(&format!("{SID}:1")), None);
+        bad["data"]["thought"] = json!("\u{200B}\u{FEFF}");
+        put(&dir.join("002.json"), &bad);
+        let (report, loaded) = load_session(&dir);
+        assert!(loaded.is_none() && !report.result.valid);
+        assert!(report.result.errors.join("\n").contains("empty"), "{report:?}");
+    }
+
+    /// Review 10-b: Node.js writes text cut in the middle of an emoji as a
+    /// lone surrogate escape, and a NUL as it is. Either made the whole
+    /// session invalid; now that character becomes U+FFFD, with a warning.
+    #[test]
+    fn lone_surrogates_and_nul_in_a_thought_cost_that_character_only() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(SID);
+        session(&dir, &[(1, 0, None), (2, 1, Some(&format!("{SID}:1")))], &[]);
+        let mut two = node(&format!("{SID}:2"), 2, 1, Some(&format!("{SID}:1")), None);
+        two["data"]["thought"] = json!("cut here SURROGATE and a NUL\u{0}there");
+        let text = serde_json::to_string(&two).unwrap().replace("SURROGATE", "\\ud83d");
+        fs::write(dir.join("002.json"), text).unwrap();
+        let (report, loaded) = load_session(&dir);
+        assert!(report.result.valid, "{report:?}");
+        let warnings = report.warnings.join("\n");
+        assert!(
+            warnings.contains("002.json: 1 unpaired surrogate escape "),
+            "{warnings}"
+        );
+        assert!(warnings.contains("002.json: NUL characters"), "{warnings}");
+        let thoughts = loaded.unwrap().thoughts;
+        assert_eq!(thoughts[1].data.thought, "cut here \u{FFFD} and a NUL\u{FFFD}there");
     }
 
     #[test]
