@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use rusqlite::params;
 use serde::Serialize;
+use unicode_normalization::UnicodeNormalization;
 
 use super::Store;
 use super::sessions::{SESSION_COLUMNS, session_from_row};
@@ -68,12 +69,42 @@ fn candidate_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Candidate> {
     })
 }
 
+/// The query as groups of words that must stand together, in order: a
+/// span the user put in double quotes, or words joined by punctuation with
+/// no space between them (`1.2.3`, `user_id`, `foo.bar()`, `well-known`),
+/// which the index splits. The text is first composed (NFC), so a query
+/// typed with separate accents (`re\u{301}sume\u{301}`) finds what the index
+/// holds; a word keeps the accents that do not compose, as the index does.
+pub(crate) fn query_phrases(text: &str) -> Vec<Vec<String>> {
+    let text: String = text.nfc().collect();
+    let pieces: Vec<&str> = text.split('"').collect();
+    let mut phrases: Vec<Vec<String>> = Vec::new();
+    let mut add = |part: &str| {
+        let words: Vec<String> = super::snippet::tokens(part)
+            .into_iter()
+            .map(|(s, e)| part[s..e].to_string())
+            .collect();
+        if !words.is_empty() && !phrases.contains(&words) {
+            phrases.push(words);
+        }
+    };
+    for (i, piece) in pieces.iter().enumerate() {
+        // Odd pieces are quoted, if a quote closes them.
+        if i % 2 == 1 && i + 1 < pieces.len() {
+            add(piece);
+        } else {
+            piece.split_whitespace().for_each(&mut add);
+        }
+    }
+    phrases
+}
+
 /// The query's words as the index sees them: letters and digits, lower-cased.
 pub(crate) fn query_words(text: &str) -> Vec<String> {
-    let mut words: Vec<String> = text
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
+    let mut words: Vec<String> = query_phrases(text)
+        .into_iter()
+        .flatten()
+        .map(|w| w.to_lowercase())
         .collect();
     words.sort();
     words.dedup();
@@ -167,16 +198,20 @@ fn score_candidates(candidates: &[Candidate], words: &QueryWords, idf: &[f64]) -
     scored
 }
 
-/// Turn user text into an FTS5 query that matches all its words. Every word
-/// is quoted, so no input can be read as FTS syntax. `None` when the text has
+/// Turn user text into an FTS5 query that matches all its words, each group
+/// of [`query_phrases`] as a phrase. Only letters and digits go in, each
+/// group quoted, so no input can be read as FTS syntax. `None` when the text has
 /// no letters or digits.
 pub fn fts_query(text: &str) -> Option<String> {
-    let words: Vec<String> = text
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(|w| format!("\"{w}\""))
+    let phrases: Vec<String> = query_phrases(text)
+        .iter()
+        .map(|words| format!("\"{}\"", words.join(" ")))
         .collect();
-    if words.is_empty() { None } else { Some(words.join(" ")) }
+    if phrases.is_empty() {
+        None
+    } else {
+        Some(phrases.join(" "))
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -335,8 +370,11 @@ impl Store {
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             let indexed: std::collections::HashSet<i64> = candidates.iter().map(|c| c.rowid).collect();
             let matcher = QueryWords::new(&words);
+            let phrases = query_phrases(text);
             candidates.extend(pending.into_iter().filter(|c| {
-                !indexed.contains(&c.rowid) && matcher.counts(&c.text).1.iter().all(|&n| n > 0)
+                !indexed.contains(&c.rowid)
+                    && matcher.counts(&c.text).1.iter().all(|&n| n > 0)
+                    && phrases.iter().all(|p| super::snippet::holds_phrase(&c.text, p))
             }));
             if candidates.is_empty() {
                 return Ok((Vec::new(), false));
@@ -471,6 +509,22 @@ mod tests {
         assert_eq!(fts_query("NEAR( \"x\" *").as_deref(), Some("\"NEAR\" \"x\""));
         assert_eq!(fts_query("\" * ) ("), None);
         assert_eq!(fts_query("naïve café").as_deref(), Some("\"naïve\" \"café\""));
+        // Review 10-b: joined words and quoted spans are phrases, and a
+        // query typed with separate accents is composed first.
+        assert_eq!(fts_query("bump 1.2.3").as_deref(), Some("\"bump\" \"1 2 3\""));
+        assert_eq!(
+            fts_query("user_id foo.bar() C++").as_deref(),
+            Some("\"user id\" \"foo bar\" \"C\"")
+        );
+        assert_eq!(
+            fts_query("\"cache invalidation\" now \"open").as_deref(),
+            Some("\"cache invalidation\" \"now\" \"open\"")
+        );
+        assert_eq!(fts_query("re\u{301}sume\u{301}").as_deref(), Some("\"résumé\""));
+        assert_eq!(
+            query_words("re\u{301}sume\u{301} \"Cache  x\""),
+            vec!["cache", "résumé", "x"]
+        );
     }
 
     fn cand(rowid: i64, text: &str) -> Candidate {
@@ -618,6 +672,61 @@ mod tests {
             )
             .unwrap();
         assert_eq!(pending, 0);
+    }
+
+    /// Review 10-b: versions, identifiers and quoted spans match as
+    /// phrases, in the index and among thoughts not indexed yet alike; a
+    /// query typed with separate accents finds its word.
+    #[test]
+    fn joined_and_quoted_words_match_in_order() {
+        use crate::store::Target;
+        let (_d, store) = temp_store();
+        let s = store.create_session(NewSession::titled("phrases")).unwrap();
+        let texts = [
+            "bump serde to 1.2.3 today",
+            "serde 3.2.1 broke the build (see 1 and 2)",
+            "invalidation of the cache is hard",
+            "cache invalidation, again",
+            "read user_id from the token; the user has an id",
+            "my résumé",
+        ];
+        for text in texts {
+            store
+                .append_thought(
+                    Target::Session(s.id.clone()),
+                    ThoughtInput {
+                        thought: text.into(),
+                        next_thought_needed: true,
+                        ..Default::default()
+                    },
+                )
+                .unwrap();
+        }
+        let numbers = |q: &str| -> Vec<u32> {
+            let mut n: Vec<u32> = store
+                .search_thoughts(q, 10)
+                .unwrap()
+                .iter()
+                .map(|h| h.thought_number)
+                .collect();
+            n.sort();
+            n
+        };
+        let check = || {
+            assert_eq!(numbers("1.2.3"), [1]);
+            assert_eq!(numbers("serde 3.2.1"), [2]);
+            assert_eq!(numbers("\"cache invalidation\""), [4]);
+            assert_eq!(numbers("cache invalidation"), [3, 4]);
+            assert_eq!(numbers("user_id"), [5]);
+            assert_eq!(numbers("re\u{301}sume\u{301}"), [6]);
+        };
+        // Not indexed yet, behind another program's write lock: read directly.
+        let shell = rusqlite::Connection::open(store.path()).unwrap();
+        shell.execute_batch("BEGIN IMMEDIATE").unwrap();
+        check();
+        shell.execute_batch("ROLLBACK").unwrap();
+        store.index_all_pending().unwrap();
+        check();
     }
 
     /// A store opened only to read (`thoughtbox sessions search`) finds the

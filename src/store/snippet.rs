@@ -24,7 +24,7 @@ fn combining(c: char) -> bool {
 
 /// The tokens of `text`, by byte range: runs of letters and digits (with
 /// their combining marks), as the index splits text.
-fn tokens(text: &str) -> Vec<(usize, usize)> {
+pub(crate) fn tokens(text: &str) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     let mut start = None;
     for (i, c) in text.char_indices() {
@@ -77,6 +77,17 @@ pub fn fold(word: &str) -> String {
 /// The words of a search, matched against a text's tokens the way the index
 /// matches them ([`fold`]). Snippets, scoring and the search of thoughts not
 /// yet indexed all match through this, so they agree.
+/// Whether `phrase` (words of one query group) occurs in `text` as
+/// consecutive tokens, compared as the index compares words.
+pub fn holds_phrase(text: &str, phrase: &[String]) -> bool {
+    if phrase.len() < 2 {
+        return true;
+    }
+    let want: Vec<String> = phrase.iter().map(|w| fold(w)).collect();
+    let got: Vec<String> = tokens(text).into_iter().map(|(s, e)| fold(&text[s..e])).collect();
+    got.windows(want.len()).any(|w| w == want.as_slice())
+}
+
 pub struct QueryWords {
     folded: Vec<String>,
     index: HashMap<String, usize>,
