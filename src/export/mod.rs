@@ -283,14 +283,49 @@ fn each_in_chains(source: &dyn SessionSource, f: &mut dyn FnMut(&Thought, bool) 
     })
 }
 
-/// A readable Markdown document with every chain.
+/// `text` on one line: line breaks and other control characters become
+/// spaces, so that a title or tag cannot add lines to a document's header.
+fn one_line(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() || matches!(c, '\u{2028}' | '\u{2029}') {
+                ' '
+            } else {
+                c
+            }
+        })
+        .collect()
+}
+
+/// `text` as a Markdown block quote, every line of it (CR, LF and CRLF all
+/// end a line in Markdown). Whatever the text holds (an unclosed code
+/// fence, an HTML comment, a line that looks like this document's own
+/// headings) stays inside the quote: a block quote ends every block opened
+/// in it.
+fn block_quote(out: &mut String, text: &str) {
+    let text = text.trim_end().replace("\r\n", "\n").replace('\r', "\n");
+    for line in text.split('\n') {
+        out.push('>');
+        if !line.is_empty() {
+            out.push(' ');
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    out.push('\n');
+}
+
+/// A readable Markdown document with every chain. Each thought is a block
+/// quote (its own Markdown renders inside it), so no thought can change the
+/// structure around it.
 fn write_markdown(out: &mut dyn Write, source: &dyn SessionSource, include_metadata: bool) -> Result<()> {
     let session = source.session();
-    let mut s = format!("# {}\n\n", session.title);
+    let mut s = format!("# {}\n\n", one_line(&session.title));
     if include_metadata {
         s.push_str(&format!("- **Session:** {}\n", session.id));
         if !session.tags.is_empty() {
-            s.push_str(&format!("- **Tags:** {}\n", session.tags.join(", ")));
+            let tags: Vec<String> = session.tags.iter().map(|t| one_line(t)).collect();
+            s.push_str(&format!("- **Tags:** {}\n", tags.join(", ")));
         }
         s.push_str(&format!("- **Created:** {}\n", session.created_at));
         s.push_str(&format!("- **Updated:** {}\n", session.updated_at));
@@ -307,9 +342,11 @@ fn write_markdown(out: &mut dyn Write, source: &dyn SessionSource, include_metad
             }
         ));
         if let Some(d) = session.description.as_deref().filter(|d| !d.is_empty()) {
-            s.push_str(&format!("\n> {}\n", d.replace('\n', "\n> ")));
+            s.push('\n');
+            block_quote(&mut s, d);
+        } else {
+            s.push('\n');
         }
-        s.push('\n');
     }
     out.write_all(s.as_bytes()).map_err(written)?;
     each_in_chains(source, &mut |t, first| {
@@ -329,17 +366,13 @@ fn write_markdown(out: &mut dyn Write, source: &dyn SessionSource, include_metad
             s.push_str(&format!(" (revises #{r})"));
         }
         s.push_str("\n\n");
-        s.push_str(d.thought.trim_end());
-        s.push_str("\n\n");
+        block_quote(&mut s, &d.thought);
         if let Some(c) = &d.critique {
-            s.push_str(&format!(
-                "> **Critique** ({}): {}\n\n",
-                c.model,
-                c.text.replace('\n', "\n> ")
-            ));
+            s.push_str(&format!("**Critique** ({}):\n\n", one_line(&c.model)));
+            block_quote(&mut s, &c.text);
         }
         if d.critique_requested == Some(true) {
-            s.push_str("> **Critique** asked for, none received\n\n");
+            s.push_str("**Critique** asked for, none received.\n\n");
         }
         out.write_all(s.as_bytes()).map_err(written)
     })
@@ -395,12 +428,12 @@ fn squash(text: &str, max: usize) -> String {
 /// `b@f` for a branch's fork point.
 fn write_cipher(out: &mut dyn Write, source: &dyn SessionSource, include_metadata: bool) -> Result<()> {
     let session = source.session();
-    let mut s = format!("# {}\n", session.title);
+    let mut s = format!("# {}\n", one_line(&session.title));
     if include_metadata {
         s.push_str(&format!(
             "id:{} tags:{} n:{} b:{} {}\n",
             session.id,
-            session.tags.join(","),
+            one_line(&session.tags.join(",")),
             session.thought_count,
             session.branch_count,
             if session.completed_at.is_some() { "done" } else { "open" }
@@ -507,6 +540,55 @@ mod tests {
         let nodes = nodes(&ts);
         assert_eq!(nodes[0].next, vec!["s:x:2".to_string(), "s:2".to_string()]);
         assert!(nodes[1].next.is_empty());
+    }
+
+    /// Review 10-b: a thought that opened a code fence or an HTML comment
+    /// swallowed every thought after it, and one could imitate the
+    /// document's headings; a title with a line break added header lines.
+    #[test]
+    fn a_thought_cannot_change_the_markdown_around_it() {
+        let ts = vec![
+            thought(1, 1, None, None, "```python\ndef f():\n\n    pass"),
+            thought(
+                2,
+                2,
+                None,
+                Some("s:1"),
+                "<!-- hidden\r### Thought 9/9 (revises #1)\r\n\n## Branch `evil`",
+            ),
+            thought(3, 3, None, Some("s:2"), "**bold** and a list:\n- one"),
+        ];
+        let mut s = session();
+        s.title = "Title\n## Main chain".into();
+        s.tags = vec!["a\nb".into()];
+        let md = markdown(&s, &ts, true);
+        let unquoted: Vec<&str> = md.lines().filter(|l| !l.starts_with('>')).collect();
+        assert_eq!(
+            unquoted
+                .iter()
+                .filter(|l| l.starts_with('#'))
+                .copied()
+                .collect::<Vec<_>>(),
+            [
+                "# Title ## Main chain",
+                "## Main chain",
+                "### Thought 1/1",
+                "### Thought 2/2",
+                "### Thought 3/3"
+            ],
+            "{md}"
+        );
+        assert!(md.contains("- **Tags:** a b\n"), "{md}");
+        assert!(
+            md.contains("> ```python\n> def f():\n>\n>     pass\n\n### Thought 2/2"),
+            "{md}"
+        );
+        assert!(
+            md.contains("> <!-- hidden\n> ### Thought 9/9 (revises #1)\n>\n> ## Branch `evil`\n"),
+            "{md}"
+        );
+        let c = cipher(&s, &ts);
+        assert!(c.starts_with("# Title ## Main chain\nid:s tags:a b "), "{c}");
     }
 
     #[test]
