@@ -48,6 +48,10 @@ impl AnalysisType {
 pub struct DeepOptions {
     pub analysis_type: AnalysisType,
     pub include_timeline: bool,
+    /// Whether the timeline lists every thought (`timeline.entries`): an
+    /// entry per thought is most of a large session's answer, so only on
+    /// request.
+    pub timeline_entries: bool,
 }
 
 impl Default for DeepOptions {
@@ -55,6 +59,7 @@ impl Default for DeepOptions {
         DeepOptions {
             analysis_type: AnalysisType::Full,
             include_timeline: true,
+            timeline_entries: false,
         }
     }
 }
@@ -260,8 +265,10 @@ pub struct Timeline {
     pub duration_ms: u64,
     pub first_thought_at: Option<String>,
     pub last_thought_at: Option<String>,
-    /// The thoughts in recording order (the first [`MAX_LISTED`]).
-    pub entries: Vec<TimelineEntry>,
+    /// The thoughts in recording order (the first [`MAX_LISTED`]), when
+    /// asked for ([`DeepOptions::timeline_entries`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub entries: Option<Vec<TimelineEntry>>,
     /// How many thoughts there were, when more than listed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub entry_count: Option<usize>,
@@ -602,19 +609,20 @@ pub fn deep_analysis(session: &Session, thoughts: &[Thought], options: DeepOptio
         duration_ms: f.duration_ms,
         first_thought_at: f.ordered.first().map(|t| t.data.timestamp.clone()),
         last_thought_at: f.ordered.last().map(|t| t.data.timestamp.clone()),
-        entries: f
-            .ordered
-            .iter()
-            .zip(&labels)
-            .take(MAX_LISTED)
-            .map(|(t, l)| TimelineEntry {
-                thought_number: t.data.thought_number,
-                branch_id: t.data.branch_id.clone(),
-                timestamp: t.data.timestamp.clone(),
-                pattern: *l,
-            })
-            .collect(),
-        entry_count: (n > MAX_LISTED).then_some(n),
+        entries: options.timeline_entries.then(|| {
+            f.ordered
+                .iter()
+                .zip(&labels)
+                .take(MAX_LISTED)
+                .map(|(t, l)| TimelineEntry {
+                    thought_number: t.data.thought_number,
+                    branch_id: t.data.branch_id.clone(),
+                    timestamp: t.data.timestamp.clone(),
+                    pattern: *l,
+                })
+                .collect()
+        }),
+        entry_count: (options.timeline_entries && n > MAX_LISTED).then_some(n),
     });
     let transition_count = cut(&mut transitions, MAX_LISTED);
     let mut decision_points = decision_points;
@@ -676,7 +684,11 @@ mod tests {
     const NOW: &str = "2026-02-01T00:00:00.000Z";
 
     fn run(ts: &[Thought]) -> DeepAnalysisResult {
-        deep_analysis(&session("s"), ts, DeepOptions::default(), NOW)
+        let options = DeepOptions {
+            timeline_entries: true,
+            ..DeepOptions::default()
+        };
+        deep_analysis(&session("s"), ts, options, NOW)
     }
 
     fn freq(r: &DeepAnalysisResult, p: Pattern) -> f64 {
@@ -719,8 +731,9 @@ mod tests {
             .collect();
         let r = run(&thoughts(&specs));
         let tl = r.timeline.as_ref().unwrap();
-        assert_eq!((tl.entries.len(), tl.entry_count), (MAX_LISTED, Some(3000)));
-        assert_eq!(tl.entries[0].thought_number, 1);
+        let entries = tl.entries.as_ref().unwrap();
+        assert_eq!((entries.len(), tl.entry_count), (MAX_LISTED, Some(3000)));
+        assert_eq!(entries[0].thought_number, 1);
         let points = r.decision_points.as_ref().unwrap();
         assert_eq!((points.len(), r.decision_point_count), (MAX_LISTED, Some(1500)));
         assert_eq!(r.patterns.transitions.len(), MAX_LISTED);
@@ -763,7 +776,7 @@ mod tests {
         assert!(r.decision_points.as_ref().unwrap().is_empty());
         let tl = r.timeline.as_ref().unwrap();
         assert_eq!(tl.duration_estimate, "1 minute 30 seconds");
-        assert_eq!(tl.entries.len(), 4);
+        assert_eq!(tl.entries.as_ref().map(Vec::len), Some(4));
         assert!(
             r.insights
                 .iter()
@@ -884,6 +897,7 @@ mod tests {
         let opts = DeepOptions {
             analysis_type: AnalysisType::Patterns,
             include_timeline: false,
+            timeline_entries: false,
         };
         let r = deep_analysis(&session("s"), &linear(), opts, NOW);
         assert!(r.cognitive_load.is_none() && r.decision_points.is_none() && r.timeline.is_none());

@@ -208,6 +208,7 @@ fn deep_options(args: &Args) -> Result<(DeepOptions, Vec<String>)> {
         }
     };
     let include_timeline = pick(&["includeTimeline"])?.unwrap_or(true);
+    let timeline_entries = pick(&["includeTimelineEntries"])?.unwrap_or(false);
     let compare_with = match options.str_list_opt(&["compareWith"])? {
         Some(c) => c,
         None => args.str_list_opt(&["compareWith"])?.unwrap_or_default(),
@@ -225,6 +226,7 @@ fn deep_options(args: &Args) -> Result<(DeepOptions, Vec<String>)> {
         DeepOptions {
             analysis_type,
             include_timeline,
+            timeline_entries,
         },
         compare_with.iter().map(|c| domain::canonical_session_id(c)).collect(),
     ))

@@ -90,7 +90,7 @@ pub const OPERATIONS: &[(&str, Stage, &str)] = &[
     (
         "deep_analysis",
         Stage::InitComplete,
-        "Reasoning patterns, metrics, insights, cognitive load, decision points and timeline of a session. args: sessionId, analysisType? (patterns | cognitive_load | decision_points | full), options? { includeTimeline?, compareWith? [sessionIds] }.",
+        "Reasoning patterns, metrics, insights, cognitive load, decision points and timeline of a session. args: sessionId, analysisType? (patterns | cognitive_load | decision_points | full), options? { includeTimeline?, includeTimelineEntries? (every thought in order; off by default), compareWith? [sessionIds] }.",
     ),
     (
         "thought",

@@ -238,7 +238,17 @@ async fn deep_analysis_full_and_by_type() {
         json!({ "thoughtNumber": 3, "type": "branch", "reference": 2, "branchId": "alt" })
     );
     assert_eq!(points[1]["type"], "revision");
-    assert_eq!(d["timeline"]["entries"].as_array().unwrap().len(), 6);
+    // Seed 003's timeline; the thought-by-thought entries (most of a large
+    // session's answer) only when asked for.
+    assert!(d["timeline"].get("entries").is_none(), "{}", d["timeline"]);
+    assert!(d["timeline"]["durationEstimate"].is_string());
+    let e = s
+        .ok(
+            "deep_analysis",
+            json!({ "sessionId": sid, "options": { "includeTimelineEntries": true } }),
+        )
+        .await;
+    assert_eq!(e["timeline"]["entries"].as_array().unwrap().len(), 6);
 
     let p = s
         .ok(
