@@ -85,7 +85,7 @@ pub const OPERATIONS: &[(&str, Stage, &str)] = &[
     (
         "session",
         Stage::InitComplete,
-        "Session management. args: subOperation = list | get | search | resume | export (format json|markdown|cipher, or destination: a directory to write the file layout to) | delete | analyze | extract_learnings | discovery, plus its parameters.",
+        "Session management. args: subOperation = list | get (includeThoughts: false for the session without its thoughts) | search | resume | export (format json|markdown|cipher, or destination: a directory to write the file layout to) | delete | analyze | extract_learnings | discovery, plus its parameters.",
     ),
     (
         "deep_analysis",

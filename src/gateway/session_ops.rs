@@ -57,6 +57,13 @@ pub async fn session(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
 
 async fn get(gw: &Gateway, args: Args) -> Result<Value> {
     let id = session_id_req(&args)?;
+    // Every thought's text is most of the answer (~140 KB for 200 thoughts
+    // of 500 characters, past some clients' limit for one tool answer):
+    // `includeThoughts: false` answers the session alone.
+    if !args.bool_opt(&["includeThoughts"])?.unwrap_or(true) {
+        let session = gw.blocking(move |s| s.session(&id)).await?;
+        return Ok(json!({ "session": session }));
+    }
     // Read one thought at a time, as an export is, and given up as soon as
     // the text alone could no longer fit in one answer (a session of a
     // hundred thousand thoughts is refused without being loaded).

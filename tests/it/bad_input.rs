@@ -591,6 +591,16 @@ async fn ignored_arguments_are_named_in_the_answer() {
     let r = s.call_raw(m).await.unwrap();
     assert_eq!(r["session"]["id"], sid.as_str());
     assert!(r.get("ignoredArguments").is_none(), "{r}");
+    assert_eq!(r["thoughts"].as_array().map(Vec::len), Some(3));
+    // The session without its thoughts, when that is all a client wants.
+    let r = s
+        .ok(
+            "session",
+            json!({ "subOperation": "get", "sessionId": sid, "includeThoughts": "false" }),
+        )
+        .await;
+    assert_eq!(r, json!({ "session": r["session"].clone() }));
+    assert_eq!(r["session"]["thoughtCount"], 3);
     // resolveAnchors (seed 003) is not implemented: export says it did not use it.
     let r = s
         .call(
