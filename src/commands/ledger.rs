@@ -85,7 +85,16 @@ pub fn sessions(db: &DbArgs, command: SessionsCommand) -> Result<ExitCode> {
         SessionsCommand::Show { id, json } => {
             let format = if json { Format::Json } else { Format::Markdown };
             store.with_session(id.trim(), |session| {
-                let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+                // On a terminal, text from the ledger cannot drive it (a
+                // pasted page's escape sequences); to a file or a pipe, the
+                // bytes are the export's.
+                let stdout = std::io::stdout().lock();
+                let stdout: Box<dyn Write> = if std::io::IsTerminal::is_terminal(&stdout) {
+                    Box::new(super::Printable::new(stdout))
+                } else {
+                    Box::new(stdout)
+                };
+                let mut stdout = std::io::BufWriter::new(stdout);
                 export::write(&mut stdout, format, session, true, Layout::Pretty)?;
                 if json {
                     stdout.write_all(b"\n").map_err(|e| Error::io("writing to stdout", e))?;

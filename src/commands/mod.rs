@@ -211,6 +211,50 @@ fn printable(text: &str) -> String {
         .collect()
 }
 
+/// A writer for a terminal: every control character but line feed and tab
+/// (ESC, BEL, CR, DEL, and C1 controls such as CSI) becomes U+FFFD, so that
+/// text in the ledger cannot move the cursor, clear the screen or set the
+/// clipboard. Text passes through as bytes; C1 controls are recognised by
+/// their two-byte UTF-8 form across writes.
+struct Printable<W: Write> {
+    inner: W,
+    after_c2: bool,
+}
+
+impl<W: Write> Printable<W> {
+    fn new(inner: W) -> Self {
+        Printable { inner, after_c2: false }
+    }
+}
+
+impl<W: Write> Write for Printable<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        const REPLACEMENT: &[u8] = "\u{FFFD}".as_bytes();
+        let mut out = Vec::with_capacity(buf.len());
+        for &b in buf {
+            if std::mem::take(&mut self.after_c2) {
+                if (0x80..=0x9f).contains(&b) {
+                    out.extend_from_slice(REPLACEMENT);
+                    continue;
+                }
+                out.push(0xc2);
+            }
+            match b {
+                0xc2 => self.after_c2 = true,
+                b'\n' | b'\t' => out.push(b),
+                0..=0x1f | 0x7f => out.extend_from_slice(REPLACEMENT),
+                _ => out.push(b),
+            }
+        }
+        self.inner.write_all(&out)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
 fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
     let rows: Vec<Vec<String>> = rows.iter().map(|r| r.iter().map(|c| printable(c)).collect()).collect();
     let rows = &rows;
@@ -271,6 +315,23 @@ fn search_text(s: &str) -> std::result::Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Review 10-b: `sessions show` sent a thought's escape sequences (clear
+    /// the screen, OSC 52 to set the clipboard) straight to the terminal.
+    #[test]
+    fn text_for_a_terminal_cannot_drive_it() {
+        let text = "clear\u{1b}[2J\u{1b}]52;c;ZWNobw==\u{7} csi\u{9b}31m é\u{85}ü\r\n\tend\u{7f}";
+        // One byte per write: a C1 control split across two writes is still one.
+        let mut out = Printable::new(Vec::new());
+        for b in text.as_bytes() {
+            out.write_all(std::slice::from_ref(b)).unwrap();
+        }
+        let shown = String::from_utf8(out.inner).unwrap();
+        assert_eq!(
+            shown,
+            "clear\u{FFFD}[2J\u{FFFD}]52;c;ZWNobw==\u{FFFD} csi\u{FFFD}31m é\u{FFFD}ü\u{FFFD}\n\tend\u{FFFD}"
+        );
+    }
 
     #[test]
     fn tables_align_on_characters() {
