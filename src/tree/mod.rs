@@ -26,6 +26,7 @@ pub mod writer;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use unicode_normalization::UnicodeNormalization;
 
 use serde::{Deserialize, Serialize};
 
@@ -114,13 +115,17 @@ pub fn sort_files(files: &mut [String]) {
     files.sort_by_key(|f| (thought_file_number(f), f.clone()));
 }
 
-/// A project directory name: `[A-Za-z0-9._-]`, 1-64 characters, not `.`/`..`.
+/// Whether `c` may be part of a project directory name: a letter or digit
+/// of any script, `.`, `_` or `-`.
+fn project_char(c: char) -> bool {
+    c.is_alphanumeric() || matches!(c, '.' | '_' | '-')
+}
+
+/// A project directory name: letters and digits of any script, `.`, `_`,
+/// `-`; 1-64 characters (at most 256 bytes, within every file system's
+/// limit for a name), not only dots.
 fn is_project_name(p: &str) -> bool {
-    !p.is_empty()
-        && p.len() <= 64
-        && p.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
-        && !p.bytes().all(|b| b == b'.')
+    !p.is_empty() && p.chars().count() <= 64 && p.chars().all(project_char) && !p.chars().all(|c| c == '.')
 }
 
 /// Check a project name given on the command line.
@@ -142,15 +147,10 @@ pub fn project_from_tags(tags: &[String]) -> String {
     tags.iter()
         .filter_map(|t| t.strip_prefix("project:"))
         .map(|p| {
+            // Composed (NFC): the same name typed either way is one folder.
             p.trim()
-                .chars()
-                .map(|c| {
-                    if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
-                        c
-                    } else {
-                        '-'
-                    }
-                })
+                .nfc()
+                .map(|c| if project_char(c) { c } else { '-' })
                 .take(64)
                 .collect::<String>()
         })
@@ -233,5 +233,12 @@ mod tests {
         assert!(check_project("../x").is_err());
         assert!(check_project("..").is_err());
         assert!(check_project("ok_1.2").is_ok());
+        // Review 10-b: names in other scripts became dashes, and different
+        // projects shared one folder.
+        assert_eq!(project_from_tags(&["project:数据库".into()]), "数据库");
+        assert_eq!(project_from_tags(&["project:проект сервис".into()]), "проект-сервис");
+        assert_eq!(project_from_tags(&["project:cafe\u{301}".into()]), "café");
+        assert!(check_project("数据库").is_ok());
+        assert!(check_project("数据/库").is_err());
     }
 }
