@@ -425,9 +425,47 @@ impl Store {
             );
             let rows = tx
                 .prepare_cached(&sql)?
-                .query_map(params![q, limit], |r| Ok((session_from_row(r, granularity)?, -r.get::<_, f64>(11)?)))?
-                .collect::<rusqlite::Result<Vec<_>>>()?;
-            Ok(rows)
+                .query_map(params![q, limit], |r| session_from_row(r, granularity))?
+                .collect::<rusqlite::Result<Vec<Session>>>()?;
+            if rows.is_empty() {
+                return Ok(Vec::new());
+            }
+            // Scored as thoughts are (FTS5's own bm25 floors the weight of a
+            // word most sessions hold at 1e-6, so that a title match ranked
+            // below any passing mention in a thought).
+            let words = query_words(text);
+            let total: i64 = tx.query_row("SELECT coalesce(max(seq), 0) FROM sessions", [], |r| r.get(0))?;
+            let mut df_stmt = tx.prepare_cached(
+                "SELECT count(*) FROM (SELECT rowid FROM sessions_fts WHERE sessions_fts MATCH ?1 LIMIT ?2)",
+            )?;
+            let mut idf = Vec::with_capacity(words.len());
+            for w in &words {
+                let df: i64 = df_stmt.query_row(params![format!("\"{w}\""), DF_CAP], |r| r.get(0))?;
+                idf.push(bm25_idf(total as f64, df as f64));
+            }
+            // Ties keep FTS5's order.
+            let candidates: Vec<Candidate> = rows
+                .iter()
+                .enumerate()
+                .map(|(i, s)| Candidate {
+                    rowid: -(i as i64),
+                    session_id: s.id.clone(),
+                    thought_number: 0,
+                    branch_id: None,
+                    node_id: String::new(),
+                    text: format!(
+                        "{} {} {}",
+                        s.title,
+                        s.description.as_deref().unwrap_or_default(),
+                        s.tags.join(" ")
+                    ),
+                })
+                .collect();
+            let mut scores = vec![0.0; rows.len()];
+            for (i, score) in score_candidates(&candidates, &QueryWords::new(&words), &idf) {
+                scores[i] = score;
+            }
+            Ok(rows.into_iter().zip(scores).collect())
         })
     }
 
@@ -727,6 +765,25 @@ mod tests {
         shell.execute_batch("ROLLBACK").unwrap();
         store.index_all_pending().unwrap();
         check();
+    }
+
+    /// Review 10-b: a session matching by its title scored ~1e-6 (FTS5's
+    /// floor for a word most sessions hold), below any passing mention in a
+    /// thought. It is now scored as thoughts are.
+    #[test]
+    fn a_title_match_is_scored_as_a_thought_match_is() {
+        let (_d, store) = temp_store();
+        for title in ["Kafka consumer lag", "kafka topics", "Weekly notes"] {
+            store.create_session(NewSession::titled(title)).unwrap();
+        }
+        let hits = store.search_session_fields("kafka", 10).unwrap();
+        assert_eq!(hits.len(), 2);
+        for (session, score) in &hits {
+            assert!(*score > 0.1, "{} {score}", session.title);
+        }
+        let hits = store.search_session_fields("kafka lag", 10).unwrap();
+        assert_eq!(hits.len(), 1);
+        assert!(hits[0].1 > 1.0, "{hits:?}");
     }
 
     /// A store opened only to read (`thoughtbox sessions search`) finds the
