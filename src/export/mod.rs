@@ -413,14 +413,42 @@ fn step_type(d: &ThoughtData) -> char {
     }
 }
 
+/// Whether `c` belongs to the character before it on screen: a combining
+/// mark, a joiner, a variation selector or an emoji skin tone.
+fn extends_previous(c: char) -> bool {
+    matches!(c, '\u{300}'..='\u{36f}' | '\u{1ab0}'..='\u{1aff}' | '\u{1dc0}'..='\u{1dff}'
+        | '\u{20d0}'..='\u{20ff}' | '\u{fe20}'..='\u{fe2f}' | '\u{200c}' | '\u{200d}'
+        | '\u{fe00}'..='\u{fe0f}' | '\u{1f3fb}'..='\u{1f3ff}' | '\u{e0020}'..='\u{e007f}')
+}
+
+fn regional_indicator(c: char) -> bool {
+    matches!(c, '\u{1f1e6}'..='\u{1f1ff}')
+}
+
+/// `text` on one line, its whitespace runs as one space, cut after about
+/// `max` characters. The cut never splits what shows as one character: an
+/// accent from its letter, an emoji sequence joined by U+200D, a flag.
 fn squash(text: &str, max: usize) -> String {
     let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if one_line.chars().count() <= max {
-        one_line
-    } else {
-        let cut: String = one_line.chars().take(max).collect();
-        format!("{cut} ..")
+    let chars: Vec<char> = one_line.chars().collect();
+    if chars.len() <= max {
+        return one_line;
     }
+    let mut end = max;
+    // A flag is two regional indicators: do not keep half of one.
+    let indicators = chars[..end]
+        .iter()
+        .rev()
+        .take_while(|c| regional_indicator(**c))
+        .count();
+    if indicators % 2 == 1 && chars.get(end).copied().is_some_and(regional_indicator) {
+        end += 1;
+    }
+    while end < chars.len() && (extends_previous(chars[end]) || chars[end - 1] == '\u{200d}') {
+        end += 1;
+    }
+    let cut: String = chars[..end].iter().collect();
+    format!("{cut} ..")
 }
 
 /// The session in cipher notation: one step line per thought,
@@ -589,6 +617,20 @@ mod tests {
         );
         let c = cipher(&s, &ts);
         assert!(c.starts_with("# Title ## Main chain\nid:s tags:a b "), "{c}");
+    }
+
+    /// Review 10-b: the cipher cut split a family emoji, a flag, and an
+    /// accent from its letter.
+    #[test]
+    fn the_cipher_cut_keeps_what_shows_as_one_character() {
+        let pad = "a".repeat(199);
+        let family = "\u{1f468}\u{200d}\u{1f469}\u{200d}\u{1f467}";
+        assert_eq!(squash(&format!("{pad}{family} tail"), 200), format!("{pad}{family} .."));
+        let flag = "\u{1f1ef}\u{1f1f5}";
+        assert_eq!(squash(&format!("{pad}{flag} tail"), 200), format!("{pad}{flag} .."));
+        assert_eq!(squash(&format!("{pad}e\u{301}x"), 200), format!("{pad}e\u{301} .."));
+        assert_eq!(squash(&format!("{pad}bc"), 200), format!("{pad}b .."));
+        assert_eq!(squash("short  text\n", 200), "short text");
     }
 
     #[test]
