@@ -111,6 +111,93 @@ pub(crate) fn query_words(text: &str) -> Vec<String> {
     words
 }
 
+/// Whether `c` belongs to a script written without spaces between words
+/// (Chinese, Japanese, Thai, Lao, Khmer, Burmese), or to Korean, whose
+/// words carry their particles: the index keeps a run of such letters as
+/// one token, so a word inside the run is found by its text instead.
+fn unspaced(c: char) -> bool {
+    matches!(c,
+        '\u{0e00}'..='\u{0eff}'      // Thai, Lao
+        | '\u{1000}'..='\u{109f}'    // Myanmar
+        | '\u{1100}'..='\u{11ff}'    // Hangul Jamo
+        | '\u{1780}'..='\u{17ff}'    // Khmer
+        | '\u{3040}'..='\u{30ff}'    // Hiragana, Katakana
+        | '\u{3130}'..='\u{318f}'    // Hangul compatibility Jamo
+        | '\u{31f0}'..='\u{31ff}'    // Katakana extensions
+        | '\u{3400}'..='\u{4dbf}'    // CJK extension A
+        | '\u{4e00}'..='\u{9fff}'    // CJK unified ideographs
+        | '\u{ac00}'..='\u{d7af}'    // Hangul syllables
+        | '\u{f900}'..='\u{faff}'    // CJK compatibility ideographs
+        | '\u{ff66}'..='\u{ff9f}'    // half-width Katakana
+        | '\u{20000}'..='\u{3134f}') // CJK extensions B-G
+}
+
+/// A query split by how its words are found: the groups the index can
+/// match (as [`fts_query`] writes them, `None` when there are none), and
+/// the words of scripts written without spaces, found by their text
+/// ([`unspaced`]).
+pub(crate) struct QueryPlan {
+    pub fts: Option<String>,
+    pub fts_phrases: Vec<Vec<String>>,
+    pub texts: Vec<String>,
+}
+
+impl QueryPlan {
+    pub fn of(text: &str) -> QueryPlan {
+        let mut fts_phrases = Vec::new();
+        let mut texts: Vec<String> = Vec::new();
+        for phrase in query_phrases(text) {
+            if phrase.iter().any(|w| w.chars().any(unspaced)) {
+                for w in phrase {
+                    if !texts.contains(&w) {
+                        texts.push(w);
+                    }
+                }
+            } else {
+                fts_phrases.push(phrase);
+            }
+        }
+        let fts = (!fts_phrases.is_empty()).then(|| {
+            fts_phrases
+                .iter()
+                .map(|words| format!("\"{}\"", words.join(" ")))
+                .collect::<Vec<_>>()
+                .join(" ")
+        });
+        QueryPlan {
+            fts,
+            fts_phrases,
+            texts,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.fts.is_none() && self.texts.is_empty()
+    }
+
+    /// Whether `text` holds the whole query, as the index and the text
+    /// search would find it (for thoughts not indexed yet).
+    fn holds(&self, text: &str) -> bool {
+        self.texts.iter().all(|w| text.contains(w.as_str()))
+            && self.fts_phrases.iter().all(|p| {
+                let words: Vec<String> = p.iter().map(|w| w.to_lowercase()).collect();
+                QueryWords::new(&words).counts(text).1.iter().all(|&n| n > 0) && super::snippet::holds_phrase(text, p)
+            })
+    }
+
+    /// `AND instr(<column>, ?k) > 0` for each text word, numbered from `first`.
+    fn text_clauses(&self, column: &str, first: usize) -> String {
+        (0..self.texts.len())
+            .map(|i| format!(" AND instr({column}, ?{}) > 0", first + i))
+            .collect()
+    }
+}
+
+/// How many of the newest thoughts a search for words of scripts written
+/// without spaces reads (about 0.2 s here): older ones are not searched,
+/// and the answer says it may have stopped short.
+pub const TEXT_SCAN: i64 = 100_000;
+
 /// Inverse document frequency, in the form that never goes negative.
 fn bm25_idf(total: f64, df: f64) -> f64 {
     (1.0 + (total - df + 0.5) / (df + 0.5)).ln()
@@ -341,41 +428,70 @@ impl Store {
     /// out that could change which sessions are found: more sessions than
     /// picked, or more matches than the ranked candidates.
     fn search_thoughts_indexed(&self, text: &str, pick: Pick) -> Result<(Vec<ThoughtHit>, bool)> {
-        let Some(q) = fts_query(text) else {
+        let plan = QueryPlan::of(text);
+        if plan.is_empty() {
             return Ok((Vec::new(), false));
-        };
+        }
         let words = query_words(text);
         self.read(|tx| {
-            let candidates: Vec<Candidate> = tx
-                .prepare_cached(
-                    "SELECT t.id, t.session_id, t.thought_number, t.branch_id, t.node_id, t.thought FROM thoughts AS t
-                     WHERE t.id IN (SELECT rowid FROM thoughts_fts WHERE thoughts_fts MATCH ?1 ORDER BY rowid DESC LIMIT ?2)",
-                )?
-                .query_map(params![q, CANDIDATES], candidate_from_row)?
-                .collect::<rusqlite::Result<_>>()?;
+            const COLUMNS: &str = "t.id, t.session_id, t.thought_number, t.branch_id, t.node_id, t.thought";
+            let mut scan_cut = false;
+            let mut candidates: Vec<Candidate> = if plan.texts.is_empty() {
+                tx.prepare_cached(&format!(
+                    "SELECT {COLUMNS} FROM thoughts AS t
+                     WHERE t.id IN (SELECT rowid FROM thoughts_fts WHERE thoughts_fts MATCH ?1 ORDER BY rowid DESC LIMIT ?2)"
+                ))?
+                .query_map(params![plan.fts, CANDIDATES], candidate_from_row)?
+                .collect::<rusqlite::Result<_>>()?
+            } else {
+                // Words the index cannot find inside a run of letters: the
+                // newest thoughts holding their text (and the index's
+                // words, if any), indexed or not.
+                let newest: i64 = tx.query_row("SELECT coalesce(max(id), 0) FROM thoughts", [], |r| r.get(0))?;
+                let from = newest - TEXT_SCAN;
+                let fts = match &plan.fts {
+                    Some(_) => format!(
+                        " AND t.id IN (SELECT rowid FROM thoughts_fts WHERE thoughts_fts MATCH ?{})",
+                        3 + plan.texts.len()
+                    ),
+                    None => String::new(),
+                };
+                let sql = format!(
+                    "SELECT {COLUMNS} FROM thoughts AS t WHERE t.id > ?1{}{fts} ORDER BY t.id DESC LIMIT ?2",
+                    plan.text_clauses("t.thought", 3)
+                );
+                let mut values: Vec<rusqlite::types::Value> = vec![from.into(), CANDIDATES.into()];
+                values.extend(plan.texts.iter().map(|w| w.clone().into()));
+                values.extend(plan.fts.iter().map(|q| q.clone().into()));
+                let found: Vec<Candidate> = tx
+                    .prepare(&sql)?
+                    .query_map(rusqlite::params_from_iter(values), candidate_from_row)?
+                    .collect::<rusqlite::Result<_>>()?;
+                scan_cut = from > 0 && (found.len() as i64) < CANDIDATES;
+                found
+            };
             // Thoughts not in the index yet (another program's write lock
             // kept it from catching up): read here, newest first, and kept
             // when they hold every word, as the index would match them.
-            let mut candidates: Vec<Candidate> = candidates;
-            let pending = tx
-                .prepare_cached(
-                    "SELECT t.id, t.session_id, t.thought_number, t.branch_id, t.node_id, t.thought FROM thoughts AS t
-                     WHERE t.id > (SELECT indexed_through FROM thoughts_fts_state WHERE id = 1)
-                     ORDER BY t.id DESC LIMIT ?1",
-                )?
-                .query_map(
-                    [if self.opts.access.may_write() { PENDING_SCAN } else { -1 }],
-                    candidate_from_row,
-                )?
-                .collect::<rusqlite::Result<Vec<_>>>()?;
-            let indexed: std::collections::HashSet<i64> = candidates.iter().map(|c| c.rowid).collect();
-            let matcher = QueryWords::new(&words);
-            let phrases = query_phrases(text);
-            candidates.extend(pending.into_iter().filter(|c| {
-                !indexed.contains(&c.rowid)
-                    && matcher.counts(&c.text).1.iter().all(|&n| n > 0)
-                    && phrases.iter().all(|p| super::snippet::holds_phrase(&c.text, p))
-            }));
+            if plan.fts.is_some() {
+                let pending = tx
+                    .prepare_cached(&format!(
+                        "SELECT {COLUMNS} FROM thoughts AS t
+                         WHERE t.id > (SELECT indexed_through FROM thoughts_fts_state WHERE id = 1)
+                         ORDER BY t.id DESC LIMIT ?1"
+                    ))?
+                    .query_map(
+                        [if self.opts.access.may_write() { PENDING_SCAN } else { -1 }],
+                        candidate_from_row,
+                    )?
+                    .collect::<rusqlite::Result<Vec<_>>>()?;
+                let seen: std::collections::HashSet<i64> = candidates.iter().map(|c| c.rowid).collect();
+                candidates.extend(
+                    pending
+                        .into_iter()
+                        .filter(|c| !seen.contains(&c.rowid) && plan.holds(&c.text)),
+                );
+            }
             if candidates.is_empty() {
                 return Ok((Vec::new(), false));
             }
@@ -391,6 +507,7 @@ impl Store {
             }
             let scored = score_candidates(&candidates, &QueryWords::new(&words), &idf);
             let (scored, more) = pick.apply(scored, |i| candidates[i].session_id.as_str());
+            let more = more || scan_cut;
             let mut hits = Vec::with_capacity(scored.len());
             for (i, score) in scored {
                 let c = &candidates[i];
@@ -409,9 +526,10 @@ impl Store {
 
     /// Sessions whose title, description or tags match all words of `text`, best first.
     pub fn search_session_fields(&self, text: &str, limit: u32) -> Result<Vec<(Session, f64)>> {
-        let Some(q) = fts_query(text) else {
+        let plan = QueryPlan::of(text);
+        if plan.is_empty() {
             return Ok(Vec::new());
-        };
+        }
         let granularity = self.granularity();
         self.read(|tx| {
             let cols = SESSION_COLUMNS
@@ -419,14 +537,35 @@ impl Store {
                 .map(|c| format!("s.{c}"))
                 .collect::<Vec<_>>()
                 .join(", ");
-            let sql = format!(
-                "SELECT {cols}, bm25(sessions_fts) AS r FROM sessions_fts JOIN sessions AS s ON s.seq = sessions_fts.rowid
-                 WHERE sessions_fts MATCH ?1 ORDER BY r LIMIT ?2"
-            );
-            let rows = tx
-                .prepare_cached(&sql)?
-                .query_map(params![q, limit], |r| session_from_row(r, granularity))?
-                .collect::<rusqlite::Result<Vec<Session>>>()?;
+            let rows = if plan.texts.is_empty() {
+                let sql = format!(
+                    "SELECT {cols}, bm25(sessions_fts) AS r FROM sessions_fts JOIN sessions AS s ON s.seq = sessions_fts.rowid
+                     WHERE sessions_fts MATCH ?1 ORDER BY r LIMIT ?2"
+                );
+                tx.prepare_cached(&sql)?
+                    .query_map(params![plan.fts, limit], |r| session_from_row(r, granularity))?
+                    .collect::<rusqlite::Result<Vec<Session>>>()?
+            } else {
+                // Words of scripts written without spaces: by their text,
+                // newest sessions first (sessions are few beside thoughts).
+                let fts = match &plan.fts {
+                    Some(_) => format!(
+                        " AND s.seq IN (SELECT rowid FROM sessions_fts WHERE sessions_fts MATCH ?{})",
+                        2 + plan.texts.len()
+                    ),
+                    None => String::new(),
+                };
+                let sql = format!(
+                    "SELECT {cols} FROM sessions AS s WHERE 1{}{fts} ORDER BY s.seq DESC LIMIT ?1",
+                    plan.text_clauses("(s.title || ' ' || coalesce(s.description, '') || ' ' || s.tags)", 2)
+                );
+                let mut values: Vec<rusqlite::types::Value> = vec![i64::from(limit).into()];
+                values.extend(plan.texts.iter().map(|w| w.clone().into()));
+                values.extend(plan.fts.iter().map(|q| q.clone().into()));
+                tx.prepare(&sql)?
+                    .query_map(rusqlite::params_from_iter(values), |r| session_from_row(r, granularity))?
+                    .collect::<rusqlite::Result<Vec<Session>>>()?
+            };
             if rows.is_empty() {
                 return Ok(Vec::new());
             }
@@ -765,6 +904,88 @@ mod tests {
         shell.execute_batch("ROLLBACK").unwrap();
         store.index_all_pending().unwrap();
         check();
+    }
+
+    /// Review 10-b: a word inside a run of Chinese, Japanese, Korean or
+    /// Thai letters (one token to the index) was never found. Such words
+    /// are found by their text, among thoughts indexed or not, in session
+    /// fields and in the session list's filter; other words of the same
+    /// query still go through the index.
+    #[test]
+    fn words_of_scripts_without_spaces_are_found_inside_runs() {
+        use crate::domain::SessionFilter;
+        use crate::store::Target;
+        let (_d, store) = temp_store();
+        let s = store
+            .create_session(NewSession {
+                description: Some("关于数据库设计的讨论".into()),
+                ..NewSession::titled("设计会议")
+            })
+            .unwrap();
+        let texts = [
+            "我们讨论数据库设计",
+            "Redisを使ってキャッシュする",
+            "데이터베이스를 설계합니다",
+            "ภาษาไทยไม่มีช่องว่าง",
+            "cache 数据库 tuning",
+            "unrelated english text",
+        ];
+        let add = |text: &str| {
+            store
+                .append_thought(
+                    Target::Session(s.id.clone()),
+                    ThoughtInput {
+                        thought: text.into(),
+                        next_thought_needed: true,
+                        ..Default::default()
+                    },
+                )
+                .unwrap();
+        };
+        for text in texts {
+            add(text);
+        }
+        store.index_all_pending().unwrap();
+        let numbers = |q: &str| -> Vec<u32> {
+            let mut n: Vec<u32> = store
+                .search_thoughts(q, 10)
+                .unwrap()
+                .iter()
+                .map(|h| h.thought_number)
+                .collect();
+            n.sort();
+            n
+        };
+        assert_eq!(numbers("数据库"), [1, 5]);
+        assert_eq!(numbers("キャッシュ"), [2]);
+        assert_eq!(numbers("데이터베이스"), [3]);
+        assert_eq!(numbers("ภาษาไทย"), [4]);
+        assert_eq!(numbers("数据库 cache"), [5]);
+        assert_eq!(numbers("数据库 missing"), Vec::<u32>::new());
+        // Not indexed yet, behind another program's write lock.
+        add("新的数据库 cache 想法");
+        let shell = rusqlite::Connection::open(store.path()).unwrap();
+        shell.execute_batch("BEGIN IMMEDIATE").unwrap();
+        assert_eq!(numbers("数据库"), [1, 5, 7]);
+        assert_eq!(numbers("数据库 cache"), [5, 7]);
+        shell.execute_batch("ROLLBACK").unwrap();
+        // The session's own fields, in session search and in the list filter.
+        let hits = store.search_session_fields("数据库", 10).unwrap();
+        assert_eq!(hits.len(), 1);
+        assert!(hits[0].1 > 0.0);
+        assert_eq!(store.search("会议", 10).unwrap().len(), 1);
+        let listed = |q: &str| {
+            store
+                .list_sessions(&SessionFilter {
+                    search: Some(q.into()),
+                    ..Default::default()
+                })
+                .unwrap()
+                .total
+        };
+        assert_eq!(listed("会议"), 1);
+        assert_eq!(listed("会议 nothing"), 0);
+        assert_eq!(listed("!!"), 0);
     }
 
     /// Review 10-b: a session matching by its title scored ~1e-6 (FTS5's

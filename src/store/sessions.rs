@@ -2,7 +2,7 @@
 
 use rusqlite::{OptionalExtension, Row, ToSql};
 
-use super::search::fts_query;
+use super::search::QueryPlan;
 use super::{Store, Tx};
 use crate::domain::{self, Granularity, NewSession, Session, SessionFilter, SortBy, SortOrder};
 use crate::error::{Error, Result};
@@ -90,18 +90,24 @@ impl Store {
             }
         }
         if let Some(search) = filter.search.as_deref() {
-            match fts_query(search) {
-                Some(q) => {
-                    // `+`: not through an index on seq. Beside the tag
-                    // clause (or a server's project tag), SQLite 3.53 would
-                    // otherwise probe the (id, seq) index once per pair of
-                    // the two lists: 60 s over 10,000 sessions that all
-                    // match both; now 0.04 s (BENCHMARKS.md).
-                    clauses.push("+s.seq IN (SELECT rowid FROM sessions_fts WHERE sessions_fts MATCH ?)".into());
-                    params.push(Box::new(q));
-                }
-                // Nothing searchable in the text (only punctuation): nothing matches.
-                None => clauses.push("0".into()),
+            let plan = QueryPlan::of(search);
+            // Nothing searchable in the text (only punctuation): nothing matches.
+            if plan.is_empty() {
+                clauses.push("0".into());
+            }
+            if let Some(q) = plan.fts {
+                // `+`: not through an index on seq. Beside the tag clause
+                // (or a server's project tag), SQLite 3.53 would otherwise
+                // probe the (id, seq) index once per pair of the two lists:
+                // 60 s over 10,000 sessions that all match both; now 0.04 s
+                // (BENCHMARKS.md).
+                clauses.push("+s.seq IN (SELECT rowid FROM sessions_fts WHERE sessions_fts MATCH ?)".into());
+                params.push(Box::new(q));
+            }
+            // Words of scripts written without spaces, by their text.
+            for w in plan.texts {
+                clauses.push("instr(s.title || ' ' || coalesce(s.description, '') || ' ' || s.tags, ?) > 0".into());
+                params.push(Box::new(w));
             }
         }
         let where_sql = if clauses.is_empty() {
