@@ -133,7 +133,9 @@ async fn checkpoint(store: &Store, writer: &Writer) {
 async fn checkpoint_truncate(store: &Store) -> std::result::Result<(), String> {
     match blocking(store, |s| s.checkpoint_within(CHECKPOINT_WAIT)).await {
         Ok(true) => Ok(()),
-        Ok(false) => Err("another connection holds a read transaction on the database".into()),
+        Ok(false) => {
+            Err("another connection (a server, a shell, a browser) holds a read transaction on the database".into())
+        }
         // Logged once, when first seen.
         Err(e @ Error::FilesChanged { .. }) => Err(e.to_string()),
         Err(e) => {
@@ -150,6 +152,11 @@ impl Maintenance {
         let sig = signal.clone();
         let task = tokio::spawn(async move {
             let mut seen = sig.count();
+            // Whether the log said the WAL could not be emptied, and has not
+            // yet said that it was: said once, however many bursts pass
+            // while a reader stays (review 10-c saw it once per write, about
+            // 1,200 lines an hour, and the all-clear never came).
+            let mut told = false;
             'outer: loop {
                 // Sleep until the next write (re-checking after announcing idleness).
                 sig.idle.store(true, Ordering::Release);
@@ -187,7 +194,6 @@ impl Maintenance {
                 // transaction keeps that from finishing, try again, less
                 // and less often, until it does or writes resume.
                 let mut wait = CHECKPOINT_QUIET;
-                let mut told = false;
                 // Any write since the burst ended (`seen`) ends the idle
                 // time and is handled as a burst, including one made during
                 // the indexing above or a checkpoint.
@@ -215,7 +221,7 @@ impl Maintenance {
                     }
                     let why = match emptied {
                         Ok(()) => {
-                            if told {
+                            if std::mem::take(&mut told) {
                                 tracing::info!("the WAL is empty again: the database file holds the whole ledger");
                             }
                             break;

@@ -755,3 +755,30 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     }
     found
 }
+
+/// While another program holds a read transaction (a database browser left
+/// open), the idle checkpoint cannot empty the WAL. The log says so once,
+/// not once per burst of writes (review 10-c: ~1,200 lines an hour), and
+/// says when the WAL is empty again.
+#[tokio::test]
+async fn a_reader_left_open_is_logged_once_and_its_end_too() {
+    let (dir, db) = temp_db();
+    let log = dir.path().join("server.log");
+    let s = start_logging(&db, &log).await;
+    s.ready("beside a browser").await;
+    s.thought(t("before")).await;
+    let reader = rusqlite::Connection::open(&db).unwrap();
+    reader.execute_batch("BEGIN; SELECT count(*) FROM thoughts;").unwrap();
+    let told = "could not empty the WAL";
+    for i in 0..3 {
+        s.thought(t(&format!("burst {i}"))).await;
+        // Past the idle checkpoint's first try (1 s after the last write).
+        tokio::time::sleep(Duration::from_millis(1600)).await;
+    }
+    logged(&log, told).await;
+    reader.execute_batch("COMMIT").unwrap();
+    logged(&log, "the WAL is empty again").await;
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(text.matches(told).count(), 1, "{text}");
+    s.stop().await;
+}
