@@ -160,9 +160,9 @@ impl Args {
         self.usage().unread()
     }
 
-    /// Whether `key` was given, without counting it as read.
-    pub fn holds(&self, key: &str) -> bool {
-        self.map.contains_key(key)
+    /// The value given for `key`, without counting it as read.
+    pub fn peek(&self, key: &str) -> Option<&Value> {
+        self.map.get(key)
     }
 
     pub fn has(&self, key: &str) -> bool {

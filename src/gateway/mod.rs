@@ -387,7 +387,7 @@ impl Gateway {
         arguments: Option<Map<String, Value>>,
         ctx: Option<&RequestContext<RoleServer>>,
     ) -> std::result::Result<Value, Refused> {
-        let (operation, required, args, beside) = self.parse_call(arguments)?;
+        let (operation, required, args) = self.parse_call(arguments)?;
         let usage = args.usage();
         let run = async {
             if self.with_conn(|c| c.hidden.contains(&operation)) {
@@ -406,11 +406,11 @@ impl Gateway {
             Err(error) => {
                 return Err(Refused {
                     error,
-                    arguments: Some(Box::new((usage.given(), beside))),
+                    received: usage.given(),
                 });
             }
         };
-        let ignored: Vec<String> = usage.unread().into_iter().chain(beside).collect();
+        let ignored: Vec<String> = usage.unread();
         if !ignored.is_empty()
             && let Value::Object(fields) = &mut answer
         {
@@ -422,7 +422,7 @@ impl Gateway {
 
     /// The operation of a gateway call, the stage it needs, its arguments,
     /// and those of its arguments given twice (taken from `args`).
-    fn parse_call(&self, arguments: Option<Map<String, Value>>) -> Result<(String, Stage, Args, Vec<String>)> {
+    fn parse_call(&self, arguments: Option<Map<String, Value>>) -> Result<(String, Stage, Args)> {
         let mut arguments = Args::new(arguments.unwrap_or_default());
         let operation = match arguments.get("operation") {
             Some(Value::String(s)) => s.clone(),
@@ -453,23 +453,43 @@ impl Gateway {
         // `args` holds the parameters; clients that put them beside
         // `operation` instead are understood too, and so are both at once
         // (seed 003 writes `{ operation, subOperation, args }`). A parameter
-        // given in both places is taken from `args`, and the answer says the
-        // other was ignored.
-        let (args, beside) = match arguments.remove("args") {
+        // given in both places with the same value is that value; with two
+        // values the call contradicts itself and is refused, as one given
+        // flat and nested is (`subOperation: "get"` beside `args:
+        // { subOperation: "delete" }` must not delete).
+        let args = match arguments.remove("args") {
             Some(v) => {
                 let mut args = Args::from_value("args", Some(&v))?;
-                let mut ignored = Vec::new();
                 for key in arguments.unread() {
-                    match arguments.remove(&key) {
-                        Some(value) if !args.holds(&key) => args.insert(key, value),
-                        _ => ignored.push(key),
+                    let Some(value) = arguments.remove(&key) else {
+                        continue;
+                    };
+                    match args.peek(&key) {
+                        None => args.insert(key, value),
+                        Some(same) if *same == value => {}
+                        Some(other) => {
+                            let message = format!(
+                                "{key} is given twice with different values, beside operation ({}) and in args ({}): \
+                                 give it once",
+                                clip(&value.to_string()),
+                                clip(&other.to_string())
+                            );
+                            return Err(if matches!(key.as_str(), "subOperation" | "operation" | "action") {
+                                Error::InvalidOperation {
+                                    message,
+                                    details: Some(json!({ "field": key })),
+                                }
+                            } else {
+                                Error::invalid(key, message)
+                            });
+                        }
                     }
                 }
-                (args, ignored)
+                args
             }
-            None => (arguments, Vec::new()),
+            None => arguments,
         };
-        Ok((operation, required, args, beside))
+        Ok((operation, required, args))
     }
 
     async fn dispatch(&self, operation: &str, args: Args, ctx: Option<&RequestContext<RoleServer>>) -> Result<Value> {
@@ -500,39 +520,35 @@ impl Gateway {
 #[derive(Debug)]
 pub struct Refused {
     pub error: Error,
-    /// Every argument given (flat and nested merged), in name order, and
-    /// those given both beside `operation` and in `args` (the ones beside
-    /// were ignored). Boxed: an error travels in every `Result`.
-    arguments: Option<Box<(Vec<String>, Vec<String>)>>,
+    /// Every argument given (flat and nested merged), in name order; empty
+    /// when the call was refused before its arguments were read.
+    received: Vec<String>,
 }
 
 impl From<Error> for Refused {
     fn from(error: Error) -> Refused {
-        Refused { error, arguments: None }
+        Refused {
+            error,
+            received: Vec::new(),
+        }
     }
 }
 
 impl Refused {
     /// The ErrorPayload; a payload or operation error also names the
-    /// arguments received, and any ignored.
+    /// arguments received.
     pub fn payload(&self) -> Value {
         let mut payload = self.error.payload();
         let about_arguments = matches!(
             self.error,
             Error::InvalidPayload { .. } | Error::InvalidOperation { .. }
         );
-        if let Some((received, ignored)) = self.arguments.as_deref()
-            && about_arguments
-            && !(received.is_empty() && ignored.is_empty())
-        {
+        if about_arguments && !self.received.is_empty() {
             if !payload["details"].is_object() {
                 payload["details"] = json!({});
             }
             if let Some(details) = payload["details"].as_object_mut() {
-                details.insert("receivedArguments".into(), json!(received));
-                if !ignored.is_empty() {
-                    details.insert("ignoredArguments".into(), json!(ignored));
-                }
+                details.insert("receivedArguments".into(), json!(self.received));
             }
         }
         payload

@@ -574,14 +574,29 @@ async fn ignored_arguments_are_named_in_the_answer() {
         .unwrap();
     assert_eq!(r["session"]["id"], sid.as_str());
     assert_eq!(r["ignoredArguments"], json!(["colour", "limit"]));
-    // A parameter both beside `operation` and in `args` is taken from `args`.
+    // A parameter both beside `operation` and in `args`: the same value is
+    // that value; two values contradict each other and are refused.
+    let mut m = Map::new();
+    m.insert("operation".into(), json!("read_thoughts"));
+    m.insert("thoughtNumber".into(), json!(1));
+    m.insert("args".into(), json!({ "thoughtNumber": 1 }));
+    let r = s.call_raw(m).await.unwrap();
+    assert_eq!(r["thoughts"][0]["thoughtNumber"], 1);
+    assert!(r.get("ignoredArguments").is_none(), "{r}");
     let mut m = Map::new();
     m.insert("operation".into(), json!("read_thoughts"));
     m.insert("thoughtNumber".into(), json!(2));
     m.insert("args".into(), json!({ "thoughtNumber": 1 }));
-    let r = s.call_raw(m).await.unwrap();
-    assert_eq!(r["thoughts"][0]["thoughtNumber"], 1);
-    assert_eq!(r["ignoredArguments"], json!(["thoughtNumber"]));
+    let e = s.call_raw(m).await.unwrap_err();
+    assert_eq!(e["code"], "INVALID_PAYLOAD");
+    assert_eq!(e["details"]["field"], "thoughtNumber");
+    // `subOperation: "get"` beside, `delete` in args: refused, nothing deleted.
+    let mut m = Map::new();
+    m.insert("operation".into(), json!("session"));
+    m.insert("subOperation".into(), json!("get"));
+    m.insert("args".into(), json!({ "subOperation": "delete", "sessionId": sid }));
+    let e = s.call_raw(m).await.unwrap_err();
+    assert_eq!(e["code"], "INVALID_OPERATION", "{e}");
     // The seed's own form, `{ operation, subOperation, args }`: the
     // parameters beside `operation` that `args` lacks are used.
     let mut m = Map::new();
