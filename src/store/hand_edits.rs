@@ -662,18 +662,20 @@ fn several_thoughts_put_back_oldest_first() {
 }
 
 /// What a hand insert can get wrong that no trigger refuses (checking every
-/// insert would slow every append): a thought with no `prev_node` after the
-/// first, a number used twice on one chain, numbers out of range. `repair`
-/// links the first; it names the others, with the statement that mends
-/// them, and says the ledger is not sound until they are mended.
+/// insert would slow every append): a second thought that follows nothing,
+/// a number used twice on one chain, numbers out of range. `repair` names
+/// each, with the statement that mends it, and says the ledger is not sound
+/// until they are mended. It does not guess: review 10-d showed a first
+/// thought put back under a new id (newer, yet first) linked after the last
+/// one, a loop.
 #[test]
-fn repair_links_a_loose_thought_and_names_what_it_leaves() {
+fn repair_names_what_it_leaves_to_you() {
     let (_d, store) = temp_store();
     let s = store.create_session(NewSession::titled("hand inserts")).unwrap().id;
     let nodes: Vec<String> = (1..=3)
         .map(|i| add(&store, &s, &format!("thought {i}"), None))
         .collect();
-    let branch = add(&store, &s, "on a branch", Some(("alt", 2)));
+    add(&store, &s, "on a branch", Some(("alt", 2)));
     let sh = shell(&store);
     let insert = |node: &str, branch: Option<&str>, number: i64, total: i64, prev: Option<&str>| {
         sh.execute(
@@ -690,19 +692,37 @@ fn repair_links_a_loose_thought_and_names_what_it_leaves() {
         })
         .unwrap()
     };
+    // The first thought deleted and put back under a new id, as it was:
+    // sound, and left as it is.
+    sh.execute_batch("CREATE TEMP TABLE saved AS SELECT * FROM thoughts")
+        .unwrap();
+    sh.execute("DELETE FROM thoughts WHERE node_id = ?1", [&nodes[0]])
+        .unwrap();
+    sh.execute(
+        "INSERT INTO thoughts (session_id, node_id, branch_id, thought_number, total_thoughts, thought,
+                               next_thought_needed, prev_node, created_at)
+         SELECT session_id, node_id, branch_id, thought_number, total_thoughts, thought, next_thought_needed,
+                prev_node, created_at FROM temp.saved WHERE node_id = ?1",
+        [&nodes[0]],
+    )
+    .unwrap();
+    sh.execute(
+        "UPDATE thoughts SET prev_node = ?1 WHERE node_id = ?2",
+        [&nodes[0], &nodes[1]],
+    )
+    .unwrap();
+    let report = store.repair().unwrap();
+    assert_eq!(report.links_fixed, 0, "{report:?}");
+    assert!(report.left_for_you.is_empty(), "{report:?}");
+    assert_eq!(prev(&nodes[0]), None, "the first thought follows nothing");
+    assert_eq!(prev(&nodes[1]).as_deref(), Some(nodes[0].as_str()));
+
+    // A second thought that follows nothing, a number twice, and a number
+    // out of range.
     let fourth = format!("{s}:4");
     insert(&fourth, None, 4, 4, None);
     let on_branch = format!("{s}:alt:4");
     insert(&on_branch, Some("alt"), 4, 4, None);
-    let report = store.repair().unwrap();
-    assert_eq!(report.links_fixed, 2, "{report:?}");
-    assert_eq!(prev(&fourth).as_deref(), Some(nodes[2].as_str()));
-    assert_eq!(prev(&on_branch).as_deref(), Some(branch.as_str()));
-    assert_eq!(prev(&nodes[0]), None, "the first thought follows nothing");
-    assert!(report.left_for_you.is_empty(), "{report:?}");
-    assert_eq!(store.repair().unwrap().links_fixed, 0, "a sound ledger: nothing to fix");
-
-    // A number twice on the main chain, and a number out of range.
     let twice = format!("{s}:x3");
     insert(&twice, None, 3, 4, Some(&fourth));
     let huge = format!("{s}:huge");
@@ -712,25 +732,36 @@ fn repair_links_a_loose_thought_and_names_what_it_leaves() {
         .expect_err("the session no longer reads");
     assert!(err.to_string().contains("`thoughtbox repair` names the rows"), "{err}");
     let report = store.repair().unwrap();
-    assert_eq!(report.left_for_you.len(), 2, "{report:?}");
+    assert_eq!(report.links_fixed, 0, "{report:?}");
+    let left = report.left_for_you.join("\n");
+    assert_eq!(report.left_for_you.len(), 4, "{left}");
+    assert!(left.contains(&format!("{huge}: total_thoughts 99999999999")), "{left}");
     assert!(
-        report
-            .left_for_you
-            .iter()
-            .any(|l| l.contains(&huge) && l.contains("total_thoughts 99999999999")),
-        "{report:?}"
+        left.contains(&format!("thought 3 more than once ({}, {twice})", nodes[2])),
+        "{left}"
     );
     assert!(
-        report
-            .left_for_you
-            .iter()
-            .any(|l| l.contains("thought 3 more than once") && l.contains(&twice) && l.contains(&nodes[2])),
-        "{report:?}"
+        left.contains(&format!("on the main chain, {}, {fourth} follow no thought", nodes[0])),
+        "{left}"
+    );
+    assert!(
+        left.contains(&format!("on branch alt, {on_branch} follow no thought")),
+        "{left}"
     );
     // Mended as the lines say, the ledger is sound again.
     sh.execute("UPDATE thoughts SET total_thoughts = 5 WHERE node_id = ?1", [&huge])
         .unwrap();
     sh.execute("DELETE FROM thoughts WHERE node_id = ?1", [&twice]).unwrap();
+    sh.execute(
+        "UPDATE thoughts SET prev_node = ?1 WHERE node_id = ?2",
+        [&nodes[2], &fourth],
+    )
+    .unwrap();
+    sh.execute(
+        "UPDATE thoughts SET prev_node = ?1 WHERE node_id = ?2",
+        [format!("{s}:alt:3"), on_branch.clone()],
+    )
+    .unwrap();
     let report = store.repair().unwrap();
     assert!(report.left_for_you.is_empty(), "{report:?}");
     let read = store.read_thoughts(&s, &crate::store::ThoughtQuery::Last(10)).unwrap();

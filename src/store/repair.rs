@@ -32,8 +32,9 @@ pub struct RepairReport {
     pub thoughts_indexed: u64,
     /// What only a person can decide, left as it is: each line names the
     /// rows and the statement that would put them right. Thought numbers
-    /// outside 1 to 2147483647 (every read of their session fails), and two
-    /// thoughts with one number on one chain.
+    /// outside 1 to 2147483647 (every read of their session fails), two
+    /// thoughts with one number on one chain, and chains with more than one
+    /// thought that follows nothing.
     pub left_for_you: Vec<String>,
     /// Why the repair could not be done (nothing was changed then).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -88,6 +89,24 @@ fn left_for_you(tx: &rusqlite::Connection) -> Result<Vec<String>> {
                 ));
             }
         }
+    }
+    // A chain has one thought that follows nothing: the main chain's first
+    // (a branch's first follows its fork point). Which of two is the first
+    // only a person can tell (a thought put back under a new id is newer
+    // but may come first).
+    let mut stmt = tx.prepare(
+        "SELECT session_id, coalesce('branch ' || branch_id, 'the main chain'), group_concat(node_id, ', ')
+         FROM thoughts WHERE prev_node IS NULL
+         GROUP BY session_id, branch_id HAVING branch_id IS NOT NULL OR count(*) > 1
+         ORDER BY session_id, branch_id",
+    )?;
+    let mut rows = stmt.query([])?;
+    while let Some(row) = rows.next()? {
+        let (session, chain, nodes): (String, String, String) = (row.get(0)?, row.get(1)?, row.get(2)?);
+        push(format!(
+            "session {session}: on {chain}, {nodes} follow no thought; set the prev_node of each but the first \
+             (UPDATE thoughts SET prev_node = '<the node it follows>' WHERE node_id = '...')"
+        ));
     }
     let mut stmt = tx.prepare(
         "SELECT session_id, coalesce('branch ' || branch_id, 'the main chain'), thought_number,
@@ -187,25 +206,6 @@ impl Store {
                  WHERE t.prev_node IS NOT NULL
                    AND (t.prev_node = t.node_id
                         OR NOT EXISTS (SELECT 1 FROM thoughts AS q WHERE q.node_id = t.prev_node))",
-            )?;
-            // A thought with no `prev_node` that is not the first of the main
-            // chain (a branch's first thought follows its fork point): the
-            // thought before it on its chain, or its fork point.
-            r.links_fixed += count(
-                "WITH fix AS (
-                     SELECT t.id, coalesce(
-                         (SELECT p.node_id FROM thoughts AS p
-                          WHERE p.session_id = t.session_id AND p.branch_id IS t.branch_id AND p.id < t.id
-                          ORDER BY p.id DESC LIMIT 1),
-                         (SELECT o.node_id FROM thoughts AS o
-                          WHERE t.branch_id IS NOT NULL AND o.node_id = t.branch_origin)) AS prev
-                     FROM thoughts AS t
-                     WHERE t.prev_node IS NULL
-                       AND (t.branch_id IS NOT NULL
-                            OR EXISTS (SELECT 1 FROM thoughts AS e
-                                       WHERE e.session_id = t.session_id AND e.branch_id IS NULL AND e.id < t.id)))
-                 UPDATE thoughts SET prev_node = fix.prev FROM fix
-                 WHERE thoughts.id = fix.id AND fix.prev IS NOT NULL",
             )?;
             // Two thoughts of one chain following the same node (thoughts
             // put back by hand newest first): a chain is its thoughts in the
