@@ -92,11 +92,46 @@ pub(crate) fn query_phrases(text: &str) -> Vec<Vec<String>> {
         // Odd pieces are quoted, if a quote closes them.
         if i % 2 == 1 && i + 1 < pieces.len() {
             add(piece);
-        } else {
-            piece.split_whitespace().for_each(&mut add);
+            continue;
+        }
+        for chunk in piece.split_whitespace() {
+            // Within a chunk, only the punctuation of names and numbers
+            // (`.`, `_`, `-`, an apostrophe, `::`) joins words; any other
+            // (`kafka,redis`, `read/write`, `error:timeout`) separates them.
+            let chars: Vec<(usize, char)> = chunk.char_indices().collect();
+            let mut start = 0;
+            for (k, &(at, c)) in chars.iter().enumerate() {
+                let double_colon =
+                    c == ':' && (chars.get(k + 1).is_some_and(|n| n.1 == ':') || k > 0 && chars[k - 1].1 == ':');
+                let joins = c.is_alphanumeric()
+                    || unicode_normalization::char::is_combining_mark(c)
+                    || matches!(c, '.' | '_' | '-' | '\'' | '\u{2019}')
+                    || double_colon;
+                if !joins {
+                    add(&chunk[start..at]);
+                    start = at + c.len_utf8();
+                }
+            }
+            add(&chunk[start..]);
         }
     }
     phrases
+}
+
+/// One query group as FTS5 syntax: the words quoted as a phrase, or, when
+/// decomposing them (NFD) gives other text, either form: the index keeps the
+/// accents of Greek, Cyrillic and other scripts, and Korean written as
+/// separate jamo, as they were stored.
+fn fts_phrase(words: &[String]) -> String {
+    let composed = words.join(" ");
+    // Latin accents the index removes either way.
+    let latin = |c: char| c.is_ascii() || matches!(c, '\u{c0}'..='\u{24f}' | '\u{1e00}'..='\u{1eff}');
+    let decomposed: String = composed.nfd().collect();
+    if decomposed == composed || composed.chars().all(latin) {
+        format!("\"{composed}\"")
+    } else {
+        format!("(\"{composed}\" OR \"{decomposed}\")")
+    }
 }
 
 /// The query's words as the index sees them: letters and digits, lower-cased.
@@ -139,28 +174,36 @@ fn unspaced(c: char) -> bool {
 pub(crate) struct QueryPlan {
     pub fts: Option<String>,
     pub fts_phrases: Vec<Vec<String>>,
-    pub texts: Vec<String>,
+    /// Each word found by its text, composed (NFC) and decomposed (NFD).
+    pub texts: Vec<(String, String)>,
 }
 
 impl QueryPlan {
     pub fn of(text: &str) -> QueryPlan {
-        let mut fts_phrases = Vec::new();
-        let mut texts: Vec<String> = Vec::new();
+        let mut fts_phrases: Vec<Vec<String>> = Vec::new();
+        let mut texts: Vec<(String, String)> = Vec::new();
         for phrase in query_phrases(text) {
-            if phrase.iter().any(|w| w.chars().any(unspaced)) {
-                for w in phrase {
-                    if !texts.contains(&w) {
-                        texts.push(w);
-                    }
-                }
-            } else {
+            if !phrase.iter().any(|w| w.chars().any(unspaced)) {
                 fts_phrases.push(phrase);
+                continue;
+            }
+            // A group with words of scripts without spaces: those words by
+            // their text, the others through the index, each on its own.
+            for w in phrase {
+                if w.chars().any(unspaced) {
+                    let decomposed: String = w.nfd().collect();
+                    if !texts.iter().any(|(c, _)| *c == w) {
+                        texts.push((w, decomposed));
+                    }
+                } else if !fts_phrases.contains(&vec![w.clone()]) {
+                    fts_phrases.push(vec![w]);
+                }
             }
         }
         let fts = (!fts_phrases.is_empty()).then(|| {
             fts_phrases
                 .iter()
-                .map(|words| format!("\"{}\"", words.join(" ")))
+                .map(|words| fts_phrase(words))
                 .collect::<Vec<_>>()
                 .join(" ")
         });
@@ -178,18 +221,29 @@ impl QueryPlan {
     /// Whether `text` holds the whole query, as the index and the text
     /// search would find it (for thoughts not indexed yet).
     fn holds(&self, text: &str) -> bool {
-        self.texts.iter().all(|w| text.contains(w.as_str()))
+        self.texts
+            .iter()
+            .all(|(c, d)| text.contains(c.as_str()) || text.contains(d.as_str()))
             && self.fts_phrases.iter().all(|p| {
                 let words: Vec<String> = p.iter().map(|w| w.to_lowercase()).collect();
                 QueryWords::new(&words).counts(text).1.iter().all(|&n| n > 0) && super::snippet::holds_phrase(text, p)
             })
     }
 
-    /// `AND instr(<column>, ?k) > 0` for each text word, numbered from `first`.
+    /// ` AND (instr(<column>, ?k) > 0 OR instr(<column>, ?k+1) > 0)` for
+    /// each text word (its two forms), numbered from `first`.
     fn text_clauses(&self, column: &str, first: usize) -> String {
         (0..self.texts.len())
-            .map(|i| format!(" AND instr({column}, ?{}) > 0", first + i))
+            .map(|i| {
+                let k = first + 2 * i;
+                format!(" AND (instr({column}, ?{k}) > 0 OR instr({column}, ?{}) > 0)", k + 1)
+            })
             .collect()
+    }
+
+    /// The values of [`QueryPlan::text_clauses`], in order.
+    pub fn text_values(&self) -> impl Iterator<Item = String> + '_ {
+        self.texts.iter().flat_map(|(c, d)| [c.clone(), d.clone()])
     }
 }
 
@@ -290,10 +344,7 @@ fn score_candidates(candidates: &[Candidate], words: &QueryWords, idf: &[f64]) -
 /// group quoted, so no input can be read as FTS syntax. `None` when the text has
 /// no letters or digits.
 pub fn fts_query(text: &str) -> Option<String> {
-    let phrases: Vec<String> = query_phrases(text)
-        .iter()
-        .map(|words| format!("\"{}\"", words.join(" ")))
-        .collect();
+    let phrases: Vec<String> = query_phrases(text).iter().map(|words| fts_phrase(words)).collect();
     if phrases.is_empty() {
         None
     } else {
@@ -452,7 +503,7 @@ impl Store {
                 let fts = match &plan.fts {
                     Some(_) => format!(
                         " AND t.id IN (SELECT rowid FROM thoughts_fts WHERE thoughts_fts MATCH ?{})",
-                        3 + plan.texts.len()
+                        3 + 2 * plan.texts.len()
                     ),
                     None => String::new(),
                 };
@@ -461,7 +512,7 @@ impl Store {
                     plan.text_clauses("t.thought", 3)
                 );
                 let mut values: Vec<rusqlite::types::Value> = vec![from.into(), CANDIDATES.into()];
-                values.extend(plan.texts.iter().map(|w| w.clone().into()));
+                values.extend(plan.text_values().map(Into::into));
                 values.extend(plan.fts.iter().map(|q| q.clone().into()));
                 let found: Vec<Candidate> = tx
                     .prepare(&sql)?
@@ -551,7 +602,7 @@ impl Store {
                 let fts = match &plan.fts {
                     Some(_) => format!(
                         " AND s.seq IN (SELECT rowid FROM sessions_fts WHERE sessions_fts MATCH ?{})",
-                        2 + plan.texts.len()
+                        2 + 2 * plan.texts.len()
                     ),
                     None => String::new(),
                 };
@@ -560,7 +611,7 @@ impl Store {
                     plan.text_clauses("(s.title || ' ' || coalesce(s.description, '') || ' ' || s.tags)", 2)
                 );
                 let mut values: Vec<rusqlite::types::Value> = vec![i64::from(limit).into()];
-                values.extend(plan.texts.iter().map(|w| w.clone().into()));
+                values.extend(plan.text_values().map(Into::into));
                 values.extend(plan.fts.iter().map(|q| q.clone().into()));
                 tx.prepare(&sql)?
                     .query_map(rusqlite::params_from_iter(values), |r| session_from_row(r, granularity))?
@@ -866,6 +917,8 @@ mod tests {
             "cache invalidation, again",
             "read user_id from the token; the user has an id",
             "my résumé",
+            "we moved the queue from redis to kafka",
+            "Ελληνικα\u{301} and \u{1103}\u{1166}\u{110b}\u{1175}\u{1110}\u{1165} stored decomposed",
         ];
         for text in texts {
             store
@@ -896,6 +949,14 @@ mod tests {
             assert_eq!(numbers("cache invalidation"), [3, 4]);
             assert_eq!(numbers("user_id"), [5]);
             assert_eq!(numbers("re\u{301}sume\u{301}"), [6]);
+            // Review 10-d: a list written without spaces is still a list.
+            for q in ["kafka,redis", "redis/kafka", "queue:redis", "kafka+redis|queue"] {
+                assert_eq!(numbers(q), [7], "{q}");
+            }
+            // Text stored decomposed (Greek accents and Korean jamo, which
+            // the index keeps as stored) is found by a composed query.
+            assert_eq!(numbers("Ελληνικά"), [8]);
+            assert_eq!(numbers("데이터"), [8]);
         };
         // Not indexed yet, behind another program's write lock: read directly.
         let shell = rusqlite::Connection::open(store.path()).unwrap();
@@ -962,6 +1023,10 @@ mod tests {
         assert_eq!(numbers("ภาษาไทย"), [4]);
         assert_eq!(numbers("数据库 cache"), [5]);
         assert_eq!(numbers("数据库 missing"), Vec::<u32>::new());
+        // Review 10-d: the Latin words of a quoted span beside such words
+        // still go through the index (whole words, any case).
+        assert_eq!(numbers("\"CACHE 数据库\""), [5]);
+        assert_eq!(numbers("\"cach 数据库\""), Vec::<u32>::new());
         // Not indexed yet, behind another program's write lock.
         add("新的数据库 cache 想法");
         let shell = rusqlite::Connection::open(store.path()).unwrap();

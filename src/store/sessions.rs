@@ -105,9 +105,14 @@ impl Store {
                 params.push(Box::new(q));
             }
             // Words of scripts written without spaces, by their text.
-            for w in plan.texts {
-                clauses.push("instr(s.title || ' ' || coalesce(s.description, '') || ' ' || s.tags, ?) > 0".into());
-                params.push(Box::new(w));
+            for (composed, decomposed) in plan.texts {
+                clauses.push(
+                    "(instr(s.title || ' ' || coalesce(s.description, '') || ' ' || s.tags, ?) > 0
+                      OR instr(s.title || ' ' || coalesce(s.description, '') || ' ' || s.tags, ?) > 0)"
+                        .into(),
+                );
+                params.push(Box::new(composed));
+                params.push(Box::new(decomposed));
             }
         }
         let where_sql = if clauses.is_empty() {
