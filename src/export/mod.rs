@@ -308,7 +308,16 @@ fn block_quote(out: &mut String, text: &str) {
         out.push('>');
         if !line.is_empty() {
             out.push(' ');
-            out.push_str(line);
+            // Leading tabs as spaces: after `> ` a tab reaches only column 4
+            // of the line, and tab-indented code would lose its indent.
+            let rest = line.trim_start_matches([' ', '\t']);
+            let mut column = 0;
+            for c in line[..line.len() - rest.len()].chars() {
+                let width = if c == '\t' { 4 - column % 4 } else { 1 };
+                out.extend(std::iter::repeat_n(' ', width));
+                column += width;
+            }
+            out.push_str(rest);
         }
         out.push('\n');
     }
@@ -414,11 +423,15 @@ fn step_type(d: &ThoughtData) -> char {
 }
 
 /// Whether `c` belongs to the character before it on screen: a combining
-/// mark, a joiner, a variation selector or an emoji skin tone.
+/// mark of any script (Thai vowels, Arabic harakat, Devanagari vowel signs,
+/// kana voicing marks...), a joiner, a variation selector, an emoji skin
+/// tone, or a Hangul jamo after the first.
 fn extends_previous(c: char) -> bool {
-    matches!(c, '\u{300}'..='\u{36f}' | '\u{1ab0}'..='\u{1aff}' | '\u{1dc0}'..='\u{1dff}'
-        | '\u{20d0}'..='\u{20ff}' | '\u{fe20}'..='\u{fe2f}' | '\u{200c}' | '\u{200d}'
-        | '\u{fe00}'..='\u{fe0f}' | '\u{1f3fb}'..='\u{1f3ff}' | '\u{e0020}'..='\u{e007f}')
+    unicode_normalization::char::is_combining_mark(c)
+        || matches!(c, '\u{200c}' | '\u{200d}' | '\u{fe00}'..='\u{fe0f}' | '\u{1f3fb}'..='\u{1f3ff}'
+            | '\u{e0020}'..='\u{e007f}'
+            // Hangul vowel and final jamo, which follow an initial one.
+            | '\u{1160}'..='\u{11ff}' | '\u{d7b0}'..='\u{d7ff}')
 }
 
 fn regional_indicator(c: char) -> bool {
@@ -607,6 +620,10 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("- **Tags:** a b\n"), "{md}");
+        // Tab-indented code keeps its four columns inside the quote.
+        let mut quoted = String::new();
+        block_quote(&mut quoted, "run:\n\n\tcargo build\n  \tx");
+        assert_eq!(quoted, "> run:\n>\n>     cargo build\n>     x\n\n");
         assert!(
             md.contains("> ```python\n> def f():\n>\n>     pass\n\n### Thought 2/2"),
             "{md}"
@@ -630,6 +647,14 @@ mod tests {
         assert_eq!(squash(&format!("{pad}{flag} tail"), 200), format!("{pad}{flag} .."));
         assert_eq!(squash(&format!("{pad}e\u{301}x"), 200), format!("{pad}e\u{301} .."));
         assert_eq!(squash(&format!("{pad}bc"), 200), format!("{pad}b .."));
+        // Review 10-d: marks of other scripts, and Korean written as jamo.
+        for cluster in ["กิ", "بِ", "कि", "בּ", "\u{304b}\u{3099}", "\u{1100}\u{1161}\u{11a8}"] {
+            assert_eq!(
+                squash(&format!("{pad}{cluster}x"), 200),
+                format!("{pad}{cluster} .."),
+                "{cluster:?}"
+            );
+        }
         assert_eq!(squash("short  text\n", 200), "short text");
     }
 

@@ -408,7 +408,11 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
     // A thought goes to the connection's active session. A client naming
     // another (as it does for reads) would have it filed where it did not
     // mean, for good: the ledger never moves a thought.
-    if let Some(named) = args.str_opt(&["sessionId"])?
+    // (An empty id is no id: some clients fill every optional field.)
+    if let Some(named) = args
+        .str_opt(&["sessionId"])?
+        .filter(|id| !id.trim().is_empty())
+        .map(|id| domain::canonical_session_id(&id))
         && active.as_deref() != Some(named.as_str())
     {
         let message = match &active {
@@ -584,13 +588,18 @@ fn read_query(args: &Args) -> Result<(ThoughtQuery, Value)> {
         };
         Ok((end("start")?, end("end")?))
     };
-    let range = match args.get("range") {
+    // `range` sent as its JSON text, as some clients do, is what it holds.
+    let sent = args.get("range").cloned().map(|v| match v {
+        Value::String(s) => super::args::json_in_string(&s).unwrap_or(Value::String(s)),
+        other => other,
+    });
+    let range = match sent {
         None => None,
         Some(Value::Array(items)) if items.len() == 2 => Some(ends(Args::new(serde_json::Map::from_iter([
             ("start".to_string(), items[0].clone()),
             ("end".to_string(), items[1].clone()),
         ])))?),
-        Some(Value::Object(_)) => Some(ends(args.object_opt(&["range"])?.unwrap_or_default())?),
+        Some(Value::Object(m)) => Some(ends(Args::new(m))?),
         Some(_) => {
             return Err(Error::invalid(
                 "range",

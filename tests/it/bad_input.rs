@@ -855,6 +855,27 @@ async fn parameters_sent_as_json_text_are_understood() {
     let e = s.call_raw(m).await.unwrap_err();
     assert_eq!(e["details"]["field"], "args");
     assert!(e["message"].as_str().unwrap().contains("beside operation"), "{e}");
+    // `range` as its JSON text; an empty sessionId on a thought is no id.
+    let sid = s.ready("Text").await;
+    for i in 1..=3 {
+        s.thought(t(&format!("t{i}"))).await;
+    }
+    let r = s.ok("read_thoughts", json!({ "range": "[2, 3]" })).await;
+    assert_eq!(r["count"], 2, "{r}");
+    let r = s
+        .ok(
+            "thought",
+            json!({ "thought": "t4", "nextThoughtNeeded": true, "sessionId": "" }),
+        )
+        .await;
+    assert_eq!(r["sessionId"], sid.as_str());
+    let r = s
+        .ok(
+            "thought",
+            json!({ "thought": "t5", "nextThoughtNeeded": true, "sessionId": format!(" {} ", sid.to_uppercase()) }),
+        )
+        .await;
+    assert_eq!(r["thoughtNumber"], 5);
     // The error names what was received: here `id`, not `sessionId`.
     let e = s.err("load_context", json!({ "id": "x" }), "INVALID_PAYLOAD").await;
     assert_eq!(e["details"]["field"], "sessionId");
