@@ -452,6 +452,39 @@ impl Loader<'_> {
                 .warnings
                 .push("empty or repeated tags were dropped".to_string());
         }
+        // The limits the server sets on new sessions (every list and search
+        // answer carries these fields): what is over them is cut, with a
+        // warning, rather than losing the session.
+        let long = tags
+            .iter()
+            .filter(|t| t.chars().count() > domain::MAX_TAG_CHARS)
+            .count();
+        if long > 0 {
+            tags.retain(|t| t.chars().count() <= domain::MAX_TAG_CHARS);
+            self.report.warnings.push(format!(
+                "{long} tag(s) longer than {} characters were dropped",
+                domain::MAX_TAG_CHARS
+            ));
+        }
+        if tags.len() > domain::MAX_TAGS {
+            self.report
+                .warnings
+                .push(format!("{} tags: the first {} were kept", tags.len(), domain::MAX_TAGS));
+            tags.truncate(domain::MAX_TAGS);
+        }
+        let mut cut = |field: &str, value: &Option<String>, max: usize| -> Option<String> {
+            let value = value.as_ref()?;
+            let chars = value.chars().count();
+            if chars <= max {
+                return Some(value.clone());
+            }
+            self.report
+                .warnings
+                .push(format!("the {field} has {chars} characters: cut to the first {max}"));
+            Some(value.chars().take(max).collect())
+        };
+        let description = cut("description", &md.description, domain::MAX_DESCRIPTION_CHARS);
+        let session_domain = cut("domain", &md.domain, domain::MAX_TAG_CHARS);
         let mut canonical = canonical.into_iter();
         let (Some(Some(created_at)), Some(Some(updated_at)), Some(completed_at)) =
             (canonical.next(), canonical.next(), canonical.next())
@@ -461,7 +494,7 @@ impl Loader<'_> {
         ok.then(|| Session {
             id: m.id.clone(),
             title: md.title.clone(),
-            description: md.description.clone(),
+            description,
             tags,
             thought_count: 0,
             branch_count: 0,
@@ -471,7 +504,7 @@ impl Loader<'_> {
             created_at,
             updated_at,
             completed_at,
-            domain: md.domain.clone(),
+            domain: session_domain,
         })
     }
 
@@ -1124,6 +1157,42 @@ mod tests {
         let (report, loaded) = load_session(&dir);
         assert!(loaded.is_none() && !report.result.valid);
         assert!(report.result.errors.join("\n").contains("NUL"), "{report:?}");
+    }
+
+    /// Review 10-d: an import took 3 MiB descriptions the server refuses,
+    /// and every list and search answer was then too long. What is over the
+    /// server's limits is cut, with a warning; the session is kept.
+    #[test]
+    fn metadata_over_the_limits_is_cut_with_a_warning() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(SID);
+        session(&dir, &[(1, 0, None)], &[]);
+        let mut manifest: Value = serde_json::from_slice(&fs::read(dir.join(MANIFEST)).unwrap()).unwrap();
+        let mut tags: Vec<String> = (0..105).map(|i| format!("t{i}")).collect();
+        tags.push("x".repeat(201));
+        manifest["metadata"]["tags"] = json!(tags);
+        manifest["metadata"]["description"] = json!("é".repeat(3 << 20));
+        manifest["metadata"]["domain"] = json!("d".repeat(300));
+        put(&dir.join(MANIFEST), &manifest);
+        let (report, loaded) = load_session(&dir);
+        assert!(report.result.valid, "{report:?}");
+        let session = loaded.unwrap().session;
+        assert_eq!(
+            session.description.unwrap().chars().count(),
+            domain::MAX_DESCRIPTION_CHARS
+        );
+        assert_eq!(session.domain.unwrap().len(), domain::MAX_TAG_CHARS);
+        assert_eq!(session.tags.len(), domain::MAX_TAGS);
+        assert_eq!(session.tags[0], "t0");
+        let warnings = report.warnings.join("\n");
+        for says in [
+            "1 tag(s) longer than 200",
+            "105 tags: the first 100",
+            "description has 3145728",
+            "domain has 300",
+        ] {
+            assert!(warnings.contains(says), "{says}: {warnings}");
+        }
     }
 
     #[test]
