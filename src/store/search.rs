@@ -125,9 +125,8 @@ pub(crate) fn query_phrases(text: &str) -> Vec<Vec<String>> {
 fn fts_phrase(words: &[String]) -> String {
     let composed = words.join(" ");
     // Latin accents the index removes either way.
-    let latin = |c: char| c.is_ascii() || matches!(c, '\u{c0}'..='\u{24f}' | '\u{1e00}'..='\u{1eff}');
     let decomposed: String = composed.nfd().collect();
-    if decomposed == composed || composed.chars().all(latin) {
+    if decomposed == composed || composed.chars().all(|c| !c.is_alphabetic() || super::snippet::latin(c)) {
         format!("\"{composed}\"")
     } else {
         format!("(\"{composed}\" OR \"{decomposed}\")")
@@ -230,20 +229,22 @@ impl QueryPlan {
             })
     }
 
-    /// ` AND (instr(<column>, ?k) > 0 OR instr(<column>, ?k+1) > 0)` for
-    /// each text word (its two forms), numbered from `first`.
-    fn text_clauses(&self, column: &str, first: usize) -> String {
-        (0..self.texts.len())
-            .map(|i| {
-                let k = first + 2 * i;
-                format!(" AND (instr({column}, ?{k}) > 0 OR instr({column}, ?{}) > 0)", k + 1)
-            })
-            .collect()
-    }
-
-    /// The values of [`QueryPlan::text_clauses`], in order.
-    pub fn text_values(&self) -> impl Iterator<Item = String> + '_ {
-        self.texts.iter().flat_map(|(c, d)| [c.clone(), d.clone()])
+    /// The conditions that keep the rows holding the whole query, in SQL
+    /// with `?` placeholders, and their values in order: each text word in
+    /// `column` (either form), and the index's groups through `fts`, whose
+    /// rowids are `rowid`. One place for every search that reads a table.
+    pub fn conditions(&self, column: &str, rowid: &str, fts: &str) -> (Vec<String>, Vec<String>) {
+        let mut clauses = Vec::new();
+        let mut values = Vec::new();
+        for (composed, decomposed) in &self.texts {
+            clauses.push(format!("(instr({column}, ?) > 0 OR instr({column}, ?) > 0)"));
+            values.extend([composed.clone(), decomposed.clone()]);
+        }
+        if let Some(q) = &self.fts {
+            clauses.push(format!("{rowid} IN (SELECT rowid FROM {fts} WHERE {fts} MATCH ?)"));
+            values.push(q.clone());
+        }
+        (clauses, values)
     }
 }
 
@@ -255,6 +256,26 @@ pub const TEXT_SCAN: i64 = 100_000;
 /// Inverse document frequency, in the form that never goes negative.
 fn bm25_idf(total: f64, df: f64) -> f64 {
     (1.0 + (total - df + 0.5) / (df + 0.5)).ln()
+}
+
+/// A session's own searchable text (title, description, tags), for the
+/// searches that read it rather than its index.
+pub(crate) const SESSION_TEXT: &str = "(s.title || ' ' || coalesce(s.description, '') || ' ' || s.tags)";
+
+/// The inverse document frequency of each word in the index `fts`, of
+/// documents counted by `total_sql` (document counts stop at [`DF_CAP`]).
+fn idfs(tx: &rusqlite::Connection, words: &[String], total_sql: &str, fts: &str) -> Result<Vec<f64>> {
+    let total: i64 = tx.query_row(total_sql, [], |r| r.get(0))?;
+    let mut df_stmt = tx.prepare_cached(&format!(
+        "SELECT count(*) FROM (SELECT rowid FROM {fts} WHERE {fts} MATCH ?1 LIMIT ?2)"
+    ))?;
+    words
+        .iter()
+        .map(|w| {
+            let df: i64 = df_stmt.query_row(params![format!("\"{w}\""), DF_CAP], |r| r.get(0))?;
+            Ok(bm25_idf(total as f64, df as f64))
+        })
+        .collect()
 }
 
 /// BM25 of each candidate, best first, ties to the newest. Every candidate
@@ -500,20 +521,14 @@ impl Store {
                 // words, if any), indexed or not.
                 let newest: i64 = tx.query_row("SELECT coalesce(max(id), 0) FROM thoughts", [], |r| r.get(0))?;
                 let from = newest - TEXT_SCAN;
-                let fts = match &plan.fts {
-                    Some(_) => format!(
-                        " AND t.id IN (SELECT rowid FROM thoughts_fts WHERE thoughts_fts MATCH ?{})",
-                        3 + 2 * plan.texts.len()
-                    ),
-                    None => String::new(),
-                };
+                let (clauses, texts) = plan.conditions("t.thought", "t.id", "thoughts_fts");
                 let sql = format!(
-                    "SELECT {COLUMNS} FROM thoughts AS t WHERE t.id > ?1{}{fts} ORDER BY t.id DESC LIMIT ?2",
-                    plan.text_clauses("t.thought", 3)
+                    "SELECT {COLUMNS} FROM thoughts AS t WHERE t.id > ? AND {} ORDER BY t.id DESC LIMIT ?",
+                    clauses.join(" AND ")
                 );
-                let mut values: Vec<rusqlite::types::Value> = vec![from.into(), CANDIDATES.into()];
-                values.extend(plan.text_values().map(Into::into));
-                values.extend(plan.fts.iter().map(|q| q.clone().into()));
+                let mut values: Vec<rusqlite::types::Value> = vec![from.into()];
+                values.extend(texts.into_iter().map(Into::into));
+                values.push(CANDIDATES.into());
                 let found: Vec<Candidate> = tx
                     .prepare(&sql)?
                     .query_map(rusqlite::params_from_iter(values), candidate_from_row)?
@@ -547,15 +562,7 @@ impl Store {
                 return Ok((Vec::new(), false));
             }
             let capped = candidates.len() as i64 >= CANDIDATES;
-            let total: i64 = tx.query_row("SELECT COALESCE(MAX(id), 0) FROM thoughts", [], |r| r.get(0))?;
-            let mut df_stmt = tx.prepare_cached(
-                "SELECT count(*) FROM (SELECT rowid FROM thoughts_fts WHERE thoughts_fts MATCH ?1 LIMIT ?2)",
-            )?;
-            let mut idf = Vec::with_capacity(words.len());
-            for w in &words {
-                let df: i64 = df_stmt.query_row(params![format!("\"{w}\""), DF_CAP], |r| r.get(0))?;
-                idf.push(bm25_idf(total as f64, df as f64));
-            }
+            let idf = idfs(tx, &words, "SELECT COALESCE(MAX(id), 0) FROM thoughts", "thoughts_fts")?;
             let scored = score_candidates(&candidates, &QueryWords::new(&words), &idf);
             let (scored, more) = pick.apply(scored, |i| candidates[i].session_id.as_str());
             let more = more || scan_cut;
@@ -599,20 +606,13 @@ impl Store {
             } else {
                 // Words of scripts written without spaces: by their text,
                 // newest sessions first (sessions are few beside thoughts).
-                let fts = match &plan.fts {
-                    Some(_) => format!(
-                        " AND s.seq IN (SELECT rowid FROM sessions_fts WHERE sessions_fts MATCH ?{})",
-                        2 + 2 * plan.texts.len()
-                    ),
-                    None => String::new(),
-                };
+                let (clauses, texts) = plan.conditions(SESSION_TEXT, "s.seq", "sessions_fts");
                 let sql = format!(
-                    "SELECT {cols} FROM sessions AS s WHERE 1{}{fts} ORDER BY s.seq DESC LIMIT ?1",
-                    plan.text_clauses("(s.title || ' ' || coalesce(s.description, '') || ' ' || s.tags)", 2)
+                    "SELECT {cols} FROM sessions AS s WHERE {} ORDER BY s.seq DESC LIMIT ?",
+                    clauses.join(" AND ")
                 );
-                let mut values: Vec<rusqlite::types::Value> = vec![i64::from(limit).into()];
-                values.extend(plan.text_values().map(Into::into));
-                values.extend(plan.fts.iter().map(|q| q.clone().into()));
+                let mut values: Vec<rusqlite::types::Value> = texts.into_iter().map(Into::into).collect();
+                values.push(i64::from(limit).into());
                 tx.prepare(&sql)?
                     .query_map(rusqlite::params_from_iter(values), |r| session_from_row(r, granularity))?
                     .collect::<rusqlite::Result<Vec<Session>>>()?
@@ -624,15 +624,7 @@ impl Store {
             // word most sessions hold at 1e-6, so that a title match ranked
             // below any passing mention in a thought).
             let words = query_words(text);
-            let total: i64 = tx.query_row("SELECT coalesce(max(seq), 0) FROM sessions", [], |r| r.get(0))?;
-            let mut df_stmt = tx.prepare_cached(
-                "SELECT count(*) FROM (SELECT rowid FROM sessions_fts WHERE sessions_fts MATCH ?1 LIMIT ?2)",
-            )?;
-            let mut idf = Vec::with_capacity(words.len());
-            for w in &words {
-                let df: i64 = df_stmt.query_row(params![format!("\"{w}\""), DF_CAP], |r| r.get(0))?;
-                idf.push(bm25_idf(total as f64, df as f64));
-            }
+            let idf = idfs(tx, &words, "SELECT coalesce(max(seq), 0) FROM sessions", "sessions_fts")?;
             // Ties keep FTS5's order.
             let candidates: Vec<Candidate> = rows
                 .iter()

@@ -2,7 +2,7 @@
 
 use rusqlite::{OptionalExtension, Row, ToSql};
 
-use super::search::QueryPlan;
+use super::search::{QueryPlan, SESSION_TEXT};
 use super::{Store, Tx};
 use crate::domain::{self, Granularity, NewSession, Session, SessionFilter, SortBy, SortOrder};
 use crate::error::{Error, Result};
@@ -95,25 +95,13 @@ impl Store {
             if plan.is_empty() {
                 clauses.push("0".into());
             }
-            if let Some(q) = plan.fts {
-                // `+`: not through an index on seq. Beside the tag clause
-                // (or a server's project tag), SQLite 3.53 would otherwise
-                // probe the (id, seq) index once per pair of the two lists:
-                // 60 s over 10,000 sessions that all match both; now 0.04 s
-                // (BENCHMARKS.md).
-                clauses.push("+s.seq IN (SELECT rowid FROM sessions_fts WHERE sessions_fts MATCH ?)".into());
-                params.push(Box::new(q));
-            }
-            // Words of scripts written without spaces, by their text.
-            for (composed, decomposed) in plan.texts {
-                clauses.push(
-                    "(instr(s.title || ' ' || coalesce(s.description, '') || ' ' || s.tags, ?) > 0
-                      OR instr(s.title || ' ' || coalesce(s.description, '') || ' ' || s.tags, ?) > 0)"
-                        .into(),
-                );
-                params.push(Box::new(composed));
-                params.push(Box::new(decomposed));
-            }
+            // `+s.seq`: not through an index on seq. Beside the tag clause
+            // (or a server's project tag), SQLite 3.53 would otherwise probe
+            // the (id, seq) index once per pair of the two lists: 60 s over
+            // 10,000 sessions that all match both; now 0.04 s (BENCHMARKS.md).
+            let (found, values) = plan.conditions(SESSION_TEXT, "+s.seq", "sessions_fts");
+            clauses.extend(found);
+            params.extend(values.into_iter().map(|v| Box::new(v) as Box<dyn ToSql>));
         }
         let where_sql = if clauses.is_empty() {
             String::new()

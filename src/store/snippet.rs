@@ -46,7 +46,7 @@ pub(crate) fn tokens(text: &str) -> Vec<(usize, usize)> {
 
 /// Whether `c` is a Latin letter, the script whose accents the index
 /// removes (its tokenizer keeps Greek and Cyrillic accents).
-fn latin(c: char) -> bool {
+pub(crate) fn latin(c: char) -> bool {
     c.is_ascii_alphabetic() || matches!(c, '\u{c0}'..='\u{24f}' | '\u{1e00}'..='\u{1eff}')
 }
 
