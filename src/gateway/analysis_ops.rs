@@ -94,13 +94,7 @@ fn as_pattern(l: &ExtractedLearning, session_id: &str, tags: Vec<String>) -> New
 /// patterns (the only thing this operation ever writes).
 pub async fn extract_learnings(gw: &Gateway, args: Args) -> Result<Value> {
     let id = session_arg(gw, &args)?;
-    let sent = args.get("keyMoments").cloned();
-    // A list sent as its JSON text, as some clients do, is that list.
-    let sent = match sent {
-        Some(Value::String(s)) => super::args::json_in_string(&s).or(Some(Value::String(s))),
-        other => other,
-    };
-    let moments: Vec<KeyMoment> = match sent.as_ref() {
+    let moments: Vec<KeyMoment> = match args.get_structured("keyMoments").as_ref() {
         None => Vec::new(),
         Some(Value::Array(items)) => {
             if items.len() > MAX_KEY_MOMENTS {

@@ -95,7 +95,7 @@ fn type_name(v: &Value) -> &'static str {
 
 /// The JSON object or array a string holds, if it holds exactly one: how
 /// some clients send an object or list parameter.
-pub(crate) fn json_in_string(s: &str) -> Option<Value> {
+fn json_in_string(s: &str) -> Option<Value> {
     let t = s.trim_start();
     if !(t.starts_with('{') || t.starts_with('[')) {
         return None;
@@ -158,6 +158,15 @@ impl Args {
     /// `args`) that nothing has read or taken, in name order.
     pub fn unread(&self) -> Vec<String> {
         self.usage().unread()
+    }
+
+    /// [`Args::get`] for an object or list parameter: a string holding one
+    /// in JSON (as some clients send them) is what it holds.
+    pub fn get_structured(&self, key: &str) -> Option<Value> {
+        match self.get(key)? {
+            Value::String(s) => Some(json_in_string(s).unwrap_or_else(|| Value::String(s.clone()))),
+            other => Some(other.clone()),
+        }
     }
 
     /// The value given for `key`, without counting it as read.

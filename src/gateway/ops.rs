@@ -588,12 +588,7 @@ fn read_query(args: &Args) -> Result<(ThoughtQuery, Value)> {
         };
         Ok((end("start")?, end("end")?))
     };
-    // `range` sent as its JSON text, as some clients do, is what it holds.
-    let sent = args.get("range").cloned().map(|v| match v {
-        Value::String(s) => super::args::json_in_string(&s).unwrap_or(Value::String(s)),
-        other => other,
-    });
-    let range = match sent {
+    let range = match args.get_structured("range") {
         None => None,
         Some(Value::Array(items)) if items.len() == 2 => Some(ends(Args::new(serde_json::Map::from_iter([
             ("start".to_string(), items[0].clone()),
