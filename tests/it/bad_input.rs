@@ -6,6 +6,14 @@ use serde_json::{Map, Value, json};
 
 use crate::common::*;
 
+/// A gateway call's arguments written as one JSON object.
+fn object(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        other => panic!("not an object: {other}"),
+    }
+}
+
 /// (operation, args, expected code, expected details.field)
 fn cases(sid: &str) -> Vec<(&'static str, Value, &'static str, Option<&'static str>)> {
     let big = "x".repeat((1 << 20) + 1);
@@ -442,8 +450,7 @@ async fn gateway_shape_errors() {
     let e = s.call_raw(Map::new()).await.unwrap_err();
     assert_eq!(e["code"], "INVALID_PAYLOAD");
     assert_eq!(e["details"]["field"], "operation");
-    let mut m = Map::new();
-    m.insert("operation".into(), json!(7));
+    let m = object(json!({ "operation": 7 }));
     assert_eq!(s.call_raw(m).await.unwrap_err()["details"]["field"], "operation");
     // notebook is in TOOL-INTERFACES but not built yet: the answer says so.
     let e = s
@@ -469,9 +476,7 @@ async fn gateway_shape_errors() {
             .contains(&json!("thought"))
     );
     // Parameters beside `operation` (no `args`) are understood too.
-    let mut m = Map::new();
-    m.insert("operation".into(), json!("start_new"));
-    m.insert("sessionTitle".into(), json!("flat"));
+    let m = object(json!({ "operation": "start_new", "sessionTitle": "flat" }));
     assert_eq!(s.call_raw(m).await.unwrap()["session"]["title"], "flat");
     // A thought with no active session and a bad field creates no session.
     let (_d2, db2) = temp_db();
@@ -576,33 +581,23 @@ async fn ignored_arguments_are_named_in_the_answer() {
     assert_eq!(r["ignoredArguments"], json!(["colour", "limit"]));
     // A parameter both beside `operation` and in `args`: the same value is
     // that value; two values contradict each other and are refused.
-    let mut m = Map::new();
-    m.insert("operation".into(), json!("read_thoughts"));
-    m.insert("thoughtNumber".into(), json!(1));
-    m.insert("args".into(), json!({ "thoughtNumber": 1 }));
+    let m = object(json!({ "operation": "read_thoughts", "thoughtNumber": 1, "args": { "thoughtNumber": 1 } }));
     let r = s.call_raw(m).await.unwrap();
     assert_eq!(r["thoughts"][0]["thoughtNumber"], 1);
     assert!(r.get("ignoredArguments").is_none(), "{r}");
-    let mut m = Map::new();
-    m.insert("operation".into(), json!("read_thoughts"));
-    m.insert("thoughtNumber".into(), json!(2));
-    m.insert("args".into(), json!({ "thoughtNumber": 1 }));
+    let m = object(json!({ "operation": "read_thoughts", "thoughtNumber": 2, "args": { "thoughtNumber": 1 } }));
     let e = s.call_raw(m).await.unwrap_err();
     assert_eq!(e["code"], "INVALID_PAYLOAD");
     assert_eq!(e["details"]["field"], "thoughtNumber");
     // `subOperation: "get"` beside, `delete` in args: refused, nothing deleted.
-    let mut m = Map::new();
-    m.insert("operation".into(), json!("session"));
-    m.insert("subOperation".into(), json!("get"));
-    m.insert("args".into(), json!({ "subOperation": "delete", "sessionId": sid }));
+    let m = object(
+        json!({ "operation": "session", "subOperation": "get", "args": { "subOperation": "delete", "sessionId": sid } }),
+    );
     let e = s.call_raw(m).await.unwrap_err();
     assert_eq!(e["code"], "INVALID_OPERATION", "{e}");
     // The seed's own form, `{ operation, subOperation, args }`: the
     // parameters beside `operation` that `args` lacks are used.
-    let mut m = Map::new();
-    m.insert("operation".into(), json!("session"));
-    m.insert("subOperation".into(), json!("get"));
-    m.insert("args".into(), json!({ "sessionId": sid }));
+    let m = object(json!({ "operation": "session", "subOperation": "get", "args": { "sessionId": sid } }));
     let r = s.call_raw(m).await.unwrap();
     assert_eq!(r["session"]["id"], sid.as_str());
     assert!(r.get("ignoredArguments").is_none(), "{r}");
@@ -839,19 +834,13 @@ async fn a_thought_for_another_session_is_refused() {
 async fn parameters_sent_as_json_text_are_understood() {
     let (_d, db) = temp_db();
     let s = start(&db).await;
-    let mut m = Map::new();
-    m.insert("operation".into(), json!("start_new"));
-    m.insert(
-        "args".into(),
-        json!(r#"{"sessionTitle": "As text", "tags": "[\"alpha\", \"beta\"]"}"#),
-    );
+    let args = r#"{"sessionTitle": "As text", "tags": "[\"alpha\", \"beta\"]"}"#;
+    let m = object(json!({ "operation": "start_new", "args": args }));
     let r = s.call_raw(m).await.unwrap();
     assert_eq!(r["session"]["title"], "As text");
     assert_eq!(r["session"]["tags"], json!(["alpha", "beta"]));
     // A string that is not JSON is still refused, saying how to send it.
-    let mut m = Map::new();
-    m.insert("operation".into(), json!("get_state"));
-    m.insert("args".into(), json!("sessionId=1"));
+    let m = object(json!({ "operation": "get_state", "args": "sessionId=1" }));
     let e = s.call_raw(m).await.unwrap_err();
     assert_eq!(e["details"]["field"], "args");
     assert!(e["message"].as_str().unwrap().contains("beside operation"), "{e}");
