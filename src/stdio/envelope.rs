@@ -31,6 +31,12 @@ pub(super) enum Problem {
     DuplicateKey(String),
     /// Objects and arrays nested past the JSON reader's limit (128 levels).
     TooDeep,
+    /// `jsonrpc` missing or not `"2.0"`: the MCP library answers such a
+    /// request without its id, which no client can match to it.
+    NotVersion2,
+    /// A number past the largest a JSON reader holds (`1e400`): valid JSON
+    /// text that no reader turns into a value, so the MCP library drops it.
+    NumberTooLarge,
 }
 
 /// Look at one message (a whole line) before the MCP library does.
@@ -45,6 +51,7 @@ pub(super) fn inspect(line: &[u8]) -> Verdict {
             method: Some(method),
             duplicate,
             params,
+            version_2,
         }) => {
             let problem = match (duplicate, params) {
                 (Some(key), _) => Problem::DuplicateKey(key),
@@ -52,6 +59,7 @@ pub(super) fn inspect(line: &[u8]) -> Verdict {
                 (None, Some(ParamsShape::Object { duplicate: Some(path) })) => {
                     Problem::DuplicateKey(format!("params{path}"))
                 }
+                _ if !version_2 => Problem::NotVersion2,
                 _ => return Verdict::Pass,
             };
             Verdict::Refuse { id, method, problem }
@@ -59,6 +67,7 @@ pub(super) fn inspect(line: &[u8]) -> Verdict {
         // A notification, or a reply of the client's: nothing to answer.
         Ok(_) => Verdict::Pass,
         Err(e) if e.to_string().starts_with("recursion limit exceeded") => refuse(Problem::TooDeep),
+        Err(e) if e.to_string().starts_with("number out of range") => refuse(Problem::NumberTooLarge),
         // Valid JSON of another shape (a method that is not a string, an
         // array): the MCP library answers it as it sees fit.
         Err(e) => match serde_json::from_slice::<IgnoredAny>(line) {
@@ -83,6 +92,8 @@ struct Envelope {
     params: Option<ParamsShape>,
     /// A top-level member named twice.
     duplicate: Option<String>,
+    /// Whether `jsonrpc` is `"2.0"`.
+    version_2: bool,
 }
 
 impl<'de> serde::Deserialize<'de> for Envelope {
@@ -99,6 +110,7 @@ impl<'de> serde::Deserialize<'de> for Envelope {
                     method: None,
                     params: None,
                     duplicate: None,
+                    version_2: false,
                 };
                 let mut seen = Seen::default();
                 while let Some(Key(key)) = map.next_key()? {
@@ -106,6 +118,7 @@ impl<'de> serde::Deserialize<'de> for Envelope {
                         "id" => envelope.id = map.next_value::<Option<serde_json::Value>>()?,
                         "method" => envelope.method = Some(map.next_value()?),
                         "params" => envelope.params = Some(map.next_value()?),
+                        "jsonrpc" => envelope.version_2 = map.next_value::<serde_json::Value>()? == "2.0",
                         _ => {
                             map.next_value::<FirstDuplicate>()?;
                         }
@@ -490,7 +503,7 @@ mod tests {
         // The same key in different objects, and a notification or reply
         // with a key twice (nothing to answer), pass.
         for line in [
-            r#"{"id":1,"method":"m","params":{"a":{"k":1},"b":{"k":2},"k":[{"k":1},{"k":2}]}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":{"k":1},"b":{"k":2},"k":[{"k":1},{"k":2}]}}"#,
             r#"{"method":"notifications/x","params":{"a":1,"a":2}}"#,
             r#"{"id":1,"result":{"a":1,"a":2}}"#,
         ] {
@@ -516,6 +529,40 @@ mod tests {
             .unwrap_or(0);
         assert_eq!(inspect(deep(limit - 1).as_bytes()), Verdict::Pass);
         assert!(refused(&deep(limit)).is_some());
+    }
+
+    /// The MCP library answers a request whose `jsonrpc` is missing or not
+    /// "2.0" without its id; it is answered under its id instead.
+    #[test]
+    fn a_request_that_is_not_json_rpc_2_is_refused_under_its_id() {
+        for line in [
+            r#"{"jsonrpc":"1.0","id":5,"method":"ping"}"#,
+            r#"{"id":5,"method":"ping"}"#,
+            r#"{"jsonrpc":2.0,"id":5,"method":"ping","params":{}}"#,
+        ] {
+            assert_eq!(refused(line), Some((json!(5), Problem::NotVersion2)), "{line}");
+        }
+        // Notifications and replies have no id to answer under.
+        for line in [r#"{"method":"notifications/x"}"#, r#"{"id":5,"result":{}}"#] {
+            assert_eq!(inspect(line.as_bytes()), Verdict::Pass, "{line}");
+        }
+        assert_eq!(inspect(br#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#), Verdict::Pass);
+    }
+
+    #[test]
+    fn a_request_holding_a_number_too_large_to_read_is_refused_under_its_id() {
+        for line in [
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"arguments":{"args":{"x":1e400}}}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"arguments":{"last":-1E+999}}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"method":"ping","params":{"_meta":{"x":[1,2e308]}}}"#,
+        ] {
+            assert_eq!(refused(line), Some((json!(7), Problem::NumberTooLarge)), "{line}");
+            assert!(serde_json::from_str::<serde_json::Value>(line).is_err());
+        }
+        // Large but readable numbers pass.
+        let line =
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"a":1e300,"b":100000000000000000000000000000}}"#;
+        assert_eq!(inspect(line.as_bytes()), Verdict::Pass);
     }
 
     #[test]

@@ -176,6 +176,13 @@ impl<R> RepairedLines<R> {
                         tracing::warn!("refusing a request that names the key {path} twice");
                         serde_json::json!({ "method": method, "duplicate": path })
                     }
+                    Problem::NotVersion2 => serde_json::json!({ "method": method, "reason":
+                        "a JSON-RPC 2.0 request needs \"jsonrpc\": \"2.0\"" }),
+                    Problem::NumberTooLarge => {
+                        tracing::warn!("refusing a request holding a number too large to read");
+                        serde_json::json!({ "method": method, "reason":
+                            "the message holds a number too large to read (the largest is about 1.8e308)" })
+                    }
                     Problem::TooDeep => {
                         tracing::warn!("refusing a request nested past the JSON reader's limit");
                         serde_json::json!({ "method": method, "reason":

@@ -284,8 +284,8 @@ async fn malformed_params_and_unknown_methods_get_the_right_codes() {
 /// A call naming one key twice (`"subOperation":"get","subOperation":"delete"`)
 /// is refused under its id and runs neither way: JSON readers keep one of
 /// the two values, and the server would have run whichever its reader kept.
-/// A request nested past the JSON reader's limit is answered too, not
-/// dropped while the client waits.
+/// A request nested past the JSON reader's limit, or holding a number past
+/// the largest it reads, is answered too, not dropped while the client waits.
 #[tokio::test]
 async fn a_key_named_twice_or_nesting_too_deep_is_refused_and_runs_nothing() {
     let (_d, db) = temp_db();
@@ -339,6 +339,27 @@ async fn a_key_named_twice_or_nesting_too_deep_is_refused_and_runs_nothing() {
     let v = next_message(&mut lines).await;
     assert_eq!(v["id"], 4, "{v}");
     assert!(v["error"]["message"].as_str().unwrap().contains("too deeply"), "{v}");
+    // A number no JSON reader can hold (valid JSON text all the same).
+    send(
+        &mut stdin,
+        &call(
+            6,
+            &format!(
+                r#"{{"operation":"session","args":{{"subOperation":"delete","sessionId":"{session}","x":1e400}}}}"#
+            ),
+        ),
+    )
+    .await;
+    let v = next_message(&mut lines).await;
+    assert_eq!(v["id"], 6, "{v}");
+    assert_eq!(v["error"]["code"], -32600, "{v}");
+    assert!(v["error"]["message"].as_str().unwrap().contains("too large"), "{v}");
+    // Not JSON-RPC 2.0: answered under its id (the MCP library leaves the id out).
+    send(&mut stdin, r#"{"jsonrpc":"1.0","id":7,"method":"ping"}"#).await;
+    let v = next_message(&mut lines).await;
+    assert_eq!(v["id"], 7, "{v}");
+    assert_eq!(v["error"]["code"], -32600, "{v}");
+    assert!(v["error"]["message"].as_str().unwrap().contains("2.0"), "{v}");
     // The session is still there.
     send(
         &mut stdin,
