@@ -10,7 +10,9 @@ mod types;
 
 pub use partition::{Granularity, partition_path};
 pub use stage::Stage;
-pub use thought::{ChainFacts, PlannedThought, ThoughtInput, is_blank, node_id, plan_thought, validate_branch_id};
+pub use thought::{
+    ChainFacts, PlannedThought, ThoughtInput, chain_full, is_blank, node_id, plan_thought, validate_branch_id,
+};
 pub use types::{Branch, Critique, NewSession, Session, SessionFilter, SortBy, SortOrder, Thought, ThoughtData};
 
 /// The current time as the ledger writes it: ISO 8601 UTC with milliseconds.

@@ -87,6 +87,16 @@ fn chain_name(branch: Option<&str>) -> String {
     }
 }
 
+/// Why no thought can be appended to a chain whose last number is the
+/// highest there is, and where to go on instead.
+pub fn chain_full(branch: Option<&str>) -> String {
+    format!(
+        "{} has used the highest thought number ({MAX_THOUGHT_NUMBER}); go on in a new branch (branchFromThought) \
+         or a new session",
+        chain_name(branch)
+    )
+}
+
 /// True when `text` has nothing a reader could see: only whitespace,
 /// control characters and invisible format characters (zero-width spaces
 /// and joiners, direction marks and overrides, word joiner and invisible
@@ -218,25 +228,37 @@ pub fn plan_thought(
     let (number, auto_numbered) = match input.thought_number {
         Some(n) => {
             if facts.has_thought(branch, n)? {
-                return Err(Error::invalid_with(
-                    "thoughtNumber",
+                let message = if next_free() > MAX_THOUGHT_NUMBER {
+                    format!(
+                        "thought {n} already exists on {}; the ledger never overwrites, and {}",
+                        chain_name(branch),
+                        chain_full(branch)
+                    )
+                } else {
                     format!(
                         "thought {n} already exists on {}; the ledger never overwrites (omit thoughtNumber to append as #{})",
                         chain_name(branch),
                         next_free()
-                    ),
-                    json!({ "nextThoughtNumber": next_free() }),
-                ));
+                    )
+                };
+                let details = if next_free() > MAX_THOUGHT_NUMBER {
+                    json!({ "chainFull": true })
+                } else {
+                    json!({ "nextThoughtNumber": next_free() })
+                };
+                return Err(Error::invalid_with("thoughtNumber", message, details));
             }
             (n, false)
         }
         None => (next_free(), true),
     };
     if number > MAX_THOUGHT_NUMBER {
-        return Err(Error::invalid(
-            "thoughtNumber",
-            format!("thought numbers stop at {MAX_THOUGHT_NUMBER}"),
-        ));
+        let message = if auto_numbered {
+            chain_full(branch)
+        } else {
+            format!("thought numbers stop at {MAX_THOUGHT_NUMBER}")
+        };
+        return Err(Error::invalid("thoughtNumber", message));
     }
 
     // Revision target: an existing thought on the same chain, not this one.
@@ -395,6 +417,30 @@ pub(crate) mod tests {
             .unwrap_err();
         assert_eq!(err.code(), "INVALID_PAYLOAD");
         assert_eq!(err.details().unwrap()["nextThoughtNumber"], 2);
+    }
+
+    /// A chain whose last thought has the highest number offers no number
+    /// past it: it says to go on in a branch or a new session.
+    #[test]
+    fn a_chain_at_the_highest_number_says_where_to_go_on() {
+        let mut l = FakeChains::default();
+        l.add(ThoughtInput {
+            thought_number: Some(MAX_THOUGHT_NUMBER),
+            ..text("last")
+        })
+        .unwrap();
+        let again = l
+            .add(ThoughtInput {
+                thought_number: Some(MAX_THOUGHT_NUMBER),
+                ..text("again")
+            })
+            .unwrap_err();
+        assert_eq!(again.code(), "INVALID_PAYLOAD");
+        assert_eq!(again.details().unwrap()["chainFull"], true);
+        assert!(again.details().unwrap().get("nextThoughtNumber").is_none());
+        assert!(again.to_string().contains("new branch"), "{again}");
+        let next = l.add(text("next")).unwrap_err();
+        assert!(next.to_string().contains("highest thought number"), "{next}");
     }
 
     #[test]

@@ -105,6 +105,20 @@ fn json_in_string(s: &str) -> Option<Value> {
         .filter(|v| v.is_object() || v.is_array())
 }
 
+/// The items of a list parameter, each a string.
+fn strings(k: &str, items: &[Value]) -> Result<Vec<String>> {
+    items
+        .iter()
+        .map(|i| match i {
+            Value::String(s) => no_nul(k, s),
+            other => Err(Error::invalid(
+                k,
+                format!("{k} must hold strings, found {}", type_name(other)),
+            )),
+        })
+        .collect()
+}
+
 impl Args {
     pub fn new(map: Map<String, Value>) -> Args {
         let tracking = Tracking {
@@ -283,25 +297,26 @@ impl Args {
             None => Ok(None),
             // A list sent as its JSON text (`"[\"a\", \"b\"]"`), as some
             // clients do, is that list, not one tag of brackets and quotes.
+            // JSON text of anything else, or text that starts as JSON and
+            // quotes something but does not parse (cut short), is refused
+            // rather than kept as one tag of JSON punctuation; other text
+            // (`[draft]`) is one tag.
             Some((k, Value::String(s))) => match json_in_string(s) {
-                Some(Value::Array(items)) if items.iter().all(Value::is_string) => items
-                    .iter()
-                    .map(|i| no_nul(k, i.as_str().unwrap_or_default()))
-                    .collect::<Result<Vec<_>>>()
-                    .map(Some),
-                _ => Ok(Some(vec![no_nul(k, s)?])),
+                Some(Value::Array(items)) => strings(k, &items).map(Some),
+                Some(other) => Err(Error::invalid(
+                    k,
+                    format!(
+                        "{k} must be a list of strings, got the JSON text of {}",
+                        type_name(&other)
+                    ),
+                )),
+                None if s.trim_start().starts_with(['[', '{']) && s.contains('"') => Err(Error::invalid(
+                    k,
+                    format!("{k} looks like JSON text but is not valid JSON; send a list of strings"),
+                )),
+                None => Ok(Some(vec![no_nul(k, s)?])),
             },
-            Some((k, Value::Array(items))) => items
-                .iter()
-                .map(|i| match i {
-                    Value::String(s) => no_nul(k, s),
-                    other => Err(Error::invalid(
-                        k,
-                        format!("{k} must hold strings, found {}", type_name(other)),
-                    )),
-                })
-                .collect::<Result<Vec<_>>>()
-                .map(Some),
+            Some((k, Value::Array(items))) => strings(k, items).map(Some),
             Some((k, v)) => Err(Error::invalid(
                 k,
                 format!("{k} must be a list of strings, got {}", type_name(v)),
@@ -442,6 +457,31 @@ mod tests {
 
     fn args(v: Value) -> Args {
         Args::from_value("args", Some(&v)).unwrap()
+    }
+
+    #[test]
+    fn a_string_list_is_a_list_its_json_text_or_one_plain_string() {
+        let list = |v: Value| args(json!({ "tags": v })).str_list_opt(&["tags"]);
+        let ok = |v: Value| list(v).unwrap().unwrap();
+        assert_eq!(ok(json!(["a", "b"])), ["a", "b"]);
+        assert_eq!(ok(json!(r#" ["a", "b"]"#)), ["a", "b"]);
+        assert_eq!(ok(json!("a,b")), ["a,b"]);
+        assert_eq!(ok(json!("[draft]")), ["[draft]"]);
+        assert_eq!(ok(json!("[")), ["["]);
+        for refused in [
+            json!(r#"["a", "b""#),
+            json!(r#"{"a":1}"#),
+            json!("[1, 2]"),
+            json!(["a", 1]),
+            json!(5),
+            json!({ "a": 1 }),
+        ] {
+            let e = list(refused.clone()).unwrap_err();
+            assert!(
+                matches!(&e, Error::InvalidPayload { field, .. } if field == "tags"),
+                "{refused}: {e}"
+            );
+        }
     }
 
     #[test]

@@ -387,7 +387,11 @@ impl Gateway {
         arguments: Option<Map<String, Value>>,
         ctx: Option<&RequestContext<RoleServer>>,
     ) -> std::result::Result<Value, Refused> {
-        let (operation, required, args) = self.parse_call(arguments)?;
+        let names = argument_names(arguments.as_ref());
+        let (operation, required, args) = self.parse_call(arguments).map_err(|error| Refused {
+            error,
+            received: Some(names),
+        })?;
         let usage = args.usage();
         let run = async {
             if self.with_conn(|c| c.hidden.contains(&operation)) {
@@ -406,7 +410,7 @@ impl Gateway {
             Err(error) => {
                 return Err(Refused {
                     error,
-                    received: usage.given(),
+                    received: Some(usage.given()),
                 });
             }
         };
@@ -520,18 +524,38 @@ impl Gateway {
 #[derive(Debug)]
 pub struct Refused {
     pub error: Error,
-    /// Every argument given (flat and nested merged), in name order; empty
-    /// when the call was refused before its arguments were read.
-    received: Vec<String>,
+    /// Every argument given (flat and nested merged), in name order; `None`
+    /// for an error that is not about the call's arguments.
+    received: Option<Vec<String>>,
 }
 
 impl From<Error> for Refused {
     fn from(error: Error) -> Refused {
-        Refused {
-            error,
-            received: Vec::new(),
+        Refused { error, received: None }
+    }
+}
+
+/// The names of the arguments a call carries, as [`Refused`] lists them
+/// when the call is refused before they are read: those beside `operation`
+/// and those in `args` (an object, or its JSON text), or `args` itself
+/// when it is neither.
+fn argument_names(arguments: Option<&Map<String, Value>>) -> Vec<String> {
+    let mut names = std::collections::BTreeSet::new();
+    for (key, value) in arguments.into_iter().flatten() {
+        match key.as_str() {
+            "operation" => {}
+            "args" => match Args::from_value("args", Some(value)) {
+                Ok(args) => names.extend(args.usage().given()),
+                Err(_) => {
+                    names.insert(key.clone());
+                }
+            },
+            _ => {
+                names.insert(key.clone());
+            }
         }
     }
+    names.into_iter().collect()
 }
 
 impl Refused {
@@ -543,12 +567,12 @@ impl Refused {
             self.error,
             Error::InvalidPayload { .. } | Error::InvalidOperation { .. }
         );
-        if about_arguments && !self.received.is_empty() {
+        if about_arguments && let Some(received) = &self.received {
             if !payload["details"].is_object() {
                 payload["details"] = json!({});
             }
             if let Some(details) = payload["details"].as_object_mut() {
-                details.insert("receivedArguments".into(), json!(self.received));
+                details.insert("receivedArguments".into(), json!(received));
             }
         }
         payload

@@ -195,7 +195,11 @@ pub(crate) async fn open_session(gw: &Gateway, id: String, trigger: &str) -> Res
             "thoughtCount": session.thought_count,
             "currentThoughtNumber": current,
             "branchCount": session.branch_count,
-            "message": format!("Next thought will be #{}", current + 1),
+            "message": if current >= crate::domain::MAX_THOUGHT_NUMBER {
+                crate::domain::chain_full(None)
+            } else {
+                format!("Next thought will be #{}", current + 1)
+            },
         },
         "stage": stage.number(),
         "nextStep": next_step_in_session(gw, stage),

@@ -436,9 +436,12 @@ fn check_config_is_ours(dest: &Path) -> Result<()> {
 fn prepare_destination(dest: &Path) -> Result<()> {
     match fs::metadata(dest) {
         Ok(m) if m.is_dir() => Ok(()),
-        Ok(_) => Err(Error::io(
-            format!("export destination {} exists and is not a directory", dest.display()),
-            std::io::Error::from(std::io::ErrorKind::NotADirectory),
+        Ok(_) => Err(Error::invalid(
+            "destination",
+            format!(
+                "export destination {} exists and is not a directory; name a directory (it is created when missing)",
+                dest.display()
+            ),
         )),
         Err(_) => fs::create_dir_all(dest).map_err(io(format!("cannot create export destination {}", dest.display()))),
     }

@@ -869,5 +869,29 @@ async fn parameters_sent_as_json_text_are_understood() {
     let e = s.err("load_context", json!({ "id": "x" }), "INVALID_PAYLOAD").await;
     assert_eq!(e["details"]["field"], "sessionId");
     assert_eq!(e["details"]["receivedArguments"], json!(["id"]));
+    // Also when the call is refused before its operation runs.
+    for (arguments, code, received) in [
+        (
+            json!({ "operation": "nope", "sessionTitle": "x" }),
+            "INVALID_OPERATION",
+            json!(["sessionTitle"]),
+        ),
+        (json!({}), "INVALID_PAYLOAD", json!([])),
+        (
+            json!({ "operation": "start_new", "args": "{not json" }),
+            "INVALID_PAYLOAD",
+            json!(["args"]),
+        ),
+        (
+            json!({ "operation": "start_new", "sessionTitle": "a", "args": { "sessionTitle": "b", "tags": [] } }),
+            "INVALID_PAYLOAD",
+            json!(["sessionTitle", "tags"]),
+        ),
+    ] {
+        let map = arguments.as_object().cloned().unwrap_or_default();
+        let e = s.call_raw(map).await.expect_err("refused");
+        assert_eq!(e["code"], code, "{arguments}: {e}");
+        assert_eq!(e["details"]["receivedArguments"], received, "{arguments}: {e}");
+    }
     s.stop().await;
 }

@@ -792,6 +792,18 @@ async fn gateway_export_to_a_destination() {
     assert_eq!(e["details"]["field"], "destination", "{e}");
     assert!(e["message"].as_str().unwrap().contains("absolute"), "{e}");
     assert!(e["details"]["workingDirectory"].is_string(), "{e}");
+    // A destination that is a file is the caller's mistake, not storage's.
+    let file = dir.path().join("a-file.db");
+    std::fs::write(&file, "mine").unwrap();
+    let e = s
+        .err(
+            "session",
+            json!({ "subOperation": "export", "sessionId": id, "destination": path_str(&file) }),
+            "INVALID_PAYLOAD",
+        )
+        .await;
+    assert_eq!(e["details"]["field"], "destination", "{e}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "mine");
     // A first export that fails leaves nothing: no lock file, and not the
     // destination it made. (A plain file where the tree's projects/ goes.)
     let blocked = dir.path().join("blocked");
