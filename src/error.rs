@@ -58,7 +58,7 @@ pub enum Error {
         suggestion: String,
     },
 
-    #[error("the client does not support sampling: {0}")]
+    #[error("no critique from the client (MCP sampling): {0}")]
     SamplingNotSupported(String),
 
     #[error("database error: {0}{hint}", hint = repair_hint(.0))]

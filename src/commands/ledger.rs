@@ -230,6 +230,7 @@ pub fn repair(db: &DbArgs, json: bool) -> Result<ExitCode> {
             ("branch tails fixed", report.branch_tails_fixed.to_string()),
             ("branches restored", report.branches_restored.to_string()),
             ("links fixed", report.links_fixed.to_string()),
+            ("critique flags set", report.critique_flags_set.to_string()),
             ("thoughts indexed", report.thoughts_indexed.to_string()),
             ("integrity check", report.integrity.join("; ")),
         ];

@@ -302,6 +302,13 @@ fn repair_mends_what_older_hand_edits_broke() {
     )
     .unwrap();
     sh.execute("DELETE FROM sessions WHERE id = ?1", [&gone]).unwrap();
+    // A critique stored by an earlier server, which left the flag at 0.
+    sh.execute(
+        r#"UPDATE thoughts SET critique = '{"text":"ok","model":"m","timestamp":"2026-01-01T00:00:00.000Z"}',
+                               critique_requested = 0 WHERE node_id = ?1"#,
+        [&first],
+    )
+    .unwrap();
     for sql in &triggers {
         sh.execute_batch(sql).unwrap();
     }
@@ -314,6 +321,7 @@ fn repair_mends_what_older_hand_edits_broke() {
     assert_eq!(report.empty_branches_removed, 1, "{report:?}");
     assert_eq!(report.sessions_fixed, 1, "{report:?}");
     assert_eq!(report.thoughts_indexed, 1);
+    assert_eq!(report.critique_flags_set, 1, "{report:?}");
     index_is_sound(&store);
     assert!(found(&store, "quokka").is_empty());
     assert_eq!(found(&store, "wombat"), vec![first.clone()]);
@@ -330,9 +338,10 @@ fn repair_mends_what_older_hand_edits_broke() {
             again.orphans_removed,
             again.empty_branches_removed,
             again.tag_rows_fixed,
-            again.sessions_fixed
+            again.sessions_fixed,
+            again.critique_flags_set
         ),
-        (0, 0, 0, 0)
+        (0, 0, 0, 0, 0)
     );
 }
 

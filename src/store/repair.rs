@@ -28,6 +28,9 @@ pub struct RepairReport {
     /// a node an earlier thought of their chain already follows, linked to
     /// the thought before them on their chain.
     pub links_fixed: u64,
+    /// Thoughts with a critique whose `critique_requested` said 0 (earlier
+    /// servers set it only when the critique failed), set to 1.
+    pub critique_flags_set: u64,
     /// Thoughts in the rebuilt search index.
     pub thoughts_indexed: u64,
     /// What only a person can decide, left as it is: each line names the
@@ -248,6 +251,8 @@ impl Store {
                  WHERE truth.session_id = branches.session_id AND truth.branch_id = branches.branch_id
                    AND tail_node IS NOT truth.tail",
             )?;
+            r.critique_flags_set +=
+                count("UPDATE thoughts SET critique_requested = 1 WHERE critique IS NOT NULL AND critique_requested = 0")?;
             r.thoughts_indexed = tx.query_row("SELECT count(*) FROM thoughts", [], |row| row.get::<_, i64>(0))? as u64;
             r.left_for_you = left_for_you(tx)?;
             Ok(r)

@@ -328,7 +328,7 @@ impl Store {
         let json = serde_json::to_string(critique).map_err(|e| Error::Internal(e.to_string()))?;
         self.write(|tx| {
             let changed = tx.execute(
-                "UPDATE thoughts SET critique = ?2 WHERE node_id = ?1 AND critique IS NULL",
+                "UPDATE thoughts SET critique = ?2, critique_requested = 1 WHERE node_id = ?1 AND critique IS NULL",
                 (node_id, json),
             )?;
             Ok(changed == 1)

@@ -107,6 +107,19 @@ async fn answered_and_unanswered_critiques_both_count() {
         .await;
     assert_eq!(a["quality"]["critiqueRequests"], 3);
     s.stop().await;
+    // In the table too: every thought recorded with `critique: true`, its
+    // critique answered or not, says so in `critique_requested`.
+    let flags: Vec<(String, i64, bool)> = rusqlite::Connection::open(&db)
+        .unwrap()
+        .prepare("SELECT thought, critique_requested, critique IS NOT NULL FROM thoughts ORDER BY id")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let expected = [("a", 1, true), ("b", 0, false), ("c", 1, true), ("d", 1, false)];
+    let expected: Vec<(String, i64, bool)> = expected.iter().map(|(t, f, c)| (t.to_string(), *f, *c)).collect();
+    assert_eq!(flags, expected);
 }
 
 /// A client that, while it writes the critique, deletes every session of
