@@ -100,6 +100,16 @@ fn path_arg() -> impl clap::builder::TypedValueParser<Value = PathBuf> {
     clap::builder::OsStringValueParser::new().map(PathBuf::from)
 }
 
+/// A path a command reads or writes (`backup DEST`, `export --out`,
+/// `import DIR`, `validate DIR`): a leading `~` is the home directory, as
+/// for `--db`, so a line run without a shell (a systemd unit, a client's
+/// config) does not make a directory named `~` where it happens to run.
+pub(crate) fn user_path() -> impl clap::builder::TypedValueParser<Value = PathBuf> {
+    use clap::builder::TypedValueParser;
+    clap::builder::OsStringValueParser::new()
+        .try_map(|s| config::expand_home(PathBuf::from(s)).map_err(|e| e.to_string()))
+}
+
 /// `--sync`, where an empty value means the default.
 fn sync_arg(s: &str) -> std::result::Result<Sync, String> {
     match s.trim().to_ascii_lowercase().as_str() {
@@ -156,8 +166,10 @@ pub enum Command {
     Serve(ServeArgs),
     /// Write a consistent copy of the database to DEST (a file, or a directory to put it in)
     Backup {
-        /// Destination file (replaced whole; never the database itself or one
-        /// in use) or directory (a new timestamped file in it)
+        /// Destination: a directory (a new timestamped file in it), a new
+        /// file, or an earlier backup of this ledger or an empty file (replaced
+        /// whole); never the database itself, a database in use, or any other file
+        #[arg(value_parser = user_path())]
         dest: PathBuf,
     },
     /// Write sessions as the directory tree of JSON files (or one session as
@@ -187,6 +199,10 @@ pub enum Command {
     Repair(JsonArg),
 }
 
+/// The server's options. The values of those that can come from the
+/// environment are read when the server starts, not when the command line
+/// is: a bad `THOUGHTBOX_CRITIQUE_TIMEOUT_SECS` stops the server with a
+/// message, and leaves `info` or `backup` alone.
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
     /// Let every operation run at any stage (for clients that cannot follow
@@ -199,45 +215,81 @@ pub struct ServeArgs {
         long,
         env = "THOUGHTBOX_CRITIQUE_TIMEOUT_SECS",
         value_name = "SECS",
-        value_parser = secs_or(60),
         default_value = "60"
     )]
-    pub critique_timeout: u64,
+    pub critique_timeout: String,
     /// Seconds to wait for the client's answer to roots/list
     #[arg(
         long,
         env = "THOUGHTBOX_ROOTS_TIMEOUT_SECS",
         value_name = "SECS",
-        value_parser = secs_or(10),
         default_value = "10"
     )]
-    pub roots_timeout: u64,
+    pub roots_timeout: String,
     /// Project of new sessions while no root is bound (they get the tag `project:NAME`)
     #[arg(long, env = "THOUGHTBOX_PROJECT", value_name = "NAME")]
     pub project: Option<String>,
     /// Event stream (one JSON object per line): stderr, or a file to append to; off by default
-    #[arg(long, env = "THOUGHTBOX_EVENTS", value_name = "stderr|PATH", value_parser = EventTarget::parse)]
-    pub events: Option<EventTarget>,
+    #[arg(long, env = "THOUGHTBOX_EVENTS", value_name = "stderr|PATH")]
+    pub events: Option<String>,
 }
 
 impl ServeArgs {
     fn options(&self) -> Result<ServeOptions> {
+        let secs = |value: &str, default: u64, flag: &str, var: &str| {
+            secs_or(default)(value).map_err(|e| crate::Error::invalid(flag, format!("--{flag} / {var}: {e}")))
+        };
+        let events = match self.events.as_deref() {
+            None => EventTarget::Off,
+            Some(text) => {
+                let target = EventTarget::parse(text)
+                    .map_err(|e| crate::Error::invalid("events", format!("--events / THOUGHTBOX_EVENTS: {e}")))?;
+                if let EventTarget::File(path) = &target
+                    && crate::stdio::path_is_stdin_or_stdout(path)
+                {
+                    return Err(crate::Error::invalid(
+                        "events",
+                        format!(
+                            "--events / THOUGHTBOX_EVENTS: {} is the server's stdin or stdout, which carry the MCP \
+                             protocol; use stderr or a file path",
+                            path.display()
+                        ),
+                    ));
+                }
+                target
+            }
+        };
         Ok(ServeOptions {
             stages: !(self.no_stages || config::stages_disabled_by_env()?),
-            critique_timeout: Duration::from_secs(self.critique_timeout),
-            roots_timeout: Duration::from_secs(self.roots_timeout),
+            critique_timeout: Duration::from_secs(secs(
+                &self.critique_timeout,
+                60,
+                "critique-timeout",
+                "THOUGHTBOX_CRITIQUE_TIMEOUT_SECS",
+            )?),
+            roots_timeout: Duration::from_secs(secs(
+                &self.roots_timeout,
+                10,
+                "roots-timeout",
+                "THOUGHTBOX_ROOTS_TIMEOUT_SECS",
+            )?),
             default_project: self
                 .project
                 .as_deref()
                 .map(str::trim)
                 .filter(|p| !p.is_empty())
                 .map(str::to_string),
-            events: self.events.clone().unwrap_or_default(),
+            events,
         })
     }
 }
 
 impl DbArgs {
+    /// The database's path, as the flags and the environment say.
+    pub fn path(&self) -> Result<PathBuf> {
+        config::resolve_db_path(self.db.clone(), self.data_dir.clone())
+    }
+
     /// Open the database, creating it if it does not exist yet.
     pub fn open(&self) -> Result<Store> {
         self.open_as(false, Access::Create)
@@ -253,7 +305,7 @@ impl DbArgs {
     /// [`DbArgs::open_existing`] with another [`Access`]: `repair` upgrades
     /// an older ledger, `backup` copies it as it is.
     pub fn open_present(&self, access: Access) -> Result<Store> {
-        let path = config::resolve_db_path(self.db.clone(), self.data_dir.clone())?;
+        let path = self.path()?;
         if !path.exists() {
             return Err(crate::Error::invalid(
                 "db",
@@ -272,7 +324,7 @@ impl DbArgs {
     }
 
     fn open_as(&self, background_checkpoints: bool, access: Access) -> Result<Store> {
-        let path = config::resolve_db_path(self.db.clone(), self.data_dir.clone())?;
+        let path = self.path()?;
         let sync = match self.sync {
             Sync::Normal => SyncMode::Normal,
             Sync::Full => SyncMode::Full,
@@ -350,7 +402,8 @@ mod tests {
             };
             assert_eq!(serve.project.as_deref(), Some("myapp"), "{args:?}");
             assert!(serve.no_stages, "{args:?}");
-            assert_eq!(serve.critique_timeout, 5, "{args:?}");
+            let options = serve.options().unwrap_or_else(|e| panic!("{args:?}: {e}"));
+            assert_eq!(options.critique_timeout, Duration::from_secs(5), "{args:?}");
         }
     }
 

@@ -10,7 +10,7 @@ use crate::cli::DbArgs;
 use crate::domain::{Granularity, Session, SessionFilter, SortBy, SortOrder};
 use crate::error::{Error, Result};
 use crate::export::{self, Format, Layout};
-use crate::store::Access;
+use crate::store::{Access, FileSizes};
 
 fn status(s: &Session) -> &'static str {
     if s.completed_at.is_some() {
@@ -263,10 +263,13 @@ pub fn repair(db: &DbArgs, json: bool) -> Result<ExitCode> {
 }
 
 pub fn info(db: &DbArgs, json: bool) -> Result<ExitCode> {
+    // The files as they are before this command opens the database (which
+    // makes a -shm of its own): a -wal or -shm then means a server (or
+    // another program) has it open.
+    let sizes = FileSizes::of(&db.path()?);
     let store = db.open_existing()?;
     let config = store.config()?;
     let st = store.stats(0)?;
-    let sizes = store.file_sizes();
     let path = std::path::absolute(store.path()).unwrap_or_else(|_| store.path().to_path_buf());
     let value = json!({
         "database": path,
@@ -289,6 +292,15 @@ pub fn info(db: &DbArgs, json: bool) -> Result<ExitCode> {
         vec!["install id".into(), config.install_id.clone()],
         vec!["created".into(), config.created_at.clone()],
         vec!["partitions".into(), config.session_partition_granularity.clone()],
+        vec![
+            "thought text in events".into(),
+            if config.disable_thought_logging {
+                "left out (disableThoughtLogging)"
+            } else {
+                "kept"
+            }
+            .into(),
+        ],
         vec!["sessions".into(), st.sessions.to_string()],
         vec!["thoughts".into(), st.thoughts.to_string()],
         vec!["branches".into(), st.branches.to_string()],

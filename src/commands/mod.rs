@@ -23,12 +23,13 @@ use crate::export::Format;
 #[derive(Debug, Clone, Args)]
 pub struct ExportArgs {
     /// Destination: the tree's root directory; with --format, a file (default: stdout)
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", value_parser = crate::cli::user_path())]
     pub out: Option<std::path::PathBuf>,
     /// A session to export (repeat for several); every session when none is given
     #[arg(long = "session", value_name = "ID", value_parser = session_id)]
     pub sessions: Vec<String>,
-    /// Project directory for every session (default: the session's `project:<p>` tag, else `_default`)
+    /// Project directory for every session, named as a `project:<p>` tag would name it (default:
+    /// the session's `project:<p>` tag, else `_default`)
     #[arg(long, value_name = "P", conflicts_with = "format")]
     pub project: Option<String>,
     /// Partition directories (default: the database's sessionPartitionGranularity)
@@ -81,6 +82,7 @@ impl From<FormatArg> for Format {
 #[derive(Debug, Clone, Args)]
 pub struct ImportArgs {
     /// Root of the tree (or a sessions directory, or one session directory)
+    #[arg(value_parser = crate::cli::user_path())]
     pub dir: std::path::PathBuf,
     /// Print the summary as JSON
     #[arg(long)]
@@ -90,6 +92,7 @@ pub struct ImportArgs {
 #[derive(Debug, Clone, Args)]
 pub struct ValidateArgs {
     /// Root of the tree (or a sessions directory, or one session directory)
+    #[arg(value_parser = crate::cli::user_path())]
     pub dir: std::path::PathBuf,
     /// Check only this session
     #[arg(long = "session", value_name = "ID", value_parser = session_id)]
@@ -177,8 +180,19 @@ pub enum ConfigCommand {
     Set {
         /// sessionPartitionGranularity or disableThoughtLogging
         key: String,
+        /// monthly, weekly, daily or none (sessionPartitionGranularity);
+        /// true or false (disableThoughtLogging)
         value: String,
     },
+}
+
+/// `n` and the noun, singular for one: "1 session", "2 sessions".
+pub(crate) fn counted(n: u64, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
 }
 
 /// Write text to stdout (an error, not a panic, when stdout is closed).

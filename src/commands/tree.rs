@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use serde_json::json;
 
 use super::progress::Progress;
-use super::{ExportArgs, ImportArgs, ValidateArgs, out, out_json};
+use super::{ExportArgs, ImportArgs, ValidateArgs, counted, out, out_json};
 use crate::cli::DbArgs;
 use crate::error::{Error, Result};
 use crate::export::{self, Format, Layout};
@@ -28,7 +28,7 @@ pub fn export(db: &DbArgs, args: ExportArgs) -> Result<ExitCode> {
     let store = db.open_existing()?;
     let opts = ExportOptions {
         sessions: args.sessions,
-        project: args.project,
+        project: args.project.as_deref().map(crate::tree::project_folder).transpose()?,
         granularity: args.partition.map(Into::into),
         lock_wait: None,
     };
@@ -41,9 +41,9 @@ pub fn export(db: &DbArgs, args: ExportArgs) -> Result<ExitCode> {
         out_json(&summary)?;
     } else {
         out(&format!(
-            "exported {} sessions ({} thoughts) to {} with {} partitions: {} files written, {} unchanged, {} removed\n",
-            summary.sessions.len(),
-            summary.thoughts,
+            "exported {} ({}) to {} with {} partitions: {} files written, {} unchanged, {} removed\n",
+            counted(summary.sessions.len() as u64, "session", "sessions"),
+            counted(summary.thoughts, "thought", "thoughts"),
             dest.display(),
             summary.granularity,
             summary.files_written,
@@ -135,7 +135,7 @@ pub fn import(db: &DbArgs, args: ImportArgs) -> Result<ExitCode> {
     let summary = import_tree(&store, &args.dir, &mut |done, total, r| {
         progress.step(done, total, || {
             let what = match r.status {
-                Status::Imported => format!("imported {} thoughts", r.thoughts),
+                Status::Imported => format!("imported {}", counted(r.thoughts, "thought", "thoughts")),
                 Status::AlreadyPresent => "already in the ledger".to_string(),
                 Status::Invalid => format!(
                     "INVALID: {}",
@@ -150,11 +150,15 @@ pub fn import(db: &DbArgs, args: ImportArgs) -> Result<ExitCode> {
         out_json(&summary)?;
     } else {
         let mut text = format!(
-            "{} session directories in {}: {} imported ({} thoughts), {} already present, {} invalid and skipped\n",
-            summary.sessions_found,
+            "{} in {}: {} imported ({}), {} already present, {} invalid and skipped\n",
+            counted(
+                summary.sessions_found as u64,
+                "session directory",
+                "session directories"
+            ),
             summary.source.display(),
             summary.imported,
-            summary.thoughts_imported,
+            counted(summary.thoughts_imported, "thought", "thoughts"),
             summary.already_present,
             summary.invalid
         );

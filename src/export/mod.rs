@@ -339,8 +339,14 @@ fn write_markdown(out: &mut dyn Write, source: &dyn SessionSource, include_metad
         s.push_str(&format!("- **Created:** {}\n", session.created_at));
         s.push_str(&format!("- **Updated:** {}\n", session.updated_at));
         s.push_str(&format!(
-            "- **Thoughts:** {} ({} branches)\n",
-            session.thought_count, session.branch_count
+            "- **Thoughts:** {} ({} {})\n",
+            session.thought_count,
+            session.branch_count,
+            if session.branch_count == 1 {
+                "branch"
+            } else {
+                "branches"
+            }
         ));
         s.push_str(&format!(
             "- **Status:** {}\n",

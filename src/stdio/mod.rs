@@ -468,11 +468,17 @@ fn writer() -> Output {
 }
 
 #[cfg(unix)]
-pub use unix::{is_stdin_or_stdout, stderr_is_stdout};
+pub use unix::{is_stdin_or_stdout, path_is_stdin_or_stdout, stderr_is_stdout};
 
 /// Whether `file` is the server's stdin or stdout: never, off unix.
 #[cfg(not(unix))]
 pub fn is_stdin_or_stdout(_file: &std::fs::File) -> bool {
+    false
+}
+
+/// Whether `path` names the server's stdin or stdout: never, off unix.
+#[cfg(not(unix))]
+pub fn path_is_stdin_or_stdout(_path: &std::path::Path) -> bool {
     false
 }
 
@@ -513,12 +519,21 @@ mod unix {
     /// Whether `file` is the server's stdin or stdout (the same pipe, socket
     /// or file, however it was named: `/dev/stdout`, `/proc/self/fd/0`...).
     pub fn is_stdin_or_stdout(file: &std::fs::File) -> bool {
-        let Ok(ours) = file.metadata() else { return false };
+        file.metadata().is_ok_and(|m| is_stdin_or_stdout_file(&m))
+    }
+
+    /// [`is_stdin_or_stdout`] for a path, without opening it (false for a
+    /// path that does not exist yet).
+    pub fn path_is_stdin_or_stdout(path: &std::path::Path) -> bool {
+        std::fs::metadata(path).is_ok_and(|m| is_stdin_or_stdout_file(&m))
+    }
+
+    fn is_stdin_or_stdout_file(ours: &std::fs::Metadata) -> bool {
         let (stdin, stdout) = (std::io::stdin(), std::io::stdout());
         [metadata(stdin.as_fd()), metadata(stdout.as_fd())]
             .into_iter()
             .flatten()
-            .any(|m| same_file(&m, &ours))
+            .any(|m| same_file(&m, ours))
     }
 
     /// Whether stderr is the very pipe or socket stdout is (inetd, and

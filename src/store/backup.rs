@@ -37,6 +37,16 @@ impl Store {
             let _ = std::fs::remove_file(&tmp);
             placed
         } else {
+            let folder = super::folder_of(dest);
+            if !folder.is_dir() {
+                return Err(Error::invalid(
+                    "dest",
+                    format!(
+                        "{} does not exist (or is not a directory): create the directory first, then back up into it",
+                        folder.display()
+                    ),
+                ));
+            }
             self.check_replaceable(dest, Replacement::Backup)?;
             // Through a symlink, the file it points to gets the new copy
             // (the link stays a link).
@@ -377,7 +387,8 @@ mod tests {
         let copy = Store::open(&dest, OpenOptionsStore::default()).unwrap();
         assert_eq!(copy.counts().unwrap().0, 1);
         let err = store.backup_to(&dir.path().join("missing-dir/x.db")).unwrap_err();
-        assert_eq!(err.code(), "STORAGE_ERROR");
+        assert_eq!(err.code(), "INVALID_PAYLOAD");
+        assert!(err.to_string().contains("missing-dir does not exist"), "{err}");
     }
 
     /// A backup file replaces an earlier backup, never a document or

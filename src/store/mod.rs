@@ -308,6 +308,27 @@ fn create_file(path: &Path) -> Result<()> {
     }
 }
 
+/// A ledger begun in a file that was there already (empty: made by
+/// `touch`, or by a tool that creates what it is told to open) is made
+/// private like one the server creates (mode 0600): it will hold every
+/// thought written. Left as it is if that fails (a file of another user).
+fn private_mode(path: &Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let real = real_path(path);
+        if let Ok(meta) = std::fs::metadata(&real)
+            && meta.is_file()
+            && meta.permissions().mode() & 0o077 != 0
+            && let Err(e) = std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o600))
+        {
+            tracing::warn!("could not make {} private (mode 0600): {e}", real.display());
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+}
+
 /// Refuse a database whose files are read-only (marked so, or not
 /// writable by this user) before SQLite touches them: thoughtbox writes to
 /// its database even to read it (the write-ahead log), and SQLite would
@@ -776,6 +797,7 @@ impl Store {
                 )
             };
             let access = opts.access;
+            let began_here = matches!(first, Found::Fresh);
             let settled = match first {
                 Found::Current => true,
                 // Without the history table no thoughtbox ever began on this
@@ -804,6 +826,9 @@ impl Store {
                     // would go on writing as the old schema wants.
                     Found::Behind(found) if access == Access::Read => return Err(older(found)),
                     Found::Fresh | Found::Behind(_) | Found::Unset => {
+                        if began_here {
+                            private_mode(&path);
+                        }
                         configure(&conn, opts.sync, false, access)?;
                         migrate(&mut conn)?;
                         ensure_config(&conn)?;
@@ -1309,6 +1334,27 @@ mod tests {
         // Reopening keeps the install id.
         let again = Store::open(dir.path().join("t.db"), OpenOptionsStore::default()).unwrap();
         assert_eq!(again.config().unwrap().install_id, cfg.install_id);
+    }
+
+    /// An empty file that was there already (`touch`) becomes a private
+    /// ledger too; a command that only reads leaves it as it was.
+    #[cfg(unix)]
+    #[test]
+    fn a_ledger_begun_in_an_existing_empty_file_is_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("touched.db");
+        std::fs::write(&path, "").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let mode = || std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        let read = OpenOptionsStore {
+            access: Access::Read,
+            ..Default::default()
+        };
+        assert!(Store::open(&path, read).is_err(), "no ledger to read");
+        assert_eq!(mode(), 0o644);
+        Store::open(&path, OpenOptionsStore::default()).unwrap();
+        assert_eq!(mode(), 0o600);
     }
 
     /// A ledger written by schema version 2 (AUTOINCREMENT ids, the

@@ -93,8 +93,17 @@ impl Store {
 
     /// Sizes of the database file, `-wal` and `-shm` (0 when absent).
     pub fn file_sizes(&self) -> FileSizes {
+        FileSizes::of(self.path())
+    }
+}
+
+impl FileSizes {
+    /// The sizes of the database at `path` and its -wal and -shm files (0
+    /// for one that is not there), read without opening it: a command that
+    /// reports them reads them before its own connection makes a -shm.
+    pub fn of(path: &std::path::Path) -> FileSizes {
         // The -wal and -shm are beside the file a symlink points to.
-        let real = super::real_path(self.path());
+        let real = super::real_path(path);
         let size = |suffix: &str| {
             std::fs::metadata(super::with_suffix(&real, suffix))
                 .map(|m| m.len())

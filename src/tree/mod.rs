@@ -140,6 +140,21 @@ pub fn check_project(p: &str) -> Result<()> {
     }
 }
 
+/// The folder of a project named on the command line (`export --project`):
+/// made the way a `project:<p>` tag's is (`my app/v2` is `my-app-v2`), so
+/// the flag puts sessions where the tag would; refused when nothing usable
+/// is left (`..`, only punctuation).
+pub fn project_folder(p: &str) -> Result<String> {
+    let folder = project_from_tags(&[format!("project:{p}")]);
+    if folder == DEFAULT_PROJECT && p.trim() != DEFAULT_PROJECT {
+        return Err(Error::invalid(
+            "project",
+            format!("project {p:?} leaves no folder name: use letters or digits (other characters become '-')"),
+        ));
+    }
+    Ok(folder)
+}
+
 /// The project of a session: the first `project:<p>` tag, with characters
 /// that cannot be part of a directory name replaced by `-`; `_default` when
 /// there is none or nothing usable is left.
@@ -240,5 +255,12 @@ mod tests {
         assert_eq!(project_from_tags(&["project:cafe\u{301}".into()]), "café");
         assert!(check_project("数据库").is_ok());
         assert!(check_project("数据/库").is_err());
+        // The command line's --project names the folder the tag would.
+        assert_eq!(project_folder("my app/v2").unwrap(), "my-app-v2");
+        assert_eq!(project_folder("api").unwrap(), "api");
+        assert_eq!(project_folder("_default").unwrap(), DEFAULT_PROJECT);
+        for bad in ["..", "", "  ", "..."] {
+            assert!(project_folder(bad).is_err(), "{bad:?}");
+        }
     }
 }

@@ -195,10 +195,20 @@ fn stats_info_and_config() {
     assert_eq!(info["schemaVersion"], migrations as u64);
     assert_eq!(info["counts"], json!({ "sessions": 2, "thoughts": 5, "branches": 1 }));
     assert!(info["sizes"]["database"].as_u64().unwrap() > 0);
+    // A stopped ledger has no -wal or -shm: info's own connection is not counted.
+    assert_eq!(
+        (info["sizes"]["wal"].as_u64(), info["sizes"]["shm"].as_u64()),
+        (Some(0), Some(0)),
+        "{info}"
+    );
     assert_eq!(info["config"]["sessionPartitionGranularity"], "monthly");
     let text = ok(&db, &["info"]);
     assert!(
         text.contains(&db.display().to_string()) && text.contains("schema version"),
+        "{text}"
+    );
+    assert!(
+        text.contains("thought text in events") && text.contains("kept"),
         "{text}"
     );
 
@@ -332,6 +342,11 @@ fn commands_leave_the_database_as_one_file() {
     ok(&stranger, &["config", "set", "sessionPartitionGranularity", "daily"]);
     let err = fails(&db, &["backup", stranger.to_str().unwrap()]);
     assert!(err.contains("another ledger (installId"), "{err}");
+    // Into a directory that does not exist: said so, naming it.
+    let missing = dir.path().join("no-such-dir");
+    let err = fails(&db, &["backup", missing.join("copy.db").to_str().unwrap()]);
+    assert!(err.contains("no-such-dir does not exist"), "{err}");
+    assert!(!missing.exists());
 }
 
 /// Where the database is, as the environment and flags say: empty variables
@@ -379,6 +394,72 @@ fn database_location_from_flags_and_variables() {
     assert_eq!(db_of(info(&[], &env)), env_db);
     // A leading ~ is $HOME.
     assert_eq!(db_of(info(&[], &[("THOUGHTBOX_DB", "~/t/x.db")])), home.join("t/x.db"));
+}
+
+/// The paths commands take (`backup DEST`, `export --out`, `import DIR`,
+/// `validate DIR`) read a leading `~` as the home directory too, as a
+/// line run without a shell (a systemd unit) passes it: no directory
+/// named `~` appears where the command runs.
+#[test]
+fn command_paths_starting_with_a_tilde_are_in_the_home_directory() {
+    let (dir, db) = temp_db();
+    let home = dir.path().join("home");
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+    ok(&db, &["config", "set", "sessionPartitionGranularity", "weekly"]);
+    let run_in_home = |args: &[&str]| {
+        let mut cmd = scrubbed();
+        cmd.current_dir(&work)
+            .env("HOME", &home)
+            .arg("--db")
+            .arg(&db)
+            .args(args);
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    run_in_home(&["backup", "~/copy.db"]);
+    assert!(home.join("copy.db").is_file());
+    run_in_home(&["export", "--out", "~/tree"]);
+    assert!(home.join("tree/config.json").is_file());
+    run_in_home(&["validate", "~/tree"]);
+    run_in_home(&["import", "~/tree"]);
+    assert!(!work.join("~").exists(), "a directory named ~ was made");
+}
+
+/// A bad value in a variable only the server reads stops the server with
+/// a message naming it, and leaves the other commands alone.
+#[test]
+fn server_variables_do_not_stop_other_commands() {
+    let (_dir, db) = temp_db();
+    ok(&db, &["config", "set", "sessionPartitionGranularity", "weekly"]);
+    for (var, value) in [
+        ("THOUGHTBOX_CRITIQUE_TIMEOUT_SECS", "abc"),
+        ("THOUGHTBOX_ROOTS_TIMEOUT_SECS", "-1"),
+        ("THOUGHTBOX_EVENTS", "stdout"),
+    ] {
+        for args in [&["info"][..], &["stats"], &["sessions", "list"]] {
+            let mut cmd = scrubbed();
+            let out = cmd.env(var, value).arg("--db").arg(&db).args(args).output().unwrap();
+            assert!(
+                out.status.success(),
+                "{var}={value} {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let mut cmd = scrubbed();
+        let out = cmd.env(var, value).arg("--db").arg(&db).arg("serve").output().unwrap();
+        assert!(!out.status.success(), "{var}={value} serve");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(var), "{var}={value}: {err}");
+    }
+    // Given as a flag, the same value is refused too.
+    let err = fails(&db, &["serve", "--critique-timeout", "abc"]);
+    assert!(err.contains("not a whole number of seconds"), "{err}");
 }
 
 /// Every command, the server included, leaves a file that is not a

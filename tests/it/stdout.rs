@@ -483,31 +483,43 @@ async fn sighup_is_ignored_under_nohup() {
     assert!(child.wait().await.unwrap().success());
 }
 
-/// `--events` naming stdout by a path (`/dev/stdout`) must not put events
-/// into the protocol stream: the stream is dropped with a warning.
+/// `--events` naming stdout by a path (`/dev/stdout`) would put events
+/// into the protocol stream: the server refuses to start, as for `stdout`,
+/// with a message on stderr and nothing on stdout.
 #[cfg(unix)]
 #[tokio::test]
 async fn events_never_reach_stdout_by_any_name() {
     let (_d, db) = temp_db();
-    let mut cmd = command(&db);
-    cmd.args(["--events", "/dev/stdout", "--no-stages"])
-        .stderr(Stdio::piped());
-    let (mut child, mut stdin, mut lines) = initialized(cmd).await;
-    let mut stderr = child.stderr.take().unwrap();
-    for id in 1..4 {
-        send(&mut stdin, &format!(
-            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"thoughtbox_gateway","arguments":{{"operation":"thought","args":{{"thought":"step {id}","nextThoughtNeeded":true}}}}}}}}"#
-        ))
-        .await;
-        let answer = next_message(&mut lines).await;
-        assert_eq!(answer["id"], id, "{answer}");
+    for target in ["/dev/stdout", "/proc/self/fd/1", "stdout"] {
+        let out = command(&db)
+            .args(["--events", target, "--no-stages"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .output()
+            .await
+            .unwrap();
+        assert!(!out.status.success(), "{target}");
+        assert!(
+            out.stdout.is_empty(),
+            "{target}: {:?}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let log = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            log.contains("stdout") && log.contains("stderr or a file"),
+            "{target}: {log}"
+        );
     }
-    drop(stdin);
-    assert!(lines.next_line().await.unwrap().is_none(), "nothing else on stdout");
-    assert!(child.wait().await.unwrap().success());
-    let mut log = String::new();
-    tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut log)
+    // As THOUGHTBOX_EVENTS too, while other commands are left alone.
+    let out = command(&db)
+        .env("THOUGHTBOX_EVENTS", "/dev/stdout")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
         .await
         .unwrap();
-    assert!(log.contains("stdout"), "{log}");
+    assert!(!out.status.success());
+    assert!(out.stdout.is_empty());
 }

@@ -670,7 +670,7 @@ fn export_destinations_and_bad_names() {
     let fresh = dir.path().join("fresh");
     for args in [
         &["export", "--out", path_str(&fresh), "--session", "../../x"][..],
-        &["export", "--out", path_str(&fresh), "--project", "../x"],
+        &["export", "--out", path_str(&fresh), "--project", ".."],
         &[
             "export",
             "--out",
@@ -681,6 +681,17 @@ fn export_destinations_and_bad_names() {
     ] {
         fails(&db, args);
         assert!(!fresh.exists());
+    }
+    // --project names the folder a `project:` tag would: what cannot be in
+    // a folder name becomes '-', so the tree stays inside DIR.
+    for (project, folder) in [("my app/v2", "my-app-v2"), ("../x", "..-x")] {
+        let tree = dir.path().join(format!("by-project-{folder}"));
+        ok(&db, &["export", "--out", path_str(&tree), "--project", project]);
+        assert!(
+            tree.join("projects").join(folder).join("sessions").is_dir(),
+            "{project}"
+        );
+        assert_eq!(fs::read_dir(tree.join("projects")).unwrap().count(), 1, "{project}");
     }
     // One session as a file, or on stdout.
     let md = dir.path().join("s.md");
