@@ -302,8 +302,16 @@ fn one_line(text: &str) -> String {
 /// fence, an HTML comment, a line that looks like this document's own
 /// headings) stays inside the quote: a block quote ends every block opened
 /// in it.
+///
+/// One thing a block quote does not contain: a link reference definition
+/// (`[x]: https://...`) counts for the whole document, and would turn a
+/// `[x]` in another thought into a link. Its `[` is escaped (`\[`, which
+/// shows as `[`), outside code fences and indented code, where no
+/// definition is read.
 fn block_quote(out: &mut String, text: &str) {
     let text = text.trim_end().replace("\r\n", "\n").replace('\r', "\n");
+    // The fence a code block was opened with (its character and length).
+    let mut fence: Option<(char, usize)> = None;
     for line in text.split('\n') {
         out.push('>');
         if !line.is_empty() {
@@ -317,11 +325,44 @@ fn block_quote(out: &mut String, text: &str) {
                 out.extend(std::iter::repeat_n(' ', width));
                 column += width;
             }
+            let code_indent = column >= 4;
+            match (fence, fence_of(rest)) {
+                (None, Some(opened)) if !code_indent => fence = Some(opened),
+                (Some((c, n)), Some((d, m))) if c == d && m >= n && !code_indent => fence = None,
+                (None, _) if !code_indent => {
+                    if let Some(at) = link_definition_at(rest) {
+                        out.push_str(&rest[..at]);
+                        out.push('\\');
+                        out.push_str(&rest[at..]);
+                        out.push('\n');
+                        continue;
+                    }
+                }
+                _ => {}
+            }
             out.push_str(rest);
         }
         out.push('\n');
     }
     out.push('\n');
+}
+
+/// The character and length of a code fence (three or more backticks or
+/// tildes) that `line` (its indent removed) starts with.
+fn fence_of(line: &str) -> Option<(char, usize)> {
+    let c = line.chars().next().filter(|c| matches!(c, '`' | '~'))?;
+    let n = line.chars().take_while(|&d| d == c).count();
+    (n >= 3).then_some((c, n))
+}
+
+/// Where the `[` of a link reference definition (`[label]:`, also inside
+/// a quote of the thought's own, `> [label]:`) is in `line` (its indent
+/// removed).
+fn link_definition_at(line: &str) -> Option<usize> {
+    let at = line.len() - line.trim_start_matches(['>', ' ']).len();
+    let label = line[at..].strip_prefix('[')?;
+    let end = label.find(']')?;
+    (end > 0 && label[end + 1..].starts_with(':')).then_some(at)
 }
 
 /// A readable Markdown document with every chain. Each thought is a block
@@ -640,6 +681,25 @@ mod tests {
         );
         let c = cipher(&s, &ts);
         assert!(c.starts_with("# Title ## Main chain\nid:s tags:a b "), "{c}");
+    }
+
+    /// Review 10-b: a link reference definition in one thought made a
+    /// `[x]` in every other thought a link. Its `[` is escaped, except in
+    /// code, where Markdown reads no definition (and a `\` would show).
+    #[test]
+    fn a_link_definition_in_a_thought_reaches_no_other_thought() {
+        let mut quoted = String::new();
+        block_quote(
+            &mut quoted,
+            "see [x]\n[x]: https://example.com/a\n  [^1]: note\n> [y]: /b\n[not a definition]\n\
+             ```toml\n[x]: kept\n```\n~~~~\n[x]: kept too\n~~~\n~~~~\n\n    [x]: indented code\n[]: empty",
+        );
+        assert_eq!(
+            quoted,
+            "> see [x]\n> \\[x]: https://example.com/a\n>   \\[^1]: note\n> > \\[y]: /b\n> [not a definition]\n\
+             > ```toml\n> [x]: kept\n> ```\n> ~~~~\n> [x]: kept too\n> ~~~\n> ~~~~\n>\n>     [x]: indented code\n\
+             > []: empty\n\n"
+        );
     }
 
     /// Review 10-b: the cipher cut split a family emoji, a flag, and an
