@@ -4,7 +4,7 @@
 use rusqlite::{OptionalExtension, Row, ToSql, params};
 use serde_json::json;
 
-use super::search::{SNIPPET_TOKENS, fts_query, query_words};
+use super::search::{QueryPlan, SNIPPET_TOKENS, query_words};
 use super::snippet::best_snippet;
 use super::{Store, Tx};
 use crate::domain::{self, SortBy, SortOrder};
@@ -17,6 +17,38 @@ use crate::knowledge::{
 
 const PATTERN_COLUMNS: &str = "p.id, p.title, p.description, p.tags, p.content, p.derived_from_sessions, p.created_by, p.created_at, p.updated_at";
 const NOTE_COLUMNS: &str = "n.id, n.title, n.content, n.created_at, n.updated_at";
+/// A pattern's text, all fields, as a search by text reads it.
+const PATTERN_TEXT: &str = "(p.title || ' ' || p.description || ' ' || p.tags || ' ' || p.content)";
+
+/// A table the knowledge search reads: its index, its rows, the
+/// description, tags and content a hit's snippet comes from, and all its
+/// text as one expression.
+struct Searched {
+    fts: &'static str,
+    table: &'static str,
+    alias: &'static str,
+    fields: &'static str,
+    text: &'static str,
+    uri: fn(&str) -> String,
+}
+
+const PATTERNS: Searched = Searched {
+    fts: "knowledge_patterns_fts",
+    table: "knowledge_patterns",
+    alias: "p",
+    fields: "p.description, (SELECT coalesce(group_concat(value, ' '), '') FROM json_each(p.tags)), p.content",
+    text: PATTERN_TEXT,
+    uri: pattern_uri,
+};
+
+const NOTES: Searched = Searched {
+    fts: "scratchpad_notes_fts",
+    table: "scratchpad_notes",
+    alias: "n",
+    fields: "'', '', n.content",
+    text: "(n.title || ' ' || n.content)",
+    uri: note_uri,
+};
 
 /// A pattern or a note, as a resource listing shows it.
 #[derive(Debug, Clone, PartialEq)]
@@ -256,21 +288,26 @@ impl Store {
     pub fn list_patterns(&self, filter: &PatternFilter) -> Result<PatternPage> {
         let mut clauses: Vec<String> = Vec::new();
         let mut params: Vec<Box<dyn ToSql>> = Vec::new();
-        let search = match filter.search.as_deref() {
-            None => None,
-            Some(text) => match fts_query(text) {
-                Some(q) => Some(q),
-                // Nothing searchable in the text: nothing matches.
-                None => {
-                    return Ok(PatternPage {
-                        patterns: Vec::new(),
-                        count: 0,
-                        total: 0,
-                        has_more: false,
-                    });
-                }
-            },
-        };
+        let plan = filter.search.as_deref().map(QueryPlan::of);
+        if plan.as_ref().is_some_and(QueryPlan::is_empty) {
+            // Nothing searchable in the text: nothing matches.
+            return Ok(PatternPage {
+                patterns: Vec::new(),
+                count: 0,
+                total: 0,
+                has_more: false,
+            });
+        }
+        // The index for the words it holds; words of scripts written
+        // without spaces (inside a run of such letters) by their text.
+        let search = plan.as_ref().and_then(|p| p.fts.clone());
+        for (composed, decomposed) in plan.iter().flat_map(|p| &p.texts) {
+            clauses.push(format!(
+                "(instr({PATTERN_TEXT}, ?) > 0 OR instr({PATTERN_TEXT}, ?) > 0)"
+            ));
+            params.push(Box::new(composed.clone()));
+            params.push(Box::new(decomposed.clone()));
+        }
         let from = if let Some(q) = &search {
             clauses.push("knowledge_patterns_fts MATCH ?".into());
             params.push(Box::new(q.clone()));
@@ -307,14 +344,15 @@ impl Store {
             (Some(SortBy::Title), _) => format!("p.title COLLATE NOCASE {dir}, p.seq {dir}"),
             (Some(SortBy::UpdatedAt), _) | (None, None) => format!("p.updated_at {dir}, p.seq {dir}"),
         };
-        let extra = if search.is_some() {
-            ", bm25(knowledge_patterns_fts)"
-        } else {
-            ""
+        // Found by text alone, a pattern has no bm25 score: 0.
+        let extra = match (&search, &plan) {
+            (Some(_), _) => ", bm25(knowledge_patterns_fts)",
+            (None, Some(_)) => ", 0.0",
+            (None, None) => "",
         };
         let words = filter.search.as_deref().map(query_words).unwrap_or_default();
         let (limit, offset) = (filter.limit, filter.offset);
-        let searching = search.is_some();
+        let searching = plan.is_some();
         self.read(|tx| {
             let refs: Vec<&dyn ToSql> = params.iter().map(|p| p.as_ref()).collect();
             let sql = format!(
@@ -413,35 +451,55 @@ impl Store {
 
     /// Patterns matching all words of `text`, best first, with snippets.
     pub fn search_patterns(&self, text: &str, limit: u32) -> Result<Vec<KnowledgeHit>> {
-        self.search_knowledge(
-            "SELECT p.id, p.title, bm25(knowledge_patterns_fts) AS r, p.description,
-                    (SELECT coalesce(group_concat(value, ' '), '') FROM json_each(p.tags)), p.content
-             FROM knowledge_patterns_fts JOIN knowledge_patterns AS p ON p.seq = knowledge_patterns_fts.rowid
-             WHERE knowledge_patterns_fts MATCH ?1 ORDER BY r LIMIT ?2",
-            text,
-            limit,
-            pattern_uri,
-        )
+        self.search_knowledge(&PATTERNS, text, limit)
     }
 
-    /// Run one of the knowledge searches: `sql` takes the FTS query and a
-    /// limit and answers id, title, bm25 rank, and the description, tags
-    /// and content the snippet is taken from.
-    fn search_knowledge(
-        &self,
-        sql: &str,
-        text: &str,
-        limit: u32,
-        uri: fn(&str) -> String,
-    ) -> Result<Vec<KnowledgeHit>> {
-        let Some(q) = fts_query(text) else {
+    /// Run one of the knowledge searches: the index for the words it
+    /// holds (ranked by bm25), words of scripts written without spaces by
+    /// their text (newest first when the query has no other words).
+    fn search_knowledge(&self, table: &Searched, text: &str, limit: u32) -> Result<Vec<KnowledgeHit>> {
+        let plan = QueryPlan::of(text);
+        if plan.is_empty() {
             return Ok(Vec::new());
+        }
+        let Searched {
+            fts,
+            table: base,
+            alias: a,
+            fields,
+            text: all_text,
+            uri,
+        } = table;
+        let mut clauses = Vec::new();
+        let mut values: Vec<String> = Vec::new();
+        for (composed, decomposed) in &plan.texts {
+            clauses.push(format!("(instr({all_text}, ?) > 0 OR instr({all_text}, ?) > 0)"));
+            values.extend([composed.clone(), decomposed.clone()]);
+        }
+        let (from, score, order) = match &plan.fts {
+            Some(q) => {
+                clauses.push(format!("{fts} MATCH ?"));
+                values.push(q.clone());
+                (
+                    format!("{fts} JOIN {base} AS {a} ON {a}.seq = {fts}.rowid"),
+                    format!("bm25({fts})"),
+                    "r, seq DESC",
+                )
+            }
+            None => (format!("{base} AS {a}"), "0.0".to_string(), "updated DESC, seq DESC"),
         };
+        let sql = format!(
+            "SELECT {a}.id, {a}.title, {score} AS r, {fields}, {a}.updated_at AS updated, {a}.seq AS seq
+             FROM {from} WHERE {} ORDER BY {order} LIMIT ?",
+            clauses.join(" AND ")
+        );
         let words = query_words(text);
         self.read(|tx| {
+            let mut args: Vec<&dyn ToSql> = values.iter().map(|v| v as &dyn ToSql).collect();
+            args.push(&limit);
             Ok(tx
-                .prepare_cached(sql)?
-                .query_map(params![q, limit], |r| {
+                .prepare_cached(&sql)?
+                .query_map(args.as_slice(), |r| {
                     let id: String = r.get(0)?;
                     let title: String = r.get(1)?;
                     let (description, tags, content): (String, String, String) = (r.get(3)?, r.get(4)?, r.get(5)?);
@@ -509,14 +567,7 @@ impl Store {
 
     /// Notes matching all words of `text`, best first, with snippets.
     pub fn search_notes(&self, text: &str, limit: u32) -> Result<Vec<KnowledgeHit>> {
-        self.search_knowledge(
-            "SELECT n.id, n.title, bm25(scratchpad_notes_fts) AS r, '', '', n.content
-             FROM scratchpad_notes_fts JOIN scratchpad_notes AS n ON n.seq = scratchpad_notes_fts.rowid
-             WHERE scratchpad_notes_fts MATCH ?1 ORDER BY r LIMIT ?2",
-            text,
-            limit,
-            note_uri,
-        )
+        self.search_knowledge(&NOTES, text, limit)
     }
 }
 
@@ -606,6 +657,40 @@ mod tests {
             [],
         )
         .unwrap();
+    }
+
+    /// Review 10-b: a Chinese or Japanese word inside a run of such
+    /// letters (one token to the index) was never found in the garden.
+    #[test]
+    fn words_inside_runs_of_unspaced_letters_are_found() {
+        let (_d, store) = temp_store();
+        store
+            .create_pattern(p("数据库设计", &["架构"], "我们讨论数据库设计和缓存失效"))
+            .unwrap();
+        store
+            .create_pattern(p("Cache notes", &[], "缓存 cache invalidation"))
+            .unwrap();
+        store.write_note("会议", "今日のデータベース会議: cache").unwrap();
+        let titles = |hits: Vec<KnowledgeHit>| hits.into_iter().map(|h| h.title).collect::<Vec<_>>();
+        assert_eq!(titles(store.search_patterns("数据库", 5).unwrap()), ["数据库设计"]);
+        // Every word must be there: one found by its text, one by the index.
+        assert_eq!(titles(store.search_patterns("缓存 cache", 5).unwrap()), ["Cache notes"]);
+        assert!(store.search_patterns("数据库 cache", 5).unwrap().is_empty());
+        // Tags are searched too.
+        assert_eq!(titles(store.search_patterns("架构", 5).unwrap()), ["数据库设计"]);
+        let listed = store
+            .list_patterns(&PatternFilter {
+                search: Some("缓存".into()),
+                ..Default::default()
+            })
+            .unwrap();
+        assert_eq!(listed.total, 2);
+        assert!(listed.patterns.iter().all(|p| p.score.is_some() && p.snippet.is_some()));
+        let notes = store.search_notes("データベース", 5).unwrap();
+        assert_eq!(notes.len(), 1);
+        assert!(notes[0].snippet.contains("データベース"), "{}", notes[0].snippet);
+        assert_eq!(store.search_notes("データベース cache", 5).unwrap().len(), 1);
+        assert!(store.search_notes("数据库", 5).unwrap().is_empty());
     }
 
     #[test]

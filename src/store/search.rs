@@ -149,7 +149,7 @@ pub(crate) fn query_words(text: &str) -> Vec<String> {
 /// (Chinese, Japanese, Thai, Lao, Khmer, Burmese), or to Korean, whose
 /// words carry their particles: the index keeps a run of such letters as
 /// one token, so a word inside the run is found by its text instead.
-fn unspaced(c: char) -> bool {
+pub(crate) fn unspaced(c: char) -> bool {
     matches!(c,
         '\u{0e00}'..='\u{0eff}'      // Thai, Lao
         | '\u{1000}'..='\u{109f}'    // Myanmar
@@ -1019,6 +1019,13 @@ mod tests {
         // still go through the index (whole words, any case).
         assert_eq!(numbers("\"CACHE 数据库\""), [5]);
         assert_eq!(numbers("\"cach 数据库\""), Vec::<u32>::new());
+        // The snippet marks the word inside its run of letters.
+        let hit = store.search_thoughts("数据库", 10).unwrap();
+        assert!(
+            hit.iter().any(|h| h.snippet.contains("我们讨论[数据库]设计")),
+            "{:?}",
+            hit
+        );
         // Not indexed yet, behind another program's write lock.
         add("新的数据库 cache 想法");
         let shell = rusqlite::Connection::open(store.path()).unwrap();

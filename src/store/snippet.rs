@@ -154,6 +154,40 @@ fn gap(text: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// `toks` with each token that holds a word of a script written without
+/// spaces (a run of Chinese or Japanese letters, found by its text) cut
+/// around that word, so that the word is a token of its own and is marked.
+fn split_at_words(text: &str, toks: Vec<(usize, usize)>, words: &[String]) -> Vec<(usize, usize)> {
+    let inner: Vec<&str> = words
+        .iter()
+        .filter(|w| !w.is_empty() && w.chars().any(super::search::unspaced))
+        .map(String::as_str)
+        .collect();
+    if inner.is_empty() {
+        return toks;
+    }
+    let mut out = Vec::with_capacity(toks.len());
+    for (s, e) in toks {
+        let mut at = s;
+        // The leftmost word in what is left of the token, then on past it.
+        while let Some((from, to)) = inner
+            .iter()
+            .filter_map(|w| text[at..e].find(w).map(|i| (at + i, at + i + w.len())))
+            .min()
+        {
+            if from > at {
+                out.push((at, from));
+            }
+            out.push((from, to));
+            at = to;
+        }
+        if at < e {
+            out.push((at, e));
+        }
+    }
+    out
+}
+
 /// Up to `width` tokens of `text` around the words of a search: the
 /// window holding the most of the distinct words (the earliest such),
 /// centred on them, the words marked `[...]`, and `...` where text was left
@@ -163,7 +197,7 @@ fn gap(text: &str) -> std::borrow::Cow<'_, str> {
 pub fn snippet(text: &str, words: &[String], width: usize) -> Option<String> {
     let width = width.max(1);
     let wanted = QueryWords::new(words);
-    let toks = tokens(text);
+    let toks = split_at_words(text, tokens(text), words);
     let hits: Vec<Option<usize>> = toks.iter().map(|&(s, e)| wanted.position(&text[s..e])).collect();
     if hits.iter().all(Option::is_none) {
         return None;
@@ -289,6 +323,23 @@ pub fn head(text: &str, width: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    /// A word of Chinese or Japanese inside a run of such letters (one
+    /// token to the index) is marked where it is, each time it occurs.
+    #[test]
+    fn words_inside_runs_of_unspaced_letters_are_marked() {
+        let words = vec!["数据库".to_string(), "cache".to_string()];
+        assert_eq!(
+            snippet("我们讨论数据库设计, then the cache", &words, 20).as_deref(),
+            Some("我们讨论[数据库]设计, then the [cache]")
+        );
+        assert_eq!(
+            snippet("数据库和数据库", &words[..1], 20).as_deref(),
+            Some("[数据库]和[数据库]")
+        );
+        assert_eq!(snippet("无关的文字", &words[..1], 20), None);
+    }
+
     use super::*;
 
     fn w(words: &[&str]) -> Vec<String> {
