@@ -18,6 +18,21 @@ pub(super) enum Verdict {
     },
     /// Not JSON: the MCP library ignores it (there is no id to answer).
     NotJson(String),
+    /// A message without `jsonrpc`: read as JSON-RPC 2.0 (the MCP library
+    /// would answer it with an error without an id, a notification or a
+    /// reply included), once the member is added.
+    AddVersion,
+    /// A notification or a reply that names another `jsonrpc` version:
+    /// dropped (with a log line), since nothing may answer it.
+    Ignore,
+}
+
+/// What a message's `jsonrpc` member says.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Version {
+    Missing,
+    Two,
+    Other,
 }
 
 #[derive(Debug, PartialEq)]
@@ -31,8 +46,8 @@ pub(super) enum Problem {
     DuplicateKey(String),
     /// Objects and arrays nested past the JSON reader's limit (128 levels).
     TooDeep,
-    /// `jsonrpc` missing or not `"2.0"`: the MCP library answers such a
-    /// request without its id, which no client can match to it.
+    /// `jsonrpc` not `"2.0"`: the MCP library answers such a request
+    /// without its id, which no client can match to it.
     NotVersion2,
     /// A number past the largest a JSON reader holds (`1e400`): valid JSON
     /// text that no reader turns into a value, so the MCP library drops it.
@@ -51,7 +66,8 @@ pub(super) fn inspect(line: &[u8]) -> Verdict {
             method: Some(method),
             duplicate,
             params,
-            version_2,
+            version,
+            ..
         }) => {
             let problem = match (duplicate, params) {
                 (Some(key), _) => Problem::DuplicateKey(key),
@@ -59,12 +75,23 @@ pub(super) fn inspect(line: &[u8]) -> Verdict {
                 (None, Some(ParamsShape::Object { duplicate: Some(path) })) => {
                     Problem::DuplicateKey(format!("params{path}"))
                 }
-                _ if !version_2 => Problem::NotVersion2,
-                _ => return Verdict::Pass,
+                _ => match version {
+                    Version::Two => return Verdict::Pass,
+                    Version::Missing => return Verdict::AddVersion,
+                    Version::Other => Problem::NotVersion2,
+                },
             };
             Verdict::Refuse { id, method, problem }
         }
         // A notification, or a reply of the client's: nothing to answer.
+        Ok(Envelope {
+            version, method, reply, ..
+        }) if method.is_some() || reply => match version {
+            Version::Two => Verdict::Pass,
+            Version::Missing => Verdict::AddVersion,
+            Version::Other => Verdict::Ignore,
+        },
+        // Not a JSON-RPC message at all: the MCP library's to refuse.
         Ok(_) => Verdict::Pass,
         Err(e) if e.to_string().starts_with("recursion limit exceeded") => refuse(Problem::TooDeep),
         Err(e) if e.to_string().starts_with("number out of range") => refuse(Problem::NumberTooLarge),
@@ -92,8 +119,10 @@ struct Envelope {
     params: Option<ParamsShape>,
     /// A top-level member named twice.
     duplicate: Option<String>,
-    /// Whether `jsonrpc` is `"2.0"`.
-    version_2: bool,
+    /// What `jsonrpc` says.
+    version: Version,
+    /// Whether it has a `result` or an `error` (a reply).
+    reply: bool,
 }
 
 impl<'de> serde::Deserialize<'de> for Envelope {
@@ -110,7 +139,8 @@ impl<'de> serde::Deserialize<'de> for Envelope {
                     method: None,
                     params: None,
                     duplicate: None,
-                    version_2: false,
+                    version: Version::Missing,
+                    reply: false,
                 };
                 let mut seen = Seen::default();
                 while let Some(Key(key)) = map.next_key()? {
@@ -118,8 +148,14 @@ impl<'de> serde::Deserialize<'de> for Envelope {
                         "id" => envelope.id = map.next_value::<Option<serde_json::Value>>()?,
                         "method" => envelope.method = Some(map.next_value()?),
                         "params" => envelope.params = Some(map.next_value()?),
-                        "jsonrpc" => envelope.version_2 = map.next_value::<serde_json::Value>()? == "2.0",
-                        _ => {
+                        "jsonrpc" => {
+                            envelope.version = match map.next_value::<serde_json::Value>()? == "2.0" {
+                                true => Version::Two,
+                                false => Version::Other,
+                            }
+                        }
+                        other => {
+                            envelope.reply |= matches!(other, "result" | "error");
                             map.next_value::<FirstDuplicate>()?;
                         }
                     }
@@ -504,8 +540,8 @@ mod tests {
         // with a key twice (nothing to answer), pass.
         for line in [
             r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":{"k":1},"b":{"k":2},"k":[{"k":1},{"k":2}]}}"#,
-            r#"{"method":"notifications/x","params":{"a":1,"a":2}}"#,
-            r#"{"id":1,"result":{"a":1,"a":2}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/x","params":{"a":1,"a":2}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"a":1,"a":2}}"#,
         ] {
             assert_eq!(inspect(line.as_bytes()), Verdict::Pass, "{line}");
         }
@@ -531,22 +567,40 @@ mod tests {
         assert!(refused(&deep(limit)).is_some());
     }
 
-    /// The MCP library answers a request whose `jsonrpc` is missing or not
-    /// "2.0" without its id; it is answered under its id instead.
+    /// The MCP library answers a message whose `jsonrpc` is missing or
+    /// not "2.0" with an error without an id (a notification or a reply
+    /// too). Without the member it is read as 2.0; a request naming another
+    /// version is answered under its id; a notification or a reply naming
+    /// one is dropped, since nothing may answer it.
     #[test]
-    fn a_request_that_is_not_json_rpc_2_is_refused_under_its_id() {
+    fn messages_that_do_not_say_json_rpc_2() {
         for line in [
             r#"{"jsonrpc":"1.0","id":5,"method":"ping"}"#,
-            r#"{"id":5,"method":"ping"}"#,
             r#"{"jsonrpc":2.0,"id":5,"method":"ping","params":{}}"#,
+            r#"{"jsonrpc":null,"id":5,"method":"ping"}"#,
         ] {
             assert_eq!(refused(line), Some((json!(5), Problem::NotVersion2)), "{line}");
         }
-        // Notifications and replies have no id to answer under.
-        for line in [r#"{"method":"notifications/x"}"#, r#"{"id":5,"result":{}}"#] {
-            assert_eq!(inspect(line.as_bytes()), Verdict::Pass, "{line}");
+        for line in [
+            r#"{"id":5,"method":"ping"}"#,
+            r#"{"method":"notifications/initialized"}"#,
+            r#"{"id":5,"result":{}}"#,
+            r#"{"id":5,"error":{"code":1,"message":"x"}}"#,
+        ] {
+            assert_eq!(inspect(line.as_bytes()), Verdict::AddVersion, "{line}");
+        }
+        for line in [
+            r#"{"jsonrpc":"1.0","method":"notifications/x"}"#,
+            r#"{"jsonrpc":"1.0","id":77,"result":{}}"#,
+        ] {
+            assert_eq!(inspect(line.as_bytes()), Verdict::Ignore, "{line}");
         }
         assert_eq!(inspect(br#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#), Verdict::Pass);
+        // Without the member, the other checks still come first.
+        assert_eq!(
+            refused(r#"{"id":5,"method":"ping","params":[1]}"#),
+            Some((json!(5), Problem::ParamsNot("an array")))
+        );
     }
 
     #[test]

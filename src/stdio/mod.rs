@@ -194,6 +194,12 @@ impl<R> RepairedLines<R> {
                 });
                 fixed = Some(request.to_string().into_bytes());
             }
+            Verdict::AddVersion => fixed = Some(with_version(current)),
+            Verdict::Ignore => {
+                tracing::warn!("ignoring a notification or reply whose jsonrpc is not \"2.0\"");
+                self.line.clear();
+                return;
+            }
             Verdict::NotJson(e) => {
                 // The text itself only at debug level: it may hold thought text.
                 tracing::warn!(
@@ -212,6 +218,21 @@ impl<R> RepairedLines<R> {
             None => self.ready.append(&mut self.line),
         }
     }
+}
+
+/// `line` (a JSON object) with `"jsonrpc":"2.0"` as its first member.
+fn with_version(line: &[u8]) -> Vec<u8> {
+    let open = line.iter().position(|&b| b == b'{').map_or(0, |i| i + 1);
+    let rest = &line[open..];
+    let empty = rest.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'}');
+    let mut out = Vec::with_capacity(line.len() + 17);
+    out.extend_from_slice(&line[..open]);
+    out.extend_from_slice(br#""jsonrpc":"2.0""#);
+    if !empty {
+        out.push(b',');
+    }
+    out.extend_from_slice(rest);
+    out
 }
 
 /// The method a request the MCP library could not answer with its id is
@@ -859,6 +880,21 @@ mod tests {
             assert_eq!(read_all(input.as_bytes(), chunk).await, expected, "chunk {chunk}");
         }
         assert_eq!(read_all(b"  ", 4096).await, "  \n");
+    }
+
+    #[test]
+    fn the_version_is_added_as_the_first_member() {
+        let added = |line: &str| String::from_utf8(with_version(line.as_bytes())).unwrap();
+        assert_eq!(
+            added(r#"{"id":1,"method":"ping"}"#),
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#
+        );
+        assert_eq!(added(r#"  { "id":1}"#), r#"  {"jsonrpc":"2.0", "id":1}"#);
+        assert_eq!(added("{ }"), r#"{"jsonrpc":"2.0" }"#);
+        for line in [r#"{"id":1,"method":"ping"}"#, r#"  { "id":1}"#, "{ }"] {
+            let v: serde_json::Value = serde_json::from_str(&added(line)).unwrap();
+            assert_eq!(v["jsonrpc"], "2.0", "{line}");
+        }
     }
 
     #[tokio::test]

@@ -360,6 +360,14 @@ async fn a_key_named_twice_or_nesting_too_deep_is_refused_and_runs_nothing() {
     assert_eq!(v["id"], 7, "{v}");
     assert_eq!(v["error"]["code"], -32600, "{v}");
     assert!(v["error"]["message"].as_str().unwrap().contains("2.0"), "{v}");
+    // Without "jsonrpc", a request is read as 2.0 and answered, and a
+    // notification gets no answer (the MCP library answered both with an
+    // error without an id).
+    send(&mut stdin, r#"{"method":"notifications/roots/list_changed"}"#).await;
+    send(&mut stdin, r#"{"id":8,"method":"ping"}"#).await;
+    let v = next_message(&mut lines).await;
+    assert_eq!(v["id"], 8, "{v}");
+    assert!(v["result"].is_object(), "{v}");
     // The session is still there.
     send(
         &mut stdin,
