@@ -26,6 +26,10 @@ pub struct ThoughtInput {
     pub branch_id: Option<String>,
     pub needs_more_thoughts: Option<bool>,
     pub include_guide: Option<bool>,
+    /// Sent with `critique: true`: recorded with the thought itself, so
+    /// that the request is in the ledger while the client writes the
+    /// critique, and stays there if the server stops meanwhile.
+    pub critique_requested: bool,
 }
 
 /// Questions about a session's existing chains. `branch: None` is the main chain.
@@ -325,7 +329,7 @@ pub fn plan_thought(
             include_guide: input.include_guide,
             timestamp,
             critique: None,
-            critique_requested: None,
+            critique_requested: input.critique_requested.then_some(true),
         },
     })
 }

@@ -313,6 +313,7 @@ fn thought_input(args: &Args) -> Result<ThoughtInput> {
         branch_id,
         needs_more_thoughts: args.bool_opt(&["needsMoreThoughts"])?,
         include_guide: args.bool_opt(&["includeGuide"])?,
+        critique_requested: args.bool_opt(&["critique"])?.unwrap_or(false),
     })
 }
 
@@ -503,6 +504,8 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
                 if gw.write(move |s| s.set_critique(&node, &stored)).await? {
                     gw.wrote();
                     thought.data.critique = Some(c);
+                    // Answered: reads show the critique, not the request.
+                    thought.data.critique_requested = None;
                 } else {
                     // Deleted (by another process) while the client wrote it.
                     critique_error = Some(
@@ -518,17 +521,9 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
                     );
                 }
             }
-            Err(e) => {
-                // The thought is recorded; failing to note the request must not fail the call.
-                let node = thought.node_id.clone();
-                match gw.write(move |s| s.mark_critique_requested(&node)).await {
-                    // Up to --critique-timeout after the append: tell the
-                    // upkeep again, so that an idle server's file holds it.
-                    Ok(()) => gw.wrote(),
-                    Err(mark) => tracing::warn!("could not record the critique request: {mark}"),
-                }
-                critique_error = Some(e.payload());
-            }
+            // The thought was recorded with critique_requested = 1: nothing
+            // more to write.
+            Err(e) => critique_error = Some(e.payload()),
         }
     }
 

@@ -6,15 +6,6 @@ use crate::domain::{Session, Thought};
 use crate::error::Result;
 
 impl Store {
-    /// Record that a thought asked for a critique the client could not give.
-    pub fn mark_critique_requested(&self, node_id: &str) -> Result<()> {
-        self.write(|tx| {
-            tx.prepare_cached("UPDATE thoughts SET critique_requested = 1 WHERE node_id = ?1")?
-                .execute([node_id])?;
-            Ok(())
-        })
-    }
-
     /// Thoughts of a session recorded with `critique: true`, answered or not.
     pub fn critique_requests(&self, session_id: &str) -> Result<u64> {
         self.read(|tx| {

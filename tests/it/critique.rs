@@ -369,6 +369,39 @@ async fn a_timed_out_critique_request_reaches_the_file_of_an_idle_server() {
     s.stop().await;
 }
 
+/// The request is recorded with the thought itself: while the client
+/// writes the critique (or never does), the row already says so, and a
+/// server killed meanwhile leaves it said.
+#[tokio::test]
+async fn the_critique_request_is_in_the_ledger_while_the_client_writes_it() {
+    let (_dir, db) = temp_db();
+    let mut cmd = command(&db);
+    cmd.arg("serve").arg("--critique-timeout").arg("3");
+    let s = start_with(SilentSamplingClient, cmd).await;
+    s.ready("pending critic").await;
+    let flag_seen = async {
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while Instant::now() < deadline {
+            let flag: Option<i64> = rusqlite::Connection::open(&db).ok().and_then(|c| {
+                c.query_row("SELECT critique_requested FROM thoughts", [], |r| r.get(0))
+                    .ok()
+            });
+            if flag == Some(1) {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        false
+    };
+    let (answer, seen) = tokio::join!(
+        s.thought(json!({ "thought": "Ship it", "nextThoughtNeeded": true, "critique": true })),
+        flag_seen
+    );
+    assert!(seen, "the flag was not in the ledger while the critique was pending");
+    assert_eq!(answer["critiqueError"]["code"], "SAMPLING_NOT_SUPPORTED");
+    s.stop().await;
+}
+
 /// A critique asked for and never received is part of the thought
 /// (`critiqueRequested: true`), so exports carry it and an import keeps
 /// what the analysis counts; an answered critique needs no flag.
