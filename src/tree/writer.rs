@@ -49,6 +49,7 @@ pub const EXPORT_LOCK: &str = ".thoughtbox-export.lock";
 /// `None` is returned then, and nothing a killed export left is removed.
 fn lock_for_export(root: &Path, wait: Option<std::time::Duration>) -> Result<Option<fs::File>> {
     let path = root.join(EXPORT_LOCK);
+    refuse_link(&path)?;
     let unlocked = |why: String| {
         tracing::warn!(
             "exporting into {} without its lock ({why}): do not run another export into it at the same time",
@@ -351,6 +352,7 @@ fn export_locked(
             let project = opts.project.clone().unwrap_or_else(|| project_from_tags(&session.tags));
             let partition = partition_path(granularity, &session.created_at);
             let dir = session_dir(dest, &project, partition.as_deref(), &session.id);
+            refuse_links_below(dest, &dir)?;
             if let Some(parent) = dir.parent()
                 && tidy
                 && tidied.insert(parent.to_path_buf())
@@ -383,8 +385,12 @@ fn export_locked(
             Err(e) => return Err(e),
         };
         for old in existing.remove(&session_id).unwrap_or_default() {
-            if old != dir {
-                remove_session_files(&old, &dest.join("projects"), &mut summary)?;
+            if old == dir {
+                continue;
+            }
+            match refuse_links_below(dest, &old) {
+                Ok(()) => remove_session_files(&old, &dest.join("projects"), &mut summary)?,
+                Err(e) => tracing::warn!("left the session's earlier copy in place: {e}"),
             }
         }
         summary.thoughts += thoughts;
@@ -411,22 +417,26 @@ fn check_config_is_ours(dest: &Path) -> Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(Error::io(format!("reading {}", path.display()), e)),
     };
-    let ours = super::is_our_config(&bytes);
-    // A tree's own config.json, damaged: the sessions in its projects/ (or
-    // the reference's sessions/) say whose it is. A manifest.json elsewhere
-    // (a web app's, a browser extension's) does not.
-    let tree_sessions = |dirs: Vec<PathBuf>| {
-        dirs.iter()
-            .any(|d| d.starts_with(dest.join("projects")) || d.starts_with(dest.join("sessions")))
-    };
-    if ours || find_session_dirs(dest).is_ok_and(tree_sessions) {
+    // Only a config.json of our own says the directory is a tree: session
+    // folders beside another program's config.json prove nothing, since an
+    // export into the parent directory can put them there (review 11-c:
+    // exporting into ~ made ~/projects/app look like a tree, and the next
+    // export replaced the app's config.json).
+    // Ours when it parses as ours, or when it is cut short (a disk that
+    // filled) but names one of our keys.
+    let names_our_key = |key: &[u8]| bytes.windows(key.len()).any(|w| w == key);
+    if super::is_our_config(&bytes)
+        || names_our_key(b"\"installId\"")
+        || names_our_key(b"\"sessionPartitionGranularity\"")
+    {
         return Ok(());
     }
     Err(Error::invalid(
         "destination",
         format!(
             "{} holds a config.json that is not a Thoughtbox tree's; an export would replace it. Export into an \
-             empty directory or an existing Thoughtbox tree",
+             empty directory or an existing Thoughtbox tree (a tree whose own config.json is damaged: delete that \
+             file first)",
             dest.display()
         ),
     ))
@@ -532,6 +542,9 @@ fn write_session_files(
     if tidy {
         remove_leftovers(dir, is_temporary_session_file, false);
     }
+    // What the export before this one wrote here: the files it is the only
+    // one to remove when the session no longer has them.
+    let before = if fresh { Listed::default() } else { Listed::of(dir) };
     let put = |path: &Path, bytes: &[u8], summary: &mut ExportSummary| -> Result<()> {
         if fresh {
             fs::write(path, bytes).map_err(io(format!("writing {}", path.display())))?;
@@ -561,6 +574,7 @@ fn write_session_files(
                 let files = branch_files.entry(b.to_string()).or_default();
                 if files.is_empty() {
                     let bdir = dir.join(b);
+                    refuse_link(&bdir)?;
                     fs::create_dir_all(&bdir).map_err(io(format!("creating {}", bdir.display())))?;
                     if tidy {
                         remove_leftovers(&bdir, is_temporary_session_file, false);
@@ -589,67 +603,182 @@ fn write_session_files(
     };
     put(&dir.join(MANIFEST), &pretty(&manifest)?, summary)?;
     if !fresh {
-        remove_stale(dir, &manifest.thought_files, &manifest.branch_files, summary)?;
+        before.remove_stale(dir, &manifest.thought_files, &manifest.branch_files, summary)?;
     }
     Ok(thoughts)
 }
 
-/// Remove numbered files not listed in `thought_files` / `branch_files`, in
-/// the session folder and in every folder named like a branch id.
-fn remove_stale(
-    dir: &Path,
-    thought_files: &[String],
-    branch_files: &BTreeMap<String, Vec<String>>,
-    summary: &mut ExportSummary,
-) -> Result<()> {
-    let keep: HashSet<&String> = thought_files.iter().collect();
-    remove_numbered(dir, &keep, summary)?;
-    let entries = fs::read_dir(dir).map_err(io(format!("listing {}", dir.display())))?;
-    for entry in entries {
-        let entry = entry.map_err(io(format!("listing {}", dir.display())))?;
-        let Some(name) = entry.file_name().to_str().map(str::to_string) else {
-            continue;
+/// The files an export wrote in a session folder: those its manifest.json
+/// lists, and numbered files that hold a thought of this session (a stray
+/// one the manifest missed). Only these are ever removed from it (review
+/// 11-c: numbered files and folders a user had put in a session folder
+/// were deleted). Names that are not thought files or branch ids are left
+/// out: a manifest is just a file in the tree, and names such as `../x`
+/// must not reach a path.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Listed {
+    #[serde(default)]
+    thought_files: Vec<String>,
+    #[serde(default)]
+    branch_files: BTreeMap<String, Vec<String>>,
+}
+
+impl Listed {
+    fn of(dir: &Path) -> Listed {
+        let Ok(bytes) = fs::read(dir.join(MANIFEST)) else {
+            return Listed::default();
         };
-        if !entry.file_type().is_ok_and(|t| t.is_dir()) || validate_branch_id("branchId", &name).is_err() {
-            continue;
+        let mut listed: Listed = serde_json::from_slice(&bytes).unwrap_or_default();
+        listed.thought_files.retain(|f| thought_file_number(f).is_some());
+        listed
+            .branch_files
+            .retain(|b, _| validate_branch_id("branchId", b).is_ok());
+        for files in listed.branch_files.values_mut() {
+            files.retain(|f| thought_file_number(f).is_some());
         }
-        if name == REFERENCE_BRANCH_DIR {
-            // The reference's `branches/{branchId}/` copies: this layout keeps
-            // branches in `{branchId}/`, so they are stale duplicates.
-            for sub in fs::read_dir(entry.path()).map_err(io(format!("listing {}", entry.path().display())))? {
-                let sub = sub.map_err(io(format!("listing {}", entry.path().display())))?;
-                let is_branch = sub
-                    .file_name()
-                    .to_str()
-                    .is_some_and(|n| validate_branch_id("branchId", n).is_ok());
-                if is_branch && sub.file_type().is_ok_and(|t| t.is_dir()) {
-                    remove_numbered(&sub.path(), &HashSet::new(), summary)?;
-                    let _ = fs::remove_dir(sub.path());
+        // Numbered files not listed that hold one of this session's nodes.
+        let Some(session) = dir.file_name().and_then(|n| n.to_str()) else {
+            return listed;
+        };
+        let of_session = |path: &Path| {
+            #[derive(serde::Deserialize)]
+            struct Node {
+                id: String,
+            }
+            fs::symlink_metadata(path).is_ok_and(|m| m.is_file())
+                && fs::read(path)
+                    .ok()
+                    .and_then(|b| serde_json::from_slice::<Node>(&b).ok())
+                    .is_some_and(|n| n.id.strip_prefix(session).is_some_and(|rest| rest.starts_with(':')))
+        };
+        let numbered = |folder: &Path| -> Vec<String> {
+            if is_link(folder) {
+                return Vec::new();
+            }
+            let mut names: Vec<String> = fs::read_dir(folder)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter_map(|e| e.file_name().to_str().map(str::to_string))
+                .filter(|n| thought_file_number(n).is_some() && of_session(&folder.join(n)))
+                .collect();
+            names.sort();
+            names
+        };
+        for f in numbered(dir) {
+            if !listed.thought_files.contains(&f) {
+                listed.thought_files.push(f);
+            }
+        }
+        let branch_folders = |folder: &Path| -> Vec<String> {
+            if is_link(folder) {
+                return Vec::new();
+            }
+            fs::read_dir(folder)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .filter_map(|e| e.file_name().to_str().map(str::to_string))
+                .filter(|n| validate_branch_id("branchId", n).is_ok())
+                .collect()
+        };
+        let mut branches = branch_folders(dir);
+        branches.extend(branch_folders(&dir.join(REFERENCE_BRANCH_DIR)));
+        for b in branches {
+            let mut found = numbered(&dir.join(&b));
+            found.extend(numbered(&dir.join(REFERENCE_BRANCH_DIR).join(&b)));
+            let files = listed.branch_files.entry(b).or_default();
+            for f in found {
+                if !files.contains(&f) {
+                    files.push(f);
                 }
             }
         }
-        let keep: HashSet<&String> = branch_files.get(&name).into_iter().flatten().collect();
-        remove_numbered(&entry.path(), &keep, summary)?;
-        if keep.is_empty() {
-            // Only succeeds when nothing else is left in it.
-            let _ = fs::remove_dir(entry.path());
+        listed.branch_files.retain(|_, files| !files.is_empty());
+        listed
+    }
+
+    /// Remove the files listed here that `thought_files` / `branch_files`
+    /// (what was just written) no longer have, in the session folder, in
+    /// its branch folders and in the reference's `branches/{id}/` copies
+    /// (this layout keeps branches in `{id}/`, so those are stale), then
+    /// the branch folders left empty.
+    fn remove_stale(
+        &self,
+        dir: &Path,
+        thought_files: &[String],
+        branch_files: &BTreeMap<String, Vec<String>>,
+        summary: &mut ExportSummary,
+    ) -> Result<()> {
+        for f in self.thought_files.iter().filter(|f| !thought_files.contains(f)) {
+            remove_written(&dir.join(f), summary)?;
         }
+        for (b, files) in &self.branch_files {
+            let now = branch_files.get(b);
+            for f in files {
+                if now.is_none_or(|n| !n.contains(f)) {
+                    remove_written(&dir.join(b).join(f), summary)?;
+                }
+                remove_written(&dir.join(REFERENCE_BRANCH_DIR).join(b).join(f), summary)?;
+            }
+            if now.is_none() && !is_link(&dir.join(b)) {
+                // Only succeeds when nothing else is left in it.
+                let _ = fs::remove_dir(dir.join(b));
+            }
+            if !is_link(&dir.join(REFERENCE_BRANCH_DIR)) {
+                let _ = fs::remove_dir(dir.join(REFERENCE_BRANCH_DIR).join(b));
+            }
+        }
+        let _ = fs::remove_dir(dir.join(REFERENCE_BRANCH_DIR));
+        Ok(())
+    }
+}
+
+/// Remove a file an export wrote, if it is still a plain file (a link or
+/// a folder put in its place is left alone) in a folder that is not a
+/// link.
+fn remove_written(path: &Path, summary: &mut ExportSummary) -> Result<()> {
+    if path.parent().is_some_and(is_link) {
+        return Ok(());
+    }
+    match fs::symlink_metadata(path) {
+        Ok(m) if m.is_file() => {
+            fs::remove_file(path).map_err(io(format!("removing {}", path.display())))?;
+            summary.files_removed += 1;
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+fn is_link(path: &Path) -> bool {
+    fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
+}
+
+/// Refuse to write through a symbolic link inside the tree: an export
+/// writes, replaces and removes files only in the tree's own folders
+/// (review 11-c: a session folder linked to a user's folder had its files
+/// replaced and removed).
+fn refuse_link(path: &Path) -> Result<()> {
+    if is_link(path) {
+        return Err(Error::invalid(
+            "destination",
+            format!(
+                "{} is a symbolic link inside the export tree; an export writes only into the tree's own folders: \
+                 remove the link (or export elsewhere)",
+                path.display()
+            ),
+        ));
     }
     Ok(())
 }
 
-fn remove_numbered(dir: &Path, keep: &HashSet<&String>, summary: &mut ExportSummary) -> Result<()> {
-    let entries = fs::read_dir(dir).map_err(io(format!("listing {}", dir.display())))?;
-    for entry in entries {
-        let entry = entry.map_err(io(format!("listing {}", dir.display())))?;
-        let Some(name) = entry.file_name().to_str().map(str::to_string) else {
-            continue;
-        };
-        if thought_file_number(&name).is_some() && !keep.contains(&name) && entry.file_type().is_ok_and(|t| t.is_file())
-        {
-            fs::remove_file(entry.path()).map_err(io(format!("removing {}", entry.path().display())))?;
-            summary.files_removed += 1;
-        }
+/// [`refuse_link`] for `path` and each folder between it and `root`.
+fn refuse_links_below(root: &Path, path: &Path) -> Result<()> {
+    for a in path.ancestors().take_while(|a| *a != root && a.starts_with(root)) {
+        refuse_link(a)?;
     }
     Ok(())
 }
@@ -658,9 +787,9 @@ fn remove_numbered(dir: &Path, keep: &HashSet<&String>, summary: &mut ExportSumm
 /// numbered files, then its folder and the partition and project folders
 /// above it (up to `projects`) that nothing else is in.
 fn remove_session_files(dir: &Path, projects: &Path, summary: &mut ExportSummary) -> Result<()> {
-    remove_stale(dir, &[], &BTreeMap::new(), summary)?;
+    Listed::of(dir).remove_stale(dir, &[], &BTreeMap::new(), summary)?;
     let manifest = dir.join(MANIFEST);
-    if manifest.is_file() {
+    if fs::symlink_metadata(&manifest).is_ok_and(|m| m.is_file()) {
         fs::remove_file(&manifest).map_err(io(format!("removing {}", manifest.display())))?;
         summary.files_removed += 1;
     }
@@ -995,6 +1124,82 @@ mod tests {
         export_tree(&store, &out, &impatient, &mut |_, _| {}).unwrap();
     }
 
+    /// Review 11-c: a symbolic link planted inside a tree (a session
+    /// folder, a branch folder, the lock file) made a re-export replace and
+    /// remove files outside it. The export refuses, naming the link, and
+    /// the files it points to are left as they were.
+    #[cfg(unix)]
+    #[test]
+    fn an_export_never_writes_through_a_link_inside_its_tree() {
+        use std::os::unix::fs::symlink;
+        let (dir, store) = temp_store();
+        let s = store.create_session(NewSession::titled("a")).unwrap();
+        for text in ["one", "two"] {
+            store
+                .append_thought(
+                    crate::store::Target::Session(s.id.clone()),
+                    crate::domain::ThoughtInput {
+                        thought: text.into(),
+                        next_thought_needed: true,
+                        ..Default::default()
+                    },
+                )
+                .unwrap();
+        }
+        let victim = dir.path().join("victim");
+        fs::create_dir(&victim).unwrap();
+        for name in ["001.json", "002.json", "manifest.json"] {
+            fs::write(victim.join(name), "mine").unwrap();
+        }
+        let untouched = || {
+            for name in ["001.json", "002.json", "manifest.json"] {
+                assert_eq!(fs::read_to_string(victim.join(name)).unwrap(), "mine", "{name}");
+            }
+            assert_eq!(fs::read_dir(&victim).unwrap().count(), 3);
+        };
+        let out = dir.path().join("out");
+        let first = export_tree(&store, &out, &ExportOptions::default(), &mut |_, _| {}).unwrap();
+        let session_dir = first.sessions[0].path.clone();
+        // The session folder replaced by a link to the victim.
+        fs::remove_dir_all(&session_dir).unwrap();
+        symlink(&victim, &session_dir).unwrap();
+        let named = ExportOptions {
+            sessions: vec![s.id.clone()],
+            ..Default::default()
+        };
+        let err = export_tree(&store, &out, &named, &mut |_, _| {}).unwrap_err();
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        untouched();
+        // Exporting every session: that one is skipped and named.
+        let all = export_tree(&store, &out, &ExportOptions::default(), &mut |_, _| {}).unwrap();
+        assert_eq!(all.sessions_skipped.len(), 1);
+        untouched();
+        // A branch folder that is a link.
+        fs::remove_file(&session_dir).unwrap();
+        export_tree(&store, &out, &ExportOptions::default(), &mut |_, _| {}).unwrap();
+        store
+            .append_thought(
+                crate::store::Target::Session(s.id.clone()),
+                crate::domain::ThoughtInput {
+                    thought: "branch".into(),
+                    next_thought_needed: true,
+                    branch_id: Some("alt".into()),
+                    branch_from_thought: Some(1),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        symlink(&victim, session_dir.join("alt")).unwrap();
+        assert!(export_tree(&store, &out, &named, &mut |_, _| {}).is_err());
+        untouched();
+        // The lock file as a link: nothing is created where it points.
+        fs::remove_file(session_dir.join("alt")).unwrap();
+        fs::remove_file(out.join(EXPORT_LOCK)).unwrap();
+        symlink(dir.path().join("created-by-lock"), out.join(EXPORT_LOCK)).unwrap();
+        assert!(export_tree(&store, &out, &named, &mut |_, _| {}).is_err());
+        assert!(!dir.path().join("created-by-lock").exists());
+    }
+
     #[test]
     fn a_config_json_of_someone_else_is_never_replaced() {
         let (dir, store) = temp_store();
@@ -1033,6 +1238,31 @@ mod tests {
         assert!(find_session_dirs(&out).unwrap().contains(&lost));
         // Also when that folder is named on its own (validate DIR/...).
         assert_eq!(find_session_dirs(&lost).unwrap(), vec![lost.clone()]);
+        // Review 11-c: session folders beside another program's config.json
+        // (which an export into the parent directory puts there) do not make
+        // it a tree.
+        let home = dir.path().join("home");
+        let app = home.join("projects/app");
+        fs::create_dir_all(&app).unwrap();
+        fs::write(app.join(CONFIG), r#"{"name":"app","dbPassword":"hunter2"}"#).unwrap();
+        let tagged = store
+            .create_session(NewSession {
+                tags: vec!["project:app".into()],
+                ..NewSession::titled("b")
+            })
+            .unwrap();
+        let only = ExportOptions {
+            sessions: vec![tagged.id.clone()],
+            ..Default::default()
+        };
+        export_tree(&store, &home, &only, &mut |_, _| {}).unwrap();
+        assert!(app.join("sessions").is_dir());
+        let err = export_tree(&store, &app, &only, &mut |_, _| {}).unwrap_err();
+        assert!(err.to_string().contains("not a Thoughtbox tree's"), "{err}");
+        assert_eq!(
+            fs::read_to_string(app.join(CONFIG)).unwrap(),
+            r#"{"name":"app","dbPassword":"hunter2"}"#
+        );
     }
 
     #[test]

@@ -484,6 +484,8 @@ fn importing_the_reference_layout() {
     // layout (project from their tag) and leaves the broken ones alone.
     ok(&db, &["export", "--out", path_str(&root)]);
     let old = root.join("projects/_default/sessions");
+    // Every file the old copies held was a thought of theirs (the stray
+    // 009.json too, which the manifest did not list): all gone.
     assert!(!old.join("2025-01").join(GOOD).exists() && !old.join(FLAT).exists());
     assert!(old.join("2025-01").join(MISSING).join("001.json").is_file());
     let moved = root.join("projects/legacy/sessions/2025-01").join(GOOD);
@@ -617,16 +619,31 @@ fn re_export_updates_in_place() {
     let out = dir.path().join("out");
     let first = ok_json(&db, &["export", "--out", path_str(&out)]);
     let session_dir = PathBuf::from(first["sessions"][0]["path"].as_str().unwrap());
-    // Files of thoughts the session does not have, and a file of the user's.
+    // Files of the user's, numbered like thought files or not: an export
+    // removes only what an export wrote (review 11-c), and a stale thought
+    // file of this session's that its manifest does not list.
+    let stale = fs::read_to_string(session_dir.join("001.json")).unwrap();
+    fs::write(session_dir.join("098.json"), &stale).unwrap();
     fs::write(session_dir.join("099.json"), "{}").unwrap();
     fs::create_dir_all(session_dir.join("gone")).unwrap();
     fs::write(session_dir.join("gone/001.json"), "{}").unwrap();
     fs::write(session_dir.join("notes.txt"), "mine").unwrap();
     let second = ok_json(&db, &["export", "--out", path_str(&out)]);
-    assert_eq!(second["filesRemoved"], 2);
+    assert_eq!(second["filesRemoved"], 1);
+    assert!(!session_dir.join("098.json").exists());
     assert_eq!(second["filesWritten"], 0, "{second}");
-    assert!(!session_dir.join("099.json").exists() && !session_dir.join("gone").exists());
-    assert!(session_dir.join("notes.txt").is_file() && session_dir.join("b-1/002.json").is_file());
+    for mine in ["099.json", "gone/001.json", "notes.txt"] {
+        assert!(session_dir.join(mine).is_file(), "{mine}");
+    }
+    // The branch's thought deleted by hand: its file goes, and its folder.
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute("DELETE FROM thoughts WHERE branch_id IS NOT NULL", [])
+        .unwrap();
+    let third = ok_json(&db, &["export", "--out", path_str(&out)]);
+    assert_eq!(third["filesRemoved"], 1, "{third}");
+    assert!(!session_dir.join("b-1").exists());
+    assert!(session_dir.join("099.json").is_file() && session_dir.join("001.json").is_file());
     // No temporary files are left behind.
     assert!(files(&out).keys().all(|p| !p.to_str().unwrap().ends_with(".tmp")));
 }
