@@ -39,6 +39,9 @@ pub fn sessions(db: &DbArgs, command: SessionsCommand) -> Result<ExitCode> {
             asc,
             json,
         } => {
+            if let Some(text) = &search {
+                crate::domain::check_search("search", text)?;
+            }
             let filter = SessionFilter {
                 tags,
                 search,
@@ -103,6 +106,7 @@ pub fn sessions(db: &DbArgs, command: SessionsCommand) -> Result<ExitCode> {
             })?;
         }
         SessionsCommand::Search { text, limit, json } => {
+            crate::domain::check_search("text", &text)?;
             let hits = store.search(&text, limit)?;
             if json {
                 return out_json(&hits).map(|()| ExitCode::SUCCESS);

@@ -35,6 +35,33 @@ pub fn canonical_session_id(id: &str) -> String {
     if uuid { id.to_ascii_lowercase() } else { id.to_string() }
 }
 
+/// The longest search text, in characters and in words. People and agents
+/// search with a few words; a query of thousands (review 11-c: 100,000 words
+/// kept the server busy for minutes, and ~1,000 words of Chinese made
+/// SQLite refuse the statement) is refused instead.
+pub const MAX_SEARCH_CHARS: usize = 1_000;
+pub const MAX_SEARCH_WORDS: usize = 64;
+
+/// Refuse a search text over [`MAX_SEARCH_CHARS`] or [`MAX_SEARCH_WORDS`]
+/// (counted by whitespace and the punctuation that separates words).
+pub fn check_search(field: &str, text: &str) -> crate::error::Result<()> {
+    let chars = text.chars().count();
+    let words = text
+        .split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | '/' | '|' | '(' | ')'))
+        .filter(|w| !w.is_empty())
+        .count();
+    if chars > MAX_SEARCH_CHARS || words > MAX_SEARCH_WORDS {
+        return Err(crate::Error::invalid(
+            field,
+            format!(
+                "{field} has {chars} characters and {words} words; a search takes at most {MAX_SEARCH_CHARS} \
+                 characters and {MAX_SEARCH_WORDS} words"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Largest thought number (and totalThoughts) the ledger accepts.
 pub const MAX_THOUGHT_NUMBER: u32 = i32::MAX as u32;
 

@@ -291,6 +291,22 @@ impl Args {
             .ok_or_else(|| Error::invalid(keys[0], format!("{} is required (true or false)", keys[0])))
     }
 
+    /// Search text (blank is none), within [`domain::check_search`]'s limits.
+    pub fn search_opt(&self, keys: &[&str]) -> Result<Option<String>> {
+        let Some(text) = self.str_opt(keys)?.filter(|s| !s.trim().is_empty()) else {
+            return Ok(None);
+        };
+        crate::domain::check_search(keys[0], &text)?;
+        Ok(Some(text))
+    }
+
+    /// Search text that must be given, within [`domain::check_search`]'s limits.
+    pub fn search_req(&self, keys: &[&str]) -> Result<String> {
+        let text = self.str_req(keys)?;
+        crate::domain::check_search(keys[0], &text)?;
+        Ok(text)
+    }
+
     /// A list of strings; a single string is a list of one.
     pub fn str_list_opt(&self, keys: &[&str]) -> Result<Option<Vec<String>>> {
         match self.pick(keys) {

@@ -201,8 +201,21 @@ async fn list_patterns(gw: &Gateway, args: Args) -> Result<Value> {
     let args = args.object_opt(&["filter", "filters"])?.unwrap_or(args);
     let (sort_by, sort_order) = args.sort_opt()?;
     let filter = PatternFilter {
-        tags: args.str_list_opt(&["tags", "tag"])?.unwrap_or_default(),
-        search: args.str_opt(&["search", "query"])?.filter(|s| !s.trim().is_empty()),
+        tags: {
+            let tags = args.str_list_opt(&["tags", "tag"])?.unwrap_or_default();
+            if tags.len() > crate::domain::MAX_TAGS {
+                return Err(Error::invalid(
+                    "tags",
+                    format!(
+                        "the filter names {} tags; a filter takes at most {}",
+                        tags.len(),
+                        crate::domain::MAX_TAGS
+                    ),
+                ));
+            }
+            tags
+        },
+        search: args.search_opt(&["search", "query"])?,
         limit: args.int_opt(&["limit"], 1, 100)?.unwrap_or(20) as u32,
         offset: args.int_opt(&["offset"], 0, i64::from(u32::MAX))?.unwrap_or(0) as u32,
         sort_by,
@@ -256,7 +269,7 @@ async fn write_scratchpad(gw: &Gateway, args: Args) -> Result<Value> {
 
 /// Search patterns and notes together (`include` narrows it to one of them).
 async fn search(gw: &Gateway, args: Args) -> Result<Value> {
-    let query = args.str_req(&["query", "q"])?;
+    let query = args.search_req(&["query", "q"])?;
     let limit = args.int_opt(&["limit"], 1, 100)?.unwrap_or(10) as u32;
     let include = args
         .str_list_opt(&["include"])?

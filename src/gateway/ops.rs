@@ -234,10 +234,24 @@ pub(crate) fn session_filter(args: &Args) -> Result<SessionFilter> {
             tags.push(format!("{key}:{}", v.trim()));
         }
     }
+    // A session holds at most MAX_TAGS tags, so a filter of more matches
+    // nothing; refused (review 11-c: 100,000 tags failed in SQLite).
+    tags.sort();
+    tags.dedup();
+    if tags.len() > crate::domain::MAX_TAGS {
+        return Err(Error::invalid(
+            "tags",
+            format!(
+                "the filter names {} tags; a filter takes at most {} (a session has no more)",
+                tags.len(),
+                crate::domain::MAX_TAGS
+            ),
+        ));
+    }
     let (sort_by, sort_order) = args.sort_opt()?;
     Ok(SessionFilter {
         tags,
-        search: args.str_opt(&["search"])?.filter(|s| !s.trim().is_empty()),
+        search: args.search_opt(&["search"])?,
         limit: args.int_opt(&["limit"], 1, 100)?.unwrap_or(20) as u32,
         offset: args.int_opt(&["offset"], 0, i64::from(u32::MAX))?.unwrap_or(0) as u32,
         sort_by: sort_by.unwrap_or_default(),

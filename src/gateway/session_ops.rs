@@ -97,7 +97,7 @@ async fn get(gw: &Gateway, args: Args) -> Result<Value> {
 const SEARCH_INCLUDES: &[&str] = &["sessions", "patterns", "notes"];
 
 async fn search(gw: &Gateway, args: Args) -> Result<Value> {
-    let query = args.str_req(&["query", "q"])?;
+    let query = args.search_req(&["query", "q"])?;
     let limit = args.int_opt(&["limit"], 1, 100)?.unwrap_or(10) as u32;
     let include = args.str_list_opt(&["include"])?.unwrap_or_default();
     if let Some(bad) = include.iter().find(|i| !SEARCH_INCLUDES.contains(&i.as_str())) {

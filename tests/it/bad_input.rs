@@ -869,6 +869,45 @@ async fn parameters_sent_as_json_text_are_understood() {
     let e = s.err("load_context", json!({ "id": "x" }), "INVALID_PAYLOAD").await;
     assert_eq!(e["details"]["field"], "sessionId");
     assert_eq!(e["details"]["receivedArguments"], json!(["id"]));
+    // Search texts and tag filters past their limits (review 11-c: a query
+    // of 100,000 words kept the server busy for minutes).
+    let words = vec!["word"; 65].join(" ");
+    let long = "x".repeat(1_001);
+    for (op, args) in [
+        ("session", json!({ "subOperation": "search", "query": words })),
+        ("session", json!({ "subOperation": "search", "query": long })),
+        ("list_sessions", json!({ "search": words })),
+        ("session", json!({ "subOperation": "list", "search": long })),
+        ("knowledge", json!({ "subOperation": "search", "query": words })),
+        ("knowledge", json!({ "subOperation": "list_patterns", "search": long })),
+    ] {
+        let e = s.err(op, args.clone(), "INVALID_PAYLOAD").await;
+        assert!(
+            e["message"]
+                .as_str()
+                .unwrap()
+                .contains("at most 1000 characters and 64 words"),
+            "{args}: {e}"
+        );
+    }
+    let tags: Vec<String> = (0..101).map(|i| format!("t{i}")).collect();
+    for (op, args) in [
+        ("list_sessions", json!({ "tags": tags })),
+        ("knowledge", json!({ "subOperation": "list_patterns", "tags": tags })),
+    ] {
+        let e = s.err(op, args, "INVALID_PAYLOAD").await;
+        assert_eq!(e["details"]["field"], "tags", "{e}");
+    }
+    // At the limit, the search runs.
+    let at_limit = vec!["word"; 64].join(" ");
+    let ok = s
+        .ok("session", json!({ "subOperation": "search", "query": at_limit }))
+        .await;
+    assert_eq!(
+        (ok["query"].as_str(), ok["count"].as_u64()),
+        (Some(at_limit.as_str()), Some(0)),
+        "{ok}"
+    );
     // Also when the call is refused before its operation runs.
     for (arguments, code, received) in [
         (
