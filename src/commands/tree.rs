@@ -213,8 +213,8 @@ pub fn validate(args: ValidateArgs) -> Result<ExitCode> {
     } else {
         let mut text: String = reports.iter().map(|r| r.describe()).collect();
         text.push_str(&format!(
-            "{} sessions checked in {}: {} valid, {invalid} invalid\n",
-            reports.len(),
+            "{} checked in {}: {} valid, {invalid} invalid\n",
+            counted(reports.len() as u64, "session", "sessions"),
             args.dir.display(),
             reports.len() - invalid
         ));

@@ -95,8 +95,8 @@ fn chain_name(branch: Option<&str>) -> String {
 /// highest there is, and where to go on instead.
 pub fn chain_full(branch: Option<&str>) -> String {
     format!(
-        "{} has used the highest thought number ({MAX_THOUGHT_NUMBER}); go on in a new branch (branchFromThought) \
-         or a new session",
+        "{} has used the highest thought number ({MAX_THOUGHT_NUMBER}); give a thoughtNumber not used yet on it, \
+         or go on in a new branch (branchFromThought earlier than {MAX_THOUGHT_NUMBER}) or a new session",
         chain_name(branch)
     )
 }
@@ -257,7 +257,13 @@ pub fn plan_thought(
         None => (next_free(), true),
     };
     if number > MAX_THOUGHT_NUMBER {
-        let message = if auto_numbered {
+        let message = if auto_numbered && max.is_none() && fork.is_some() {
+            // A new branch from the last number there is: nothing after it.
+            format!(
+                "a branch from thought {MAX_THOUGHT_NUMBER} has no number after it; branch from an earlier thought, \
+                 or give this one a thoughtNumber"
+            )
+        } else if auto_numbered {
             chain_full(branch)
         } else {
             format!("thought numbers stop at {MAX_THOUGHT_NUMBER}")
@@ -445,6 +451,15 @@ pub(crate) mod tests {
         assert!(again.to_string().contains("new branch"), "{again}");
         let next = l.add(text("next")).unwrap_err();
         assert!(next.to_string().contains("highest thought number"), "{next}");
+        // A new branch from that last thought has no number after it either.
+        let fork = l
+            .add(ThoughtInput {
+                branch_id: Some("on".into()),
+                branch_from_thought: Some(MAX_THOUGHT_NUMBER),
+                ..text("on")
+            })
+            .unwrap_err();
+        assert!(fork.to_string().contains("branch from an earlier thought"), "{fork}");
     }
 
     #[test]

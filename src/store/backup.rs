@@ -23,6 +23,24 @@ impl Store {
     /// points to): replacing it would lose every write made after.
     /// Returns the path written.
     pub fn backup_to(&self, dest: &Path) -> Result<PathBuf> {
+        if dest.as_os_str().is_empty() {
+            return Err(Error::invalid(
+                "dest",
+                "backup needs a destination: a file or a directory",
+            ));
+        }
+        // `DIR/` names a directory: one that does not exist is said to be
+        // missing, not taken for a file name.
+        let names_a_directory = dest.as_os_str().as_encoded_bytes().ends_with(b"/");
+        if names_a_directory && !dest.is_dir() {
+            return Err(Error::invalid(
+                "dest",
+                format!(
+                    "{} does not exist (or is not a directory): create the directory first, then back up into it",
+                    dest.display()
+                ),
+            ));
+        }
         if dest.is_dir() {
             // What interrupted backups into this directory left.
             crate::tree::writer::remove_leftovers(
@@ -51,7 +69,27 @@ impl Store {
             // Through a symlink, the file it points to gets the new copy
             // (the link stays a link).
             let target = match dest.is_symlink() {
-                true => std::fs::canonicalize(dest).unwrap_or_else(|_| dest.to_path_buf()),
+                true => match std::fs::canonicalize(dest) {
+                    Ok(target) => target,
+                    // A link to a file not made yet: into its directory, if
+                    // that exists (the link stays a link).
+                    Err(_) => {
+                        let link = std::fs::read_link(dest)
+                            .map_err(|e| Error::io(format!("reading {}", dest.display()), e))?;
+                        let target = super::folder_of(dest).join(link);
+                        if !super::folder_of(&target).is_dir() {
+                            return Err(Error::invalid(
+                                "dest",
+                                format!(
+                                    "{} is a link to {}, whose directory does not exist",
+                                    dest.display(),
+                                    target.display()
+                                ),
+                            ));
+                        }
+                        target
+                    }
+                },
                 false => dest.to_path_buf(),
             };
             if let Some(name) = target.file_name().and_then(|n| n.to_str()) {
@@ -389,6 +427,24 @@ mod tests {
         let err = store.backup_to(&dir.path().join("missing-dir/x.db")).unwrap_err();
         assert_eq!(err.code(), "INVALID_PAYLOAD");
         assert!(err.to_string().contains("missing-dir does not exist"), "{err}");
+        let mut slash = dir.path().join("missing-dir").into_os_string();
+        slash.push("/");
+        let err = store.backup_to(std::path::Path::new(&slash)).unwrap_err();
+        assert!(err.to_string().contains("missing-dir/ does not exist"), "{err}");
+        assert!(store.backup_to(std::path::Path::new("")).is_err());
+        // A link to a file not made yet gets the copy; the link stays a link.
+        #[cfg(unix)]
+        {
+            let link = dir.path().join("link.db");
+            std::os::unix::fs::symlink(dir.path().join("target.db"), &link).unwrap();
+            store.backup_to(&link).unwrap();
+            assert!(link.is_symlink() && dir.path().join("target.db").is_file());
+            let dangling = dir.path().join("dangling.db");
+            std::os::unix::fs::symlink(dir.path().join("nowhere/t.db"), &dangling).unwrap();
+            let err = store.backup_to(&dangling).unwrap_err();
+            assert!(err.to_string().contains("whose directory does not exist"), "{err}");
+            assert!(dangling.is_symlink());
+        }
     }
 
     /// A backup file replaces an earlier backup, never a document or
