@@ -422,13 +422,12 @@ fn check_config_is_ours(dest: &Path) -> Result<()> {
     // export into the parent directory can put them there (review 11-c:
     // exporting into ~ made ~/projects/app look like a tree, and the next
     // export replaced the app's config.json).
-    // Ours when it parses as ours, or when it is cut short (a disk that
-    // filled) but names one of our keys.
-    let names_our_key = |key: &[u8]| bytes.windows(key.len()).any(|w| w == key);
-    if super::is_our_config(&bytes)
-        || names_our_key(b"\"installId\"")
-        || names_our_key(b"\"sessionPartitionGranularity\"")
-    {
+    // Ours only when it has the shape of a tree's config.json: an
+    // installId and a known partition granularity side by side (review
+    // 11-e: a key or a word named `installId` alone is found in other
+    // programs' files too). A tree whose own config.json was damaged is
+    // refused; the message says to delete that file.
+    if is_tree_config(&bytes) {
         return Ok(());
     }
     Err(Error::invalid(
@@ -440,6 +439,19 @@ fn check_config_is_ours(dest: &Path) -> Result<()> {
             dest.display()
         ),
     ))
+}
+
+/// Whether `bytes` are the config.json a tree of ours (or the TypeScript
+/// server's) holds: a JSON object (a byte-order mark allowed) with a
+/// string `installId` and a `sessionPartitionGranularity` the layout knows.
+fn is_tree_config(bytes: &[u8]) -> bool {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(bytes).is_ok_and(|m| {
+        m.get("installId").is_some_and(serde_json::Value::is_string)
+            && m.get("sessionPartitionGranularity")
+                .and_then(serde_json::Value::as_str)
+                .is_some_and(|g| crate::domain::Granularity::parse(g).is_some())
+    })
 }
 
 /// The destination must be a directory (created when missing).
@@ -653,7 +665,7 @@ impl Listed {
                     .is_some_and(|n| n.id.strip_prefix(session).is_some_and(|rest| rest.starts_with(':')))
         };
         let numbered = |folder: &Path| -> Vec<String> {
-            if is_link(folder) {
+            if folder.ancestors().take_while(|a| *a != dir).any(is_link) {
                 return Vec::new();
             }
             let mut names: Vec<String> = fs::read_dir(folder)
@@ -713,15 +725,15 @@ impl Listed {
         summary: &mut ExportSummary,
     ) -> Result<()> {
         for f in self.thought_files.iter().filter(|f| !thought_files.contains(f)) {
-            remove_written(&dir.join(f), summary)?;
+            remove_written(dir, &dir.join(f), summary)?;
         }
         for (b, files) in &self.branch_files {
             let now = branch_files.get(b);
             for f in files {
                 if now.is_none_or(|n| !n.contains(f)) {
-                    remove_written(&dir.join(b).join(f), summary)?;
+                    remove_written(dir, &dir.join(b).join(f), summary)?;
                 }
-                remove_written(&dir.join(REFERENCE_BRANCH_DIR).join(b).join(f), summary)?;
+                remove_written(dir, &dir.join(REFERENCE_BRANCH_DIR).join(b).join(f), summary)?;
             }
             if now.is_none() && !is_link(&dir.join(b)) {
                 // Only succeeds when nothing else is left in it.
@@ -736,11 +748,17 @@ impl Listed {
     }
 }
 
-/// Remove a file an export wrote, if it is still a plain file (a link or
-/// a folder put in its place is left alone) in a folder that is not a
-/// link.
-fn remove_written(path: &Path, summary: &mut ExportSummary) -> Result<()> {
-    if path.parent().is_some_and(is_link) {
+/// Remove a file an export wrote in session folder `dir`, if it is still
+/// a plain file (a link or a folder put in its place is left alone) and no
+/// folder between `dir` and it is a link (review 11-e: a `branches` link
+/// led the removal out of the tree).
+fn remove_written(dir: &Path, path: &Path, summary: &mut ExportSummary) -> Result<()> {
+    let through_link = path
+        .ancestors()
+        .skip(1)
+        .take_while(|a| *a != dir && a.starts_with(dir))
+        .any(is_link);
+    if through_link || is_link(dir) {
         return Ok(());
     }
     match fs::symlink_metadata(path) {
@@ -1192,8 +1210,21 @@ mod tests {
         symlink(&victim, session_dir.join("alt")).unwrap();
         assert!(export_tree(&store, &out, &named, &mut |_, _| {}).is_err());
         untouched();
-        // The lock file as a link: nothing is created where it points.
+        // Review 11-e: `branches` (the reference's branch folder) as a link
+        // to a folder holding branch-named folders of the user's.
         fs::remove_file(session_dir.join("alt")).unwrap();
+        export_tree(&store, &out, &named, &mut |_, _| {}).unwrap();
+        let theirs = dir.path().join("theirs");
+        fs::create_dir_all(theirs.join("alt")).unwrap();
+        let node = format!(r#"{{"id":"{}:2"}}"#, s.id);
+        for name in ["001.json", "002.json"] {
+            fs::write(theirs.join("alt").join(name), &node).unwrap();
+        }
+        symlink(&theirs, session_dir.join(REFERENCE_BRANCH_DIR)).unwrap();
+        export_tree(&store, &out, &named, &mut |_, _| {}).unwrap();
+        assert_eq!(fs::read_dir(theirs.join("alt")).unwrap().count(), 2);
+        fs::remove_file(session_dir.join(REFERENCE_BRANCH_DIR)).unwrap();
+        // The lock file as a link: nothing is created where it points.
         fs::remove_file(out.join(EXPORT_LOCK)).unwrap();
         symlink(dir.path().join("created-by-lock"), out.join(EXPORT_LOCK)).unwrap();
         assert!(export_tree(&store, &out, &named, &mut |_, _| {}).is_err());
@@ -1221,13 +1252,21 @@ mod tests {
         fs::write(project.join("public/manifest.json"), "{}").unwrap();
         let err = export_tree(&store, &project, &ExportOptions::default(), &mut |_, _| {}).unwrap_err();
         assert!(err.to_string().contains("not a Thoughtbox tree's"), "{err}");
-        // A tree of ours (or of the TypeScript server's) is updated, even
-        // with its config.json cut short or behind a byte-order mark.
+        // A tree of ours (or of the TypeScript server's) is updated, also
+        // with its config.json behind a byte-order mark; one cut short is
+        // refused (delete it to go on).
         let out = dir.path().join("out");
         export_tree(&store, &out, &ExportOptions::default(), &mut |_, _| {}).unwrap();
-        fs::write(out.join(CONFIG), "{\"installId\":").unwrap();
+        fs::write(
+            out.join(CONFIG),
+            "\u{feff}{\"installId\":\"x\",\"dataDir\":\"/home/u/.thoughtbox\",\"sessionPartitionGranularity\":\"monthly\"}",
+        )
+        .unwrap();
         export_tree(&store, &out, &ExportOptions::default(), &mut |_, _| {}).unwrap();
-        fs::write(out.join(CONFIG), "\u{feff}{\"installId\":\"x\"}").unwrap();
+        fs::write(out.join(CONFIG), "{\"installId\":").unwrap();
+        let err = export_tree(&store, &out, &ExportOptions::default(), &mut |_, _| {}).unwrap_err();
+        assert!(err.to_string().contains("delete that file first"), "{err}");
+        fs::remove_file(out.join(CONFIG)).unwrap();
         export_tree(&store, &out, &ExportOptions::default(), &mut |_, _| {}).unwrap();
         // A session folder of the reference's layout that lost its manifest
         // and keeps thoughts only under branches/{id}/ is still found (and
@@ -1263,6 +1302,19 @@ mod tests {
             fs::read_to_string(app.join(CONFIG)).unwrap(),
             r#"{"name":"app","dbPassword":"hunter2"}"#
         );
+        // Review 11-e: naming `installId` (a key, a value, a comment) does
+        // not make a file ours; the shape of a tree's config.json does.
+        for theirs in [
+            r#"{"name":"app","installId":"abc-123","apiKey":"sk-SECRET"}"#,
+            r#"{"name":"app","telemetry":{"installId":"abc"},"sessionPartitionGranularity":"monthly"}"#,
+            r#"{"redact":["installId","sessionPartitionGranularity"]}"#,
+            "// \"installId\" \"sessionPartitionGranularity\"\n{}",
+            r#"{"installId":"x","sessionPartitionGranularity":"hourly"}"#,
+        ] {
+            fs::write(app.join(CONFIG), theirs).unwrap();
+            assert!(export_tree(&store, &app, &only, &mut |_, _| {}).is_err(), "{theirs}");
+            assert_eq!(fs::read_to_string(app.join(CONFIG)).unwrap(), theirs);
+        }
     }
 
     #[test]

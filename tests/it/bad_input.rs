@@ -871,7 +871,8 @@ async fn parameters_sent_as_json_text_are_understood() {
     assert_eq!(e["details"]["receivedArguments"], json!(["id"]));
     // Search texts and tag filters past their limits (review 11-c: a query
     // of 100,000 words kept the server busy for minutes).
-    let words = vec!["word"; 65].join(" ");
+    // Words as the index splits them: `a:b:c` is three.
+    let words = vec!["word"; 65].join(":");
     let long = "x".repeat(1_001);
     for (op, args) in [
         ("session", json!({ "subOperation": "search", "query": words })),
