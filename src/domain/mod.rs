@@ -63,6 +63,22 @@ pub fn check_search(field: &str, text: &str) -> crate::error::Result<()> {
     Ok(())
 }
 
+/// Refuse a tag filter of more than [`MAX_TAGS`] tags: a session or a
+/// pattern has no more, so it could match nothing (review 11-c: 100,000
+/// tags overflowed SQLite's variables).
+pub fn check_tag_filter(tags: &[String]) -> crate::error::Result<()> {
+    if tags.len() > MAX_TAGS {
+        return Err(crate::Error::invalid(
+            "tags",
+            format!(
+                "the filter names {} tags; a filter takes at most {MAX_TAGS}",
+                tags.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Largest thought number (and totalThoughts) the ledger accepts.
 pub const MAX_THOUGHT_NUMBER: u32 = i32::MAX as u32;
 

@@ -203,16 +203,7 @@ async fn list_patterns(gw: &Gateway, args: Args) -> Result<Value> {
     let filter = PatternFilter {
         tags: {
             let tags = args.str_list_opt(&["tags", "tag"])?.unwrap_or_default();
-            if tags.len() > crate::domain::MAX_TAGS {
-                return Err(Error::invalid(
-                    "tags",
-                    format!(
-                        "the filter names {} tags; a filter takes at most {}",
-                        tags.len(),
-                        crate::domain::MAX_TAGS
-                    ),
-                ));
-            }
+            crate::domain::check_tag_filter(&tags)?;
             tags
         },
         search: args.search_opt(&["search", "query"])?,

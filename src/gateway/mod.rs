@@ -540,13 +540,23 @@ impl From<Error> for Refused {
 /// and those in `args` (an object, or its JSON text), or `args` itself
 /// when it is neither.
 fn argument_names(arguments: Option<&Map<String, Value>>) -> Vec<String> {
-    let mut names = std::collections::BTreeSet::new();
+    use std::collections::{BTreeMap, BTreeSet};
+    let mut names = BTreeSet::new();
     for (key, value) in arguments.into_iter().flatten() {
         match key.as_str() {
             "operation" => {}
-            "args" => match Args::from_value("args", Some(value)) {
-                Ok(args) => names.extend(args.usage().given()),
-                Err(_) => {
+            // Only the names: this runs for every call, and `args` may hold
+            // a thought of a megabyte.
+            "args" => match value {
+                Value::Null => {}
+                Value::Object(m) => names.extend(m.keys().cloned()),
+                Value::String(s) => match serde_json::from_str::<BTreeMap<String, serde::de::IgnoredAny>>(s) {
+                    Ok(m) => names.extend(m.into_keys()),
+                    Err(_) => {
+                        names.insert(key.clone());
+                    }
+                },
+                _ => {
                     names.insert(key.clone());
                 }
             },

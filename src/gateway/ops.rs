@@ -234,20 +234,9 @@ pub(crate) fn session_filter(args: &Args) -> Result<SessionFilter> {
             tags.push(format!("{key}:{}", v.trim()));
         }
     }
-    // A session holds at most MAX_TAGS tags, so a filter of more matches
-    // nothing; refused (review 11-c: 100,000 tags failed in SQLite).
     tags.sort();
     tags.dedup();
-    if tags.len() > crate::domain::MAX_TAGS {
-        return Err(Error::invalid(
-            "tags",
-            format!(
-                "the filter names {} tags; a filter takes at most {} (a session has no more)",
-                tags.len(),
-                crate::domain::MAX_TAGS
-            ),
-        ));
-    }
+    crate::domain::check_tag_filter(&tags)?;
     let (sort_by, sort_order) = args.sort_opt()?;
     Ok(SessionFilter {
         tags,
@@ -421,7 +410,7 @@ impl ReferenceBack {
 pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleServer>>) -> Result<Value> {
     let input = thought_input(&args)?;
     let verbose = args.bool_opt(&["verbose"])?.unwrap_or(false);
-    let want_critique = args.bool_opt(&["critique"])?.unwrap_or(false);
+    let want_critique = input.critique_requested;
     let include_guide = input.include_guide.unwrap_or(false);
     let active = gw.active_session();
     // A thought goes to the connection's active session. A client naming

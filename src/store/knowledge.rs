@@ -301,12 +301,10 @@ impl Store {
         // The index for the words it holds; words of scripts written
         // without spaces (inside a run of such letters) by their text.
         let search = plan.as_ref().and_then(|p| p.fts.clone());
-        for (composed, decomposed) in plan.iter().flat_map(|p| &p.texts) {
-            clauses.push(format!(
-                "(instr({PATTERN_TEXT}, ?) > 0 OR instr({PATTERN_TEXT}, ?) > 0)"
-            ));
-            params.push(Box::new(composed.clone()));
-            params.push(Box::new(decomposed.clone()));
+        if let Some(p) = &plan {
+            let (texts, values) = p.text_conditions(PATTERN_TEXT);
+            clauses.extend(texts);
+            params.extend(values.into_iter().map(|v| Box::new(v) as Box<dyn ToSql>));
         }
         let from = if let Some(q) = &search {
             clauses.push("knowledge_patterns_fts MATCH ?".into());
@@ -470,12 +468,7 @@ impl Store {
             text: all_text,
             uri,
         } = table;
-        let mut clauses = Vec::new();
-        let mut values: Vec<String> = Vec::new();
-        for (composed, decomposed) in &plan.texts {
-            clauses.push(format!("(instr({all_text}, ?) > 0 OR instr({all_text}, ?) > 0)"));
-            values.extend([composed.clone(), decomposed.clone()]);
-        }
+        let (mut clauses, mut values) = plan.text_conditions(all_text);
         let (from, score, order) = match &plan.fts {
             Some(q) => {
                 clauses.push(format!("{fts} MATCH ?"));

@@ -229,17 +229,25 @@ impl QueryPlan {
             })
     }
 
-    /// The conditions that keep the rows holding the whole query, in SQL
-    /// with `?` placeholders, and their values in order: each text word in
-    /// `column` (either form), and the index's groups through `fts`, whose
-    /// rowids are `rowid`. One place for every search that reads a table.
-    pub fn conditions(&self, column: &str, rowid: &str, fts: &str) -> (Vec<String>, Vec<String>) {
+    /// The conditions for the words found by their text alone, each in
+    /// `column` (either form), and their values in order: for a search that
+    /// matches the index in its own FROM clause (to rank by bm25).
+    pub fn text_conditions(&self, column: &str) -> (Vec<String>, Vec<String>) {
         let mut clauses = Vec::new();
         let mut values = Vec::new();
         for (composed, decomposed) in &self.texts {
             clauses.push(format!("(instr({column}, ?) > 0 OR instr({column}, ?) > 0)"));
             values.extend([composed.clone(), decomposed.clone()]);
         }
+        (clauses, values)
+    }
+
+    /// The conditions that keep the rows holding the whole query, in SQL
+    /// with `?` placeholders, and their values in order: each text word in
+    /// `column` (either form), and the index's groups through `fts`, whose
+    /// rowids are `rowid`. One place for every search that reads a table.
+    pub fn conditions(&self, column: &str, rowid: &str, fts: &str) -> (Vec<String>, Vec<String>) {
+        let (mut clauses, mut values) = self.text_conditions(column);
         if let Some(q) = &self.fts {
             clauses.push(format!("{rowid} IN (SELECT rowid FROM {fts} WHERE {fts} MATCH ?)"));
             values.push(q.clone());

@@ -664,7 +664,10 @@ impl Listed {
                     .and_then(|b| serde_json::from_slice::<Node>(&b).ok())
                     .is_some_and(|n| n.id.strip_prefix(session).is_some_and(|rest| rest.starts_with(':')))
         };
-        let numbered = |folder: &Path| -> Vec<String> {
+        // The numbered files in `folder` that `known` does not list and
+        // that hold a node of this session: only those are read (a large
+        // session's folder holds its whole manifest's worth of files).
+        let unlisted = |folder: &Path, known: &HashSet<&String>| -> Vec<String> {
             if folder.ancestors().take_while(|a| *a != dir).any(is_link) {
                 return Vec::new();
             }
@@ -673,16 +676,13 @@ impl Listed {
                 .flatten()
                 .flatten()
                 .filter_map(|e| e.file_name().to_str().map(str::to_string))
-                .filter(|n| thought_file_number(n).is_some() && of_session(&folder.join(n)))
+                .filter(|n| thought_file_number(n).is_some() && !known.contains(n) && of_session(&folder.join(n)))
                 .collect();
             names.sort();
             names
         };
-        for f in numbered(dir) {
-            if !listed.thought_files.contains(&f) {
-                listed.thought_files.push(f);
-            }
-        }
+        let found = unlisted(dir, &listed.thought_files.iter().collect());
+        listed.thought_files.extend(found);
         let branch_folders = |folder: &Path| -> Vec<String> {
             if is_link(folder) {
                 return Vec::new();
@@ -699,14 +699,16 @@ impl Listed {
         let mut branches = branch_folders(dir);
         branches.extend(branch_folders(&dir.join(REFERENCE_BRANCH_DIR)));
         for b in branches {
-            let mut found = numbered(&dir.join(&b));
-            found.extend(numbered(&dir.join(REFERENCE_BRANCH_DIR).join(&b)));
-            let files = listed.branch_files.entry(b).or_default();
-            for f in found {
-                if !files.contains(&f) {
-                    files.push(f);
-                }
-            }
+            let files = listed.branch_files.entry(b.clone()).or_default();
+            let mut found = {
+                let known: HashSet<&String> = files.iter().collect();
+                let mut found = unlisted(&dir.join(&b), &known);
+                found.extend(unlisted(&dir.join(REFERENCE_BRANCH_DIR).join(&b), &known));
+                found
+            };
+            found.sort();
+            found.dedup();
+            files.extend(found);
         }
         listed.branch_files.retain(|_, files| !files.is_empty());
         listed
@@ -724,13 +726,15 @@ impl Listed {
         branch_files: &BTreeMap<String, Vec<String>>,
         summary: &mut ExportSummary,
     ) -> Result<()> {
-        for f in self.thought_files.iter().filter(|f| !thought_files.contains(f)) {
+        // Sets: a session's folder may list a hundred thousand files.
+        let kept: HashSet<&String> = thought_files.iter().collect();
+        for f in self.thought_files.iter().filter(|f| !kept.contains(f)) {
             remove_written(dir, &dir.join(f), summary)?;
         }
         for (b, files) in &self.branch_files {
-            let now = branch_files.get(b);
+            let now: Option<HashSet<&String>> = branch_files.get(b).map(|n| n.iter().collect());
             for f in files {
-                if now.is_none_or(|n| !n.contains(f)) {
+                if now.as_ref().is_none_or(|n| !n.contains(f)) {
                     remove_written(dir, &dir.join(b).join(f), summary)?;
                 }
                 remove_written(dir, &dir.join(REFERENCE_BRANCH_DIR).join(b).join(f), summary)?;

@@ -498,15 +498,18 @@ async fn sighup_is_ignored_under_nohup() {
 #[tokio::test]
 async fn events_never_reach_stdout_by_any_name() {
     let (_d, db) = temp_db();
+    // The server with every stream piped, run to its exit.
+    let run = |configure: &dyn Fn(&mut tokio::process::Command)| {
+        let mut cmd = command(&db);
+        configure(&mut cmd);
+        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        async move { cmd.output().await.unwrap() }
+    };
     for target in ["/dev/stdout", "/proc/self/fd/1", "stdout"] {
-        let out = command(&db)
-            .args(["--events", target, "--no-stages"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .output()
-            .await
-            .unwrap();
+        let out = run(&|cmd| {
+            cmd.args(["--events", target, "--no-stages"]);
+        })
+        .await;
         assert!(!out.status.success(), "{target}");
         assert!(
             out.stdout.is_empty(),
@@ -520,14 +523,10 @@ async fn events_never_reach_stdout_by_any_name() {
         );
     }
     // As THOUGHTBOX_EVENTS too, while other commands are left alone.
-    let out = command(&db)
-        .env("THOUGHTBOX_EVENTS", "/dev/stdout")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .output()
-        .await
-        .unwrap();
+    let out = run(&|cmd| {
+        cmd.env("THOUGHTBOX_EVENTS", "/dev/stdout");
+    })
+    .await;
     assert!(!out.status.success());
     assert!(out.stdout.is_empty());
 }
