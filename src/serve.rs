@@ -62,6 +62,9 @@ const CHECKPOINT_WAIT: Duration = Duration::from_millis(200);
 /// finishing (the pause doubles from [`CHECKPOINT_QUIET`]).
 const CHECKPOINT_RETRY_MAX: Duration = Duration::from_secs(30);
 
+/// At shutdown, indexing stops after this long (between two batches).
+const SHUTDOWN_INDEXING: Duration = Duration::from_millis(500);
+
 /// How the gateway tells the maintenance task that it wrote: a counter, and
 /// a wake-up only when the task is idle, so a burst of writes costs one wake.
 #[derive(Debug, Default)]
@@ -98,9 +101,14 @@ async fn blocking<T: Send + 'static>(store: &Store, f: impl FnOnce(&Store) -> Re
         .map_err(|e| Error::Internal(e.to_string()))?
 }
 
-async fn index_pending(writer: &Writer) {
-    if let Err(e) = writer.index_unless_locked().await {
-        tracing::warn!("full-text indexing failed: {e}");
+/// Index what is pending, in batches, until done or `stop` says so
+/// between two batches.
+async fn index_pending(writer: &Writer, stop: impl Fn() -> bool) {
+    match writer.index_unless_locked_or(stop).await {
+        Ok(()) => {}
+        // Searches index the rest first, and so does the next pause.
+        Err(Error::Cancelled) => tracing::debug!("full-text indexing stopped between two batches"),
+        Err(e) => tracing::warn!("full-text indexing failed: {e}"),
     }
 }
 
@@ -151,6 +159,10 @@ impl Maintenance {
         let (stop, mut stopped) = watch::channel(false);
         let sig = signal.clone();
         let task = tokio::spawn(async move {
+            // Indexing a large backlog (thousands of batches) stops between
+            // two batches once the server is stopping.
+            let stopping_flag = stopped.clone();
+            let stopping = || *stopping_flag.borrow();
             let mut seen = sig.count();
             // Whether the log said the WAL could not be emptied, and has not
             // yet said that it was: said once, however many bursts pass
@@ -184,11 +196,11 @@ impl Maintenance {
                         checkpointed = Instant::now();
                     }
                     if burst.elapsed() >= INDEX_MAX_DELAY {
-                        index_pending(&writer).await;
+                        index_pending(&writer, stopping).await;
                         burst = Instant::now();
                     }
                 }
-                index_pending(&writer).await;
+                index_pending(&writer, stopping).await;
                 // Writes paused: empty the WAL once they have stayed away for
                 // CHECKPOINT_QUIET. While another connection's read
                 // transaction keeps that from finishing, try again, less
@@ -238,8 +250,14 @@ impl Maintenance {
                     wait = (wait * 2).min(CHECKPOINT_RETRY_MAX);
                 }
             }
-            // Whatever is still pending is indexed by the writer too.
-            index_pending(&writer).await;
+            // What is still pending is indexed too, within a bound: the
+            // backlog of a ledger filled by other means (an import, a
+            // script, an older build) can take seconds to index, and an MCP
+            // client kills a server that is slow to exit (3 s after SIGTERM
+            // for rmcp's), which would leave the `-wal` file behind. Searches
+            // index the rest first.
+            let deadline = Instant::now() + SHUTDOWN_INDEXING;
+            index_pending(&writer, || Instant::now() >= deadline).await;
         });
         Maintenance { signal, stop, task }
     }
@@ -428,9 +446,9 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
         // library waits a few seconds for their answers after stdin
         // closes) hold read transactions that would keep the final
         // checkpoint from emptying the WAL: stop them.
+        store.interrupt_running();
         let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
         loop {
-            store.interrupt_running();
             if store.connections_in_use() == 0 {
                 break;
             }

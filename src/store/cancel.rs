@@ -1,25 +1,32 @@
-//! Stopping the reads of a request its client gave up on.
+//! Stopping the reads of a request its client gave up on, and every read
+//! of a server that is shutting down.
 //!
 //! An MCP client may cancel a request it no longer waits for (a long
 //! export, an analysis of a huge session). The answer is then thrown away,
 //! but the read would still run to its end on a blocking thread, holding a
 //! pool connection and an old snapshot, which keeps checkpoints from
 //! emptying the WAL. A [`Cancel`] is made per request; the code running the
-//! request's reads does so inside [`Cancel::scope`], and every connection
-//! [`crate::store::Store`] hands out in that scope watches it through an
-//! SQLite progress handler. Once [`Cancel::fire`] is called, the statement
-//! running stops at its next check (every [`CHECK_EVERY`] virtual-machine
-//! steps) with an "interrupted" error, and so does every later statement of
-//! the scope: there is no moment in which a cancellation is missed, as
-//! there is with `sqlite3_interrupt`, which does nothing between two
-//! statements. Writes are not run in a scope: a write the client cancelled
-//! after sending it may still be committed, which MCP allows.
+//! request's reads does so inside [`Cancel::scope`]. Once [`Cancel::fire`]
+//! is called, the statement running stops at its next check (every
+//! [`CHECK_EVERY`] virtual-machine steps) with an "interrupted" error, and
+//! so does every later statement of the scope. Writes are not run in a
+//! scope: a write the client cancelled after sending it may still be
+//! committed, which MCP allows.
+//!
+//! A server that is shutting down stops every read of its pool the same
+//! way, through the pool's [`PoolStop`]. Both are checked by one SQLite
+//! progress handler each pooled connection gets when it is opened. Unlike
+//! `sqlite3_interrupt`, which SQLite forgets as soon as no statement is
+//! running, neither can be missed: a shutdown that came while an export was
+//! between two statements (building its links, writing files) used to let
+//! the export's next statement run on for seconds, until a client's SIGKILL
+//! left the `-wal` file behind.
 
 use std::cell::RefCell;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
-use rusqlite::Connection;
+use rusqlite::{Connection, InterruptHandle};
 
 /// Virtual-machine steps between two checks of a scope's flag: a few
 /// microseconds of work, so a cancelled read stops at once, and a load of
@@ -53,8 +60,8 @@ impl Cancel {
     }
 
     /// Run `f` on this thread with `self` as the cancellation of the
-    /// connections the store hands out meanwhile. Scopes nest; the outer
-    /// one is back when `f` returns or panics.
+    /// statements it runs on pooled connections meanwhile. Scopes nest; the
+    /// outer one is back when `f` returns or panics.
     pub fn scope<T>(self: &Arc<Self>, f: impl FnOnce() -> T) -> T {
         struct Restore(Option<Arc<Cancel>>);
         impl Drop for Restore {
@@ -90,17 +97,57 @@ pub(crate) fn current() -> Option<Arc<Cancel>> {
     CURRENT.with(|c| c.borrow().clone())
 }
 
-/// Make `conn` stop its statements once `cancel` fires; [`unwatch`] ends it.
-pub(crate) fn watch(conn: &Connection, cancel: &Arc<Cancel>) -> rusqlite::Result<()> {
-    let cancel = cancel.clone();
-    conn.progress_handler(CHECK_EVERY, Some(move || cancel.fired()))
+/// Whether the scope this thread runs in has been cancelled.
+fn current_fired() -> bool {
+    // `try_with`: never panic inside SQLite's callback, even on a thread
+    // whose locals are being torn down.
+    CURRENT
+        .try_with(|c| c.try_borrow().is_ok_and(|c| c.as_ref().is_some_and(|c| c.fired())))
+        .unwrap_or(false)
 }
 
-/// Undo [`watch`] before the connection goes back to the pool.
-pub(crate) fn unwatch(conn: &Connection) {
-    // Fails only on a connection rusqlite does not own, which a pooled one
-    // never is; nothing to do about it here anyway.
-    let _ = conn.progress_handler(0, None::<fn() -> bool>);
+/// The shutdown switch of one connection pool: once [`PoolStop::stop`] is
+/// called, every statement of the pool's connections stops at its next
+/// check, and none starts again.
+#[derive(Default)]
+pub(crate) struct PoolStop {
+    stopped: AtomicBool,
+    /// To wake statements that spend long inside one virtual-machine step
+    /// (a large sort) as well.
+    interrupts: Mutex<Vec<InterruptHandle>>,
+}
+
+impl PoolStop {
+    /// Make `conn`, a new connection of the pool, stop its statements once
+    /// the pool is stopped or the request whose scope runs them is
+    /// cancelled.
+    pub(crate) fn attach(self: &Arc<Self>, conn: &Connection) -> rusqlite::Result<()> {
+        let pool = self.clone();
+        // The handler runs on the thread stepping the statement, which is
+        // the thread whose scope (if any) the read belongs to.
+        conn.progress_handler(CHECK_EVERY, Some(move || pool.stopped() || current_fired()))?;
+        lock(&self.interrupts).push(conn.get_interrupt_handle());
+        Ok(())
+    }
+
+    /// Stop every read of the pool, now and from now on.
+    pub(crate) fn stop(&self) {
+        self.stopped.store(true, Ordering::Relaxed);
+        for h in lock(&self.interrupts).iter() {
+            h.interrupt();
+        }
+    }
+
+    pub(crate) fn stopped(&self) -> bool {
+        self.stopped.load(Ordering::Relaxed)
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(poisoned) => poisoned.into_inner(),
+    }
 }
 
 #[cfg(test)]
@@ -179,6 +226,43 @@ mod tests {
             )
             .expect("not interrupted");
         assert_eq!(count, 200000);
+    }
+
+    /// A shutdown that comes while no statement runs (the read is between
+    /// two of them, writing files) still stops the next one, which
+    /// `sqlite3_interrupt` alone forgets; the store's clones are stopped
+    /// too, the writer's dedicated store is not, and the last checkpoint
+    /// still runs.
+    #[test]
+    fn a_stop_between_two_statements_stops_the_next_one() {
+        let (_dir, store) = one_connection_store();
+        let writer = store.dedicated().expect("dedicated store");
+        let conn = store.conn().expect("connection");
+        let one: i64 = conn.query_row("SELECT 1", [], |r| r.get(0)).expect("before the stop");
+        assert_eq!(one, 1);
+        store.clone().interrupt_running();
+        let next = conn.query_row(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000000) SELECT count(*) FROM n",
+            [],
+            |r| r.get::<_, i64>(0),
+        );
+        assert!(
+            next.is_err_and(|e| crate::error::Error::from(e).is_interrupted()),
+            "the statement ran"
+        );
+        drop(conn);
+        assert!(store.conn().is_err_and(|e| e.is_interrupted()));
+        let n: i64 = writer
+            .conn()
+            .and_then(|c| Ok(c.query_row("SELECT 2", [], |r| r.get(0))?))
+            .expect("the writer's store is not stopped");
+        assert_eq!(n, 2);
+        drop(writer);
+        assert!(
+            store
+                .checkpoint_within(Duration::from_millis(100))
+                .expect("last checkpoint")
+        );
     }
 
     #[test]

@@ -130,7 +130,7 @@ pub struct Store {
     /// The files a server opened, checked before every write.
     watched: Option<Arc<Watched>>,
     /// Of this store's pool (a [`Store::dedicated`] one has its own).
-    interrupts: Interrupts,
+    stop: Arc<cancel::PoolStop>,
 }
 
 /// The database file and its `-shm` as a server opened them, by device and
@@ -172,28 +172,17 @@ fn file_id(path: &Path) -> std::io::Result<FileId> {
     }
 }
 
-/// A pooled connection. Taken inside a [`cancel::Cancel::scope`], it stops
-/// its statements once the scope's request is cancelled, until it goes
-/// back to the pool.
+/// A pooled connection. Its statements stop once the request whose
+/// [`cancel::Cancel::scope`] runs them is cancelled, or the pool is stopped
+/// ([`Store::interrupt_running`]).
 pub(crate) struct Conn {
     inner: PooledConnection<SqliteConnectionManager>,
-    watched: bool,
 }
 
 impl std::ops::Deref for Conn {
     type Target = Connection;
     fn deref(&self) -> &Connection {
         &self.inner
-    }
-}
-
-impl Drop for Conn {
-    fn drop(&mut self) {
-        // Before `inner` goes back to the pool, where another request's
-        // read may take it.
-        if self.watched {
-            cancel::unwatch(&self.inner);
-        }
     }
 }
 
@@ -672,30 +661,21 @@ pub fn wait_until_closed(patience: Duration) -> bool {
     true
 }
 
-/// Interrupt handles of a pool's connections, to stop what they run when a
-/// server shuts down ([`Store::interrupt_running`]).
-type Interrupts = Arc<std::sync::Mutex<Vec<rusqlite::InterruptHandle>>>;
-
 fn pool(
     path: &Path,
     opts: &OpenOptionsStore,
     size: u32,
-    interrupts: &Interrupts,
+    stop: &Arc<cancel::PoolStop>,
 ) -> Result<Pool<SqliteConnectionManager>> {
     let sync = opts.sync;
     let background = opts.background_checkpoints;
     let access = opts.access;
-    let interrupts = interrupts.clone();
+    let stop = stop.clone();
     let manager = SqliteConnectionManager::file(path)
         .with_flags(OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI)
         .with_init(move |c| {
             configure(c, sync, background, access)?;
-            let mut handles = match interrupts.lock() {
-                Ok(h) => h,
-                Err(poisoned) => poisoned.into_inner(),
-            };
-            handles.push(c.get_interrupt_handle());
-            Ok(())
+            stop.attach(c)
         });
     Ok(Pool::builder()
         .max_size(size)
@@ -836,11 +816,11 @@ impl Store {
                 }
             }
         }
-        let interrupts = Interrupts::default();
-        let pool = pool(&path, &opts, opts.pool_size.unwrap_or(8), &interrupts)?;
+        let stop = Arc::default();
+        let pool = pool(&path, &opts, opts.pool_size.unwrap_or(8), &stop)?;
         let store = Store {
             pool,
-            interrupts,
+            stop,
             path,
             granularity: Granularity::Monthly,
             opts,
@@ -858,10 +838,10 @@ impl Store {
     /// pooled connection held by long reads (exports, analyses), and its
     /// page cache stays warm from one write to the next.
     pub fn dedicated(&self) -> Result<Store> {
-        let interrupts = Interrupts::default();
+        let stop = Arc::default();
         Ok(Store {
-            pool: pool(&self.path, &self.opts, 1, &interrupts)?,
-            interrupts,
+            pool: pool(&self.path, &self.opts, 1, &stop)?,
+            stop,
             path: self.path.clone(),
             granularity: self.granularity,
             opts: self.opts.clone(),
@@ -934,20 +914,20 @@ impl Store {
         &self.path
     }
 
-    /// Stop the statements this store's connections are running: the
-    /// reads a server shutting down still has in flight (an export, an
-    /// analysis), which would keep its final checkpoint from emptying the
-    /// WAL. Each ends with an "interrupted" error. A statement started
-    /// after this call runs as usual: call it again until
-    /// [`Store::connections_in_use`] is 0.
+    /// Stop the reads of a server that is shutting down: the statements
+    /// this store's connections are running (an export, an analysis, which
+    /// would keep the final checkpoint from emptying the WAL) end with an
+    /// "interrupted" error, and so does every later read of this store and
+    /// its clones, so that none is missed between two statements. Only
+    /// [`Store::checkpoint_within`] still runs. A [`Store::dedicated`]
+    /// store (the writer's) has a pool of its own and is not stopped.
     pub fn interrupt_running(&self) {
-        let handles = match self.interrupts.lock() {
-            Ok(h) => h,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        for h in handles.iter() {
-            h.interrupt();
-        }
+        self.stop.stop();
+    }
+
+    /// Whether [`Store::interrupt_running`] has stopped this store's reads.
+    pub fn reads_stopped(&self) -> bool {
+        self.stop.stopped()
     }
 
     /// Connections of this store's pool handed out and not yet back.
@@ -961,19 +941,12 @@ impl Store {
     }
 
     pub(crate) fn conn(&self) -> Result<Conn> {
-        let cancel = cancel::current();
-        if cancel.as_ref().is_some_and(|c| c.fired()) {
+        if self.stop.stopped() || cancel::current().is_some_and(|c| c.fired()) {
             return Err(interrupted());
         }
-        let mut conn = Conn {
+        Ok(Conn {
             inner: self.pool.get()?,
-            watched: false,
-        };
-        if let Some(cancel) = cancel {
-            cancel::watch(&conn, &cancel)?;
-            conn.watched = true;
-        }
-        Ok(conn)
+        })
     }
 
     /// Run `f` in a `BEGIN IMMEDIATE` transaction and commit it; an error
@@ -1108,7 +1081,11 @@ impl Store {
     /// With a short wait the checkpoint gives up instead, for a later try.
     pub fn checkpoint_within(&self, wait: Duration) -> Result<bool> {
         self.check_files()?;
-        let conn = self.conn()?;
+        // Also once the pool is stopped: this is a server's last checkpoint
+        // (a PRAGMA runs far fewer steps than the stop's check interval).
+        let conn = Conn {
+            inner: self.pool.get()?,
+        };
         let outcome = {
             let _restore = ShortWait::set(&conn, wait)?;
             conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get::<_, i64>(0))

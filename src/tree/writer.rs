@@ -363,7 +363,7 @@ fn export_locked(
             let thoughts = write_session(&dir, snapshot, tidy, &mut summary)?;
             Ok((session.id.clone(), dir, thoughts))
         });
-        discard_staging(&mut summary);
+        discard_staging(store, &mut summary);
         let (session_id, dir, thoughts) = match written {
             Ok(done) => done,
             Err(Error::SessionNotFound { .. }) => {
@@ -486,7 +486,23 @@ fn count(summary: &mut ExportSummary, written: bool) {
 /// Remove the staging folders of sessions that failed, then the partition
 /// and project folders made for them, if they hold nothing else (a full
 /// disk would leave them bare).
-fn discard_staging(summary: &mut ExportSummary) {
+///
+/// Not once the server's shutdown has stopped the store's reads (which is
+/// how this export failed): removing the tens of thousands of files of a
+/// large session's staging folder can take seconds on a busy disk, and an
+/// MCP client sends SIGKILL a few seconds after SIGTERM, which would leave
+/// the `-wal` file beside the database. A later export removes the folder
+/// (see [`LEFTOVER_AGE`]).
+fn discard_staging(store: &Store, summary: &mut ExportSummary) {
+    if store.reads_stopped() {
+        for staging in summary.discard.drain(..) {
+            tracing::info!(
+                "the server is stopping: left {} for a later export to remove",
+                staging.display()
+            );
+        }
+        return;
+    }
     for staging in summary.discard.drain(..) {
         let _ = fs::remove_dir_all(&staging);
         if let Some(parent) = staging.parent()
@@ -918,9 +934,21 @@ mod tests {
         assert!(write_session(&target, &Failing(session), false, &mut summary).is_err());
         // Removed once the session's read has ended.
         assert_eq!(summary.discard.len(), 1);
-        discard_staging(&mut summary);
+        discard_staging(&store, &mut summary);
         assert!(!projects.join("p").exists());
         assert!(projects.join("other").is_dir());
+
+        // Failed because the server's shutdown stopped its read: left for a
+        // later export, so that the exit is not held up.
+        let mut summary = ExportSummary::default();
+        let session = store.create_session(NewSession::titled("stopped")).unwrap();
+        let target = session_dir(&dest, "p", Some("2026-11"), &session.id);
+        assert!(write_session(&target, &Failing(session), false, &mut summary).is_err());
+        let staging = summary.discard[0].clone();
+        store.interrupt_running();
+        discard_staging(&store, &mut summary);
+        assert!(summary.discard.is_empty());
+        assert!(staging.is_dir(), "{} removed", staging.display());
     }
 
     #[test]
