@@ -445,15 +445,20 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
         // Requests still running once the session has ended (the MCP
         // library waits a few seconds for their answers after stdin
         // closes) hold read transactions that would keep the final
-        // checkpoint from emptying the WAL: stop them.
+        // checkpoint from emptying the WAL: stop them, and wait until they
+        // have let go of the store, since the pool's connections close
+        // (and the last of them removes the WAL) only with its last clone.
         store.interrupt_running();
         let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
         loop {
-            if store.connections_in_use() == 0 {
+            if store.connections_in_use() == 0 && store.other_clones() == 0 {
                 break;
             }
             if tokio::time::Instant::now() >= deadline {
-                tracing::warn!("requests still running at shutdown did not stop");
+                tracing::warn!(
+                    "requests still running at shutdown did not stop; the -wal file may stay beside the database \
+                     until the next start"
+                );
                 break;
             }
             tokio::time::sleep(Duration::from_millis(5)).await;

@@ -131,6 +131,9 @@ pub struct Store {
     watched: Option<Arc<Watched>>,
     /// Of this store's pool (a [`Store::dedicated`] one has its own).
     stop: Arc<cancel::PoolStop>,
+    /// Counts this store's clones: the pool's connections close, and the
+    /// last one to close removes the `-wal` file, only once all are gone.
+    clones: Arc<()>,
 }
 
 /// The database file and its `-shm` as a server opened them, by device and
@@ -821,6 +824,7 @@ impl Store {
         let store = Store {
             pool,
             stop,
+            clones: Arc::default(),
             path,
             granularity: Granularity::Monthly,
             opts,
@@ -842,6 +846,7 @@ impl Store {
         Ok(Store {
             pool: pool(&self.path, &self.opts, 1, &stop)?,
             stop,
+            clones: Arc::default(),
             path: self.path.clone(),
             granularity: self.granularity,
             opts: self.opts.clone(),
@@ -923,6 +928,12 @@ impl Store {
     /// store (the writer's) has a pool of its own and is not stopped.
     pub fn interrupt_running(&self) {
         self.stop.stop();
+    }
+
+    /// How many other clones of this store are alive (work still running
+    /// elsewhere, holding the pool open).
+    pub fn other_clones(&self) -> usize {
+        Arc::strong_count(&self.clones) - 1
     }
 
     /// Whether [`Store::interrupt_running`] has stopped this store's reads.
