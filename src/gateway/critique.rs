@@ -84,9 +84,16 @@ pub(crate) async fn request_critique(gw: &Gateway, ctx: &RequestContext<RoleServ
     ));
     let params = CreateMessageRequestParams::new(vec![SamplingMessage::user_text(prompt)], 1000)
         .with_system_prompt(CRITIC_PROMPT);
-    let call = ctx.peer.create_message(params);
-    let result = tokio::time::timeout(gw.options.critique_timeout, call)
+    let call = tokio::time::timeout(gw.options.critique_timeout, ctx.peer.create_message(params));
+    let result = super::from_client(ctx, call)
         .await
+        .ok_or_else(|| {
+            Error::SamplingNotSupported(
+                "the request was cancelled, or the server is stopping, before the client answered the sampling \
+                 request"
+                    .into(),
+            )
+        })?
         .map_err(|_| {
             Error::SamplingNotSupported(format!(
                 "the client did not answer the sampling request within {} s (--critique-timeout)",

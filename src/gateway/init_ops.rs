@@ -132,7 +132,14 @@ async fn client_roots(gw: &Gateway, ctx: Option<&RequestContext<RoleServer>>) ->
         ));
     }
     let timeout = gw.options.roots_timeout;
-    match tokio::time::timeout(timeout, ctx.peer.list_roots()).await {
+    let call = tokio::time::timeout(timeout, ctx.peer.list_roots());
+    let answer = super::from_client(ctx, call).await.ok_or_else(|| {
+        roots_error(
+            "ROOTS_FAILED",
+            "the request was cancelled, or the server is stopping, before the client answered roots/list".into(),
+        )
+    })?;
+    match answer {
         Err(_) => Err(roots_error(
             "ROOTS_TIMEOUT",
             format!(

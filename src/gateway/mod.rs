@@ -885,6 +885,22 @@ pub(crate) fn request_cancelled() -> bool {
     REQUEST_CANCEL.try_with(|c| c.fired()).unwrap_or(false)
 }
 
+/// Wait for `call`, a request of ours to the client (sampling, roots):
+/// `None` once the request we are handling is cancelled (by the client,
+/// or by the shutdown) or the server is stopping, since the client's
+/// answer can no longer come or be used (stdin closed: rmcp would otherwise
+/// wait up to 5 s for this request's own answer, past a client's SIGKILL).
+pub(crate) async fn from_client<T>(
+    ctx: &RequestContext<RoleServer>,
+    call: impl std::future::Future<Output = T>,
+) -> Option<T> {
+    tokio::select! {
+        answer = call => Some(answer),
+        () = ctx.ct.cancelled() => None,
+        () = crate::store::cancel::shutdown_begun() => None,
+    }
+}
+
 /// Run `work`, a request's handling, so that its reads stop when the client
 /// cancels the request (`notifications/cancelled`, which fires `ct`).
 async fn cancellable<T>(ctx: &RequestContext<RoleServer>, work: impl std::future::Future<Output = T>) -> T {

@@ -112,7 +112,12 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
     let q = query.clone();
     // Thoughts still waiting for the full-text index are indexed first, by
     // the writer thread like every other write of this server.
-    gw.writer.index_unless_locked_or(super::request_cancelled).await?;
+    // Not past a shutdown either: a backlog of 250,000 long thoughts took
+    // 7.5 s to index, and held up the exit that long (review 12-a).
+    let store = gw.store.clone();
+    gw.writer
+        .index_unless_locked_or(move || super::request_cancelled() || store.reads_stopped())
+        .await?;
     let ((hits, more), pattern_hits, note_hits) = gw
         .blocking(move |s| {
             let hits = s.search_indexed(&q, limit)?;

@@ -82,9 +82,26 @@ impl Cancel {
 /// [`crate::store::Store::interrupt_running`]).
 static SHUTTING_DOWN: AtomicBool = AtomicBool::new(false);
 
+/// Wakes [`shutdown_begun`].
+static SHUTDOWN_BEGUN: tokio::sync::Notify = tokio::sync::Notify::const_new();
+
 /// Note that the server is stopping.
 pub fn begin_shutdown() {
     SHUTTING_DOWN.store(true, Ordering::Relaxed);
+    SHUTDOWN_BEGUN.notify_waiters();
+}
+
+/// Resolves once the server is stopping (at once if it already is): for
+/// waits on the client, whose answer cannot come once stdin has closed.
+pub async fn shutdown_begun() {
+    let notified = SHUTDOWN_BEGUN.notified();
+    tokio::pin!(notified);
+    // Registered before the flag is read, so a shutdown in between is seen.
+    notified.as_mut().enable();
+    if shutting_down() {
+        return;
+    }
+    notified.await;
 }
 
 /// Whether the server is stopping.
@@ -231,8 +248,8 @@ mod tests {
     /// A shutdown that comes while no statement runs (the read is between
     /// two of them, writing files) still stops the next one, which
     /// `sqlite3_interrupt` alone forgets; the store's clones are stopped
-    /// too, the writer's dedicated store is not, and the last checkpoint
-    /// still runs.
+    /// too, the writer's dedicated store is not, and checkpoints still
+    /// run.
     #[test]
     fn a_stop_between_two_statements_stops_the_next_one() {
         let (_dir, store) = one_connection_store();
@@ -258,6 +275,7 @@ mod tests {
             .expect("the writer's store is not stopped");
         assert_eq!(n, 2);
         drop(writer);
+        store.checkpoint_passive().expect("an upkeep checkpoint");
         assert!(
             store
                 .checkpoint_within(Duration::from_millis(100))

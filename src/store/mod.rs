@@ -923,8 +923,8 @@ impl Store {
     /// this store's connections are running (an export, an analysis, which
     /// would keep the final checkpoint from emptying the WAL) end with an
     /// "interrupted" error, and so does every later read of this store and
-    /// its clones, so that none is missed between two statements. Only
-    /// [`Store::checkpoint_within`] still runs. A [`Store::dedicated`]
+    /// its clones, so that none is missed between two statements.
+    /// Checkpoints still run. A [`Store::dedicated`]
     /// store (the writer's) has a pool of its own and is not stopped.
     pub fn interrupt_running(&self) {
         self.stop.stop();
@@ -955,6 +955,16 @@ impl Store {
         if self.stop.stopped() || cancel::current().is_some_and(|c| c.fired()) {
             return Err(interrupted());
         }
+        Ok(Conn {
+            inner: self.pool.get()?,
+        })
+    }
+
+    /// A connection for a checkpoint, also once the pool is stopped: a
+    /// server's last checkpoint runs then, and one of the upkeep task's
+    /// may still be on its way (a checkpoint PRAGMA runs far fewer steps
+    /// than the stop's check interval, so it is never cut short).
+    fn upkeep_conn(&self) -> Result<Conn> {
         Ok(Conn {
             inner: self.pool.get()?,
         })
@@ -1042,7 +1052,7 @@ impl Store {
     /// two writes, once the WAL is past [`WAL_RESTART_BYTES`].
     pub fn checkpoint_passive(&self) -> Result<u64> {
         self.check_files()?;
-        let conn = self.conn()?;
+        let conn = self.upkeep_conn()?;
         let page_size: i64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0))?;
         let (frames, _) = passive_pass(&conn)?;
         let frame_bytes = u64::try_from(page_size).unwrap_or(0) + 24;
@@ -1060,7 +1070,7 @@ impl Store {
     pub fn checkpoint_settled(&self, patience: Duration) -> Result<bool> {
         self.check_files()?;
         let deadline = std::time::Instant::now() + patience;
-        let conn = self.conn()?;
+        let conn = self.upkeep_conn()?;
         loop {
             let (log, copied) = passive_pass(&conn)?;
             if copied >= log {
@@ -1092,11 +1102,7 @@ impl Store {
     /// With a short wait the checkpoint gives up instead, for a later try.
     pub fn checkpoint_within(&self, wait: Duration) -> Result<bool> {
         self.check_files()?;
-        // Also once the pool is stopped: this is a server's last checkpoint
-        // (a PRAGMA runs far fewer steps than the stop's check interval).
-        let conn = Conn {
-            inner: self.pool.get()?,
-        };
+        let conn = self.upkeep_conn()?;
         let outcome = {
             let _restore = ShortWait::set(&conn, wait)?;
             conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get::<_, i64>(0))

@@ -443,3 +443,76 @@ async fn an_unanswered_critique_request_survives_export_and_import() {
     assert_eq!(a["quality"]["critiqueRequests"], 1);
     s.stop().await;
 }
+
+/// stdin closing while the server waits for a critique, which can no longer
+/// come, ends that wait: the thought's answer (recorded, critique refused)
+/// is still written, and the server exits before the MCP library's 5 s
+/// wait for answers in flight has run out. Review 12-a: the wait ran to
+/// the end, the answer was dropped, and an rmcp client sends SIGTERM 3 s
+/// after closing stdin.
+#[tokio::test]
+async fn a_critique_still_awaited_when_stdin_closes_is_given_up_and_answered() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let (_d, db) = temp_db();
+    let mut cmd = command(&db);
+    cmd.arg("serve").arg("--critique-timeout").arg("60");
+    cmd.stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    let mut child = cmd.spawn().expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let call = |id: u32, operation: &str, args: serde_json::Value| {
+        json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": { "name": "thoughtbox_gateway", "arguments": { "operation": operation, "args": args } } })
+        .to_string()
+    };
+    let requests = [
+        json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": { "protocolVersion": "2025-06-18",
+                "capabilities": { "sampling": {} }, "clientInfo": { "name": "raw", "version": "0" } } })
+        .to_string(),
+        json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }).to_string(),
+        call(1, "start_new", json!({ "sessionTitle": "critic gone" })),
+        call(2, "cipher", json!({})),
+        call(
+            3,
+            "thought",
+            json!({ "thought": "Ship it", "nextThoughtNeeded": true, "critique": true }),
+        ),
+    ];
+    let mut answers = Vec::new();
+    for request in requests {
+        stdin.write_all(format!("{request}\n").as_bytes()).await.expect("write");
+        if request.contains("\"id\":") && !request.contains("notifications/") {
+            let line = lines.next_line().await.expect("read").expect("an answer");
+            answers.push(serde_json::from_str::<serde_json::Value>(&line).expect("JSON"));
+        }
+    }
+    // The last line read is the server's sampling request, not an answer.
+    assert_eq!(answers[3]["method"], "sampling/createMessage", "{:?}", answers[3]);
+    drop(stdin);
+    let t0 = Instant::now();
+    let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+        .await
+        .expect("an answer within 20 s")
+        .expect("read")
+        .expect("the thought's answer before stdout closes");
+    let answer: serde_json::Value = serde_json::from_str(&line).expect("JSON");
+    assert_eq!(answer["id"], 3, "{answer}");
+    let result: serde_json::Value =
+        serde_json::from_str(answer["result"]["content"][0]["text"].as_str().expect("text")).expect("JSON text");
+    assert_eq!(result["thoughtNumber"], 1, "{result}");
+    assert_eq!(result["critiqueError"]["code"], "SAMPLING_NOT_SUPPORTED", "{result}");
+    let status = tokio::time::timeout(Duration::from_secs(20), child.wait())
+        .await
+        .expect("exited")
+        .expect("status");
+    assert!(status.success());
+    // Given up at once, not after the library's 5 s.
+    assert!(t0.elapsed() < Duration::from_secs(4), "{:?}", t0.elapsed());
+    let conn = rusqlite::Connection::open(&db).expect("open");
+    let flagged: i64 = conn
+        .query_row("SELECT critique_requested FROM thoughts", [], |r| r.get(0))
+        .expect("the thought");
+    assert_eq!(flagged, 1);
+}
