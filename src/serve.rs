@@ -383,6 +383,7 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
         let (input, output, stdout_gone) = crate::stdio::streams();
         let input = EndOfInput(input);
         let stopped_reading = stdout_gone.clone();
+        let gone_before_initialize = stdout_gone.clone();
         // The signal handlers are set once; both the wait for `initialize`
         // and the session after it watch this.
         let (on_signal, signal_seen) = tokio::sync::watch::channel(false);
@@ -439,6 +440,18 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
                     std::future::pending::<()>().await;
                 }
             } => Ok(()),
+            // The client closed stdout while `initialize` is awaited: no
+            // answer can reach it. Once the session runs, its stopper
+            // handles this.
+            _ = async {
+                gone_before_initialize.wait().await;
+                if session_started.get() {
+                    std::future::pending::<()>().await;
+                }
+            } => {
+                tracing::info!("the client stopped reading stdout before initializing");
+                Ok(())
+            }
         };
         signals.abort();
         maintenance.stop().await;

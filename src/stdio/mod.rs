@@ -383,6 +383,8 @@ pub fn streams() -> (Input, Output, Arc<StdoutGone>) {
         inner: writer(),
         gone: gone.clone(),
     });
+    #[cfg(unix)]
+    unix::watch_stdout(&gone);
     (Box::new(RepairedLines::new(reader())), output, gone)
 }
 
@@ -621,6 +623,40 @@ mod unix {
         match kind {
             Kind::Pipe => Some(Box::new(tokio::net::unix::pipe::Sender::from_owned_fd(fd).ok()?)),
             Kind::Socket => Some(Box::new(socket(fd)?)),
+        }
+    }
+
+    /// Tell `gone` as soon as the client closes its end of stdout, when
+    /// stdout is a pipe or a socket: a write would find out only at the
+    /// next answer, and an idle server would wait for its client forever
+    /// (review 12-a). A thread sleeps in `poll` on fd 1 asking for no
+    /// event, so only the error or hang-up of a closed peer wakes it.
+    pub(super) fn watch_stdout(gone: &std::sync::Arc<super::StdoutGone>) {
+        let stdout = std::io::stdout();
+        let Some((fd, _)) = probe(stdout.as_fd()) else {
+            return;
+        };
+        let gone = gone.clone();
+        let watching = std::thread::Builder::new().name("stdout-watch".into()).spawn(move || {
+            use rustix::event::{PollFd, PollFlags, poll};
+            loop {
+                let mut fds = [PollFd::new(&fd, PollFlags::empty())];
+                match poll(&mut fds, None) {
+                    Ok(_) if fds[0].revents().intersects(PollFlags::ERR | PollFlags::HUP) => {
+                        tracing::info!("the client closed its end of stdout");
+                        gone.set();
+                        return;
+                    }
+                    Ok(_) | Err(rustix::io::Errno::INTR) => {}
+                    Err(e) => {
+                        tracing::debug!("cannot watch stdout: {e}");
+                        return;
+                    }
+                }
+            }
+        });
+        if let Err(e) = watching {
+            tracing::debug!("cannot watch stdout: {e}");
         }
     }
 

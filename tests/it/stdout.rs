@@ -441,10 +441,11 @@ async fn the_server_stops_when_nobody_reads_its_answers() {
     let (_d, db) = temp_db();
     let mut cmd = command(&db);
     cmd.stderr(Stdio::null());
-    let (mut child, mut stdin, lines) = initialized(cmd).await;
+    let (mut child, stdin, lines) = initialized(cmd).await;
+    // Seen at once, with no request to answer (review 12-a: an idle
+    // server waited for its next answer to find out, and a client's
+    // SIGKILL left the WAL).
     drop(lines);
-    // The first answer that cannot be written ends the session.
-    send(&mut stdin, r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#).await;
     let status = tokio::time::timeout(std::time::Duration::from_secs(20), child.wait())
         .await
         .expect("the server stopped")
@@ -461,6 +462,18 @@ async fn the_server_stops_when_nobody_reads_its_answers() {
     let mut stdin = child.stdin.take().unwrap();
     drop(child.stdout.take());
     send(&mut stdin, r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#).await;
+    let status = tokio::time::timeout(std::time::Duration::from_secs(20), child.wait())
+        .await
+        .expect("the server stopped")
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    drop(stdin);
+    // And before any request at all.
+    let mut cmd = command(&db);
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
+    let mut child = cmd.spawn().unwrap();
+    let stdin = child.stdin.take().unwrap();
+    drop(child.stdout.take());
     let status = tokio::time::timeout(std::time::Duration::from_secs(20), child.wait())
         .await
         .expect("the server stopped")
