@@ -432,26 +432,20 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
         };
         let outcome = tokio::select! {
             r = served => r,
-            // A signal while `initialize` is awaited. Once the session runs,
-            // its own stopper ends it gracefully instead.
+            // A signal, or the client closing stdout (no answer can reach
+            // it), while `initialize` is awaited. Once the session runs, its
+            // own stopper ends it gracefully instead.
             _ = async {
-                signalled(signal_seen).await;
+                tokio::select! {
+                    _ = signalled(signal_seen) => {}
+                    _ = gone_before_initialize.wait() => {
+                        tracing::info!("the client stopped reading stdout before initializing")
+                    }
+                }
                 if session_started.get() {
                     std::future::pending::<()>().await;
                 }
             } => Ok(()),
-            // The client closed stdout while `initialize` is awaited: no
-            // answer can reach it. Once the session runs, its stopper
-            // handles this.
-            _ = async {
-                gone_before_initialize.wait().await;
-                if session_started.get() {
-                    std::future::pending::<()>().await;
-                }
-            } => {
-                tracing::info!("the client stopped reading stdout before initializing");
-                Ok(())
-            }
         };
         signals.abort();
         maintenance.stop().await;
