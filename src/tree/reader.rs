@@ -281,7 +281,7 @@ pub fn load_session(dir: &Path) -> (SessionReport, Option<LoadedSession>) {
     let loaded = Loader {
         dir,
         report: &mut report,
-        converted_times: false,
+        converted_time: None,
     }
     .load();
     report.result.settle();
@@ -292,11 +292,19 @@ pub fn load_session(dir: &Path) -> (SessionReport, Option<LoadedSession>) {
 struct Loader<'a> {
     dir: &'a Path,
     report: &'a mut SessionReport,
-    /// Whether a time was given in another form than the ledger's.
-    converted_times: bool,
+    /// The first time given in another form than the ledger's, and the
+    /// form it was stored in: the example the warning shows.
+    converted_time: Option<(String, String)>,
 }
 
 impl Loader<'_> {
+    /// Note a time stored in another form than the tree gave it.
+    fn converted(&mut self, given: &str, stored: &str) {
+        if given != stored && self.converted_time.is_none() {
+            self.converted_time = Some((given.to_string(), stored.to_string()));
+        }
+    }
+
     fn error(&mut self, message: String) {
         self.report.result.errors.push(message);
     }
@@ -368,12 +376,10 @@ impl Loader<'_> {
             return None;
         }
         let session = session?;
-        if self.converted_times {
-            self.report.warnings.push(
-                "times were converted to UTC with milliseconds (2026-03-01T08:00:00.000Z), the form the ledger \
-                 sorts by"
-                    .to_string(),
-            );
+        if let Some((given, stored)) = &self.converted_time {
+            self.report.warnings.push(format!(
+                "times were converted to UTC with milliseconds, the form the ledger sorts by ({given} became {stored})"
+            ));
         }
         let nodes = self.check_links(&sid, nodes)?;
         let thoughts = self.creation_order(&sid, nodes);
@@ -424,12 +430,10 @@ impl Loader<'_> {
                 ok = false;
             }
         }
-        if times
-            .iter()
-            .zip(&canonical)
-            .any(|((_, given), c)| given.map(String::as_str) != c.as_deref())
-        {
-            self.converted_times = true;
+        for ((_, given), stored) in times.iter().zip(&canonical) {
+            if let (Some(given), Some(stored)) = (given, stored) {
+                self.converted(given, stored);
+            }
         }
         let with_nul = md
             .description
@@ -668,7 +672,7 @@ impl Loader<'_> {
         if let Some(c) = &mut critique {
             match canonical_time(&c.timestamp) {
                 Some(t) => {
-                    self.converted_times |= t != c.timestamp;
+                    self.converted(&c.timestamp, &t);
                     c.timestamp = t;
                 }
                 None => self.error(format!(
@@ -677,7 +681,9 @@ impl Loader<'_> {
             }
         }
         let (millis, timestamp) = parsed.map_or((None, None), |(m, t)| (Some(m), Some(t)));
-        self.converted_times |= d.timestamp.is_some() && d.timestamp != timestamp;
+        if let (Some(given), Some(stored)) = (&d.timestamp, &timestamp) {
+            self.converted(given, stored);
+        }
         if self.report.result.errors.len() > before {
             return None;
         }

@@ -901,6 +901,13 @@ fn imported_times_are_stored_in_utc_with_milliseconds() {
         1,
         "{warnings:?}"
     );
+    // The example it gives is the session's own first time, as given and as stored.
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("2026-10-01T10:00:00+05:00 became 2026-10-01T05:00:00.000Z")),
+        "{warnings:?}"
+    );
     let listed = ok_json(&db, &["sessions", "list", "--sort", "created", "--asc"]);
     let titles: Vec<&str> = listed["sessions"]
         .as_array()
