@@ -6,6 +6,7 @@ use serde_json::json;
 
 use super::search::{QueryPlan, SNIPPET_TOKENS, query_words};
 use super::snippet::best_snippet;
+use super::tag_filter::TagTable;
 use super::{Store, Tx};
 use crate::domain::{self, SortBy, SortOrder};
 use crate::error::{Error, Result};
@@ -198,6 +199,15 @@ fn get_note_tx(tx: &Tx<'_>, id: &str) -> Result<Option<ScratchpadNote>> {
         .optional()?)
 }
 
+/// Where patterns keep their tags, for filtering by them.
+const PATTERN_TAGS: TagTable = TagTable {
+    table: "knowledge_pattern_tags",
+    owner: "pattern_id",
+    id: "p.id",
+    rows: "knowledge_patterns",
+    seq: "seq",
+};
+
 impl Store {
     /// Create a pattern (already validated). Its id is the title's slug,
     /// with `-2`, `-3`... on collision.
@@ -313,25 +323,6 @@ impl Store {
         } else {
             "knowledge_patterns AS p"
         };
-        if !filter.tags.is_empty() {
-            let mut tags = filter.tags.clone();
-            tags.sort();
-            tags.dedup();
-            let marks = vec!["?"; tags.len()].join(", ");
-            clauses.push(format!(
-                "p.id IN (SELECT pattern_id FROM knowledge_pattern_tags WHERE tag IN ({marks})
-                          GROUP BY pattern_id HAVING count(*) = {})",
-                tags.len()
-            ));
-            for t in tags {
-                params.push(Box::new(t));
-            }
-        }
-        let where_sql = if clauses.is_empty() {
-            String::new()
-        } else {
-            format!("WHERE {}", clauses.join(" AND "))
-        };
         let dir = match filter.sort_order {
             SortOrder::Asc => "ASC",
             SortOrder::Desc => "DESC",
@@ -352,9 +343,24 @@ impl Store {
         let (limit, offset) = (filter.limit, filter.offset);
         let searching = plan.is_some();
         self.read(|tx| {
-            let refs: Vec<&dyn ToSql> = params.iter().map(|p| p.as_ref()).collect();
+            // The tags' clauses come last, their values too.
+            let tags = PATTERN_TAGS.clauses(tx, &filter.tags, u64::from(offset) + u64::from(limit))?;
+            let where_sql = |tag_clauses: &[String]| {
+                let all: Vec<&str> = clauses.iter().chain(tag_clauses).map(String::as_str).collect();
+                if all.is_empty() {
+                    String::new()
+                } else {
+                    format!("WHERE {}", all.join(" AND "))
+                }
+            };
+            let refs: Vec<&dyn ToSql> = params
+                .iter()
+                .map(|p| p.as_ref())
+                .chain(tags.values.iter().map(|v| v as &dyn ToSql))
+                .collect();
             let sql = format!(
-                "SELECT {PATTERN_COLUMNS}{extra} FROM {from} {where_sql} ORDER BY {order} LIMIT {limit} OFFSET {offset}"
+                "SELECT {PATTERN_COLUMNS}{extra} FROM {from} {} ORDER BY {order} LIMIT {limit} OFFSET {offset}",
+                where_sql(&tags.page)
             );
             let patterns = tx
                 .prepare_cached(&sql)?
@@ -368,7 +374,10 @@ impl Store {
                 })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             let total: i64 = tx
-                .prepare_cached(&format!("SELECT count(*) FROM {from} {where_sql}"))?
+                .prepare_cached(&match &tags.count_alone {
+                    Some(sql) if clauses.is_empty() => sql.clone(),
+                    _ => format!("SELECT count(*) FROM {from} {}", where_sql(&tags.count)),
+                })?
                 .query_row(refs.as_slice(), |r| r.get(0))?;
             let total = total.max(0) as u64;
             Ok(PatternPage {

@@ -16,6 +16,7 @@ mod search;
 mod sessions;
 pub mod snippet;
 mod stats;
+mod tag_filter;
 mod thoughts;
 
 use std::fs::{DirBuilder, File, OpenOptions};

@@ -20,23 +20,20 @@ impl Store {
             *last = last.saturating_add(1);
         }
         let upper = String::from_utf8_lossy(&upper).into_owned();
-        let marks = (1..=within.len())
-            .map(|i| format!("?{i}"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let scope = if within.is_empty() {
-            String::new()
-        } else {
-            format!(
-                "AND session_id IN (SELECT session_id FROM session_tags WHERE tag IN ({marks})
-                                    GROUP BY session_id HAVING count(*) = {})",
-                within.len()
-            )
-        };
+        // Each tag row under the prefix, checked for the tags it must be
+        // within through the (session, tag) index: the cost follows the
+        // rows under the prefix, not how many sessions the scope holds.
+        let scope: String = (1..=within.len())
+            .map(|i| {
+                format!(
+                    " AND EXISTS (SELECT 1 FROM session_tags AS w WHERE w.tag = ?{i} AND w.session_id = t.session_id)"
+                )
+            })
+            .collect();
         let sql = format!(
-            "SELECT substr(tag, ?{a}), count(*) AS n FROM session_tags
-             WHERE tag >= ?{b} AND tag < ?{c} {scope}
-             GROUP BY tag ORDER BY n DESC, tag",
+            "SELECT substr(t.tag, ?{a}), count(*) AS n FROM session_tags AS t
+             WHERE t.tag >= ?{b} AND t.tag < ?{c}{scope}
+             GROUP BY t.tag ORDER BY n DESC, t.tag",
             a = within.len() + 1,
             b = within.len() + 2,
             c = within.len() + 3,

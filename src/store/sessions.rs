@@ -3,9 +3,19 @@
 use rusqlite::{OptionalExtension, Row, ToSql};
 
 use super::search::{QueryPlan, SESSION_TEXT};
+use super::tag_filter::TagTable;
 use super::{Store, Tx};
 use crate::domain::{self, Granularity, NewSession, Session, SessionFilter, SortBy, SortOrder};
 use crate::error::{Error, Result};
+
+/// Where sessions keep their tags, for filtering by them.
+const SESSION_TAGS: TagTable = TagTable {
+    table: "session_tags",
+    owner: "session_id",
+    id: "s.id",
+    rows: "sessions",
+    seq: "seq",
+};
 
 pub(crate) const SESSION_COLUMNS: &str = "id, title, description, tags, thought_count, branch_count, created_at, updated_at, last_accessed_at, completed_at, domain";
 
@@ -75,20 +85,7 @@ impl Store {
     /// Sessions matching a SessionFilter, newest first by default.
     pub fn list_sessions(&self, filter: &SessionFilter) -> Result<SessionPage> {
         let mut clauses: Vec<String> = Vec::new();
-        let mut params: Vec<Box<dyn ToSql>> = Vec::new();
-        if !filter.tags.is_empty() {
-            let mut tags = filter.tags.clone();
-            tags.sort();
-            tags.dedup();
-            let marks = vec!["?"; tags.len()].join(", ");
-            clauses.push(format!(
-                "s.id IN (SELECT session_id FROM session_tags WHERE tag IN ({marks}) GROUP BY session_id HAVING count(*) = {})",
-                tags.len()
-            ));
-            for t in tags {
-                params.push(Box::new(t));
-            }
-        }
+        let mut values: Vec<String> = Vec::new();
         if let Some(search) = filter.search.as_deref() {
             let plan = QueryPlan::of(search);
             // Nothing searchable in the text (only punctuation): nothing matches.
@@ -99,15 +96,10 @@ impl Store {
             // (or a server's project tag), SQLite 3.53 would otherwise probe
             // the (id, seq) index once per pair of the two lists: 60 s over
             // 10,000 sessions that all match both; now 0.04 s (BENCHMARKS.md).
-            let (found, values) = plan.conditions(SESSION_TEXT, "+s.seq", "sessions_fts");
+            let (found, texts) = plan.conditions(SESSION_TEXT, "+s.seq", "sessions_fts");
             clauses.extend(found);
-            params.extend(values.into_iter().map(|v| Box::new(v) as Box<dyn ToSql>));
+            values.extend(texts);
         }
-        let where_sql = if clauses.is_empty() {
-            String::new()
-        } else {
-            format!("WHERE {}", clauses.join(" AND "))
-        };
         let dir = match filter.sort_order {
             SortOrder::Asc => "ASC",
             SortOrder::Desc => "DESC",
@@ -121,20 +113,36 @@ impl Store {
         let limit = filter.limit;
         let offset = filter.offset;
         self.read(|tx| {
-            let refs: Vec<&dyn ToSql> = params.iter().map(|p| p.as_ref()).collect();
+            // The tags' clauses come first, their values too.
+            let tags = SESSION_TAGS.clauses(tx, &filter.tags, u64::from(offset) + u64::from(limit))?;
+            let where_sql = |tag_clauses: &[String]| {
+                let all: Vec<&str> = tag_clauses.iter().chain(&clauses).map(String::as_str).collect();
+                if all.is_empty() {
+                    String::new()
+                } else {
+                    format!("WHERE {}", all.join(" AND "))
+                }
+            };
+            let refs: Vec<&dyn ToSql> = tags.values.iter().chain(&values).map(|v| v as &dyn ToSql).collect();
             let cols = SESSION_COLUMNS
                 .split(", ")
                 .map(|c| format!("s.{c}"))
                 .collect::<Vec<_>>()
                 .join(", ");
-            let sql =
-                format!("SELECT {cols} FROM sessions AS s {where_sql} ORDER BY {order} LIMIT {limit} OFFSET {offset}");
+            let sql = format!(
+                "SELECT {cols} FROM sessions AS s {} ORDER BY {order} LIMIT {limit} OFFSET {offset}",
+                where_sql(&tags.page)
+            );
             let mut stmt = tx.prepare_cached(&sql)?;
             let sessions = stmt
                 .query_map(refs.as_slice(), |r| session_from_row(r, granularity))?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
+            let count_sql = match &tags.count_alone {
+                Some(sql) if clauses.is_empty() => sql.clone(),
+                _ => format!("SELECT count(*) FROM sessions AS s {}", where_sql(&tags.count)),
+            };
             let total: i64 = tx
-                .prepare_cached(&format!("SELECT count(*) FROM sessions AS s {where_sql}"))?
+                .prepare_cached(&count_sql)?
                 .query_row(refs.as_slice(), |r| r.get(0))?;
             let total = total.max(0) as u64;
             Ok(SessionPage {
@@ -348,6 +356,54 @@ mod tests {
         let page = store.list_sessions(&f).unwrap();
         assert_eq!(page.total, 1);
         assert_eq!(page.sessions[0].title, "one");
+    }
+
+    /// A common tag is walked in the list's order, a rare one drives the
+    /// query (store::tag_filter); either way the same pages come back.
+    #[test]
+    fn pages_filtered_by_common_and_rare_tags() {
+        let (_d, store) = temp_store();
+        for i in 0..60 {
+            let mut tags = vec!["project:p"];
+            if i % 3 == 0 {
+                tags.push("third");
+            }
+            if i == 7 || i == 40 {
+                tags.push("rare");
+            }
+            store.create_session(new(&format!("s{i:02}"), &tags)).unwrap();
+        }
+        let titles = |tags: &[&str], search: Option<&str>, limit: u32, offset: u32| {
+            let page = store
+                .list_sessions(&SessionFilter {
+                    tags: tags.iter().map(|t| t.to_string()).collect(),
+                    search: search.map(str::to_string),
+                    sort_by: SortBy::Title,
+                    sort_order: SortOrder::Asc,
+                    limit,
+                    offset,
+                })
+                .unwrap();
+            let titles: Vec<String> = page.sessions.iter().map(|s| s.title.clone()).collect();
+            (titles, page.total, page.has_more)
+        };
+        let (all, total, more) = titles(&["project:p"], None, 2, 3);
+        assert_eq!(
+            (all, total, more),
+            (vec!["s03".to_string(), "s04".to_string()], 60, true)
+        );
+        let (thirds, total, more) = titles(&["third", "project:p", "third"], None, 3, 2);
+        assert_eq!(
+            (thirds, total, more),
+            (vec!["s06".into(), "s09".into(), "s12".into()], 20, true)
+        );
+        let (rare, total, more) = titles(&["project:p", "rare"], None, 20, 0);
+        assert_eq!((rare, total, more), (vec!["s07".into(), "s40".into()], 2, false));
+        let (none, total, _) = titles(&["project:p", "rare", "third"], None, 20, 0);
+        assert_eq!((none.len(), total), (0, 0));
+        // Beside a search, the count joins the sessions.
+        let (found, total, _) = titles(&["project:p", "third"], Some("s33"), 20, 0);
+        assert_eq!((found, total), (vec!["s33".to_string()], 1));
     }
 
     #[test]
