@@ -504,24 +504,45 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
             Ok(c) => {
                 let node = thought.node_id.clone();
                 let stored = c.clone();
-                if gw.write(move |s| s.set_critique(&node, &stored)).await? {
-                    gw.wrote();
-                    thought.data.critique = Some(c);
-                    // Answered: reads show the critique, not the request.
-                    thought.data.critique_requested = None;
-                } else {
-                    // Deleted (by another process) while the client wrote it.
-                    critique_error = Some(
-                        Error::ThoughtNotFound {
-                            message: format!(
-                                "thought {} no longer exists (its session was deleted while the critique was \
-                                 being written); the critique was not stored",
-                                thought.node_id
-                            ),
-                            details: json!({ "nodeId": thought.node_id }),
+                // The thought is recorded whatever happens here: a failure
+                // to store its critique (another program's lock held past
+                // the busy timeout, the server stopping) is the critique's
+                // error, never the call's, or a client retrying the call
+                // would record the thought twice.
+                match gw.write(move |s| s.set_critique(&node, &stored)).await {
+                    Ok(true) => {
+                        gw.wrote();
+                        thought.data.critique = Some(c);
+                        // Answered: reads show the critique, not the request.
+                        thought.data.critique_requested = None;
+                    }
+                    Err(e) => {
+                        tracing::warn!(
+                            "thought {} was recorded but its critique could not be stored: {e}",
+                            thought.node_id
+                        );
+                        let mut payload = e.payload();
+                        if let Some(m) = payload.get("message").and_then(Value::as_str) {
+                            payload["message"] = json!(format!(
+                                "the thought was recorded, but its critique could not be stored: {m}"
+                            ));
                         }
-                        .payload(),
-                    );
+                        critique_error = Some(payload);
+                    }
+                    // Deleted (by another process) while the client wrote it.
+                    Ok(false) => {
+                        critique_error = Some(
+                            Error::ThoughtNotFound {
+                                message: format!(
+                                    "thought {} no longer exists (its session was deleted while the critique was \
+                                 being written); the critique was not stored",
+                                    thought.node_id
+                                ),
+                                details: json!({ "nodeId": thought.node_id }),
+                            }
+                            .payload(),
+                        )
+                    }
                 }
             }
             // The thought was recorded with critique_requested = 1: nothing

@@ -162,6 +162,62 @@ async fn a_critique_for_a_thought_deleted_meanwhile_is_not_stored() {
     s.stop().await;
 }
 
+/// A client that moves the database file away while its model writes the
+/// critique: the server can no longer store it.
+#[derive(Clone)]
+pub struct MovingSamplingClient(std::path::PathBuf);
+
+impl ClientHandler for MovingSamplingClient {
+    fn get_info(&self) -> ClientConfig {
+        SamplingClient.get_info()
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        // With its WAL, which holds the thought.
+        for suffix in ["", "-wal", "-shm"] {
+            let from = format!("{}{suffix}", self.0.display());
+            let to = format!("{}{suffix}", self.0.with_extension("moved").display());
+            if std::path::Path::new(&from).exists() {
+                std::fs::rename(from, to).expect("move the database");
+            }
+        }
+        SamplingClient.create_message(params, context).await
+    }
+}
+
+/// The thought is recorded before its critique is asked for: when the
+/// critique then cannot be stored, the call still answers the thought (with
+/// `critiqueError`) instead of an error, so that a client does not send it
+/// again and record it twice.
+#[tokio::test]
+async fn a_critique_that_cannot_be_stored_still_answers_the_recorded_thought() {
+    let (_d, db) = temp_db();
+    let s = start_with(MovingSamplingClient(db.clone()), command(&db)).await;
+    s.ready("moved while critiqued").await;
+    let r = s
+        .thought(json!({ "thought": "Ship it", "nextThoughtNeeded": true, "critique": true, "verbose": true }))
+        .await;
+    assert_eq!(r["thoughtNumber"], 1, "{r}");
+    assert!(r["critique"].is_null(), "{r}");
+    assert_eq!(r["critiqueError"]["code"], "STORAGE_ERROR", "{r}");
+    let message = r["critiqueError"]["message"].as_str().unwrap();
+    assert!(message.starts_with("the thought was recorded"), "{message}");
+    s.stop().await;
+    let moved = rusqlite::Connection::open(db.with_extension("moved")).unwrap();
+    let rows: Vec<(String, i64)> = moved
+        .prepare("SELECT thought, critique_requested FROM thoughts")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    assert_eq!(rows, [("Ship it".to_string(), 1)]);
+}
+
 /// A client whose model writes a critique of megabytes.
 #[derive(Clone)]
 pub struct LongWindedSamplingClient;
