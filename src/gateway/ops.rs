@@ -9,7 +9,7 @@ use crate::content;
 use crate::domain::{self, NewSession, SessionFilter, Stage, Thought, ThoughtInput};
 use crate::error::{Error, Result};
 use crate::events::{self, EventType};
-use crate::store::{Shape, Target, ThoughtQuery};
+use crate::store::{Structure, Target, ThoughtQuery};
 
 /// A thought as answered to clients: every ThoughtData field plus its node id.
 pub(crate) fn thought_json(t: &Thought) -> Value {
@@ -688,15 +688,9 @@ pub async fn read_thoughts(gw: &Gateway, args: Args) -> Result<Value> {
 }
 
 /// GetStructureResponse (seed 000) plus seed 003's non-colliding fields.
-pub(crate) fn structure_json(session_id: &str, shapes: &[Shape], branches: &[domain::Branch]) -> Value {
-    let main: Vec<u32> = shapes
-        .iter()
-        .filter(|s| s.branch_id.is_none())
-        .map(|s| s.number)
-        .collect();
-    let first = main.iter().min().copied();
-    let last = main.iter().max().copied();
-    let revisions: Vec<Value> = shapes
+pub(crate) fn structure_json(session_id: &str, st: &Structure) -> Value {
+    let revisions: Vec<Value> = st
+        .revisions
         .iter()
         .filter_map(|s| {
             s.revises.map(|r| {
@@ -708,7 +702,8 @@ pub(crate) fn structure_json(session_id: &str, shapes: &[Shape], branches: &[dom
             })
         })
         .collect();
-    let branch_list: Vec<Value> = branches
+    let branch_list: Vec<Value> = st
+        .branches
         .iter()
         .map(|b| {
             json!({
@@ -719,19 +714,20 @@ pub(crate) fn structure_json(session_id: &str, shapes: &[Shape], branches: &[dom
             })
         })
         .collect();
+    let (first, last) = (st.main_first, st.main_last);
     json!({
         "sessionId": session_id,
-        "mainChain": { "count": main.len(), "range": { "first": first, "last": last },
-                       "length": main.len(), "head": first, "tail": last },
+        "mainChain": { "count": st.main_count, "range": { "first": first, "last": last },
+                       "length": st.main_count, "head": first, "tail": last },
         "branches": branch_list,
         "revisions": revisions,
         "summary": {
-            "totalThoughts": shapes.len(),
-            "totalBranches": branches.len(),
+            "totalThoughts": st.thoughts,
+            "totalBranches": st.branches.len(),
             "totalRevisions": revisions.len(),
         },
-        "totalThoughts": shapes.len(),
-        "branchCount": branches.len(),
+        "totalThoughts": st.thoughts,
+        "branchCount": st.branches.len(),
         "revisionCount": revisions.len(),
     })
 }
@@ -739,11 +735,6 @@ pub(crate) fn structure_json(session_id: &str, shapes: &[Shape], branches: &[dom
 pub async fn get_structure(gw: &Gateway, args: Args) -> Result<Value> {
     let session_id = session_arg(gw, &args)?;
     let sid = session_id.clone();
-    let (shapes, branches) = gw
-        .blocking(move |s| {
-            let (_, shapes) = s.shapes(&sid)?;
-            Ok((shapes, s.branches(&sid)?))
-        })
-        .await?;
-    Ok(structure_json(&session_id, &shapes, &branches))
+    let structure = gw.blocking(move |s| s.structure(&sid)).await?;
+    Ok(structure_json(&session_id, &structure))
 }

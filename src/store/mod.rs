@@ -39,7 +39,7 @@ pub use repair::RepairReport;
 pub use search::{SEARCH_INDEX_WAIT, SearchHit, SessionHits, ThoughtHit, fts_query};
 pub use sessions::SessionPage;
 pub use stats::{FileSizes, LedgerStats};
-pub use thoughts::{Appended, SessionSnapshot, Shape, Target, ThoughtQuery};
+pub use thoughts::{Appended, SessionSnapshot, Shape, Structure, Target, ThoughtQuery};
 
 mod embedded {
     refinery::embed_migrations!("migrations");

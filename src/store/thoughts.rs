@@ -92,12 +92,26 @@ pub enum ThoughtQuery {
     Branch(String),
 }
 
-/// A thought without its text, for structure queries.
+/// A revision without its text, for structure queries.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Shape {
     pub number: u32,
     pub branch_id: Option<String>,
     pub revises: Option<u32>,
+}
+
+/// A session's shape (`get_structure`), read in one transaction from the
+/// indexes, never from the thought rows' text: its main chain's size and
+/// number range, its branches, and its revisions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Structure {
+    pub thoughts: u64,
+    pub main_count: u64,
+    pub main_first: Option<u32>,
+    pub main_last: Option<u32>,
+    pub branches: Vec<Branch>,
+    /// Every revision, in the order recorded.
+    pub revisions: Vec<Shape>,
 }
 
 /// Which session a thought goes to.
@@ -453,41 +467,28 @@ impl Store {
 
     /// The branches of a session, in creation order, with their sizes.
     pub fn branches(&self, session_id: &str) -> Result<Vec<Branch>> {
-        self.read(|tx| {
-            let rows = tx
-                .prepare_cached(
-                    "SELECT b.branch_id, b.from_thought, b.origin_node, b.created_at,
-                            count(t.id), min(t.thought_number), max(t.thought_number)
-                     FROM branches AS b
-                     LEFT JOIN thoughts AS t ON t.session_id = b.session_id AND t.branch_id = b.branch_id
-                     WHERE b.session_id = ?1
-                     GROUP BY b.branch_id
-                     ORDER BY b.created_at, b.branch_id",
-                )?
-                .query_map([session_id], |r| {
-                    Ok(Branch {
-                        id: r.get(0)?,
-                        from_thought: r.get(1)?,
-                        origin_node: r.get(2)?,
-                        created_at: r.get(3)?,
-                        count: r.get::<_, i64>(4)?.max(0) as u64,
-                        first: r.get(5)?,
-                        last: r.get(6)?,
-                    })
-                })?
-                .collect::<rusqlite::Result<Vec<_>>>()?;
-            Ok(rows)
-        })
+        self.read(|tx| branches_tx(tx, session_id))
     }
 
-    /// The shape of a session without thought text: number, chain and revision target of every thought.
-    pub fn shapes(&self, session_id: &str) -> Result<(Session, Vec<Shape>)> {
+    /// The session's shape, in one read (see [`Structure`]).
+    pub fn structure(&self, session_id: &str) -> Result<Structure> {
         let granularity = self.granularity();
         self.read(|tx| {
-            let session = get_session_tx(tx, session_id, granularity)?;
-            let shapes = tx
+            // Refuses a session that does not exist.
+            get_session_tx(tx, session_id, granularity)?;
+            let thoughts: i64 = tx
+                .prepare_cached("SELECT count(*) FROM thoughts WHERE session_id = ?1")?
+                .query_row([session_id], |r| r.get(0))?;
+            let (main_count, main_first, main_last) = tx
                 .prepare_cached(
-                    "SELECT thought_number, branch_id, revises_thought FROM thoughts WHERE session_id = ?1 ORDER BY id",
+                    "SELECT count(*), min(thought_number), max(thought_number) FROM thoughts
+                     WHERE session_id = ?1 AND branch_id IS NULL",
+                )?
+                .query_row([session_id], |r| Ok((r.get::<_, i64>(0)?, r.get(1)?, r.get(2)?)))?;
+            let revisions = tx
+                .prepare_cached(
+                    "SELECT thought_number, branch_id, revises_thought FROM thoughts
+                     WHERE session_id = ?1 AND revises_thought IS NOT NULL ORDER BY id",
                 )?
                 .query_map([session_id], |r| {
                     Ok(Shape {
@@ -497,7 +498,14 @@ impl Store {
                     })
                 })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
-            Ok((session, shapes))
+            Ok(Structure {
+                thoughts: thoughts.max(0) as u64,
+                main_count: main_count.max(0) as u64,
+                main_first,
+                main_last,
+                branches: branches_tx(tx, session_id)?,
+                revisions,
+            })
         })
     }
 
@@ -539,11 +547,84 @@ impl Store {
     }
 }
 
+/// The branches of a session, in creation order, with their sizes.
+fn branches_tx(tx: &rusqlite::Connection, session_id: &str) -> Result<Vec<Branch>> {
+    let rows = tx
+        .prepare_cached(
+            "SELECT b.branch_id, b.from_thought, b.origin_node, b.created_at,
+                    count(t.id), min(t.thought_number), max(t.thought_number)
+             FROM branches AS b
+             LEFT JOIN thoughts AS t ON t.session_id = b.session_id AND t.branch_id = b.branch_id
+             WHERE b.session_id = ?1
+             GROUP BY b.branch_id
+             ORDER BY b.created_at, b.branch_id",
+        )?
+        .query_map([session_id], |r| {
+            Ok(Branch {
+                id: r.get(0)?,
+                from_thought: r.get(1)?,
+                origin_node: r.get(2)?,
+                created_at: r.get(3)?,
+                count: r.get::<_, i64>(4)?.max(0) as u64,
+                first: r.get(5)?,
+                last: r.get(6)?,
+            })
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::domain::NewSession;
     use crate::store::test_support::temp_store;
+
+    /// What SQLite plans for `sql`, one line per step.
+    fn plan(store: &Store, sql: &str) -> String {
+        store
+            .read(|tx| {
+                let mut stmt = tx.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
+                let steps = stmt
+                    .query_map(params!["s", "b", "n"][..stmt.parameter_count()].as_ref(), |r| {
+                        r.get::<_, String>(3)
+                    })?
+                    .collect::<rusqlite::Result<Vec<_>>>()?;
+                Ok(steps.join(" | "))
+            })
+            .unwrap()
+    }
+
+    /// A session's structure and an append's check of its chain's tail
+    /// read indexes, never the thought rows (which hold the text): their
+    /// cost follows what they answer, not the session's size.
+    #[test]
+    fn structure_and_tail_checks_read_indexes_only() {
+        let (_d, store) = temp_store();
+        let count = plan(&store, "SELECT count(*) FROM thoughts WHERE session_id = ?1");
+        assert!(count.contains("COVERING INDEX"), "{count}");
+        let main = plan(
+            &store,
+            "SELECT count(*), min(thought_number), max(thought_number) FROM thoughts
+             WHERE session_id = ?1 AND branch_id IS NULL",
+        );
+        assert!(main.contains("COVERING INDEX thoughts_by_chain_number"), "{main}");
+        let revisions = plan(
+            &store,
+            "SELECT thought_number, branch_id, revises_thought FROM thoughts
+             WHERE session_id = ?1 AND revises_thought IS NOT NULL ORDER BY id",
+        );
+        assert!(revisions.contains("INDEX thoughts_revising"), "{revisions}");
+        assert!(!revisions.contains("TEMP B-TREE"), "{revisions}");
+        let tail = plan(
+            &store,
+            "SELECT EXISTS (SELECT 1 FROM thoughts WHERE prev_node = ?1 AND session_id = ?2 AND branch_id IS ?3)",
+        );
+        assert!(
+            tail.contains("INDEX thoughts_by_prev (prev_node=? AND branch_id=?)"),
+            "{tail}"
+        );
+    }
 
     fn t(text: &str) -> ThoughtInput {
         ThoughtInput {
