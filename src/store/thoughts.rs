@@ -429,17 +429,7 @@ impl Store {
     /// Every thought of a session: the main chain by number, then each branch by number.
     pub fn session_thoughts(&self, session_id: &str) -> Result<(Session, Vec<Thought>)> {
         let granularity = self.granularity();
-        self.read(|tx| {
-            let session = get_session_tx(tx, session_id, granularity)?;
-            let thoughts = tx
-                .prepare_cached(&format!(
-                    "SELECT {THOUGHT_COLUMNS} FROM thoughts WHERE session_id = ?1
-                     ORDER BY branch_id, thought_number"
-                ))?
-                .query_map([session_id], thought_from_row)?
-                .collect::<rusqlite::Result<Vec<_>>>()?;
-            Ok((session, thoughts))
-        })
+        self.read(|tx| session_thoughts_tx(tx, session_id, granularity))
     }
 
     /// Read one session in one transaction, its thoughts streamed from the
@@ -547,6 +537,23 @@ impl Store {
     }
 }
 
+/// A session and all its thoughts, main chain first, each chain in number order.
+pub(super) fn session_thoughts_tx(
+    tx: &super::Tx<'_>,
+    session_id: &str,
+    granularity: crate::domain::Granularity,
+) -> Result<(Session, Vec<Thought>)> {
+    let session = get_session_tx(tx, session_id, granularity)?;
+    let thoughts = tx
+        .prepare_cached(&format!(
+            "SELECT {THOUGHT_COLUMNS} FROM thoughts WHERE session_id = ?1
+             ORDER BY branch_id, thought_number"
+        ))?
+        .query_map([session_id], thought_from_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok((session, thoughts))
+}
+
 /// The branches of a session, in creation order, with their sizes.
 fn branches_tx(tx: &rusqlite::Connection, session_id: &str) -> Result<Vec<Branch>> {
     let rows = tx
@@ -632,6 +639,41 @@ mod tests {
             next_thought_needed: true,
             ..Default::default()
         }
+    }
+
+    /// The structure and the analyses' input each come from one moment,
+    /// while another connection appends (review 13-a saw their parts
+    /// disagree when each part was a transaction of its own).
+    #[test]
+    fn structure_and_analysis_input_agree_with_themselves_during_appends() {
+        let (_d, store) = temp_store();
+        let s = store.create_session(NewSession::titled("busy")).unwrap();
+        let writer = {
+            let (store, id) = (store.clone(), s.id.clone());
+            std::thread::spawn(move || {
+                for i in 0..400 {
+                    let mut input = t(&format!("thought {i}"));
+                    input.critique_requested = true;
+                    if i % 4 == 3 {
+                        input.branch_from_thought = Some(1);
+                        input.branch_id = Some(format!("b{}", i % 3));
+                    }
+                    store.append_thought(Target::Session(id.clone()), input).unwrap();
+                }
+            })
+        };
+        let mut reads = 0;
+        while !writer.is_finished() {
+            let st = store.structure(&s.id).unwrap();
+            let on_chains = st.main_count + st.branches.iter().map(|b| b.count).sum::<u64>();
+            assert_eq!(on_chains, st.thoughts, "{st:?}");
+            let (_, thoughts, requests) = store.analysis_input(&s.id).unwrap();
+            assert_eq!(thoughts.len() as u64, requests);
+            reads += 1;
+        }
+        writer.join().unwrap();
+        assert!(reads > 0);
+        assert_eq!(store.structure(&s.id).unwrap().thoughts, 400);
     }
 
     #[test]
