@@ -256,6 +256,12 @@ impl QueryPlan {
     }
 }
 
+/// The most text one indexing batch takes (unless its first thought alone
+/// is longer): about 3 ms of tokenizing here, so that an append waiting
+/// behind a batch waits about that long, however long the thoughts are
+/// (128 thoughts of 100 KB held one up for 150 ms).
+const INDEX_BATCH_BYTES: i64 = 256 << 10;
+
 /// How many of the newest thoughts a search for words of scripts written
 /// without spaces reads (about 0.2 s here): older ones are not searched,
 /// and the answer says it may have stopped short.
@@ -462,9 +468,23 @@ impl Store {
             let from: i64 = tx.query_row("SELECT indexed_through FROM thoughts_fts_state WHERE id = 1", [], |r| {
                 r.get(0)
             })?;
-            let through: Option<i64> = tx
-                .prepare_cached("SELECT MAX(id) FROM (SELECT id FROM thoughts WHERE id > ?1 ORDER BY id LIMIT ?2)")?
-                .query_row(params![from, max_rows], |r| r.get(0))?;
+            // Up to max_rows thoughts, and up to INDEX_BATCH_BYTES of text
+            // (at least one thought): the writer thread runs a batch
+            // between two appends, which wait for it. octet_length reads a
+            // value's size without its text.
+            let mut through = None;
+            let mut bytes = 0;
+            let mut sizes =
+                tx.prepare_cached("SELECT id, octet_length(thought) FROM thoughts WHERE id > ?1 ORDER BY id LIMIT ?2")?;
+            let mut rows = sizes.query(params![from, max_rows])?;
+            while let Some(row) = rows.next()? {
+                bytes += row.get::<_, Option<i64>>(1)?.unwrap_or(0);
+                if through.is_some() && bytes > INDEX_BATCH_BYTES {
+                    break;
+                }
+                through = Some(row.get::<_, i64>(0)?);
+            }
+            drop(rows);
             let Some(through) = through else { return Ok(0) };
             let n = tx
                 .prepare_cached(
@@ -731,6 +751,37 @@ mod tests {
     use super::*;
     use crate::domain::{NewSession, ThoughtInput};
     use crate::store::test_support::temp_store;
+
+    /// A batch stops at INDEX_BATCH_BYTES of text, so that long thoughts
+    /// do not hold the writer thread (and the appends behind it) for long;
+    /// a thought longer than that alone is still one batch.
+    #[test]
+    fn an_indexing_batch_is_bounded_by_text_as_well_as_rows() {
+        use crate::store::Target;
+        let (_d, store) = temp_store();
+        let s = store.create_session(NewSession::titled("long thoughts")).unwrap();
+        let append = |len: usize, word: &str| {
+            let input = ThoughtInput {
+                thought: format!("{word} {}", "x".repeat(len)),
+                next_thought_needed: true,
+                ..Default::default()
+            };
+            store.append_thought(Target::Session(s.id.clone()), input).unwrap();
+        };
+        append(300 << 10, "huge");
+        for _ in 0..5 {
+            append(100 << 10, "long");
+        }
+        append(10, "short");
+        // 300 KiB alone, then 100 + 100 KiB (a third would pass 256 KiB),
+        // twice, then the rest.
+        let batches: Vec<usize> = std::iter::from_fn(|| Some(store.index_pending(128).unwrap()))
+            .take_while(|&n| n > 0)
+            .collect();
+        assert_eq!(batches, [1, 2, 2, 2]);
+        assert_eq!(store.search_thoughts("short", 10).unwrap().len(), 1);
+        assert_eq!(store.search_thoughts("long", 10).unwrap().len(), 5);
+    }
 
     #[test]
     fn user_text_never_becomes_fts_syntax() {
