@@ -18,6 +18,11 @@ fn repair_hint(e: &rusqlite::Error) -> &'static str {
         Some(rusqlite::ErrorCode::DatabaseCorrupt) => {
             " (run `thoughtbox repair` on the database: it rebuilds the search indexes and checks the file)"
         }
+        Some(rusqlite::ErrorCode::DatabaseBusy) => {
+            " (another program held the ledger's write lock for longer than the 10 s this server waits: a \
+             `sqlite3` shell inside a transaction, or `thoughtbox repair` of a large ledger; nothing was written, \
+             try again once it is done)"
+        }
         _ => "",
     }
 }
@@ -230,6 +235,24 @@ impl Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Another program's lock held past the busy timeout is named as such,
+    /// with what to do.
+    #[test]
+    fn a_lock_held_too_long_says_whose_and_what_to_do() {
+        let busy = Error::Database(rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY),
+            Some("database is locked".into()),
+        ));
+        assert!(busy.is_busy());
+        assert_eq!(busy.code(), "STORAGE_ERROR");
+        let m = busy.message();
+        assert!(
+            m.starts_with("database error: database is locked (another program"),
+            "{m}"
+        );
+        assert!(m.contains("nothing was written"), "{m}");
+    }
 
     /// A read the server's shutdown stopped says so, not that the storage
     /// failed.
