@@ -212,8 +212,7 @@ impl Store {
     /// Create a pattern (already validated). Its id is the title's slug,
     /// with `-2`, `-3`... on collision.
     pub fn create_pattern(&self, new: NewPattern) -> Result<KnowledgePattern> {
-        let now = domain::now();
-        self.write(|tx| insert_pattern_tx(tx, &new, &now))
+        self.write(|tx| insert_pattern_tx(tx, &new, &domain::now()))
     }
 
     /// Create several patterns in one transaction, all or none, except
@@ -221,8 +220,8 @@ impl Store {
     /// content and author (what `extract_learnings` saves again when an
     /// agent repeats the call) is answered as it is, with `false`.
     pub fn create_patterns_once(&self, new: &[NewPattern]) -> Result<Vec<(KnowledgePattern, bool)>> {
-        let now = domain::now();
         self.write(|tx| {
+            let now = domain::now();
             // `title = ?1 COLLATE NOCASE` lets the title index find the few
             // candidates; the exact comparisons then decide.
             let mut same = tx.prepare_cached(
@@ -251,8 +250,8 @@ impl Store {
 
     /// Change some fields of a pattern (already validated); its id stays.
     pub fn update_pattern(&self, id: &str, upd: PatternUpdate) -> Result<KnowledgePattern> {
-        let now = domain::now();
         self.write(|tx| {
+            let now = domain::now();
             let old = get_pattern_tx(tx, id)?;
             if let Some(s) = &upd.derived_from_sessions {
                 // Only the sessions added must exist: a session the pattern
@@ -520,8 +519,8 @@ impl Store {
     /// Create or overwrite the note of a topic (already validated). Returns
     /// the note and whether it was created.
     pub fn write_note(&self, topic: &str, content: &str) -> Result<(ScratchpadNote, bool)> {
-        let now = domain::now();
         self.write(|tx| {
+            let now = domain::now();
             let id = note_id_tx(tx, topic)?;
             let created = get_note_tx(tx, &id)?.is_none();
             tx.prepare_cached(

@@ -156,8 +156,8 @@ impl Store {
 
     /// Mark a session completed (a main-chain thought said nextThoughtNeeded: false).
     pub fn complete_session(&self, id: &str) -> Result<()> {
-        let now = domain::now();
         self.write(|tx| {
+            let now = domain::now();
             tx.execute("UPDATE sessions SET completed_at = ?2 WHERE id = ?1", (id, &now))?;
             Ok(())
         })
@@ -180,8 +180,8 @@ impl Store {
     /// had been completed, if it had.
     pub fn reopen_session(&self, id: &str) -> Result<(Session, Option<String>)> {
         let granularity = self.granularity;
-        let now = domain::now();
         self.write(|tx| {
+            let now = domain::now();
             let was_completed: Option<Option<String>> = tx
                 .prepare_cached("SELECT completed_at FROM sessions WHERE id = ?1")?
                 .query_row([id], |r| r.get(0))

@@ -250,8 +250,11 @@ impl Store {
     /// update the session, all in one `BEGIN IMMEDIATE` transaction.
     pub fn append_thought(&self, target: Target, input: ThoughtInput) -> Result<Appended> {
         let granularity = self.granularity();
-        let now = domain::now();
         self.write(|tx| {
+            // Taken once the write lock is held, so that the times of a
+            // chain's thoughts follow their order when several processes
+            // append to it.
+            let now = domain::now();
             let session_id = match &target {
                 Target::Session(id) => {
                     let exists: bool = tx
