@@ -586,6 +586,12 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
         out["sessionClosed"] = json!(true);
         out["closedSessionId"] = json!(session_id);
     }
+    if let Some(at) = &appended.reopened_from {
+        // Closed elsewhere while this connection still had it active: the
+        // agent learns that this thought reopened it, as load_context says.
+        out["reopened"] = json!(true);
+        out["previouslyCompletedAt"] = json!(at);
+    }
     if include_guide {
         out["guide"] = json!(content::PATTERNS_GUIDE);
     }

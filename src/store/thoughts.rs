@@ -131,6 +131,10 @@ pub struct Appended {
     pub auto_numbered: bool,
     /// A main-chain thought with nextThoughtNeeded: false completed the session.
     pub closed: bool,
+    /// The session had been completed (by another connection or process:
+    /// the one that closes a session no longer has it active), at this
+    /// time, and this thought reopened it.
+    pub reopened_from: Option<String>,
 }
 
 /// [`ChainFacts`] answered from inside the write transaction.
@@ -255,17 +259,18 @@ impl Store {
             // chain's thoughts follow their order when several processes
             // append to it.
             let now = domain::now();
-            let session_id = match &target {
+            // And when the session had been completed, which this thought
+            // undoes unless it closes it again.
+            let (session_id, completed_at) = match &target {
                 Target::Session(id) => {
-                    let exists: bool = tx
-                        .prepare_cached("SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?1)")?
-                        .query_row([id], |r| r.get(0))?;
-                    if !exists {
-                        return Err(Error::session_not_found(id.as_str()));
-                    }
-                    id.clone()
+                    let completed_at: Option<String> = tx
+                        .prepare_cached("SELECT completed_at FROM sessions WHERE id = ?1")?
+                        .query_row([id], |r| r.get(0))
+                        .optional()?
+                        .ok_or_else(|| Error::session_not_found(id.as_str()))?;
+                    (id.clone(), completed_at)
                 }
-                Target::New(new) => insert_session_tx(tx, new, granularity)?.id,
+                Target::New(new) => (insert_session_tx(tx, new, granularity)?.id, None),
             };
             let session_id = session_id.as_str();
             let mut facts = TxFacts { tx, session_id };
@@ -331,6 +336,7 @@ impl Store {
                 new_branch,
                 auto_numbered,
                 closed,
+                reopened_from: completed_at.filter(|_| !closed),
                 session,
                 thought,
             })

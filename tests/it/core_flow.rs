@@ -193,6 +193,32 @@ async fn core_concepts_session_and_auto_numbering() {
     s.stop().await;
 }
 
+/// A session closed by another server while this one still has it active:
+/// the next thought here reopens it and says so, as load_context would.
+#[tokio::test]
+async fn a_thought_into_a_session_closed_elsewhere_says_it_reopened_it() {
+    let (_d, db) = temp_db();
+    let here = start(&db).await;
+    let sid = here.ready("shared").await;
+    here.thought(t("one")).await;
+    let there = start(&db).await;
+    there.ok("load_context", json!({ "sessionId": sid })).await;
+    there.ok("cipher", json!({})).await;
+    let closed = there
+        .thought(json!({ "thought": "done", "nextThoughtNeeded": false }))
+        .await;
+    assert_eq!(closed["sessionClosed"], true);
+    let r = here.thought(t("two")).await;
+    assert_eq!(r["thoughtNumber"], 3, "{r}");
+    assert_eq!(r["reopened"], true, "{r}");
+    assert!(r["previouslyCompletedAt"].as_str().is_some(), "{r}");
+    // Once reopened, the next thought is an ordinary one.
+    let r = here.thought(t("three")).await;
+    assert!(r.get("reopened").is_none(), "{r}");
+    here.stop().await;
+    there.stop().await;
+}
+
 /// After nextThoughtNeeded: false has closed the session, a thought that
 /// refers back into it (a revision, a branch) is refused saying what is
 /// going on: no session is active, the thought would start a new one, and
