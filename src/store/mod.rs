@@ -787,9 +787,13 @@ impl Store {
                 // Without the history table no thoughtbox ever began on this
                 // file: no need to wait for one.
                 Found::Other { tables, history: false } => return Err(foreign_tables(tables)),
-                // Nothing to read yet (or a ledger another process has only
-                // begun to create, with nothing in it either).
-                Found::Fresh if access.needs_ledger() => return Err(holds_no_ledger()),
+                // Nothing to read yet, unless a thoughtbox has used the file
+                // (its lock file is there) and may be creating the ledger
+                // right now: then look again under the lock (review 13-a: a
+                // `stats` started with a new server said "empty").
+                Found::Fresh if access.needs_ledger() && !with_suffix(&real_path(&path), ".lock").exists() => {
+                    return Err(holds_no_ledger());
+                }
                 // Settings are filled in with their defaults by a command that writes.
                 Found::Unset if !access.may_write() => true,
                 Found::Behind(_) if access == Access::Copy => true,
@@ -1350,6 +1354,43 @@ mod tests {
         assert_eq!(mode(), 0o644);
         Store::open(&path, OpenOptionsStore::default()).unwrap();
         assert_eq!(mode(), 0o600);
+    }
+
+    /// A command that only reads, started while a server is creating the
+    /// ledger in the file (an empty file, the lock held), waits for it
+    /// instead of saying the file is empty; on an empty file no thoughtbox
+    /// ever used (no lock file), it says so at once.
+    #[test]
+    fn a_read_waits_for_a_ledger_being_created() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("new.db");
+        std::fs::write(&path, "").unwrap();
+        let read = || {
+            Store::open(
+                &path,
+                OpenOptionsStore {
+                    access: Access::Read,
+                    ..Default::default()
+                },
+            )
+        };
+        let e = read().err().unwrap();
+        assert!(e.to_string().contains("holds no ledger"), "{e}");
+        assert!(!with_suffix(&path, ".lock").exists(), "a read leaves no lock file");
+        let lock = migration_lock(&path).unwrap();
+        let creator = {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(200));
+                let mut conn = Connection::open(&path).unwrap();
+                migrate(&mut conn).unwrap();
+                ensure_config(&conn).unwrap();
+                drop(lock);
+            })
+        };
+        let store = read().unwrap();
+        assert_eq!(store.counts().unwrap(), (0, 0));
+        creator.join().unwrap();
     }
 
     /// A ledger written by schema version 2 (AUTOINCREMENT ids, the
