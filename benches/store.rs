@@ -3,7 +3,8 @@
 //!   cargo bench --bench store
 //!
 //! `append` appends one thought to a session that already holds N thoughts:
-//! the per-thought cost must not grow with N.
+//! the per-thought cost must not grow with N. The list, structure and
+//! indexing benches check the reads an agent makes routinely the same way.
 
 use std::sync::OnceLock;
 
@@ -119,4 +120,89 @@ fn list_sessions_page(bencher: divan::Bencher) {
     });
     let filter = SessionFilter::default();
     bencher.bench_local(|| store.list_sessions(&filter).expect("list"));
+}
+
+/// A ledger of `n` sessions as a server with `--project p` makes them:
+/// every one tagged `project:p`, one in ten also `tag3`.
+fn project_ledger(n: usize) -> &'static Store {
+    type Ledgers = Vec<(usize, &'static (tempfile::TempDir, Store))>;
+    static LEDGERS: OnceLock<std::sync::Mutex<Ledgers>> = OnceLock::new();
+    let mut ledgers = LEDGERS.get_or_init(Default::default).lock().expect("lock");
+    if let Some((_, (_, store))) = ledgers.iter().find(|(size, _)| *size == n) {
+        return store;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(dir.path().join("p.db"), OpenOptionsStore::default()).expect("open");
+    for i in 0..n {
+        let mut tags = vec!["project:p".to_string()];
+        if i % 10 == 3 {
+            tags.push("tag3".into());
+        }
+        store
+            .create_session(NewSession {
+                tags,
+                ..NewSession::titled(format!("s{i}"))
+            })
+            .expect("session");
+    }
+    let leaked: &'static (tempfile::TempDir, Store) = Box::leak(Box::new((dir, store)));
+    ledgers.push((n, leaked));
+    &leaked.1
+}
+
+/// One page of 20 sessions filtered by the project tag every session
+/// carries: must not grow with the number of sessions.
+#[divan::bench(args = [1_000, 20_000], sample_count = 200)]
+fn list_project_page(bencher: divan::Bencher, n: usize) {
+    let store = project_ledger(n);
+    let filter = SessionFilter {
+        tags: vec!["project:p".into()],
+        limit: 20,
+        ..SessionFilter::default()
+    };
+    bencher.bench_local(|| store.list_sessions(&filter).expect("list"));
+}
+
+/// The same with a tag one session in ten carries.
+#[divan::bench(args = [1_000, 20_000], sample_count = 200)]
+fn list_project_and_tag_page(bencher: divan::Bencher, n: usize) {
+    let store = project_ledger(n);
+    let filter = SessionFilter {
+        tags: vec!["project:p".into(), "tag3".into()],
+        limit: 20,
+        ..SessionFilter::default()
+    };
+    bencher.bench_local(|| store.list_sessions(&filter).expect("list"));
+}
+
+/// `get_structure` of a session of `n` main-chain thoughts.
+#[divan::bench(args = [1_000, 20_000], sample_count = 200)]
+fn structure(bencher: divan::Bencher, n: usize) {
+    let f = fixture(n, SyncMode::Normal);
+    bencher.bench_local(|| f.store.structure(&f.session).expect("structure"));
+}
+
+/// One indexing batch after 128 thoughts of 100 KB: what an append waiting
+/// behind it waits (the batch stops at 256 KiB of text).
+#[divan::bench(sample_count = 20, sample_size = 1)]
+fn index_batch_of_long_thoughts(bencher: divan::Bencher) {
+    let f = fixture(0, SyncMode::Normal);
+    let long = text(0).repeat(100_000 / 550);
+    bencher
+        .with_inputs(|| {
+            f.store.index_all_pending().expect("index");
+            for _ in 0..128 {
+                f.store
+                    .append_thought(
+                        Target::Session(f.session.clone()),
+                        ThoughtInput {
+                            thought: long.clone(),
+                            next_thought_needed: true,
+                            ..Default::default()
+                        },
+                    )
+                    .expect("append");
+            }
+        })
+        .bench_local_values(|()| f.store.index_pending(128).expect("index"));
 }

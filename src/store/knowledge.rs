@@ -372,12 +372,17 @@ impl Store {
                     })
                 })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
-            let total: i64 = tx
-                .prepare_cached(&match &tags.count_alone {
-                    Some(sql) if clauses.is_empty() => sql.clone(),
-                    _ => format!("SELECT count(*) FROM {from} {}", where_sql(&tags.count)),
-                })?
-                .query_row(refs.as_slice(), |r| r.get(0))?;
+            let alone = if clauses.is_empty() {
+                tags.count_alone(tx)?
+            } else {
+                None
+            };
+            let total: i64 = match alone {
+                Some(n) => n,
+                _ => tx
+                    .prepare_cached(&format!("SELECT count(*) FROM {from} {}", where_sql(&tags.count)))?
+                    .query_row(refs.as_slice(), |r| r.get(0))?,
+            };
             let total = total.max(0) as u64;
             Ok(PatternPage {
                 count: patterns.len(),

@@ -137,13 +137,20 @@ impl Store {
             let sessions = stmt
                 .query_map(refs.as_slice(), |r| session_from_row(r, granularity))?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
-            let count_sql = match &tags.count_alone {
-                Some(sql) if clauses.is_empty() => sql.clone(),
-                _ => format!("SELECT count(*) FROM sessions AS s {}", where_sql(&tags.count)),
+            let alone = if clauses.is_empty() {
+                tags.count_alone(tx)?
+            } else {
+                None
             };
-            let total: i64 = tx
-                .prepare_cached(&count_sql)?
-                .query_row(refs.as_slice(), |r| r.get(0))?;
+            let total: i64 = match alone {
+                Some(n) => n,
+                _ => tx
+                    .prepare_cached(&format!(
+                        "SELECT count(*) FROM sessions AS s {}",
+                        where_sql(&tags.count)
+                    ))?
+                    .query_row(refs.as_slice(), |r| r.get(0))?,
+            };
             let total = total.max(0) as u64;
             Ok(SessionPage {
                 count: sessions.len(),

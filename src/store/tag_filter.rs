@@ -37,8 +37,31 @@ pub(crate) struct TagTable {
 pub(crate) struct TagClauses {
     pub page: Vec<String>,
     pub count: Vec<String>,
-    pub count_alone: Option<String>,
+    pub count_alone: Option<CountAlone>,
     pub values: Vec<String>,
+}
+
+/// How many rows carry every tag, when the tags are the whole filter.
+pub(crate) enum CountAlone {
+    /// Already counted (a single tag).
+    Known(i64),
+    /// This query counts them, with [`TagClauses::values`].
+    Query(String),
+}
+
+impl TagClauses {
+    /// The number of matches, when the tags are the whole filter and this
+    /// needs no owner row: `None` otherwise.
+    pub fn count_alone(&self, tx: &Connection) -> Result<Option<i64>> {
+        Ok(match &self.count_alone {
+            None => None,
+            Some(CountAlone::Known(n)) => Some(*n),
+            Some(CountAlone::Query(sql)) => Some(
+                tx.prepare_cached(sql)?
+                    .query_row(rusqlite::params_from_iter(&self.values), |r| r.get(0))?,
+            ),
+        })
+    }
 }
 
 impl TagTable {
@@ -83,7 +106,11 @@ impl TagTable {
         let walk = counted.first().is_some_and(|(n, _)| *n >= common);
         // Counting needs no owner row: the rarest tag's rows, each checked
         // for the other tags.
+        // One tag: its entries were just counted.
         let count_alone = (!counted.is_empty()).then(|| {
+            if let [(n, _)] = counted.as_slice() {
+                return CountAlone::Known(*n);
+            }
             let others = format!(
                 "EXISTS (SELECT 1 FROM {t} AS tf WHERE tf.tag = ? AND tf.{o} = tr.{o})",
                 t = self.table,
@@ -94,7 +121,7 @@ impl TagTable {
                 sql.push_str(" AND ");
                 sql.push_str(&others);
             }
-            sql
+            CountAlone::Query(sql)
         });
         let mut clauses = TagClauses {
             page: Vec::new(),
@@ -205,13 +232,7 @@ mod tests {
                 .collect();
             assert_eq!(select(&k.page), expected, "{filter:?}");
             assert_eq!(select(&k.count), expected, "{filter:?}");
-            let alone: i64 = c
-                .query_row(
-                    k.count_alone.as_deref().unwrap(),
-                    rusqlite::params_from_iter(&k.values),
-                    |r| r.get(0),
-                )
-                .unwrap();
+            let alone = k.count_alone(&c).unwrap().unwrap();
             assert_eq!(alone as usize, expected.len(), "{filter:?}");
         }
     }

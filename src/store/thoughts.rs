@@ -475,15 +475,27 @@ impl Store {
         self.read(|tx| {
             // Refuses a session that does not exist.
             get_session_tx(tx, session_id, granularity)?;
-            let thoughts: i64 = tx
-                .prepare_cached("SELECT count(*) FROM thoughts WHERE session_id = ?1")?
-                .query_row([session_id], |r| r.get(0))?;
-            let (main_count, main_first, main_last) = tx
+            // One pass over the chain index counts both; the main chain's
+            // ends are one lookup each.
+            let (thoughts, main_count): (i64, i64) = tx
                 .prepare_cached(
-                    "SELECT count(*), min(thought_number), max(thought_number) FROM thoughts
-                     WHERE session_id = ?1 AND branch_id IS NULL",
+                    "SELECT count(*), count(*) FILTER (WHERE branch_id IS NULL) FROM thoughts WHERE session_id = ?1",
                 )?
-                .query_row([session_id], |r| Ok((r.get::<_, i64>(0)?, r.get(1)?, r.get(2)?)))?;
+                .query_row([session_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            let end = |sql: &str| -> Result<Option<u32>> {
+                Ok(tx
+                    .prepare_cached(sql)?
+                    .query_row([session_id], |r| r.get(0))
+                    .optional()?)
+            };
+            let main_first = end(
+                "SELECT thought_number FROM thoughts WHERE session_id = ?1 AND branch_id IS NULL
+                 ORDER BY thought_number LIMIT 1",
+            )?;
+            let main_last = end(
+                "SELECT thought_number FROM thoughts WHERE session_id = ?1 AND branch_id IS NULL
+                 ORDER BY thought_number DESC LIMIT 1",
+            )?;
             let revisions = tx
                 .prepare_cached(
                     "SELECT thought_number, branch_id, revises_thought FROM thoughts
@@ -617,14 +629,18 @@ mod tests {
     #[test]
     fn structure_and_tail_checks_read_indexes_only() {
         let (_d, store) = temp_store();
-        let count = plan(&store, "SELECT count(*) FROM thoughts WHERE session_id = ?1");
-        assert!(count.contains("COVERING INDEX"), "{count}");
-        let main = plan(
+        let count = plan(
             &store,
-            "SELECT count(*), min(thought_number), max(thought_number) FROM thoughts
-             WHERE session_id = ?1 AND branch_id IS NULL",
+            "SELECT count(*), count(*) FILTER (WHERE branch_id IS NULL) FROM thoughts WHERE session_id = ?1",
         );
-        assert!(main.contains("COVERING INDEX thoughts_by_chain_number"), "{main}");
+        assert!(count.contains("COVERING INDEX thoughts_by_chain_number"), "{count}");
+        let last = plan(
+            &store,
+            "SELECT thought_number FROM thoughts WHERE session_id = ?1 AND branch_id IS NULL
+             ORDER BY thought_number DESC LIMIT 1",
+        );
+        assert!(last.contains("COVERING INDEX thoughts_by_chain_number"), "{last}");
+        assert!(!last.contains("TEMP B-TREE"), "{last}");
         let revisions = plan(
             &store,
             "SELECT thought_number, branch_id, revises_thought FROM thoughts
