@@ -298,71 +298,88 @@ fn one_line(text: &str) -> String {
 }
 
 /// `text` as a Markdown block quote, every line of it (CR, LF and CRLF all
-/// end a line in Markdown). Whatever the text holds (an unclosed code
-/// fence, an HTML comment, a line that looks like this document's own
-/// headings) stays inside the quote: a block quote ends every block opened
-/// in it.
+/// end a line in Markdown). Whatever block the text opens (an unclosed code
+/// fence, a list, a line that looks like this document's own headings)
+/// stays inside the quote: a block quote ends every block opened in it.
 ///
-/// One thing a block quote does not contain: a link reference definition
-/// (`[x]: https://...`) counts for the whole document, and would turn a
-/// `[x]` in another thought into a link. Its `[` is escaped (`\[`, which
-/// shows as `[`), outside code fences and indented code, where no
-/// definition is read.
+/// Two things a block quote does not contain, which [`neutralized`] takes
+/// out of the text first: a link reference definition (`[x]: https://...`)
+/// or footnote definition counts for the whole document, and would turn a
+/// `[x]` in another thought into a link; and raw HTML reaches the page as
+/// HTML, where an unclosed `<!--` or `<textarea>` swallows the rest of the
+/// document. Both are found by parsing the text as CommonMark, so code
+/// (fenced, indented or inline) is left exactly as it is.
 fn block_quote(out: &mut String, text: &str) {
     let text = text.trim_end().replace("\r\n", "\n").replace('\r', "\n");
-    // The fence a code block was opened with (its character and length).
-    let mut fence: Option<(char, usize)> = None;
-    for line in text.split('\n') {
+    // Leading tabs as spaces: after `> ` a tab reaches only column 4 of the
+    // line, and tab-indented code would lose its indent.
+    let mut spaced = String::with_capacity(text.len());
+    for (i, line) in text.split('\n').enumerate() {
+        if i > 0 {
+            spaced.push('\n');
+        }
+        let rest = line.trim_start_matches([' ', '\t']);
+        let mut column = 0;
+        for c in line[..line.len() - rest.len()].chars() {
+            let width = if c == '\t' { 4 - column % 4 } else { 1 };
+            spaced.extend(std::iter::repeat_n(' ', width));
+            column += width;
+        }
+        spaced.push_str(rest);
+    }
+    for line in neutralized(&spaced).split('\n') {
         out.push('>');
         if !line.is_empty() {
             out.push(' ');
-            // Leading tabs as spaces: after `> ` a tab reaches only column 4
-            // of the line, and tab-indented code would lose its indent.
-            let rest = line.trim_start_matches([' ', '\t']);
-            let mut column = 0;
-            for c in line[..line.len() - rest.len()].chars() {
-                let width = if c == '\t' { 4 - column % 4 } else { 1 };
-                out.extend(std::iter::repeat_n(' ', width));
-                column += width;
-            }
-            let code_indent = column >= 4;
-            match (fence, fence_of(rest)) {
-                (None, Some(opened)) if !code_indent => fence = Some(opened),
-                (Some((c, n)), Some((d, m))) if c == d && m >= n && !code_indent => fence = None,
-                (None, _) if !code_indent => {
-                    if let Some(at) = link_definition_at(rest) {
-                        out.push_str(&rest[..at]);
-                        out.push('\\');
-                        out.push_str(&rest[at..]);
-                        out.push('\n');
-                        continue;
-                    }
-                }
-                _ => {}
-            }
-            out.push_str(rest);
+            out.push_str(line);
         }
         out.push('\n');
     }
     out.push('\n');
 }
 
-/// The character and length of a code fence (three or more backticks or
-/// tildes) that `line` (its indent removed) starts with.
-fn fence_of(line: &str) -> Option<(char, usize)> {
-    let c = line.chars().next().filter(|c| matches!(c, '`' | '~'))?;
-    let n = line.chars().take_while(|&d| d == c).count();
-    (n >= 3).then_some((c, n))
-}
-
-/// Where the `[` of a link reference definition (`[label]:`, also inside
-/// a quote of the thought's own, `> [label]:`) is in `line` (its indent
-/// removed).
-fn link_definition_at(line: &str) -> Option<usize> {
-    let at = line.len() - line.trim_start_matches(['>', ' ']).len();
-    let label = line[at..].strip_prefix('[')?;
-    let end = label.find(']')?;
-    (end > 0 && label[end + 1..].starts_with(':')).then_some(at)
+/// `text` with the `[` of every link reference or footnote definition
+/// escaped (`\[`, which shows as `[`) and the `<` of every piece of raw HTML
+/// written `&lt;` (it shows as `<`, as text), as a CommonMark parser with
+/// footnotes (GitHub's flavour) reads the text. Taking one out can make
+/// another appear (text that followed a definition), so it parses again
+/// until none is left.
+fn neutralized(text: &str) -> String {
+    use pulldown_cmark::{Event, Options, Parser, Tag};
+    let mut text = text.to_string();
+    // Each round removes at least one; a text of n lines has at most n.
+    loop {
+        let mut brackets: Vec<usize> = Vec::new();
+        let mut angles: Vec<usize> = Vec::new();
+        let mut events = Parser::new_ext(&text, Options::ENABLE_FOOTNOTES).into_offset_iter();
+        for (event, range) in events.by_ref() {
+            match event {
+                Event::Html(_) | Event::InlineHtml(_) => {
+                    angles.extend(text[range.clone()].match_indices('<').map(|(i, _)| range.start + i));
+                }
+                Event::Start(Tag::FootnoteDefinition(_)) => {
+                    brackets.extend(text[range.clone()].find('[').map(|i| range.start + i));
+                }
+                _ => {}
+            }
+        }
+        for (_, def) in events.reference_definitions().iter() {
+            brackets.extend(text[def.span.clone()].find('[').map(|i| def.span.start + i));
+        }
+        if brackets.is_empty() && angles.is_empty() {
+            return text;
+        }
+        let mut edits: Vec<(usize, &str)> = brackets
+            .into_iter()
+            .map(|i| (i, "\\["))
+            .chain(angles.into_iter().map(|i| (i, "&lt;")))
+            .collect();
+        edits.sort_unstable();
+        edits.dedup_by_key(|(i, _)| *i);
+        for (at, with) in edits.into_iter().rev() {
+            text.replace_range(at..at + 1, with);
+        }
+    }
 }
 
 /// A readable Markdown document with every chain. Each thought is a block
@@ -676,7 +693,7 @@ mod tests {
             "{md}"
         );
         assert!(
-            md.contains("> <!-- hidden\n> ### Thought 9/9 (revises #1)\n>\n> ## Branch `evil`\n"),
+            md.contains("> &lt;!-- hidden\n> ### Thought 9/9 (revises #1)\n>\n> ## Branch `evil`\n"),
             "{md}"
         );
         let c = cipher(&s, &ts);
@@ -684,22 +701,92 @@ mod tests {
     }
 
     /// Review 10-b: a link reference definition in one thought made a
-    /// `[x]` in every other thought a link. Its `[` is escaped, except in
-    /// code, where Markdown reads no definition (and a `\` would show).
+    /// `[x]` in every other thought a link. Its `[` is escaped where a
+    /// CommonMark parser reads a definition, and nowhere else (in code a
+    /// `\` would show).
     #[test]
     fn a_link_definition_in_a_thought_reaches_no_other_thought() {
         let mut quoted = String::new();
         block_quote(
             &mut quoted,
-            "see [x]\n[x]: https://example.com/a\n  [^1]: note\n> [y]: /b\n[not a definition]\n\
-             ```toml\n[x]: kept\n```\n~~~~\n[x]: kept too\n~~~\n~~~~\n\n    [x]: indented code\n[]: empty",
+            "[x]: https://example.com/a\nsee [x]\n[x]: not one, inside a paragraph\n\n  [^1]: note\n\n> [y]: /b\n\n\
+             [not a definition]\n```toml\n[x]: kept\n```\n~~~~\n[x]: kept too\n~~~\n~~~~\n\n    [x]: indented code\n\n\
+             []: empty\n`[x]: <b>` in a code span",
         );
         assert_eq!(
             quoted,
-            "> see [x]\n> \\[x]: https://example.com/a\n>   \\[^1]: note\n> > \\[y]: /b\n> [not a definition]\n\
-             > ```toml\n> [x]: kept\n> ```\n> ~~~~\n> [x]: kept too\n> ~~~\n> ~~~~\n>\n>     [x]: indented code\n\
-             > []: empty\n\n"
+            "> \\[x]: https://example.com/a\n> see [x]\n> [x]: not one, inside a paragraph\n>\n>   \\[^1]: note\n>\n\
+             > > \\[y]: /b\n>\n> [not a definition]\n> ```toml\n> [x]: kept\n> ```\n> ~~~~\n> [x]: kept too\n> ~~~\n\
+             > ~~~~\n>\n>     [x]: indented code\n>\n> []: empty\n> `[x]: <b>` in a code span\n\n"
         );
+    }
+
+    /// Review 13-e: definitions a line-by-line check missed (a label over
+    /// two lines, an escaped `]`, a tab after a quote marker, inside list
+    /// items, after a backtick "fence" that is none), and raw HTML that
+    /// swallows the rest of the page. The whole document, parsed as
+    /// CommonMark, defines nothing and holds no HTML, whatever the thoughts,
+    /// description and critique hold.
+    #[test]
+    fn no_thought_defines_links_or_writes_html_into_the_document() {
+        let attacks = [
+            "[multi\nline]: http://evil-1",
+            "[a\\]b]: http://evil-2",
+            ">\t[tabq]: http://evil-3",
+            "- [listdef]: http://evil-4",
+            "1. [olist]: http://evil-5",
+            "- item\n\n    [indlist]: http://evil-6",
+            "```a`b\n\n[btinfo]: http://evil-7",
+            "[^note]: a footnote\n\nsee [^note]",
+            "<!-- unclosed comment swallows the rest",
+            "<textarea>",
+            "text with <span onclick=x>inline html</span> and <!-- a comment -->",
+            "<div>\n*block html*\n</div>",
+            "    <b>indented code is code</b>",
+            "`<code span>` and ``[x]: `y` `` stay",
+        ];
+        let mut ts = Vec::new();
+        for (i, text) in attacks.iter().enumerate() {
+            let n = i as u32 + 1;
+            let prev = (n > 1).then(|| format!("s:{}", n - 1));
+            let mut t = thought(i as i64 + 1, n, None, prev.as_deref(), text);
+            t.data.critique = Some(crate::domain::Critique {
+                text: format!("critique: {text}"),
+                model: "m".into(),
+                timestamp: "2025-01-01T00:00:00.000Z".into(),
+            });
+            ts.push(t);
+        }
+        let mut s = session();
+        s.description = Some("[descdef\nx]: http://evil-desc\n\n<!--".into());
+        let md = markdown(&s, &ts, true);
+        let mut events =
+            pulldown_cmark::Parser::new_ext(&md, pulldown_cmark::Options::ENABLE_FOOTNOTES).into_offset_iter();
+        let mut html = Vec::new();
+        let mut footnotes = 0;
+        for (event, range) in events.by_ref() {
+            match event {
+                pulldown_cmark::Event::Html(_) | pulldown_cmark::Event::InlineHtml(_) => {
+                    html.push(md[range].to_string())
+                }
+                pulldown_cmark::Event::Start(pulldown_cmark::Tag::FootnoteDefinition(_)) => footnotes += 1,
+                _ => {}
+            }
+        }
+        let definitions: Vec<String> = events
+            .reference_definitions()
+            .iter()
+            .map(|(l, _)| l.to_string())
+            .collect();
+        assert!(definitions.is_empty(), "{definitions:?}\n{md}");
+        assert!(html.is_empty(), "{html:?}\n{md}");
+        assert_eq!(footnotes, 0, "{md}");
+        // Code is left as written.
+        assert!(md.contains(">     <b>indented code is code</b>\n"), "{md}");
+        assert!(md.contains("> `<code span>` and ``[x]: `y` `` stay\n"), "{md}");
+        // Every thought is there, as text.
+        assert!(md.contains("> &lt;textarea>\n"), "{md}");
+        assert!(md.contains("> \\[multi\n> line]: http://evil-1\n"), "{md}");
     }
 
     /// Review 10-b: the cipher cut split a family emoji, a flag, and an
