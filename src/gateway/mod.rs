@@ -156,6 +156,11 @@ pub struct Gateway {
     writes: Arc<WriteSignal>,
     writer: Writer,
     tool: Arc<Tool>,
+    /// Held by the operations that read and then set the active session
+    /// (`thought`, `start_new`, `load_context`, `session resume`) from the
+    /// moment they read it until they have set it: a client that sends
+    /// them without waiting for each answer gets them in the order sent.
+    session_order: Arc<tokio::sync::Mutex<()>>,
 }
 
 /// The tool, listing the operations not in `hidden`.
@@ -220,7 +225,15 @@ impl Gateway {
             conn: Arc::new(Mutex::new(Connection::default())),
             writes,
             tool: Arc::new(tool_definition(&BTreeSet::new())),
+            session_order: Arc::default(),
         }
+    }
+
+    /// Wait for the operations before this one that read and set the
+    /// active session (see `session_order`), and hold them off until the
+    /// guard is dropped.
+    pub(crate) async fn session_order(&self) -> tokio::sync::OwnedMutexGuard<()> {
+        self.session_order.clone().lock_owned().await
     }
 
     /// Write an event to the event stream (when one is configured).

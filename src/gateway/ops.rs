@@ -157,9 +157,11 @@ fn next_step_in_session(gw: &Gateway, stage: Stage) -> &'static str {
 pub async fn start_new(gw: &Gateway, args: Args) -> Result<Value> {
     let mut new = new_session_from(&args, &["sessionTitle", "title"], &["tags", "sessionTags"])?;
     super::init_ops::scope_new_session(gw, &mut new);
+    let order = gw.session_order().await;
     let session = gw.write(move |s| s.create_session(new)).await?;
     gw.wrote();
     gw.set_active_session(Some(session.id.clone()));
+    drop(order);
     gw.emit(EventType::SessionStarted, Some(&session.id), || {
         events::session_started(&session)
     });
@@ -174,6 +176,7 @@ pub async fn start_new(gw: &Gateway, args: Args) -> Result<Value> {
 
 /// Open a session on this connection: the answer of `load_context` and `session resume`.
 pub(crate) async fn open_session(gw: &Gateway, id: String, trigger: &str) -> Result<Value> {
+    let order = gw.session_order().await;
     let (session, was_completed, recent) = gw
         .write(move |s| {
             let (session, was_completed) = s.reopen_session(&id)?;
@@ -184,6 +187,7 @@ pub(crate) async fn open_session(gw: &Gateway, id: String, trigger: &str) -> Res
     gw.wrote();
     let current = recent.last().map(|t| t.data.thought_number).unwrap_or(0);
     gw.set_active_session(Some(session.id.clone()));
+    drop(order);
     gw.emit(EventType::SessionLoaded, Some(&session.id), || {
         events::session_loaded(&session)
     });
@@ -412,6 +416,9 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
     let verbose = args.bool_opt(&["verbose"])?.unwrap_or(false);
     let want_critique = input.critique_requested;
     let include_guide = input.include_guide.unwrap_or(false);
+    // Until this thought has set the active session, the next thought or
+    // session switch this client sent waits (the critique comes after).
+    let order = gw.session_order().await;
     let active = gw.active_session();
     // A thought goes to the connection's active session. A client naming
     // another (as it does for reads) would have it filed where it did not
@@ -493,6 +500,7 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
     } else {
         gw.set_active_session(Some(session_id.clone()));
     }
+    drop(order);
 
     let mut critique_error = None;
     if want_critique {

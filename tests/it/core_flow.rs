@@ -193,6 +193,45 @@ async fn core_concepts_session_and_auto_numbering() {
     s.stop().await;
 }
 
+/// A client that sends thoughts and session switches without waiting for
+/// each answer (review 13-d): each thought lands in the session that was
+/// active when it was sent, and the last switch sent is the active session
+/// at the end.
+#[tokio::test]
+async fn thoughts_and_switches_sent_together_keep_their_order() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    let first = s.ready("first").await;
+    let (a1, a2, second, b1, b2) = tokio::join!(
+        s.call("thought", t("a1")),
+        s.call("thought", t("a2")),
+        s.call("start_new", json!({ "sessionTitle": "second" })),
+        s.call("thought", t("b1")),
+        s.call("thought", t("b2")),
+    );
+    let second = second.unwrap()["session"]["id"].as_str().unwrap().to_string();
+    let (a1, a2, b1, b2) = (a1.unwrap(), a2.unwrap(), b1.unwrap(), b2.unwrap());
+    assert_eq!(
+        (a1["thoughtNumber"].as_u64(), a2["thoughtNumber"].as_u64()),
+        (Some(1), Some(2))
+    );
+    assert_eq!(
+        (b1["thoughtNumber"].as_u64(), b2["thoughtNumber"].as_u64()),
+        (Some(1), Some(2))
+    );
+    let state = s.ok("get_state", json!({})).await;
+    assert_eq!(state["activeSession"]["id"], second, "{state}");
+    let count = |id: &str| {
+        let db = rusqlite::Connection::open(&db).unwrap();
+        db.query_row("SELECT count(*) FROM thoughts WHERE session_id = ?1", [id], |r| {
+            r.get::<_, i64>(0)
+        })
+        .unwrap()
+    };
+    assert_eq!((count(&first), count(&second)), (2, 2));
+    s.stop().await;
+}
+
 /// A session closed by another server while this one still has it active:
 /// the next thought here reopens it and says so, as load_context would.
 #[tokio::test]
