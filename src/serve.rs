@@ -333,8 +333,13 @@ async fn shutdown_signal() {
 }
 
 /// Resolves once a shutdown signal has been received.
-async fn signalled(mut seen: tokio::sync::watch::Receiver<bool>) {
-    if seen.wait_for(|&s| s).await.is_err() {
+async fn signalled(seen: tokio::sync::watch::Receiver<u32>) {
+    signalled_after(seen, 0).await
+}
+
+/// Wait for a signal after the first `before` ones.
+async fn signalled_after(mut seen: tokio::sync::watch::Receiver<u32>, before: u32) {
+    if seen.wait_for(|&n| n > before).await.is_err() {
         // The signal watcher is gone: no signal will come.
         std::future::pending::<()>().await;
     }
@@ -384,15 +389,24 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
         let input = EndOfInput(input);
         let stopped_reading = stdout_gone.clone();
         let gone_before_initialize = stdout_gone.clone();
-        // The signal handlers are set once; both the wait for `initialize`
-        // and the session after it watch this.
-        let (on_signal, signal_seen) = tokio::sync::watch::channel(false);
+        // How many signals have come. The wait for `initialize`, the session
+        // after it, and the shutdown after that watch this: once a handler
+        // is set, a signal nobody watches would do nothing at all.
+        let (on_signal, signal_seen) = tokio::sync::watch::channel(0u32);
         let signals = tokio::spawn(async move {
-            shutdown_signal().await;
-            tracing::info!("signal received, shutting down");
-            let _ = on_signal.send(true);
+            for n in 1u32.. {
+                shutdown_signal().await;
+                if n == 1 {
+                    tracing::info!("signal received, shutting down");
+                } else {
+                    tracing::warn!("another signal received: exiting without waiting for what is still running");
+                }
+                let _ = on_signal.send(n);
+            }
         });
+        let signal_at_exit = signal_seen.clone();
         let signal_in_session = signal_seen.clone();
+        let second_signal = signal_seen.clone();
         let session_started = std::cell::Cell::new(false);
         let served = async {
             let service = match gateway.serve((input, output)).await {
@@ -425,7 +439,13 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
                 reads.interrupt_running();
                 cancel.cancel();
             });
-            let quit = service.waiting().await;
+            // After a first signal the library still waits for requests in
+            // flight (a write may wait seconds for another program's lock);
+            // a second one ends the session at once.
+            let quit = tokio::select! {
+                quit = service.waiting() => Some(quit),
+                _ = signalled_after(second_signal, 1) => None,
+            };
             stopper.abort();
             tracing::info!(?quit, "MCP session ended");
             Ok::<(), Error>(())
@@ -447,18 +467,42 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
                 }
             } => Ok(()),
         };
-        signals.abort();
-        maintenance.stop().await;
         // Requests still running once the session has ended (the MCP
         // library waits a few seconds for their answers after stdin
-        // closes) hold read transactions that would keep the final
-        // checkpoint from emptying the WAL: stop them, and wait until they
-        // have let go of the store, since the pool's connections close
-        // (and the last of them removes the WAL) only with its last clone.
+        // closes), and those still queued for the blocking pool, hold read
+        // transactions that would keep the final checkpoint from emptying
+        // the WAL, and would hold up the maintenance task's last jobs
+        // behind them (review 13-d: 30 s behind 500 queued analyses): stop
+        // them first, then wait until they have let go of the store, since
+        // the pool's connections close (and the last of them removes the
+        // WAL) only with its last clone.
+        crate::store::cancel::begin_shutdown();
         store.interrupt_running();
+        // A signal from here on (a client that gave up waiting) ends the
+        // waits below: what was acknowledged is committed already.
+        // The signal that began the shutdown, if one did, is not the one
+        // that hurries it.
+        let signals_before = (*signal_at_exit.borrow()).min(1);
+        let (hurry_now, told_to_hurry) = tokio::sync::watch::channel(false);
+        let hurry_watch = tokio::spawn(async move {
+            signalled_after(signal_at_exit, signals_before).await;
+            let _ = hurry_now.send(true);
+        });
+        let hurry = || {
+            let mut told = told_to_hurry.clone();
+            async move {
+                if told.wait_for(|&h| h).await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            }
+        };
+        let hurried = tokio::select! {
+            _ = maintenance.stop() => false,
+            _ = hurry() => true,
+        };
         let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
         loop {
-            if store.connections_in_use() == 0 && store.other_clones() == 0 {
+            if hurried || store.connections_in_use() == 0 && store.other_clones() == 0 {
                 break;
             }
             if tokio::time::Instant::now() >= deadline {
@@ -468,13 +512,28 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
                 );
                 break;
             }
-            tokio::time::sleep(Duration::from_millis(5)).await;
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(5)) => {}
+                _ = hurry() => break,
+            }
         }
         // Nothing may be written after the final checkpoint, and the WAL
         // file goes away only when the writer's connection has closed too.
         // A write waiting for another process's lock may take BUSY_TIMEOUT.
-        if !writer_thread.close_within(Duration::from_secs(15)).await {
+        let writer_closed = tokio::select! {
+            closed = writer_thread.close_within(Duration::from_secs(15)) => closed,
+            _ = hurry() => false,
+        };
+        if !writer_closed {
             tracing::warn!("the ledger writer thread is still busy at shutdown");
+        }
+        signals.abort();
+        hurry_watch.abort();
+        if hurried || *told_to_hurry.borrow() {
+            // Told twice: no final checkpoint; the next start finds the WAL
+            // (nothing acknowledged is lost with it).
+            drop(store);
+            return outcome;
         }
         let closed = tokio::task::spawn_blocking(move || {
             // Not the whole busy timeout: a reader elsewhere would hold up

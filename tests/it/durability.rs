@@ -182,6 +182,47 @@ async fn four_processes_share_one_database() {
     s.stop().await;
 }
 
+/// A shutdown held up (here the writer waits for another program's lock
+/// with a thought) ends at a second signal, as a client that gave up
+/// waiting sends one (review 13-d: signals did nothing once the shutdown
+/// had begun). Nothing acknowledged is lost: the unanswered thought was
+/// never acknowledged.
+#[tokio::test]
+async fn a_second_signal_ends_a_shutdown_held_up() {
+    let (_dir, db) = temp_db();
+    let s = start(&db).await;
+    s.ready("held up").await;
+    s.thought(t("acknowledged")).await;
+    let lock = rusqlite::Connection::open(&db).unwrap();
+    lock.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let pid = s.pid;
+    let pending = tokio::spawn(async move {
+        let _ = s.call("thought", t("waits for the lock")).await;
+        s
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    kill(pid, "TERM");
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let second = std::time::Instant::now();
+    kill(pid, "TERM");
+    wait_exit(pid).await;
+    let took = second.elapsed();
+    assert!(
+        took < std::time::Duration::from_secs(3),
+        "exit took {took:?} after the second signal"
+    );
+    lock.execute_batch("ROLLBACK").unwrap();
+    drop(pending);
+    let thoughts: Vec<String> = lock
+        .prepare("SELECT thought FROM thoughts")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    assert_eq!(thoughts, ["acknowledged"]);
+}
+
 /// On a clean shutdown (stdin EOF or SIGTERM) the WAL is checkpointed and
 /// removed: copying the database file alone gives the whole ledger.
 #[tokio::test]
