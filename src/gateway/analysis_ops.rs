@@ -23,7 +23,7 @@ fn to_value<T: serde::Serialize>(v: &T) -> Result<Value> {
 
 pub async fn analyze(gw: &Gateway, args: Args) -> Result<Value> {
     let id = session_arg(gw, &args)?;
-    let (session, thoughts, critiques) = gw.blocking(move |s| s.analysis_input(&id)).await?;
+    let (session, thoughts, critiques) = gw.heavy(move |s| s.analysis_input(&id)).await?;
     to_value(&analysis::session_analysis(&session, &thoughts, critiques))
 }
 
@@ -146,7 +146,7 @@ pub async fn extract_learnings(gw: &Gateway, args: Args) -> Result<Value> {
     // The analysis reads on the blocking pool; saving its patterns is a
     // write, for the writer thread.
     let (extraction, to_save) = gw
-        .blocking(move |s| {
+        .heavy(move |s| {
             let (session, thoughts, critiques) = s.analysis_input(&id)?;
             let x = analysis::extract_learnings(&session, &thoughts, critiques, &moments, &targets, &now)?;
             let mut to_save = Vec::new();
@@ -231,7 +231,7 @@ pub async fn deep_analysis(gw: &Gateway, args: Args) -> Result<Value> {
     let (options, compare_with) = deep_options(&args)?;
     let now = domain::now();
     let (result, comparisons) = gw
-        .blocking(move |s| {
+        .heavy(move |s| {
             let (session, thoughts) = s.session_thoughts(&id)?;
             let base = analysis::deep_analysis(&session, &thoughts, options, &now);
             let mut comparisons = Vec::with_capacity(compare_with.len());

@@ -278,7 +278,7 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
     );
     let q = query.clone();
     let (patterns, notes) = gw
-        .blocking(move |s| {
+        .heavy(move |s| {
             let p = if want_p {
                 s.search_patterns(&q, limit)?
             } else {

@@ -161,7 +161,13 @@ pub struct Gateway {
     /// moment they read it until they have set it: a client that sends
     /// them without waiting for each answer gets them in the order sent.
     session_order: Arc<tokio::sync::Mutex<()>>,
+    /// See [`Gateway::heavy`].
+    heavy: Arc<tokio::sync::Semaphore>,
 }
+
+/// How many heavy reads run at once: two of the blocking pool's eight
+/// threads stay for everything else.
+const HEAVY_READS: usize = 6;
 
 /// The tool, listing the operations not in `hidden`.
 fn tool_definition(hidden: &BTreeSet<String>) -> Tool {
@@ -226,6 +232,7 @@ impl Gateway {
             writes,
             tool: Arc::new(tool_definition(&BTreeSet::new())),
             session_order: Arc::default(),
+            heavy: Arc::new(tokio::sync::Semaphore::new(HEAVY_READS)),
         }
     }
 
@@ -252,6 +259,25 @@ impl Gateway {
         self.on_blocking_pool(REQUEST_CANCEL.try_with(Arc::clone).ok(), f).await
     }
 
+    /// [`Gateway::blocking`] for a read whose cost grows with a whole
+    /// session or the whole ledger (analyses, exports, a session read whole,
+    /// searches): at most [`HEAVY_READS`] run at once, so that the blocking
+    /// pool always has threads for the quick reads (`get_state`, one page of
+    /// a list, the last thoughts) of a client that sent hundreds of heavy
+    /// ones without waiting (review 13-d: `get_state` waited 24 s behind
+    /// 300 analyses).
+    pub(crate) async fn heavy<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Store) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let _permit = self
+            .heavy
+            .acquire()
+            .await
+            .map_err(|e| Error::Internal(format!("heavy reads: {e}")))?;
+        self.blocking(f).await
+    }
+
     /// [`Gateway::blocking`] for work that writes files (an export into a
     /// directory): like a write, a client's cancel does not stop it, since
     /// stopping would leave the files half-updated.
@@ -259,6 +285,11 @@ impl Gateway {
         &self,
         f: impl FnOnce(&Store) -> Result<T> + Send + 'static,
     ) -> Result<T> {
+        let _permit = self
+            .heavy
+            .acquire()
+            .await
+            .map_err(|e| Error::Internal(format!("heavy reads: {e}")))?;
         self.on_blocking_pool(None, f).await
     }
 

@@ -67,7 +67,7 @@ async fn get(gw: &Gateway, args: Args) -> Result<Value> {
     // Read one thought at a time, as an export is, and given up as soon as
     // the text alone could no longer fit in one answer (a session of a
     // hundred thousand thoughts is refused without being loaded).
-    gw.blocking(move |s| {
+    gw.heavy(move |s| {
         s.with_session(&id, |snapshot| {
             let mut main = Vec::new();
             let mut branches = serde_json::Map::new();
@@ -119,7 +119,7 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
         .index_unless_locked_or(move || super::request_cancelled() || store.reads_stopped())
         .await?;
     let ((hits, more), pattern_hits, note_hits) = gw
-        .blocking(move |s| {
+        .heavy(move |s| {
             let hits = s.search_indexed(&q, limit)?;
             let p = if patterns {
                 Some(s.search_patterns(&q, limit)?)
@@ -225,7 +225,7 @@ async fn export(gw: &Gateway, args: Args) -> Result<Value> {
     // Rendered as it is read from the database, and given up as soon as it
     // could no longer fit in the answer.
     let (session, rendered) = gw
-        .blocking(move |s| {
+        .heavy(move |s| {
             s.with_session(&id, |snapshot| {
                 let mut buffer = AnswerBuffer::default();
                 let written = export::write(&mut buffer, format, snapshot, include_metadata, Layout::Compact);

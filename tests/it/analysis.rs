@@ -476,3 +476,41 @@ async fn analysis_stages() {
     assert_eq!(e["details"]["requiredStage"], 2);
     s.stop().await;
 }
+
+/// A client that sends many analyses without waiting still gets its quick
+/// reads answered at once (review 13-d: `get_state` waited 24 s behind 300
+/// analyses): heavy reads take at most six of the eight storage threads.
+#[tokio::test]
+async fn quick_reads_are_not_queued_behind_many_analyses() {
+    let (_d, db) = temp_db();
+    let s = std::sync::Arc::new(start(&db).await);
+    let sid = s.ready("long").await;
+    let text = "a thought long enough to make each analysis read something ".repeat(20);
+    for _ in 0..2000 {
+        s.thought(t(&text)).await;
+    }
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let analyses: Vec<_> = (0..120)
+        .map(|_| {
+            let (s, done, sid) = (s.clone(), done.clone(), sid.clone());
+            tokio::spawn(async move {
+                s.ok("session", json!({ "subOperation": "analyze", "sessionId": sid }))
+                    .await;
+                done.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            })
+        })
+        .collect();
+    // Sent after all of them (the spawned tasks run first on this runtime).
+    tokio::task::yield_now().await;
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    s.ok("get_state", json!({})).await;
+    let answered_before = done.load(std::sync::atomic::Ordering::SeqCst);
+    for a in analyses {
+        a.await.unwrap();
+    }
+    assert!(
+        answered_before < 100,
+        "get_state came after {answered_before} of 120 analyses"
+    );
+    std::sync::Arc::try_unwrap(s).ok().unwrap().stop().await;
+}
