@@ -283,6 +283,26 @@ fn each_in_chains(source: &dyn SessionSource, f: &mut dyn FnMut(&Thought, bool) 
     })
 }
 
+/// `text` with every control character other than line breaks and tabs
+/// shown as its symbol (U+2400 to U+2421: `␛` for ESC) or U+FFFD: written
+/// raw into a Markdown or cipher file, an escape sequence would act on the
+/// terminal that shows the file.
+fn visible_controls(text: &str) -> std::borrow::Cow<'_, str> {
+    let hidden = |c: char| c.is_control() && !matches!(c, '\n' | '\r' | '\t');
+    if !text.chars().any(hidden) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    text.chars()
+        .map(|c| match c {
+            c if !hidden(c) => c,
+            '\u{7f}' => '\u{2421}',
+            c if (c as u32) < 0x20 => char::from_u32(0x2400 + c as u32).unwrap_or('\u{fffd}'),
+            _ => '\u{fffd}',
+        })
+        .collect::<String>()
+        .into()
+}
+
 /// `text` on one line: line breaks and other control characters become
 /// spaces, so that a title or tag cannot add lines to a document's header.
 fn one_line(text: &str) -> String {
@@ -310,7 +330,9 @@ fn one_line(text: &str) -> String {
 /// document. Both are found by parsing the text as CommonMark, so code
 /// (fenced, indented or inline) is left exactly as it is.
 fn block_quote(out: &mut String, text: &str) {
-    let text = text.trim_end().replace("\r\n", "\n").replace('\r', "\n");
+    let text = visible_controls(text.trim_end())
+        .replace("\r\n", "\n")
+        .replace('\r', "\n");
     // Leading tabs as spaces: after `> ` a tab reaches only column 4 of the
     // line, and tab-indented code would lose its indent.
     let mut spaced = String::with_capacity(text.len());
@@ -452,7 +474,8 @@ fn write_markdown(out: &mut dyn Write, source: &dyn SessionSource, include_metad
 }
 
 /// The step-type letter of the cipher notation for a thought: `R` for a
-/// revision, the thought's own letter when it is already written in cipher,
+/// revision, the thought's own letter when it is already written in cipher
+/// (never `R`: a thought that is no revision cannot say it is one),
 /// else a guess from its wording (`O` when nothing fits).
 fn step_type(d: &ThoughtData) -> char {
     if d.is_revision {
@@ -462,7 +485,7 @@ fn step_type(d: &ThoughtData) -> char {
     let mut chars = text.chars().skip_while(|c| c.is_ascii_digit());
     if text.starts_with(|c: char| c.is_ascii_digit())
         && let Some(c) = chars.next()
-        && "HEOAQPRXC".contains(c)
+        && "HEOAQPXC".contains(c)
         && matches!(chars.next(), Some('(' | ' '))
     {
         return c;
@@ -506,7 +529,7 @@ fn regional_indicator(c: char) -> bool {
 /// `max` characters. The cut never splits what shows as one character: an
 /// accent from its letter, an emoji sequence joined by U+200D, a flag.
 fn squash(text: &str, max: usize) -> String {
-    let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let one_line = visible_controls(text).split_whitespace().collect::<Vec<_>>().join(" ");
     let chars: Vec<char> = one_line.chars().collect();
     if chars.len() <= max {
         return one_line;
@@ -528,6 +551,22 @@ fn squash(text: &str, max: usize) -> String {
     format!("{cut} ..")
 }
 
+/// The tags of a cipher header, one word: a tag's spaces become `_` and its
+/// commas `;`, so that no tag can read as more tags or as the header's
+/// other fields (`x n:99 done`).
+fn cipher_tags(tags: &[String]) -> String {
+    tags.iter()
+        .map(|t| {
+            one_line(t)
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join("_")
+                .replace(',', ";")
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// The session in cipher notation: one step line per thought,
 /// `<n><T>(<refs>) <text>`, with `r@k` for a revision of thought k and
 /// `b@f` for a branch's fork point.
@@ -538,7 +577,7 @@ fn write_cipher(out: &mut dyn Write, source: &dyn SessionSource, include_metadat
         s.push_str(&format!(
             "id:{} tags:{} n:{} b:{} {}\n",
             session.id,
-            one_line(&session.tags.join(",")),
+            cipher_tags(&session.tags),
             session.thought_count,
             session.branch_count,
             if session.completed_at.is_some() { "done" } else { "open" }
@@ -697,7 +736,7 @@ mod tests {
             "{md}"
         );
         let c = cipher(&s, &ts);
-        assert!(c.starts_with("# Title ## Main chain\nid:s tags:a b "), "{c}");
+        assert!(c.starts_with("# Title ## Main chain\nid:s tags:a_b "), "{c}");
     }
 
     /// Review 10-b: a link reference definition in one thought made a
@@ -787,6 +826,33 @@ mod tests {
         // Every thought is there, as text.
         assert!(md.contains("> &lt;textarea>\n"), "{md}");
         assert!(md.contains("> \\[multi\n> line]: http://evil-1\n"), "{md}");
+    }
+
+    /// Review 13-e: control characters reached the files raw (an escape
+    /// sequence acts on the terminal that shows the file); a tag could add
+    /// fields to the cipher header; a thought's text could make itself a
+    /// revision in the cipher.
+    #[test]
+    fn exports_show_control_characters_and_keep_the_cipher_header_whole() {
+        let ts = vec![
+            thought(1, 1, None, None, "red \u{1b}[31m alert\u{7}\u{0} and \u{9b}2J, a\ttab"),
+            thought(2, 2, None, Some("s:1"), "1R(r@1) not a revision"),
+        ];
+        let mut s = session();
+        s.tags = vec!["x n:99 b:7 done".into(), "a,b".into()];
+        let md = markdown(&s, &ts, true);
+        assert!(
+            !md.chars().any(|c| c.is_control() && !matches!(c, '\n' | '\t')),
+            "{md:?}"
+        );
+        assert!(
+            md.contains("> red \u{241b}[31m alert\u{2407}\u{2400} and \u{fffd}2J, a"),
+            "{md:?}"
+        );
+        let c = cipher(&s, &ts);
+        assert!(!c.chars().any(|c| c.is_control() && c != '\n'), "{c:?}");
+        assert!(c.contains("id:s tags:x_n:99_b:7_done,a;b n:"), "{c}");
+        assert!(c.contains("\n2O 1R(r@1) not a revision"), "{c}");
     }
 
     /// Review 10-b: the cipher cut split a family emoji, a flag, and an
