@@ -394,12 +394,23 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
         // is set, a signal nobody watches would do nothing at all.
         let (on_signal, signal_seen) = tokio::sync::watch::channel(0u32);
         let signals = tokio::spawn(async move {
-            for n in 1u32.. {
+            let mut n = 0u32;
+            loop {
                 shutdown_signal().await;
+                // Once the shutdown has begun (the client closed stdin or
+                // stdout), a first signal is already a client that stopped
+                // waiting: it counts as a second one.
+                n = if crate::store::cancel::shutting_down() {
+                    n.max(1) + 1
+                } else {
+                    n + 1
+                };
                 if n == 1 {
                     tracing::info!("signal received, shutting down");
                 } else {
-                    tracing::warn!("another signal received: exiting without waiting for what is still running");
+                    tracing::warn!(
+                        "signal received while shutting down: exiting without waiting for what is still running"
+                    );
                 }
                 let _ = on_signal.send(n);
             }

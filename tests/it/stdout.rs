@@ -536,3 +536,45 @@ async fn events_never_reach_stdout_by_any_name() {
     assert!(!out.status.success());
     assert!(out.stdout.is_empty());
 }
+
+/// Once stdin has closed, the server is already shutting down; a signal
+/// then (a client that stopped waiting for it) ends the shutdown at once,
+/// even with a write still waiting for another program's lock (review
+/// 13-d: the exit took the whole lock wait, and the signal did nothing).
+#[tokio::test]
+async fn a_signal_after_stdin_closed_ends_a_shutdown_held_up() {
+    let (_d, db) = temp_db();
+    let (mut child, mut stdin, mut lines) = initialized(command(&db)).await;
+    let call = |id: u32, op: &str, args: Value| {
+        json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": { "name": "thoughtbox_gateway", "arguments": { "operation": op, "args": args } } })
+        .to_string()
+    };
+    send(&mut stdin, &call(1, "start_new", json!({ "sessionTitle": "held up" }))).await;
+    assert_eq!(next_message(&mut lines).await["id"], 1);
+    send(&mut stdin, &call(2, "cipher", json!({}))).await;
+    assert_eq!(next_message(&mut lines).await["id"], 2);
+    let lock = rusqlite::Connection::open(&db).unwrap();
+    lock.execute_batch("BEGIN IMMEDIATE").unwrap();
+    send(
+        &mut stdin,
+        &call(3, "thought", json!({ "thought": "waits", "nextThoughtNeeded": true })),
+    )
+    .await;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    drop(stdin);
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let signalled = std::time::Instant::now();
+    kill(child.id().unwrap(), "TERM");
+    let status = tokio::time::timeout(std::time::Duration::from_secs(3), child.wait())
+        .await
+        .expect("the server exits soon after the signal")
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(signalled.elapsed() < std::time::Duration::from_secs(3));
+    lock.execute_batch("ROLLBACK").unwrap();
+    let n: i64 = lock
+        .query_row("SELECT count(*) FROM thoughts", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(n, 0, "the thought was never acknowledged nor written");
+}
