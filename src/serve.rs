@@ -332,6 +332,11 @@ async fn shutdown_signal() {
     }
 }
 
+/// How long requests and the writer still run after a signal before the
+/// shutdown goes on without them: a client sends SIGKILL a few seconds
+/// after SIGTERM, and the final checkpoint (up to a second) must fit.
+const SIGNAL_GRACE: Duration = Duration::from_secs(1);
+
 /// Resolves once a shutdown signal has been received.
 async fn signalled(seen: tokio::sync::watch::Receiver<u32>) {
     signalled_after(seen, 0).await
@@ -394,23 +399,12 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
         // is set, a signal nobody watches would do nothing at all.
         let (on_signal, signal_seen) = tokio::sync::watch::channel(0u32);
         let signals = tokio::spawn(async move {
-            let mut n = 0u32;
-            loop {
+            for n in 1u32.. {
                 shutdown_signal().await;
-                // Once the shutdown has begun (the client closed stdin or
-                // stdout), a first signal is already a client that stopped
-                // waiting: it counts as a second one.
-                n = if crate::store::cancel::shutting_down() {
-                    n.max(1) + 1
-                } else {
-                    n + 1
-                };
                 if n == 1 {
                     tracing::info!("signal received, shutting down");
                 } else {
-                    tracing::warn!(
-                        "signal received while shutting down: exiting without waiting for what is still running"
-                    );
+                    tracing::warn!("another signal received: exiting without waiting for what is still running");
                 }
                 let _ = on_signal.send(n);
             }
@@ -450,12 +444,17 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
                 reads.interrupt_running();
                 cancel.cancel();
             });
-            // After a first signal the library still waits for requests in
-            // flight (a write may wait seconds for another program's lock);
-            // a second one ends the session at once.
+            // After a signal the library still waits for requests in flight,
+            // and a write may wait seconds for another program's lock: the
+            // session ends at most SIGNAL_GRACE later (a client sends
+            // SIGKILL a few seconds after SIGTERM), or at a second signal.
             let quit = tokio::select! {
                 quit = service.waiting() => Some(quit),
-                _ = signalled_after(second_signal, 1) => None,
+                _ = async {
+                    signalled(second_signal.clone()).await;
+                    tokio::time::sleep(SIGNAL_GRACE).await;
+                } => None,
+                _ = signalled_after(second_signal.clone(), 1) => None,
             };
             stopper.abort();
             tracing::info!(?quit, "MCP session ended");
@@ -489,60 +488,47 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
         // WAL) only with its last clone.
         crate::store::cancel::begin_shutdown();
         store.interrupt_running();
-        // A signal from here on (a client that gave up waiting) ends the
-        // waits below: what was acknowledged is committed already.
-        // The signal that began the shutdown, if one did, is not the one
-        // that hurries it.
-        let signals_before = (*signal_at_exit.borrow()).min(1);
-        let (hurry_now, told_to_hurry) = tokio::sync::watch::channel(false);
-        let hurry_watch = tokio::spawn(async move {
-            signalled_after(signal_at_exit, signals_before).await;
-            let _ = hurry_now.send(true);
-        });
-        let hurry = || {
-            let mut told = told_to_hurry.clone();
-            async move {
-                if told.wait_for(|&h| h).await.is_err() {
-                    std::future::pending::<()>().await;
+        // A second signal ends the waits below and skips the final
+        // checkpoint: what was acknowledged is committed already. After one
+        // signal they get SIGNAL_GRACE in all, instead of the whole wait for
+        // another program's lock that a write (and the maintenance task's
+        // last jobs behind it on the writer) may be in.
+        let hurry = signalled_after(signal_at_exit.clone(), 1);
+        let grace = async {
+            signalled(signal_at_exit).await;
+            tokio::time::sleep(SIGNAL_GRACE).await;
+        };
+        let waits = async {
+            maintenance.stop().await;
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+            while store.connections_in_use() > 0 || store.other_clones() > 0 {
+                if tokio::time::Instant::now() >= deadline {
+                    tracing::warn!(
+                        "requests still running at shutdown did not stop; the -wal file may stay beside the database \
+                         until the next start"
+                    );
+                    break;
                 }
+                tokio::time::sleep(Duration::from_millis(5)).await;
             }
+            // Nothing may be written after the final checkpoint, and the
+            // WAL file goes away only when the writer's connection has
+            // closed too. A write waiting for another process's lock may
+            // take BUSY_TIMEOUT.
+            writer_thread.close_within(Duration::from_secs(15)).await
         };
-        let hurried = tokio::select! {
-            _ = maintenance.stop() => false,
-            _ = hurry() => true,
+        let finished = tokio::select! {
+            writer_closed = waits => writer_closed,
+            _ = grace => false,
+            _ = hurry => false,
         };
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
-        loop {
-            if hurried || store.connections_in_use() == 0 && store.other_clones() == 0 {
-                break;
-            }
-            if tokio::time::Instant::now() >= deadline {
-                tracing::warn!(
-                    "requests still running at shutdown did not stop; the -wal file may stay beside the database \
-                     until the next start"
-                );
-                break;
-            }
-            tokio::select! {
-                _ = tokio::time::sleep(Duration::from_millis(5)) => {}
-                _ = hurry() => break,
-            }
-        }
-        // Nothing may be written after the final checkpoint, and the WAL
-        // file goes away only when the writer's connection has closed too.
-        // A write waiting for another process's lock may take BUSY_TIMEOUT.
-        let writer_closed = tokio::select! {
-            closed = writer_thread.close_within(Duration::from_secs(15)) => closed,
-            _ = hurry() => false,
-        };
-        if !writer_closed {
-            tracing::warn!("the ledger writer thread is still busy at shutdown");
-        }
         signals.abort();
-        hurry_watch.abort();
-        if hurried || *told_to_hurry.borrow() {
-            // Told twice: no final checkpoint; the next start finds the WAL
-            // (nothing acknowledged is lost with it).
+        if !finished {
+            // Told to hurry, or the writer still holds its connection (and
+            // with it the WAL): no final checkpoint; the next start finds
+            // the WAL (nothing acknowledged is lost with it).
+            tracing::warn!("exiting while the ledger writer or the maintenance task is still busy");
+            crate::store::leave_open();
             drop(store);
             return outcome;
         }

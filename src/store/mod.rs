@@ -22,7 +22,7 @@ mod thoughts;
 use std::fs::{DirBuilder, File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use r2d2::{Pool, PooledConnection};
@@ -649,6 +649,16 @@ fn track(conn: &Connection) -> rusqlite::Result<()> {
     )
 }
 
+/// Set by [`leave_open`].
+static LEFT_OPEN: AtomicBool = AtomicBool::new(false);
+
+/// The process exits with a connection still busy (a server told to hurry
+/// while its writer waits for another program's lock): waiting for it to
+/// close would only delay the exit.
+pub fn leave_open() {
+    LEFT_OPEN.store(true, Ordering::SeqCst);
+}
+
 /// Wait (at most `patience`) until every ledger connection of this process
 /// has closed, once every `Store` is dropped. A pool closes its connections
 /// only when every handle on it is gone, and r2d2 may still hold one on a
@@ -657,6 +667,9 @@ fn track(conn: &Connection) -> rusqlite::Result<()> {
 pub fn wait_until_closed(patience: Duration) -> bool {
     let deadline = std::time::Instant::now() + patience;
     while OPEN_CONNECTIONS.load(Ordering::SeqCst) > 0 {
+        if LEFT_OPEN.load(Ordering::SeqCst) {
+            return false;
+        }
         if std::time::Instant::now() >= deadline {
             return false;
         }

@@ -537,10 +537,10 @@ async fn events_never_reach_stdout_by_any_name() {
     assert!(out.stdout.is_empty());
 }
 
-/// Once stdin has closed, the server is already shutting down; a signal
-/// then (a client that stopped waiting for it) ends the shutdown at once,
-/// even with a write still waiting for another program's lock (review
-/// 13-d: the exit took the whole lock wait, and the signal did nothing).
+/// Once stdin has closed, a signal (a client that stopped waiting) bounds
+/// what is left of the shutdown, even with a write still waiting for
+/// another program's lock (review 13-d: the exit took the whole lock wait,
+/// and the signal did nothing).
 #[tokio::test]
 async fn a_signal_after_stdin_closed_ends_a_shutdown_held_up() {
     let (_d, db) = temp_db();
@@ -566,6 +566,7 @@ async fn a_signal_after_stdin_closed_ends_a_shutdown_held_up() {
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     let signalled = std::time::Instant::now();
     kill(child.id().unwrap(), "TERM");
+    // Before the SIGKILL an MCP client sends 3 s after SIGTERM.
     let status = tokio::time::timeout(std::time::Duration::from_secs(3), child.wait())
         .await
         .expect("the server exits soon after the signal")
