@@ -317,6 +317,14 @@ fn one_line(text: &str) -> String {
         .collect()
 }
 
+/// `text` on one line of the Markdown document's own (its title, tags, a
+/// critique's model), with raw HTML shown as text (review 13-f: a title
+/// `<textarea>` swallowed the page). A definition cannot start on such a
+/// line: it is a heading or follows other text.
+fn markdown_line(text: &str) -> String {
+    one_line(text).replace('<', "&lt;")
+}
+
 /// `text` as a Markdown block quote, every line of it (CR, LF and CRLF all
 /// end a line in Markdown). Whatever block the text opens (an unclosed code
 /// fence, a list, a line that looks like this document's own headings)
@@ -369,8 +377,11 @@ fn block_quote(out: &mut String, text: &str) {
 fn neutralized(text: &str) -> String {
     use pulldown_cmark::{Event, Options, Parser, Tag};
     let mut text = text.to_string();
-    // Each round removes at least one; a text of n lines has at most n.
-    loop {
+    // Each round removes at least one. The parser reports one definition
+    // per label, so a text repeating one label would take a round (a parse
+    // of the whole text) for each: after a few rounds, every `[` and `<`
+    // outside code is escaped in one pass instead (review 13-f).
+    for _ in 0..NEUTRALIZING_ROUNDS {
         let mut brackets: Vec<usize> = Vec::new();
         let mut angles: Vec<usize> = Vec::new();
         let mut events = Parser::new_ext(&text, Options::ENABLE_FOOTNOTES).into_offset_iter();
@@ -402,6 +413,42 @@ fn neutralized(text: &str) -> String {
             text.replace_range(at..at + 1, with);
         }
     }
+    escaped_outside_code(&text)
+}
+
+/// Rounds of [`neutralized`] before it escapes everything outside code.
+const NEUTRALIZING_ROUNDS: usize = 4;
+
+/// `text` with every `[` and `<` outside code (blocks and spans) that is
+/// not escaped already written `\[` and `&lt;`: no definition and no HTML
+/// can start then. Links in the text show as text.
+fn escaped_outside_code(text: &str) -> String {
+    use pulldown_cmark::{Event, Options, Parser, Tag};
+    let mut code: Vec<std::ops::Range<usize>> = Vec::new();
+    for (event, range) in Parser::new_ext(text, Options::ENABLE_FOOTNOTES).into_offset_iter() {
+        if matches!(event, Event::Code(_) | Event::Start(Tag::CodeBlock(_))) {
+            code.push(range);
+        }
+    }
+    // In document order: one pass over both.
+    code.sort_unstable_by_key(|r| r.start);
+    let mut next_code = 0;
+    let mut backslashes = 0;
+    let mut out = String::with_capacity(text.len() + text.len() / 8);
+    for (i, c) in text.char_indices() {
+        while next_code < code.len() && code[next_code].end <= i {
+            next_code += 1;
+        }
+        let in_code = code.get(next_code).is_some_and(|r| r.start <= i);
+        let escaped = backslashes % 2 == 1;
+        backslashes = if c == '\\' { backslashes + 1 } else { 0 };
+        match c {
+            '[' if !escaped && !in_code => out.push_str("\\["),
+            '<' if !escaped && !in_code => out.push_str("&lt;"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// A readable Markdown document with every chain. Each thought is a block
@@ -409,11 +456,11 @@ fn neutralized(text: &str) -> String {
 /// structure around it.
 fn write_markdown(out: &mut dyn Write, source: &dyn SessionSource, include_metadata: bool) -> Result<()> {
     let session = source.session();
-    let mut s = format!("# {}\n\n", one_line(&session.title));
+    let mut s = format!("# {}\n\n", markdown_line(&session.title));
     if include_metadata {
         s.push_str(&format!("- **Session:** {}\n", session.id));
         if !session.tags.is_empty() {
-            let tags: Vec<String> = session.tags.iter().map(|t| one_line(t)).collect();
+            let tags: Vec<String> = session.tags.iter().map(|t| markdown_line(t)).collect();
             s.push_str(&format!("- **Tags:** {}\n", tags.join(", ")));
         }
         s.push_str(&format!("- **Created:** {}\n", session.created_at));
@@ -463,7 +510,7 @@ fn write_markdown(out: &mut dyn Write, source: &dyn SessionSource, include_metad
         s.push_str("\n\n");
         block_quote(&mut s, &d.thought);
         if let Some(c) = &d.critique {
-            s.push_str(&format!("**Critique** ({}):\n\n", one_line(&c.model)));
+            s.push_str(&format!("**Critique** ({}):\n\n", markdown_line(&c.model)));
             block_quote(&mut s, &c.text);
         }
         if d.critique_requested == Some(true) {
@@ -760,6 +807,16 @@ mod tests {
         );
     }
 
+    /// The last resort of `neutralized`: every `[` and `<` outside code,
+    /// not escaped already, is.
+    #[test]
+    fn escaping_outside_code_leaves_code_and_escapes_alone() {
+        assert_eq!(
+            escaped_outside_code("a [b] `[c] <d>` \\[e <f> é[\n\n    [g] <h>\n\n```\n[i]: <j>\n```"),
+            "a \\[b] `[c] <d>` \\[e &lt;f> é\\[\n\n    [g] <h>\n\n```\n[i]: <j>\n```"
+        );
+    }
+
     /// Review 13-e: definitions a line-by-line check missed (a label over
     /// two lines, an escaped `]`, a tab after a quote marker, inside list
     /// items, after a backtick "fence" that is none), and raw HTML that
@@ -798,6 +855,14 @@ mod tests {
         }
         let mut s = session();
         s.description = Some("[descdef\nx]: http://evil-desc\n\n<!--".into());
+        s.title = "<textarea> title".into();
+        s.tags = vec!["<!-- tag".into(), "<style>".into()];
+        if let Some(c) = ts[0].data.critique.as_mut() {
+            c.model = "<b>model".into();
+        }
+        // One label defined again and again: the parser reports one per
+        // label (review 13-f: each took a parse of the whole text).
+        ts[1].data.thought = "[x]: http://evil-dup\n\n".repeat(4000);
         let md = markdown(&s, &ts, true);
         let mut events =
             pulldown_cmark::Parser::new_ext(&md, pulldown_cmark::Options::ENABLE_FOOTNOTES).into_offset_iter();
