@@ -332,6 +332,9 @@ async fn shutdown_signal() {
     }
 }
 
+/// A signal this soon after the one before it is taken as the same one.
+const SIGNAL_ECHO: Duration = Duration::from_millis(300);
+
 /// How long requests and the writer still run after a signal before the
 /// shutdown goes on without them: a client sends SIGKILL a few seconds
 /// after SIGTERM, and the final checkpoint (up to a second) must fit.
@@ -399,8 +402,20 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
         // is set, a signal nobody watches would do nothing at all.
         let (on_signal, signal_seen) = tokio::sync::watch::channel(0u32);
         let signals = tokio::spawn(async move {
-            for n in 1u32.. {
+            let mut last: Option<tokio::time::Instant> = None;
+            let mut n = 0u32;
+            loop {
                 shutdown_signal().await;
+                // The same signal twice in a row is one request to stop: a
+                // closing terminal sends SIGHUP to the job and the shell
+                // sends it again, a launcher may forward the Ctrl-C its group
+                // also got (review 13-f: a second signal 1-5 ms later
+                // skipped the final checkpoint).
+                if last.is_some_and(|at| at.elapsed() < SIGNAL_ECHO) {
+                    continue;
+                }
+                last = Some(tokio::time::Instant::now());
+                n += 1;
                 if n == 1 {
                     tracing::info!("signal received, shutting down");
                 } else {

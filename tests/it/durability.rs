@@ -223,6 +223,28 @@ async fn a_second_signal_ends_a_shutdown_held_up() {
     assert_eq!(thoughts, ["acknowledged"]);
 }
 
+/// The same signal twice within a moment (a closing terminal's SIGHUP and
+/// the shell's, a forwarded Ctrl-C) is one request to stop: the exit is
+/// clean (review 13-f: the echo skipped the final checkpoint).
+#[tokio::test]
+async fn a_signal_echoed_at_once_is_one_clean_stop() {
+    for how in ["HUP", "TERM"] {
+        let (_dir, db) = temp_db();
+        let s = start(&db).await;
+        s.ready("echo").await;
+        for i in 0..5 {
+            s.thought(t(&format!("thought {i}"))).await;
+        }
+        std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("kill -{how} {pid}; kill -{how} {pid}", pid = s.pid))
+            .status()
+            .unwrap();
+        wait_exit(s.pid).await;
+        assert!(!wal(&db).exists(), "{how}: the -wal file is still there");
+    }
+}
+
 /// On a clean shutdown (stdin EOF or SIGTERM) the WAL is checkpointed and
 /// removed: copying the database file alone gives the whole ledger.
 #[tokio::test]
