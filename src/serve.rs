@@ -332,6 +332,10 @@ async fn shutdown_signal() {
     }
 }
 
+/// How long the MCP session still waits for requests in flight after a
+/// signal (reads are stopped at the signal; writes finish or not).
+const SESSION_GRACE: Duration = Duration::from_millis(500);
+
 /// A signal this soon after the one before it is taken as the same one.
 const SIGNAL_ECHO: Duration = Duration::from_millis(300);
 
@@ -461,13 +465,14 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
             });
             // After a signal the library still waits for requests in flight,
             // and a write may wait seconds for another program's lock: the
-            // session ends at most SIGNAL_GRACE later (a client sends
+            // session ends at most SESSION_GRACE later (a client sends
             // SIGKILL a few seconds after SIGTERM), or at a second signal.
+            // Reads have been stopped by then; what is left is writes.
             let quit = tokio::select! {
                 quit = service.waiting() => Some(quit),
                 _ = async {
                     signalled(second_signal.clone()).await;
-                    tokio::time::sleep(SIGNAL_GRACE).await;
+                    tokio::time::sleep(SESSION_GRACE).await;
                 } => None,
                 _ = signalled_after(second_signal.clone(), 1) => None,
             };
@@ -508,6 +513,7 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
         // signal they get SIGNAL_GRACE in all, instead of the whole wait for
         // another program's lock that a write (and the maintenance task's
         // last jobs behind it on the writer) may be in.
+        let signal_count = signal_at_exit.clone();
         let hurry = signalled_after(signal_at_exit.clone(), 1);
         let grace = async {
             signalled(signal_at_exit).await;
@@ -539,19 +545,29 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
         };
         signals.abort();
         if !finished {
-            // Told to hurry, or the writer still holds its connection (and
-            // with it the WAL): no final checkpoint; the next start finds
-            // the WAL (nothing acknowledged is lost with it).
-            tracing::warn!("exiting while the ledger writer or the maintenance task is still busy");
+            // The writer or a request still holds a connection, and with it
+            // the -wal file: the process will not wait for it to close.
+            tracing::warn!("exiting while the ledger writer, the maintenance task or a request is still busy");
             crate::store::leave_open();
-            drop(store);
-            return outcome;
+            if *signal_count.borrow() >= 2 {
+                // Told twice: no final checkpoint; the next start finds the
+                // WAL (nothing acknowledged is lost with it).
+                drop(store);
+                return outcome;
+            }
         }
         let closed = tokio::task::spawn_blocking(move || {
             // Not the whole busy timeout: a reader elsewhere would hold up
             // the exit. It is the last connection to close that removes
-            // the WAL then.
-            let r = store.checkpoint_within(Duration::from_secs(1)).map(|emptied| {
+            // the WAL then. After the grace ran out, a short try: it still
+            // copies the WAL into the file when nothing holds it (a request
+            // busy with its own computation, its reads done).
+            let patience = if finished {
+                Duration::from_secs(1)
+            } else {
+                Duration::from_millis(300)
+            };
+            let r = store.checkpoint_within(patience).map(|emptied| {
                 if !emptied {
                     tracing::warn!(
                         "could not empty the WAL at exit: another connection holds a read transaction on the \
