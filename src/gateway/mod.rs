@@ -270,12 +270,16 @@ impl Gateway {
         &self,
         f: impl FnOnce(&Store) -> Result<T> + Send + 'static,
     ) -> Result<T> {
-        let _permit = self
-            .heavy
+        let _permit = self.heavy_permit().await?;
+        self.blocking(f).await
+    }
+
+    /// One of the [`HEAVY_READS`] places, for as long as it is held.
+    async fn heavy_permit(&self) -> Result<tokio::sync::SemaphorePermit<'_>> {
+        self.heavy
             .acquire()
             .await
-            .map_err(|e| Error::Internal(format!("heavy reads: {e}")))?;
-        self.blocking(f).await
+            .map_err(|e| Error::Internal(format!("heavy reads: {e}")))
     }
 
     /// [`Gateway::blocking`] for work that writes files (an export into a
@@ -285,11 +289,7 @@ impl Gateway {
         &self,
         f: impl FnOnce(&Store) -> Result<T> + Send + 'static,
     ) -> Result<T> {
-        let _permit = self
-            .heavy
-            .acquire()
-            .await
-            .map_err(|e| Error::Internal(format!("heavy reads: {e}")))?;
+        let _permit = self.heavy_permit().await?;
         self.on_blocking_pool(None, f).await
     }
 

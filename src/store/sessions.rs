@@ -137,20 +137,12 @@ impl Store {
             let sessions = stmt
                 .query_map(refs.as_slice(), |r| session_from_row(r, granularity))?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
-            let alone = if clauses.is_empty() {
-                tags.count_alone(tx)?
-            } else {
-                None
-            };
-            let total: i64 = match alone {
-                Some(n) => n,
-                _ => tx
-                    .prepare_cached(&format!(
-                        "SELECT count(*) FROM sessions AS s {}",
-                        where_sql(&tags.count)
-                    ))?
-                    .query_row(refs.as_slice(), |r| r.get(0))?,
-            };
+            let total = tags.total(
+                tx,
+                clauses.is_empty(),
+                &format!("SELECT count(*) FROM sessions AS s {}", where_sql(&tags.count)),
+                refs.as_slice(),
+            )?;
             let total = total.max(0) as u64;
             Ok(SessionPage {
                 count: sessions.len(),

@@ -50,6 +50,23 @@ pub(crate) enum CountAlone {
 }
 
 impl TagClauses {
+    /// The number of matches: from the tag table alone when the tags are the
+    /// whole filter (`others_empty`), else with `count_sql` (a count over
+    /// the owners with [`TagClauses::count`] and the other clauses) and its
+    /// parameters.
+    pub fn total(
+        &self,
+        tx: &Connection,
+        others_empty: bool,
+        count_sql: &str,
+        params: &[&dyn rusqlite::ToSql],
+    ) -> Result<i64> {
+        if others_empty && let Some(n) = self.count_alone(tx)? {
+            return Ok(n);
+        }
+        Ok(tx.prepare_cached(count_sql)?.query_row(params, |r| r.get(0))?)
+    }
+
     /// The number of matches, when the tags are the whole filter and this
     /// needs no owner row: `None` otherwise.
     pub fn count_alone(&self, tx: &Connection) -> Result<Option<i64>> {
