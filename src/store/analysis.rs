@@ -6,11 +6,6 @@ use crate::domain::{Session, Thought};
 use crate::error::Result;
 
 impl Store {
-    /// Thoughts of a session recorded with `critique: true`, answered or not.
-    pub fn critique_requests(&self, session_id: &str) -> Result<u64> {
-        self.read(|tx| critique_requests_tx(tx, session_id))
-    }
-
     /// A session, all its thoughts and its number of critique requests: the
     /// input of every analysis, read in one transaction so that the three
     /// agree while other connections write.
@@ -24,6 +19,7 @@ impl Store {
     }
 }
 
+/// Thoughts of a session recorded with `critique: true`, answered or not.
 fn critique_requests_tx(tx: &rusqlite::Connection, session_id: &str) -> Result<u64> {
     let n: i64 = tx
         .prepare_cached(

@@ -122,12 +122,19 @@ async fn answered_and_unanswered_critiques_both_count() {
     assert_eq!(flags, expected);
 }
 
-/// A client that, while it writes the critique, deletes every session of
-/// the ledger (as another process would).
+/// A client that, while its model writes the critique, first does
+/// something to the ledger as another process would (deletes sessions,
+/// moves the file), then answers as [`SamplingClient`].
 #[derive(Clone)]
-pub struct DeletingSamplingClient(std::path::PathBuf);
+pub struct SamplingClientMeanwhile(std::sync::Arc<dyn Fn() + Send + Sync>);
 
-impl ClientHandler for DeletingSamplingClient {
+impl SamplingClientMeanwhile {
+    fn new(meanwhile: impl Fn() + Send + Sync + 'static) -> Self {
+        SamplingClientMeanwhile(std::sync::Arc::new(meanwhile))
+    }
+}
+
+impl ClientHandler for SamplingClientMeanwhile {
     fn get_info(&self) -> ClientConfig {
         SamplingClient.get_info()
     }
@@ -137,11 +144,7 @@ impl ClientHandler for DeletingSamplingClient {
         params: CreateMessageRequestParams,
         context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
-        use thoughtbox::store::{OpenOptionsStore, Store};
-        let store = Store::open(&self.0, OpenOptionsStore::default()).expect("open");
-        for id in store.session_ids().expect("ids") {
-            store.delete_session(&id).expect("delete");
-        }
+        (self.0)();
         SamplingClient.create_message(params, context).await
     }
 }
@@ -151,7 +154,15 @@ impl ClientHandler for DeletingSamplingClient {
 #[tokio::test]
 async fn a_critique_for_a_thought_deleted_meanwhile_is_not_stored() {
     let (_d, db) = temp_db();
-    let s = start_with(DeletingSamplingClient(db.clone()), command(&db)).await;
+    let path = db.clone();
+    let deleting = SamplingClientMeanwhile::new(move || {
+        use thoughtbox::store::{OpenOptionsStore, Store};
+        let store = Store::open(&path, OpenOptionsStore::default()).expect("open");
+        for id in store.session_ids().expect("ids") {
+            store.delete_session(&id).expect("delete");
+        }
+    });
+    let s = start_with(deleting, command(&db)).await;
     s.ready("deleted while critiqued").await;
     let r = s
         .thought(json!({ "thought": "Ship it", "nextThoughtNeeded": true, "critique": true, "verbose": true }))
@@ -162,33 +173,6 @@ async fn a_critique_for_a_thought_deleted_meanwhile_is_not_stored() {
     s.stop().await;
 }
 
-/// A client that moves the database file away while its model writes the
-/// critique: the server can no longer store it.
-#[derive(Clone)]
-pub struct MovingSamplingClient(std::path::PathBuf);
-
-impl ClientHandler for MovingSamplingClient {
-    fn get_info(&self) -> ClientConfig {
-        SamplingClient.get_info()
-    }
-
-    async fn create_message(
-        &self,
-        params: CreateMessageRequestParams,
-        context: RequestContext<RoleClient>,
-    ) -> Result<CreateMessageResult, ErrorData> {
-        // With its WAL, which holds the thought.
-        for suffix in ["", "-wal", "-shm"] {
-            let from = format!("{}{suffix}", self.0.display());
-            let to = format!("{}{suffix}", self.0.with_extension("moved").display());
-            if std::path::Path::new(&from).exists() {
-                std::fs::rename(from, to).expect("move the database");
-            }
-        }
-        SamplingClient.create_message(params, context).await
-    }
-}
-
 /// The thought is recorded before its critique is asked for: when the
 /// critique then cannot be stored, the call still answers the thought (with
 /// `critiqueError`) instead of an error, so that a client does not send it
@@ -196,7 +180,18 @@ impl ClientHandler for MovingSamplingClient {
 #[tokio::test]
 async fn a_critique_that_cannot_be_stored_still_answers_the_recorded_thought() {
     let (_d, db) = temp_db();
-    let s = start_with(MovingSamplingClient(db.clone()), command(&db)).await;
+    let path = db.clone();
+    // With its WAL, which holds the thought.
+    let moving = SamplingClientMeanwhile::new(move || {
+        for suffix in ["", "-wal", "-shm"] {
+            let from = format!("{}{suffix}", path.display());
+            let to = format!("{}{suffix}", path.with_extension("moved").display());
+            if std::path::Path::new(&from).exists() {
+                std::fs::rename(from, to).expect("move the database");
+            }
+        }
+    });
+    let s = start_with(moving, command(&db)).await;
     s.ready("moved while critiqued").await;
     let r = s
         .thought(json!({ "thought": "Ship it", "nextThoughtNeeded": true, "critique": true, "verbose": true }))
