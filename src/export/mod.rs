@@ -72,6 +72,8 @@ pub trait SessionSource {
     /// `(prev_node, node_id)` of every thought that follows another, in
     /// creation order.
     fn links(&self) -> Result<Vec<(String, String)>>;
+    /// Every thought's `seq`, in creation order.
+    fn creation_order(&self) -> Result<Vec<i64>>;
     /// Call `f` with every thought, the main chain by number, then each
     /// branch (by id) by number; stop at `f`'s first error and return it.
     fn each_thought(&self, f: &mut dyn FnMut(Thought) -> Result<()>) -> Result<()>;
@@ -84,6 +86,10 @@ impl SessionSource for SessionSnapshot<'_> {
 
     fn links(&self) -> Result<Vec<(String, String)>> {
         SessionSnapshot::links(self)
+    }
+
+    fn creation_order(&self) -> Result<Vec<i64>> {
+        SessionSnapshot::creation_order(self)
     }
 
     fn each_thought(&self, f: &mut dyn FnMut(Thought) -> Result<()>) -> Result<()> {
@@ -107,6 +113,12 @@ impl SessionSource for Loaded<'_> {
 
     fn links(&self) -> Result<Vec<(String, String)>> {
         Ok(links_of(self.thoughts))
+    }
+
+    fn creation_order(&self) -> Result<Vec<i64>> {
+        let mut seqs: Vec<i64> = self.thoughts.iter().map(|t| t.seq).collect();
+        seqs.sort_unstable();
+        Ok(seqs)
     }
 
     fn each_thought(&self, f: &mut dyn FnMut(Thought) -> Result<()>) -> Result<()> {

@@ -64,6 +64,15 @@ impl SessionSnapshot<'_> {
             .collect::<rusqlite::Result<Vec<_>>>()?)
     }
 
+    /// Every thought's `seq` (row id), in creation order.
+    pub fn creation_order(&self) -> Result<Vec<i64>> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT id FROM thoughts WHERE session_id = ?1 ORDER BY id")?
+            .query_map([&self.session.id], |r| r.get(0))?
+            .collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
     /// Call `f` with every thought, the main chain by number, then each
     /// branch (by id) by number, the order of the chain index. Stops at the
     /// first error `f` returns, and returns it.

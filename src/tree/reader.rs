@@ -192,6 +192,9 @@ struct RawNode {
     branch_origin: Option<String>,
     #[serde(default)]
     branch_id: Option<String>,
+    /// Creation order, written by our exporter; absent from other trees.
+    #[serde(default)]
+    seq: Option<i64>,
 }
 
 #[derive(Deserialize)]
@@ -234,6 +237,8 @@ struct Node {
     branch_origin: Option<String>,
     /// Milliseconds since the epoch, for ordering.
     millis: i64,
+    /// Creation order from the file, when it has one.
+    seq: Option<i64>,
     data: ThoughtData,
 }
 
@@ -701,6 +706,7 @@ impl Loader<'_> {
             revises_node: raw.revises_node,
             branch_origin: raw.branch_origin,
             millis,
+            seq: raw.seq,
             data: ThoughtData {
                 thought: d.thought,
                 thought_number: number,
@@ -858,6 +864,16 @@ impl Loader<'_> {
     /// created: a node after its `prev`, siblings in the order of their
     /// parent's `next` list where that list agrees, otherwise by timestamp.
     fn creation_order(&mut self, sid: &str, mut nodes: Vec<Node>) -> Vec<Thought> {
+        // Our exporter writes each thought's place in the creation order:
+        // where every file has one it decides; otherwise the timestamps do.
+        let by_seq = nodes.iter().all(|n| n.seq.is_some());
+        let when = |n: &Node| {
+            if by_seq {
+                (n.seq.unwrap_or(i64::MAX), 0)
+            } else {
+                (n.millis, n.seq.unwrap_or(i64::MAX))
+            }
+        };
         let index: HashMap<String, usize> = nodes.iter().enumerate().map(|(i, n)| (n.id.clone(), i)).collect();
         let mut chains: BTreeMap<Option<String>, Vec<usize>> = BTreeMap::new();
         for (i, n) in nodes.iter().enumerate() {
@@ -869,7 +885,7 @@ impl Loader<'_> {
                 continue;
             }
             let mut ordered = members.clone();
-            ordered.sort_by_key(|&i| (nodes[i].millis, nodes[i].data.thought_number));
+            ordered.sort_by_key(|&i| (when(&nodes[i]), nodes[i].data.thought_number));
             let mut prev = head_prev;
             for i in ordered {
                 nodes[i].prev = prev;
@@ -919,10 +935,10 @@ impl Loader<'_> {
                     .to_string(),
             );
         }
-        let mut ready: BinaryHeap<Reverse<(i64, usize)>> = BinaryHeap::new();
+        let mut ready: BinaryHeap<Reverse<((i64, i64), usize)>> = BinaryHeap::new();
         for (i, n) in nodes.iter().enumerate() {
             if indegree[i] == 0 {
-                ready.push(Reverse((n.millis, i)));
+                ready.push(Reverse((when(n), i)));
             }
         }
         let mut order = Vec::with_capacity(nodes.len());
@@ -931,7 +947,7 @@ impl Loader<'_> {
             for &c in children[i].iter().chain(&after[i]) {
                 indegree[c] -= 1;
                 if indegree[c] == 0 {
-                    ready.push(Reverse((nodes[c].millis, c)));
+                    ready.push(Reverse((when(&nodes[c]), c)));
                 }
             }
         }
@@ -1067,6 +1083,52 @@ mod tests {
             "{:?}",
             report.warnings
         );
+    }
+
+    /// Set fields of the ThoughtNode in `path`.
+    fn edit(path: &Path, fields: Value) {
+        let mut v: Value = serde_json::from_slice(&fs::read(path).unwrap()).unwrap();
+        for (k, x) in fields.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        put(path, &v);
+    }
+
+    #[test]
+    fn seq_orders_thoughts_that_links_and_timestamps_leave_open() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(SID);
+        let (p1, p2) = (format!("{SID}:1"), format!("{SID}:2"));
+        // Main thought 2 and the branch's first thought in one second; main
+        // thought 3 stamped before both (the clock went back).
+        session(
+            &dir,
+            &[(1, 0, None), (2, 5, Some(&p1)), (3, 1, Some(&p2))],
+            &[(2, 5, Some(&p1))],
+        );
+        let branch = dir.join("branches/alt/002.json");
+        edit(&branch, json!({ "branchOrigin": p1 }));
+        let order = |dir: &Path| {
+            let (report, loaded) = load_session(dir);
+            assert!(report.result.valid, "{report:?}");
+            assert!(report.warnings.iter().all(|w| !w.contains("relinked")), "{report:?}");
+            loaded
+                .unwrap()
+                .thoughts
+                .into_iter()
+                .map(|t| t.node_id)
+                .collect::<Vec<_>>()
+        };
+        let alt = format!("{SID}:alt:2");
+        let p3 = format!("{SID}:3");
+        // Without `seq`: timestamps, then the order of the files.
+        assert_eq!(order(&dir), [&p1, &p2, &p3, &alt].map(String::clone));
+        // Recorded 1, the branch, 2, 3.
+        for (file, seq) in [("001.json", 10), ("002.json", 12), ("003.json", 13)] {
+            edit(&dir.join(file), json!({ "seq": seq }));
+        }
+        edit(&branch, json!({ "seq": 11 }));
+        assert_eq!(order(&dir), [&p1, &alt, &p2, &p3].map(String::clone));
     }
 
     #[test]

@@ -469,6 +469,17 @@ fn prepare_destination(dest: &Path) -> Result<()> {
     }
 }
 
+/// A thought file: the ThoughtNode, and where the thought stands in its
+/// session's creation order (1 for the first recorded).
+/// Timestamps keep milliseconds, so thoughts on different chains recorded in
+/// one millisecond would otherwise come back from an import in another order.
+#[derive(Serialize)]
+struct TreeNode<'a> {
+    #[serde(flatten)]
+    node: &'a crate::export::ThoughtNode,
+    seq: i64,
+}
+
 fn pretty(value: &impl Serialize) -> Result<Vec<u8>> {
     let mut bytes = serde_json::to_vec_pretty(value).map_err(|e| Error::Internal(e.to_string()))?;
     bytes.push(b'\n');
@@ -585,9 +596,13 @@ fn write_session_files(
     let mut thought_files = Vec::new();
     let mut branch_files: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let next = NextLinks::of(source)?;
+    let order = source.creation_order()?;
     let mut thoughts = 0u64;
     source.each_thought(&mut |t| {
         thoughts += 1;
+        // 1 for the session's first thought, so that a tree imported into
+        // another ledger exports again byte for byte.
+        let seq = order.binary_search(&t.seq).map_or(0, |i| i as i64 + 1);
         let node = next.node(t);
         let name = thought_file(node.data.thought_number);
         let path = match node.branch_id.as_deref() {
@@ -612,7 +627,7 @@ fn write_session_files(
                 dir.join(b).join(&name)
             }
         };
-        put(&path, &pretty(&node)?, summary)
+        put(&path, &pretty(&TreeNode { node: &node, seq })?, summary)
     })?;
     let manifest = SessionManifest {
         id: session.id.clone(),
@@ -920,6 +935,9 @@ mod tests {
             fn links(&self) -> Result<Vec<(String, String)>> {
                 Ok(Vec::new())
             }
+            fn creation_order(&self) -> Result<Vec<i64>> {
+                Ok(Vec::new())
+            }
             fn each_thought(&self, _f: &mut dyn FnMut(Thought) -> Result<()>) -> Result<()> {
                 Err(Error::Internal("read failed".into()))
             }
@@ -989,6 +1007,15 @@ mod tests {
         assert_eq!(again.files_written, 0);
         let path = &summary.sessions[0].path;
         assert!(path.starts_with(out.join("projects/p/sessions")));
+        // Each file says where its thought stands in the creation order.
+        let seqs: Vec<i64> = ["003.json", "001.json", "b/002.json"]
+            .iter()
+            .map(|f| {
+                let v: serde_json::Value = serde_json::from_slice(&fs::read(path.join(f)).unwrap()).unwrap();
+                v["seq"].as_i64().unwrap()
+            })
+            .collect();
+        assert_eq!(seqs, [1, 2, 3]);
         let (report, loaded) = load_session(path);
         assert!(report.result.valid && report.warnings.is_empty(), "{report:?}");
         let (_, mut stored) = store.session_thoughts(&s.id).unwrap();
