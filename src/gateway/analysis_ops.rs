@@ -94,7 +94,7 @@ fn as_pattern(l: &ExtractedLearning, session_id: &str, tags: Vec<String>) -> New
 /// patterns (the only thing this operation ever writes).
 pub async fn extract_learnings(gw: &Gateway, args: Args) -> Result<Value> {
     let id = session_arg(gw, &args)?;
-    let moments: Vec<KeyMoment> = match args.get_structured("keyMoments").as_ref() {
+    let moments: Vec<KeyMoment> = match args.get_structured("keyMoments")?.as_ref() {
         None => Vec::new(),
         Some(Value::Array(items)) => {
             if items.len() > MAX_KEY_MOMENTS {

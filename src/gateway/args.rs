@@ -25,6 +25,8 @@ pub struct Args {
 struct Tracking {
     given: Vec<String>,
     read: Vec<String>,
+    /// Every field an operation looked for, given or not.
+    asked: Vec<String>,
 }
 
 /// See [`Args::usage`].
@@ -39,6 +41,11 @@ impl ArgsUsage {
         let mut given = t.given.clone();
         given.sort();
         given
+    }
+
+    /// Every field looked for, given or not.
+    pub fn asked(&self) -> Vec<String> {
+        self.0.lock().map(|t| t.asked.clone()).unwrap_or_default()
     }
 
     pub fn unread(&self) -> Vec<String> {
@@ -57,6 +64,152 @@ impl Tracking {
             list.push(key.to_string());
         }
     }
+}
+
+/// Every parameter name an operation reads, sub-operation parameters and
+/// aliases included. A given name that is not one of these but is one of
+/// them misspelt ([`misspelling_of`]) is refused before anything is done:
+/// `branch_id` or `sessionID` ignored on a `thought` would record it on the
+/// wrong chain or in the wrong session, where it stays. (Debug builds check
+/// that every name an operation looks for is listed here.)
+pub const FIELD_NAMES: &[&str] = &[
+    "action",
+    "allProjects",
+    "analysisType",
+    "args",
+    "aspect",
+    "branchFromThought",
+    "branchId",
+    "compareWith",
+    "content",
+    "createdBy",
+    "critique",
+    "derivedFromSessions",
+    "description",
+    "destination",
+    "domain",
+    "filter",
+    "filters",
+    "format",
+    "id",
+    "include",
+    "includeGuide",
+    "includeMetadata",
+    "includeThoughts",
+    "includeTimeline",
+    "includeTimelineEntries",
+    "isRevision",
+    "keyMoments",
+    "last",
+    "limit",
+    "model",
+    "modelId",
+    "name",
+    "needsMoreThoughts",
+    "newWork",
+    "nextThoughtNeeded",
+    "noteId",
+    "offset",
+    "operation",
+    "options",
+    "patternId",
+    "persist",
+    "problem",
+    "project",
+    "q",
+    "query",
+    "range",
+    "revisesThought",
+    "root",
+    "rootUri",
+    "save",
+    "search",
+    "session_id",
+    "sessionId",
+    "sessionTags",
+    "sessionTitle",
+    "significance",
+    "sortBy",
+    "sortOrder",
+    "subOperation",
+    "summary",
+    "tag",
+    "tags",
+    "task",
+    "target",
+    "targetTypes",
+    "thought",
+    "thoughtNumber",
+    "title",
+    "tool",
+    "toolName",
+    "topic",
+    "totalThoughts",
+    "type",
+    "uri",
+    "verbose",
+];
+
+/// A name as it is compared for misspellings: lower case, without `_`, `-`
+/// or spaces.
+fn folded(name: &str) -> String {
+    name.chars()
+        .filter(|c| !matches!(c, '_' | '-' | ' '))
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// Edits (insert, delete, substitute, swap two neighbours) from `a` to `b`,
+/// counted up to 2; 2 means "two or more".
+fn edits_capped(a: &[char], b: &[char]) -> usize {
+    if a.len().abs_diff(b.len()) >= 2 {
+        return 2;
+    }
+    let (n, m) = (a.len(), b.len());
+    let mut d = vec![vec![0usize; m + 1]; n + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=n {
+        for j in 1..=m {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (d[i - 1][j] + 1).min(d[i][j - 1] + 1).min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = best;
+        }
+    }
+    d[n][m].min(2)
+}
+
+/// The parameter `key` misspells, if it is not a parameter itself: the same
+/// letters in another case or with `_`/`-` (`branch_id`, `SessionID`), or,
+/// for names of eight letters or more, one letter added, dropped, changed or
+/// swapped (`thougthNumber`, `totalThought`).
+pub fn misspelling_of(key: &str) -> Option<&'static str> {
+    if FIELD_NAMES.contains(&key) {
+        return None;
+    }
+    let given = folded(key);
+    let given_chars: Vec<char> = given.chars().collect();
+    // The camelCase name rather than an alias (`sessionId`, not `session_id`).
+    let same = |name: &&&str| folded(name) == given;
+    FIELD_NAMES
+        .iter()
+        .filter(same)
+        .find(|name| !name.contains('_'))
+        .or_else(|| FIELD_NAMES.iter().find(same))
+        .or_else(|| {
+            FIELD_NAMES.iter().find(|name| {
+                let name: Vec<char> = folded(name).chars().collect();
+                name.len() >= 8 && edits_capped(&given_chars, &name) == 1
+            })
+        })
+        .copied()
 }
 
 /// A string argument, refused if it holds U+0000: no text a client means to
@@ -94,15 +247,58 @@ fn type_name(v: &Value) -> &'static str {
 }
 
 /// The JSON object or array a string holds, if it holds exactly one: how
-/// some clients send an object or list parameter.
-fn json_in_string(s: &str) -> Option<Value> {
+/// some clients send an object or list parameter. JSON text that names a
+/// key twice in an object is refused, as it is in the request itself: JSON
+/// readers keep one of the two values, and which one is not defined, so
+/// `"{\"subOperation\":\"get\",\"subOperation\":\"delete\"}"` must not run.
+fn json_in_string(field: &str, s: &str) -> Result<Option<Value>> {
     let t = s.trim_start();
     if !(t.starts_with('{') || t.starts_with('[')) {
-        return None;
+        return Ok(None);
     }
-    serde_json::from_str::<Value>(s)
+    let Some(value) = serde_json::from_str::<Value>(s)
         .ok()
         .filter(|v| v.is_object() || v.is_array())
+    else {
+        return Ok(None);
+    };
+    if let Some(path) = crate::stdio::first_duplicate_key(s) {
+        return Err(Error::invalid_with(
+            field,
+            format!(
+                "{field} is JSON text that names {field}{path} twice; JSON readers keep one of the two values, \
+                 and which one is not defined: give it once (nothing was done)"
+            ),
+            serde_json::json!({ "duplicateKey": format!("{field}{path}") }),
+        ));
+    }
+    Ok(Some(value))
+}
+
+/// What a parameter that must be an object holds instead, for the message:
+/// JSON text that does not parse says why.
+fn not_an_object(field: &str, v: &Value) -> Error {
+    if let Value::String(s) = v
+        && s.trim_start().starts_with(['{', '['])
+        && let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(s)
+    {
+        return Error::invalid(
+            field,
+            format!("{field} is a string of JSON text that does not parse ({e}); send it as a JSON object"),
+        );
+    }
+    let beside = if field == "args" {
+        ", or put the parameters beside operation"
+    } else {
+        ""
+    };
+    Error::invalid(
+        field,
+        format!(
+            "{field} must be an object, got {}: send it as a JSON object{beside}",
+            type_name(v)
+        ),
+    )
 }
 
 /// The items of a list parameter, each a string.
@@ -123,7 +319,7 @@ impl Args {
     pub fn new(map: Map<String, Value>) -> Args {
         let tracking = Tracking {
             given: map.keys().cloned().collect(),
-            read: Vec::new(),
+            ..Tracking::default()
         };
         Args {
             map,
@@ -138,18 +334,18 @@ impl Args {
         match v {
             None | Some(Value::Null) => Ok(Args::default()),
             Some(Value::Object(m)) => Ok(Args::new(m.clone())),
-            Some(Value::String(s)) if let Some(Value::Object(m)) = json_in_string(s) => Ok(Args::new(m)),
-            Some(other) => Err(Error::invalid(
-                field,
-                format!(
-                    "{field} must be an object, got {}: send it as a JSON object, or put the parameters beside operation",
-                    type_name(other)
-                ),
-            )),
+            Some(v @ Value::String(s)) => match json_in_string(field, s)? {
+                Some(Value::Object(m)) => Ok(Args::new(m)),
+                _ => Err(not_an_object(field, v)),
+            },
+            Some(other) => Err(not_an_object(field, other)),
         }
     }
 
     pub fn get(&self, key: &str) -> Option<&Value> {
+        if let Ok(mut t) = self.tracking.lock() {
+            Tracking::note(&mut t.asked, key);
+        }
         let (key, value) = self.map.get_key_value(key)?;
         self.mark_read(key);
         Some(value).filter(|v| !v.is_null())
@@ -159,6 +355,32 @@ impl Args {
         if let Ok(mut t) = self.tracking.lock() {
             Tracking::note(&mut t.read, key);
         }
+    }
+
+    /// Refuse a call that gives a misspelt parameter name (see
+    /// [`misspelling_of`]), here or in a nested `args` object, before the
+    /// operation does anything.
+    pub fn check_spelling(&self) -> Result<()> {
+        let nested = match self.map.get("args") {
+            Some(Value::Object(m)) => Some(m),
+            _ => None,
+        };
+        let keys = self
+            .map
+            .keys()
+            .map(|k| (k, ""))
+            .chain(nested.into_iter().flat_map(|m| m.keys().map(|k| (k, "args."))));
+        for (key, at) in keys {
+            if let Some(name) = misspelling_of(key) {
+                let field = format!("{at}{key}");
+                return Err(Error::invalid_with(
+                    field.clone(),
+                    format!("{field} is not a parameter; did you mean {at}{name}? (nothing was done)"),
+                    serde_json::json!({ "didYouMean": format!("{at}{name}") }),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// A handle that can tell, after an operation has consumed these args,
@@ -176,11 +398,12 @@ impl Args {
 
     /// [`Args::get`] for an object or list parameter: a string holding one
     /// in JSON (as some clients send them) is what it holds.
-    pub fn get_structured(&self, key: &str) -> Option<Value> {
-        match self.get(key)? {
-            Value::String(s) => Some(json_in_string(s).unwrap_or_else(|| Value::String(s.clone()))),
-            other => Some(other.clone()),
-        }
+    pub fn get_structured(&self, key: &str) -> Result<Option<Value>> {
+        Ok(match self.get(key) {
+            None => None,
+            Some(Value::String(s)) => Some(json_in_string(key, s)?.unwrap_or_else(|| Value::String(s.clone()))),
+            Some(other) => Some(other.clone()),
+        })
     }
 
     /// The value given for `key`, without counting it as read.
@@ -209,12 +432,35 @@ impl Args {
     }
 
     /// The first of `keys` that is present (a field and its aliases).
-    fn pick<'a>(&self, keys: &[&'a str]) -> Option<(&'a str, &Value)> {
-        keys.iter().find_map(|k| self.get(k).map(|v| (*k, v)))
+    fn pick<'a>(&self, keys: &[&'a str]) -> Result<Option<(&'a str, &Value)>> {
+        let mut found: Option<(&'a str, &Value)> = None;
+        for k in keys {
+            let Some(v) = self.get(k) else { continue };
+            match found {
+                None => found = Some((k, v)),
+                // Two spellings that say different things: which one the
+                // caller meant is anyone's guess (`sessionId` beside
+                // `session_id` on a delete), so neither is used.
+                Some((first, fv)) if !same_meaning(fv, v) => {
+                    return Err(Error::invalid_with(
+                        first,
+                        format!(
+                            "{first} and {k} are two names of one parameter, given different values ({} and {}); \
+                             give one (nothing was done)",
+                            super::clip(&fv.to_string()),
+                            super::clip(&v.to_string())
+                        ),
+                        serde_json::json!({ "conflictsWith": k }),
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(found)
     }
 
     pub fn str_opt(&self, keys: &[&str]) -> Result<Option<String>> {
-        match self.pick(keys) {
+        match self.pick(keys)? {
             None => Ok(None),
             Some((k, Value::String(s))) => no_nul(k, s).map(Some),
             Some((k, v)) => Err(Error::invalid(k, format!("{k} must be a string, got {}", type_name(v)))),
@@ -248,7 +494,7 @@ impl Args {
 
     /// An integer field that must be at least `min`.
     pub fn int_opt(&self, keys: &[&str], min: i64, max: i64) -> Result<Option<i64>> {
-        match self.pick(keys) {
+        match self.pick(keys)? {
             None => Ok(None),
             Some((k, v)) => {
                 let i = Self::int_of(k, v)?;
@@ -271,7 +517,7 @@ impl Args {
     }
 
     pub fn bool_opt(&self, keys: &[&str]) -> Result<Option<bool>> {
-        match self.pick(keys) {
+        match self.pick(keys)? {
             None => Ok(None),
             Some((_, Value::Bool(b))) => Ok(Some(*b)),
             Some((k, Value::String(s))) => match s.trim() {
@@ -309,7 +555,7 @@ impl Args {
 
     /// A list of strings; a single string is a list of one.
     pub fn str_list_opt(&self, keys: &[&str]) -> Result<Option<Vec<String>>> {
-        match self.pick(keys) {
+        match self.pick(keys)? {
             None => Ok(None),
             // A list sent as its JSON text (`"[\"a\", \"b\"]"`), as some
             // clients do, is that list, not one tag of brackets and quotes.
@@ -317,7 +563,7 @@ impl Args {
             // quotes something but does not parse (cut short), is refused
             // rather than kept as one tag of JSON punctuation; other text
             // (`[draft]`) is one tag.
-            Some((k, Value::String(s))) => match json_in_string(s) {
+            Some((k, Value::String(s))) => match json_in_string(k, s)? {
                 Some(Value::Array(items)) => strings(k, &items).map(Some),
                 Some(other) => Err(Error::invalid(
                     k,
@@ -341,14 +587,14 @@ impl Args {
     }
 
     pub fn object_opt(&self, keys: &[&str]) -> Result<Option<Args>> {
-        match self.pick(keys) {
+        match self.pick(keys)? {
             None => Ok(None),
             Some((_, Value::Object(m))) => Ok(Some(Args::new(m.clone()))),
-            Some((_, Value::String(s))) if let Some(Value::Object(m)) = json_in_string(s) => Ok(Some(Args::new(m))),
-            Some((k, v)) => Err(Error::invalid(
-                k,
-                format!("{k} must be an object, got {}", type_name(v)),
-            )),
+            Some((k, v @ Value::String(s))) => match json_in_string(k, s)? {
+                Some(Value::Object(m)) => Ok(Some(Args::new(m))),
+                _ => Err(not_an_object(k, v)),
+            },
+            Some((k, v)) => Err(not_an_object(k, v)),
         }
     }
 
@@ -392,13 +638,11 @@ impl Args {
         let mut nested = match self.remove("args") {
             None | Some(Value::Null) => Map::new(),
             Some(Value::Object(m)) => m,
-            Some(Value::String(s)) if let Some(Value::Object(m)) = json_in_string(&s) => m,
-            Some(other) => {
-                return Err(Error::invalid(
-                    "args",
-                    format!("args must be an object, got {}", type_name(&other)),
-                ));
-            }
+            Some(v @ Value::String(_)) => match v.as_str().map(|s| json_in_string("args", s)).transpose()? {
+                Some(Some(Value::Object(m))) => m,
+                _ => return Err(not_an_object("args", &v)),
+            },
+            Some(other) => return Err(not_an_object("args", &other)),
         };
         // Every spelling given, with where it was given.
         let mut names: Vec<(String, String)> = Vec::new();
@@ -473,6 +717,58 @@ mod tests {
 
     fn args(v: Value) -> Args {
         Args::from_value("args", Some(&v)).unwrap()
+    }
+
+    #[test]
+    fn misspellings_name_the_parameter_meant() {
+        for (given, meant) in [
+            ("branch_id", Some("branchId")),
+            ("SessionID", Some("sessionId")),
+            ("session-id", Some("sessionId")),
+            ("thougthNumber", Some("thoughtNumber")),
+            ("totalThought", Some("totalThoughts")),
+            ("nextThoughtsNeeded", Some("nextThoughtNeeded")),
+            ("IS_REVISION", Some("isRevision")),
+            // Names in the list are themselves, aliases included.
+            ("session_id", None),
+            ("sessionId", None),
+            ("tag", None),
+            // Short names need the same letters: `tgs` and `limt` are no guess.
+            ("tgs", None),
+            ("limt", None),
+            ("confidence", None),
+            ("branchFrom", None),
+        ] {
+            assert_eq!(misspelling_of(given), meant, "{given}");
+        }
+        let e = args(json!({ "thought": "x", "args": { "branch_id": "b" } }))
+            .check_spelling()
+            .unwrap_err();
+        assert!(
+            matches!(&e, Error::InvalidPayload { field, .. } if field == "args.branch_id"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn two_names_of_one_parameter_must_agree() {
+        let a = args(json!({ "sessionId": "a", "session_id": "a", "id": " a " }));
+        assert_eq!(
+            a.str_opt(&["sessionId", "session_id", "id"]).unwrap().as_deref(),
+            Some("a")
+        );
+        assert!(a.unread().is_empty());
+        let e = args(json!({ "sessionId": "a", "id": "b" }))
+            .str_opt(&["sessionId", "session_id", "id"])
+            .unwrap_err();
+        assert!(
+            matches!(&e, Error::InvalidPayload { field, .. } if field == "sessionId"),
+            "{e}"
+        );
+        let e = args(json!({ "limit": 5, "count": "6" }))
+            .int_opt(&["limit", "count"], 1, 10)
+            .unwrap_err();
+        assert!(e.to_string().contains("limit and count"), "{e}");
     }
 
     #[test]

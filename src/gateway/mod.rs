@@ -458,6 +458,18 @@ impl Gateway {
                 });
             }
         };
+        // Debug builds (the tests) check the list the misspelling check uses.
+        #[cfg(debug_assertions)]
+        if let Some(k) = usage
+            .asked()
+            .into_iter()
+            .find(|k| !args::FIELD_NAMES.contains(&k.as_str()))
+        {
+            return Err(Refused {
+                error: Error::Internal(format!("{operation} reads {k:?}, which is missing from FIELD_NAMES")),
+                received: None,
+            });
+        }
         let ignored: Vec<String> = usage.unread();
         if !ignored.is_empty()
             && let Value::Object(fields) = &mut answer
@@ -537,6 +549,7 @@ impl Gateway {
             }
             None => arguments,
         };
+        args.check_spelling()?;
         Ok((operation, required, args))
     }
 

@@ -21,7 +21,7 @@ pub(crate) fn thought_json(t: &Thought) -> Value {
 /// The session id `args` must name (`sessionId`), in the form the ledger
 /// stores ([`domain::canonical_session_id`]).
 pub(crate) fn session_id_req(args: &Args) -> Result<String> {
-    let id = args.str_req(&["sessionId", "session_id"])?;
+    let id = args.str_req(&["sessionId", "session_id", "id"])?;
     if id.trim().is_empty() {
         return Err(Error::invalid("sessionId", "sessionId must not be empty"));
     }
@@ -425,7 +425,7 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
     // mean, for good: the ledger never moves a thought.
     // (An empty id is no id: some clients fill every optional field.)
     if let Some(named) = args
-        .str_opt(&["sessionId"])?
+        .str_opt(&["sessionId", "session_id", "id"])?
         .filter(|id| !id.trim().is_empty())
         .map(|id| domain::canonical_session_id(&id))
         && active.as_deref() != Some(named.as_str())
@@ -625,7 +625,7 @@ fn read_query(args: &Args) -> Result<(ThoughtQuery, Value)> {
         };
         Ok((end("start")?, end("end")?))
     };
-    let range = match args.get_structured("range") {
+    let range = match args.get_structured("range")? {
         None => None,
         Some(Value::Array(items)) if items.len() == 2 => Some(ends(Args::new(serde_json::Map::from_iter([
             ("start".to_string(), items[0].clone()),

@@ -4,7 +4,7 @@ use rmcp::RoleServer;
 use rmcp::service::RequestContext;
 use serde_json::{Value, json};
 
-use super::ops::{open_session, session_id_req, thought_json};
+use super::ops::{open_session, session_arg, session_id_req, thought_json};
 use super::{AnswerBuffer, Args, Gateway};
 use crate::error::{Error, Result};
 use crate::events::EventType;
@@ -56,7 +56,7 @@ pub async fn session(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
 }
 
 async fn get(gw: &Gateway, args: Args) -> Result<Value> {
-    let id = session_id_req(&args)?;
+    let id = session_arg(gw, &args)?;
     // Every thought's text is most of the answer (~140 KB for 200 thoughts
     // of 500 characters, past some clients' limit for one tool answer):
     // `includeThoughts: false` answers the session alone.
@@ -155,7 +155,7 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
 }
 
 async fn export(gw: &Gateway, args: Args) -> Result<Value> {
-    let id = session_id_req(&args)?;
+    let id = session_arg(gw, &args)?;
     let format = args.enum_opt(&["format"], Format::parse, &["json", "markdown", "cipher"])?;
     if let Some(dest) = args.str_opt(&["destination"])? {
         // The directory layout is made of JSON files; another format with it is a contradiction.

@@ -328,6 +328,12 @@ impl<'de> serde::Deserialize<'de> for FirstDuplicate {
     }
 }
 
+/// The path (`.a.b[2].c`) of the first key some object in the JSON text
+/// `text` names twice; `None` when there is none or `text` is not JSON.
+pub(crate) fn first_duplicate_key(text: &str) -> Option<String> {
+    serde_json::from_str::<FirstDuplicate>(text).ok()?.0
+}
+
 /// [`FirstDuplicate`] of an object.
 fn first_duplicate_in_map<'de, A: serde::de::MapAccess<'de>>(
     mut map: A,

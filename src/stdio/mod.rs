@@ -23,6 +23,8 @@ use tokio::sync::Notify;
 
 mod envelope;
 
+pub(crate) use envelope::first_duplicate_key;
+
 use envelope::{Problem, TopLevel, Verdict};
 
 /// The MCP library's limit on one line (newline included): it drops a

@@ -339,7 +339,7 @@ fn cases(sid: &str) -> Vec<(&'static str, Value, &'static str, Option<&'static s
         ),
         (
             "session",
-            json!({ "subOperation": "get" }),
+            json!({ "subOperation": "resume" }),
             "INVALID_PAYLOAD",
             Some("sessionId"),
         ),
@@ -541,25 +541,130 @@ async fn search_text_is_never_fts_syntax() {
     s.stop().await;
 }
 
+/// A misspelt parameter name is refused before anything is done, naming the
+/// parameter meant: ignored, `branch_id` or `sessionID` on a `thought` filed
+/// it for good on the main chain or in the active session (review 14-c).
+#[tokio::test]
+async fn misspelt_parameters_are_refused_and_change_nothing() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    let sid = s.ready("Misspelt").await;
+    s.thought(t("one")).await;
+    let other = s.ok("start_new", json!({ "sessionTitle": "other" })).await["session"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    s.ok("load_context", json!({ "sessionId": sid })).await;
+    for (args, field, meant) in [
+        (
+            json!({ "thought": "x", "nextThoughtNeeded": true, "branch_id": "alt", "branchFromThought": 1 }),
+            "branch_id",
+            "branchId",
+        ),
+        (
+            json!({ "thought": "x", "nextThoughtNeeded": false, "sessionID": other }),
+            "sessionID",
+            "sessionId",
+        ),
+        (
+            json!({ "thought": "x", "nextThoughtNeeded": true, "revises_thought": 1 }),
+            "revises_thought",
+            "revisesThought",
+        ),
+        (
+            json!({ "thought": "x", "nextThoughtNeeded": true, "thougthNumber": 7 }),
+            "thougthNumber",
+            "thoughtNumber",
+        ),
+        (
+            json!({ "thought": "x", "nextThoughtNeeded": true, "args": { "TotalThoughts": 9 } }),
+            "args.TotalThoughts",
+            "args.totalThoughts",
+        ),
+    ] {
+        let e = s.err("thought", args, "INVALID_PAYLOAD").await;
+        assert_eq!(e["details"]["field"], field, "{e}");
+        assert_eq!(e["details"]["didYouMean"], meant, "{e}");
+        assert!(e["message"].as_str().unwrap().contains("nothing was done"), "{e}");
+    }
+    // Reads too: thought_number would otherwise answer the default last five.
+    let e = s
+        .err("read_thoughts", json!({ "thought_number": 1 }), "INVALID_PAYLOAD")
+        .await;
+    assert_eq!(e["details"]["didYouMean"], "thoughtNumber");
+    // The aliases the reads take for sessionId (review 14-b): a thought
+    // naming another session by one of them is refused as for sessionId.
+    for key in ["session_id", "id"] {
+        let e = s
+            .err(
+                "thought",
+                json!({ "thought": "x", "nextThoughtNeeded": true, key: other }),
+                "INVALID_PAYLOAD",
+            )
+            .await;
+        assert_eq!(e["details"]["activeSessionId"], sid.as_str(), "{e}");
+    }
+    // Two names of one parameter with different values: neither is used.
+    let e = s
+        .err(
+            "session",
+            json!({ "subOperation": "delete", "sessionId": other, "session_id": sid }),
+            "INVALID_PAYLOAD",
+        )
+        .await;
+    assert_eq!(e["details"]["conflictsWith"], "session_id", "{e}");
+    let e = s
+        .err(
+            "start_new",
+            json!({ "sessionTitle": "one", "title": "two" }),
+            "INVALID_PAYLOAD",
+        )
+        .await;
+    assert_eq!(e["details"]["field"], "sessionTitle", "{e}");
+    // The same value under both names is that value.
+    let r = s
+        .ok("read_thoughts", json!({ "sessionId": sid, "session_id": sid }))
+        .await;
+    assert!(r.get("ignoredArguments").is_none(), "{r}");
+    // `session get` and `export` default to the active session, as reads do.
+    let got = s
+        .ok("session", json!({ "subOperation": "get", "includeThoughts": false }))
+        .await;
+    assert_eq!(got["session"]["id"], sid.as_str());
+    // Nothing was recorded, the session is still open and still active.
+    let got = s
+        .ok("session", json!({ "subOperation": "get", "sessionId": sid }))
+        .await;
+    assert_eq!(got["session"]["thoughtCount"], 1);
+    assert!(got["session"]["completedAt"].is_null(), "{got}");
+    let got = s
+        .ok("session", json!({ "subOperation": "get", "sessionId": other }))
+        .await;
+    assert_eq!(got["session"]["thoughtCount"], 0);
+    assert_eq!(s.ok("get_state", json!({})).await["activeSession"]["id"], sid.as_str());
+    // A name that misspells nothing is still only named in the answer.
+    let r = s
+        .call(
+            "thought",
+            json!({ "thought": "two", "nextThoughtNeeded": true, "confidence": 0.8 }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r["thoughtNumber"], 2);
+    assert_eq!(r["ignoredArguments"], json!(["confidence"]));
+    s.stop().await;
+}
+
 /// Arguments an operation did not use are named in the answer, so that a
-/// misspelt field or a parameter the operation does not take is noticed
-/// instead of silently changing what happens.
+/// parameter the operation does not take is noticed instead of silently
+/// changing what happens.
 #[tokio::test]
 async fn ignored_arguments_are_named_in_the_answer() {
     let (_d, db) = temp_db();
     let s = start(&db).await;
     let sid = s.ready("Ignored").await;
     s.thought(t("one")).await;
-    // A misspelt thoughtNumber: the thought is auto-numbered, and the answer says why.
-    let r = s
-        .call(
-            "thought",
-            json!({ "thought": "two", "nextThoughtNeeded": true, "thougthNumber": 7, "sessionId": sid }),
-        )
-        .await
-        .unwrap();
-    assert_eq!(r["thoughtNumber"], 2);
-    assert_eq!(r["ignoredArguments"], json!(["thougthNumber"]));
+    s.thought(t("two")).await;
     // A session title given while a session is active is not used either.
     let r = s
         .call(
@@ -844,6 +949,33 @@ async fn parameters_sent_as_json_text_are_understood() {
     let e = s.call_raw(m).await.unwrap_err();
     assert_eq!(e["details"]["field"], "args");
     assert!(e["message"].as_str().unwrap().contains("beside operation"), "{e}");
+    // JSON text that does not parse says so.
+    let m = object(json!({ "operation": "get_state", "args": "{\"limit\": NaN}" }));
+    let e = s.call_raw(m).await.unwrap_err();
+    assert!(e["message"].as_str().unwrap().contains("does not parse"), "{e}");
+    // JSON text naming a key twice is refused as the request would be
+    // (review 14-b: the last value won, and `get` then `delete` deleted).
+    let victim = s.ok("start_new", json!({ "sessionTitle": "Victim" })).await["session"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let texts = [
+        format!(r#"{{"subOperation":"get","subOperation":"delete","sessionId":"{victim}"}}"#),
+        format!(r#"{{"subOperation":"delete","args":"{{\"sessionId\":\"{victim}\",\"sessionId\":\"x\"}}"}}"#),
+    ];
+    for text in texts {
+        let m = object(json!({ "operation": "session", "args": text }));
+        let e = s.call_raw(m).await.unwrap_err();
+        assert_eq!(e["code"], "INVALID_PAYLOAD", "{e}");
+        assert!(e["details"]["duplicateKey"].is_string(), "{e}");
+    }
+    let m = object(json!({ "operation": "start_new", "args": { "newWork": r#"{"project":"a","project":"b"}"# } }));
+    let e = s.call_raw(m).await.unwrap_err();
+    assert_eq!(e["details"]["duplicateKey"], "newWork.project", "{e}");
+    let got = s
+        .ok("session", json!({ "subOperation": "get", "sessionId": victim }))
+        .await;
+    assert_eq!(got["session"]["id"], victim.as_str());
     // `range` as its JSON text; an empty sessionId on a thought is no id.
     let sid = s.ready("Text").await;
     for i in 1..=3 {
@@ -865,10 +997,12 @@ async fn parameters_sent_as_json_text_are_understood() {
         )
         .await;
     assert_eq!(r["thoughtNumber"], 5);
-    // The error names what was received: here `id`, not `sessionId`.
-    let e = s.err("load_context", json!({ "id": "x" }), "INVALID_PAYLOAD").await;
+    // The error names what was received: here `session`, not `sessionId`.
+    let e = s
+        .err("load_context", json!({ "session": "x" }), "INVALID_PAYLOAD")
+        .await;
     assert_eq!(e["details"]["field"], "sessionId");
-    assert_eq!(e["details"]["receivedArguments"], json!(["id"]));
+    assert_eq!(e["details"]["receivedArguments"], json!(["session"]));
     // Search texts and tag filters past their limits (review 11-c: a query
     // of 100,000 words kept the server busy for minutes).
     // Words as the index splits them: `a:b:c` is three.
