@@ -796,6 +796,12 @@ impl ServerHandler for Gateway {
                     McpError::new(rmcp::model::ErrorCode::INVALID_REQUEST, message, data)
                 });
             }
+            if let Some(e) = params["parse"].as_str() {
+                return Err(McpError::parse_error(
+                    format!("{original}: the message is not valid JSON ({e}), so the request was not run"),
+                    Some(json!({ "method": original })),
+                ));
+            }
             if let Some(reason) = params["reason"].as_str() {
                 return Err(McpError::new(
                     rmcp::model::ErrorCode::INVALID_REQUEST,

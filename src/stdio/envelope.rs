@@ -52,6 +52,10 @@ pub(super) enum Problem {
     /// A number past the largest a JSON reader holds (`1e400`): valid JSON
     /// text that no reader turns into a value, so the MCP library drops it.
     NumberTooLarge,
+    /// Not valid JSON (a `NaN`, a trailing comma, a line cut short), but
+    /// with an `id` and `method` at its top level: the MCP library would
+    /// drop it, and the client would wait for an answer for ever.
+    NotJson(String),
 }
 
 /// Look at one message (a whole line) before the MCP library does.
@@ -99,7 +103,14 @@ pub(super) fn inspect(line: &[u8]) -> Verdict {
         // array): the MCP library answers it as it sees fit.
         Err(e) => match serde_json::from_slice::<IgnoredAny>(line) {
             Ok(_) => Verdict::Pass,
-            Err(_) => Verdict::NotJson(e.to_string()),
+            Err(_) => match request_of(line) {
+                Some((id, method)) => Verdict::Refuse {
+                    id,
+                    method,
+                    problem: Problem::NotJson(e.to_string()),
+                },
+                None => Verdict::NotJson(e.to_string()),
+            },
         },
     }
 }
@@ -632,6 +643,17 @@ mod tests {
             Some((json!("a"), Problem::ParamsNot("an array")))
         );
         assert!(matches!(inspect(b"{\"id\":1,"), Verdict::NotJson(_)));
+        // Broken further in, with an id and a method: answered under its id.
+        for line in [
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"a":NaN}}"#,
+            r#"{"jsonrpc":"2.0","method":"tools/call","params":{"a":[1,]},"id":7}"#,
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"a":"#,
+        ] {
+            assert!(
+                matches!(refused(line), Some((id, Problem::NotJson(_))) if id == json!(7)),
+                "{line}"
+            );
+        }
         assert_eq!(inspect(br#"{"id":1,"method":2}"#), Verdict::Pass);
     }
 

@@ -185,6 +185,10 @@ impl<R> RepairedLines<R> {
                         serde_json::json!({ "method": method, "reason":
                             "the message holds a number too large to read (the largest is about 1.8e308)" })
                     }
+                    Problem::NotJson(e) => {
+                        tracing::warn!("answering a request that is not valid JSON ({e})");
+                        serde_json::json!({ "method": method, "parse": e })
+                    }
                     Problem::TooDeep => {
                         tracing::warn!("refusing a request nested past the JSON reader's limit");
                         serde_json::json!({ "method": method, "reason":

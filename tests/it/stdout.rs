@@ -125,8 +125,10 @@ async fn every_stdout_line_is_json_rpc() {
 /// unpaired surrogate escape (`"\ud83d"`), and a client that cuts bytes sends
 /// half a UTF-8 character: the server records the text with U+FFFD in its
 /// place and answers, instead of dropping the request. Lines
-/// that are not JSON get no answer (there is no id to answer) and the server
-/// keeps serving.
+/// that are not JSON get no answer when there is no id to answer, and a
+/// parse error under their id when their top level names one (review 14-b:
+/// a `NaN` or a line cut short left the client waiting for ever); the
+/// server keeps serving.
 #[tokio::test]
 async fn broken_text_is_replaced_and_garbage_is_skipped() {
     let (_d, db) = temp_db();
@@ -162,6 +164,13 @@ async fn broken_text_is_replaced_and_garbage_is_skipped() {
         if garbage_before {
             send(&mut stdin, "this is not json").await;
             send(&mut stdin, r#"{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"#).await;
+            send(&mut stdin, &call(98, "list_sessions", r#"{"limit":NaN}"#)).await;
+            for id in [99, 98] {
+                let v = next_message(&mut lines).await;
+                assert_eq!(v["id"], id, "{v}");
+                assert_eq!(v["error"]["code"], -32700, "{v}");
+                assert!(v["error"]["message"].as_str().unwrap().contains("not valid JSON"), "{v}");
+            }
         }
         send(&mut stdin, &request).await;
         let v = next_message(&mut lines).await;
