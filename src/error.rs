@@ -18,6 +18,17 @@ fn repair_hint(e: &rusqlite::Error) -> &'static str {
         Some(rusqlite::ErrorCode::DatabaseCorrupt) => {
             " (run `thoughtbox repair` on the database: it rebuilds the search indexes and checks the file)"
         }
+        Some(rusqlite::ErrorCode::DiskFull) => {
+            " (the disk holding the ledger is full; nothing was written: free some space and try again, \
+             the server goes on without a restart)"
+        }
+        Some(rusqlite::ErrorCode::ReadOnly) => {
+            " (the ledger's file or its file system has become read-only; nothing was written)"
+        }
+        Some(rusqlite::ErrorCode::SystemIoFailure) => {
+            " (the file system failed; on a full disk this is most often the ledger's -shm file that cannot \
+             grow: free some space and try again)"
+        }
         Some(rusqlite::ErrorCode::DatabaseBusy) => {
             " (another program held the ledger's write lock for longer than the 10 s this server waits: a \
              `sqlite3` shell inside a transaction, or `thoughtbox repair` of a large ledger; nothing was written, \
@@ -68,6 +79,16 @@ pub enum Error {
 
     #[error("database error: {0}{hint}", hint = repair_hint(.0))]
     Database(#[from] rusqlite::Error),
+
+    /// A write whose COMMIT failed with an I/O error. SQLite may have put
+    /// the whole transaction in the WAL before the failure (say, the `-shm`
+    /// could not grow on a full disk), and then it is in the ledger, at the
+    /// latest after a restart: a client that retried would record it twice.
+    #[error(
+        "database error while committing: {0}; the write may or may not have been recorded (the file system \
+         failed while SQLite was writing it): read it back (read_thoughts, session get) before trying again"
+    )]
+    CommitUncertain(rusqlite::Error),
 
     #[error("database pool error: {0}")]
     Pool(#[from] r2d2::Error),
@@ -154,6 +175,7 @@ impl Error {
             Error::StageRequirementNotMet { .. } => "STAGE_REQUIREMENT_NOT_MET",
             Error::SamplingNotSupported(_) => "SAMPLING_NOT_SUPPORTED",
             Error::Database(_)
+            | Error::CommitUncertain(_)
             | Error::Pool(_)
             | Error::Migration(_)
             | Error::SchemaTooNew { .. }
@@ -181,6 +203,7 @@ impl Error {
                 Some(Value::Object(d))
             }
             Error::InvalidOperation { details, .. } => details.clone(),
+            Error::CommitUncertain(_) => Some(json!({ "outcomeUnknown": true })),
             Error::StageRequirementNotMet {
                 current,
                 required,
@@ -276,6 +299,30 @@ mod tests {
         assert_eq!(p["code"], "INVALID_PAYLOAD");
         assert_eq!(p["details"]["field"], "thoughtNumber");
         assert_eq!(p["details"]["nextThoughtNumber"], 4);
+    }
+
+    /// A full disk says what to do; a commit the file system failed says
+    /// the write may be there (review 14-a: answered "failed", it was in the
+    /// ledger after a restart).
+    #[test]
+    fn disk_failures_say_what_happened_to_the_write() {
+        let sqlite = |code| rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(code), None);
+        let full = Error::Database(sqlite(rusqlite::ffi::SQLITE_FULL)).message();
+        assert!(
+            full.contains("disk holding the ledger is full") && full.contains("nothing was written"),
+            "{full}"
+        );
+        let unsure = Error::CommitUncertain(sqlite(rusqlite::ffi::SQLITE_IOERR));
+        let p = unsure.payload();
+        assert_eq!(p["code"], "STORAGE_ERROR");
+        assert_eq!(p["details"]["outcomeUnknown"], true);
+        assert!(
+            p["message"]
+                .as_str()
+                .unwrap()
+                .contains("may or may not have been recorded"),
+            "{p}"
+        );
     }
 
     #[test]

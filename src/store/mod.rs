@@ -741,8 +741,19 @@ impl<'c> Tx<'c> {
         conn.prepare_cached(begin)?.execute([])?;
         let tx = Tx { conn };
         let value = f(&tx)?;
-        conn.prepare_cached(commit)?.execute([])?;
-        Ok(value)
+        match conn.prepare_cached(commit)?.execute([]) {
+            Ok(_) => Ok(value),
+            // A write's COMMIT that fails with an I/O error may have put the
+            // whole transaction in the WAL first (a full disk where the
+            // `-shm` cannot grow): say so rather than "nothing was written".
+            Err(e)
+                if begin == "BEGIN IMMEDIATE"
+                    && e.sqlite_error_code() == Some(rusqlite::ErrorCode::SystemIoFailure) =>
+            {
+                Err(Error::CommitUncertain(e))
+            }
+            Err(e) => Err(e.into()),
+        }
     }
 }
 
