@@ -165,6 +165,24 @@ impl Error {
         matches!(self, Error::Database(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy))
     }
 
+    /// Whether the file system refused a write: a full disk, a read-only
+    /// file or file system, an I/O error (reads may still work).
+    pub fn is_file_system_refusal(&self) -> bool {
+        let code = match self {
+            Error::Database(e) | Error::CommitUncertain(e) => e.sqlite_error_code(),
+            _ => None,
+        };
+        matches!(
+            code,
+            Some(
+                rusqlite::ErrorCode::DiskFull
+                    | rusqlite::ErrorCode::ReadOnly
+                    | rusqlite::ErrorCode::SystemIoFailure
+                    | rusqlite::ErrorCode::CannotOpen
+            )
+        )
+    }
+
     /// The specification's error code for this error.
     pub fn code(&self) -> &'static str {
         match self {

@@ -3,8 +3,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use rusqlite::OptionalExtension;
 use rusqlite::backup::{Backup, StepResult};
-use rusqlite::{Connection, OptionalExtension};
 
 use super::{Store, with_suffix};
 use crate::error::{Error, Result};
@@ -253,7 +253,7 @@ impl Store {
                 .map_err(|e| Error::io(format!("creating {}", tmp.display()), e))?;
             let src = self.conn()?;
             {
-                let mut out = Connection::open(tmp)?;
+                let mut out = super::open_file(tmp)?;
                 {
                     let backup = Backup::new(&src, &mut out)?;
                     // Copy every page in one step: one read transaction, one

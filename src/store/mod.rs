@@ -689,7 +689,7 @@ fn pool(
     let access = opts.access;
     let stop = stop.clone();
     let manager = SqliteConnectionManager::file(path)
-        .with_flags(OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI)
+        .with_flags(OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)
         .with_init(move |c| {
             configure(c, sync, background, access)?;
             stop.attach(c)
@@ -736,6 +736,22 @@ impl Drop for Tx<'_> {
     }
 }
 
+/// `path` made absolute (without resolving links). SQLite reads a name that
+/// starts with `file:` as a URI, whatever flags it is opened with, so
+/// `--db file:x.db` would open `x.db`, while the server creates, locks and
+/// watches the file named `file:x.db`; an absolute path never starts so.
+pub(crate) fn absolute(path: &Path) -> Result<PathBuf> {
+    std::path::absolute(path).map_err(|e| Error::io(format!("resolving the path {}", path.display()), e))
+}
+
+/// Open the database file at `path` (made [`absolute`]) as a file name.
+pub(crate) fn open_file(path: &Path) -> Result<Connection> {
+    Ok(Connection::open_with_flags(
+        absolute(path)?,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?)
+}
+
 impl<'c> Tx<'c> {
     fn run<T>(conn: &'c Connection, begin: &str, commit: &str, f: impl FnOnce(&Tx<'c>) -> Result<T>) -> Result<T> {
         conn.prepare_cached(begin)?.execute([])?;
@@ -760,7 +776,7 @@ impl<'c> Tx<'c> {
 impl Store {
     /// Open (creating if needed) the ledger at `path`.
     pub fn open(path: impl AsRef<Path>, opts: OpenOptionsStore) -> Result<Store> {
-        let path = path.as_ref().to_path_buf();
+        let path = absolute(path.as_ref())?;
         create_file(&path)?;
         check_writable(&path, opts.access)?;
         check_header(&path)?;
@@ -769,7 +785,7 @@ impl Store {
             // database is left as it was, and a ledger already up to date
             // is opened without writing (a command that only reads then
             // never waits for another program's write lock).
-            let mut conn = Connection::open(&path)?;
+            let mut conn = open_file(&path)?;
             conn.busy_timeout(BUSY_TIMEOUT)?;
             let first = inspect(&conn, &path)?;
             let foreign_tables = |tables: Vec<String>| {

@@ -433,6 +433,12 @@ impl Store {
                 Ok(None)
             }
             Err(crate::error::Error::FilesChanged { .. }) => Ok(None),
+            // A full disk or a file system gone read-only: the search reads
+            // the pending thoughts itself, as a read-only store does.
+            Err(e) if e.is_file_system_refusal() => {
+                tracing::warn!("indexing before a search failed ({e}); pending thoughts are searched directly");
+                Ok(None)
+            }
             Err(e) => Err(e),
         }
     }
@@ -781,6 +787,39 @@ mod tests {
         assert_eq!(batches, [1, 2, 2, 2]);
         assert_eq!(store.search_thoughts("short", 10).unwrap().len(), 1);
         assert_eq!(store.search_thoughts("long", 10).unwrap().len(), 5);
+    }
+
+    /// On a full disk the index cannot grow, and a search reads the pending
+    /// thoughts itself rather than failing (review 14-a: every search
+    /// failed, since a disk fills during a burst, which leaves the last
+    /// thoughts pending). `max_page_count` makes the file "full" here.
+    #[test]
+    fn a_search_on_a_full_disk_reads_pending_thoughts_itself() {
+        use crate::store::Target;
+        let (_d, store) = temp_store();
+        let s = store.create_session(NewSession::titled("full")).unwrap();
+        store.index_pending(1000).unwrap();
+        for i in 0..200 {
+            let input = ThoughtInput {
+                thought: format!("pending{i} words {}", "y".repeat(400)),
+                next_thought_needed: true,
+                ..Default::default()
+            };
+            store.append_thought(Target::Session(s.id.clone()), input).unwrap();
+        }
+        // Every pooled connection at once, so that each gets the limit.
+        let conns: Vec<_> = (0..store.pool.max_size()).map(|_| store.conn().unwrap()).collect();
+        for c in &conns {
+            let pages: i64 = c.query_row("PRAGMA page_count", [], |r| r.get(0)).unwrap();
+            c.query_row(&format!("PRAGMA max_page_count = {pages}"), [], |_| Ok(()))
+                .unwrap();
+        }
+        drop(conns);
+        let e = store.index_pending(1000).unwrap_err();
+        assert!(e.is_file_system_refusal(), "{e}");
+        assert!(e.to_string().contains("nothing was written"), "{e}");
+        assert_eq!(store.search_thoughts("pending199", 10).unwrap().len(), 1);
+        assert_eq!(store.search_thoughts("words", 300).unwrap().len(), 200);
     }
 
     #[test]

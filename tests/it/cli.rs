@@ -53,6 +53,38 @@ pub fn ok_json(db: &Path, args: &[&str]) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{args:?}: not JSON ({e}): {text}"))
 }
 
+/// `--db file:NAME` is the file of that name, not an SQLite URI for NAME
+/// (review 14-a: the thoughts went into a world-readable `odd.db` while the
+/// server locked, watched and reported an empty `file:odd.db`).
+#[test]
+fn a_database_name_that_looks_like_a_uri_is_a_file_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_in = |args: &[&str]| {
+        let out = scrubbed()
+            .current_dir(dir.path())
+            .args(["--db", "file:odd.db"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    run_in(&["config", "set", "sessionPartitionGranularity", "weekly"]);
+    assert!(run_in(&["config", "get", "sessionPartitionGranularity"]).contains("weekly"));
+    let file = dir.path().join("file:odd.db");
+    assert!(std::fs::metadata(&file).unwrap().len() > 0);
+    assert!(!dir.path().join("odd.db").exists());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+    }
+}
+
 /// Run and expect failure; returns stderr.
 pub fn fails(db: &Path, args: &[&str]) -> String {
     let out = run(db, args);
