@@ -177,14 +177,38 @@ pub async fn start_new(gw: &Gateway, args: Args) -> Result<Value> {
 /// Open a session on this connection: the answer of `load_context` and `session resume`.
 pub(crate) async fn open_session(gw: &Gateway, id: String, trigger: &str) -> Result<Value> {
     let order = gw.session_order().await;
-    let (session, was_completed, recent) = gw
-        .write(move |s| {
+    let reopen = {
+        let id = id.clone();
+        gw.write(move |s| {
             let (session, was_completed) = s.reopen_session(&id)?;
             let recent = s.read_thoughts(&id, &ThoughtQuery::Last(5))?;
             Ok((session, was_completed, recent))
         })
-        .await?;
-    gw.wrote();
+        .await
+    };
+    // On a full disk or a file system gone read-only, noting the access
+    // (and reopening a completed session) cannot be written; the session
+    // is still opened for reading, rather than every read of this
+    // connection staying locked behind a stage it cannot reach (review
+    // 14-a). A thought, once it can be written, reopens the session then.
+    let mut unrecorded = None;
+    let (session, was_completed, recent) = match reopen {
+        Ok(opened) => {
+            gw.wrote();
+            opened
+        }
+        Err(e) if e.is_file_system_refusal() => {
+            tracing::warn!("{trigger}: could not record the access ({e}); opening the session to read");
+            unrecorded = Some(e.message());
+            gw.blocking(move |s| {
+                let session = s.session(&id)?;
+                let recent = s.read_thoughts(&id, &ThoughtQuery::Last(5))?;
+                Ok((session, None, recent))
+            })
+            .await?
+        }
+        Err(e) => return Err(e),
+    };
     let current = recent.last().map(|t| t.data.thought_number).unwrap_or(0);
     gw.set_active_session(Some(session.id.clone()));
     drop(order);
@@ -211,6 +235,12 @@ pub(crate) async fn open_session(gw: &Gateway, id: String, trigger: &str) -> Res
     if let Some(at) = was_completed {
         out["reopened"] = json!(true);
         out["previouslyCompletedAt"] = json!(at);
+    }
+    if let Some(why) = unrecorded {
+        out["warning"] = json!(format!(
+            "the session is open on this connection, but the ledger could not record it ({why}); reads work, \
+             and thoughts can be recorded once the ledger can be written again"
+        ));
     }
     Ok(out)
 }

@@ -845,3 +845,114 @@ async fn a_reader_left_open_is_logged_once_and_its_end_too() {
     assert_eq!(text.matches(told).count(), 1, "{text}");
     s.stop().await;
 }
+
+/// A tmpfs of `size` mounted on a new directory, unmounted when dropped;
+/// `None` where mounting is not allowed (not root, no CAP_SYS_ADMIN).
+struct SmallDisk {
+    _dir: tempfile::TempDir,
+    path: std::path::PathBuf,
+}
+
+impl SmallDisk {
+    fn mount(size: &str) -> Option<SmallDisk> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("disk");
+        std::fs::create_dir(&path).unwrap();
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(&path)
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        mounted.then_some(SmallDisk { _dir: dir, path })
+    }
+
+    /// Write a filler file until the disk is full.
+    fn fill(&self) -> std::path::PathBuf {
+        use std::io::Write;
+        let filler = self.path.join("filler");
+        let mut f = std::fs::File::create(&filler).unwrap();
+        let block = vec![0u8; 4096];
+        while f.write_all(&block).is_ok() {}
+        let _ = f.sync_all();
+        filler
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg("-l").arg(&self.path).status();
+    }
+}
+
+/// A full disk (review 14-a): writes are refused saying so and change
+/// nothing; a client that connects meanwhile can still open a session and
+/// read and search it (opening it could not be recorded, and left every
+/// read behind a stage it could not reach); once space is freed the same
+/// servers write again, and every acknowledged thought is there once.
+#[tokio::test]
+async fn a_full_disk_refuses_writes_keeps_reads_and_recovers() {
+    let Some(disk) = SmallDisk::mount("4m") else {
+        eprintln!("skipped: mounting a tmpfs is not allowed here (needs root)");
+        return;
+    };
+    let db = disk.path.join("ledger.db");
+    let s = start(&db).await;
+    let sid = s.ready("full disk").await;
+    for i in 1..=5 {
+        s.thought(t(&format!("giraffe {i}"))).await;
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let filler = disk.fill();
+    let mut acknowledged = 5;
+    let mut refused = None;
+    for i in 0..200 {
+        let text = format!("slack{i} {}", "z".repeat(3000));
+        match s
+            .call("thought", json!({ "thought": text, "nextThoughtNeeded": true }))
+            .await
+        {
+            Ok(_) => acknowledged += 1,
+            Err(e) => {
+                refused = Some(e);
+                break;
+            }
+        }
+    }
+    let e = refused.expect("the disk never filled");
+    assert_eq!(e["code"], "STORAGE_ERROR", "{e}");
+    assert!(e["details"]["outcomeUnknown"].is_null(), "{e}");
+    assert!(e["message"].as_str().unwrap().contains("full"), "{e}");
+    // A client that connects now.
+    let late = start(&db).await;
+    let opened = late.ok("load_context", json!({ "sessionId": sid })).await;
+    assert!(
+        opened["warning"].as_str().unwrap().contains("could not record"),
+        "{opened}"
+    );
+    late.ok("cipher", json!({})).await;
+    let read = late.ok("read_thoughts", json!({ "last": 1 })).await;
+    assert_eq!(read["thoughts"][0]["thoughtNumber"], acknowledged, "{read}");
+    let found = late
+        .ok("session", json!({ "subOperation": "search", "query": "giraffe" }))
+        .await;
+    assert_eq!(found["count"], 1, "{found}");
+    // Space again: both servers write on, numbering without a gap.
+    std::fs::remove_file(filler).unwrap();
+    let r = late.thought(t("after")).await;
+    assert_eq!(r["thoughtNumber"], acknowledged + 1);
+    let r = s.thought(t("after, first server")).await;
+    assert_eq!(r["thoughtNumber"], acknowledged + 2);
+    late.stop().await;
+    s.stop().await;
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let (count, distinct): (i64, i64) = conn
+        .query_row(
+            "SELECT count(*), count(DISTINCT thought_number) FROM thoughts WHERE session_id = ?1",
+            [&sid],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((count, distinct), (acknowledged + 2, acknowledged + 2));
+    drop(conn);
+}
