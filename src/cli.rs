@@ -273,12 +273,19 @@ impl ServeArgs {
                 "roots-timeout",
                 "THOUGHTBOX_ROOTS_TIMEOUT_SECS",
             )?),
-            default_project: self
-                .project
-                .as_deref()
-                .map(str::trim)
-                .filter(|p| !p.is_empty())
-                .map(str::to_string),
+            default_project: match self.project.as_deref().map(str::trim).filter(|p| !p.is_empty()) {
+                Some(p) => match crate::domain::project_problem(p) {
+                    // Every session the server creates would be refused.
+                    Some(why) => {
+                        return Err(crate::Error::invalid(
+                            "project",
+                            format!("--project / THOUGHTBOX_PROJECT cannot name a project: {why}"),
+                        ));
+                    }
+                    None => Some(p.to_string()),
+                },
+                None => None,
+            },
             events,
         })
     }
@@ -404,6 +411,14 @@ mod tests {
             assert!(serve.no_stages, "{args:?}");
             let options = serve.options().unwrap_or_else(|e| panic!("{args:?}: {e}"));
             assert_eq!(options.critique_timeout, Duration::from_secs(5), "{args:?}");
+        }
+        // A project no session could be tagged with is refused at start,
+        // not at every start_new (review 14-b).
+        let long = "p".repeat(300);
+        for bad in [long.as_str(), "a\u{0}b", "a\nb"] {
+            let cli = parse(&["--project", bad]).expect("parse");
+            let e = cli.serve.options().expect_err(bad);
+            assert!(e.to_string().contains("--project"), "{e}");
         }
     }
 

@@ -79,6 +79,20 @@ pub fn check_tag_filter(tags: &[String]) -> crate::error::Result<()> {
     Ok(())
 }
 
+/// Longest project name: its tag `project:NAME` is a tag like any other.
+pub const MAX_PROJECT_CHARS: usize = MAX_TAG_CHARS - "project:".len();
+
+/// Why `name` cannot be a project (the tag `project:NAME` of every new
+/// session), if it cannot: control characters (NUL included) or too long.
+pub fn project_problem(name: &str) -> Option<String> {
+    if name.chars().any(char::is_control) {
+        return Some("it holds control characters".into());
+    }
+    let chars = name.chars().count();
+    (chars > MAX_PROJECT_CHARS)
+        .then(|| format!("it has {chars} characters; a project name has at most {MAX_PROJECT_CHARS}"))
+}
+
 /// Largest thought number (and totalThoughts) the ledger accepts.
 pub const MAX_THOUGHT_NUMBER: u32 = i32::MAX as u32;
 

@@ -586,6 +586,21 @@ impl Args {
         }
     }
 
+    /// The tags of a list filter, as sessions and patterns store them:
+    /// trimmed, blank ones left out (clients that fill every optional field
+    /// send `""`, which matched nothing).
+    pub fn tag_filter(&self, keys: &[&str]) -> Result<Vec<String>> {
+        let tags: Vec<String> = self
+            .str_list_opt(keys)?
+            .unwrap_or_default()
+            .into_iter()
+            .map(|t| t.trim().to_string())
+            .filter(|t| !t.is_empty())
+            .collect();
+        crate::domain::check_tag_filter(&tags)?;
+        Ok(tags)
+    }
+
     pub fn object_opt(&self, keys: &[&str]) -> Result<Option<Args>> {
         match self.pick(keys)? {
             None => Ok(None),

@@ -120,9 +120,19 @@ pub(crate) async fn request_critique(gw: &Gateway, ctx: &RequestContext<RoleServ
             "the client's critique is longer than thoughtbox keeps: cut"
         );
     }
+    // NUL is refused in everything a client sends as an argument; the
+    // client's sampling answer is kept without it too (SQLite's text
+    // functions stop at it).
+    let no_nul = |s: String| {
+        if s.contains('\0') {
+            s.replace('\0', "\u{FFFD}")
+        } else {
+            s
+        }
+    };
     Ok(Critique {
-        text: bounded(text),
-        model: result.model,
+        text: bounded(no_nul(text)),
+        model: no_nul(result.model),
         timestamp: domain::now(),
     })
 }

@@ -91,14 +91,27 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// A root's name: the one the client gave, else the last segment of its URI.
+/// A root's name: the one the client gave, else the last segment of its
+/// URI; made fit to be a project (the tag of every session created while it
+/// is bound): control characters become spaces, and it is cut to
+/// [`domain::MAX_PROJECT_CHARS`] (review 14-b: a 300-character root name
+/// made every later `start_new` fail on a tag the caller never sent).
 pub(crate) fn root_name(root: &Root) -> String {
-    if let Some(n) = root.name.as_deref().map(str::trim).filter(|n| !n.is_empty()) {
-        return n.to_string();
-    }
-    let path = root.uri.split_once("://").map(|(_, rest)| rest).unwrap_or(&root.uri);
-    let last = path.trim_end_matches('/').rsplit('/').next().unwrap_or("");
-    let name = percent_decode(last).trim().to_string();
+    let given = root.name.as_deref().map(str::trim).filter(|n| !n.is_empty());
+    let raw = match given {
+        Some(n) => n.to_string(),
+        None => {
+            let path = root.uri.split_once("://").map(|(_, rest)| rest).unwrap_or(&root.uri);
+            let last = path.trim_end_matches('/').rsplit('/').next().unwrap_or("");
+            percent_decode(last)
+        }
+    };
+    let clean: String = raw
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(crate::domain::MAX_PROJECT_CHARS)
+        .collect();
+    let name = clean.split_whitespace().collect::<Vec<_>>().join(" ");
     if name.is_empty() { "root".into() } else { name }
 }
 
@@ -393,5 +406,10 @@ mod tests {
         assert_eq!(root_name(&Root::new("file:///x/%zz")), "%zz");
         assert_eq!(root_name(&Root::new("file:///x/a%")), "a%");
         assert_eq!(root_name(&Root::new("file:///x/%é1")), "%é1");
+        // Fit to be a project tag: no control characters, not too long.
+        assert_eq!(root_name(&Root::new("file:///x/a%00b%0A%1B[31mc")), "a b [31mc");
+        let long = root_name(&Root::new(format!("file:///x/{}", "z".repeat(300))));
+        assert_eq!(long.chars().count(), crate::domain::MAX_PROJECT_CHARS);
+        assert!(crate::domain::project_problem(&long).is_none());
     }
 }

@@ -201,11 +201,7 @@ async fn list_patterns(gw: &Gateway, args: Args) -> Result<Value> {
     let args = args.object_opt(&["filter", "filters"])?.unwrap_or(args);
     let (sort_by, sort_order) = args.sort_opt()?;
     let filter = PatternFilter {
-        tags: {
-            let tags = args.str_list_opt(&["tags", "tag"])?.unwrap_or_default();
-            crate::domain::check_tag_filter(&tags)?;
-            tags
-        },
+        tags: { args.tag_filter(&["tags", "tag"])? },
         search: args.search_opt(&["search", "query"])?,
         limit: args.int_opt(&["limit"], 1, 100)?.unwrap_or(20) as u32,
         offset: args.int_opt(&["offset"], 0, i64::from(u32::MAX))?.unwrap_or(0) as u32,

@@ -262,7 +262,7 @@ pub(crate) fn session_filter(args: &Args) -> Result<SessionFilter> {
         Some(nested) => nested,
         None => args.clone(),
     };
-    let mut tags = args.str_list_opt(&["tags"])?.unwrap_or_default();
+    let mut tags = args.tag_filter(&["tags"])?;
     for key in ["project", "task", "aspect"] {
         if let Some(v) = args.str_opt(&[key])?.filter(|v| !v.trim().is_empty()) {
             tags.push(format!("{key}:{}", v.trim()));

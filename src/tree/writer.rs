@@ -465,7 +465,21 @@ fn prepare_destination(dest: &Path) -> Result<()> {
                 dest.display()
             ),
         )),
-        Err(_) => fs::create_dir_all(dest).map_err(io(format!("cannot create export destination {}", dest.display()))),
+        // A path that cannot be a directory (under /proc, too long, no
+        // permission, a read-only file system) is a bad destination, as a
+        // file there is; a full disk is the storage failing.
+        Err(_) => fs::create_dir_all(dest).map_err(|e| match e.kind() {
+            std::io::ErrorKind::StorageFull => {
+                Error::io(format!("cannot create export destination {}", dest.display()), e)
+            }
+            _ => Error::invalid(
+                "destination",
+                format!(
+                    "cannot create the export destination {}: {e}; name a directory this server can write",
+                    dest.display()
+                ),
+            ),
+        }),
     }
 }
 

@@ -626,6 +626,17 @@ async fn misspelt_parameters_are_refused_and_change_nothing() {
         .ok("read_thoughts", json!({ "sessionId": sid, "session_id": sid }))
         .await;
     assert!(r.get("ignoredArguments").is_none(), "{r}");
+    // Filter tags are read as sessions keep them: trimmed, blanks left out
+    // (review 14-b: `tags: ""` matched no session).
+    s.ok("start_new", json!({ "sessionTitle": "tagged", "tags": ["a"] }))
+        .await;
+    s.ok("load_context", json!({ "sessionId": sid })).await;
+    for tags in [json!(""), json!("  "), json!([""])] {
+        let r = s.ok("list_sessions", json!({ "tags": tags })).await;
+        assert_eq!(r["total"], 3, "{tags}: {r}");
+    }
+    let r = s.ok("list_sessions", json!({ "tags": [" a ", ""] })).await;
+    assert_eq!(r["total"], 1, "{r}");
     // `session get` and `export` default to the active session, as reads do.
     let got = s
         .ok("session", json!({ "subOperation": "get", "includeThoughts": false }))

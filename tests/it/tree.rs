@@ -663,7 +663,7 @@ fn export_destinations_and_bad_names() {
     assert!(err.contains("not a directory"), "{err}");
     assert_eq!(fs::read(&file).unwrap(), b"keep");
     let err = fails(&db, &["export", "--out", path_str(&file.join("below"))]);
-    assert!(err.contains("cannot create export destination"), "{err}");
+    assert!(err.contains("cannot create the export destination"), "{err}");
     // A missing destination is created, nested.
     let nested = dir.path().join("a/b/c");
     ok(&db, &["export", "--out", path_str(&nested)]);
@@ -832,6 +832,16 @@ async fn gateway_export_to_a_destination() {
         .await;
     assert_eq!(e["details"]["field"], "destination", "{e}");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "mine");
+    // So is one that cannot be made a directory (review 14-b: STORAGE_ERROR).
+    let under_file = file.join("sub");
+    let e = s
+        .err(
+            "session",
+            json!({ "subOperation": "export", "sessionId": id, "destination": path_str(&under_file) }),
+            "INVALID_PAYLOAD",
+        )
+        .await;
+    assert_eq!(e["details"]["field"], "destination", "{e}");
     // A first export that fails leaves nothing: no lock file, and not the
     // destination it made. (A plain file where the tree's projects/ goes.)
     let blocked = dir.path().join("blocked");
