@@ -48,8 +48,14 @@ impl Stage {
         if steps.is_empty() {
             return Stage::Entry.how_to_reach().to_string();
         }
+        let finding = if self == Stage::Entry {
+            " To find an earlier session's id first, use 'list_sessions' (stage 0; its search matches titles, \
+             descriptions and tags)."
+        } else {
+            ""
+        };
         format!(
-            "Call thoughtbox_gateway with operation {} first.",
+            "Call thoughtbox_gateway with operation {} first.{finding}",
             steps.join(", then ")
         )
     }

@@ -607,7 +607,8 @@ fn squash(text: &str, max: usize) -> String {
         end += 1;
     }
     let cut: String = chars[..end].iter().collect();
-    format!("{cut} ..")
+    // Not ` ..`, which in the cipher means "continued in the next thought".
+    format!("{cut} …[+{} chars]", chars.len() - end)
 }
 
 /// The tags of a cipher header, one word: a tag's spaces become `_` and its
@@ -938,16 +939,25 @@ mod tests {
     fn the_cipher_cut_keeps_what_shows_as_one_character() {
         let pad = "a".repeat(199);
         let family = "\u{1f468}\u{200d}\u{1f469}\u{200d}\u{1f467}";
-        assert_eq!(squash(&format!("{pad}{family} tail"), 200), format!("{pad}{family} .."));
+        assert_eq!(
+            squash(&format!("{pad}{family} tail"), 200),
+            format!("{pad}{family} …[+5 chars]")
+        );
         let flag = "\u{1f1ef}\u{1f1f5}";
-        assert_eq!(squash(&format!("{pad}{flag} tail"), 200), format!("{pad}{flag} .."));
-        assert_eq!(squash(&format!("{pad}e\u{301}x"), 200), format!("{pad}e\u{301} .."));
-        assert_eq!(squash(&format!("{pad}bc"), 200), format!("{pad}b .."));
+        assert_eq!(
+            squash(&format!("{pad}{flag} tail"), 200),
+            format!("{pad}{flag} …[+5 chars]")
+        );
+        assert_eq!(
+            squash(&format!("{pad}e\u{301}x"), 200),
+            format!("{pad}e\u{301} …[+1 chars]")
+        );
+        assert_eq!(squash(&format!("{pad}bc"), 200), format!("{pad}b …[+1 chars]"));
         // Review 10-d: marks of other scripts, and Korean written as jamo.
         for cluster in ["กิ", "بِ", "कि", "בּ", "\u{304b}\u{3099}", "\u{1100}\u{1161}\u{11a8}"] {
             assert_eq!(
                 squash(&format!("{pad}{cluster}x"), 200),
-                format!("{pad}{cluster} .."),
+                format!("{pad}{cluster} …[+1 chars]"),
                 "{cluster:?}"
             );
         }

@@ -167,6 +167,18 @@ fn derived_sessions(args: &Args) -> Result<Option<Vec<String>>> {
 }
 
 async fn create_pattern(gw: &Gateway, args: Args) -> Result<Value> {
+    // Every required field missing is named at once, not one per call.
+    let missing: Vec<&str> = ["title", "description", "content"]
+        .into_iter()
+        .filter(|k| !args.has(k))
+        .collect();
+    if let [first, _, ..] = missing[..] {
+        return Err(Error::invalid_with(
+            first,
+            format!("create_pattern needs {}: missing", missing.join(", ")),
+            json!({ "missing": missing }),
+        ));
+    }
     let new = NewPattern {
         title: args.str_req(&["title"])?,
         description: args.str_req(&["description"])?,
@@ -201,7 +213,7 @@ async fn list_patterns(gw: &Gateway, args: Args) -> Result<Value> {
     let args = args.object_opt(&["filter", "filters"])?.unwrap_or(args);
     let (sort_by, sort_order) = args.sort_opt()?;
     let filter = PatternFilter {
-        tags: { args.tag_filter(&["tags", "tag"])? },
+        tags: args.tag_filter(&["tags", "tag"])?,
         search: args.search_opt(&["search", "query"])?,
         limit: args.int_opt(&["limit"], 1, 100)?.unwrap_or(20) as u32,
         offset: args.int_opt(&["offset"], 0, i64::from(u32::MAX))?.unwrap_or(0) as u32,
@@ -251,6 +263,8 @@ async fn write_scratchpad(gw: &Gateway, args: Args) -> Result<Value> {
     gw.wrote();
     let mut v = note_json(&note);
     v["created"] = json!(created);
+    // A note is one per topic: writing the topic again replaces its text.
+    v["replaced"] = json!(!created);
     Ok(v)
 }
 

@@ -60,7 +60,7 @@ pub const OPERATIONS: &[(&str, Stage, &str)] = &[
     (
         "list_sessions",
         Stage::Entry,
-        "List sessions. args: project?, task?, aspect?, tags?, search?, limit?, offset?, sortBy?, sortOrder?.",
+        "List sessions (find an earlier session's id here). args: project?, task?, aspect?, tags?, search? (words in titles, descriptions and tags; session search, once a session is open, searches thought text), limit?, offset?, sortBy?, sortOrder?, allProjects? (with a server --project, true lists every project's sessions).",
     ),
     (
         "navigate",
@@ -85,7 +85,7 @@ pub const OPERATIONS: &[(&str, Stage, &str)] = &[
     (
         "session",
         Stage::InitComplete,
-        "Session management. args: subOperation = list | get (includeThoughts: false for the session without its thoughts) | search | resume | export (format json|markdown|cipher, or destination: a directory to write the file layout to) | delete | analyze | extract_learnings | discovery, plus its parameters.",
+        "Session management. args: subOperation and its parameters: list {as list_sessions} | get {sessionId? (default: the active session), includeThoughts?} | search {query, limit?, include? [patterns, notes]}: thought text in every session | resume {sessionId} | export {sessionId? (default: active), format? json|markdown|cipher, or destination: a directory for the file layout} | delete {sessionId} | analyze {sessionId?} | extract_learnings {sessionId?, keyMoments? [{thoughtNumber, significance?, summary?}], targetTypes?, save?} | discovery {action: list|hide|show, toolName?}.",
     ),
     (
         "deep_analysis",
@@ -115,7 +115,7 @@ pub const OPERATIONS: &[(&str, Stage, &str)] = &[
     (
         "knowledge",
         Stage::CipherLoaded,
-        "The knowledge garden. args: subOperation = create_pattern | get_pattern | update_pattern | delete_pattern | list_patterns | list_tags | write_scratchpad | read_scratchpad | list_scratchpad | delete_scratchpad | search.",
+        "The knowledge garden. args: subOperation and its parameters: create_pattern {title, description, content, tags?, derivedFromSessions?} | get_pattern {id} | update_pattern {id, and what changes} | delete_pattern {id} | list_patterns {tags?, search?, limit?, offset?, sortBy?, sortOrder?} | list_tags | write_scratchpad {topic, content}: replaces the note of that topic | read_scratchpad {topic or id} | list_scratchpad {limit?, offset?} | delete_scratchpad {topic or id} | search {query, limit?, include? [patterns, notes]}.",
     ),
 ];
 

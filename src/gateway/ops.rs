@@ -293,10 +293,13 @@ pub async fn list_sessions(gw: &Gateway, args: Args) -> Result<Value> {
         .iter()
         .find_map(|t| t.strip_prefix("project:"))
         .map_or(Value::Null, |p| json!(p));
+    // The filter without the project the server or a bound root added.
+    let mut unscoped = None;
     if !all
         && !filter.tags.iter().any(|t| t.starts_with("project:"))
         && let Some((project, _)) = super::init_ops::current_project(gw)
     {
+        unscoped = Some(filter.clone());
         filter.tags.push(format!("project:{project}"));
         scope = json!(project);
     }
@@ -305,10 +308,24 @@ pub async fn list_sessions(gw: &Gateway, args: Args) -> Result<Value> {
         .as_deref()
         .is_some_and(|q| crate::store::fts_query(q).is_none());
     let page = gw.blocking(move |s| s.list_sessions(&filter)).await?;
+    let empty = page.total == 0;
     let mut out = serde_json::to_value(page).map_err(|e| Error::Internal(e.to_string()))?;
-    out["project"] = scope;
+    out["project"] = scope.clone();
     if unsearchable {
         out["note"] = json!(UNSEARCHABLE_NOTE);
+    } else if empty && let Some(mut unscoped) = unscoped {
+        // Nothing in this project: say whether other projects have some,
+        // rather than let an agent conclude there is no history (review 14-c).
+        unscoped.limit = 1;
+        unscoped.offset = 0;
+        let elsewhere = gw.blocking(move |s| s.list_sessions(&unscoped)).await?.total;
+        if elsewhere > 0 {
+            out["note"] = json!(format!(
+                "no session of project {scope} matches; {elsewhere} session(s) of other projects do: pass \
+                 allProjects: true to list them"
+            ));
+            out["otherProjectsTotal"] = json!(elsewhere);
+        }
     }
     Ok(out)
 }
@@ -485,6 +502,7 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
         }
     };
     let creates_session = matches!(target, Target::New(_));
+    let closed_before = gw.closed_session();
     let refers_back = ReferenceBack::of(&input);
     let appended = match gw.write(move |s| s.append_thought(target, input)).await {
         Ok(a) => a,
@@ -619,6 +637,19 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
         // continue one (deleted, closed or never started) notices.
         out["sessionCreated"] = json!(true);
         out["sessionTitle"] = json!(appended.session.title);
+        if let Some(previous) = closed_before.filter(|p| *p != session_id) {
+            out["previousSessionId"] = json!(previous);
+            out["note"] = json!(format!(
+                "session {previous} was closed by nextThoughtNeeded: false, so this thought started a new \
+                 session; to add to the closed one instead, call load_context with sessionId {previous}"
+            ));
+        }
+    }
+    if !thought.data.next_thought_needed && thought.data.branch_id.is_some() && !appended.closed {
+        out["note"] = json!(
+            "nextThoughtNeeded: false on a branch closes nothing: the session stays open, and closes with \
+             nextThoughtNeeded: false on the main chain"
+        );
     }
     if appended.closed {
         out["sessionClosed"] = json!(true);

@@ -715,3 +715,35 @@ async fn critique_through_sampling_is_stored_and_exported() {
     assert!(md["content"].as_str().unwrap().contains("**Critique** (test-model-1)"));
     s.stop().await;
 }
+
+/// What an agent might take for a close, or for continuing, is said in the
+/// answer (review 14-c): `nextThoughtNeeded: false` on a branch closes
+/// nothing, and a thought after a close starts a new session, naming the
+/// closed one.
+#[tokio::test]
+async fn answers_say_what_a_close_did_and_did_not_do() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    let sid = s.ready("closing").await;
+    s.thought(t("one")).await;
+    let r = s
+        .thought(
+            json!({ "thought": "alt done", "nextThoughtNeeded": false, "branchId": "alt", "branchFromThought": 1 }),
+        )
+        .await;
+    assert!(r.get("sessionClosed").is_none(), "{r}");
+    assert!(r["note"].as_str().unwrap().contains("closes nothing"), "{r}");
+    let r = s
+        .thought(json!({ "thought": "done", "nextThoughtNeeded": false }))
+        .await;
+    assert_eq!(r["sessionClosed"], true);
+    assert!(r.get("note").is_none(), "{r}");
+    let r = s.thought(t("afterthought")).await;
+    assert_eq!(r["sessionCreated"], true);
+    assert_eq!(r["previousSessionId"], sid.as_str());
+    assert!(r["note"].as_str().unwrap().contains("load_context"), "{r}");
+    // The next one goes on in the new session, without the note.
+    let r = s.thought(t("more")).await;
+    assert!(r.get("note").is_none() && r.get("sessionCreated").is_none(), "{r}");
+    s.stop().await;
+}

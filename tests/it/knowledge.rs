@@ -637,3 +637,48 @@ async fn every_pattern_and_note_is_listed_page_by_page() {
     assert_eq!((patterns, notes), (230, 190), "what existed throughout is listed once");
     s.stop().await;
 }
+
+/// What an agent needs to get a call right the first time (review 14-c):
+/// every missing required field at once, and whether a note was replaced.
+#[tokio::test]
+async fn answers_name_every_missing_field_and_a_replaced_note() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    // Before any session: finding one is list_sessions' job.
+    let e = s
+        .err(
+            "session",
+            json!({ "subOperation": "search", "query": "x" }),
+            "STAGE_REQUIREMENT_NOT_MET",
+        )
+        .await;
+    assert!(
+        e["details"]["suggestion"].as_str().unwrap().contains("list_sessions"),
+        "{e}"
+    );
+    s.ready("garden").await;
+    let e = s
+        .err(
+            "knowledge",
+            json!({ "subOperation": "create_pattern", "tags": ["x"] }),
+            "INVALID_PAYLOAD",
+        )
+        .await;
+    assert_eq!(
+        e["details"]["missing"],
+        json!(["title", "description", "content"]),
+        "{e}"
+    );
+    let write = |content: &str| json!({ "subOperation": "write_scratchpad", "topic": "todo", "content": content });
+    let first = s.ok("knowledge", write("one")).await;
+    assert_eq!(
+        (first["created"].clone(), first["replaced"].clone()),
+        (json!(true), json!(false))
+    );
+    let again = s.ok("knowledge", write("two")).await;
+    assert_eq!(
+        (again["created"].clone(), again["replaced"].clone()),
+        (json!(false), json!(true))
+    );
+    s.stop().await;
+}

@@ -146,7 +146,14 @@ async fn list_and_bind_roots_then_sessions_carry_the_project() {
     // Binding by name works too.
     let b = s.ok("bind_root", json!({ "name": "Engine" })).await;
     assert_eq!(b["previousRoot"]["name"], "web site");
-    assert_eq!(s.ok("list_sessions", Value::Null).await["total"], 0);
+    let l = s.ok("list_sessions", Value::Null).await;
+    assert_eq!(l["total"], 0);
+    // An empty list in the bound project says the others have sessions
+    // (review 14-c: an agent concluded there was no history).
+    assert_eq!(l["otherProjectsTotal"], 4, "{l}");
+    assert!(l["note"].as_str().unwrap().contains("allProjects"), "{l}");
+    let l = s.ok("list_sessions", json!({ "search": "nothing-like-this" })).await;
+    assert!(l.get("note").is_none(), "{l}");
     s.stop().await;
 }
 
