@@ -112,14 +112,36 @@ async fn index_pending(writer: &Writer, stop: impl Fn() -> bool) {
     }
 }
 
+/// Whether the last background checkpoint failed (logged at warning level
+/// once, then at debug level until one succeeds: on a full disk the retries
+/// would write a warning every few seconds for as long as it lasts).
+static CHECKPOINT_FAILING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+fn checkpoint_failed(e: &Error) {
+    if CHECKPOINT_FAILING.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        tracing::debug!("checkpoint failed again: {e}");
+    } else {
+        tracing::warn!("checkpoint failed: {e} (retried in the background; logged again once it works)");
+    }
+}
+
+fn checkpoint_worked() {
+    if CHECKPOINT_FAILING.swap(false, std::sync::atomic::Ordering::Relaxed) {
+        tracing::info!("checkpoints work again");
+    }
+}
+
 /// Copy the WAL into the database beside the writers; once it has grown
 /// past [`WAL_RESTART_BYTES`], copy the rest between two writes on the writer
 /// thread, so that the next write starts the WAL over from its beginning.
 async fn checkpoint(store: &Store, writer: &Writer) {
     let wal = match blocking(store, |s| s.checkpoint_passive()).await {
-        Ok(bytes) => bytes,
+        Ok(bytes) => {
+            checkpoint_worked();
+            bytes
+        }
         Err(e) => {
-            tracing::warn!("checkpoint failed: {e}");
+            checkpoint_failed(&e);
             return;
         }
     };
@@ -127,10 +149,10 @@ async fn checkpoint(store: &Store, writer: &Writer) {
         // Once more beside the writers, for what they wrote during the first
         // pass, so that the writer thread has only a few frames left to copy.
         if let Err(e) = blocking(store, |s| s.checkpoint_passive()).await {
-            tracing::warn!("checkpoint failed: {e}");
+            checkpoint_failed(&e);
         }
         if let Err(e) = writer.run(|s| s.checkpoint_passive()).await {
-            tracing::warn!("checkpoint failed: {e}");
+            checkpoint_failed(&e);
         }
     }
 }
@@ -140,14 +162,17 @@ async fn checkpoint(store: &Store, writer: &Writer) {
 /// [`CHECKPOINT_WAIT`]. Answers whether the WAL is empty, or why not.
 async fn checkpoint_truncate(store: &Store) -> std::result::Result<(), String> {
     match blocking(store, |s| s.checkpoint_within(CHECKPOINT_WAIT)).await {
-        Ok(true) => Ok(()),
+        Ok(true) => {
+            checkpoint_worked();
+            Ok(())
+        }
         Ok(false) => {
             Err("another connection (a server, a shell, a browser) holds a read transaction on the database".into())
         }
         // Logged once, when first seen.
         Err(e @ Error::FilesChanged { .. }) => Err(e.to_string()),
         Err(e) => {
-            tracing::warn!("checkpoint failed: {e}");
+            checkpoint_failed(&e);
             Err(e.to_string())
         }
     }
@@ -567,14 +592,29 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
             } else {
                 Duration::from_millis(300)
             };
-            let r = store.checkpoint_within(patience).map(|emptied| {
-                if !emptied {
-                    tracing::warn!(
-                        "could not empty the WAL at exit: another connection holds a read transaction on the \
-                         database; the last connection to close empties it"
-                    );
+            let r = match store.checkpoint_within(patience) {
+                Ok(emptied) => {
+                    if !emptied {
+                        tracing::warn!(
+                            "could not empty the WAL at exit: another connection holds a read transaction on the \
+                             database; the last connection to close empties it"
+                        );
+                    }
+                    Ok(())
                 }
-            });
+                // A full disk or a read-only file system: what was
+                // acknowledged is in the WAL, which stays for the next
+                // start. Not a failed run (an exit code of 1 reads as a
+                // crash to MCP clients).
+                Err(e) if e.is_file_system_refusal() => {
+                    tracing::warn!(
+                        "could not copy the WAL into the database file at exit ({e}); it stays beside the \
+                         database and nothing is lost: the next start copies it"
+                    );
+                    Ok(())
+                }
+                Err(e) => Err(e),
+            };
             drop(store);
             r
         })

@@ -492,6 +492,25 @@ fn inspect(conn: &Connection, path: &Path) -> Result<Found> {
 
 fn inspect_in(conn: &Connection, path: &Path) -> Result<Found> {
     let unreadable = |e: rusqlite::Error| {
+        // The file system failing (a full disk where the -shm cannot be
+        // made, no free inodes, a read-only mount) is not a damaged file:
+        // say what the system said (review 14-a).
+        if matches!(
+            e.sqlite_error_code(),
+            Some(
+                rusqlite::ErrorCode::SystemIoFailure | rusqlite::ErrorCode::CannotOpen | rusqlite::ErrorCode::DiskFull
+            )
+        ) {
+            return Error::invalid(
+                "db",
+                format!(
+                    "{} could not be opened: {e}. The file itself may well be fine: the file system refused (a full \
+                     disk, no free inodes, a read-only mount); SQLite needs room for the -wal and -shm files beside \
+                     it, so free some space and start again",
+                    path.display()
+                ),
+            );
+        }
         Error::invalid(
             "db",
             format!("{} cannot be read as an SQLite database: {e}", path.display()),

@@ -955,4 +955,15 @@ async fn a_full_disk_refuses_writes_keeps_reads_and_recovers() {
         .unwrap();
     assert_eq!((count, distinct), (acknowledged + 2, acknowledged + 2));
     drop(conn);
+    // Stopped cleanly (no -wal, no -shm) and the disk full again: the
+    // ledger cannot be opened, and the message says the file may be fine
+    // rather than that it is no SQLite database.
+    let filler = disk.fill();
+    let err = crate::cli::fails(&db, &["stats"]);
+    assert!(
+        err.contains("could not be opened") && err.contains("may well be fine"),
+        "{err}"
+    );
+    std::fs::remove_file(filler).unwrap();
+    assert!(crate::cli::ok(&db, &["stats"]).contains("thoughts"));
 }
