@@ -27,6 +27,21 @@ struct Tracking {
     read: Vec<String>,
     /// Every field an operation looked for, given or not.
     asked: Vec<String>,
+    /// Object parameters read as arguments of their own (`options`,
+    /// `newWork`): their unread fields are reported as `options.x`.
+    nested: Vec<(String, Arc<Mutex<Tracking>>)>,
+}
+
+impl Tracking {
+    fn unread(&self) -> Vec<String> {
+        let mut unread: Vec<String> = self.given.iter().filter(|k| !self.read.contains(k)).cloned().collect();
+        for (key, child) in &self.nested {
+            if let Ok(child) = child.lock() {
+                unread.extend(child.unread().into_iter().map(|k| format!("{key}.{k}")));
+            }
+        }
+        unread
+    }
 }
 
 /// See [`Args::usage`].
@@ -52,8 +67,9 @@ impl ArgsUsage {
         let Ok(t) = self.0.lock() else {
             return Vec::new();
         };
-        let mut unread: Vec<String> = t.given.iter().filter(|k| !t.read.contains(k)).cloned().collect();
+        let mut unread = t.unread();
         unread.sort();
+        unread.dedup();
         unread
     }
 }
@@ -483,6 +499,9 @@ impl Args {
                     Ok(i)
                 } else if let Some(f) = n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15) {
                     Ok(f as i64)
+                } else if n.as_f64().is_some_and(|f| f.fract() == 0.0) {
+                    // 1e308, 2^64: whole, but past any count or number here.
+                    Err(Error::invalid(k, format!("{k} is out of range, got {v}")))
                 } else {
                     Err(bad())
                 }
@@ -602,15 +621,19 @@ impl Args {
     }
 
     pub fn object_opt(&self, keys: &[&str]) -> Result<Option<Args>> {
-        match self.pick(keys)? {
-            None => Ok(None),
-            Some((_, Value::Object(m))) => Ok(Some(Args::new(m.clone()))),
+        let (key, nested) = match self.pick(keys)? {
+            None => return Ok(None),
+            Some((k, Value::Object(m))) => (k, Args::new(m.clone())),
             Some((k, v @ Value::String(s))) => match json_in_string(k, s)? {
-                Some(Value::Object(m)) => Ok(Some(Args::new(m))),
-                _ => Err(not_an_object(k, v)),
+                Some(Value::Object(m)) => (k, Args::new(m)),
+                _ => return Err(not_an_object(k, v)),
             },
-            Some((k, v)) => Err(not_an_object(k, v)),
+            Some((k, v)) => return Err(not_an_object(k, v)),
+        };
+        if let Ok(mut t) = self.tracking.lock() {
+            t.nested.push((key.to_string(), nested.tracking.clone()));
         }
+        Ok(Some(nested))
     }
 
     /// A string from a fixed set of values.

@@ -182,7 +182,8 @@ pub(crate) async fn open_session(gw: &Gateway, id: String, trigger: &str) -> Res
         gw.write(move |s| {
             let (session, was_completed) = s.reopen_session(&id)?;
             let recent = s.read_thoughts(&id, &ThoughtQuery::Last(5))?;
-            Ok((session, was_completed, recent))
+            let branches = s.branch_ids(&id)?;
+            Ok((session, was_completed, recent, branches))
         })
         .await
     };
@@ -192,7 +193,7 @@ pub(crate) async fn open_session(gw: &Gateway, id: String, trigger: &str) -> Res
     // connection staying locked behind a stage it cannot reach (review
     // 14-a). A thought, once it can be written, reopens the session then.
     let mut unrecorded = None;
-    let (session, was_completed, recent) = match reopen {
+    let (session, was_completed, recent, branches) = match reopen {
         Ok(opened) => {
             gw.wrote();
             opened
@@ -203,7 +204,8 @@ pub(crate) async fn open_session(gw: &Gateway, id: String, trigger: &str) -> Res
             gw.blocking(move |s| {
                 let session = s.session(&id)?;
                 let recent = s.read_thoughts(&id, &ThoughtQuery::Last(5))?;
-                Ok((session, None, recent))
+                let branches = s.branch_ids(&id)?;
+                Ok((session, None, recent, branches))
             })
             .await?
         }
@@ -223,6 +225,8 @@ pub(crate) async fn open_session(gw: &Gateway, id: String, trigger: &str) -> Res
             "thoughtCount": session.thought_count,
             "currentThoughtNumber": current,
             "branchCount": session.branch_count,
+            // Their ids, so that an agent can go on with one at once.
+            "branches": branches,
             "message": if current >= crate::domain::MAX_THOUGHT_NUMBER {
                 crate::domain::chain_full(None)
             } else {

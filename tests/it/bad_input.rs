@@ -663,6 +663,17 @@ async fn misspelt_parameters_are_refused_and_change_nothing() {
         .unwrap();
     assert_eq!(r["thoughtNumber"], 2);
     assert_eq!(r["ignoredArguments"], json!(["confidence"]));
+    // Inside an object parameter too (review 14-b: nothing was said).
+    let r = s
+        .call("deep_analysis", json!({ "options": { "includeTimelineEntrys": true } }))
+        .await
+        .unwrap();
+    assert_eq!(r["ignoredArguments"], json!(["options.includeTimelineEntrys"]), "{r}");
+    let r = s
+        .call("list_sessions", json!({ "filters": { "limit": 1, "colour": "red" } }))
+        .await
+        .unwrap();
+    assert_eq!(r["ignoredArguments"], json!(["filters.colour"]), "{r}");
     s.stop().await;
 }
 

@@ -461,6 +461,10 @@ async fn core_concepts_branches_and_revisions() {
     // Restoration counts branches and all thoughts.
     let ctx = s.ok("load_context", json!({ "sessionId": sid })).await;
     assert_eq!(ctx["restorationInfo"]["branchCount"], 2);
+    assert_eq!(
+        ctx["restorationInfo"]["branches"],
+        json!(["redis-approach", "memcached"])
+    );
     assert_eq!(ctx["restorationInfo"]["thoughtCount"], 9);
     assert_eq!(ctx["restorationInfo"]["message"], "Next thought will be #7");
 
