@@ -86,7 +86,7 @@ pub enum Error {
     /// latest after a restart: a client that retried would record it twice.
     #[error(
         "database error while committing: {0}; the write may or may not have been recorded (the file system \
-         failed while SQLite was writing it): read it back (read_thoughts, session get) before trying again"
+         failed while SQLite was writing it): read it back (list_sessions, read_thoughts, session get) before trying again"
     )]
     CommitUncertain(rusqlite::Error),
 

@@ -76,8 +76,8 @@ pub struct Events {
     file: Mutex<Option<File>>,
     /// A failure was already logged at warning level (later ones are debug).
     failing: AtomicBool,
-    /// A write failed part-way and its start could not be taken back out:
-    /// the next event starts on a new line.
+    /// A write failed, perhaps part-way: the next event starts on a new
+    /// line.
     torn: AtomicBool,
     hide_text: bool,
 }
@@ -184,7 +184,6 @@ impl Events {
                 }
                 match file.as_mut() {
                     Some(f) => {
-                        let before = f.metadata().map(|m| m.len()).ok();
                         let r = if self.torn.load(Ordering::Relaxed) {
                             f.write_all(format!("\n{text}").as_bytes())
                         } else {
@@ -193,16 +192,12 @@ impl Events {
                         match &r {
                             Ok(()) => self.torn.store(false, Ordering::Relaxed),
                             Err(_) => {
-                                // A full disk takes part of a line: cut it
-                                // back out, or else end it before the next
-                                // event, so that every other line stays one
-                                // JSON object (review 14-a).
-                                let cut = before.is_some_and(|len| {
-                                    f.metadata().is_ok_and(|m| m.len() == len) || f.set_len(len).is_ok()
-                                });
-                                if !cut {
-                                    self.torn.store(true, Ordering::Relaxed);
-                                }
+                                // A full disk may take part of a line: the
+                                // next event starts a line of its own, so that
+                                // only the fragment is no JSON (review 14-a).
+                                // Not cut back out: another server may have
+                                // appended to the same file meanwhile (14-d).
+                                self.torn.store(true, Ordering::Relaxed);
                                 // Reopen on the next event (the file may have been moved).
                                 *file = None;
                             }

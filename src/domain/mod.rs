@@ -83,10 +83,10 @@ pub fn check_tag_filter(tags: &[String]) -> crate::error::Result<()> {
 pub const MAX_PROJECT_CHARS: usize = MAX_TAG_CHARS - "project:".len();
 
 /// Why `name` cannot be a project (the tag `project:NAME` of every new
-/// session), if it cannot: control characters (NUL included) or too long.
+/// session), if it cannot: a NUL (refused in every tag) or too long.
 pub fn project_problem(name: &str) -> Option<String> {
-    if name.chars().any(char::is_control) {
-        return Some("it holds control characters".into());
+    if name.contains('\0') {
+        return Some("it holds a NUL character (U+0000)".into());
     }
     let chars = name.chars().count();
     (chars > MAX_PROJECT_CHARS)

@@ -202,30 +202,46 @@ fn edits_capped(a: &[char], b: &[char]) -> usize {
     d[n][m].min(2)
 }
 
+/// [`FIELD_NAMES`] folded, the camelCase names before the `snake_case`
+/// aliases, so that a hint names the form the documentation uses.
+fn folded_names() -> &'static [(&'static str, Vec<char>)] {
+    static NAMES: std::sync::OnceLock<Vec<(&'static str, Vec<char>)>> = std::sync::OnceLock::new();
+    NAMES.get_or_init(|| {
+        let mut names: Vec<(&'static str, Vec<char>)> =
+            FIELD_NAMES.iter().map(|n| (*n, folded(n).chars().collect())).collect();
+        names.sort_by_key(|(n, _)| n.contains('_'));
+        names
+    })
+}
+
 /// The parameter `key` misspells, if it is not a parameter itself: the same
-/// letters in another case or with `_`/`-` (`branch_id`, `SessionID`), or,
-/// for names of eight letters or more, one letter added, dropped, changed or
-/// swapped (`thougthNumber`, `totalThought`).
+/// letters in another case or with `_`/`-` (`branch_id`, `SessionID`); for
+/// names of eight letters or more, one letter added, dropped, changed or
+/// swapped (`thougthNumber`, `totalThought`); or, for five letters or more,
+/// part of a parameter's name (`session`, `revision`, `thoughtNum`), which
+/// an agent may well have meant.
 pub fn misspelling_of(key: &str) -> Option<&'static str> {
     if FIELD_NAMES.contains(&key) {
         return None;
     }
-    let given = folded(key);
-    let given_chars: Vec<char> = given.chars().collect();
-    // The camelCase name rather than an alias (`sessionId`, not `session_id`).
-    let same = |name: &&&str| folded(name) == given;
-    FIELD_NAMES
-        .iter()
-        .filter(same)
-        .find(|name| !name.contains('_'))
-        .or_else(|| FIELD_NAMES.iter().find(same))
+    let given: Vec<char> = folded(key).chars().collect();
+    let names = folded_names();
+    let find = |hit: &dyn Fn(&[char]) -> bool| names.iter().find(|(_, n)| hit(n)).map(|(name, _)| *name);
+    find(&|n| n == given.as_slice())
+        .or_else(|| find(&|n| n.len().max(given.len()) >= 8 && edits_capped(&given, n) == 1))
         .or_else(|| {
-            FIELD_NAMES.iter().find(|name| {
-                let name: Vec<char> = folded(name).chars().collect();
-                name.len() >= 8 && edits_capped(&given_chars, &name) == 1
-            })
+            // The name it starts, else the shortest holding it: `session`
+            // is `sessionId` more likely than `derivedFromSessions`.
+            (given.len() >= 5)
+                .then(|| {
+                    names
+                        .iter()
+                        .filter(|(_, n)| n.windows(given.len()).any(|w| w == given.as_slice()))
+                        .min_by_key(|(_, n)| (!n.starts_with(&given), n.len()))
+                        .map(|(name, _)| *name)
+                })
+                .flatten()
         })
-        .copied()
 }
 
 /// A string argument, refused if it holds U+0000: no text a client means to
@@ -243,9 +259,16 @@ fn no_nul(key: &str, s: &str) -> Result<String> {
 /// Whether two spellings of one field say the same thing, as the lenient
 /// readers below take them (`7` and `"7"`, `true` and `"true"`).
 fn same_meaning(a: &Value, b: &Value) -> bool {
+    // Case aside too: ids are read in either case (review 14-d), and a
+    // list of one is that one (`tag: "a"` beside `tags: ["a"]`).
     let scalar = |v: &Value| match v {
-        Value::String(s) => Some(s.trim().to_string()),
+        Value::String(s) => Some(s.trim().to_lowercase()),
         Value::Number(_) | Value::Bool(_) => Some(v.to_string()),
+        Value::Array(items) if items.len() == 1 && !items[0].is_array() => match &items[0] {
+            Value::String(s) => Some(s.trim().to_lowercase()),
+            Value::Number(_) | Value::Bool(_) => Some(items[0].to_string()),
+            _ => None,
+        },
         _ => None,
     };
     a == b || matches!((scalar(a), scalar(b)), (Some(x), Some(y)) if x == y)
@@ -374,18 +397,23 @@ impl Args {
     }
 
     /// Refuse a call that gives a misspelt parameter name (see
-    /// [`misspelling_of`]), here or in a nested `args` object, before the
-    /// operation does anything.
-    pub fn check_spelling(&self) -> Result<()> {
+    /// [`misspelling_of`]) before the operation does anything; with
+    /// `nested_args` (operations with sub-operations, which read `args.args`
+    /// too), in a nested `args` object or its JSON text as well.
+    pub fn check_spelling(&self, nested_args: bool) -> Result<()> {
         let nested = match self.map.get("args") {
-            Some(Value::Object(m)) => Some(m),
+            Some(Value::Object(m)) if nested_args => Some(m.clone()),
+            Some(Value::String(s)) if nested_args => match json_in_string("args", s)? {
+                Some(Value::Object(m)) => Some(m),
+                _ => None,
+            },
             _ => None,
         };
         let keys = self
             .map
             .keys()
             .map(|k| (k, ""))
-            .chain(nested.into_iter().flat_map(|m| m.keys().map(|k| (k, "args."))));
+            .chain(nested.iter().flat_map(|m| m.keys().map(|k| (k, "args."))));
         for (key, at) in keys {
             if let Some(name) = misspelling_of(key) {
                 let field = format!("{at}{key}");
@@ -397,6 +425,15 @@ impl Args {
             }
         }
         Ok(())
+    }
+
+    /// A name given that no operation takes and that holds `fragment` once
+    /// folded (`sessionUUID` for "session").
+    pub fn unknown_like(&self, fragment: &str) -> Option<String> {
+        self.map
+            .keys()
+            .find(|k| !FIELD_NAMES.contains(&k.as_str()) && folded(k).contains(fragment))
+            .cloned()
     }
 
     /// A handle that can tell, after an operation has consumed these args,
@@ -775,12 +812,18 @@ mod tests {
             ("tgs", None),
             ("limt", None),
             ("confidence", None),
-            ("branchFrom", None),
+            ("_meta", None),
+            // Part of a name, five letters or more.
+            ("branchFrom", Some("branchFromThought")),
+            ("session", Some("sessionId")),
+            ("revision", Some("isRevision")),
+            ("thoughts", Some("thought")),
+            ("sessionIds", Some("sessionId")),
         ] {
             assert_eq!(misspelling_of(given), meant, "{given}");
         }
         let e = args(json!({ "thought": "x", "args": { "branch_id": "b" } }))
-            .check_spelling()
+            .check_spelling(true)
             .unwrap_err();
         assert!(
             matches!(&e, Error::InvalidPayload { field, .. } if field == "args.branch_id"),

@@ -111,8 +111,12 @@ pub(crate) fn root_name(root: &Root) -> String {
         .map(|c| if c.is_control() { ' ' } else { c })
         .take(crate::domain::MAX_PROJECT_CHARS)
         .collect();
-    let name = clean.split_whitespace().collect::<Vec<_>>().join(" ");
-    if name.is_empty() { "root".into() } else { name }
+    let name = clean.trim();
+    if name.is_empty() {
+        "root".into()
+    } else {
+        name.to_string()
+    }
 }
 
 fn roots_error(reason: &str, message: String) -> Error {
@@ -407,7 +411,8 @@ mod tests {
         assert_eq!(root_name(&Root::new("file:///x/a%")), "a%");
         assert_eq!(root_name(&Root::new("file:///x/%é1")), "%é1");
         // Fit to be a project tag: no control characters, not too long.
-        assert_eq!(root_name(&Root::new("file:///x/a%00b%0A%1B[31mc")), "a b [31mc");
+        assert_eq!(root_name(&Root::new("file:///x/a%00b%0A%1B[31mc")), "a b  [31mc");
+        assert_eq!(root_name(&Root::new("file:///x/my%20%20app")), "my  app");
         let long = root_name(&Root::new(format!("file:///x/{}", "z".repeat(300))));
         assert_eq!(long.chars().count(), crate::domain::MAX_PROJECT_CHARS);
         assert!(crate::domain::project_problem(&long).is_none());

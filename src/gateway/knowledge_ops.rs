@@ -172,7 +172,7 @@ async fn create_pattern(gw: &Gateway, args: Args) -> Result<Value> {
         .into_iter()
         .filter(|k| !args.has(k))
         .collect();
-    if let [first, _, ..] = missing[..] {
+    if let [first, ..] = missing[..] {
         return Err(Error::invalid_with(
             first,
             format!("create_pattern needs {}: missing", missing.join(", ")),
@@ -252,7 +252,16 @@ async fn list_patterns(gw: &Gateway, args: Args) -> Result<Value> {
 }
 
 async fn write_scratchpad(gw: &Gateway, args: Args) -> Result<Value> {
-    let topic = check_topic(&args.str_req(&["topic", "title"])?)?;
+    // A note's topic, or its title where no topic is given (the answer
+    // shows it as `title`); both together are the topic and a title unused.
+    let topic = match args.str_opt(&["topic"])? {
+        Some(t) => check_topic(&t)?,
+        None => check_topic(
+            &args
+                .str_req(&["title"])
+                .map_err(|_| Error::invalid("topic", "topic is required"))?,
+        )?,
+    };
     let content = match args.get("content") {
         Some(Value::String(c)) => c.clone(),
         Some(_) => return Err(Error::invalid("content", "content must be a string")),

@@ -549,7 +549,7 @@ impl Gateway {
             }
             None => arguments,
         };
-        args.check_spelling()?;
+        args.check_spelling(matches!(operation.as_str(), "session" | "knowledge" | "mental_models"))?;
         Ok((operation, required, args))
     }
 
@@ -760,7 +760,11 @@ impl ServerHandler for Gateway {
                 match &e {
                     Error::Cancelled => tracing::info!("gateway call cancelled by the client"),
                     _ if e.is_interrupted() => tracing::info!("gateway call stopped by the shutdown"),
-                    Error::Database(_) | Error::Pool(_) | Error::Io { .. } | Error::Internal(_) => {
+                    Error::Database(_)
+                    | Error::CommitUncertain(_)
+                    | Error::Pool(_)
+                    | Error::Io { .. }
+                    | Error::Internal(_) => {
                         tracing::error!("gateway call failed: {e}")
                     }
                     _ => tracing::debug!("gateway call rejected: {e}"),

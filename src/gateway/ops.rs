@@ -33,6 +33,14 @@ pub(crate) fn session_arg(gw: &Gateway, args: &Args) -> Result<String> {
     match args.str_opt(&["sessionId", "session_id", "id"])? {
         Some(id) if !id.trim().is_empty() => Ok(domain::canonical_session_id(&id)),
         Some(_) => Err(Error::invalid("sessionId", "sessionId must not be empty")),
+        // A session named under a name this does not know: not the active
+        // one in its place (review 14-d: `sessionUUID` exported the active
+        // session).
+        None if let Some(k) = args.unknown_like("session") => Err(Error::invalid_with(
+            k.clone(),
+            format!("{k} is not a parameter: name the session with sessionId (nothing was done)"),
+            json!({ "didYouMean": "sessionId" }),
+        )),
         None => gw.active_session().ok_or_else(|| {
             Error::invalid(
                 "sessionId",
@@ -325,8 +333,9 @@ pub async fn list_sessions(gw: &Gateway, args: Args) -> Result<Value> {
         let elsewhere = gw.blocking(move |s| s.list_sessions(&unscoped)).await?.total;
         if elsewhere > 0 {
             out["note"] = json!(format!(
-                "no session of project {scope} matches; {elsewhere} session(s) of other projects do: pass \
-                 allProjects: true to list them"
+                "no session of project {} matches; {elsewhere} session(s) of other projects, or of none, do: \
+                 pass allProjects: true to list them",
+                scope.as_str().unwrap_or_default()
             ));
             out["otherProjectsTotal"] = json!(elsewhere);
         }

@@ -389,6 +389,10 @@ pub(super) struct TopLevel {
     id: Option<serde_json::Value>,
     method: Option<String>,
     reply: bool,
+    /// The top-level object has closed: what follows (a second message on
+    /// the same line) is not read, so that its id is not taken for this
+    /// one's.
+    done: bool,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -410,6 +414,9 @@ impl TopLevel {
     }
 
     fn step(&mut self, b: u8) {
+        if self.done {
+            return;
+        }
         let capturing = self.depth == 1 && matches!(self.member, Some(Member::Id | Member::Method));
         if self.in_string {
             if self.in_key {
@@ -455,6 +462,7 @@ impl TopLevel {
             b'}' | b']' => {
                 if self.depth == 1 {
                     self.end_member();
+                    self.done = true;
                 }
                 self.depth = self.depth.saturating_sub(1);
             }
@@ -643,6 +651,11 @@ mod tests {
             Some((json!("a"), Problem::ParamsNot("an array")))
         );
         assert!(matches!(inspect(b"{\"id\":1,"), Verdict::NotJson(_)));
+        // Two messages on one line: the first one's id, not the second's.
+        assert!(
+            matches!(refused(r#"{"jsonrpc":"2.0","id":11,"method":"ping"}{"jsonrpc":"2.0","id":12,"method":"ping"}"#),
+                Some((id, Problem::NotJson(_))) if id == json!(11))
+        );
         // Broken further in, with an id and a method: answered under its id.
         for line in [
             r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"a":NaN}}"#,

@@ -468,17 +468,22 @@ fn prepare_destination(dest: &Path) -> Result<()> {
         // A path that cannot be a directory (under /proc, too long, no
         // permission, a read-only file system) is a bad destination, as a
         // file there is; a full disk is the storage failing.
+        // (EIO, a quota, a full disk: the storage failing.)
         Err(_) => fs::create_dir_all(dest).map_err(|e| match e.kind() {
-            std::io::ErrorKind::StorageFull => {
-                Error::io(format!("cannot create export destination {}", dest.display()), e)
-            }
-            _ => Error::invalid(
+            std::io::ErrorKind::PermissionDenied
+            | std::io::ErrorKind::NotFound
+            | std::io::ErrorKind::NotADirectory
+            | std::io::ErrorKind::ReadOnlyFilesystem
+            | std::io::ErrorKind::InvalidFilename
+            | std::io::ErrorKind::InvalidInput
+            | std::io::ErrorKind::AlreadyExists => Error::invalid(
                 "destination",
                 format!(
                     "cannot create the export destination {}: {e}; name a directory this server can write",
                     dest.display()
                 ),
             ),
+            _ => Error::io(format!("cannot create export destination {}", dest.display()), e),
         }),
     }
 }

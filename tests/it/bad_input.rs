@@ -576,10 +576,21 @@ async fn misspelt_parameters_are_refused_and_change_nothing() {
             "thougthNumber",
             "thoughtNumber",
         ),
+        // Part of a name, as agents shorten them (review 14-d).
         (
-            json!({ "thought": "x", "nextThoughtNeeded": true, "args": { "TotalThoughts": 9 } }),
-            "args.TotalThoughts",
-            "args.totalThoughts",
+            json!({ "thought": "x", "nextThoughtNeeded": true, "session": other }),
+            "session",
+            "sessionId",
+        ),
+        (
+            json!({ "thought": "x", "nextThoughtNeeded": true, "thoughtNum": 9 }),
+            "thoughtNum",
+            "thoughtNumber",
+        ),
+        (
+            json!({ "thoughts": "x", "nextThoughtNeeded": true }),
+            "thoughts",
+            "thought",
         ),
     ] {
         let e = s.err("thought", args, "INVALID_PAYLOAD").await;
@@ -587,6 +598,23 @@ async fn misspelt_parameters_are_refused_and_change_nothing() {
         assert_eq!(e["details"]["didYouMean"], meant, "{e}");
         assert!(e["message"].as_str().unwrap().contains("nothing was done"), "{e}");
     }
+    // In a nested `args`, where the operation reads one (sub-operations).
+    let e = s
+        .err(
+            "session",
+            json!({ "subOperation": "get", "args": { "SessionID": other } }),
+            "INVALID_PAYLOAD",
+        )
+        .await;
+    assert_eq!(e["details"]["didYouMean"], "args.sessionId", "{e}");
+    let e = s
+        .err(
+            "session",
+            json!({ "subOperation": "export", "args": format!(r#"{{"session_ID":"{other}"}}"#) }),
+            "INVALID_PAYLOAD",
+        )
+        .await;
+    assert_eq!(e["details"]["didYouMean"], "args.sessionId", "{e}");
     // Reads too: thought_number would otherwise answer the default last five.
     let e = s
         .err("read_thoughts", json!({ "thought_number": 1 }), "INVALID_PAYLOAD")
@@ -637,6 +665,15 @@ async fn misspelt_parameters_are_refused_and_change_nothing() {
     }
     let r = s.ok("list_sessions", json!({ "tags": [" a ", ""] })).await;
     assert_eq!(r["total"], 1, "{r}");
+    // ... but not when the session was named under a name not understood.
+    let e = s
+        .err(
+            "session",
+            json!({ "subOperation": "export", "sessionUUID": other, "format": "markdown" }),
+            "INVALID_PAYLOAD",
+        )
+        .await;
+    assert_eq!(e["details"]["field"], "sessionUUID", "{e}");
     // `session get` and `export` default to the active session, as reads do.
     let got = s
         .ok("session", json!({ "subOperation": "get", "includeThoughts": false }))
@@ -1019,12 +1056,10 @@ async fn parameters_sent_as_json_text_are_understood() {
         )
         .await;
     assert_eq!(r["thoughtNumber"], 5);
-    // The error names what was received: here `session`, not `sessionId`.
-    let e = s
-        .err("load_context", json!({ "session": "x" }), "INVALID_PAYLOAD")
-        .await;
+    // The error names what was received: here `sid`, not `sessionId`.
+    let e = s.err("load_context", json!({ "sid": "x" }), "INVALID_PAYLOAD").await;
     assert_eq!(e["details"]["field"], "sessionId");
-    assert_eq!(e["details"]["receivedArguments"], json!(["session"]));
+    assert_eq!(e["details"]["receivedArguments"], json!(["sid"]));
     // Search texts and tag filters past their limits (review 11-c: a query
     // of 100,000 words kept the server busy for minutes).
     // Words as the index splits them: `a:b:c` is three.
