@@ -184,6 +184,7 @@ impl Events {
                 }
                 match file.as_mut() {
                     Some(f) => {
+                        let before = f.metadata().map(|m| m.len()).ok();
                         let r = if self.torn.load(Ordering::Relaxed) {
                             f.write_all(format!("\n{text}").as_bytes())
                         } else {
@@ -197,7 +198,15 @@ impl Events {
                                 // only the fragment is no JSON (review 14-a).
                                 // Not cut back out: another server may have
                                 // appended to the same file meanwhile (14-d).
-                                self.torn.store(true, Ordering::Relaxed);
+                                // A write that wrote nothing leaves no line to
+                                // end (14-e: an empty line otherwise).
+                                let grew = match (before, f.metadata().map(|m| m.len())) {
+                                    (Some(b), Ok(now)) => now > b,
+                                    _ => true,
+                                };
+                                if grew {
+                                    self.torn.store(true, Ordering::Relaxed);
+                                }
                                 // Reopen on the next event (the file may have been moved).
                                 *file = None;
                             }

@@ -43,14 +43,16 @@ fn within(prefix: String, e: Error) -> Error {
     }
 }
 
-fn key_moment(i: usize, v: &Value) -> Result<KeyMoment> {
+fn key_moment(args: &Args, i: usize, v: &Value) -> Result<KeyMoment> {
     let Value::Object(map) = v else {
         return Err(Error::invalid(
             format!("keyMoments[{i}]"),
             "each key moment is an object { thoughtNumber, type, significance?, summary?, branchId? }",
         ));
     };
-    let a = Args::new(map.clone());
+    // Misspelt names refused, unread ones named: a `branch_id` ignored
+    // saved a pattern from the main chain's thought (review 14-e).
+    let a = args.nested_object(&format!("keyMoments[{i}]"), map.clone())?;
     let parse = || -> Result<KeyMoment> {
         let thought_number = a
             .pos_opt(&["thoughtNumber"])?
@@ -106,7 +108,7 @@ pub async fn extract_learnings(gw: &Gateway, args: Args) -> Result<Value> {
             items
                 .iter()
                 .enumerate()
-                .map(|(i, v)| key_moment(i, v))
+                .map(|(i, v)| key_moment(&args, i, v))
                 .collect::<Result<_>>()?
         }
         Some(_) => return Err(Error::invalid("keyMoments", "keyMoments must be a list of objects")),

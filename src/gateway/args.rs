@@ -214,12 +214,29 @@ fn folded_names() -> &'static [(&'static str, Vec<char>)] {
     })
 }
 
+/// The parameters that say where a write goes: a name an agent shortens or
+/// lengthens from one of these (`session`, `thoughtNum`, `revisesThoughtNumber`,
+/// `currentSessionId`) is refused, since ignored it would file a thought on
+/// the wrong chain or in the wrong session for good. Other unknown names
+/// (`metadata`, `confidence`) are only named in `ignoredArguments`.
+const PLACEMENT_NAMES: &[&str] = &[
+    "sessionId",
+    "branchId",
+    "branchFromThought",
+    "thoughtNumber",
+    "totalThoughts",
+    "revisesThought",
+    "isRevision",
+    "nextThoughtNeeded",
+];
+
 /// The parameter `key` misspells, if it is not a parameter itself: the same
 /// letters in another case or with `_`/`-` (`branch_id`, `SessionID`); for
 /// names of eight letters or more, one letter added, dropped, changed or
 /// swapped (`thougthNumber`, `totalThought`); or, for five letters or more,
-/// part of a parameter's name (`session`, `revision`, `thoughtNum`), which
-/// an agent may well have meant.
+/// part of one of the [`PLACEMENT_NAMES`] (`session`, `revision`,
+/// `thoughtNum`), or one of them with more around it (`currentSessionId`,
+/// `revisesThoughtNumber`).
 pub fn misspelling_of(key: &str) -> Option<&'static str> {
     if FIELD_NAMES.contains(&key) {
         return None;
@@ -230,18 +247,42 @@ pub fn misspelling_of(key: &str) -> Option<&'static str> {
     find(&|n| n == given.as_slice())
         .or_else(|| find(&|n| n.len().max(given.len()) >= 8 && edits_capped(&given, n) == 1))
         .or_else(|| {
-            // The name it starts, else the shortest holding it: `session`
-            // is `sessionId` more likely than `derivedFromSessions`.
-            (given.len() >= 5)
-                .then(|| {
-                    names
-                        .iter()
-                        .filter(|(_, n)| n.windows(given.len()).any(|w| w == given.as_slice()))
-                        .min_by_key(|(_, n)| (!n.starts_with(&given), n.len()))
-                        .map(|(name, _)| *name)
+            let holds = |outer: &[char], inner: &[char]| outer.windows(inner.len()).any(|w| w == inner);
+            let placement = PLACEMENT_NAMES
+                .iter()
+                .map(|n| (*n, folded(n).chars().collect::<Vec<char>>()));
+            placement
+                .filter(|(_, n)| (given.len() >= 5 && holds(n, &given)) || holds(&given, n))
+                .min_by_key(|(_, n)| {
+                    // The name it starts (the shortest), else the name it
+                    // starts with, else one it holds or is held in (the
+                    // longest): `revisesThoughtNumber` is `revisesThought`.
+                    if n.starts_with(&given) {
+                        (0, n.len())
+                    } else if given.starts_with(n) {
+                        (1, usize::MAX - n.len())
+                    } else {
+                        (2, usize::MAX - n.len())
+                    }
                 })
-                .flatten()
+                .map(|(name, _)| name)
         })
+}
+
+/// Refuse the first of `map`'s names that misspells a parameter (shown
+/// after `at`, as `newWork.` or `args.`).
+fn check_names(map: &Map<String, Value>, at: &str) -> Result<()> {
+    for key in map.keys() {
+        if let Some(name) = misspelling_of(key) {
+            let field = format!("{at}{key}");
+            return Err(Error::invalid_with(
+                field.clone(),
+                format!("{field} is not a parameter; did you mean {at}{name}? (nothing was done)"),
+                serde_json::json!({ "didYouMean": format!("{at}{name}") }),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A string argument, refused if it holds U+0000: no text a client means to
@@ -259,13 +300,13 @@ fn no_nul(key: &str, s: &str) -> Result<String> {
 /// Whether two spellings of one field say the same thing, as the lenient
 /// readers below take them (`7` and `"7"`, `true` and `"true"`).
 fn same_meaning(a: &Value, b: &Value) -> bool {
-    // Case aside too: ids are read in either case (review 14-d), and a
-    // list of one is that one (`tag: "a"` beside `tags: ["a"]`).
+    // A list of one is that one (`tag: "a"` beside `tags: ["a"]`). Case
+    // counts: tags, titles and URIs are kept as given (review 14-e).
     let scalar = |v: &Value| match v {
-        Value::String(s) => Some(s.trim().to_lowercase()),
+        Value::String(s) => Some(s.trim().to_string()),
         Value::Number(_) | Value::Bool(_) => Some(v.to_string()),
         Value::Array(items) if items.len() == 1 && !items[0].is_array() => match &items[0] {
-            Value::String(s) => Some(s.trim().to_lowercase()),
+            Value::String(s) => Some(s.trim().to_string()),
             Value::Number(_) | Value::Bool(_) => Some(items[0].to_string()),
             _ => None,
         },
@@ -396,6 +437,18 @@ impl Args {
         }
     }
 
+    /// The fields of an object parameter given as its own arguments (a key
+    /// moment), checked for misspellings and reported as `at` + name when
+    /// nothing reads them.
+    pub fn nested_object(&self, at: &str, map: Map<String, Value>) -> Result<Args> {
+        check_names(&map, &format!("{at}."))?;
+        let nested = Args::new(map);
+        if let Ok(mut t) = self.tracking.lock() {
+            t.nested.push((at.to_string(), nested.tracking.clone()));
+        }
+        Ok(nested)
+    }
+
     /// Refuse a call that gives a misspelt parameter name (see
     /// [`misspelling_of`]) before the operation does anything; with
     /// `nested_args` (operations with sub-operations, which read `args.args`
@@ -409,22 +462,11 @@ impl Args {
             },
             _ => None,
         };
-        let keys = self
-            .map
-            .keys()
-            .map(|k| (k, ""))
-            .chain(nested.iter().flat_map(|m| m.keys().map(|k| (k, "args."))));
-        for (key, at) in keys {
-            if let Some(name) = misspelling_of(key) {
-                let field = format!("{at}{key}");
-                return Err(Error::invalid_with(
-                    field.clone(),
-                    format!("{field} is not a parameter; did you mean {at}{name}? (nothing was done)"),
-                    serde_json::json!({ "didYouMean": format!("{at}{name}") }),
-                ));
-            }
+        check_names(&self.map, "")?;
+        match nested {
+            Some(m) => check_names(&m, "args."),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// A name given that no operation takes and that holds `fragment` once
@@ -667,6 +709,7 @@ impl Args {
             },
             Some((k, v)) => return Err(not_an_object(k, v)),
         };
+        check_names(&nested.map, &format!("{key}."))?;
         if let Ok(mut t) = self.tracking.lock() {
             t.nested.push((key.to_string(), nested.tracking.clone()));
         }
@@ -819,6 +862,14 @@ mod tests {
             ("revision", Some("isRevision")),
             ("thoughts", Some("thought")),
             ("sessionIds", Some("sessionId")),
+            // Or one of them with more around it.
+            ("revisesThoughtNumber", Some("revisesThought")),
+            ("currentSessionId", Some("sessionId")),
+            // Other names are only reported unused (review 14-e).
+            ("metadata", None),
+            ("types", None),
+            ("created", None),
+            ("pattern", None),
         ] {
             assert_eq!(misspelling_of(given), meant, "{given}");
         }

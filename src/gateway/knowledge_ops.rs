@@ -256,11 +256,10 @@ async fn write_scratchpad(gw: &Gateway, args: Args) -> Result<Value> {
     // shows it as `title`); both together are the topic and a title unused.
     let topic = match args.str_opt(&["topic"])? {
         Some(t) => check_topic(&t)?,
-        None => check_topic(
-            &args
-                .str_req(&["title"])
-                .map_err(|_| Error::invalid("topic", "topic is required"))?,
-        )?,
+        None => match args.str_opt(&["title"])? {
+            Some(t) => check_topic(&t)?,
+            None => return Err(Error::invalid("topic", "topic is required")),
+        },
     };
     let content = match args.get("content") {
         Some(Value::String(c)) => c.clone(),

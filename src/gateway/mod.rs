@@ -50,7 +50,7 @@ pub const OPERATIONS: &[(&str, Stage, &str)] = &[
     (
         "start_new",
         Stage::Entry,
-        "Create a session and make it active. args: sessionTitle?, description?, tags?, domain?, newWork?{project,task,aspect}.",
+        "Create a session and make it active. args: sessionTitle?, description?, tags?, domain?, newWork?{project,task,aspect} (or project?, task?, aspect? flat).",
     ),
     (
         "load_context",

@@ -120,7 +120,32 @@ pub async fn get_state(gw: &Gateway) -> Result<Value> {
 fn new_session_from(args: &Args, title_keys: &[&str], tag_keys: &[&str]) -> Result<NewSession> {
     let mut tags = args.str_list_opt(tag_keys)?.unwrap_or_default();
     let mut domain = args.str_opt(&["domain"])?;
-    if let Some(work) = args.object_opt(&["newWork"])? {
+    // Flat, as list_sessions takes them (review 14-e: ignored here).
+    let work = args.object_opt(&["newWork"])?;
+    for key in ["project", "task", "aspect"] {
+        let nested = work.as_ref().and_then(|w| w.peek(key).cloned());
+        if let (Some(flat), Some(nested)) = (args.peek(key), nested.as_ref())
+            && !flat.is_null()
+            && flat != nested
+        {
+            return Err(Error::invalid(
+                key,
+                format!("{key} is given twice with different values, flat and in newWork; give it once"),
+            ));
+        }
+        if nested.is_none()
+            && let Some(v) = args.str_opt(&[key])?
+        {
+            if v.trim().is_empty() {
+                return Err(Error::invalid(
+                    key,
+                    format!("{key} is empty: give a name, or leave it out"),
+                ));
+            }
+            tags.push(format!("{key}:{}", v.trim()));
+        }
+    }
+    if let Some(work) = work {
         for key in ["project", "task", "aspect"] {
             if let Some(v) = work.str_opt(&[key])? {
                 if v.trim().is_empty() {
@@ -472,6 +497,18 @@ impl ReferenceBack {
 }
 
 pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleServer>>) -> Result<Value> {
+    // A session named under a name this does not take (`sessionUUID`):
+    // ignored, the thought would go to the active session for good.
+    if let Some(k) = args.unknown_like("session") {
+        return Err(Error::invalid_with(
+            k.clone(),
+            format!(
+                "{k} is not a parameter: a thought goes to the active session; to write to another, call \
+                 load_context with its sessionId first (nothing was recorded)"
+            ),
+            json!({ "didYouMean": "sessionId" }),
+        ));
+    }
     let input = thought_input(&args)?;
     let verbose = args.bool_opt(&["verbose"])?.unwrap_or(false);
     let want_critique = input.critique_requested;

@@ -389,7 +389,7 @@ pub(super) struct TopLevel {
     id: Option<serde_json::Value>,
     method: Option<String>,
     reply: bool,
-    /// The top-level object has closed: what follows (a second message on
+    /// A top-level request has closed: what follows (a second message on
     /// the same line) is not read, so that its id is not taken for this
     /// one's.
     done: bool,
@@ -462,7 +462,15 @@ impl TopLevel {
             b'}' | b']' => {
                 if self.depth == 1 {
                     self.end_member();
-                    self.done = true;
+                    // A request ends the reading; after a notification or
+                    // a reply, a request that follows on the line is read.
+                    if self.id.is_some() && self.method.is_some() && !self.reply {
+                        self.done = true;
+                    } else {
+                        self.id = None;
+                        self.method = None;
+                        self.reply = false;
+                    }
                 }
                 self.depth = self.depth.saturating_sub(1);
             }
@@ -655,6 +663,11 @@ mod tests {
         assert!(
             matches!(refused(r#"{"jsonrpc":"2.0","id":11,"method":"ping"}{"jsonrpc":"2.0","id":12,"method":"ping"}"#),
                 Some((id, Problem::NotJson(_))) if id == json!(11))
+        );
+        // A notification first: the request after it is answered.
+        assert!(
+            matches!(refused(r#"{"jsonrpc":"2.0","method":"notifications/x"}{"jsonrpc":"2.0","id":9,"method":"ping"}"#),
+                Some((id, Problem::NotJson(_))) if id == json!(9))
         );
         // Broken further in, with an id and a method: answered under its id.
         for line in [

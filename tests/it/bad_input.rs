@@ -690,16 +690,45 @@ async fn misspelt_parameters_are_refused_and_change_nothing() {
         .await;
     assert_eq!(got["session"]["thoughtCount"], 0);
     assert_eq!(s.ok("get_state", json!({})).await["activeSession"]["id"], sid.as_str());
+    // Review 14-e: a session under another name, a misspelt field in an
+    // object parameter or a key moment, are refused too.
+    let e = s
+        .err(
+            "thought",
+            json!({ "thought": "x", "nextThoughtNeeded": true, "sessionUUID": other }),
+            "INVALID_PAYLOAD",
+        )
+        .await;
+    assert_eq!(e["details"]["field"], "sessionUUID", "{e}");
+    let e = s
+        .err("start_new", json!({ "newWork": { "Project": "p" } }), "INVALID_PAYLOAD")
+        .await;
+    assert_eq!(e["details"]["didYouMean"], "newWork.project", "{e}");
+    let e = s
+        .err(
+            "session",
+            json!({ "subOperation": "extract_learnings", "sessionId": sid, "save": true, "targetTypes": ["pattern"],
+                    "keyMoments": [{ "thoughtNumber": 1, "type": "insight", "branch_id": "alt" }] }),
+            "INVALID_PAYLOAD",
+        )
+        .await;
+    assert_eq!(e["details"]["didYouMean"], "keyMoments[0].branchId", "{e}");
+    // A flat project names the new session's project, as lists take it.
+    let r = s
+        .ok("start_new", json!({ "sessionTitle": "flat", "project": "myapp" }))
+        .await;
+    assert_eq!(r["session"]["tags"], json!(["project:myapp"]), "{r}");
+    s.ok("load_context", json!({ "sessionId": sid })).await;
     // A name that misspells nothing is still only named in the answer.
     let r = s
         .call(
             "thought",
-            json!({ "thought": "two", "nextThoughtNeeded": true, "confidence": 0.8 }),
+            json!({ "thought": "two", "nextThoughtNeeded": true, "confidence": 0.8, "metadata": { "a": 1 } }),
         )
         .await
         .unwrap();
     assert_eq!(r["thoughtNumber"], 2);
-    assert_eq!(r["ignoredArguments"], json!(["confidence"]));
+    assert_eq!(r["ignoredArguments"], json!(["confidence", "metadata"]));
     // Inside an object parameter too (review 14-b: nothing was said).
     let r = s
         .call("deep_analysis", json!({ "options": { "includeTimelineEntrys": true } }))
