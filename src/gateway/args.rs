@@ -234,10 +234,10 @@ const PLACEMENT_NAMES: &[&str] = &[
 /// letters in another case or with `_`/`-` (`branch_id`, `SessionID`); for
 /// names of eight letters or more, one letter added, dropped, changed or
 /// swapped (`thougthNumber`, `totalThought`); or, for five letters or more,
-/// part of one of the [`PLACEMENT_NAMES`] (`session`, `revision`,
-/// `thoughtNum`), or one of them with more around it (`currentSessionId`,
-/// `revisesThoughtNumber`).
-pub fn misspelling_of(key: &str) -> Option<&'static str> {
+/// with `placement` (a `thought`), part of one of the [`PLACEMENT_NAMES`]
+/// (`session`, `revision`, `thoughtNum`), or one of them with more around it
+/// (`currentSessionId`, `revisesThoughtNumber`).
+pub fn misspelling_of(key: &str, placement: bool) -> Option<&'static str> {
     if FIELD_NAMES.contains(&key) {
         return None;
     }
@@ -247,6 +247,9 @@ pub fn misspelling_of(key: &str) -> Option<&'static str> {
     find(&|n| n == given.as_slice())
         .or_else(|| find(&|n| n.len().max(given.len()) >= 8 && edits_capped(&given, n) == 1))
         .or_else(|| {
+            if !placement {
+                return None;
+            }
             let holds = |outer: &[char], inner: &[char]| outer.windows(inner.len()).any(|w| w == inner);
             let placement = PLACEMENT_NAMES
                 .iter()
@@ -271,9 +274,9 @@ pub fn misspelling_of(key: &str) -> Option<&'static str> {
 
 /// Refuse the first of `map`'s names that misspells a parameter (shown
 /// after `at`, as `newWork.` or `args.`).
-fn check_names(map: &Map<String, Value>, at: &str) -> Result<()> {
+fn check_names(map: &Map<String, Value>, at: &str, placement: bool) -> Result<()> {
     for key in map.keys() {
-        if let Some(name) = misspelling_of(key) {
+        if let Some(name) = misspelling_of(key, placement) {
             let field = format!("{at}{key}");
             return Err(Error::invalid_with(
                 field.clone(),
@@ -301,12 +304,21 @@ fn no_nul(key: &str, s: &str) -> Result<String> {
 /// readers below take them (`7` and `"7"`, `true` and `"true"`).
 fn same_meaning(a: &Value, b: &Value) -> bool {
     // A list of one is that one (`tag: "a"` beside `tags: ["a"]`). Case
-    // counts: tags, titles and URIs are kept as given (review 14-e).
+    // counts: tags, titles and URIs are kept as given (review 14-e); a
+    // session id is read in either case, so two spellings of one agree.
+    let text = |s: &str| {
+        let id = crate::domain::canonical_session_id(s);
+        if crate::tree::is_session_id(&id) {
+            id
+        } else {
+            s.trim().to_string()
+        }
+    };
     let scalar = |v: &Value| match v {
-        Value::String(s) => Some(s.trim().to_string()),
+        Value::String(s) => Some(text(s)),
         Value::Number(_) | Value::Bool(_) => Some(v.to_string()),
         Value::Array(items) if items.len() == 1 && !items[0].is_array() => match &items[0] {
-            Value::String(s) => Some(s.trim().to_string()),
+            Value::String(s) => Some(text(s)),
             Value::Number(_) | Value::Bool(_) => Some(items[0].to_string()),
             _ => None,
         },
@@ -441,7 +453,7 @@ impl Args {
     /// moment), checked for misspellings and reported as `at` + name when
     /// nothing reads them.
     pub fn nested_object(&self, at: &str, map: Map<String, Value>) -> Result<Args> {
-        check_names(&map, &format!("{at}."))?;
+        check_names(&map, &format!("{at}."), false)?;
         let nested = Args::new(map);
         if let Ok(mut t) = self.tracking.lock() {
             t.nested.push((at.to_string(), nested.tracking.clone()));
@@ -453,7 +465,7 @@ impl Args {
     /// [`misspelling_of`]) before the operation does anything; with
     /// `nested_args` (operations with sub-operations, which read `args.args`
     /// too), in a nested `args` object or its JSON text as well.
-    pub fn check_spelling(&self, nested_args: bool) -> Result<()> {
+    pub fn check_spelling(&self, nested_args: bool, placement: bool) -> Result<()> {
         let nested = match self.map.get("args") {
             Some(Value::Object(m)) if nested_args => Some(m.clone()),
             Some(Value::String(s)) if nested_args => match json_in_string("args", s)? {
@@ -462,9 +474,9 @@ impl Args {
             },
             _ => None,
         };
-        check_names(&self.map, "")?;
+        check_names(&self.map, "", placement)?;
         match nested {
-            Some(m) => check_names(&m, "args."),
+            Some(m) => check_names(&m, "args.", placement),
             None => Ok(()),
         }
     }
@@ -472,10 +484,16 @@ impl Args {
     /// A name given that no operation takes and that holds `fragment` once
     /// folded (`sessionUUID` for "session").
     pub fn unknown_like(&self, fragment: &str) -> Option<String> {
+        self.unknown_where(|k, _| k.contains(fragment))
+    }
+
+    /// The first name given that no operation takes for which `test`
+    /// (given the folded name and the value) holds.
+    pub fn unknown_where(&self, test: impl Fn(&str, &Value) -> bool) -> Option<String> {
         self.map
-            .keys()
-            .find(|k| !FIELD_NAMES.contains(&k.as_str()) && folded(k).contains(fragment))
-            .cloned()
+            .iter()
+            .find(|(k, v)| !FIELD_NAMES.contains(&k.as_str()) && test(&folded(k), v))
+            .map(|(k, _)| k.clone())
     }
 
     /// A handle that can tell, after an operation has consumed these args,
@@ -709,7 +727,7 @@ impl Args {
             },
             Some((k, v)) => return Err(not_an_object(k, v)),
         };
-        check_names(&nested.map, &format!("{key}."))?;
+        check_names(&nested.map, &format!("{key}."), false)?;
         if let Ok(mut t) = self.tracking.lock() {
             t.nested.push((key.to_string(), nested.tracking.clone()));
         }
@@ -871,10 +889,20 @@ mod tests {
             ("created", None),
             ("pattern", None),
         ] {
-            assert_eq!(misspelling_of(given), meant, "{given}");
+            assert_eq!(misspelling_of(given, true), meant, "{given}");
+        }
+        // The placement rule is for `thought` only (review 14-f: `total` on
+        // list_sessions was refused with a hint to totalThoughts).
+        for (given, meant) in [
+            ("total", None),
+            ("derivedFromSessionIds", None),
+            ("thought_number", Some("thoughtNumber")),
+            ("thougthNumber", Some("thoughtNumber")),
+        ] {
+            assert_eq!(misspelling_of(given, false), meant, "{given}");
         }
         let e = args(json!({ "thought": "x", "args": { "branch_id": "b" } }))
-            .check_spelling(true)
+            .check_spelling(true, false)
             .unwrap_err();
         assert!(
             matches!(&e, Error::InvalidPayload { field, .. } if field == "args.branch_id"),

@@ -254,10 +254,18 @@ async fn list_patterns(gw: &Gateway, args: Args) -> Result<Value> {
 async fn write_scratchpad(gw: &Gateway, args: Args) -> Result<Value> {
     // A note's topic, or its title where no topic is given (the answer
     // shows it as `title`); both together are the topic and a title unused.
-    let topic = match args.str_opt(&["topic"])? {
+    // An empty topic is none (clients fill every optional field with "").
+    let topic = match args.str_opt(&["topic"])?.filter(|t| !t.trim().is_empty()) {
         Some(t) => check_topic(&t)?,
         None => match args.str_opt(&["title"])? {
-            Some(t) => check_topic(&t)?,
+            Some(t) => check_topic(&t).map_err(|e| match e {
+                Error::InvalidPayload { message, details, .. } => Error::InvalidPayload {
+                    field: "title".into(),
+                    message: message.replacen("topic", "title", 1),
+                    details,
+                },
+                other => other,
+            })?,
             None => return Err(Error::invalid("topic", "topic is required")),
         },
     };

@@ -549,7 +549,10 @@ impl Gateway {
             }
             None => arguments,
         };
-        args.check_spelling(matches!(operation.as_str(), "session" | "knowledge" | "mental_models"))?;
+        args.check_spelling(
+            matches!(operation.as_str(), "session" | "knowledge" | "mental_models"),
+            operation == "thought",
+        )?;
         Ok((operation, required, args))
     }
 

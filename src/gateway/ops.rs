@@ -117,49 +117,65 @@ pub async fn get_state(gw: &Gateway) -> Result<Value> {
     Ok(state)
 }
 
-fn new_session_from(args: &Args, title_keys: &[&str], tag_keys: &[&str]) -> Result<NewSession> {
+fn new_session_from(args: &Args, title_keys: &[&str], tag_keys: &[&str], flat_work: bool) -> Result<NewSession> {
     let mut tags = args.str_list_opt(tag_keys)?.unwrap_or_default();
     let mut domain = args.str_opt(&["domain"])?;
-    // Flat, as list_sessions takes them (review 14-e: ignored here).
     let work = args.object_opt(&["newWork"])?;
-    for key in ["project", "task", "aspect"] {
-        let nested = work.as_ref().and_then(|w| w.peek(key).cloned());
-        if let (Some(flat), Some(nested)) = (args.peek(key), nested.as_ref())
-            && !flat.is_null()
-            && flat != nested
-        {
+    // `project: "p"` as the tag `project:p`, named `field` in errors.
+    let tag_of = |field: &str, key: &str, v: &str| -> Result<String> {
+        if v.trim().is_empty() {
             return Err(Error::invalid(
-                key,
-                format!("{key} is given twice with different values, flat and in newWork; give it once"),
+                field,
+                format!("{field} is empty: give a name, or leave it out"),
             ));
         }
-        if nested.is_none()
-            && let Some(v) = args.str_opt(&[key])?
-        {
-            if v.trim().is_empty() {
+        let tag = format!("{key}:{}", v.trim());
+        if tag.chars().count() > crate::domain::MAX_TAG_CHARS {
+            return Err(Error::invalid(
+                field,
+                format!(
+                    "{field} is too long: it becomes the tag {key}:..., and a tag is at most {} characters (a \
+                     longer account of the work belongs in description)",
+                    crate::domain::MAX_TAG_CHARS
+                ),
+            ));
+        }
+        Ok(tag)
+    };
+    let text = |v: Option<&Value>| {
+        v.filter(|v| !v.is_null())
+            .map(|v| v.as_str().map(str::trim).map(str::to_string))
+    };
+    for key in ["project", "task", "aspect"] {
+        let nested = work.as_ref().and_then(|w| w.str_opt(&[key]).transpose()).transpose()?;
+        // Flat too on start_new, as list_sessions takes them (review 14-e);
+        // not on a thought, whose session title and tags are sessionTitle
+        // and sessionTags.
+        let flat = if flat_work { text(args.peek(key)) } else { None };
+        match (flat, nested) {
+            (Some(Some(f)), Some(n)) if f != n.trim() => {
                 return Err(Error::invalid(
                     key,
-                    format!("{key} is empty: give a name, or leave it out"),
+                    format!("{key} is given twice with different values, flat and in newWork; give it once"),
                 ));
             }
-            tags.push(format!("{key}:{}", v.trim()));
+            (Some(_), Some(n)) => {
+                args.str_opt(&[key])?;
+                tags.push(tag_of(&format!("newWork.{key}"), key, &n)?);
+            }
+            (Some(_), None) => {
+                if let Some(v) = args.str_opt(&[key])? {
+                    tags.push(tag_of(key, key, &v)?);
+                }
+            }
+            (None, Some(n)) => tags.push(tag_of(&format!("newWork.{key}"), key, &n)?),
+            (None, None) => {}
         }
     }
-    if let Some(work) = work {
-        for key in ["project", "task", "aspect"] {
-            if let Some(v) = work.str_opt(&[key])? {
-                if v.trim().is_empty() {
-                    return Err(Error::invalid(
-                        format!("newWork.{key}"),
-                        format!("newWork.{key} is empty: give a name, or leave it out"),
-                    ));
-                }
-                tags.push(format!("{key}:{}", v.trim()));
-            }
-        }
-        if domain.is_none() {
-            domain = work.str_opt(&["domain"])?;
-        }
+    if let Some(work) = work
+        && domain.is_none()
+    {
+        domain = work.str_opt(&["domain"])?;
     }
     // A domain of blanks names nothing, as a title or tag of blanks would.
     if domain.as_deref().is_some_and(|d| d.trim().is_empty()) {
@@ -188,7 +204,7 @@ fn next_step_in_session(gw: &Gateway, stage: Stage) -> &'static str {
 }
 
 pub async fn start_new(gw: &Gateway, args: Args) -> Result<Value> {
-    let mut new = new_session_from(&args, &["sessionTitle", "title"], &["tags", "sessionTags"])?;
+    let mut new = new_session_from(&args, &["sessionTitle", "title"], &["tags", "sessionTags"], true)?;
     super::init_ops::scope_new_session(gw, &mut new);
     let order = gw.session_order().await;
     let session = gw.write(move |s| s.create_session(new)).await?;
@@ -497,9 +513,17 @@ impl ReferenceBack {
 }
 
 pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleServer>>) -> Result<Value> {
-    // A session named under a name this does not take (`sessionUUID`):
-    // ignored, the thought would go to the active session for good.
-    if let Some(k) = args.unknown_like("session") {
+    // A session or a branch named under a name this does not take
+    // (`sessionUUID`, `branchName`): ignored, the thought would go to the
+    // active session or the main chain for good. Names that only mention a
+    // session (`sessionSummary: "..."`) are reported unused, as others are.
+    let names_session = |k: &str, v: &Value| {
+        k.contains("session")
+            && (["id", "uuid", "key", "ref"].iter().any(|end| k.ends_with(end))
+                || v.as_str()
+                    .is_some_and(|s| crate::tree::is_session_id(&domain::canonical_session_id(s))))
+    };
+    if let Some(k) = args.unknown_where(names_session) {
         return Err(Error::invalid_with(
             k.clone(),
             format!(
@@ -507,6 +531,13 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
                  load_context with its sessionId first (nothing was recorded)"
             ),
             json!({ "didYouMean": "sessionId" }),
+        ));
+    }
+    if let Some(k) = args.unknown_where(|k, v| k.contains("branch") && v.is_string()) {
+        return Err(Error::invalid_with(
+            k.clone(),
+            format!("{k} is not a parameter: a thought names its branch with branchId (nothing was recorded)"),
+            json!({ "didYouMean": "branchId" }),
         ));
     }
     let input = thought_input(&args)?;
@@ -546,7 +577,7 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
     let target = match active {
         Some(id) => Target::Session(id),
         None => {
-            let mut new = new_session_from(&args, &["sessionTitle"], &["sessionTags"])?;
+            let mut new = new_session_from(&args, &["sessionTitle"], &["sessionTags"], false)?;
             super::init_ops::scope_new_session(gw, &mut new);
             Target::New(new)
         }

@@ -713,6 +713,33 @@ async fn misspelt_parameters_are_refused_and_change_nothing() {
         )
         .await;
     assert_eq!(e["details"]["didYouMean"], "keyMoments[0].branchId", "{e}");
+    // Review 14-f: a branch under another name is refused; a name that only
+    // mentions the session is reported unused; `total` on a list is no
+    // misspelling of a thought's totalThoughts.
+    let e = s
+        .err(
+            "thought",
+            json!({ "thought": "x", "nextThoughtNeeded": true, "branchName": "alt" }),
+            "INVALID_PAYLOAD",
+        )
+        .await;
+    assert_eq!(e["details"]["didYouMean"], "branchId", "{e}");
+    let r = s
+        .call("list_sessions", json!({ "limit": 5, "total": 12 }))
+        .await
+        .unwrap();
+    assert_eq!(r["ignoredArguments"], json!(["total"]), "{r}");
+    // A too-long task names task, not tags.
+    let e = s
+        .err("start_new", json!({ "task": "t".repeat(300) }), "INVALID_PAYLOAD")
+        .await;
+    assert_eq!(e["details"]["field"], "task", "{e}");
+    // The same id in two cases is one value.
+    s.ok(
+        "load_context",
+        json!({ "sessionId": sid.to_uppercase(), "session_id": sid }),
+    )
+    .await;
     // A flat project names the new session's project, as lists take it.
     let r = s
         .ok("start_new", json!({ "sessionTitle": "flat", "project": "myapp" }))
@@ -723,12 +750,16 @@ async fn misspelt_parameters_are_refused_and_change_nothing() {
     let r = s
         .call(
             "thought",
-            json!({ "thought": "two", "nextThoughtNeeded": true, "confidence": 0.8, "metadata": { "a": 1 } }),
+            json!({ "thought": "two", "nextThoughtNeeded": true, "confidence": 0.8, "metadata": { "a": 1 },
+                    "sessionSummary": "so far" }),
         )
         .await
         .unwrap();
     assert_eq!(r["thoughtNumber"], 2);
-    assert_eq!(r["ignoredArguments"], json!(["confidence", "metadata"]));
+    assert_eq!(
+        r["ignoredArguments"],
+        json!(["confidence", "metadata", "sessionSummary"])
+    );
     // Inside an object parameter too (review 14-b: nothing was said).
     let r = s
         .call("deep_analysis", json!({ "options": { "includeTimelineEntrys": true } }))
