@@ -540,6 +540,18 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
             json!({ "didYouMean": "branchId" }),
         ));
     }
+    // `revisionOf: 3` would be stored as a plain thought, not a revision.
+    let a_number = |v: &Value| v.is_number() || v.as_str().is_some_and(|s| s.trim().parse::<u32>().is_ok());
+    if let Some(k) = args.unknown_where(|k, v| k.contains("revis") && a_number(v)) {
+        return Err(Error::invalid_with(
+            k.clone(),
+            format!(
+                "{k} is not a parameter: a thought names the thought it revises with revisesThought (nothing was \
+                 recorded)"
+            ),
+            json!({ "didYouMean": "revisesThought" }),
+        ));
+    }
     let input = thought_input(&args)?;
     let verbose = args.bool_opt(&["verbose"])?.unwrap_or(false);
     let want_critique = input.critique_requested;

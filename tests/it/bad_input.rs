@@ -724,6 +724,14 @@ async fn misspelt_parameters_are_refused_and_change_nothing() {
         )
         .await;
     assert_eq!(e["details"]["didYouMean"], "branchId", "{e}");
+    let e = s
+        .err(
+            "thought",
+            json!({ "thought": "x", "nextThoughtNeeded": true, "revisionOf": 1 }),
+            "INVALID_PAYLOAD",
+        )
+        .await;
+    assert_eq!(e["details"]["didYouMean"], "revisesThought", "{e}");
     let r = s
         .call("list_sessions", json!({ "limit": 5, "total": 12 }))
         .await
