@@ -127,7 +127,7 @@ fn note_id(args: &Args) -> Result<NoteRef> {
         return slug_arg(args, &["id", "noteId"], "note").map(NoteRef::Id);
     }
     match args.str_opt(&["topic", "title"])? {
-        Some(t) => Ok(NoteRef::Topic(check_topic(&t)?)),
+        Some(t) => Ok(NoteRef::Topic(check_topic("topic", &t)?)),
         None => Err(Error::invalid("id", "give the note's id (or its topic)")),
     }
 }
@@ -139,7 +139,7 @@ async fn note_ref(gw: &Gateway, args: &Args) -> Result<NoteRef> {
     if let NoteRef::Id(id) = &note
         && let Some(topic) = args.str_opt(&["topic", "title"])?
     {
-        let by_topic = NoteRef::Topic(check_topic(&topic)?);
+        let by_topic = NoteRef::Topic(check_topic("topic", &topic)?);
         let named = match gw.blocking(move |s| s.note(&by_topic)).await {
             Ok(n) => Some(n.id),
             Err(e) if e.code() == "INVALID_PAYLOAD" => None,
@@ -256,16 +256,9 @@ async fn write_scratchpad(gw: &Gateway, args: Args) -> Result<Value> {
     // shows it as `title`); both together are the topic and a title unused.
     // An empty topic is none (clients fill every optional field with "").
     let topic = match args.str_opt(&["topic"])?.filter(|t| !t.trim().is_empty()) {
-        Some(t) => check_topic(&t)?,
+        Some(t) => check_topic("topic", &t)?,
         None => match args.str_opt(&["title"])? {
-            Some(t) => check_topic(&t).map_err(|e| match e {
-                Error::InvalidPayload { message, details, .. } => Error::InvalidPayload {
-                    field: "title".into(),
-                    message: message.replacen("topic", "title", 1),
-                    details,
-                },
-                other => other,
-            })?,
+            Some(t) => check_topic("title", &t)?,
             None => return Err(Error::invalid("topic", "topic is required")),
         },
     };

@@ -439,8 +439,10 @@ impl PatternUpdate {
 }
 
 /// A note's topic: trimmed, 1 to 200 characters.
-pub fn check_topic(topic: &str) -> Result<String> {
-    check_title("topic", topic)
+/// A note's topic, checked as a title; errors name `field` (`topic`, or
+/// `title` where a client names the topic that way).
+pub fn check_topic(field: &str, topic: &str) -> Result<String> {
+    check_title(field, topic)
 }
 
 #[cfg(test)]
