@@ -484,16 +484,17 @@ impl Args {
     /// A name given that no operation takes and that holds `fragment` once
     /// folded (`sessionUUID` for "session").
     pub fn unknown_like(&self, fragment: &str) -> Option<String> {
-        self.unknown_where(|k, _| k.contains(fragment))
+        self.unknown_find(|k, _| k.contains(fragment).then_some(()))
+            .map(|(k, ())| k)
     }
 
     /// The first name given that no operation takes for which `test`
-    /// (given the folded name and the value) holds.
-    pub fn unknown_where(&self, test: impl Fn(&str, &Value) -> bool) -> Option<String> {
+    /// (given the folded name and the value) finds something, with it.
+    pub fn unknown_find<T>(&self, test: impl Fn(&str, &Value) -> Option<T>) -> Option<(String, T)> {
         self.map
             .iter()
-            .find(|(k, v)| !FIELD_NAMES.contains(&k.as_str()) && test(&folded(k), v))
-            .map(|(k, _)| k.clone())
+            .filter(|(k, _)| !FIELD_NAMES.contains(&k.as_str()))
+            .find_map(|(k, v)| test(&folded(k), v).map(|t| (k.clone(), t)))
     }
 
     /// A handle that can tell, after an operation has consumed these args,

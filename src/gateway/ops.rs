@@ -512,46 +512,49 @@ impl ReferenceBack {
     }
 }
 
+/// Refuse a `thought` that names its session, branch or revised thought
+/// under a name `thought` does not take (`sessionUUID`, `branchName: "alt"`,
+/// `revisionOf: 3`): ignored, the thought would go to the active session,
+/// the main chain, or be no revision, for good. Names that only mention a
+/// session (`sessionSummary: "..."`) are reported unused, as others are.
+fn refuse_misnamed_placement(args: &Args) -> Result<()> {
+    type Rule = (fn(&str, &Value) -> bool, &'static str, &'static str);
+    const RULES: [Rule; 3] = [
+        (
+            |k, v| {
+                k.contains("session")
+                    && (["id", "uuid", "key", "ref"].iter().any(|end| k.ends_with(end))
+                        || v.as_str()
+                            .is_some_and(|s| crate::tree::is_session_id(&domain::canonical_session_id(s))))
+            },
+            "sessionId",
+            "a thought goes to the active session; to write to another, call load_context with its sessionId first",
+        ),
+        (
+            |k, v| k.contains("branch") && v.is_string(),
+            "branchId",
+            "a thought names its branch with branchId",
+        ),
+        (
+            |k, v| {
+                k.contains("revis") && (v.is_number() || v.as_str().is_some_and(|s| s.trim().parse::<u32>().is_ok()))
+            },
+            "revisesThought",
+            "a thought names the thought it revises with revisesThought",
+        ),
+    ];
+    match args.unknown_find(|k, v| RULES.iter().find(|(applies, ..)| applies(k, v))) {
+        Some((k, (_, meant, how))) => Err(Error::invalid_with(
+            k.clone(),
+            format!("{k} is not a parameter: {how} (nothing was recorded)"),
+            json!({ "didYouMean": meant }),
+        )),
+        None => Ok(()),
+    }
+}
+
 pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleServer>>) -> Result<Value> {
-    // A session or a branch named under a name this does not take
-    // (`sessionUUID`, `branchName`): ignored, the thought would go to the
-    // active session or the main chain for good. Names that only mention a
-    // session (`sessionSummary: "..."`) are reported unused, as others are.
-    let names_session = |k: &str, v: &Value| {
-        k.contains("session")
-            && (["id", "uuid", "key", "ref"].iter().any(|end| k.ends_with(end))
-                || v.as_str()
-                    .is_some_and(|s| crate::tree::is_session_id(&domain::canonical_session_id(s))))
-    };
-    if let Some(k) = args.unknown_where(names_session) {
-        return Err(Error::invalid_with(
-            k.clone(),
-            format!(
-                "{k} is not a parameter: a thought goes to the active session; to write to another, call \
-                 load_context with its sessionId first (nothing was recorded)"
-            ),
-            json!({ "didYouMean": "sessionId" }),
-        ));
-    }
-    if let Some(k) = args.unknown_where(|k, v| k.contains("branch") && v.is_string()) {
-        return Err(Error::invalid_with(
-            k.clone(),
-            format!("{k} is not a parameter: a thought names its branch with branchId (nothing was recorded)"),
-            json!({ "didYouMean": "branchId" }),
-        ));
-    }
-    // `revisionOf: 3` would be stored as a plain thought, not a revision.
-    let a_number = |v: &Value| v.is_number() || v.as_str().is_some_and(|s| s.trim().parse::<u32>().is_ok());
-    if let Some(k) = args.unknown_where(|k, v| k.contains("revis") && a_number(v)) {
-        return Err(Error::invalid_with(
-            k.clone(),
-            format!(
-                "{k} is not a parameter: a thought names the thought it revises with revisesThought (nothing was \
-                 recorded)"
-            ),
-            json!({ "didYouMean": "revisesThought" }),
-        ));
-    }
+    refuse_misnamed_placement(&args)?;
     let input = thought_input(&args)?;
     let verbose = args.bool_opt(&["verbose"])?.unwrap_or(false);
     let want_critique = input.critique_requested;
