@@ -230,6 +230,17 @@ const PLACEMENT_NAMES: &[&str] = &[
     "nextThoughtNeeded",
 ];
 
+/// [`PLACEMENT_NAMES`] folded.
+fn folded_placement_names() -> &'static [(&'static str, Vec<char>)] {
+    static NAMES: std::sync::OnceLock<Vec<(&'static str, Vec<char>)>> = std::sync::OnceLock::new();
+    NAMES.get_or_init(|| {
+        PLACEMENT_NAMES
+            .iter()
+            .map(|n| (*n, folded(n).chars().collect()))
+            .collect()
+    })
+}
+
 /// The parameter `key` misspells, if it is not a parameter itself: the same
 /// letters in another case or with `_`/`-` (`branch_id`, `SessionID`); for
 /// names of eight letters or more, one letter added, dropped, changed or
@@ -251,10 +262,8 @@ pub fn misspelling_of(key: &str, placement: bool) -> Option<&'static str> {
                 return None;
             }
             let holds = |outer: &[char], inner: &[char]| outer.windows(inner.len()).any(|w| w == inner);
-            let placement = PLACEMENT_NAMES
+            folded_placement_names()
                 .iter()
-                .map(|n| (*n, folded(n).chars().collect::<Vec<char>>()));
-            placement
                 .filter(|(_, n)| (given.len() >= 5 && holds(n, &given)) || holds(&given, n))
                 .min_by_key(|(_, n)| {
                     // The name it starts (the shortest), else the name it
@@ -268,7 +277,7 @@ pub fn misspelling_of(key: &str, placement: bool) -> Option<&'static str> {
                         (2, usize::MAX - n.len())
                     }
                 })
-                .map(|(name, _)| name)
+                .map(|(name, _)| *name)
         })
 }
 
@@ -466,18 +475,14 @@ impl Args {
     /// `nested_args` (operations with sub-operations, which read `args.args`
     /// too), in a nested `args` object or its JSON text as well.
     pub fn check_spelling(&self, nested_args: bool, placement: bool) -> Result<()> {
-        let nested = match self.map.get("args") {
-            Some(Value::Object(m)) if nested_args => Some(m.clone()),
-            Some(Value::String(s)) if nested_args => match json_in_string("args", s)? {
-                Some(Value::Object(m)) => Some(m),
-                _ => None,
-            },
-            _ => None,
-        };
         check_names(&self.map, "", placement)?;
-        match nested {
-            Some(m) => check_names(&m, "args.", placement),
-            None => Ok(()),
+        match self.map.get("args") {
+            Some(Value::Object(m)) if nested_args => check_names(m, "args.", placement),
+            Some(Value::String(s)) if nested_args => match json_in_string("args", s)? {
+                Some(Value::Object(m)) => check_names(&m, "args.", placement),
+                _ => Ok(()),
+            },
+            _ => Ok(()),
         }
     }
 

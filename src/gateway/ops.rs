@@ -224,14 +224,19 @@ pub async fn start_new(gw: &Gateway, args: Args) -> Result<Value> {
 }
 
 /// Open a session on this connection: the answer of `load_context` and `session resume`.
+/// What `load_context` shows of a session besides its row: its last five
+/// main-chain thoughts and its branch ids.
+fn recent_and_branches(s: &crate::store::Store, id: &str) -> Result<(Vec<Thought>, Vec<String>)> {
+    Ok((s.read_thoughts(id, &ThoughtQuery::Last(5))?, s.branch_ids(id)?))
+}
+
 pub(crate) async fn open_session(gw: &Gateway, id: String, trigger: &str) -> Result<Value> {
     let order = gw.session_order().await;
     let reopen = {
         let id = id.clone();
         gw.write(move |s| {
             let (session, was_completed) = s.reopen_session(&id)?;
-            let recent = s.read_thoughts(&id, &ThoughtQuery::Last(5))?;
-            let branches = s.branch_ids(&id)?;
+            let (recent, branches) = recent_and_branches(s, &id)?;
             Ok((session, was_completed, recent, branches))
         })
         .await
@@ -251,10 +256,8 @@ pub(crate) async fn open_session(gw: &Gateway, id: String, trigger: &str) -> Res
             tracing::warn!("{trigger}: could not record the access ({e}); opening the session to read");
             unrecorded = Some(e.message());
             gw.blocking(move |s| {
-                let session = s.session(&id)?;
-                let recent = s.read_thoughts(&id, &ThoughtQuery::Last(5))?;
-                let branches = s.branch_ids(&id)?;
-                Ok((session, None, recent, branches))
+                let (recent, branches) = recent_and_branches(s, &id)?;
+                Ok((s.session(&id)?, None, recent, branches))
             })
             .await?
         }
