@@ -82,6 +82,20 @@ pub struct Events {
     hide_text: bool,
 }
 
+/// Write all of `bytes`; when it fails, say how many went out first.
+fn write_counted(f: &mut File, bytes: &[u8]) -> Result<(), (usize, std::io::Error)> {
+    let mut sent = 0;
+    while sent < bytes.len() {
+        match f.write(&bytes[sent..]) {
+            Ok(0) => return Err((sent, std::io::ErrorKind::WriteZero.into())),
+            Ok(n) => sent += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err((sent, e)),
+        }
+    }
+    Ok(())
+}
+
 fn open_append(path: &Path) -> std::io::Result<File> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         DirBuilder::new().recursive(true).create(dir)?;
@@ -184,34 +198,32 @@ impl Events {
                 }
                 match file.as_mut() {
                     Some(f) => {
-                        let before = f.metadata().map(|m| m.len()).ok();
-                        let r = if self.torn.load(Ordering::Relaxed) {
-                            f.write_all(format!("\n{text}").as_bytes())
+                        let line = if self.torn.load(Ordering::Relaxed) {
+                            format!("\n{text}")
                         } else {
-                            f.write_all(text.as_bytes())
+                            text
                         };
-                        match &r {
-                            Ok(()) => self.torn.store(false, Ordering::Relaxed),
-                            Err(_) => {
+                        match write_counted(f, line.as_bytes()) {
+                            Ok(()) => {
+                                self.torn.store(false, Ordering::Relaxed);
+                                Ok(())
+                            }
+                            Err((sent, e)) => {
                                 // A full disk may take part of a line: the
                                 // next event starts a line of its own, so that
                                 // only the fragment is no JSON (review 14-a).
                                 // Not cut back out: another server may have
                                 // appended to the same file meanwhile (14-d).
-                                // A write that wrote nothing leaves no line to
-                                // end (14-e: an empty line otherwise).
-                                let grew = match (before, f.metadata().map(|m| m.len())) {
-                                    (Some(b), Ok(now)) => now > b,
-                                    _ => true,
-                                };
-                                if grew {
-                                    self.torn.store(true, Ordering::Relaxed);
+                                // Nothing written leaves things as they were
+                                // (14-e: an empty line otherwise).
+                                if sent > 0 {
+                                    self.torn.store(line.as_bytes()[sent - 1] != b'\n', Ordering::Relaxed);
                                 }
                                 // Reopen on the next event (the file may have been moved).
                                 *file = None;
+                                Err(e)
                             }
                         }
-                        r
                     }
                     None => return,
                 }
@@ -286,6 +298,20 @@ pub fn stage_changed(previous: u8, new: u8, trigger: &str) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A write the device refuses outright counts nothing sent, so no line
+    /// is left to end; one that goes out counts all of it.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn writes_count_what_went_out() {
+        let mut full = OpenOptions::new().append(true).open("/dev/full").unwrap();
+        let (sent, e) = write_counted(&mut full, b"{}\n").unwrap_err();
+        assert_eq!((sent, e.kind()), (0, std::io::ErrorKind::StorageFull));
+        let dir = tempfile::tempdir().unwrap();
+        let mut f = open_append(&dir.path().join("events.jsonl")).unwrap();
+        write_counted(&mut f, b"{}\n").unwrap();
+        assert_eq!(std::fs::read(dir.path().join("events.jsonl")).unwrap(), b"{}\n");
+    }
 
     #[test]
     fn targets() {
