@@ -7,6 +7,14 @@
 //!   cargo bench --bench stdio -- raw     # the same server, a bare JSON-RPC client
 //!   cargo bench --bench stdio -- drift   # does a call's cost grow over a run? (10 runs)
 //!   cargo bench --bench stdio -- stall   # a short read while long ones run
+//!   THOUGHTBOX_BENCH_PIN=0:0:0 cargo bench --bench stdio -- raw drift   # threads placed by hand
+//!
+//! THOUGHTBOX_BENCH_PIN=B:S:W (Linux, needs `taskset`) places the bench on
+//! CPU B and, for each server the bare client starts, every server thread on
+//! CPU S and then the ledger writer thread on CPU W (`S:W` puts the bench with
+//! the server). A server confined to one CPU from its start sees one CPU and
+//! does not poll. Held for the whole run, a placement takes the kernel's
+//! changes of placement out of the figures (BENCHMARKS.md, "Fourteenth round").
 //!
 //! Prints throughput, latency percentiles, first-vs-last-1000 medians, peak
 //! RSS of the server, and start-up time to `initialize` answered.
@@ -253,12 +261,52 @@ fn raw_server_with(db: &Path, extra: &[&str]) -> (std::process::Child, RawClient
         output: BufReader::new(child.stdout.take().expect("stdout")),
         line: String::new(),
     };
+    place_threads(child.id());
     raw.round_trip(&json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "raw", "version": "1" } } }));
     raw.input
         .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
         .expect("write");
     (child, raw)
+}
+
+/// With THOUGHTBOX_BENCH_PIN=B:S:W set: the bench on CPU B, every thread of
+/// the server `pid` on CPU S, then its ledger writer thread on CPU W (the
+/// writer starts before the server reads its first request).
+fn place_threads(pid: u32) {
+    let Ok(pin) = std::env::var("THOUGHTBOX_BENCH_PIN") else {
+        return;
+    };
+    let cpus: Vec<&str> = pin.split(':').collect();
+    let (bench_cpu, main_cpu, writer_cpu) = match cpus[..] {
+        [bench, server, writer] => (bench, server, writer),
+        [server, writer] => (server, server, writer),
+        _ => ("0", "0", "1"),
+    };
+    let taskset = |args: &[&str]| {
+        let ok = std::process::Command::new("taskset")
+            .args(args)
+            .stdout(Stdio::null())
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        assert!(ok, "taskset {args:?} failed");
+    };
+    taskset(&["-a", "-p", "-c", bench_cpu, &std::process::id().to_string()]);
+    taskset(&["-a", "-p", "-c", main_cpu, &pid.to_string()]);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let writer = std::fs::read_dir(format!("/proc/{pid}/task"))
+            .expect("/proc")
+            .filter_map(|t| t.ok())
+            .find(|t| std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim() == "ledger-writer"));
+        if let Some(task) = writer {
+            taskset(&["-p", "-c", writer_cpu, &task.file_name().to_string_lossy()]);
+            return;
+        }
+        assert!(Instant::now() < deadline, "no ledger-writer thread in server {pid}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }
 
 fn tool(id: usize, operation: &str, args: Value) -> Value {
