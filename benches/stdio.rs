@@ -510,7 +510,10 @@ impl FixedWork {
 /// averaged over the runs, each run normalised to its own mean, and the
 /// same for the first 2,000 thoughts in blocks of 100, beside the thought
 /// after which the WAL file stopped growing. THOUGHTBOX_DRIFT_WARMUP=N first
-/// records N thoughts in another session of the same server (0 by default).
+/// records N thoughts in another session of the same server (0 by default),
+/// and with THOUGHTBOX_DRIFT_RESTART set the server is then restarted on
+/// that database, so that the measured session starts in a fresh process on
+/// a database that has grown.
 fn drift_run() {
     let runs: usize = std::env::var("THOUGHTBOX_DRIFT_RUNS")
         .ok()
@@ -547,6 +550,13 @@ fn drift_run() {
                 "thought",
                 json!({ "thought": text(i), "nextThoughtNeeded": true }),
             ));
+        }
+        if warmup > 0 && std::env::var_os("THOUGHTBOX_DRIFT_RESTART").is_some() {
+            drop(raw);
+            child.wait().expect("exit");
+            (child, raw) = raw_server(&dir.path().join("drift.db"));
+            raw.round_trip(&tool(1, "start_new", json!({ "sessionTitle": "after restart" })));
+            raw.round_trip(&tool(2, "cipher", json!({})));
         }
         raw.round_trip(&tool(3, "start_new", json!({ "sessionTitle": "drift" })));
         let wal = dir.path().join("drift.db-wal");
