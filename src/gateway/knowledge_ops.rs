@@ -166,6 +166,15 @@ fn derived_sessions(args: &Args) -> Result<Option<Vec<String>>> {
         .map(|ids| ids.iter().map(|id| crate::domain::canonical_session_id(id)).collect()))
 }
 
+/// `sessionId` on a pattern: the one session it comes from, added to
+/// `derivedFromSessions` (an agent that names the session it is working in
+/// means that link, and would otherwise find it missing).
+fn derived_session(args: &Args) -> Result<Option<String>> {
+    Ok(args
+        .str_opt(&["sessionId", "session_id"])?
+        .map(|id| crate::domain::canonical_session_id(&id)))
+}
+
 async fn create_pattern(gw: &Gateway, args: Args) -> Result<Value> {
     // Every required field missing is named at once, not one per call.
     let missing: Vec<&str> = ["title", "description", "content"]
@@ -184,7 +193,15 @@ async fn create_pattern(gw: &Gateway, args: Args) -> Result<Value> {
         description: args.str_req(&["description"])?,
         content: args.str_req(&["content"])?,
         tags: args.str_list_opt(&["tags"])?.unwrap_or_default(),
-        derived_from_sessions: derived_sessions(&args)?.unwrap_or_default(),
+        derived_from_sessions: {
+            let mut sessions = derived_sessions(&args)?.unwrap_or_default();
+            if let Some(one) = derived_session(&args)?
+                && !sessions.contains(&one)
+            {
+                sessions.push(one);
+            }
+            sessions
+        },
         created_by: args.str_opt(&["createdBy"])?,
     }
     .validated()?;
@@ -201,6 +218,7 @@ async fn update_pattern(gw: &Gateway, args: Args) -> Result<Value> {
         content: args.str_opt(&["content"])?,
         tags: args.str_list_opt(&["tags"])?,
         derived_from_sessions: derived_sessions(&args)?,
+        add_derived_session: derived_session(&args)?,
         created_by: args.str_opt(&["createdBy"])?,
     }
     .validated()?;

@@ -197,6 +197,9 @@ pub struct PatternUpdate {
     pub tags: Option<Vec<String>>,
     pub content: Option<String>,
     pub derived_from_sessions: Option<Vec<String>>,
+    /// One session added to the sessions the pattern was derived from (the
+    /// ones it has, or `derived_from_sessions` when given), kept once.
+    pub add_derived_session: Option<String>,
     pub created_by: Option<String>,
 }
 
@@ -421,7 +424,7 @@ impl PatternUpdate {
         if self.is_empty() {
             return Err(Error::invalid(
                 "title",
-                "update_pattern needs at least one of title, description, content, tags, derivedFromSessions, createdBy",
+                "update_pattern needs at least one of title, description, content, tags, derivedFromSessions, sessionId, createdBy",
             ));
         }
         if let Some(c) = &self.content {
@@ -433,6 +436,10 @@ impl PatternUpdate {
             tags: self.tags.as_deref().map(check_tags).transpose()?,
             content: self.content,
             derived_from_sessions: self.derived_from_sessions.as_deref().map(check_sessions).transpose()?,
+            add_derived_session: match self.add_derived_session {
+                Some(id) => check_sessions(std::slice::from_ref(&id))?.pop(),
+                None => None,
+            },
             created_by: self.created_by.as_deref().map(check_created_by).transpose()?,
         })
     }

@@ -253,7 +253,14 @@ impl Store {
         self.write(|tx| {
             let now = domain::now();
             let old = get_pattern_tx(tx, id)?;
-            if let Some(s) = &upd.derived_from_sessions {
+            let mut sessions = upd.derived_from_sessions.clone();
+            if let Some(one) = &upd.add_derived_session {
+                let list = sessions.get_or_insert_with(|| old.derived_from_sessions.clone());
+                if !list.contains(one) {
+                    list.push(one.clone());
+                }
+            }
+            if let Some(s) = &sessions {
                 // Only the sessions added must exist: a session the pattern
                 // was derived from may have been deleted since, and an agent
                 // sends back the list get_pattern gave it.
@@ -276,7 +283,7 @@ impl Store {
                 upd.description.unwrap_or(old.description),
                 to_json(&tags)?,
                 upd.content.unwrap_or(old.content),
-                to_json(&upd.derived_from_sessions.unwrap_or(old.derived_from_sessions))?,
+                to_json(&sessions.unwrap_or(old.derived_from_sessions))?,
                 upd.created_by.or(old.created_by),
                 now
             ])?;
@@ -735,6 +742,26 @@ mod tests {
             .update_pattern(&id, update(vec![gone.id.clone(), "nope".into()]))
             .unwrap_err();
         assert_eq!(err.code(), "SESSION_NOT_FOUND");
+        // One session added keeps the ones the pattern has, once each.
+        let add = |one: &str| PatternUpdate {
+            add_derived_session: Some(one.to_string()),
+            ..Default::default()
+        };
+        let added = store.update_pattern(&id, add(&kept.id)).unwrap();
+        assert_eq!(added.derived_from_sessions, [gone.id.clone(), kept.id.clone()]);
+        let err = store.update_pattern(&id, add(&gone.id)).unwrap();
+        assert_eq!(err.derived_from_sessions, [gone.id.clone(), kept.id.clone()]);
+        assert_eq!(
+            store.update_pattern(&id, add("nope")).unwrap_err().code(),
+            "SESSION_NOT_FOUND"
+        );
+        let replaced = PatternUpdate {
+            derived_from_sessions: Some(vec![kept.id.clone()]),
+            add_derived_session: Some(gone.id.clone()),
+            ..Default::default()
+        };
+        let both = store.update_pattern(&id, replaced).unwrap();
+        assert_eq!(both.derived_from_sessions, [kept.id.clone(), gone.id.clone()]);
     }
 
     #[test]

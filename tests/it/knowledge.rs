@@ -682,3 +682,77 @@ async fn answers_name_every_missing_field_and_a_replaced_note() {
     );
     s.stop().await;
 }
+
+#[tokio::test]
+async fn a_pattern_given_a_session_id_is_linked_to_that_session() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    let first = s.ready("where it was learnt").await;
+    let second = s.ready("where it was used again").await;
+    // An agent names the session it works in, as it does for a thought.
+    let p = s
+        .ok(
+            "knowledge",
+            k(
+                "create_pattern",
+                json!({ "title": "Retry with backoff", "description": "d", "content": "c", "sessionId": first.to_uppercase() }),
+            ),
+        )
+        .await;
+    assert_eq!(p["derivedFromSessions"], json!([first]), "{p}");
+    assert!(p.get("ignoredArguments").is_none(), "{p}");
+    // Given beside the list, it is added once.
+    let both = s
+        .ok(
+            "knowledge",
+            k(
+                "create_pattern",
+                json!({ "title": "Both", "description": "d", "content": "c",
+                        "derivedFromSessions": [first], "session_id": second }),
+            ),
+        )
+        .await;
+    assert_eq!(both["derivedFromSessions"], json!([first, second]), "{both}");
+    // On an update it adds to the sessions the pattern has.
+    let up = s
+        .ok(
+            "knowledge",
+            k(
+                "update_pattern",
+                json!({ "id": "retry-with-backoff", "sessionId": second }),
+            ),
+        )
+        .await;
+    assert_eq!(up["derivedFromSessions"], json!([first, second]), "{up}");
+    // An unknown session is refused, and nothing changes.
+    let missing = "00000000-0000-4000-8000-000000000000";
+    s.err(
+        "knowledge",
+        k(
+            "update_pattern",
+            json!({ "id": "retry-with-backoff", "sessionId": missing }),
+        ),
+        "SESSION_NOT_FOUND",
+    )
+    .await;
+    s.err(
+        "knowledge",
+        k(
+            "create_pattern",
+            json!({ "title": "Nowhere", "description": "d", "content": "c", "sessionId": missing }),
+        ),
+        "SESSION_NOT_FOUND",
+    )
+    .await;
+    let got = s
+        .ok("knowledge", k("get_pattern", json!({ "id": "retry-with-backoff" })))
+        .await;
+    assert_eq!(got["derivedFromSessions"], json!([first, second]), "{got}");
+    s.err(
+        "knowledge",
+        k("get_pattern", json!({ "id": "nowhere" })),
+        "INVALID_PAYLOAD",
+    )
+    .await;
+    s.stop().await;
+}
