@@ -330,16 +330,7 @@ fn strip_name_suffix(path: &Path, suffix: &str) -> Option<PathBuf> {
 
 /// `path` as an SQLite URI that opens it read-only and immutable.
 fn immutable_uri(path: &Path) -> String {
-    let mut uri = String::from("file:");
-    for &b in path.as_os_str().as_encoded_bytes() {
-        if b.is_ascii_alphanumeric() || b"/-_.~".contains(&b) {
-            uri.push(char::from(b));
-        } else {
-            uri.push_str(&format!("%{b:02X}"));
-        }
-    }
-    uri.push_str("?mode=ro&immutable=1");
-    uri
+    super::file_uri(path, "mode=ro&immutable=1")
 }
 
 /// Whether `path` is an SQLite database (by its header), or the empty file

@@ -135,6 +135,95 @@ pub struct Store {
     /// Counts this store's clones: the pool's connections close, and the
     /// last one to close removes the `-wal` file, only once all are gone.
     clones: Arc<()>,
+    /// How the file is opened (see [`Media`]).
+    media: Media,
+}
+
+/// How a database file is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Media {
+    /// As a file that may be written: locks, `-wal` and `-shm` beside it.
+    Writable,
+    /// On a file system mounted read-only (a snapshot, a backup disk), by a
+    /// command that only reads, with no `-wal` or `-shm` beside it: opened
+    /// immutable, without locks or a `-shm` (which could not be made there).
+    Frozen,
+    /// The same with a `-wal` and `-shm` beside it: left by a server that
+    /// did not stop cleanly, or kept by one that writes the file through
+    /// another mount (a read-only bind mount into a container). Opened
+    /// read-only, so that SQLite reads the WAL through the `-shm` and takes
+    /// its read locks as with any writer.
+    ReadOnlyWal,
+}
+
+impl Media {
+    /// How a command with `access` opens the file at `path`.
+    fn of(path: &Path, access: Access) -> Result<Media> {
+        if access.may_write() || !on_read_only_mount(path) {
+            return Ok(Media::Writable);
+        }
+        let real = real_path(path);
+        let (wal, shm) = (with_suffix(&real, "-wal"), with_suffix(&real, "-shm"));
+        let wal_bytes = std::fs::metadata(&wal).map(|m| m.len()).ok();
+        match (wal_bytes, shm.exists()) {
+            (None | Some(0), false) => Ok(Media::Frozen),
+            (_, true) => Ok(Media::ReadOnlyWal),
+            (Some(bytes), false) => Err(Error::invalid(
+                "db",
+                format!(
+                    "{} is on a read-only file system, and its {} ({bytes} bytes) may hold writes not yet in \
+                     the file, which SQLite can only read through a -shm file beside it: copy the database and its \
+                     -wal together to a writable place and work on the copy",
+                    path.display(),
+                    wal.display()
+                ),
+            )),
+        }
+    }
+
+    /// The name and flags a connection opens `path` with.
+    /// (A path that is not UTF-8 stays as it is: only the URIs are text.)
+    fn open_as(self, path: &Path) -> (PathBuf, OpenFlags) {
+        let read_only = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        match self {
+            Media::Writable => (
+                path.to_path_buf(),
+                OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            ),
+            Media::Frozen => (file_uri(path, "mode=ro&immutable=1").into(), read_only),
+            Media::ReadOnlyWal => (file_uri(path, "mode=ro").into(), read_only),
+        }
+    }
+}
+
+/// Whether `path` is on a file system mounted read-only.
+fn on_read_only_mount(path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        rustix::fs::statvfs(real_path(path)).is_ok_and(|s| s.f_flag.contains(rustix::fs::StatVfsMountFlags::RDONLY))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        false
+    }
+}
+
+/// `path` as an SQLite URI with `query` (`mode=ro&immutable=1`): every
+/// byte but a few safe ones percent-encoded, so that no name can carry a
+/// parameter of its own.
+pub(crate) fn file_uri(path: &Path, query: &str) -> String {
+    let mut uri = String::from("file:");
+    for &b in path.as_os_str().as_encoded_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-_.~".contains(&b) {
+            uri.push(char::from(b));
+        } else {
+            uri.push_str(&format!("%{b:02X}"));
+        }
+    }
+    uri.push('?');
+    uri.push_str(query);
+    uri
 }
 
 /// The database file and its `-shm` as a server opened them, by device and
@@ -352,6 +441,19 @@ fn check_writable(path: &Path, access: Access) -> Result<()> {
             }
         };
         if let Some(why) = denied {
+            // Only a command that changes the ledger gets here on a
+            // read-only mount: the ones that only read open it there.
+            if on_read_only_mount(&real) {
+                return Err(Error::invalid(
+                    "db",
+                    format!(
+                        "{} is on a read-only file system, and this changes the ledger: work on a copy in a \
+                         writable place (the commands that only read it, such as stats, info, sessions, export \
+                         and backup, work where it is)",
+                        file.display()
+                    ),
+                ));
+            }
             return Err(Error::invalid(
                 "db",
                 format!(
@@ -700,6 +802,7 @@ pub fn wait_until_closed(patience: Duration) -> bool {
 fn pool(
     path: &Path,
     opts: &OpenOptionsStore,
+    media: Media,
     size: u32,
     stop: &Arc<cancel::PoolStop>,
 ) -> Result<Pool<SqliteConnectionManager>> {
@@ -707,8 +810,9 @@ fn pool(
     let background = opts.background_checkpoints;
     let access = opts.access;
     let stop = stop.clone();
-    let manager = SqliteConnectionManager::file(path)
-        .with_flags(OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+    let (name, flags) = media.open_as(path);
+    let manager = SqliteConnectionManager::file(name)
+        .with_flags(flags)
         .with_init(move |c| {
             configure(c, sync, background, access)?;
             stop.attach(c)
@@ -797,14 +901,23 @@ impl Store {
     pub fn open(path: impl AsRef<Path>, opts: OpenOptionsStore) -> Result<Store> {
         let path = absolute(path.as_ref())?;
         create_file(&path)?;
-        check_writable(&path, opts.access)?;
+        let media = Media::of(&path, opts.access)?;
+        if media == Media::Writable {
+            check_writable(&path, opts.access)?;
+        }
         check_header(&path)?;
         {
             // Looked at before anything is written: another program's
             // database is left as it was, and a ledger already up to date
             // is opened without writing (a command that only reads then
             // never waits for another program's write lock).
-            let mut conn = open_file(&path)?;
+            let mut conn = match media {
+                Media::Writable => open_file(&path)?,
+                _ => {
+                    let (name, flags) = media.open_as(&path);
+                    Connection::open_with_flags(name, flags)?
+                }
+            };
             conn.busy_timeout(BUSY_TIMEOUT)?;
             let first = inspect(&conn, &path)?;
             let foreign_tables = |tables: Vec<String>| {
@@ -861,7 +974,12 @@ impl Store {
             if !settled {
                 // Under the lock, another process that was creating or
                 // migrating the ledger has finished: look again.
-                let _lock = migration_lock(&path)?;
+                // On a read-only mount nothing can be creating the ledger:
+                // no lock (it could not be made there), the first look stands.
+                let _lock = match media {
+                    Media::Writable => Some(migration_lock(&path)?),
+                    _ => None,
+                };
                 match inspect(&conn, &path)? {
                     Found::Current => {}
                     Found::Other { tables, .. } => return Err(foreign_tables(tables)),
@@ -884,11 +1002,12 @@ impl Store {
             }
         }
         let stop = Arc::default();
-        let pool = pool(&path, &opts, opts.pool_size.unwrap_or(8), &stop)?;
+        let pool = pool(&path, &opts, media, opts.pool_size.unwrap_or(8), &stop)?;
         let store = Store {
             pool,
             stop,
             clones: Arc::default(),
+            media,
             path,
             granularity: Granularity::Monthly,
             opts,
@@ -908,9 +1027,10 @@ impl Store {
     pub fn dedicated(&self) -> Result<Store> {
         let stop = Arc::default();
         Ok(Store {
-            pool: pool(&self.path, &self.opts, 1, &stop)?,
+            pool: pool(&self.path, &self.opts, self.media, 1, &stop)?,
             stop,
             clones: Arc::default(),
+            media: self.media,
             path: self.path.clone(),
             granularity: self.granularity,
             opts: self.opts.clone(),

@@ -635,6 +635,85 @@ fn reading_a_backup_leaves_it_as_it_was() {
     }
 }
 
+/// A ledger on a read-only mount (a file-system snapshot, a backup disk):
+/// the commands that only read, `backup` first of all, work where it is,
+/// also with the writes a killed server left in its WAL; a command that
+/// changes the ledger says the file system is read-only; and nothing is
+/// written there. Each of these refused with "not writable" before.
+#[tokio::test]
+async fn a_ledger_on_a_read_only_mount_can_be_read_and_backed_up() {
+    let Some(disk) = SmallDisk::mount("16m") else {
+        eprintln!("skipped: mounting a tmpfs is not allowed here (needs root)");
+        return;
+    };
+    let out = tempfile::tempdir().unwrap();
+    let db = disk.path.join("ledger.db");
+    let (a, _) = small_ledger(&db);
+    let files = || {
+        let mut names: Vec<String> = std::fs::read_dir(&disk.path)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    let thoughts = |copy: &Path| {
+        let store = Store::open(copy, OpenOptionsStore::default()).unwrap();
+        store.stats(0).unwrap().thoughts
+    };
+    disk.remount(true);
+    let before = files();
+    assert!(ok(&db, &["sessions", "list"]).contains("Cache design"));
+    assert_eq!(
+        ok_json(&db, &["sessions", "show", &a])["nodes"]
+            .as_array()
+            .map(Vec::len),
+        Some(4)
+    );
+    assert!(ok(&db, &["sessions", "search", "redis"]).contains("Cache design"));
+    ok(&db, &["stats"]);
+    ok(&db, &["info"]);
+    ok(&db, &["export", "--out", out.path().join("tree").to_str().unwrap()]);
+    let copy = out.path().join("copy.db");
+    ok(&db, &["backup", copy.to_str().unwrap()]);
+    assert_eq!(thoughts(&copy), 5);
+    let refused = fails(&db, &["repair"]);
+    assert!(refused.contains("read-only file system"), "{refused}");
+    assert!(refused.contains("backup"), "names what works there: {refused}");
+    assert_eq!(files(), before, "nothing written on the read-only mount");
+
+    // A server killed with writes still in its WAL, then the disk made read-only.
+    disk.remount(false);
+    let s = start(&db).await;
+    s.ready("left in the WAL").await;
+    for i in 1..=3 {
+        s.thought(t(&format!("unsaved {i}"))).await;
+    }
+    kill(s.pid, "KILL");
+    wait_exit(s.pid).await;
+    drop(s);
+    let wal = std::fs::metadata(disk.path.join("ledger.db-wal"))
+        .map(|m| m.len())
+        .unwrap_or(0);
+    assert!(wal > 0, "the killed server left its WAL");
+    disk.remount(true);
+    assert!(ok(&db, &["sessions", "list"]).contains("left in the WAL"));
+    // Not yet in the full-text index, and the index cannot be written there.
+    let hits = ok_json(&db, &["sessions", "search", "unsaved"]);
+    assert_eq!(hits[0]["matches"].as_array().map(Vec::len), Some(3), "{hits}");
+    let copy = out.path().join("with-wal.db");
+    ok(&db, &["backup", copy.to_str().unwrap()]);
+    assert_eq!(thoughts(&copy), 8, "the backup holds the writes in the WAL");
+
+    // A WAL without its -shm cannot be read there: said so, not read as if empty.
+    disk.remount(false);
+    std::fs::remove_file(disk.path.join("ledger.db-shm")).unwrap();
+    disk.remount(true);
+    let refused = fails(&db, &["stats"]);
+    assert!(refused.contains("-wal") && refused.contains("copy"), "{refused}");
+    disk.remount(false);
+}
+
 /// What an interrupted single-file export or backup left beside its
 /// destination (Ctrl-C leaves a temporary file as large as the output) is
 /// removed by the next run to the same place, once it is old enough to be

@@ -224,3 +224,66 @@ pub fn prompt_text(params: &CreateMessageRequestParams) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+/// A tmpfs of `size` mounted on a new directory, unmounted when dropped;
+/// `None` where mounting is not allowed (not root, no CAP_SYS_ADMIN).
+pub struct SmallDisk {
+    _dir: tempfile::TempDir,
+    pub path: std::path::PathBuf,
+}
+
+impl SmallDisk {
+    pub fn mount(size: &str) -> Option<SmallDisk> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("disk");
+        std::fs::create_dir(&path).unwrap();
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(&path)
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        mounted.then_some(SmallDisk { _dir: dir, path })
+    }
+
+    /// Write a filler file until the disk is full.
+    pub fn fill(&self) -> std::path::PathBuf {
+        use std::io::Write;
+        let filler = self.path.join("filler");
+        let mut f = std::fs::File::create(&filler).unwrap();
+        let block = vec![0u8; 4096];
+        while f.write_all(&block).is_ok() {}
+        let _ = f.sync_all();
+        filler
+    }
+
+    /// Mount it again read-only (`true`) or writable. Tried again for a
+    /// while when the mount is busy: a child that another test forks holds
+    /// copies of this process's open files until it execs.
+    pub fn remount(&self, read_only: bool) {
+        let how = if read_only { "remount,ro" } else { "remount,rw" };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let out = std::process::Command::new("mount")
+                .args(["-o", how])
+                .arg(&self.path)
+                .output()
+                .unwrap();
+            if out.status.success() {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "mount -o {how}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg("-l").arg(&self.path).status();
+    }
+}

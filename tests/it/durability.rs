@@ -846,45 +846,6 @@ async fn a_reader_left_open_is_logged_once_and_its_end_too() {
     s.stop().await;
 }
 
-/// A tmpfs of `size` mounted on a new directory, unmounted when dropped;
-/// `None` where mounting is not allowed (not root, no CAP_SYS_ADMIN).
-struct SmallDisk {
-    _dir: tempfile::TempDir,
-    path: std::path::PathBuf,
-}
-
-impl SmallDisk {
-    fn mount(size: &str) -> Option<SmallDisk> {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("disk");
-        std::fs::create_dir(&path).unwrap();
-        let mounted = std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(&path)
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        mounted.then_some(SmallDisk { _dir: dir, path })
-    }
-
-    /// Write a filler file until the disk is full.
-    fn fill(&self) -> std::path::PathBuf {
-        use std::io::Write;
-        let filler = self.path.join("filler");
-        let mut f = std::fs::File::create(&filler).unwrap();
-        let block = vec![0u8; 4096];
-        while f.write_all(&block).is_ok() {}
-        let _ = f.sync_all();
-        filler
-    }
-}
-
-impl Drop for SmallDisk {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount").arg("-l").arg(&self.path).status();
-    }
-}
-
 /// A full disk (review 14-a): writes are refused saying so and change
 /// nothing; a client that connects meanwhile can still open a session and
 /// read and search it (opening it could not be recorded, and left every
