@@ -603,12 +603,20 @@ fn write_session_files(
     // What the export before this one wrote here: the files it is the only
     // one to remove when the session no longer has them.
     let before = if fresh { Listed::default() } else { Listed::of(dir) };
-    let put = |path: &Path, bytes: &[u8], summary: &mut ExportSummary| -> Result<()> {
+    // A folder an earlier export wrote is updated all at once: each changed
+    // file is first written beside its own, and only once all of them are
+    // are they renamed into place, the manifest last. A full disk or any
+    // other failure half-way leaves the folder as the last export wrote it,
+    // not some thoughts new and the manifest old.
+    let mut staged = Staged::default();
+    let put = |path: &Path, bytes: &[u8], summary: &mut ExportSummary, staged: &mut Staged| -> Result<()> {
         if fresh {
             fs::write(path, bytes).map_err(io(format!("writing {}", path.display())))?;
             summary.files_written += 1;
+        } else if fs::read(path).is_ok_and(|old| old == bytes) {
+            count(summary, false);
         } else {
-            count(summary, write_file(path, bytes)?);
+            staged.stage(path, bytes)?;
         }
         Ok(())
     };
@@ -637,6 +645,9 @@ fn write_session_files(
                 if files.is_empty() {
                     let bdir = dir.join(b);
                     refuse_link(&bdir)?;
+                    if !fresh && !bdir.exists() {
+                        staged.made_dirs.push(bdir.clone());
+                    }
                     fs::create_dir_all(&bdir).map_err(io(format!("creating {}", bdir.display())))?;
                     if tidy {
                         remove_leftovers(&bdir, is_temporary_session_file, false);
@@ -646,7 +657,7 @@ fn write_session_files(
                 dir.join(b).join(&name)
             }
         };
-        put(&path, &pretty(&TreeNode { node: &node, seq })?, summary)
+        put(&path, &pretty(&TreeNode { node: &node, seq })?, summary, &mut staged)
     })?;
     let manifest = SessionManifest {
         id: session.id.clone(),
@@ -663,11 +674,63 @@ fn write_session_files(
             domain: session.domain.clone(),
         },
     };
-    put(&dir.join(MANIFEST), &pretty(&manifest)?, summary)?;
+    put(&dir.join(MANIFEST), &pretty(&manifest)?, summary, &mut staged)?;
+    staged.place(summary)?;
     if !fresh {
         before.remove_stale(dir, &manifest.thought_files, &manifest.branch_files, summary)?;
     }
     Ok(thoughts)
+}
+
+/// The changed files of a session folder, written beside the files they
+/// replace (`.{name}.{pid}-{n}.tmp`, which a later export removes if this
+/// one is killed) until [`Staged::place`] renames them all into place.
+/// Dropped before that, it removes them, and the branch folders it made.
+#[derive(Default)]
+struct Staged {
+    /// (temporary file, the file it replaces), in the order written.
+    files: Vec<(PathBuf, PathBuf)>,
+    made_dirs: Vec<PathBuf>,
+}
+
+impl Staged {
+    fn stage(&mut self, path: &Path, bytes: &[u8]) -> Result<()> {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let tmp = path.with_file_name(temporary_name(&name));
+        // Listed first: a write cut short by a full disk is removed too.
+        self.files.push((tmp.clone(), path.to_path_buf()));
+        fs::write(&tmp, bytes).map_err(io(format!("writing {}", tmp.display())))
+    }
+
+    /// Rename every staged file into place, in the order staged.
+    fn place(&mut self, summary: &mut ExportSummary) -> Result<()> {
+        let files = std::mem::take(&mut self.files);
+        let mut files = files.into_iter();
+        while let Some((tmp, path)) = files.next() {
+            if let Err(e) = fs::rename(&tmp, &path) {
+                self.files = std::iter::once((tmp, path.clone())).chain(files).collect();
+                return Err(Error::io(format!("moving {} into place", path.display()), e));
+            }
+            summary.files_written += 1;
+        }
+        self.made_dirs.clear();
+        Ok(())
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        for (tmp, _) in self.files.drain(..) {
+            let _ = fs::remove_file(&tmp);
+        }
+        // Only succeeds when nothing else is in them.
+        for dir in self.made_dirs.drain(..).rev() {
+            let _ = fs::remove_dir(&dir);
+        }
+    }
 }
 
 /// The files an export wrote in a session folder: those its manifest.json

@@ -714,6 +714,77 @@ async fn a_ledger_on_a_read_only_mount_can_be_read_and_backed_up() {
     disk.remount(false);
 }
 
+/// A re-export that runs out of space half-way leaves the session's folder
+/// as the last export wrote it: no thought files newer than its manifest,
+/// no temporary files; once there is room again the next one completes it
+/// (review 14-a: the folder was left half updated).
+#[test]
+fn a_re_export_that_runs_out_of_space_changes_nothing() {
+    let Some(disk) = SmallDisk::mount("2m") else {
+        eprintln!("skipped: mounting a tmpfs is not allowed here (needs root)");
+        return;
+    };
+    let (_dir, db) = temp_db();
+    let store = Store::open(&db, OpenOptionsStore::default()).unwrap();
+    let session = store.create_session(NewSession::titled("grows")).unwrap();
+    let add = |from: usize, to: usize| {
+        for i in from..to {
+            let text = format!("thought {i}: {}", "words that take room ".repeat(40));
+            store
+                .append_thought(Target::Session(session.id.clone()), input(&text))
+                .unwrap();
+        }
+        store.checkpoint().unwrap();
+    };
+    add(0, 20);
+    let tree = disk.path.join("tree");
+    let tree_arg = tree.to_str().unwrap();
+    ok(&db, &["export", "--out", tree_arg]);
+    let snapshot = || {
+        let mut files: Vec<(PathBuf, Vec<u8>)> = Vec::new();
+        let mut dirs = vec![tree.clone()];
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    dirs.push(p);
+                } else if p.file_name().is_some_and(|n| n != ".export.lock") {
+                    files.push((p.clone(), std::fs::read(&p).unwrap()));
+                }
+            }
+        }
+        files.sort();
+        files
+    };
+    let before = snapshot();
+    // 400 more thoughts (~1 MiB of files) and a disk with little room left.
+    add(20, 420);
+    let filler = disk.fill();
+    let room = std::fs::read(&filler).unwrap().len();
+    std::fs::write(&filler, vec![0u8; room.saturating_sub(200 << 10)]).unwrap();
+    let err = fails(&db, &["export", "--out", tree_arg]);
+    assert!(err.to_lowercase().contains("space") || err.contains("full"), "{err}");
+    assert!(snapshot() == before, "the folder changed: {:?}", snapshot().len());
+    std::fs::remove_file(&filler).unwrap();
+    ok(&db, &["export", "--out", tree_arg]);
+    let report = ok_json(&db, &["validate", tree_arg]);
+    assert_eq!(report["valid"], true, "{report}");
+    let exported = snapshot();
+    assert_eq!(
+        exported
+            .iter()
+            .filter(|(p, _)| p.extension().is_some_and(|e| e == "tmp"))
+            .count(),
+        0
+    );
+    let manifest = exported
+        .iter()
+        .find(|(p, _)| p.file_name().is_some_and(|n| n == "manifest.json"))
+        .unwrap();
+    let manifest: Value = serde_json::from_slice(&manifest.1).unwrap();
+    assert_eq!(manifest["thoughtFiles"].as_array().map(Vec::len), Some(420));
+}
+
 /// What an interrupted single-file export or backup left beside its
 /// destination (Ctrl-C leaves a temporary file as large as the output) is
 /// removed by the next run to the same place, once it is old enough to be
