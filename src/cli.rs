@@ -350,6 +350,7 @@ impl DbArgs {
 
 /// Run the command line. Errors are returned for `main` to print.
 pub fn run(cli: Cli) -> Result<ExitCode> {
+    crate::limits::ensure_open_files()?;
     let command = match cli.command {
         Some(c) => c,
         None => Command::Serve(cli.serve),

@@ -25,6 +25,7 @@ pub mod events;
 pub mod export;
 pub mod gateway;
 pub mod knowledge;
+pub mod limits;
 pub mod models;
 pub mod serve;
 pub mod stdio;

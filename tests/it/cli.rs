@@ -785,6 +785,59 @@ fn a_re_export_that_runs_out_of_space_changes_nothing() {
     assert_eq!(manifest["thoughtFiles"].as_array().map(Vec::len), Some(420));
 }
 
+/// A low open-file limit (`ulimit -n`): a soft one is raised, so the
+/// server and the commands work; a hard one too low to run with is refused
+/// at once, saying so (review 14-a: the pool retried "unable to open
+/// database file" for 30 s, and under 16 files the runtime panicked).
+#[test]
+fn a_low_open_file_limit_is_raised_or_refused_at_once() {
+    let (_dir, db) = temp_db();
+    small_ledger(&db);
+    let limited = |limit: &str, args: &[&str]| {
+        let started = std::time::Instant::now();
+        let out = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(format!("ulimit {limit} && exec \"$0\" \"$@\""))
+            .arg(bin())
+            .arg("--db")
+            .arg(&db)
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        (out, started.elapsed())
+    };
+    let (out, took) = limited("-n 16", &["info"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("may open only 16 files") && err.contains("ulimit -n"),
+        "{err}"
+    );
+    assert!(
+        took < std::time::Duration::from_secs(10),
+        "refused at once, not after retries: {took:?}"
+    );
+    // The server too, before it reads a request.
+    let (out, _) = limited("-n 16", &[]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("may open only 16 files"));
+    assert!(out.stdout.is_empty());
+    // Only the soft limit low: raised, and everything works.
+    let hard = String::from_utf8(
+        std::process::Command::new("bash")
+            .args(["-c", "ulimit -Hn"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    if hard.trim() == "unlimited" || hard.trim().parse::<u64>().is_ok_and(|h| h >= 64) {
+        let (out, _) = limited("-Sn 16", &["sessions", "list"]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stdout).contains("Cache design"));
+    }
+}
+
 /// What an interrupted single-file export or backup left beside its
 /// destination (Ctrl-C leaves a temporary file as large as the output) is
 /// removed by the next run to the same place, once it is old enough to be
