@@ -157,6 +157,11 @@ impl NextLinks {
         Ok(NextLinks::new(source.links()?))
     }
 
+    /// Every node some thought names as its `prev`.
+    pub fn prevs(&self) -> impl Iterator<Item = &String> {
+        self.0.keys()
+    }
+
     /// The ThoughtNode of `t`.
     pub fn node(&self, t: Thought) -> ThoughtNode {
         ThoughtNode {

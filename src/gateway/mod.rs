@@ -216,13 +216,7 @@ fn tool_definition(hidden: &BTreeSet<String>) -> Tool {
 impl Gateway {
     pub fn new(store: Store, writer: Writer, options: ServeOptions, writes: Arc<WriteSignal>) -> Gateway {
         // The ledger's `disableThoughtLogging` keeps thought text out of the event stream.
-        let quiet_text = match store.config_value("disableThoughtLogging") {
-            Ok(v) => v.as_deref() == Some("true"),
-            Err(e) => {
-                tracing::warn!("reading disableThoughtLogging: {e}");
-                false
-            }
-        };
+        let quiet_text = crate::store::thought_logging_disabled(store.config_value("disableThoughtLogging"));
         Gateway {
             writer,
             store,

@@ -670,8 +670,8 @@ fn several_thoughts_put_back_oldest_first() {
     assert_eq!(store.repair().unwrap().links_fixed, 0);
 }
 
-/// What a hand insert can get wrong that no trigger refuses (checking every
-/// insert would slow every append): a second thought that follows nothing,
+/// What a hand insert could get wrong before version 8's triggers refused
+/// it, and a ledger may still hold: a second thought that follows nothing,
 /// a number used twice on one chain, numbers out of range. `repair` names
 /// each, with the statement that mends it, and says the ledger is not sound
 /// until they are mended. It does not guess: review 10-d showed a first
@@ -686,6 +686,9 @@ fn repair_names_what_it_leaves_to_you() {
         .collect();
     add(&store, &s, "on a branch", Some(("alt", 2)));
     let sh = shell(&store);
+    // Rows as a ledger older than version 8 may hold them.
+    sh.execute_batch("DROP TRIGGER thoughts_checked_insert; DROP TRIGGER thoughts_node_id_checked;")
+        .unwrap();
     let insert = |node: &str, branch: Option<&str>, number: i64, total: i64, prev: Option<&str>| {
         sh.execute(
             "INSERT INTO thoughts (session_id, node_id, branch_id, thought_number, total_thoughts, thought,
@@ -775,4 +778,117 @@ fn repair_names_what_it_leaves_to_you() {
     assert!(report.left_for_you.is_empty(), "{report:?}");
     let read = store.read_thoughts(&s, &crate::store::ThoughtQuery::Last(10)).unwrap();
     assert_eq!(read.iter().filter(|t| t.data.branch_id.is_none()).count(), 5);
+}
+
+/// Version 8: rows written by hand that readers, exports and imports could
+/// not rely on are refused, each with a message saying what the form is
+/// (review 15-b): a second thought with a number its chain has, INSERT OR
+/// REPLACE of a thought, a node id that does not match the row, a thought
+/// of no session, timestamps in another form, an upper-case session id,
+/// settings the server does not understand. Rows in the server's form go in.
+#[test]
+fn rows_not_in_the_servers_form_are_refused() {
+    let (_d, store) = temp_store();
+    let s = store.create_session(NewSession::titled("checked")).unwrap().id;
+    let nodes: Vec<String> = (1..=3)
+        .map(|i| add(&store, &s, &format!("kestrel {i}"), None))
+        .collect();
+    let sh = shell(&store);
+    let insert = |node: &str, branch: Option<&str>, number: i64, session: &str, at: &str| {
+        sh.execute(
+            "INSERT INTO thoughts (session_id, node_id, branch_id, thought_number, total_thoughts, thought,
+                                   next_thought_needed, prev_node, created_at)
+             VALUES (?1, ?2, ?3, ?4, 9, 'by hand', 1, NULL, ?5)",
+            rusqlite::params![session, node, branch, number, at],
+        )
+    };
+    let now = "2026-11-23T08:42:10.000Z";
+    let refused = |r: rusqlite::Result<usize>, says: &str| {
+        let e = r.expect_err("refused").to_string();
+        assert!(e.contains(says), "{e}");
+    };
+    refused(
+        insert(&format!("{s}:2"), None, 2, &s, now),
+        "has a thought with this number",
+    );
+    refused(insert(&format!("{s}:2b"), None, 2, &s, now), "thought");
+    refused(
+        insert(&format!("{s}:7"), None, 8, &s, now),
+        "node_id is session_id:thought_number",
+    );
+    refused(
+        insert(&format!("{s}:Alt:1"), Some("Alt"), 1, &s, now),
+        "branch_id is 1 to 64",
+    );
+    let nowhere = "0b6f2c1e-8d4a-4c5e-9f3b-2a7d1e6c8b90";
+    refused(
+        insert(&format!("{nowhere}:1"), None, 1, nowhere, now),
+        "existing session",
+    );
+    for at in ["2026-11-23 08:42:10", "tomorrow", "1732350000", "2026-11-23T08:42:10Z"] {
+        refused(insert(&format!("{s}:9"), None, 9, &s, at), "UTC with milliseconds");
+    }
+    // INSERT OR REPLACE would delete the row behind the search index's back.
+    refused(
+        sh.execute(
+            "INSERT OR REPLACE INTO thoughts (id, session_id, node_id, thought_number, total_thoughts, thought,
+                                              next_thought_needed, created_at)
+             SELECT id, session_id, node_id, thought_number, total_thoughts, 'pelicans', 1, created_at
+             FROM thoughts WHERE node_id = ?1",
+            [&nodes[2]],
+        ),
+        "never replaced",
+    );
+    assert_eq!(found(&store, "kestrel").len(), 3);
+    assert!(found(&store, "pelicans").is_empty());
+    refused(
+        sh.execute(
+            "UPDATE thoughts SET created_at = datetime('now') WHERE node_id = ?1",
+            [&nodes[0]],
+        ),
+        "UTC with milliseconds",
+    );
+    refused(
+        sh.execute("UPDATE sessions SET updated_at = 'tomorrow' WHERE id = ?1", [&s]),
+        "UTC with milliseconds",
+    );
+    refused(
+        sh.execute(
+            "INSERT INTO sessions (id, title, created_at, updated_at, last_accessed_at)
+             VALUES ('AAAAAAAA-8D4A-4C5E-9F3B-2A7D1E6C8B90', 'upper', ?1, ?1, ?1)",
+            [now],
+        ),
+        "lower-case UUID",
+    );
+    for (key, value) in [
+        ("disableThoughtLogging", "1"),
+        ("disableThoughtLogging", "TRUE"),
+        ("sessionPartitionGranularity", "hourly"),
+        ("createdAt", "yesterday"),
+    ] {
+        refused(
+            sh.execute("UPDATE config SET value = ?2 WHERE key = ?1", [key, value]),
+            "disableThoughtLogging is true or false",
+        );
+    }
+    // The server's own form goes in, by hand too.
+    sh.execute(
+        "UPDATE sessions SET updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = ?1",
+        [&s],
+    )
+    .unwrap();
+    sh.execute(
+        "UPDATE config SET value = 'true' WHERE key = 'disableThoughtLogging'",
+        [],
+    )
+    .unwrap();
+    insert(&format!("{s}:alt:1"), Some("alt"), 1, &s, now).unwrap();
+    sh.execute(
+        "INSERT INTO sessions (id, title, created_at, updated_at, last_accessed_at)
+         VALUES ('aaaaaaaa-8d4a-4c5e-9f3b-2a7d1e6c8b90', 'by hand', ?1, ?1, ?1)",
+        [now],
+    )
+    .unwrap();
+    assert!(store.config().unwrap().disable_thought_logging);
+    index_is_sound(&store);
 }

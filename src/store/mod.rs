@@ -139,6 +139,32 @@ pub struct Store {
     media: Media,
 }
 
+/// Whether the ledger's `disableThoughtLogging` setting (as read, or the
+/// error reading it) keeps thought text out of the event stream. A privacy
+/// setting fails closed: only `false` (or no setting at all) lets the text
+/// through; `true`, and anything else set by hand (`1`, `yes`, `TRUE`), or a
+/// setting that cannot be read, keeps it out.
+pub fn thought_logging_disabled(setting: Result<Option<String>>) -> bool {
+    match setting {
+        Ok(None) => false,
+        Ok(Some(v)) => match v.trim().to_ascii_lowercase().as_str() {
+            "false" => false,
+            "true" => true,
+            other => {
+                tracing::warn!(
+                    "the ledger's disableThoughtLogging is {other:?}, not true or false: thought text is kept out \
+                     of events (set it with `thoughtbox config set disableThoughtLogging true|false`)"
+                );
+                true
+            }
+        },
+        Err(e) => {
+            tracing::warn!("reading disableThoughtLogging: {e}; thought text is kept out of events");
+            true
+        }
+    }
+}
+
 /// How a database file is opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Media {
@@ -1013,10 +1039,17 @@ impl Store {
             opts,
             watched: None,
         };
-        let granularity = store
-            .config_value("sessionPartitionGranularity")?
-            .and_then(|g| Granularity::parse(&g))
-            .unwrap_or_default();
+        let granularity = match store.config_value("sessionPartitionGranularity")? {
+            None => Granularity::default(),
+            Some(g) => Granularity::parse(&g).unwrap_or_else(|| {
+                // Set by hand to something else: said, not followed silently.
+                tracing::warn!(
+                    "the ledger's sessionPartitionGranularity is {g:?}, not monthly, weekly, daily or none: \
+                     exports use monthly (set it with `thoughtbox config set sessionPartitionGranularity ...`)"
+                );
+                Granularity::default()
+            }),
+        };
         Ok(Store { granularity, ..store })
     }
 
@@ -1211,7 +1244,7 @@ impl Store {
                 .and_then(Path::parent)
                 .map(|p| p.display().to_string())
                 .unwrap_or_default(),
-            disable_thought_logging: get("disableThoughtLogging")? == "true",
+            disable_thought_logging: thought_logging_disabled(self.config_value("disableThoughtLogging")),
             session_partition_granularity: get("sessionPartitionGranularity")?,
             created_at: get("createdAt")?,
         })
@@ -1314,6 +1347,18 @@ pub(crate) mod test_support {
 mod tests {
     use super::test_support::temp_store;
     use super::*;
+
+    #[test]
+    fn thought_logging_is_disabled_unless_plainly_allowed() {
+        let setting = |v: Option<&str>| thought_logging_disabled(Ok(v.map(str::to_string)));
+        assert!(!setting(None));
+        assert!(!setting(Some("false")));
+        assert!(!setting(Some(" FALSE ")));
+        for on in ["true", "TRUE", "1", "yes", "on", "", "0"] {
+            assert!(setting(Some(on)), "{on:?} lets thought text through");
+        }
+        assert!(thought_logging_disabled(Err(Error::Internal("unreadable".into()))));
+    }
 
     #[test]
     fn a_checkpoint_gives_up_on_a_reader_instead_of_holding_the_lock() {

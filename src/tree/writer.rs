@@ -625,8 +625,47 @@ fn write_session_files(
     let next = NextLinks::of(source)?;
     let order = source.creation_order()?;
     let mut thoughts = 0u64;
+    // Rows a ledger may hold from before version 8's checks, edited by hand
+    // into what the layout cannot hold: the session is left out and named,
+    // rather than written as a tree that `validate` and `import` refuse, or
+    // with one thought written over another (review 15-b).
+    let unfit = |what: String| {
+        Error::invalid(
+            "sessionId",
+            format!(
+                "session {}: {what} (edited by hand? `thoughtbox repair` names such rows)",
+                session.id
+            ),
+        )
+    };
+    for (name, time) in [
+        ("createdAt", Some(&session.created_at)),
+        ("updatedAt", Some(&session.updated_at)),
+        ("completedAt", session.completed_at.as_ref()),
+    ] {
+        if let Some(t) = time
+            && chrono::DateTime::parse_from_rfc3339(t).is_err()
+        {
+            return Err(unfit(format!("its {name} {t:?} is not an ISO 8601 date-time")));
+        }
+    }
+    let mut nodes: HashSet<String> = HashSet::new();
     source.each_thought(&mut |t| {
         thoughts += 1;
+        let expected = crate::domain::node_id(&session.id, t.data.branch_id.as_deref(), t.data.thought_number);
+        if t.node_id != expected {
+            return Err(unfit(format!(
+                "thought {:?} should be named {expected:?} for its branch and number",
+                t.node_id
+            )));
+        }
+        if chrono::DateTime::parse_from_rfc3339(&t.data.timestamp).is_err() {
+            return Err(unfit(format!(
+                "thought {} has the time {:?}, not an ISO 8601 date-time",
+                t.node_id, t.data.timestamp
+            )));
+        }
+        nodes.insert(t.node_id.clone());
         // 1 for the session's first thought, so that a tree imported into
         // another ledger exports again byte for byte.
         let seq = order.binary_search(&t.seq).map_or(0, |i| i as i64 + 1);
@@ -659,6 +698,11 @@ fn write_session_files(
         };
         put(&path, &pretty(&TreeNode { node: &node, seq })?, summary, &mut staged)
     })?;
+    if let Some(missing) = next.prevs().find(|p| !nodes.contains(*p)) {
+        return Err(unfit(format!(
+            "a thought follows {missing:?}, which is not a thought of it"
+        )));
+    }
     let manifest = SessionManifest {
         id: session.id.clone(),
         version: MANIFEST_VERSION.to_string(),

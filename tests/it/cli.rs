@@ -893,6 +893,83 @@ fn leftovers_of_interrupted_exports_and_backups_are_swept() {
     assert_eq!(std::fs::read_dir(&backups).unwrap().count(), 1);
 }
 
+/// Rows a ledger may hold from before version 8, edited by hand into what
+/// the layout cannot hold (review 15-b): a second thought 2 (whose file the
+/// first one's would have been written over), a thought following no
+/// thought of its session, a time that is no date. The export leaves each of
+/// those sessions out, names it, and exits 1; the tree it writes is valid.
+#[test]
+fn sessions_with_rows_the_layout_cannot_hold_are_left_out_and_named() {
+    let (dir, db) = temp_db();
+    let (a, _) = small_ledger(&db);
+    let store = Store::open(&db, OpenOptionsStore::default()).unwrap();
+    let mut broken = Vec::new();
+    for title in ["twice", "dangling", "tomorrow"] {
+        let id = store.create_session(NewSession::titled(title)).unwrap().id;
+        for i in 1..=3 {
+            store
+                .append_thought(Target::Session(id.clone()), input(&format!("{title} {i}")))
+                .unwrap();
+        }
+        broken.push(id);
+    }
+    drop(store);
+    let shell = rusqlite::Connection::open(&db).unwrap();
+    shell
+        .execute_batch(
+            "DROP TRIGGER thoughts_checked_insert; DROP TRIGGER thoughts_node_id_checked;
+             DROP TRIGGER thoughts_times_checked_update;",
+        )
+        .unwrap();
+    shell
+        .execute(
+            "INSERT INTO thoughts (session_id, node_id, thought_number, total_thoughts, thought,
+                                   next_thought_needed, created_at)
+             VALUES (?1, ?1 || ':2b', 2, 3, 'the other thought 2', 1, '2026-01-01T00:00:00.000Z')",
+            [&broken[0]],
+        )
+        .unwrap();
+    shell
+        .execute(
+            "UPDATE thoughts SET prev_node = 'nowhere' WHERE node_id = ?1 || ':3'",
+            [&broken[1]],
+        )
+        .unwrap();
+    shell
+        .execute(
+            "UPDATE thoughts SET created_at = 'tomorrow' WHERE node_id = ?1 || ':2'",
+            [&broken[2]],
+        )
+        .unwrap();
+    drop(shell);
+    let tree = dir.path().join("tree");
+    let out = run(&db, &["export", "--out", tree.to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for id in &broken {
+        assert!(stderr.contains(id.as_str()), "{id} named: {stderr}");
+    }
+    assert!(
+        stderr.contains(":2b") && stderr.contains("nowhere") && stderr.contains("tomorrow"),
+        "{stderr}"
+    );
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        summary["sessionsSkipped"].as_array().map(Vec::len),
+        Some(3),
+        "{summary}"
+    );
+    assert!(
+        summary["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["sessionId"] == a.as_str())
+    );
+    let report = ok_json(&db, &["validate", tree.to_str().unwrap()]);
+    assert_eq!(report["valid"], true, "{report}");
+}
+
 /// A row edited by hand into what the layout cannot name (review 9-b: a
 /// session id that is no UUID, a branch id that is no folder name) kept
 /// every session out of `export --out`. Now only that session is left out,
@@ -902,6 +979,20 @@ fn one_session_the_layout_cannot_name_does_not_keep_the_others_out() {
     let (dir, db) = temp_db();
     let (a, b) = small_ledger(&db);
     let shell = rusqlite::Connection::open(&db).unwrap();
+    // Since version 8 the schema refuses both rows; a ledger may hold them
+    // from before.
+    let refused = shell
+        .execute(
+            "INSERT INTO sessions (id, title, created_at, updated_at, last_accessed_at)
+             VALUES ('my-session', 'by hand', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z',
+                     '2026-01-01T00:00:00.000Z')",
+            [],
+        )
+        .unwrap_err();
+    assert!(refused.to_string().contains("lower-case UUID"), "{refused}");
+    shell
+        .execute_batch("DROP TRIGGER sessions_checked_insert; DROP TRIGGER thoughts_node_id_checked;")
+        .unwrap();
     shell
         .execute(
             "INSERT INTO sessions (id, title, created_at, updated_at, last_accessed_at)
