@@ -737,7 +737,7 @@ fn repair_names_what_it_leaves_to_you() {
     insert(&on_branch, Some("alt"), 4, 4, None);
     let twice = format!("{s}:x3");
     insert(&twice, None, 3, 4, Some(&fourth));
-    let huge = format!("{s}:huge");
+    let huge = format!("{s}:5");
     insert(&huge, None, 5, 99_999_999_999, Some(&twice));
     let err = store
         .read_thoughts(&s, &crate::store::ThoughtQuery::Last(10))
@@ -746,7 +746,11 @@ fn repair_names_what_it_leaves_to_you() {
     let report = store.repair().unwrap();
     assert_eq!(report.links_fixed, 0, "{report:?}");
     let left = report.left_for_you.join("\n");
-    assert_eq!(report.left_for_you.len(), 4, "{left}");
+    assert_eq!(report.left_for_you.len(), 5, "{left}");
+    assert!(
+        left.contains(&format!("thought {twice}: its node id should be {s}:3")),
+        "{left}"
+    );
     assert!(left.contains(&format!("{huge}: total_thoughts 99999999999")), "{left}");
     assert!(
         left.contains(&format!("thought 3 more than once ({}, {twice})", nodes[2])),
@@ -891,4 +895,98 @@ fn rows_not_in_the_servers_form_are_refused() {
     .unwrap();
     assert!(store.config().unwrap().disable_thought_logging);
     index_is_sound(&store);
+}
+
+/// Links set by hand into a loop (review 15-b: `repair` said it fixed a
+/// link every run and changed nothing): `repair` counts only links it
+/// changes, and names the loop for a person to break. A chain tail set by
+/// hand to a node that does not exist: the next thought follows the chain's
+/// newest thought, not the name given.
+#[test]
+fn loops_are_named_and_a_made_up_tail_is_not_followed() {
+    let (_d, store) = temp_store();
+    let s = store.create_session(NewSession::titled("loop")).unwrap().id;
+    let nodes: Vec<String> = (1..=5)
+        .map(|i| add(&store, &s, &format!("thought {i}"), None))
+        .collect();
+    let sh = shell(&store);
+    // 2 follows 4: 2 -> 4 -> 3 -> 2 go round, and 4 has two next thoughts.
+    sh.execute(
+        "UPDATE thoughts SET prev_node = ?1 WHERE node_id = ?2",
+        [&nodes[3], &nodes[1]],
+    )
+    .unwrap();
+    for _ in 0..2 {
+        let report = store.repair().unwrap();
+        assert_eq!(report.links_fixed, 0, "{report:?}");
+        let left = report.left_for_you.join("\n");
+        assert!(left.contains("in a loop"), "{left}");
+        for n in &nodes[1..4] {
+            assert!(left.contains(n.as_str()), "{n} named: {left}");
+        }
+    }
+    sh.execute(
+        "UPDATE thoughts SET prev_node = ?1 WHERE node_id = ?2",
+        [&nodes[0], &nodes[1]],
+    )
+    .unwrap();
+    assert!(store.repair().unwrap().left_for_you.is_empty());
+
+    sh.execute("UPDATE sessions SET tail_node = 'garbage' WHERE id = ?1", [&s])
+        .unwrap();
+    let sixth = add(&store, &s, "thought 6", None);
+    let prev: Option<String> = sh
+        .query_row("SELECT prev_node FROM thoughts WHERE node_id = ?1", [&sixth], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(prev.as_deref(), Some(nodes[4].as_str()));
+}
+
+/// Rows a ledger may hold from before version 8 in the forms it refuses
+/// now (review 15-b: `repair` said nothing of them): an upper-case session
+/// id, a time that is no timestamp, a node id that does not match its row.
+/// `repair` names each with what to do, and leaves them as they are.
+#[test]
+fn repair_names_rows_of_another_form_from_before_version_8() {
+    let (_d, store) = temp_store();
+    let s = store.create_session(NewSession::titled("old rows")).unwrap().id;
+    add(&store, &s, "one", None);
+    let sh = shell(&store);
+    sh.execute_batch(
+        "DROP TRIGGER sessions_checked_insert; DROP TRIGGER sessions_times_checked_update;
+         DROP TRIGGER thoughts_node_id_checked;",
+    )
+    .unwrap();
+    let upper = "AAAAAAAA-8D4A-4C5E-9F3B-2A7D1E6C8B90";
+    sh.execute(
+        "INSERT INTO sessions (id, title, created_at, updated_at, last_accessed_at)
+         VALUES (?1, 'upper', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')",
+        [upper],
+    )
+    .unwrap();
+    sh.execute("UPDATE sessions SET updated_at = 'tomorrow' WHERE id = ?1", [&s])
+        .unwrap();
+    sh.execute(
+        "INSERT INTO thoughts (session_id, node_id, thought_number, total_thoughts, thought, next_thought_needed,
+                               prev_node, created_at)
+         VALUES (?1, ?1 || ':two', 2, 2, 'two', 1, ?1 || ':1', '2026-01-01T00:00:00.000Z')",
+        [&s],
+    )
+    .unwrap();
+    let report = store.repair().unwrap();
+    let left = report.left_for_you.join("\n");
+    assert_eq!(report.left_for_you.len(), 3, "{left}");
+    assert!(
+        left.contains(&format!("session {upper}: its id is not a lower-case UUID")),
+        "{left}"
+    );
+    assert!(
+        left.contains(&format!("sessions {s}: updated_at \"tomorrow\"")),
+        "{left}"
+    );
+    assert!(
+        left.contains(&format!("thought {s}:two: its node id should be {s}:2")),
+        "{left}"
+    );
 }

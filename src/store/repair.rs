@@ -2,6 +2,8 @@
 //! from something else, for a file edited by hand before the schema kept it
 //! right by itself (version 4), or damaged some other way.
 
+use std::collections::HashMap;
+
 use serde::Serialize;
 
 use super::Store;
@@ -45,6 +47,13 @@ pub struct RepairReport {
     /// SQLite's `PRAGMA integrity_check` afterwards: `["ok"]` when sound.
     pub integrity: Vec<String>,
 }
+
+/// Timestamps as the server writes them (UTC, milliseconds); the same
+/// pattern as migration V8's triggers.
+const TIME_GLOB: &str = "[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9].[0-9][0-9][0-9]Z";
+
+/// Session ids as the server makes them: lower-case hyphenated UUIDs.
+const ID_GLOB: &str = "[0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f]-[0-9a-f][0-9a-f][0-9a-f][0-9a-f]-[0-9a-f][0-9a-f][0-9a-f][0-9a-f]-[0-9a-f][0-9a-f][0-9a-f][0-9a-f]-[0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f]";
 
 /// At most this many lines of [`RepairReport::left_for_you`] (then one
 /// line with how many more there are).
@@ -126,10 +135,175 @@ fn left_for_you(tx: &rusqlite::Connection) -> Result<Vec<String>> {
              keep one (DELETE FROM thoughts WHERE node_id = '...' for the others)"
         ));
     }
+    // Rows from before version 8 in forms its triggers now refuse.
+    let mut stmt = tx.prepare(&format!(
+        "SELECT id FROM sessions WHERE id NOT GLOB '{ID_GLOB}' ORDER BY seq"
+    ))?;
+    let mut rows = stmt.query([])?;
+    while let Some(row) = rows.next()? {
+        let id: String = row.get(0)?;
+        push(format!(
+            "session {id}: its id is not a lower-case UUID, so the server cannot open or export it and ids \
+             cannot change; delete it if it is not wanted (DELETE FROM sessions WHERE id = '{id}')"
+        ));
+    }
+    let mut stmt = tx.prepare(
+        &[
+            ("sessions", "id", "id", "created_at"),
+            ("sessions", "id", "id", "updated_at"),
+            ("sessions", "id", "id", "last_accessed_at"),
+            ("sessions", "id", "id", "completed_at"),
+            ("thoughts", "node_id", "node_id", "created_at"),
+        ]
+        .map(|(table, key, id, column)| {
+            format!("SELECT '{table}', '{key}', {id}, '{column}', {column} FROM {table} WHERE {column} NOT GLOB '{TIME_GLOB}'")
+        })
+        .join(" UNION ALL "),
+    )?;
+    let mut rows = stmt.query([])?;
+    while let Some(row) = rows.next()? {
+        let (table, key, id, column, value): (String, String, String, String, String) =
+            (row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?);
+        push(format!(
+            "{table} {id}: {column} {value:?} is not a UTC time with milliseconds, so it sorts wrongly and \
+             cannot be exported; UPDATE {table} SET {column} = 'YYYY-MM-DDTHH:MM:SS.mmmZ' WHERE {key} = '{id}'"
+        ));
+    }
+    let mut stmt = tx.prepare(
+        "SELECT node_id, session_id || ':' || coalesce(branch_id || ':', '') || thought_number FROM thoughts
+         WHERE node_id IS NOT session_id || ':' || coalesce(branch_id || ':', '') || thought_number ORDER BY id",
+    )?;
+    let mut rows = stmt.query([])?;
+    while let Some(row) = rows.next()? {
+        let (node, expected): (String, String) = (row.get(0)?, row.get(1)?);
+        push(format!(
+            "thought {node}: its node id should be {expected} for its branch and number, so its session cannot be \
+             exported; node ids cannot change: delete it (DELETE FROM thoughts WHERE node_id = '{node}')"
+        ));
+    }
+    for (session, nodes) in loops(tx)? {
+        let first = nodes.first().cloned().unwrap_or_default();
+        push(format!(
+            "session {session}: {} follow one another in a loop (each follows the next), so they are read in no \
+             order; set the prev_node of the one that comes first to the thought before it \
+             (UPDATE thoughts SET prev_node = '<the node it follows>' WHERE node_id = '...'; {first} follows {})",
+            nodes.join(", "),
+            nodes.get(1).cloned().unwrap_or_default()
+        ));
+    }
     if more > 0 {
         lines.push(format!("and {more} more"));
     }
     Ok(lines)
+}
+
+/// How many times the link fixes run at most (each pass mends what the one
+/// before left; a sound ledger needs one).
+const MAX_LINK_PASSES: usize = 10;
+
+/// One pass of the link fixes; returns how many links changed.
+fn fix_links(tx: &rusqlite::Connection) -> Result<u64> {
+    // A prev link to the thought itself (an older version's doing after a
+    // hand delete) or to a node that is gone: the thought before it on its
+    // chain, or a branch's fork point.
+    let gone = tx.execute(
+        "UPDATE thoughts AS t SET prev_node = coalesce(
+             (SELECT p.node_id FROM thoughts AS p
+              WHERE p.session_id = t.session_id AND p.branch_id IS t.branch_id AND p.id < t.id
+              ORDER BY p.id DESC LIMIT 1),
+             (SELECT o.node_id FROM thoughts AS o
+              WHERE t.branch_id IS NOT NULL AND o.node_id = t.branch_origin))
+         WHERE t.prev_node IS NOT NULL
+           AND (t.prev_node = t.node_id
+                OR NOT EXISTS (SELECT 1 FROM thoughts AS q WHERE q.node_id = t.prev_node))",
+        [],
+    )?;
+    // Two thoughts of one chain following the same node (thoughts put back
+    // by hand newest first): a chain is its thoughts in the order they were
+    // written, so the later one follows the thought written just before it
+    // on the chain, where that is another node than it follows now.
+    let forked = tx.execute(
+        "WITH later AS (
+             SELECT t.id,
+                    (SELECT p.node_id FROM thoughts AS p
+                     WHERE p.session_id = t.session_id AND p.branch_id IS t.branch_id AND p.id < t.id
+                     ORDER BY p.id DESC LIMIT 1) AS before
+             FROM thoughts AS t
+             WHERE t.prev_node IS NOT NULL
+               AND EXISTS (SELECT 1 FROM thoughts AS s
+                           WHERE s.prev_node = t.prev_node AND s.session_id = t.session_id
+                             AND s.branch_id IS t.branch_id AND s.id < t.id))
+         UPDATE thoughts SET prev_node = later.before
+         FROM later
+         WHERE thoughts.id = later.id AND thoughts.prev_node IS NOT later.before",
+        [],
+    )?;
+    Ok((gone + forked) as u64)
+}
+
+/// Thoughts whose `prev_node` links lead round in a loop (set so by hand),
+/// each loop's node ids in the order the links run, per session. A loop
+/// never reaches the chain's start, so the thoughts in it are read in no
+/// order; which link is wrong only a person can tell.
+fn loops(tx: &rusqlite::Connection) -> Result<Vec<(String, Vec<String>)>> {
+    let mut stmt = tx.prepare(
+        "SELECT session_id, node_id, prev_node FROM thoughts WHERE prev_node IS NOT NULL ORDER BY session_id",
+    )?;
+    let mut rows = stmt.query([])?;
+    let mut found = Vec::new();
+    let mut session: Option<String> = None;
+    let mut prev: HashMap<String, String> = HashMap::new();
+    let mut flush = |session: &Option<String>, prev: &mut HashMap<String, String>| {
+        if let Some(s) = session {
+            for lp in loops_in(prev) {
+                found.push((s.clone(), lp));
+            }
+        }
+        prev.clear();
+    };
+    while let Some(row) = rows.next()? {
+        let (s, node, p): (String, String, String) = (row.get(0)?, row.get(1)?, row.get(2)?);
+        if session.as_deref() != Some(s.as_str()) {
+            flush(&session, &mut prev);
+            session = Some(s);
+        }
+        prev.insert(node, p);
+    }
+    flush(&session, &mut prev);
+    Ok(found)
+}
+
+/// The loops among `prev` links (node -> the node it follows): each node
+/// follows one node, so every walk along the links either ends or enters a
+/// loop, and each node is walked once.
+fn loops_in(prev: &HashMap<String, String>) -> Vec<Vec<String>> {
+    let mut walked: HashMap<&str, usize> = HashMap::new();
+    let mut starts: Vec<&String> = prev.keys().collect();
+    starts.sort();
+    let mut found = Vec::new();
+    for (walk, start) in starts.into_iter().enumerate() {
+        let mut path: Vec<&str> = Vec::new();
+        let mut at = start.as_str();
+        loop {
+            match walked.get(at) {
+                Some(&w) if w == walk => {
+                    if let Some(i) = path.iter().position(|n| *n == at) {
+                        found.push(path[i..].iter().map(|n| n.to_string()).collect());
+                    }
+                    break;
+                }
+                Some(_) => break,
+                None => {}
+            }
+            walked.insert(at, walk);
+            path.push(at);
+            match prev.get(at) {
+                Some(p) => at = p.as_str(),
+                None => break,
+            }
+        }
+    }
+    found
 }
 
 impl Store {
@@ -196,34 +370,16 @@ impl Store {
                    AND NOT EXISTS (SELECT 1 FROM branches AS b
                                    WHERE b.session_id = t.session_id AND b.branch_id = t.branch_id)",
             )?;
-            // A prev link to the thought itself (an older version's doing
-            // after a hand delete) or to a node that is gone: the thought
-            // before it on its chain, or a branch's fork point.
-            r.links_fixed += count(
-                "UPDATE thoughts AS t SET prev_node = coalesce(
-                     (SELECT p.node_id FROM thoughts AS p
-                      WHERE p.session_id = t.session_id AND p.branch_id IS t.branch_id AND p.id < t.id
-                      ORDER BY p.id DESC LIMIT 1),
-                     (SELECT o.node_id FROM thoughts AS o
-                      WHERE t.branch_id IS NOT NULL AND o.node_id = t.branch_origin))
-                 WHERE t.prev_node IS NOT NULL
-                   AND (t.prev_node = t.node_id
-                        OR NOT EXISTS (SELECT 1 FROM thoughts AS q WHERE q.node_id = t.prev_node))",
-            )?;
-            // Two thoughts of one chain following the same node (thoughts
-            // put back by hand newest first): a chain is its thoughts in the
-            // order they were written, so the later one follows the thought
-            // written just before it on the chain.
-            r.links_fixed += count(
-                "UPDATE thoughts AS t SET prev_node =
-                     (SELECT p.node_id FROM thoughts AS p
-                      WHERE p.session_id = t.session_id AND p.branch_id IS t.branch_id AND p.id < t.id
-                      ORDER BY p.id DESC LIMIT 1)
-                 WHERE t.prev_node IS NOT NULL
-                   AND EXISTS (SELECT 1 FROM thoughts AS s
-                               WHERE s.prev_node = t.prev_node AND s.session_id = t.session_id
-                                 AND s.branch_id IS t.branch_id AND s.id < t.id)",
-            )?;
+            // Each pass can leave what the next one mends (a thought
+            // relinked to one that another pass relinks), so they run until
+            // nothing changes; only links that change are counted.
+            for _ in 0..MAX_LINK_PASSES {
+                let fixed = fix_links(tx)?;
+                r.links_fixed += fixed;
+                if fixed == 0 {
+                    break;
+                }
+            }
             // The counts and tails as the rows say they are.
             r.sessions_fixed += count(
                 "WITH truth AS (

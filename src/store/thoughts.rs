@@ -176,13 +176,16 @@ impl ChainFacts for TxFacts<'_, '_> {
         };
         let tail: Option<String> = tail.flatten();
         // ...unless another writer on the file (an older thoughtbox, or a
-        // person with sqlite3) appended without moving it: then a row on
-        // this chain follows the tail, or the chain has rows but no tail.
+        // person with sqlite3) appended without moving it, or set it by
+        // hand: then a row on this chain follows the tail, the tail is no
+        // thought of this chain (review 15-b: the next thought followed a
+        // node that did not exist), or the chain has rows but no tail.
         let stale: bool = match &tail {
             Some(t) => self
                 .tx
                 .prepare_cached(
-                    "SELECT EXISTS (SELECT 1 FROM thoughts WHERE prev_node = ?1 AND session_id = ?2 AND branch_id IS ?3)",
+                    "SELECT EXISTS (SELECT 1 FROM thoughts WHERE prev_node = ?1 AND session_id = ?2 AND branch_id IS ?3)
+                         OR NOT EXISTS (SELECT 1 FROM thoughts WHERE node_id = ?1 AND session_id = ?2 AND branch_id IS ?3)",
                 )?
                 .query_row(params![t, self.session_id, branch], |r| r.get(0))?,
             None => self
