@@ -61,6 +61,11 @@ const CHECKPOINT_WAIT: Duration = Duration::from_millis(200);
 /// ...and the longest pause between tries while a reader keeps it from
 /// finishing (the pause doubles from [`CHECKPOINT_QUIET`]).
 const CHECKPOINT_RETRY_MAX: Duration = Duration::from_secs(30);
+/// The size of a WAL kept from emptying at which the log warns, and again
+/// at each doubling: a read transaction left open (a `sqlite3` shell inside
+/// `BEGIN`) lets it grow by every write for as long as it stays (review
+/// 15-b: 85 MB after 4,000 thoughts, said once at the info level).
+const WAL_WARN_BYTES: u64 = 64 << 20;
 
 /// At shutdown, indexing stops after this long (between two batches).
 const SHUTDOWN_INDEXING: Duration = Duration::from_millis(500);
@@ -194,6 +199,7 @@ impl Maintenance {
             // while a reader stays (review 10-c saw it once per write, about
             // 1,200 lines an hour, and the all-clear never came).
             let mut told = false;
+            let mut warn_at = WAL_WARN_BYTES;
             'outer: loop {
                 // Sleep until the next write (re-checking after announcing idleness).
                 sig.idle.store(true, Ordering::Release);
@@ -261,10 +267,20 @@ impl Maintenance {
                             if std::mem::take(&mut told) {
                                 tracing::info!("the WAL is empty again: the database file holds the whole ledger");
                             }
+                            warn_at = WAL_WARN_BYTES;
                             break;
                         }
                         Err(why) => why,
                     };
+                    let wal = crate::store::FileSizes::of(store.path()).wal;
+                    if wal >= warn_at {
+                        tracing::warn!(
+                            "the WAL has grown to {} MiB and cannot be emptied: {why}. Every write adds to it \
+                             until that transaction ends (COMMIT or ROLLBACK in the shell, or close the program)",
+                            wal >> 20
+                        );
+                        warn_at = wal.saturating_mul(2);
+                    }
                     if !told {
                         tracing::info!(
                             "could not empty the WAL ({why}); retrying while idle (until then the database file \

@@ -839,10 +839,20 @@ async fn a_reader_left_open_is_logged_once_and_its_end_too() {
         tokio::time::sleep(Duration::from_millis(1600)).await;
     }
     logged(&log, told).await;
+    // Past 64 MiB the log warns (review 15-b: the WAL grew to 85 MB with
+    // one info line), once per doubling.
+    let big = "x".repeat(900_000);
+    for _ in 0..80 {
+        s.thought(t(&big)).await;
+    }
+    let grown = "the WAL has grown to";
+    logged(&log, grown).await;
     reader.execute_batch("COMMIT").unwrap();
     logged(&log, "the WAL is empty again").await;
     let text = std::fs::read_to_string(&log).unwrap();
     assert_eq!(text.matches(told).count(), 1, "{text}");
+    assert_eq!(text.matches(grown).count(), 1, "{text}");
+    assert!(text.lines().any(|l| l.contains(grown) && l.contains("WARN")), "{text}");
     s.stop().await;
 }
 
