@@ -10,10 +10,9 @@
 //!   THOUGHTBOX_BENCH_PIN=0:0:0 cargo bench --bench stdio -- raw drift   # threads placed by hand
 //!
 //! THOUGHTBOX_BENCH_PIN=B:S:W (Linux, needs `taskset`) places the bench on
-//! CPU B and, for each server the bare client starts, every server thread on
-//! CPU S and then the ledger writer thread on CPU W (`S:W` puts the bench with
-//! the server). A server confined to one CPU from its start sees one CPU and
-//! does not poll. Held for the whole run, a placement takes the kernel's
+//! CPU B and starts each server the bare client starts on CPU S, then moves
+//! its ledger writer thread to CPU W (`S:W` puts the bench with the server).
+//! A server started on one CPU sees one CPU and does not poll. Held for the whole run, a placement takes the kernel's
 //! changes of placement out of the figures (BENCHMARKS.md, "Fourteenth round").
 //!
 //! Prints throughput, latency percentiles, first-vs-last-1000 medians, peak
@@ -246,7 +245,7 @@ fn raw_server(db: &Path) -> (std::process::Child, RawClient) {
 /// [`raw_server`] with more arguments.
 fn raw_server_with(db: &Path, extra: &[&str]) -> (std::process::Child, RawClient) {
     use std::io::{BufReader, Write};
-    let mut child = std::process::Command::new(server_bin())
+    let mut child = server_command()
         .arg("--db")
         .arg(db)
         .args(extra)
@@ -261,7 +260,7 @@ fn raw_server_with(db: &Path, extra: &[&str]) -> (std::process::Child, RawClient
         output: BufReader::new(child.stdout.take().expect("stdout")),
         line: String::new(),
     };
-    place_threads(child.id());
+    place_writer(child.id());
     raw.round_trip(&json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "raw", "version": "1" } } }));
     raw.input
@@ -270,38 +269,62 @@ fn raw_server_with(db: &Path, extra: &[&str]) -> (std::process::Child, RawClient
     (child, raw)
 }
 
-/// With THOUGHTBOX_BENCH_PIN=B:S:W set: the bench on CPU B, every thread of
-/// the server `pid` on CPU S, then its ledger writer thread on CPU W (the
-/// writer starts before the server reads its first request).
-fn place_threads(pid: u32) {
-    let Ok(pin) = std::env::var("THOUGHTBOX_BENCH_PIN") else {
+/// THOUGHTBOX_BENCH_PIN=B:S:W (or S:W, the bench with the server) as
+/// (bench, server, writer) CPUs; `None` when unset. A malformed value stops
+/// the bench rather than measuring some other placement.
+fn pinning() -> Option<(String, String, String)> {
+    let pin = std::env::var("THOUGHTBOX_BENCH_PIN").ok()?;
+    let cpus: Vec<&str> = pin.split(':').collect();
+    match cpus[..] {
+        [bench, server, writer] => Some((bench.into(), server.into(), writer.into())),
+        [server, writer] => Some((server.into(), server.into(), writer.into())),
+        _ => panic!("THOUGHTBOX_BENCH_PIN={pin:?}: expected BENCH:SERVER:WRITER or SERVER:WRITER CPUs"),
+    }
+}
+
+fn taskset(args: &[&str]) {
+    let ok = std::process::Command::new("taskset")
+        .args(args)
+        .stdout(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    assert!(ok, "taskset {args:?} failed");
+}
+
+/// The command that starts a server: with THOUGHTBOX_BENCH_PIN set, the
+/// bench is placed on its CPU first and the server starts on its own (so it
+/// sees one CPU from its first instruction, and does not poll).
+fn server_command() -> std::process::Command {
+    match pinning() {
+        None => std::process::Command::new(server_bin()),
+        Some((bench, server, _)) => {
+            taskset(&["-a", "-p", "-c", &bench, &std::process::id().to_string()]);
+            let mut cmd = std::process::Command::new("taskset");
+            cmd.arg("-c").arg(server).arg(server_bin());
+            cmd
+        }
+    }
+}
+
+/// With THOUGHTBOX_BENCH_PIN=B:S:W set: the ledger writer thread of the
+/// server `pid` moved to CPU W (it starts before the server reads its
+/// first request).
+fn place_writer(pid: u32) {
+    let Some((_, server, writer)) = pinning() else {
         return;
     };
-    let cpus: Vec<&str> = pin.split(':').collect();
-    let (bench_cpu, main_cpu, writer_cpu) = match cpus[..] {
-        [bench, server, writer] => (bench, server, writer),
-        [server, writer] => (server, server, writer),
-        _ => ("0", "0", "1"),
-    };
-    let taskset = |args: &[&str]| {
-        let ok = std::process::Command::new("taskset")
-            .args(args)
-            .stdout(Stdio::null())
-            .status()
-            .map(|s| s.success())
-            .unwrap_or(false);
-        assert!(ok, "taskset {args:?} failed");
-    };
-    taskset(&["-a", "-p", "-c", bench_cpu, &std::process::id().to_string()]);
-    taskset(&["-a", "-p", "-c", main_cpu, &pid.to_string()]);
+    if writer == server {
+        return;
+    }
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        let writer = std::fs::read_dir(format!("/proc/{pid}/task"))
+        let found = std::fs::read_dir(format!("/proc/{pid}/task"))
             .expect("/proc")
             .filter_map(|t| t.ok())
             .find(|t| std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim() == "ledger-writer"));
-        if let Some(task) = writer {
-            taskset(&["-p", "-c", writer_cpu, &task.file_name().to_string_lossy()]);
+        if let Some(task) = found {
+            taskset(&["-p", "-c", &writer, &task.file_name().to_string_lossy()]);
             return;
         }
         assert!(Instant::now() < deadline, "no ledger-writer thread in server {pid}");

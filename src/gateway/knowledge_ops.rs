@@ -170,9 +170,13 @@ fn derived_sessions(args: &Args) -> Result<Option<Vec<String>>> {
 /// `derivedFromSessions` (an agent that names the session it is working in
 /// means that link, and would otherwise find it missing).
 fn derived_session(args: &Args) -> Result<Option<String>> {
-    Ok(args
-        .str_opt(&["sessionId", "session_id"])?
-        .map(|id| crate::domain::canonical_session_id(&id)))
+    match args.str_opt(&["sessionId", "session_id"])? {
+        Some(id) if id.trim().is_empty() => Err(Error::invalid(
+            "sessionId",
+            "sessionId must name a session (or leave it out)",
+        )),
+        id => Ok(id.map(|id| crate::domain::canonical_session_id(&id))),
+    }
 }
 
 async fn create_pattern(gw: &Gateway, args: Args) -> Result<Value> {

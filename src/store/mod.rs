@@ -170,15 +170,16 @@ pub fn thought_logging_disabled(setting: Result<Option<String>>) -> bool {
 enum Media {
     /// As a file that may be written: locks, `-wal` and `-shm` beside it.
     Writable,
-    /// On a file system mounted read-only (a snapshot, a backup disk), by a
-    /// command that only reads, with no `-wal` or `-shm` beside it: opened
+    /// On a file system that is read-only everywhere (a snapshot, a backup
+    /// disk, read-only media), by a command that only reads, with no WAL
+    /// content beside it: nothing can change the file, so it is opened
     /// immutable, without locks or a `-shm` (which could not be made there).
     Frozen,
-    /// The same with a `-wal` and `-shm` beside it: left by a server that
-    /// did not stop cleanly, or kept by one that writes the file through
-    /// another mount (a read-only bind mount into a container). Opened
-    /// read-only, so that SQLite reads the WAL through the `-shm` and takes
-    /// its read locks as with any writer.
+    /// On a read-only mount with a `-wal` and `-shm` beside it: left by a
+    /// server that did not stop cleanly, or kept by one that writes the
+    /// file through another mount (a read-only bind mount into a
+    /// container). Opened read-only, so that SQLite reads the WAL through
+    /// the `-shm` and takes its read locks as with any writer.
     ReadOnlyWal,
 }
 
@@ -192,9 +193,9 @@ impl Media {
         let (wal, shm) = (with_suffix(&real, "-wal"), with_suffix(&real, "-shm"));
         let wal_bytes = std::fs::metadata(&wal).map(|m| m.len()).ok();
         match (wal_bytes, shm.exists()) {
-            (None | Some(0), false) => Ok(Media::Frozen),
-            (_, true) => Ok(Media::ReadOnlyWal),
-            (Some(bytes), false) => Err(Error::invalid(
+            (Some(_), true) => Ok(Media::ReadOnlyWal),
+            (None | Some(0), _) if file_system_read_only(&real) => Ok(Media::Frozen),
+            (Some(bytes), false) if bytes > 0 => Err(Error::invalid(
                 "db",
                 format!(
                     "{} is on a read-only file system, and its {} ({bytes} bytes) may hold writes not yet in \
@@ -202,6 +203,21 @@ impl Media {
                      -wal together to a writable place and work on the copy",
                     path.display(),
                     wal.display()
+                ),
+            )),
+            // A read-only mount of a file system another mount can write
+            // (a bind mount): a server starting there meanwhile would
+            // change pages under an immutable read, which then gives a
+            // damaged backup or export while saying it succeeded (review
+            // 15-a), and without a -shm there are no locks to share.
+            _ => Err(Error::invalid(
+                "db",
+                format!(
+                    "{} is on a read-only mount of a file system that can be written through another mount (a \
+                     read-only bind mount), and no server has it open: reading it from here could not see a \
+                     server that starts writing it meanwhile. Run the command where the file is writable, or on a \
+                     copy",
+                    path.display()
                 ),
             )),
         }
@@ -222,6 +238,40 @@ impl Media {
     }
 }
 
+/// Whether the file system holding the file at `path` is read-only as a
+/// whole, not only through the mount `path` is on: on Linux, its
+/// superblock's options (`/proc/self/mountinfo`) say `ro`. A bind mount made
+/// read-only is not: the same file may be written through another mount.
+/// Elsewhere the mount's own flag is all there is to go by.
+fn file_system_read_only(path: &Path) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let Ok(meta) = std::fs::metadata(path) else {
+            return false;
+        };
+        let device = format!("{}:{}", rustix::fs::major(meta.dev()), rustix::fs::minor(meta.dev()));
+        let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
+            return false;
+        };
+        // `36 35 98:0 /root /mnt rw,noatime master:1 - ext4 /dev/sda1 ro,errors=continue`
+        let mut mounts = info
+            .lines()
+            .filter(|line| line.split(' ').nth(2) == Some(device.as_str()))
+            .peekable();
+        mounts.peek().is_some()
+            && mounts.all(|line| {
+                line.split_once(" - ")
+                    .and_then(|(_, tail)| tail.split(' ').nth(2))
+                    .is_some_and(|options| options.split(',').any(|o| o == "ro"))
+            })
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        on_read_only_mount(path)
+    }
+}
+
 /// Whether `path` is on a file system mounted read-only.
 fn on_read_only_mount(path: &Path) -> bool {
     #[cfg(unix)]
@@ -239,7 +289,11 @@ fn on_read_only_mount(path: &Path) -> bool {
 /// byte but a few safe ones percent-encoded, so that no name can carry a
 /// parameter of its own.
 pub(crate) fn file_uri(path: &Path, query: &str) -> String {
-    let mut uri = String::from("file:");
+    // `file://` and an empty authority before an absolute path: after a
+    // bare `file:`, a path starting `//` (`//tmp/x`) would be read as the
+    // authority `tmp` (review 15-a).
+    let absolute = path.as_os_str().as_encoded_bytes().starts_with(b"/");
+    let mut uri = String::from(if absolute { "file://" } else { "file:" });
     for &b in path.as_os_str().as_encoded_bytes() {
         if b.is_ascii_alphanumeric() || b"/-_.~".contains(&b) {
             uri.push(char::from(b));
@@ -967,12 +1021,21 @@ impl Store {
                 )
             };
             let older = |found: i64| {
+                // Nothing can upgrade it where it cannot be written.
+                let how = match media {
+                    Media::Writable => {
+                        "stop the servers of the older version, then start this one (or run `import`, `config set` \
+                         or `repair`), which upgrades it; `backup` copies it as it is"
+                    }
+                    _ => {
+                        "it is on a read-only file system, where it cannot be upgraded: `thoughtbox backup` copies it \
+                         as it is to a writable place, where this thoughtbox upgrades the copy when it opens it"
+                    }
+                };
                 Error::invalid(
                     "db",
                     format!(
-                        "{} is a ledger of schema version {found}, and this thoughtbox uses version {}: stop the \
-                         servers of the older version, then start this one (or run `import`, `config set` or \
-                         `repair`), which upgrades it; `backup` copies it as it is",
+                        "{} is a ledger of schema version {found}, and this thoughtbox uses version {}: {how}",
                         path.display(),
                         latest_known_version()
                     ),
@@ -1347,6 +1410,27 @@ pub(crate) mod test_support {
 mod tests {
     use super::test_support::temp_store;
     use super::*;
+
+    #[test]
+    fn file_uris_name_the_file_whatever_its_path() {
+        assert_eq!(
+            file_uri(Path::new("/tmp/a b?.db"), "mode=ro"),
+            "file:///tmp/a%20b%3F.db?mode=ro"
+        );
+        let (_dir, store) = temp_store();
+        store.create_session(crate::domain::NewSession::titled("uri")).unwrap();
+        // `//tmp/...` is the same file; a bare `file:` made `tmp` an authority.
+        let doubled = PathBuf::from(format!("/{}", store.path().display()));
+        let conn = Connection::open_with_flags(
+            file_uri(&doubled, "mode=ro"),
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI,
+        )
+        .unwrap();
+        let n: i64 = conn
+            .query_row("SELECT count(*) FROM sessions", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 1);
+    }
 
     #[test]
     fn thought_logging_is_disabled_unless_plainly_allowed() {

@@ -966,6 +966,27 @@ fn refuse_links_below(root: &Path, path: &Path) -> Result<()> {
 /// numbered files, then its folder and the partition and project folders
 /// above it (up to `projects`) that nothing else is in.
 fn remove_session_files(dir: &Path, projects: &Path, summary: &mut ExportSummary) -> Result<()> {
+    // What killed exports left here goes too (once old enough to be
+    // nobody's), or the folder would stay for good holding only that
+    // (review 15-a): no export comes back to a folder its session left.
+    if !is_link(dir) {
+        remove_leftovers(dir, is_temporary_session_file, false);
+        let branch_folders = fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .filter(|e| {
+                e.file_name()
+                    .to_str()
+                    .is_some_and(|n| validate_branch_id("branchId", n).is_ok())
+            });
+        for folder in branch_folders {
+            remove_leftovers(&folder.path(), is_temporary_session_file, false);
+            // Only succeeds when nothing else is in it.
+            let _ = fs::remove_dir(folder.path());
+        }
+    }
     Listed::of(dir).remove_stale(dir, &[], &BTreeMap::new(), summary)?;
     let manifest = dir.join(MANIFEST);
     if fs::symlink_metadata(&manifest).is_ok_and(|m| m.is_file()) {
@@ -1267,6 +1288,32 @@ mod tests {
         for path in mine.iter().chain([&recent, &other, &scratch.join("important")]) {
             assert!(path.exists(), "{} was removed", path.display());
         }
+    }
+
+    /// A session moved to another partition leaves no folder behind that
+    /// holds only what a killed export left (review 15-a).
+    #[test]
+    fn a_session_that_moves_takes_the_leftovers_of_its_old_folder() {
+        let (_dir, store, _a, out, session_dir) = one_session_exported();
+        let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        let branch = session_dir.join("alt");
+        fs::create_dir_all(&branch).unwrap();
+        let left = [
+            session_dir.join(".001.json.4242-1.tmp"),
+            session_dir.join(".manifest.json.4242-2.tmp"),
+            branch.join(".001.json.4242-3.tmp"),
+        ];
+        for path in &left {
+            fs::write(path, "{").unwrap();
+            fs::File::open(path).unwrap().set_modified(hour_ago).unwrap();
+        }
+        let daily = ExportOptions {
+            granularity: Some(crate::domain::Granularity::Daily),
+            ..Default::default()
+        };
+        let moved = export_tree(&store, &out, &daily, &mut |_, _| {}).unwrap();
+        assert_ne!(moved.sessions[0].path, session_dir);
+        assert!(!session_dir.exists(), "the old folder is gone");
     }
 
     #[test]

@@ -712,6 +712,52 @@ async fn a_ledger_on_a_read_only_mount_can_be_read_and_backed_up() {
     let refused = fails(&db, &["stats"]);
     assert!(refused.contains("-wal") && refused.contains("copy"), "{refused}");
     disk.remount(false);
+
+    // A read-only bind mount of a file system that is writable elsewhere
+    // (review 15-a: an immutable read there gave damaged backups while a
+    // server wrote through the other mount): refused while no server has
+    // the file open, read through the server's -wal and -shm while one does.
+    std::fs::remove_file(disk.path.join("ledger.db-wal")).unwrap();
+    let bind = out.path().join("bind");
+    std::fs::create_dir(&bind).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .arg("--bind")
+        .arg(&disk.path)
+        .arg(&bind)
+        .status()
+        .unwrap()
+        .success();
+    assert!(mounted);
+    let unmount = || {
+        let _ = std::process::Command::new("umount").arg("-l").arg(&bind).status();
+    };
+    let ro = std::process::Command::new("mount")
+        .args(["-o", "remount,bind,ro"])
+        .arg(&bind)
+        .status()
+        .unwrap()
+        .success();
+    if !ro {
+        unmount();
+        panic!("remount,bind,ro failed");
+    }
+    let through = bind.join("ledger.db");
+    let refused = run(&through, &["stats"]);
+    let s = start(&db).await;
+    s.ready("through the bind mount").await;
+    let listed = run(&through, &["sessions", "list"]);
+    s.stop().await;
+    unmount();
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success() && err.contains("read-only bind mount"),
+        "{err}"
+    );
+    assert!(
+        listed.status.success() && String::from_utf8_lossy(&listed.stdout).contains("through the bind mount"),
+        "{}",
+        String::from_utf8_lossy(&listed.stderr)
+    );
 }
 
 /// A re-export that runs out of space half-way leaves the session's folder

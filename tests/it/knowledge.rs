@@ -744,6 +744,19 @@ async fn a_pattern_given_a_session_id_is_linked_to_that_session() {
         "SESSION_NOT_FOUND",
     )
     .await;
+    for blank in ["", "  "] {
+        let e = s
+            .err(
+                "knowledge",
+                k(
+                    "update_pattern",
+                    json!({ "id": "retry-with-backoff", "sessionId": blank }),
+                ),
+                "INVALID_PAYLOAD",
+            )
+            .await;
+        assert_eq!(e["details"]["field"], "sessionId", "{e}");
+    }
     let got = s
         .ok("knowledge", k("get_pattern", json!({ "id": "retry-with-backoff" })))
         .await;
