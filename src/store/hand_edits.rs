@@ -990,3 +990,113 @@ fn repair_names_rows_of_another_form_from_before_version_8() {
         "{left}"
     );
 }
+
+/// Thought text over the server's 1 MiB limit is refused by hand too
+/// (version 9): its session's export would be one no import takes back.
+#[test]
+fn thought_text_over_the_limit_is_refused() {
+    let (_d, store) = temp_store();
+    let s = store.create_session(NewSession::titled("long")).unwrap().id;
+    let node = add(&store, &s, "short heron", None);
+    let sh = shell(&store);
+    let limit = crate::domain::MAX_THOUGHT_BYTES;
+    // Counted in bytes: 'é' is two of them.
+    let over = "é".repeat(limit / 2) + "x";
+    let e = sh
+        .execute("UPDATE thoughts SET thought = ?2 WHERE node_id = ?1", [&node, &over])
+        .expect_err("refused")
+        .to_string();
+    assert!(e.contains("at most 1 MiB"), "{e}");
+    let e = sh
+        .execute(
+            "INSERT INTO thoughts (session_id, node_id, thought_number, total_thoughts, thought,
+                                   next_thought_needed, created_at)
+             VALUES (?1, ?1 || ':2', 2, 2, ?2, 1, '2026-11-23T08:42:10.000Z')",
+            [&s, &over],
+        )
+        .expect_err("refused")
+        .to_string();
+    assert!(e.contains("at most 1 MiB"), "{e}");
+    let exact = "é".repeat(limit / 2);
+    sh.execute("UPDATE thoughts SET thought = ?2 WHERE node_id = ?1", [&node, &exact])
+        .unwrap();
+    let read = store.read_thoughts(&s, &crate::store::ThoughtQuery::Number(1)).unwrap();
+    assert_eq!(read[0].data.thought, exact);
+    // Such text from before version 9: repair names it.
+    sh.execute_batch("DROP TRIGGER thoughts_text_checked_update").unwrap();
+    sh.execute("UPDATE thoughts SET thought = ?2 WHERE node_id = ?1", [&node, &over])
+        .unwrap();
+    let report = store.repair().unwrap();
+    let left = report.left_for_you.join("\n");
+    assert_eq!(report.left_for_you.len(), 1, "{left}");
+    assert!(
+        left.contains(&format!("thought {node}: its text is {} bytes", limit + 1)),
+        "{left}"
+    );
+}
+
+/// `thought_latest_view` gives each thought the newest text recorded for it,
+/// following revisions of revisions, per chain.
+#[test]
+fn the_latest_view_follows_revisions_of_revisions() {
+    let (_d, store) = temp_store();
+    let s = store.create_session(NewSession::titled("revised")).unwrap().id;
+    add(&store, &s, "first plan", None);
+    add(&store, &s, "second step", None);
+    let revise = |of: u32, text: &str, branch: Option<&str>| {
+        store
+            .append_thought(
+                Target::Session(s.clone()),
+                ThoughtInput {
+                    thought: text.into(),
+                    next_thought_needed: true,
+                    revises_thought: Some(of),
+                    branch_id: branch.map(str::to_string),
+                    ..Default::default()
+                },
+            )
+            .expect("revision")
+            .thought
+            .data
+            .thought_number
+    };
+    let r3 = revise(1, "first plan, better", None);
+    revise(r3, "first plan, best", None);
+    add(&store, &s, "alt start", Some(("alt", 2)));
+    revise(3, "alt start, revised", Some("alt"));
+    let rows: Vec<(String, i64, String, String, i64)> = shell(&store)
+        .prepare(
+            "SELECT chain, thought_number, original_thought, latest_thought, revisions
+             FROM thought_latest_view WHERE session_id = ?1 ORDER BY id",
+        )
+        .unwrap()
+        .query_map([&s], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    let row = |c: &str, n: i64, o: &str, l: &str, k: i64| (c.to_string(), n, o.to_string(), l.to_string(), k);
+    assert_eq!(
+        rows,
+        vec![
+            row("main", 1, "first plan", "first plan, best", 2),
+            row("main", 2, "second step", "second step", 0),
+            row("branch:alt", 3, "alt start", "alt start, revised", 1),
+        ]
+    );
+    // Revision links written by hand into a loop: those thoughts have no
+    // original left to be the latest text of, and the view still answers.
+    let sh = shell(&store);
+    sh.execute(
+        "UPDATE thoughts SET revises_node = ?1 || ':4', revises_thought = 4 WHERE node_id = ?1 || ':3'",
+        [&s],
+    )
+    .unwrap();
+    let n: i64 = sh
+        .query_row(
+            "SELECT count(*) FROM thought_latest_view WHERE session_id = ?1",
+            [&s],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(n, 3);
+}

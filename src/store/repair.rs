@@ -38,8 +38,9 @@ pub struct RepairReport {
     /// What only a person can decide, left as it is: each line names the
     /// rows and the statement that would put them right. Thought numbers
     /// outside 1 to 2147483647 (every read of their session fails), two
-    /// thoughts with one number on one chain, and chains with more than one
-    /// thought that follows nothing.
+    /// thoughts with one number on one chain, chains with more than one
+    /// thought that follows nothing, prev-link loops, and rows from before
+    /// versions 8 and 9 in forms their triggers refuse.
     pub left_for_you: Vec<String>,
     /// Why the repair could not be done (nothing was changed then).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -179,6 +180,21 @@ fn left_for_you(tx: &rusqlite::Connection) -> Result<Vec<String>> {
         push(format!(
             "thought {node}: its node id should be {expected} for its branch and number, so its session cannot be \
              exported; node ids cannot change: delete it (DELETE FROM thoughts WHERE node_id = '{node}')"
+        ));
+    }
+    // Text over the limit, written by hand before version 9.
+    let mut stmt = tx.prepare(&format!(
+        "SELECT node_id, length(CAST(thought AS BLOB)) FROM thoughts
+         WHERE length(CAST(thought AS BLOB)) > {} ORDER BY id",
+        crate::domain::MAX_THOUGHT_BYTES
+    ))?;
+    let mut rows = stmt.query([])?;
+    while let Some(row) = rows.next()? {
+        let (node, bytes): (String, i64) = (row.get(0)?, row.get(1)?);
+        push(format!(
+            "thought {node}: its text is {bytes} bytes, over the 1 MiB (1048576 bytes) the server and imports \
+             take, so its session's export cannot be imported; shorten it (UPDATE thoughts SET thought = ... \
+             WHERE node_id = '{node}') or delete it"
         ));
     }
     for (session, nodes) in loops(tx)? {

@@ -665,6 +665,14 @@ fn write_session_files(
                 t.node_id, t.data.timestamp
             )));
         }
+        if t.data.thought.len() > crate::domain::MAX_THOUGHT_BYTES {
+            return Err(unfit(format!(
+                "thought {} is {} bytes of text, over the {} an import takes",
+                t.node_id,
+                t.data.thought.len(),
+                crate::domain::MAX_THOUGHT_BYTES
+            )));
+        }
         nodes.insert(t.node_id.clone());
         // 1 for the session's first thought, so that a tree imported into
         // another ledger exports again byte for byte.

@@ -942,7 +942,8 @@ fn leftovers_of_interrupted_exports_and_backups_are_swept() {
 /// Rows a ledger may hold from before version 8, edited by hand into what
 /// the layout cannot hold (review 15-b): a second thought 2 (whose file the
 /// first one's would have been written over), a thought following no
-/// thought of its session, a time that is no date. The export leaves each of
+/// thought of its session, a time that is no date, text over 1 MiB (refused
+/// since version 9; no import would take it back). The export leaves each of
 /// those sessions out, names it, and exits 1; the tree it writes is valid.
 #[test]
 fn sessions_with_rows_the_layout_cannot_hold_are_left_out_and_named() {
@@ -950,7 +951,7 @@ fn sessions_with_rows_the_layout_cannot_hold_are_left_out_and_named() {
     let (a, _) = small_ledger(&db);
     let store = Store::open(&db, OpenOptionsStore::default()).unwrap();
     let mut broken = Vec::new();
-    for title in ["twice", "dangling", "tomorrow"] {
+    for title in ["twice", "dangling", "tomorrow", "long"] {
         let id = store.create_session(NewSession::titled(title)).unwrap().id;
         for i in 1..=3 {
             store
@@ -964,7 +965,13 @@ fn sessions_with_rows_the_layout_cannot_hold_are_left_out_and_named() {
     shell
         .execute_batch(
             "DROP TRIGGER thoughts_checked_insert; DROP TRIGGER thoughts_node_id_checked;
-             DROP TRIGGER thoughts_times_checked_update;",
+             DROP TRIGGER thoughts_times_checked_update; DROP TRIGGER thoughts_text_checked_update;",
+        )
+        .unwrap();
+    shell
+        .execute(
+            "UPDATE thoughts SET thought = ?2 WHERE node_id = ?1 || ':1'",
+            [broken[3].clone(), "long ".repeat(300_000)],
         )
         .unwrap();
     shell
@@ -996,13 +1003,16 @@ fn sessions_with_rows_the_layout_cannot_hold_are_left_out_and_named() {
         assert!(stderr.contains(id.as_str()), "{id} named: {stderr}");
     }
     assert!(
-        stderr.contains(":2b") && stderr.contains("nowhere") && stderr.contains("tomorrow"),
+        stderr.contains(":2b")
+            && stderr.contains("nowhere")
+            && stderr.contains("tomorrow")
+            && stderr.contains("1500000 bytes of text"),
         "{stderr}"
     );
     let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         summary["sessionsSkipped"].as_array().map(Vec::len),
-        Some(3),
+        Some(4),
         "{summary}"
     );
     assert!(

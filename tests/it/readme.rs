@@ -30,7 +30,7 @@ async fn readme_queries_work() {
     s.stop().await;
 
     let blocks = readme_sql_blocks();
-    assert_eq!(blocks.len(), 4, "the README shows four example queries");
+    assert_eq!(blocks.len(), 5, "the README shows five example queries");
     let conn = rusqlite::Connection::open(&db).unwrap();
     for sql in blocks {
         let mut stmt = conn.prepare(&sql).unwrap_or_else(|e| panic!("{sql}\n{e}"));
