@@ -50,7 +50,8 @@ impl Stage {
         }
         let finding = if self == Stage::Entry {
             " To find an earlier session's id first, use 'list_sessions' (stage 0; its search matches titles, \
-             descriptions and tags)."
+             descriptions and tags). To read a completed session without reopening it, use 'load_context' \
+             with reopen: false."
         } else {
             ""
         };

@@ -200,10 +200,17 @@ pub fn plan_thought(
             }
             None => {
                 let Some(from) = input.branch_from_thought else {
+                    // `main` is how reads name the main chain: an agent
+                    // sending it means that chain (review 16-a).
+                    let main = if b == "main" {
+                        " (for the main chain itself, leave branchId out)"
+                    } else {
+                        ""
+                    };
                     return Err(Error::invalid(
                         "branchFromThought",
                         format!(
-                            "the first thought of branch '{b}' needs branchFromThought: the main-chain thought it forks from"
+                            "the first thought of branch '{b}' needs branchFromThought: the main-chain thought it forks from{main}"
                         ),
                     ));
                 };
@@ -413,6 +420,30 @@ pub(crate) mod tests {
         assert_eq!(b2.prev_node.as_deref(), Some("s:alt:2"));
         assert_eq!(b2.data.branch_from_thought, Some(1));
         assert_eq!(l.add(text("e")).unwrap().node_id, "s:3");
+    }
+
+    /// `main` is what reads call the main chain: sent as a branch id, the
+    /// refusal says to leave branchId out.
+    #[test]
+    fn a_branch_named_main_points_to_the_main_chain() {
+        let mut l = FakeChains::default();
+        l.add(text("a")).unwrap();
+        let err = l
+            .add(ThoughtInput {
+                branch_id: Some("main".into()),
+                ..text("b")
+            })
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("for the main chain itself, leave branchId out"), "{err}");
+        let err = l
+            .add(ThoughtInput {
+                branch_id: Some("alt".into()),
+                ..text("b")
+            })
+            .unwrap_err()
+            .to_string();
+        assert!(!err.contains("main chain itself"), "{err}");
     }
 
     #[test]

@@ -113,6 +113,8 @@ pub async fn extract_learnings(gw: &Gateway, args: Args) -> Result<Value> {
         }
         Some(_) => return Err(Error::invalid("keyMoments", "keyMoments must be a list of objects")),
     };
+    let given_targets = args.has("targetTypes");
+    let moments_given = !moments.is_empty();
     let targets: Vec<LearningType> = match args.str_list_opt(&["targetTypes"])? {
         None => vec![LearningType::Signal],
         Some(list) if list.is_empty() => {
@@ -176,6 +178,17 @@ pub async fn extract_learnings(gw: &Gateway, args: Args) -> Result<Value> {
         Vec::new()
     };
     let mut out = to_value(&extraction)?;
+    // Key moments with the default targetTypes (the signal only) gave no
+    // learning from them and saved nothing, without a word (review 16-a).
+    if moments_given && !given_targets {
+        let say = "keyMoments were given, but targetTypes defaults to [\"signal\"] (the session's outcome only): pass \
+                   targetTypes: [\"pattern\", \"anti-pattern\"] to extract learnings from them (and save: true to \
+                   keep them as knowledge patterns)";
+        out["note"] = json!(match out["note"].as_str() {
+            Some(n) => format!("{n} {say}"),
+            None => say.to_string(),
+        });
+    }
     if save {
         gw.wrote();
         // Every learning's pattern id; those saved by an earlier call (the

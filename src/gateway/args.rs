@@ -135,6 +135,7 @@ pub const FIELD_NAMES: &[&str] = &[
     "q",
     "query",
     "range",
+    "reopen",
     "revisesThought",
     "root",
     "rootUri",

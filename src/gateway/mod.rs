@@ -55,7 +55,7 @@ pub const OPERATIONS: &[(&str, Stage, &str)] = &[
     (
         "load_context",
         Stage::Entry,
-        "Resume a session: args: sessionId. Answers the session, its last 5 thoughts and restorationInfo.",
+        "Resume a session: args: sessionId, reopen? (default true: a completed session is reopened; false opens it to read, still completed). Answers the session, its last 5 thoughts and restorationInfo.",
     ),
     (
         "list_sessions",
@@ -85,7 +85,7 @@ pub const OPERATIONS: &[(&str, Stage, &str)] = &[
     (
         "session",
         Stage::InitComplete,
-        "Session management. args: subOperation and its parameters: list {as list_sessions} | get {sessionId? (default: the active session), includeThoughts?} | search {query, limit?, include? [patterns, notes]}: thought text in every session | resume {sessionId} | export {sessionId? (default: active), format? json|markdown|cipher, or destination: a directory for the file layout} | delete {sessionId} | analyze {sessionId?} | extract_learnings {sessionId?, keyMoments? [{thoughtNumber, significance?, summary?}], targetTypes?, save?} | discovery {action: list|hide|show, toolName?}.",
+        "Session management. args: subOperation and its parameters: list {as list_sessions} | get {sessionId? (default: the active session), includeThoughts?} | search {query, limit?, include? [patterns, notes]}: thought text in every session | resume {sessionId, reopen?} | export {sessionId? (default: active), format? json|markdown|cipher, or destination: a directory for the file layout} | delete {sessionId} | analyze {sessionId?} | extract_learnings {sessionId?, keyMoments? [{thoughtNumber, type: insight|decision|pivot|branch (patterns) or revision (anti-patterns), significance? 1-10, summary?, branchId?}], targetTypes? [pattern, anti-pattern, signal] (default [signal]), save? (keeps pattern and anti-pattern learnings as knowledge patterns)} | discovery {action: list|hide|show, toolName?}.",
     ),
     (
         "deep_analysis",
@@ -572,6 +572,46 @@ impl Gateway {
     }
 }
 
+impl Gateway {
+    /// A session id not found that starts some (an agent shortened it, as
+    /// ids are often shown cut) or is one in other case: the answer names
+    /// them (`didYouMean` when one, `candidates` up to five), rather than a
+    /// bare `SESSION_NOT_FOUND` (review 16-a).
+    async fn name_sessions_meant(&self, given: &str, payload: &mut Value) {
+        let shaped = (4..=36).contains(&given.len()) && given.chars().all(|c| c.is_ascii_hexdigit() || c == '-');
+        if !shaped {
+            return;
+        }
+        let prefix = given.to_string();
+        let Ok(found) = self.blocking(move |s| s.sessions_starting(&prefix, 5)).await else {
+            return;
+        };
+        let said = match found.as_slice() {
+            [] => return,
+            [(id, title)] => {
+                payload["details"]["didYouMean"] = json!(id);
+                format!("; did you mean {id} (\"{}\")?", clip(title))
+            }
+            many => {
+                payload["details"]["candidates"] = json!(
+                    many.iter()
+                        .map(|(id, title)| json!({ "sessionId": id, "title": title }))
+                        .collect::<Vec<_>>()
+                );
+                format!(
+                    "; {}{} sessions have ids starting {}: give the whole id (see details.candidates)",
+                    if many.len() == 5 { "at least " } else { "" },
+                    many.len(),
+                    given.to_ascii_lowercase()
+                )
+            }
+        };
+        if let Some(message) = payload["message"].as_str() {
+            payload["message"] = json!(format!("{message}{said}"));
+        }
+    }
+}
+
 /// A gateway call refused: the error, with the names of the arguments the
 /// call carried, so that a client can see what the server received (a
 /// misspelt or misplaced field is the commonest cause of an error).
@@ -766,7 +806,11 @@ impl ServerHandler for Gateway {
                     }
                     _ => tracing::debug!("gateway call rejected: {e}"),
                 }
-                CallToolResult::structured_error(bounded_error(refused.payload()))
+                let mut payload = refused.payload();
+                if let Error::SessionNotFound { session_id } = e {
+                    self.name_sessions_meant(session_id, &mut payload).await;
+                }
+                CallToolResult::structured_error(bounded_error(payload))
             }
         };
         Ok(result.into())
@@ -1072,11 +1116,18 @@ const MAX_ERROR_MESSAGE: usize = 1000;
 /// Characters of each string in an error's details kept.
 const MAX_DETAIL: usize = 200;
 
+/// Details that are the server's own text, never a repeated input: kept
+/// whole (a stage error's suggestion was cut mid-word, review 16-a).
+const OWN_DETAILS: &[&str] = &["suggestion"];
+
 fn clip_strings(value: &mut Value) {
     match value {
         Value::String(s) if s.chars().nth(MAX_DETAIL).is_some() => *s = clip(s),
         Value::Array(items) => items.iter_mut().for_each(clip_strings),
-        Value::Object(fields) => fields.values_mut().for_each(clip_strings),
+        Value::Object(fields) => fields
+            .iter_mut()
+            .filter(|(k, _)| !OWN_DETAILS.contains(&k.as_str()))
+            .for_each(|(_, v)| clip_strings(v)),
         _ => {}
     }
 }

@@ -230,12 +230,17 @@ fn recent_and_branches(s: &crate::store::Store, id: &str) -> Result<(Vec<Thought
     Ok((s.read_thoughts(id, &ThoughtQuery::Last(5))?, s.branch_ids(id)?))
 }
 
-pub(crate) async fn open_session(gw: &Gateway, id: String, trigger: &str) -> Result<Value> {
+/// `reopen: false` opens a completed session to read it without reopening
+/// it (its next thought here still does, and says so): a new connection
+/// reaches the session reads through `load_context` only (review 16-a).
+pub(crate) async fn open_session(gw: &Gateway, args: &Args, trigger: &str) -> Result<Value> {
+    let id = session_id_req(args)?;
+    let reopen_it = args.bool_opt(&["reopen"])?.unwrap_or(true);
     let order = gw.session_order().await;
     let reopen = {
         let id = id.clone();
         gw.write(move |s| {
-            let (session, was_completed) = s.reopen_session(&id)?;
+            let (session, was_completed) = s.reopen_session(&id, reopen_it)?;
             let (recent, branches) = recent_and_branches(s, &id)?;
             Ok((session, was_completed, recent, branches))
         })
@@ -291,6 +296,11 @@ pub(crate) async fn open_session(gw: &Gateway, id: String, trigger: &str) -> Res
     if let Some(at) = was_completed {
         out["reopened"] = json!(true);
         out["previouslyCompletedAt"] = json!(at);
+    } else if let Some(at) = session.completed_at.as_deref() {
+        out["note"] = json!(format!(
+            "the session was completed at {at} and stays so (reopen: false); it is open here to read, and a \
+             thought recorded here reopens it"
+        ));
     }
     if let Some(why) = unrecorded {
         out["warning"] = json!(format!(
@@ -302,9 +312,13 @@ pub(crate) async fn open_session(gw: &Gateway, id: String, trigger: &str) -> Res
 }
 
 pub async fn load_context(gw: &Gateway, args: Args) -> Result<Value> {
-    let id = session_id_req(&args)?;
-    open_session(gw, id, "load_context").await
+    open_session(gw, &args, "load_context").await
 }
+
+/// An empty list for a search: what it searched, and where thought text is.
+pub(crate) const SEARCH_HERE_NOTE: &str = "search here matches session titles, descriptions and tags; to search \
+     the text of thoughts, use session with subOperation search (stage 1: after start_new, or load_context with \
+     reopen: false)";
 
 /// Why a search text without letters or digits (`*`, an emoji) found
 /// nothing: search matches whole words, and it has none.
@@ -318,7 +332,9 @@ pub(crate) fn session_filter(args: &Args) -> Result<SessionFilter> {
         Some(nested) => nested,
         None => args.clone(),
     };
-    let mut tags = args.tag_filter(&["tags"])?;
+    // `tag` and `query`, the names other operations use, were ignored here
+    // and listed every session (review 16-a).
+    let mut tags = args.tag_filter(&["tags", "tag"])?;
     for key in ["project", "task", "aspect"] {
         if let Some(v) = args.str_opt(&[key])?.filter(|v| !v.trim().is_empty()) {
             tags.push(format!("{key}:{}", v.trim()));
@@ -330,7 +346,7 @@ pub(crate) fn session_filter(args: &Args) -> Result<SessionFilter> {
     let (sort_by, sort_order) = args.sort_opt()?;
     Ok(SessionFilter {
         tags,
-        search: args.search_opt(&["search"])?,
+        search: args.search_opt(&["search", "query", "q"])?,
         limit: args.int_opt(&["limit"], 1, 100)?.unwrap_or(20) as u32,
         offset: args.int_opt(&["offset"], 0, i64::from(u32::MAX))?.unwrap_or(0) as u32,
         sort_by: sort_by.unwrap_or_default(),
@@ -363,6 +379,7 @@ pub async fn list_sessions(gw: &Gateway, args: Args) -> Result<Value> {
         .search
         .as_deref()
         .is_some_and(|q| crate::store::fts_query(q).is_none());
+    let searched = filter.search.is_some();
     let page = gw.blocking(move |s| s.list_sessions(&filter)).await?;
     let empty = page.total == 0;
     let mut out = serde_json::to_value(page).map_err(|e| Error::Internal(e.to_string()))?;
@@ -383,6 +400,9 @@ pub async fn list_sessions(gw: &Gateway, args: Args) -> Result<Value> {
             ));
             out["otherProjectsTotal"] = json!(elsewhere);
         }
+    }
+    if empty && searched && out.get("note").is_none() {
+        out["note"] = json!(SEARCH_HERE_NOTE);
     }
     Ok(out)
 }

@@ -39,10 +39,7 @@ pub async fn session(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
         "list" => super::ops::list_sessions(gw, args).await,
         "get" => get(gw, args).await,
         "search" => search(gw, args).await,
-        "resume" => {
-            let id = session_id_req(&args)?;
-            open_session(gw, id, "session resume").await
-        }
+        "resume" => open_session(gw, &args, "session resume").await,
         "export" => export(gw, args).await,
         "delete" => delete(gw, args).await,
         "analyze" => super::analysis_ops::analyze(gw, args).await,

@@ -120,6 +120,17 @@ async fn extract_learnings_from_key_moments() {
         { "thoughtNumber": 4, "type": "branch", "branchId": "alt" },
         { "thoughtNumber": 3, "type": "revision", "summary": "Restarts were underestimated" },
     ]);
+    // Key moments with the default targetTypes: the signal only, and a note
+    // saying how to get learnings from them (review 16-a).
+    let x = s
+        .ok(
+            "session",
+            json!({ "subOperation": "extract_learnings", "sessionId": sid, "keyMoments": moments, "save": true }),
+        )
+        .await;
+    assert_eq!(x["extractedCount"], 1, "{x}");
+    assert_eq!(x["savedPatterns"], json!([]), "{x}");
+    assert!(x["note"].as_str().unwrap().contains("targetTypes defaults to"), "{x}");
     let x = s
         .ok(
             "session",

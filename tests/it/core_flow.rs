@@ -49,6 +49,8 @@ async fn stages_gate_operations_and_never_go_down() {
         suggestion.contains("'start_new' (or 'load_context'), then 'cipher'"),
         "{suggestion}"
     );
+    // Whole: the server's own text is never cut (review 16-a).
+    assert!(suggestion.ends_with("reopen: false."), "{suggestion}");
     let e = s.err("cipher", Value::Null, "STAGE_REQUIREMENT_NOT_MET").await;
     assert_eq!(e["details"]["requiredStage"], 1);
     s.err(
@@ -749,5 +751,84 @@ async fn answers_say_what_a_close_did_and_did_not_do() {
     // The next one goes on in the new session, without the note.
     let r = s.thought(t("more")).await;
     assert!(r.get("note").is_none() && r.get("sessionCreated").is_none(), "{r}");
+    s.stop().await;
+}
+
+/// A new connection looks at a finished session without changing it
+/// (review 16-a: the reads need stage 1, and load_context reopened the
+/// session at once): `load_context` with `reopen: false` opens it to read,
+/// it stays completed until a thought is recorded in it. A session id given
+/// shortened is named back; `list_sessions` takes `tag`
+/// and `query`, and an empty search says where thought text is searched.
+#[tokio::test]
+async fn a_completed_session_is_read_without_reopening_it() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    let sid = s.ready("Finished heron study").await;
+    s.ok("session", json!({ "subOperation": "list" })).await;
+    s.thought(t("herons stand still")).await;
+    s.thought(json!({ "thought": "so they wait", "nextThoughtNeeded": false }))
+        .await;
+    let other = s
+        .ok("start_new", json!({ "sessionTitle": "Other", "tags": ["birds"] }))
+        .await["session"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    s.stop().await;
+
+    let s = start(&db).await;
+    // Shortened or upper case: named back.
+    let e = s
+        .err("load_context", json!({ "sessionId": &sid[..8] }), "SESSION_NOT_FOUND")
+        .await;
+    assert_eq!(e["details"]["didYouMean"], sid.as_str(), "{e}");
+    assert!(e["message"].as_str().unwrap().contains("Finished heron study"), "{e}");
+    let e = s
+        .err(
+            "load_context",
+            json!({ "sessionId": sid[..13].to_uppercase() }),
+            "SESSION_NOT_FOUND",
+        )
+        .await;
+    assert_eq!(e["details"]["didYouMean"], sid.as_str(), "{e}");
+    // Not hex: no lookup, the plain answer.
+    let e = s
+        .err("load_context", json!({ "sessionId": "heron" }), "SESSION_NOT_FOUND")
+        .await;
+    assert!(e["details"].get("didYouMean").is_none(), "{e}");
+    // list_sessions: `tag` and `query` filter; an empty search says more.
+    let listed = s.ok("list_sessions", json!({ "tag": "birds" })).await;
+    assert_eq!(listed["total"], 1, "{listed}");
+    assert_eq!(listed["sessions"][0]["id"], other.as_str());
+    let listed = s.ok("list_sessions", json!({ "query": "heron" })).await;
+    assert_eq!(listed["total"], 1, "{listed}");
+    assert_eq!(listed["sessions"][0]["id"], sid.as_str());
+    let listed = s.ok("list_sessions", json!({ "search": "stand" })).await;
+    assert_eq!(listed["total"], 0, "{listed}");
+    assert!(
+        listed["note"].as_str().unwrap().contains("subOperation search"),
+        "{listed}"
+    );
+
+    let ctx = s.ok("load_context", json!({ "sessionId": sid, "reopen": false })).await;
+    assert!(ctx.get("reopened").is_none(), "{ctx}");
+    let completed_at = ctx["session"]["completedAt"].clone();
+    assert!(completed_at.is_string(), "{ctx}");
+    assert!(ctx["note"].as_str().unwrap().contains("stays so"), "{ctx}");
+    let got = s
+        .ok("session", json!({ "subOperation": "get", "sessionId": sid }))
+        .await;
+    assert_eq!(got["session"]["completedAt"], completed_at);
+    let found = s
+        .ok("session", json!({ "subOperation": "search", "query": "stand" }))
+        .await;
+    assert!(found.to_string().contains("herons [stand] still"), "{found}");
+    // A thought recorded here reopens it, and says so.
+    s.ok("cipher", json!({})).await;
+    let r = s.thought(t("and then strike")).await;
+    assert_eq!(r["thoughtNumber"], 3, "{r}");
+    assert_eq!(r["reopened"], true, "{r}");
+    assert_eq!(r["previouslyCompletedAt"], completed_at);
     s.stop().await;
 }

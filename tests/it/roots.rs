@@ -152,8 +152,10 @@ async fn list_and_bind_roots_then_sessions_carry_the_project() {
     // (review 14-c: an agent concluded there was no history).
     assert_eq!(l["otherProjectsTotal"], 4, "{l}");
     assert!(l["note"].as_str().unwrap().contains("allProjects"), "{l}");
+    // A search finding nothing names what it searched, not other projects.
     let l = s.ok("list_sessions", json!({ "search": "nothing-like-this" })).await;
-    assert!(l.get("note").is_none(), "{l}");
+    assert!(l.get("otherProjectsTotal").is_none(), "{l}");
+    assert!(l["note"].as_str().unwrap().contains("subOperation search"), "{l}");
     s.stop().await;
 }
 
