@@ -77,6 +77,20 @@ pub trait SessionSource {
     /// Call `f` with every thought, the main chain by number, then each
     /// branch (by id) by number; stop at `f`'s first error and return it.
     fn each_thought(&self, f: &mut dyn FnMut(Thought) -> Result<()>) -> Result<()>;
+    /// For each revised thought's node id, the numbers of the thoughts
+    /// revising it, lowest first (a pass over the thoughts, unless the
+    /// source has them at hand).
+    fn revised_by(&self) -> Result<HashMap<String, Vec<u32>>> {
+        let mut by: HashMap<String, Vec<u32>> = HashMap::new();
+        self.each_thought(&mut |t| {
+            if let Some(node) = t.revises_node {
+                by.entry(node).or_default().push(t.data.thought_number);
+            }
+            Ok(())
+        })?;
+        by.values_mut().for_each(|v| v.sort_unstable());
+        Ok(by)
+    }
 }
 
 impl SessionSource for SessionSnapshot<'_> {
@@ -94,6 +108,10 @@ impl SessionSource for SessionSnapshot<'_> {
 
     fn each_thought(&self, f: &mut dyn FnMut(Thought) -> Result<()>) -> Result<()> {
         SessionSnapshot::each_thought(self, f)
+    }
+
+    fn revised_by(&self) -> Result<HashMap<String, Vec<u32>>> {
+        SessionSnapshot::revised_by(self)
     }
 }
 
@@ -508,6 +526,7 @@ fn write_markdown(out: &mut dyn Write, source: &dyn SessionSource, include_metad
         }
     }
     out.write_all(s.as_bytes()).map_err(written)?;
+    let revised_by = source.revised_by()?;
     each_in_chains(source, &mut |t, first| {
         let d = &t.data;
         let mut s = String::new();
@@ -523,6 +542,10 @@ fn write_markdown(out: &mut dyn Write, source: &dyn SessionSource, include_metad
         s.push_str(&format!("### Thought {}/{}", d.thought_number, d.total_thoughts));
         if let Some(r) = d.revises_thought {
             s.push_str(&format!(" (revises #{r})"));
+        }
+        if let Some(by) = revised_by.get(&t.node_id) {
+            let by: Vec<String> = by.iter().map(|n| format!("#{n}")).collect();
+            s.push_str(&format!(" (revised by {})", by.join(", ")));
         }
         s.push_str("\n\n");
         block_quote(&mut s, &d.thought);

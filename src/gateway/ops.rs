@@ -1,5 +1,7 @@
 //! The gateway's top-level operations: init, cipher, thought and reads.
 
+use std::collections::HashMap;
+
 use rmcp::RoleServer;
 use rmcp::service::RequestContext;
 use serde_json::{Value, json};
@@ -15,6 +17,17 @@ use crate::store::{Structure, Target, ThoughtQuery};
 pub(crate) fn thought_json(t: &Thought) -> Value {
     let mut v = serde_json::to_value(&t.data).unwrap_or_else(|_| json!({}));
     v["nodeId"] = Value::String(t.node_id.clone());
+    v
+}
+
+/// [`thought_json`] with `revisedBy`, the numbers of the thoughts revising
+/// it (on its chain, oldest first), when it was revised: read back later, a
+/// corrected thought says so (review 16-a).
+pub(crate) fn read_thought_json(t: &Thought, revised_by: &HashMap<String, Vec<u32>>) -> Value {
+    let mut v = thought_json(t);
+    if let Some(by) = revised_by.get(&t.node_id) {
+        v["revisedBy"] = json!(by);
+    }
     v
 }
 
@@ -226,8 +239,12 @@ pub async fn start_new(gw: &Gateway, args: Args) -> Result<Value> {
 /// Open a session on this connection: the answer of `load_context` and `session resume`.
 /// What `load_context` shows of a session besides its row: its last five
 /// main-chain thoughts and its branch ids.
-fn recent_and_branches(s: &crate::store::Store, id: &str) -> Result<(Vec<Thought>, Vec<String>)> {
-    Ok((s.read_thoughts(id, &ThoughtQuery::Last(5))?, s.branch_ids(id)?))
+fn recent_and_branches(s: &crate::store::Store, id: &str) -> Result<(Vec<Value>, u32, Vec<String>)> {
+    let recent = s.read_thoughts(id, &ThoughtQuery::Last(5))?;
+    let current = recent.last().map_or(0, |t| t.data.thought_number);
+    let revised_by = s.revised_by_nodes(recent.iter().map(|t| t.node_id.as_str()))?;
+    let recent = recent.iter().map(|t| read_thought_json(t, &revised_by)).collect();
+    Ok((recent, current, s.branch_ids(id)?))
 }
 
 /// `reopen: false` opens a completed session to read it without reopening
@@ -241,8 +258,8 @@ pub(crate) async fn open_session(gw: &Gateway, args: &Args, trigger: &str) -> Re
         let id = id.clone();
         gw.write(move |s| {
             let (session, was_completed) = s.reopen_session(&id, reopen_it)?;
-            let (recent, branches) = recent_and_branches(s, &id)?;
-            Ok((session, was_completed, recent, branches))
+            let (recent, current, branches) = recent_and_branches(s, &id)?;
+            Ok((session, was_completed, recent, current, branches))
         })
         .await
     };
@@ -252,7 +269,7 @@ pub(crate) async fn open_session(gw: &Gateway, args: &Args, trigger: &str) -> Re
     // connection staying locked behind a stage it cannot reach (review
     // 14-a). A thought, once it can be written, reopens the session then.
     let mut unrecorded = None;
-    let (session, was_completed, recent, branches) = match reopen {
+    let (session, was_completed, recent, current, branches) = match reopen {
         Ok(opened) => {
             gw.wrote();
             opened
@@ -261,14 +278,13 @@ pub(crate) async fn open_session(gw: &Gateway, args: &Args, trigger: &str) -> Re
             tracing::warn!("{trigger}: could not record the access ({e}); opening the session to read");
             unrecorded = Some(e.message());
             gw.blocking(move |s| {
-                let (recent, branches) = recent_and_branches(s, &id)?;
-                Ok((s.session(&id)?, None, recent, branches))
+                let (recent, current, branches) = recent_and_branches(s, &id)?;
+                Ok((s.session(&id)?, None, recent, current, branches))
             })
             .await?
         }
         Err(e) => return Err(e),
     };
-    let current = recent.last().map(|t| t.data.thought_number).unwrap_or(0);
     gw.set_active_session(Some(session.id.clone()));
     drop(order);
     gw.emit(EventType::SessionLoaded, Some(&session.id), || {
@@ -277,7 +293,7 @@ pub(crate) async fn open_session(gw: &Gateway, args: &Args, trigger: &str) -> Re
     let stage = gw.advance(Stage::InitComplete, trigger);
     let mut out = json!({
         "session": session,
-        "recentThoughts": recent.iter().map(thought_json).collect::<Vec<_>>(),
+        "recentThoughts": recent,
         "restorationInfo": {
             "thoughtCount": session.thought_count,
             "currentThoughtNumber": current,
@@ -870,14 +886,19 @@ pub async fn read_thoughts(gw: &Gateway, args: Args) -> Result<Value> {
     let thoughts = gw
         .blocking(move |s| {
             let mut budget = super::TextBudget::default();
-            s.read_thoughts_checked(&sid, &query, &mut |t| budget.add(t))
+            let thoughts = s.read_thoughts_checked(&sid, &query, &mut |t| budget.add(t))?;
+            let revised_by = s.revised_by_nodes(thoughts.iter().map(|t| t.node_id.as_str()))?;
+            Ok(thoughts
+                .iter()
+                .map(|t| read_thought_json(t, &revised_by))
+                .collect::<Vec<_>>())
         })
         .await?;
     Ok(json!({
         "sessionId": session_id,
         "query": echo,
         "count": thoughts.len(),
-        "thoughts": thoughts.iter().map(thought_json).collect::<Vec<_>>(),
+        "thoughts": thoughts,
     }))
 }
 

@@ -4,7 +4,7 @@ use rmcp::RoleServer;
 use rmcp::service::RequestContext;
 use serde_json::{Value, json};
 
-use super::ops::{open_session, session_arg, session_id_req, thought_json};
+use super::ops::{open_session, read_thought_json, session_arg, session_id_req};
 use super::{AnswerBuffer, Args, Gateway};
 use crate::error::{Error, Result};
 use crate::events::EventType;
@@ -69,9 +69,10 @@ async fn get(gw: &Gateway, args: Args) -> Result<Value> {
             let mut main = Vec::new();
             let mut branches = serde_json::Map::new();
             let mut budget = super::TextBudget::default();
+            let revised_by = snapshot.revised_by()?;
             snapshot.each_thought(&mut |t| {
                 budget.add(&t)?;
-                let v = thought_json(&t);
+                let v = read_thought_json(&t, &revised_by);
                 match &t.data.branch_id {
                     None => main.push(v),
                     Some(b) => {

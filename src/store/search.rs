@@ -390,6 +390,8 @@ pub fn fts_query(text: &str) -> Option<String> {
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ThoughtHit {
+    /// Not in answers: the session the hit is listed under says it.
+    #[serde(skip)]
     pub session_id: String,
     pub thought_number: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -397,6 +399,10 @@ pub struct ThoughtHit {
     pub node_id: String,
     pub snippet: String,
     pub score: f64,
+    /// The thoughts revising this one (see `Store::revised_by`): a match
+    /// in a thought since corrected says so.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub revised_by: Vec<u32>,
 }
 
 /// One session in a search answer, with the thoughts that matched.
@@ -610,6 +616,7 @@ impl Store {
                     node_id: c.node_id.clone(),
                     snippet: best_snippet(&[&c.text], &words, SNIPPET_TOKENS),
                     score,
+                    revised_by: Vec::new(),
                 });
             }
             Ok((hits, more || capped))
@@ -748,6 +755,14 @@ impl Store {
         out.sort_by(|a, b| b.score.total_cmp(&a.score));
         let more = more_thoughts || more_sessions || out.len() > limit as usize;
         out.truncate(limit as usize);
+        for entry in out.iter_mut().filter(|e| !e.matches.is_empty()) {
+            let revised_by = self.revised_by_nodes(entry.matches.iter().map(|h| h.node_id.as_str()))?;
+            for hit in &mut entry.matches {
+                if let Some(by) = revised_by.get(&hit.node_id) {
+                    hit.revised_by = by.clone();
+                }
+            }
+        }
         Ok((out, more))
     }
 }

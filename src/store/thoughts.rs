@@ -4,6 +4,8 @@
 //! whatever the size of the session: the chain's highest number and last
 //! node come from indexes, and the session's counters are updated in place.
 
+use std::collections::HashMap;
+
 use rusqlite::{OptionalExtension, Row, params};
 use serde_json::json;
 
@@ -50,7 +52,31 @@ pub struct SessionSnapshot<'a> {
     pub session: Session,
 }
 
+/// For each thought of the session that has been revised, the numbers of
+/// the thoughts revising it (on its chain), in the order recorded: what a
+/// read shows as `revisedBy`, so that a thought read back says it was
+/// corrected (review 16-a). One pass over the session's revisions.
+fn revised_by_tx(conn: &rusqlite::Connection, session_id: &str) -> Result<HashMap<String, Vec<u32>>> {
+    let mut by: HashMap<String, Vec<u32>> = HashMap::new();
+    let mut stmt = conn.prepare_cached(
+        "SELECT revises_node, thought_number FROM thoughts
+         WHERE session_id = ?1 AND revises_thought IS NOT NULL ORDER BY id",
+    )?;
+    let mut rows = stmt.query([session_id])?;
+    while let Some(row) = rows.next()? {
+        if let Some(node) = row.get::<_, Option<String>>(0)? {
+            by.entry(node).or_default().push(row.get(1)?);
+        }
+    }
+    Ok(by)
+}
+
 impl SessionSnapshot<'_> {
+    /// See [`revised_by_tx`].
+    pub fn revised_by(&self) -> Result<HashMap<String, Vec<u32>>> {
+        revised_by_tx(self.conn, &self.session.id)
+    }
+
     /// `(prev_node, node_id)` of every thought that follows another, in
     /// creation order.
     pub fn links(&self) -> Result<Vec<(String, String)>> {
@@ -532,6 +558,32 @@ impl Store {
         })
     }
 
+    /// Which thoughts of the session were revised, and by which numbers
+    /// (see [`revised_by_tx`]).
+    pub fn revised_by(&self, session_id: &str) -> Result<HashMap<String, Vec<u32>>> {
+        self.read(|tx| revised_by_tx(tx, session_id))
+    }
+
+    /// [`Store::revised_by`] for the given nodes only: one lookup each in
+    /// the index on `revises_node`, so that a read of a few thoughts costs
+    /// the same in a session of any size.
+    pub fn revised_by_nodes<'n>(&self, nodes: impl IntoIterator<Item = &'n str>) -> Result<HashMap<String, Vec<u32>>> {
+        self.read(|tx| {
+            let mut stmt =
+                tx.prepare_cached("SELECT thought_number FROM thoughts WHERE revises_node = ?1 ORDER BY id")?;
+            let mut by = HashMap::new();
+            for node in nodes {
+                let numbers = stmt
+                    .query_map([node], |r| r.get(0))?
+                    .collect::<rusqlite::Result<Vec<u32>>>()?;
+                if !numbers.is_empty() {
+                    by.insert(node.to_string(), numbers);
+                }
+            }
+            Ok(by)
+        })
+    }
+
     /// Node ids whose `prev` is `node_id`, in creation order.
     pub fn next_nodes(&self, node_id: &str) -> Result<Vec<String>> {
         self.read(|tx| {
@@ -668,6 +720,16 @@ mod tests {
             tail.contains("INDEX thoughts_by_prev (prev_node=? AND branch_id=?)"),
             "{tail}"
         );
+        // `revisedBy` of the thoughts a read answers: one index lookup each.
+        let revised = plan(
+            &store,
+            "SELECT thought_number FROM thoughts WHERE revises_node = ?1 ORDER BY id",
+        );
+        assert!(
+            revised.contains("INDEX thoughts_by_revises (revises_node=?)"),
+            "{revised}"
+        );
+        assert!(!revised.contains("TEMP B-TREE"), "{revised}");
     }
 
     fn t(text: &str) -> ThoughtInput {

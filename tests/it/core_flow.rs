@@ -832,3 +832,53 @@ async fn a_completed_session_is_read_without_reopening_it() {
     assert_eq!(r["previouslyCompletedAt"], completed_at);
     s.stop().await;
 }
+
+/// A thought read back later says it was corrected (review 16-a: an agent
+/// reused a figure it had revised): `revisedBy` in read_thoughts,
+/// load_context, session get and search matches, and "(revised by #n)" in
+/// the Markdown export.
+#[tokio::test]
+async fn a_revised_thought_says_so_wherever_it_is_read() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    let sid = s.ready("Revised figures").await;
+    s.thought(t("the cache holds 3 GB of pelican data")).await;
+    s.thought(t("so one node is enough")).await;
+    s.thought(
+        json!({ "thought": "correction: 30 GB of pelican data", "revisesThought": 1, "nextThoughtNeeded": true }),
+    )
+    .await;
+    s.thought(json!({ "thought": "correction again: 300 GB", "revisesThought": 3, "nextThoughtNeeded": true }))
+        .await;
+    s.thought(json!({ "thought": "and the node figure too", "revisesThought": 1, "nextThoughtNeeded": true }))
+        .await;
+    let r = s.ok("read_thoughts", json!({ "thoughtNumber": 1 })).await;
+    assert_eq!(r["thoughts"][0]["revisedBy"], json!([3, 5]), "{r}");
+    let r = s.ok("read_thoughts", json!({ "range": [2, 4] })).await;
+    assert!(r["thoughts"][0].get("revisedBy").is_none(), "{r}");
+    assert_eq!(r["thoughts"][1]["revisedBy"], json!([4]), "{r}");
+    let ctx = s.ok("load_context", json!({ "sessionId": sid })).await;
+    assert_eq!(ctx["recentThoughts"][0]["revisedBy"], json!([3, 5]), "{ctx}");
+    let got = s
+        .ok("session", json!({ "subOperation": "get", "sessionId": sid }))
+        .await;
+    assert_eq!(got["thoughts"][0]["revisedBy"], json!([3, 5]), "{got}");
+    let found = s
+        .ok("session", json!({ "subOperation": "search", "query": "pelican" }))
+        .await;
+    let matches = found["sessions"][0]["matches"].as_array().unwrap();
+    let first = matches.iter().find(|m| m["thoughtNumber"] == 1).unwrap();
+    assert_eq!(first["revisedBy"], json!([3, 5]), "{found}");
+    // The session each match is listed under names it once.
+    assert!(first.get("sessionId").is_none(), "{found}");
+    let md = s
+        .ok(
+            "session",
+            json!({ "subOperation": "export", "sessionId": sid, "format": "markdown" }),
+        )
+        .await;
+    let md = md["content"].as_str().unwrap();
+    assert!(md.contains("### Thought 1/1 (revised by #3, #5)"), "{md}");
+    assert!(md.contains("### Thought 3/3 (revises #1) (revised by #4)"), "{md}");
+    s.stop().await;
+}
