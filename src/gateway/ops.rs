@@ -239,12 +239,24 @@ pub async fn start_new(gw: &Gateway, args: Args) -> Result<Value> {
 /// Open a session on this connection: the answer of `load_context` and `session resume`.
 /// What `load_context` shows of a session besides its row: its last five
 /// main-chain thoughts and its branch ids.
-fn recent_and_branches(s: &crate::store::Store, id: &str) -> Result<(Vec<Value>, u32, Vec<String>)> {
+/// The last five main-chain thoughts (as answered), the highest main-chain
+/// number, the branch ids, and the thought recorded last when it is on a
+/// branch: an agent that stopped on a branch learns where it was (review
+/// 16-a: it was told the main chain's next number only).
+type Restoration = (Vec<Value>, u32, Vec<String>, Option<Value>);
+
+fn recent_and_branches(s: &crate::store::Store, id: &str) -> Result<Restoration> {
     let recent = s.read_thoughts(id, &ThoughtQuery::Last(5))?;
     let current = recent.last().map_or(0, |t| t.data.thought_number);
     let revised_by = s.revised_by_nodes(recent.iter().map(|t| t.node_id.as_str()))?;
     let recent = recent.iter().map(|t| read_thought_json(t, &revised_by)).collect();
-    Ok((recent, current, s.branch_ids(id)?))
+    let on_branch = s.last_recorded(id)?.and_then(|(node, number, branch)| {
+        branch.map(|b| {
+            json!({ "nodeId": node, "branchId": b, "thoughtNumber": number,
+                    "nextThoughtNumber": number.checked_add(1).filter(|n| *n <= crate::domain::MAX_THOUGHT_NUMBER) })
+        })
+    });
+    Ok((recent, current, s.branch_ids(id)?, on_branch))
 }
 
 /// `reopen: false` opens a completed session to read it without reopening
@@ -258,8 +270,8 @@ pub(crate) async fn open_session(gw: &Gateway, args: &Args, trigger: &str) -> Re
         let id = id.clone();
         gw.write(move |s| {
             let (session, was_completed) = s.reopen_session(&id, reopen_it)?;
-            let (recent, current, branches) = recent_and_branches(s, &id)?;
-            Ok((session, was_completed, recent, current, branches))
+            let restoration = recent_and_branches(s, &id)?;
+            Ok((session, was_completed, restoration))
         })
         .await
     };
@@ -269,7 +281,7 @@ pub(crate) async fn open_session(gw: &Gateway, args: &Args, trigger: &str) -> Re
     // connection staying locked behind a stage it cannot reach (review
     // 14-a). A thought, once it can be written, reopens the session then.
     let mut unrecorded = None;
-    let (session, was_completed, recent, current, branches) = match reopen {
+    let (session, was_completed, (recent, current, branches, on_branch)) = match reopen {
         Ok(opened) => {
             gw.wrote();
             opened
@@ -278,8 +290,8 @@ pub(crate) async fn open_session(gw: &Gateway, args: &Args, trigger: &str) -> Re
             tracing::warn!("{trigger}: could not record the access ({e}); opening the session to read");
             unrecorded = Some(e.message());
             gw.blocking(move |s| {
-                let (recent, current, branches) = recent_and_branches(s, &id)?;
-                Ok((s.session(&id)?, None, recent, current, branches))
+                let restoration = recent_and_branches(s, &id)?;
+                Ok((s.session(&id)?, None, restoration))
             })
             .await?
         }
@@ -309,6 +321,9 @@ pub(crate) async fn open_session(gw: &Gateway, args: &Args, trigger: &str) -> Re
         "stage": stage.number(),
         "nextStep": next_step_in_session(gw, stage),
     });
+    if let Some(last) = on_branch {
+        out["restorationInfo"]["lastRecordedOnBranch"] = last;
+    }
     if let Some(at) = was_completed {
         out["reopened"] = json!(true);
         out["previouslyCompletedAt"] = json!(at);
@@ -612,6 +627,12 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
         .map(|id| domain::canonical_session_id(&id))
         && active.as_deref() != Some(named.as_str())
     {
+        // An id of no session: said as such, rather than sent to
+        // load_context with it (review 16-b).
+        let id = named.clone();
+        if !gw.blocking(move |s| s.session_exists(&id)).await? {
+            return Err(Error::session_not_found(named));
+        }
         let message = match &active {
             Some(a) => format!(
                 "a thought goes to the active session, which is {a}, not {named}: call load_context with \

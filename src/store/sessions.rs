@@ -55,6 +55,15 @@ impl Store {
         self.write(|tx| insert_session_tx(tx, &new, granularity))
     }
 
+    /// Whether a session with this id exists.
+    pub fn session_exists(&self, id: &str) -> Result<bool> {
+        self.read(|tx| {
+            Ok(tx
+                .prepare_cached("SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?1)")?
+                .query_row([id], |r| r.get(0))?)
+        })
+    }
+
     /// A session by id, or `SESSION_NOT_FOUND`.
     pub fn session(&self, id: &str) -> Result<Session> {
         let granularity = self.granularity;

@@ -564,6 +564,25 @@ impl Store {
         self.read(|tx| revised_by_tx(tx, session_id))
     }
 
+    /// The session's most recently recorded thought, on any chain:
+    /// `(node_id, thought_number, branch_id)`. Read from the chains' tails
+    /// (one per chain), not the session's rows.
+    pub fn last_recorded(&self, session_id: &str) -> Result<Option<(String, u32, Option<String>)>> {
+        self.read(|tx| {
+            Ok(tx
+                .prepare_cached(
+                    "SELECT node_id, thought_number, branch_id FROM thoughts
+                     WHERE node_id IN (SELECT tail_node FROM sessions WHERE id = ?1
+                                       UNION ALL SELECT tail_node FROM branches WHERE session_id = ?1)
+                     ORDER BY id DESC LIMIT 1",
+                )?
+                .query_row([session_id], |r| Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?)))
+                .optional()?
+                // A tail set by hand to another session's node is not this one's.
+                .filter(|(node, _, _)| node.strip_prefix(session_id).is_some_and(|rest| rest.starts_with(':'))))
+        })
+    }
+
     /// [`Store::revised_by`] for the given nodes only: one lookup each in
     /// the index on `revises_node`, so that a read of a few thoughts costs
     /// the same in a session of any size.
@@ -730,6 +749,16 @@ mod tests {
             "{revised}"
         );
         assert!(!revised.contains("TEMP B-TREE"), "{revised}");
+        // The thought recorded last: one lookup per chain tail.
+        let last = plan(
+            &store,
+            "SELECT node_id, thought_number, branch_id FROM thoughts
+             WHERE node_id IN (SELECT tail_node FROM sessions WHERE id = ?1
+                               UNION ALL SELECT tail_node FROM branches WHERE session_id = ?1)
+             ORDER BY id DESC LIMIT 1",
+        );
+        assert!(!last.contains("SCAN thoughts"), "{last}");
+        assert!(last.contains("(node_id=?)"), "{last}");
     }
 
     fn t(text: &str) -> ThoughtInput {

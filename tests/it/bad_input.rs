@@ -1048,6 +1048,16 @@ async fn a_thought_for_another_session_is_refused() {
         .await;
     assert!(e["details"]["activeSessionId"].is_null(), "{e}");
     assert_eq!(s.ok("list_sessions", Value::Null).await["total"], sessions);
+    // An id of no session is said to be one (review 16-b: it was sent to
+    // load_context with it), and starts nothing either.
+    let nowhere = "0b6f2c1e-8d4a-4c5e-9f3b-2a7d1e6c8b90";
+    s.err(
+        "thought",
+        json!({ "thought": "lost", "nextThoughtNeeded": true, "sessionId": nowhere }),
+        "SESSION_NOT_FOUND",
+    )
+    .await;
+    assert_eq!(s.ok("list_sessions", Value::Null).await["total"], sessions);
     // After load_context, the same call goes where it was meant to.
     s.ok("load_context", json!({ "sessionId": a })).await;
     let r = s

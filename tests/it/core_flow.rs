@@ -880,5 +880,17 @@ async fn a_revised_thought_says_so_wherever_it_is_read() {
     let md = md["content"].as_str().unwrap();
     assert!(md.contains("### Thought 1/1 (revised by #3, #5)"), "{md}");
     assert!(md.contains("### Thought 3/3 (revises #1) (revised by #4)"), "{md}");
+    // Resumed after a thought on a branch: where it was, not only the main
+    // chain's next number (review 16-a).
+    assert!(ctx["restorationInfo"].get("lastRecordedOnBranch").is_none(), "{ctx}");
+    s.thought(json!({ "thought": "what if smaller nodes", "branchId": "small", "branchFromThought": 2, "nextThoughtNeeded": true }))
+        .await;
+    let ctx = s.ok("load_context", json!({ "sessionId": sid })).await;
+    assert_eq!(
+        ctx["restorationInfo"]["lastRecordedOnBranch"],
+        json!({ "nodeId": format!("{sid}:small:3"), "branchId": "small", "thoughtNumber": 3, "nextThoughtNumber": 4 }),
+        "{ctx}"
+    );
+    assert_eq!(ctx["restorationInfo"]["message"], "Next thought will be #6");
     s.stop().await;
 }
