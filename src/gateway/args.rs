@@ -96,6 +96,7 @@ pub const FIELD_NAMES: &[&str] = &[
     "aspect",
     "branchFromThought",
     "branchId",
+    "brief",
     "compareWith",
     "content",
     "createdBy",

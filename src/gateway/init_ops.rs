@@ -145,7 +145,8 @@ async fn client_roots(gw: &Gateway, ctx: Option<&RequestContext<RoleServer>>) ->
     if !supports {
         return Err(roots_error(
             "ROOTS_NOT_SUPPORTED",
-            "the client did not declare the roots capability, so it has no roots to list".into(),
+            "the client did not declare the roots capability, so it has no roots (workspace folders) to list or bind"
+                .into(),
         ));
     }
     let timeout = gw.options.roots_timeout;

@@ -80,7 +80,7 @@ pub const OPERATIONS: &[(&str, Stage, &str)] = &[
     (
         "cipher",
         Stage::InitComplete,
-        "Get the compact notation guide; unlocks thought, read_thoughts, get_structure, mental_models and knowledge.",
+        "Get the compact notation guide; unlocks thought, read_thoughts, get_structure, mental_models and knowledge. args: brief? (true: unlock without the ~9 KB guide, for an agent that has read it; it stays at the resource thoughtbox://cipher).",
     ),
     (
         "session",
@@ -90,7 +90,7 @@ pub const OPERATIONS: &[(&str, Stage, &str)] = &[
     (
         "deep_analysis",
         Stage::InitComplete,
-        "Reasoning patterns, metrics, insights, cognitive load, decision points and timeline of a session. args: sessionId, analysisType? (patterns | cognitive_load | decision_points | full), options? { includeTimeline?, includeTimelineEntries? (every thought in order; off by default), compareWith? [sessionIds] }.",
+        "Reasoning patterns, metrics, insights, cognitive load, decision points and timeline of a session. args: sessionId? (default: the active session), analysisType? (patterns | cognitive_load | decision_points | full), options? { includeTimeline?, includeTimelineEntries? (every thought in order; off by default), compareWith? [sessionIds] }.",
     ),
     (
         "thought",
@@ -559,7 +559,7 @@ impl Gateway {
             "navigate" => init_ops::navigate(self, args).await,
             "list_roots" => init_ops::list_roots(self, ctx).await,
             "bind_root" => init_ops::bind_root(self, args, ctx).await,
-            "cipher" => ops::cipher(self).await,
+            "cipher" => ops::cipher(self, args).await,
             "session" => session_ops::session(self, args, ctx).await,
             "deep_analysis" => analysis_ops::deep_analysis(self, args).await,
             "thought" => ops::thought(self, args, ctx).await,

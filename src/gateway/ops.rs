@@ -438,17 +438,30 @@ pub async fn list_sessions(gw: &Gateway, args: Args) -> Result<Value> {
     Ok(out)
 }
 
-pub async fn cipher(gw: &Gateway) -> Result<Value> {
+/// `cipher`: the notation guide, which unlocks stage 2. With `brief: true`
+/// the stage is unlocked without the guide (~9 KB, twice in each answer),
+/// for an agent resuming work that has read it before (review 16-a).
+pub async fn cipher(gw: &Gateway, args: Args) -> Result<Value> {
+    let brief = args.bool_opt(&["brief"])?.unwrap_or(false);
     let stage = gw.advance(Stage::CipherLoaded, "cipher");
     gw.emit(
         EventType::CipherLoaded,
         gw.active_session().as_deref(),
         || json!({ "stage": stage.number() }),
     );
+    let next = "thought, read_thoughts, get_structure, mental_models and knowledge are now available.";
+    if brief {
+        return Ok(json!({
+            "stage": stage.number(),
+            "guideResource": "thoughtbox://cipher",
+            "guideBytes": content::CIPHER_GUIDE.len(),
+            "nextStep": next,
+        }));
+    }
     Ok(json!({
         "stage": stage.number(),
         "guide": content::CIPHER_GUIDE,
-        "nextStep": "thought, read_thoughts, get_structure, mental_models and knowledge are now available.",
+        "nextStep": next,
     }))
 }
 

@@ -824,8 +824,12 @@ async fn a_completed_session_is_read_without_reopening_it() {
         .ok("session", json!({ "subOperation": "search", "query": "stand" }))
         .await;
     assert!(found.to_string().contains("herons [stand] still"), "{found}");
-    // A thought recorded here reopens it, and says so.
-    s.ok("cipher", json!({})).await;
+    // A thought recorded here reopens it, and says so. (An agent that has
+    // read the guide unlocks stage 2 without it.)
+    let c = s.ok("cipher", json!({ "brief": true })).await;
+    assert_eq!(c["stage"], 2, "{c}");
+    assert!(c.get("guide").is_none(), "{c}");
+    assert_eq!(c["guideResource"], "thoughtbox://cipher");
     let r = s.thought(t("and then strike")).await;
     assert_eq!(r["thoughtNumber"], 3, "{r}");
     assert_eq!(r["reopened"], true, "{r}");
