@@ -5,9 +5,9 @@ use std::process::ExitCode;
 
 use serde_json::{Value, json};
 
-use super::{ConfigCommand, SessionsCommand, SortArg, clip, out, out_json, table};
+use super::{ConfigCommand, SessionsCommand, SortArg, StatusArg, clip, out, out_json, table};
 use crate::cli::DbArgs;
-use crate::domain::{Granularity, Session, SessionFilter, SortBy, SortOrder};
+use crate::domain::{Granularity, Session, SessionFilter, SessionStatus, SortBy, SortOrder};
 use crate::error::{Error, Result};
 use crate::export::{self, Format, Layout};
 use crate::store::{Access, FileSizes};
@@ -35,6 +35,7 @@ pub fn sessions(db: &DbArgs, command: SessionsCommand) -> Result<ExitCode> {
             search,
             limit,
             offset,
+            status: only,
             sort,
             asc,
             json,
@@ -45,6 +46,10 @@ pub fn sessions(db: &DbArgs, command: SessionsCommand) -> Result<ExitCode> {
             let filter = SessionFilter {
                 tags,
                 search,
+                status: only.map(|s| match s {
+                    StatusArg::Active => SessionStatus::Active,
+                    StatusArg::Completed => SessionStatus::Completed,
+                }),
                 limit,
                 offset,
                 sort_by: match sort {

@@ -118,6 +118,9 @@ pub enum SessionsCommand {
         /// Sessions to skip
         #[arg(long, default_value_t = 0)]
         offset: u32,
+        /// Only active (open) or only completed sessions
+        #[arg(long, value_enum)]
+        status: Option<StatusArg>,
         /// Sort key
         #[arg(long, value_enum, default_value_t = SortArg::Updated)]
         sort: SortArg,
@@ -149,6 +152,12 @@ pub enum SessionsCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StatusArg {
+    Active,
+    Completed,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

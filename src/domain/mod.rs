@@ -13,7 +13,9 @@ pub use stage::Stage;
 pub use thought::{
     ChainFacts, PlannedThought, ThoughtInput, chain_full, is_blank, node_id, plan_thought, validate_branch_id,
 };
-pub use types::{Branch, Critique, NewSession, Session, SessionFilter, SortBy, SortOrder, Thought, ThoughtData};
+pub use types::{
+    Branch, Critique, NewSession, Session, SessionFilter, SessionStatus, SortBy, SortOrder, Thought, ThoughtData,
+};
 
 /// The current time as the ledger writes it: ISO 8601 UTC with milliseconds.
 pub fn now() -> String {

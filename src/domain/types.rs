@@ -143,12 +143,33 @@ impl SortOrder {
     }
 }
 
+/// A session's status in lists: open for thoughts, or closed by a thought
+/// with `nextThoughtNeeded: false` (`completedAt` set).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionStatus {
+    Active,
+    Completed,
+}
+
+impl SessionStatus {
+    pub const NAMES: &'static [&'static str] = &["active", "completed"];
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "active" => Some(SessionStatus::Active),
+            "completed" => Some(SessionStatus::Completed),
+            _ => None,
+        }
+    }
+}
+
 /// SessionFilter of DATA-MODELS: tags (AND), search over titles,
-/// descriptions and tags, paging and sorting.
+/// descriptions and tags, paging and sorting; and a status of ours.
 #[derive(Debug, Clone)]
 pub struct SessionFilter {
     pub tags: Vec<String>,
     pub search: Option<String>,
+    pub status: Option<SessionStatus>,
     pub limit: u32,
     pub offset: u32,
     pub sort_by: SortBy,
@@ -160,6 +181,7 @@ impl Default for SessionFilter {
         SessionFilter {
             tags: Vec::new(),
             search: None,
+            status: None,
             limit: 20,
             offset: 0,
             sort_by: SortBy::default(),

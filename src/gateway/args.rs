@@ -149,6 +149,7 @@ pub const FIELD_NAMES: &[&str] = &[
     "significance",
     "sortBy",
     "sortOrder",
+    "status",
     "subOperation",
     "summary",
     "tag",

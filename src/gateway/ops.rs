@@ -378,6 +378,7 @@ pub(crate) fn session_filter(args: &Args) -> Result<SessionFilter> {
     Ok(SessionFilter {
         tags,
         search: args.search_opt(&["search", "query", "q"])?,
+        status: args.enum_opt(&["status"], domain::SessionStatus::parse, domain::SessionStatus::NAMES)?,
         limit: args.int_opt(&["limit"], 1, 100)?.unwrap_or(20) as u32,
         offset: args.int_opt(&["offset"], 0, i64::from(u32::MAX))?.unwrap_or(0) as u32,
         sort_by: sort_by.unwrap_or_default(),

@@ -5,7 +5,7 @@ use rusqlite::{OptionalExtension, Row, ToSql};
 use super::search::{QueryPlan, SESSION_TEXT};
 use super::tag_filter::TagTable;
 use super::{Store, Tx};
-use crate::domain::{self, Granularity, NewSession, Session, SessionFilter, SortBy, SortOrder};
+use crate::domain::{self, Granularity, NewSession, Session, SessionFilter, SessionStatus, SortBy, SortOrder};
 use crate::error::{Error, Result};
 
 /// Where sessions keep their tags, for filtering by them.
@@ -108,6 +108,11 @@ impl Store {
             let (found, texts) = plan.conditions(SESSION_TEXT, "+s.seq", "sessions_fts");
             clauses.extend(found);
             values.extend(texts);
+        }
+        match filter.status {
+            Some(SessionStatus::Active) => clauses.push("s.completed_at IS NULL".into()),
+            Some(SessionStatus::Completed) => clauses.push("s.completed_at IS NOT NULL".into()),
+            None => {}
         }
         let dir = match filter.sort_order {
             SortOrder::Asc => "ASC",
@@ -406,6 +411,7 @@ mod tests {
                 .list_sessions(&SessionFilter {
                     tags: tags.iter().map(|t| t.to_string()).collect(),
                     search: search.map(str::to_string),
+                    status: None,
                     sort_by: SortBy::Title,
                     sort_order: SortOrder::Asc,
                     limit,

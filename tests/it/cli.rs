@@ -169,6 +169,11 @@ fn sessions_list_show_and_search() {
     let page = ok_json(&db, &["sessions", "list", "--sort", "title", "--asc", "--limit", "1"]);
     assert_eq!(page["sessions"][0]["title"], "Cache design");
     assert_eq!(page["hasMore"], true);
+    let page = ok_json(&db, &["sessions", "list", "--status", "completed"]);
+    assert_eq!(page["total"], 1, "{page}");
+    assert_eq!(page["sessions"][0]["id"], b.as_str());
+    let page = ok_json(&db, &["sessions", "list", "--status", "active"]);
+    assert_eq!(page["sessions"][0]["id"], a.as_str());
 
     let shown = ok(&db, &["sessions", "show", &a]);
     assert!(

@@ -804,6 +804,17 @@ async fn a_completed_session_is_read_without_reopening_it() {
     let listed = s.ok("list_sessions", json!({ "query": "heron" })).await;
     assert_eq!(listed["total"], 1, "{listed}");
     assert_eq!(listed["sessions"][0]["id"], sid.as_str());
+    // By status (review 16-a: `status` was ignored and listed every one).
+    let listed = s.ok("list_sessions", json!({ "status": "completed" })).await;
+    assert_eq!(listed["total"], 1, "{listed}");
+    assert_eq!(listed["sessions"][0]["id"], sid.as_str());
+    let listed = s.ok("list_sessions", json!({ "status": "active" })).await;
+    assert_eq!(listed["total"], 1, "{listed}");
+    assert_eq!(listed["sessions"][0]["id"], other.as_str());
+    let e = s
+        .err("list_sessions", json!({ "status": "open" }), "INVALID_PAYLOAD")
+        .await;
+    assert_eq!(e["details"]["field"], "status", "{e}");
     let listed = s.ok("list_sessions", json!({ "search": "stand" })).await;
     assert_eq!(listed["total"], 0, "{listed}");
     assert!(
