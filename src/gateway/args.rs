@@ -119,6 +119,7 @@ pub const FIELD_NAMES: &[&str] = &[
     "keyMoments",
     "last",
     "limit",
+    "matchesPerSession",
     "model",
     "modelId",
     "name",

@@ -85,7 +85,7 @@ pub const OPERATIONS: &[(&str, Stage, &str)] = &[
     (
         "session",
         Stage::InitComplete,
-        "Session management. args: subOperation and its parameters: list {as list_sessions} | get {sessionId? (default: the active session), includeThoughts?} | search {query, limit?, include? [patterns, notes]}: thought text in every session | resume {sessionId, reopen?} | export {sessionId? (default: active), format? json|markdown|cipher, or destination: a directory for the file layout} | delete {sessionId} | analyze {sessionId?} | extract_learnings {sessionId?, keyMoments? [{thoughtNumber, type: insight|decision|pivot|branch (patterns) or revision (anti-patterns), significance? 1-10, summary?, branchId?}], targetTypes? [pattern, anti-pattern, signal] (default [signal]), save? (keeps pattern and anti-pattern learnings as knowledge patterns)} | discovery {action: list|hide|show, toolName?}.",
+        "Session management. args: subOperation and its parameters: list {as list_sessions} | get {sessionId? (default: the active session), includeThoughts?} | search {query, limit?, matchesPerSession?, include? [patterns, notes]}: thought text in every session | resume {sessionId, reopen?} | export {sessionId? (default: active), format? json|markdown|cipher, or destination: a directory for the file layout} | delete {sessionId} | analyze {sessionId?} | extract_learnings {sessionId?, keyMoments? [{thoughtNumber, type: insight|decision|pivot|branch (patterns) or revision (anti-patterns), significance? 1-10, summary?, branchId?}], targetTypes? [pattern, anti-pattern, signal] (default [signal]), save? (keeps pattern and anti-pattern learnings as knowledge patterns)} | discovery {action: list|hide|show, toolName?}.",
     ),
     (
         "deep_analysis",

@@ -97,6 +97,9 @@ const SEARCH_INCLUDES: &[&str] = &["sessions", "patterns", "notes"];
 async fn search(gw: &Gateway, args: Args) -> Result<Value> {
     let query = args.search_req(&["query", "q"])?;
     let limit = args.int_opt(&["limit"], 1, 100)?.unwrap_or(10) as u32;
+    // At most this many matches per session, best first: a search over
+    // ten sessions answered ~18 KB, most of it six snippets each (review 16-a).
+    let per_session = args.int_opt(&["matchesPerSession"], 1, 100)?.map(|n| n as usize);
     let include = args.str_list_opt(&["include"])?.unwrap_or_default();
     if let Some(bad) = include.iter().find(|i| !SEARCH_INCLUDES.contains(&i.as_str())) {
         return Err(Error::invalid_with(
@@ -116,7 +119,7 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
     gw.writer
         .index_unless_locked_or(move || super::request_cancelled() || store.reads_stopped())
         .await?;
-    let ((hits, more), pattern_hits, note_hits) = gw
+    let ((mut hits, more), pattern_hits, note_hits) = gw
         .heavy(move |s| {
             let hits = s.search_indexed(&q, limit)?;
             let p = if patterns {
@@ -133,6 +136,11 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
     // (see the README's Search). Say when the answer stopped short, or may
     // have (more matches than the ranking looks at).
     let limit_reached = more;
+    if let Some(n) = per_session {
+        for session in &mut hits {
+            session.matches.truncate(n);
+        }
+    }
     let mut out = json!({
         "query": query,
         "count": hits.len(),

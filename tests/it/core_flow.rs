@@ -886,6 +886,21 @@ async fn a_revised_thought_says_so_wherever_it_is_read() {
     assert_eq!(first["revisedBy"], json!([3, 5]), "{found}");
     // The session each match is listed under names it once.
     assert!(first.get("sessionId").is_none(), "{found}");
+    assert_eq!(matches.len(), 2, "{found}");
+    // At most so many matches per session: its best.
+    let one = s
+        .ok(
+            "session",
+            json!({ "subOperation": "search", "query": "pelican", "matchesPerSession": 1 }),
+        )
+        .await;
+    let kept = one["sessions"][0]["matches"].as_array().unwrap();
+    assert_eq!(kept.len(), 1, "{one}");
+    let best = matches
+        .iter()
+        .max_by(|a, b| a["score"].as_f64().unwrap().total_cmp(&b["score"].as_f64().unwrap()))
+        .unwrap();
+    assert_eq!(kept[0]["nodeId"], best["nodeId"], "{one}");
     let md = s
         .ok(
             "session",
