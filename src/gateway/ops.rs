@@ -831,6 +831,27 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
         out["reopened"] = json!(true);
         out["previouslyCompletedAt"] = json!(at);
     }
+    // A new branch forks from a main-chain thought; an agent working on a
+    // branch that names a number of its branch forks from the main chain's
+    // thought of that number without knowing (review 16-a).
+    if appended.new_branch
+        && let (Some(from), Some(own)) = (thought.data.branch_from_thought, thought.data.branch_id.clone())
+    {
+        let sid = session_id.clone();
+        let others = gw.blocking(move |s| s.branches_with_number(&sid, from, &own)).await?;
+        if !others.is_empty() {
+            let say = format!(
+                "branch {} forks from main-chain thought {from}: branches fork from the main chain only, so \
+                 thought {from} of branch {} is not its fork point",
+                thought.data.branch_id.as_deref().unwrap_or_default(),
+                others.join(" or ")
+            );
+            out["note"] = json!(match out["note"].as_str() {
+                Some(n) => format!("{n}; {say}"),
+                None => say,
+            });
+        }
+    }
     if include_guide {
         out["guide"] = json!(content::PATTERNS_GUIDE);
     }

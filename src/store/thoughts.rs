@@ -564,6 +564,21 @@ impl Store {
         self.read(|tx| revised_by_tx(tx, session_id))
     }
 
+    /// Branches of the session other than `except` holding a thought
+    /// numbered `number` (at most three, oldest first).
+    pub fn branches_with_number(&self, session_id: &str, number: u32, except: &str) -> Result<Vec<String>> {
+        self.read(|tx| {
+            Ok(tx
+                .prepare_cached(
+                    "SELECT DISTINCT branch_id FROM thoughts
+                     WHERE session_id = ?1 AND branch_id IS NOT NULL AND thought_number = ?2 AND branch_id <> ?3
+                     LIMIT 3",
+                )?
+                .query_map((session_id, number, except), |r| r.get(0))?
+                .collect::<rusqlite::Result<Vec<String>>>()?)
+        })
+    }
+
     /// The session's most recently recorded thought, on any chain:
     /// `(node_id, thought_number, branch_id)`. Read from the chains' tails
     /// (one per chain), not the session's rows.

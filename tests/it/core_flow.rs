@@ -922,5 +922,22 @@ async fn a_revised_thought_says_so_wherever_it_is_read() {
         "{ctx}"
     );
     assert_eq!(ctx["restorationInfo"]["message"], "Next thought will be #6");
+    // A new branch from number 3, which branch `small` also has: the
+    // answer says the fork is main-chain thought 3.
+    s.ok("cipher", json!({ "brief": true })).await;
+    let r = s
+        .thought(
+            json!({ "thought": "deeper", "branchId": "deeper", "branchFromThought": 3, "nextThoughtNeeded": true }),
+        )
+        .await;
+    let note = r["note"].as_str().unwrap_or_default();
+    assert!(
+        note.contains("forks from main-chain thought 3") && note.contains("small"),
+        "{r}"
+    );
+    let r = s
+        .thought(json!({ "thought": "plain", "branchId": "plain", "branchFromThought": 1, "nextThoughtNeeded": true }))
+        .await;
+    assert!(r.get("note").is_none(), "{r}");
     s.stop().await;
 }
