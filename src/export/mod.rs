@@ -78,18 +78,23 @@ pub trait SessionSource {
     /// branch (by id) by number; stop at `f`'s first error and return it.
     fn each_thought(&self, f: &mut dyn FnMut(Thought) -> Result<()>) -> Result<()>;
     /// For each revised thought's node id, the numbers of the thoughts
-    /// revising it, lowest first (a pass over the thoughts, unless the
+    /// revising it, oldest first (a pass over the thoughts, unless the
     /// source has them at hand).
     fn revised_by(&self) -> Result<HashMap<String, Vec<u32>>> {
-        let mut by: HashMap<String, Vec<u32>> = HashMap::new();
+        let mut by: HashMap<String, Vec<(i64, u32)>> = HashMap::new();
         self.each_thought(&mut |t| {
-            if let Some(node) = t.revises_node {
-                by.entry(node).or_default().push(t.data.thought_number);
+            if let (Some(node), Some(_)) = (t.revises_node, t.data.revises_thought) {
+                by.entry(node).or_default().push((t.seq, t.data.thought_number));
             }
             Ok(())
         })?;
-        by.values_mut().for_each(|v| v.sort_unstable());
-        Ok(by)
+        Ok(by
+            .into_iter()
+            .map(|(node, mut v)| {
+                v.sort_unstable();
+                (node, v.into_iter().map(|(_, n)| n).collect())
+            })
+            .collect())
     }
 }
 

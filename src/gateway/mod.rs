@@ -590,7 +590,7 @@ impl Gateway {
             [] => return,
             [(id, title)] => {
                 payload["details"]["didYouMean"] = json!(id);
-                format!("; did you mean {id} (\"{}\")?", clip(title))
+                format!("; did you mean {id} ({})?", json!(clip(title)))
             }
             many => {
                 payload["details"]["candidates"] = json!(

@@ -250,12 +250,16 @@ fn recent_and_branches(s: &crate::store::Store, id: &str) -> Result<Restoration>
     let current = recent.last().map_or(0, |t| t.data.thought_number);
     let revised_by = s.revised_by_nodes(recent.iter().map(|t| t.node_id.as_str()))?;
     let recent = recent.iter().map(|t| read_thought_json(t, &revised_by)).collect();
-    let on_branch = s.last_recorded(id)?.and_then(|(node, number, branch)| {
-        branch.map(|b| {
-            json!({ "nodeId": node, "branchId": b, "thoughtNumber": number,
-                    "nextThoughtNumber": number.checked_add(1).filter(|n| *n <= crate::domain::MAX_THOUGHT_NUMBER) })
-        })
-    });
+    let on_branch = match s.last_recorded(id)? {
+        Some((node, number, Some(branch))) => {
+            // The number the branch's next thought gets: after its highest,
+            // which the thought recorded last need not be (review 16-c).
+            let highest = s.highest_number(id, Some(&branch))?.unwrap_or(number);
+            Some(json!({ "nodeId": node, "branchId": branch, "thoughtNumber": number,
+                         "nextThoughtNumber": highest.checked_add(1).filter(|n| *n <= crate::domain::MAX_THOUGHT_NUMBER) }))
+        }
+        _ => None,
+    };
     Ok((recent, current, s.branch_ids(id)?, on_branch))
 }
 
@@ -266,12 +270,22 @@ pub(crate) async fn open_session(gw: &Gateway, args: &Args, trigger: &str) -> Re
     let id = session_id_req(args)?;
     let reopen_it = args.bool_opt(&["reopen"])?.unwrap_or(true);
     let order = gw.session_order().await;
-    let reopen = {
+    // To read only, nothing is written: no wait behind another program's
+    // write lock (review 16-c: an import or an open sqlite3 shell kept a
+    // reader out for the busy timeout, then refused it).
+    let reopen = if reopen_it {
         let id = id.clone();
         gw.write(move |s| {
-            let (session, was_completed) = s.reopen_session(&id, reopen_it)?;
+            let (session, was_completed) = s.reopen_session(&id)?;
             let restoration = recent_and_branches(s, &id)?;
             Ok((session, was_completed, restoration))
+        })
+        .await
+    } else {
+        let id = id.clone();
+        gw.blocking(move |s| {
+            let restoration = recent_and_branches(s, &id)?;
+            Ok((s.session(&id)?, None, restoration))
         })
         .await
     };
@@ -283,10 +297,13 @@ pub(crate) async fn open_session(gw: &Gateway, args: &Args, trigger: &str) -> Re
     let mut unrecorded = None;
     let (session, was_completed, (recent, current, branches, on_branch)) = match reopen {
         Ok(opened) => {
-            gw.wrote();
+            if reopen_it {
+                gw.wrote();
+            }
             opened
         }
-        Err(e) if e.is_file_system_refusal() => {
+        // Another program's write lock held past the busy timeout too.
+        Err(e) if reopen_it && (e.is_file_system_refusal() || e.is_busy()) => {
             tracing::warn!("{trigger}: could not record the access ({e}); opening the session to read");
             unrecorded = Some(e.message());
             gw.blocking(move |s| {
@@ -328,10 +345,17 @@ pub(crate) async fn open_session(gw: &Gateway, args: &Args, trigger: &str) -> Re
         out["reopened"] = json!(true);
         out["previouslyCompletedAt"] = json!(at);
     } else if let Some(at) = session.completed_at.as_deref() {
-        out["note"] = json!(format!(
-            "the session was completed at {at} and stays so (reopen: false); it is open here to read, and a \
-             thought recorded here reopens it"
-        ));
+        out["note"] = json!(if reopen_it {
+            format!(
+                "the session was completed at {at} and could not be reopened now (see warning); it is open here \
+                 to read, and a thought recorded here reopens it"
+            )
+        } else {
+            format!(
+                "the session was completed at {at} and stays so (reopen: false); it is open here to read. A \
+                 thought recorded now goes into this session and reopens it: for new work, call start_new first"
+            )
+        });
     }
     if let Some(why) = unrecorded {
         out["warning"] = json!(format!(

@@ -1099,4 +1099,46 @@ fn the_latest_view_follows_revisions_of_revisions() {
         )
         .unwrap();
     assert_eq!(n, 3);
+    // A revision of a thought that is gone is an original of its own
+    // (version 10), and a link set to another session's thought does not
+    // bring that session's text in.
+    sh.execute(
+        "UPDATE thoughts SET revises_node = ?1 || ':99', revises_thought = 99 WHERE node_id = ?1 || ':3'",
+        [&s],
+    )
+    .unwrap();
+    let other = store.create_session(NewSession::titled("other")).unwrap().id;
+    add(&store, &other, "someone else's text", None);
+    sh.execute(
+        "UPDATE thoughts SET revises_node = ?2 || ':2' WHERE node_id = ?1 || ':1'",
+        [&other, &s],
+    )
+    .unwrap();
+    let rows: Vec<(i64, String, i64)> = sh
+        .prepare(
+            "SELECT thought_number, latest_thought, revisions FROM thought_latest_view
+             WHERE session_id = ?1 ORDER BY id",
+        )
+        .unwrap()
+        .query_map([&s], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    assert_eq!(
+        rows,
+        vec![
+            (1, "first plan".to_string(), 0),
+            (2, "second step".to_string(), 0),
+            (3, "first plan, best".to_string(), 1),
+            (3, "alt start, revised".to_string(), 1),
+        ]
+    );
+    let other_rows: i64 = sh
+        .query_row(
+            "SELECT count(*) FROM thought_latest_view WHERE session_id = ?1",
+            [&other],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(other_rows, 1);
 }

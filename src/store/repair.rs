@@ -194,7 +194,7 @@ fn left_for_you(tx: &rusqlite::Connection) -> Result<Vec<String>> {
         push(format!(
             "thought {node}: its text is {bytes} bytes, over the 1 MiB (1048576 bytes) the server and imports \
              take, so its session's export cannot be imported; shorten it (UPDATE thoughts SET thought = ... \
-             WHERE node_id = '{node}') or delete it"
+             WHERE node_id = '{node}'), or delete it if no thought revises or branches from it"
         ));
     }
     for (session, nodes) in loops(tx)? {

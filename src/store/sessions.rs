@@ -177,13 +177,15 @@ impl Store {
     }
 
     /// The ids (and titles) of at most `limit` sessions whose id starts with
-    /// `prefix` in lower case: what an id given shortened or in upper case
-    /// may have meant. A range over the primary key.
+    /// `prefix` in lower case, most recently updated first: what an id
+    /// given shortened or in upper case may have meant. A range over the
+    /// primary key.
     pub fn sessions_starting(&self, prefix: &str, limit: u32) -> Result<Vec<(String, String)>> {
         let prefix = prefix.to_ascii_lowercase();
         self.read(|tx| {
             let mut stmt = tx.prepare_cached(
-                "SELECT id, title FROM sessions WHERE id >= ?1 AND id < ?1 || '~' ORDER BY id LIMIT ?2",
+                "SELECT id, title FROM sessions WHERE id >= ?1 AND id < ?1 || '~'
+                 ORDER BY updated_at DESC, seq DESC LIMIT ?2",
             )?;
             let rows = stmt.query_map((&prefix, limit), |r| Ok((r.get(0)?, r.get(1)?)))?;
             Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
@@ -200,12 +202,12 @@ impl Store {
     }
 
     /// Open a session to continue it (`load_context`, `session resume`):
-    /// bumps `lastAccessedAt` and, for a completed session and with
-    /// `reopen`, clears `completedAt`, since an agent that loads it means to
-    /// go on with it (CONTRACT §3: "load_context reopens it"). `updatedAt`
-    /// stays: no reasoning was added. Answers the session as it is now and
-    /// when it had been completed, if it had and was reopened.
-    pub fn reopen_session(&self, id: &str, reopen: bool) -> Result<(Session, Option<String>)> {
+    /// bumps `lastAccessedAt` and, for a completed session, clears
+    /// `completedAt`, since an agent that loads it means to go on with it
+    /// (CONTRACT §3: "load_context reopens it"). `updatedAt` stays: no
+    /// reasoning was added. Answers the session as it is now and when it had
+    /// been completed, if it had.
+    pub fn reopen_session(&self, id: &str) -> Result<(Session, Option<String>)> {
         let granularity = self.granularity;
         self.write(|tx| {
             let now = domain::now();
@@ -216,14 +218,8 @@ impl Store {
             let Some(was_completed) = was_completed else {
                 return Err(Error::session_not_found(id));
             };
-            if reopen {
-                tx.prepare_cached("UPDATE sessions SET last_accessed_at = ?2, completed_at = NULL WHERE id = ?1")?
-                    .execute((id, &now))?;
-            } else {
-                tx.prepare_cached("UPDATE sessions SET last_accessed_at = ?2 WHERE id = ?1")?
-                    .execute((id, &now))?;
-            }
-            let was_completed = was_completed.filter(|_| reopen);
+            tx.prepare_cached("UPDATE sessions SET last_accessed_at = ?2, completed_at = NULL WHERE id = ?1")?
+                .execute((id, &now))?;
             Ok((get_session_tx(tx, id, granularity)?, was_completed))
         })
     }

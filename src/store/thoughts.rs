@@ -564,6 +564,15 @@ impl Store {
         self.read(|tx| revised_by_tx(tx, session_id))
     }
 
+    /// The highest thought number on a chain (the main chain with `None`).
+    pub fn highest_number(&self, session_id: &str, branch: Option<&str>) -> Result<Option<u32>> {
+        self.read(|tx| {
+            Ok(tx
+                .prepare_cached("SELECT MAX(thought_number) FROM thoughts WHERE session_id = ?1 AND branch_id IS ?2")?
+                .query_row(params![session_id, branch], |r| r.get(0))?)
+        })
+    }
+
     /// Branches of the session other than `except` holding a thought
     /// numbered `number` (at most three, oldest first).
     pub fn branches_with_number(&self, session_id: &str, number: u32, except: &str) -> Result<Vec<String>> {
@@ -604,7 +613,11 @@ impl Store {
     pub fn revised_by_nodes<'n>(&self, nodes: impl IntoIterator<Item = &'n str>) -> Result<HashMap<String, Vec<u32>>> {
         self.read(|tx| {
             let mut stmt =
-                tx.prepare_cached("SELECT thought_number FROM thoughts WHERE revises_node = ?1 ORDER BY id")?;
+                // As in revised_by_tx: a revision is a row with revises_thought.
+                tx.prepare_cached(
+                    "SELECT thought_number FROM thoughts WHERE revises_node = ?1 AND revises_thought IS NOT NULL
+                     ORDER BY id",
+                )?;
             let mut by = HashMap::new();
             for node in nodes {
                 let numbers = stmt
@@ -757,7 +770,8 @@ mod tests {
         // `revisedBy` of the thoughts a read answers: one index lookup each.
         let revised = plan(
             &store,
-            "SELECT thought_number FROM thoughts WHERE revises_node = ?1 ORDER BY id",
+            "SELECT thought_number FROM thoughts WHERE revises_node = ?1 AND revises_thought IS NOT NULL
+             ORDER BY id",
         );
         assert!(
             revised.contains("INDEX thoughts_by_revises (revises_node=?)"),

@@ -822,7 +822,21 @@ async fn a_completed_session_is_read_without_reopening_it() {
         "{listed}"
     );
 
+    // To read, nothing is written: another program holding the write lock
+    // (an import, a sqlite3 shell inside a transaction) does not keep the
+    // reader out (review 16-c).
+    let accessed: String = {
+        let db = rusqlite::Connection::open(&db).unwrap();
+        db.query_row("SELECT last_accessed_at FROM sessions WHERE id = ?1", [&sid], |r| {
+            r.get(0)
+        })
+        .unwrap()
+    };
+    let holder = rusqlite::Connection::open(&db).unwrap();
+    holder.execute_batch("BEGIN IMMEDIATE").unwrap();
     let ctx = s.ok("load_context", json!({ "sessionId": sid, "reopen": false })).await;
+    holder.execute_batch("COMMIT").unwrap();
+    assert_eq!(ctx["session"]["lastAccessedAt"], accessed.as_str(), "{ctx}");
     assert!(ctx.get("reopened").is_none(), "{ctx}");
     let completed_at = ctx["session"]["completedAt"].clone();
     assert!(completed_at.is_string(), "{ctx}");
