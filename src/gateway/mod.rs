@@ -60,7 +60,7 @@ pub const OPERATIONS: &[(&str, Stage, &str)] = &[
     (
         "list_sessions",
         Stage::Entry,
-        "List sessions (find an earlier session's id here). args: project?, task?, aspect?, tags?, search? (words in titles, descriptions and tags; session search, once a session is open, searches thought text), limit?, offset?, sortBy?, sortOrder?, allProjects? (with a server --project, true lists every project's sessions).",
+        "List sessions (find an earlier session's id here). args: project?, task?, aspect?, tags?, search? (words in titles, descriptions and tags; session search, once a session is open, searches thought text), status? (active|completed), limit?, offset?, sortBy?, sortOrder?, allProjects? (with a server --project, true lists every project's sessions).",
     ),
     (
         "navigate",

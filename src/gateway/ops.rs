@@ -248,7 +248,7 @@ type Restoration = (Vec<Value>, u32, Vec<String>, Option<Value>);
 fn recent_and_branches(s: &crate::store::Store, id: &str) -> Result<Restoration> {
     let recent = s.read_thoughts(id, &ThoughtQuery::Last(5))?;
     let current = recent.last().map_or(0, |t| t.data.thought_number);
-    let revised_by = s.revised_by_nodes(recent.iter().map(|t| t.node_id.as_str()))?;
+    let revised_by = s.revised_by_nodes(id, recent.iter().map(|t| t.node_id.as_str()))?;
     let recent = recent.iter().map(|t| read_thought_json(t, &revised_by)).collect();
     let on_branch = match s.last_recorded(id)? {
         Some((node, number, Some(branch))) => {
@@ -436,6 +436,13 @@ pub async fn list_sessions(gw: &Gateway, args: Args) -> Result<Value> {
         .as_deref()
         .is_some_and(|q| crate::store::fts_query(q).is_none());
     let searched = filter.search.is_some();
+    // The same filter with any status, for an empty answer (review 16-d).
+    let any_status = filter.status.map(|_| SessionFilter {
+        status: None,
+        limit: 1,
+        offset: 0,
+        ..filter.clone()
+    });
     let page = gw.blocking(move |s| s.list_sessions(&filter)).await?;
     let empty = page.total == 0;
     let mut out = serde_json::to_value(page).map_err(|e| Error::Internal(e.to_string()))?;
@@ -455,6 +462,19 @@ pub async fn list_sessions(gw: &Gateway, args: Args) -> Result<Value> {
                 scope.as_str().unwrap_or_default()
             ));
             out["otherProjectsTotal"] = json!(elsewhere);
+        }
+    }
+    if empty
+        && out.get("note").is_none()
+        && let Some(any) = any_status
+    {
+        let other = gw.blocking(move |s| s.list_sessions(&any)).await?.total;
+        if other > 0 {
+            out["note"] = json!(format!(
+                "no session with this status matches; {other} session(s) with the other status do: drop status \
+                 to list them"
+            ));
+            out["otherStatusTotal"] = json!(other);
         }
     }
     if empty && searched && out.get("note").is_none() {
@@ -862,13 +882,19 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
         && let (Some(from), Some(own)) = (thought.data.branch_from_thought, thought.data.branch_id.clone())
     {
         let sid = session_id.clone();
-        let others = gw.blocking(move |s| s.branches_with_number(&sid, from, &own)).await?;
+        let mut others = gw
+            .blocking(move |s| s.branches_with_number(&sid, from, &own, 4))
+            .await?;
         if !others.is_empty() {
+            // The branches written to last first; past three, "others".
+            let more = others.len() > 3;
+            others.truncate(3);
             let say = format!(
                 "branch {} forks from main-chain thought {from}: branches fork from the main chain only, so \
-                 thought {from} of branch {} is not its fork point",
+                 thought {from} of branch {}{} is not its fork point",
                 thought.data.branch_id.as_deref().unwrap_or_default(),
-                others.join(" or ")
+                others.join(" or "),
+                if more { " (or of other branches)" } else { "" }
             );
             out["note"] = json!(match out["note"].as_str() {
                 Some(n) => format!("{n}; {say}"),
@@ -967,7 +993,7 @@ pub async fn read_thoughts(gw: &Gateway, args: Args) -> Result<Value> {
         .blocking(move |s| {
             let mut budget = super::TextBudget::default();
             let thoughts = s.read_thoughts_checked(&sid, &query, &mut |t| budget.add(t))?;
-            let revised_by = s.revised_by_nodes(thoughts.iter().map(|t| t.node_id.as_str()))?;
+            let revised_by = s.revised_by_nodes(&sid, thoughts.iter().map(|t| t.node_id.as_str()))?;
             Ok(thoughts
                 .iter()
                 .map(|t| read_thought_json(t, &revised_by))

@@ -1110,10 +1110,14 @@ fn the_latest_view_follows_revisions_of_revisions() {
     let other = store.create_session(NewSession::titled("other")).unwrap().id;
     add(&store, &other, "someone else's text", None);
     sh.execute(
-        "UPDATE thoughts SET revises_node = ?2 || ':2' WHERE node_id = ?1 || ':1'",
+        "UPDATE thoughts SET revises_node = ?2 || ':2', revises_thought = 2 WHERE node_id = ?1 || ':1'",
         [&other, &s],
     )
     .unwrap();
+    // Nor is it one of the revisions reads name (review 16-d).
+    let node = format!("{s}:2");
+    assert!(store.revised_by_nodes(&s, [node.as_str()]).unwrap().is_empty());
+    assert!(!store.revised_by(&s).unwrap().contains_key(&node));
     let rows: Vec<(i64, String, i64)> = sh
         .prepare(
             "SELECT thought_number, latest_thought, revisions FROM thought_latest_view

@@ -756,7 +756,8 @@ impl Store {
         let more = more_thoughts || more_sessions || out.len() > limit as usize;
         out.truncate(limit as usize);
         for entry in out.iter_mut().filter(|e| !e.matches.is_empty()) {
-            let revised_by = self.revised_by_nodes(entry.matches.iter().map(|h| h.node_id.as_str()))?;
+            let revised_by =
+                self.revised_by_nodes(&entry.session.id, entry.matches.iter().map(|h| h.node_id.as_str()))?;
             for hit in &mut entry.matches {
                 if let Some(by) = revised_by.get(&hit.node_id) {
                     hit.revised_by = by.clone();

@@ -574,16 +574,18 @@ impl Store {
     }
 
     /// Branches of the session other than `except` holding a thought
-    /// numbered `number` (at most three, oldest first).
-    pub fn branches_with_number(&self, session_id: &str, number: u32, except: &str) -> Result<Vec<String>> {
+    /// numbered `number`, the one written to last first (at most `limit`).
+    pub fn branches_with_number(&self, session_id: &str, number: u32, except: &str, limit: u32) -> Result<Vec<String>> {
         self.read(|tx| {
             Ok(tx
                 .prepare_cached(
-                    "SELECT DISTINCT branch_id FROM thoughts
-                     WHERE session_id = ?1 AND branch_id IS NOT NULL AND thought_number = ?2 AND branch_id <> ?3
-                     LIMIT 3",
+                    "SELECT t.branch_id FROM thoughts AS t
+                     JOIN branches AS b ON b.session_id = t.session_id AND b.branch_id = t.branch_id
+                     WHERE t.session_id = ?1 AND t.branch_id IS NOT NULL AND t.thought_number = ?2
+                       AND t.branch_id <> ?3
+                     ORDER BY (SELECT id FROM thoughts WHERE node_id = b.tail_node) DESC LIMIT ?4",
                 )?
-                .query_map((session_id, number, except), |r| r.get(0))?
+                .query_map((session_id, number, except, limit), |r| r.get(0))?
                 .collect::<rusqlite::Result<Vec<String>>>()?)
         })
     }
@@ -610,18 +612,24 @@ impl Store {
     /// [`Store::revised_by`] for the given nodes only: one lookup each in
     /// the index on `revises_node`, so that a read of a few thoughts costs
     /// the same in a session of any size.
-    pub fn revised_by_nodes<'n>(&self, nodes: impl IntoIterator<Item = &'n str>) -> Result<HashMap<String, Vec<u32>>> {
+    pub fn revised_by_nodes<'n>(
+        &self,
+        session_id: &str,
+        nodes: impl IntoIterator<Item = &'n str>,
+    ) -> Result<HashMap<String, Vec<u32>>> {
         self.read(|tx| {
             let mut stmt =
-                // As in revised_by_tx: a revision is a row with revises_thought.
+                // As in revised_by_tx: a revision is a row of the session with
+                // revises_thought (a link set by hand into another session's
+                // thought is not one of its revisions; review 16-d).
                 tx.prepare_cached(
-                    "SELECT thought_number FROM thoughts WHERE revises_node = ?1 AND revises_thought IS NOT NULL
-                     ORDER BY id",
+                    "SELECT thought_number FROM thoughts
+                     WHERE revises_node = ?1 AND revises_thought IS NOT NULL AND session_id = ?2 ORDER BY id",
                 )?;
             let mut by = HashMap::new();
             for node in nodes {
                 let numbers = stmt
-                    .query_map([node], |r| r.get(0))?
+                    .query_map([node, session_id], |r| r.get(0))?
                     .collect::<rusqlite::Result<Vec<u32>>>()?;
                 if !numbers.is_empty() {
                     by.insert(node.to_string(), numbers);
@@ -770,8 +778,8 @@ mod tests {
         // `revisedBy` of the thoughts a read answers: one index lookup each.
         let revised = plan(
             &store,
-            "SELECT thought_number FROM thoughts WHERE revises_node = ?1 AND revises_thought IS NOT NULL
-             ORDER BY id",
+            "SELECT thought_number FROM thoughts
+             WHERE revises_node = ?1 AND revises_thought IS NOT NULL AND session_id = ?2 ORDER BY id",
         );
         assert!(
             revised.contains("INDEX thoughts_by_revises (revises_node=?)"),

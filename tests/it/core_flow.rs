@@ -811,6 +811,15 @@ async fn a_completed_session_is_read_without_reopening_it() {
     let listed = s.ok("list_sessions", json!({ "status": "active" })).await;
     assert_eq!(listed["total"], 1, "{listed}");
     assert_eq!(listed["sessions"][0]["id"], other.as_str());
+    // Nothing with this status: the answer says the other status has some.
+    let listed = s
+        .ok("list_sessions", json!({ "search": "heron", "status": "active" }))
+        .await;
+    assert_eq!(
+        (listed["total"].as_u64(), listed["otherStatusTotal"].as_u64()),
+        (Some(0), Some(1)),
+        "{listed}"
+    );
     let e = s
         .err("list_sessions", json!({ "status": "open" }), "INVALID_PAYLOAD")
         .await;
