@@ -228,21 +228,31 @@ pub async fn start_new(gw: &Gateway, args: Args) -> Result<Value> {
         events::session_started(&session)
     });
     let stage = gw.advance(Stage::InitComplete, "start_new");
-    Ok(json!({
+    // An agent that meant to go on with a session it named again gets a
+    // new one: say which one it may have meant (review 16-a).
+    let (title, id) = (session.title.clone(), session.id.clone());
+    let namesake = gw.blocking(move |s| s.session_titled(&title, &id)).await?;
+    let mut out = json!({
         "session": session,
         "stage": stage.number(),
         "message": format!("Session \"{}\" created and active.", session.title),
         "nextStep": next_step_in_session(gw, stage),
-    }))
+    });
+    if let Some((other, updated)) = namesake {
+        out["note"] = json!(format!(
+            "another session has this title ({other}, updated {updated}); to continue it instead, call \
+             load_context with sessionId {other}"
+        ));
+        out["sameTitleSessionId"] = json!(other);
+    }
+    Ok(out)
 }
 
-/// Open a session on this connection: the answer of `load_context` and `session resume`.
-/// What `load_context` shows of a session besides its row: its last five
-/// main-chain thoughts and its branch ids.
-/// The last five main-chain thoughts (as answered), the highest main-chain
-/// number, the branch ids, and the thought recorded last when it is on a
-/// branch: an agent that stopped on a branch learns where it was (review
-/// 16-a: it was told the main chain's next number only).
+/// What `load_context` shows of a session besides its row: the last five
+/// main-chain thoughts (as answered), the highest main-chain number, the
+/// branch ids, and the thought recorded last when it is on a branch: an
+/// agent that stopped on a branch learns where it was (review 16-a: it was
+/// told the main chain's next number only).
 type Restoration = (Vec<Value>, u32, Vec<String>, Option<Value>);
 
 fn recent_and_branches(s: &crate::store::Store, id: &str) -> Result<Restoration> {
@@ -263,9 +273,11 @@ fn recent_and_branches(s: &crate::store::Store, id: &str) -> Result<Restoration>
     Ok((recent, current, s.branch_ids(id)?, on_branch))
 }
 
-/// `reopen: false` opens a completed session to read it without reopening
-/// it (its next thought here still does, and says so): a new connection
-/// reaches the session reads through `load_context` only (review 16-a).
+/// Open a session on this connection: the answer of `load_context` and
+/// `session resume`. `reopen: false` opens a completed session to read it
+/// without reopening it (its next thought here still does, and says so): a
+/// new connection reaches the session reads through `load_context` only
+/// (review 16-a).
 pub(crate) async fn open_session(gw: &Gateway, args: &Args, trigger: &str) -> Result<Value> {
     let id = session_id_req(args)?;
     let reopen_it = args.bool_opt(&["reopen"])?.unwrap_or(true);

@@ -192,6 +192,20 @@ impl Store {
         })
     }
 
+    /// The most recently updated session other than `except` with this
+    /// title (letter case aside): `(id, updatedAt)`. Through the title index.
+    pub fn session_titled(&self, title: &str, except: &str) -> Result<Option<(String, String)>> {
+        self.read(|tx| {
+            Ok(tx
+                .prepare_cached(
+                    "SELECT id, updated_at FROM sessions WHERE title = ?1 COLLATE NOCASE AND id <> ?2
+                     ORDER BY updated_at DESC LIMIT 1",
+                )?
+                .query_row([title, except], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()?)
+        })
+    }
+
     /// Number of sessions and thoughts in the ledger.
     pub fn counts(&self) -> Result<(u64, u64)> {
         self.read(|tx| {

@@ -962,5 +962,28 @@ async fn a_revised_thought_says_so_wherever_it_is_read() {
         .thought(json!({ "thought": "plain", "branchId": "plain", "branchFromThought": 1, "nextThoughtNeeded": true }))
         .await;
     assert!(r.get("note").is_none(), "{r}");
+    // Numbered by hand out of order: the branch's next number follows its
+    // highest, not the thought recorded last (review 16-c).
+    s.thought(json!({ "thought": "ten", "branchId": "plain", "thoughtNumber": 10, "nextThoughtNeeded": true }))
+        .await;
+    s.thought(json!({ "thought": "seven", "branchId": "plain", "thoughtNumber": 7, "nextThoughtNeeded": true }))
+        .await;
+    let ctx = s.ok("load_context", json!({ "sessionId": sid })).await;
+    let last = &ctx["restorationInfo"]["lastRecordedOnBranch"];
+    assert_eq!(
+        (last["thoughtNumber"].as_u64(), last["nextThoughtNumber"].as_u64()),
+        (Some(7), Some(11)),
+        "{ctx}"
+    );
+    let r = s
+        .thought(json!({ "thought": "next", "branchId": "plain", "nextThoughtNeeded": true }))
+        .await;
+    assert_eq!(r["thoughtNumber"], 11);
+    // The same title again: a new session, and a note naming the other.
+    let again = s.ok("start_new", json!({ "sessionTitle": "revised FIGURES" })).await;
+    assert_ne!(again["session"]["id"], sid.as_str());
+    assert_eq!(again["sameTitleSessionId"], sid.as_str(), "{again}");
+    let fresh = s.ok("start_new", json!({ "sessionTitle": "Unique" })).await;
+    assert!(fresh.get("note").is_none(), "{fresh}");
     s.stop().await;
 }
