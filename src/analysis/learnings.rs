@@ -259,7 +259,7 @@ pub fn extract_learnings(
     };
 
     let mut learnings = Vec::new();
-    let mut notes = Vec::new();
+    let mut notes: Vec<String> = Vec::new();
     let source_line = |t: &Thought| {
         format!(
             "- Source: session \"{}\" (`{}`), thought {}{}",
@@ -299,7 +299,7 @@ pub fn extract_learnings(
             });
         }
         if learnings.len() == before {
-            notes.push("No patterns extracted: pass keyMoments of type insight, decision, pivot or branch.");
+            notes.push("No patterns extracted: pass keyMoments of type insight, decision, pivot or branch.".into());
         }
     }
 
@@ -308,8 +308,32 @@ pub fn extract_learnings(
         for (m, t) in resolved.iter().filter(|(m, _)| m.kind == MomentKind::Revision) {
             let title = heading(m, t);
             let branch = t.data.branch_id.as_deref();
-            let revised = t.data.revises_thought.and_then(|r| find(thoughts, r, branch));
-            let mut numbers = vec![t.data.thought_number];
+            // The moment names the revision, or the thought revised (then
+            // its newest revision is the correction); a thought that is
+            // neither gives no anti-pattern (review 16-e: it was stored as
+            // one, and a revised thought's correction was left out).
+            let (revised, correction) = match t.data.revises_thought {
+                Some(r) => (find(thoughts, r, branch), *t),
+                None => match thoughts
+                    .iter()
+                    .filter(|x| {
+                        x.data.revises_thought == Some(t.data.thought_number) && x.data.branch_id.as_deref() == branch
+                    })
+                    .max_by_key(|x| x.seq)
+                {
+                    Some(newest) => (Some(*t), newest),
+                    None => {
+                        notes.push(format!(
+                            "thought {}{} is no revision and was not revised, so it gives no anti-pattern: name a \
+                             revision, or the thought a revision corrected.",
+                            t.data.thought_number,
+                            chain_label(branch)
+                        ));
+                        continue;
+                    }
+                },
+            };
+            let mut numbers = vec![correction.data.thought_number];
             let body = match revised {
                 Some(r) => {
                     numbers.insert(0, r.data.thought_number);
@@ -317,11 +341,11 @@ pub fn extract_learnings(
                         "## What was believed (thought {})\n\n{}\n\n## The correction (thought {})\n\n{}",
                         r.data.thought_number,
                         quote(&excerpt(&r.data.thought, 300)),
-                        t.data.thought_number,
-                        quote(&excerpt(&t.data.thought, 300)),
+                        correction.data.thought_number,
+                        quote(&excerpt(&correction.data.thought, 300)),
                     )
                 }
-                None => format!("## The step\n\n{}", quote(&excerpt(&t.data.thought, 300))),
+                None => format!("## The step\n\n{}", quote(&excerpt(&correction.data.thought, 300))),
             };
             let lesson = m
                 .summary
@@ -342,7 +366,7 @@ pub fn extract_learnings(
             });
         }
         if learnings.len() == before {
-            notes.push("No anti-patterns extracted: pass keyMoments of type revision.");
+            notes.push("No anti-patterns extracted: pass keyMoments of type revision.".into());
         }
     }
 
@@ -460,6 +484,31 @@ mod tests {
         // Every learning gets its own path.
         assert_ne!(x.learnings[0].target_path, x.learnings[1].target_path);
         assert!(x.note.as_deref().unwrap().contains("No patterns"));
+    }
+
+    /// A revision moment naming the thought revised takes its newest
+    /// revision as the correction; one naming a thought that is neither
+    /// revised nor a revision gives nothing, and a note (review 16-e).
+    #[test]
+    fn a_revision_moment_on_the_revised_thought_or_on_neither() {
+        let moments = [moment(2, MomentKind::Revision), moment(1, MomentKind::Revision)];
+        let x = extract_learnings(
+            &session("s"),
+            &revising(),
+            0,
+            &moments,
+            &[LearningType::AntiPattern],
+            AT,
+        )
+        .unwrap();
+        assert_eq!(x.extracted_count, 1);
+        let l = &x.learnings[0];
+        // Thoughts 4 and 5 revise thought 2; 5 is the newest.
+        assert_eq!(l.metadata.source_thoughts, [2, 5]);
+        assert!(l.content.contains("## The correction (thought 5)"), "{}", l.content);
+        assert!(l.content.contains("It is the locale, not the timezone."));
+        let note = x.note.as_deref().unwrap();
+        assert!(note.contains("thought 1 is no revision and was not revised"), "{note}");
     }
 
     #[test]

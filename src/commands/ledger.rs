@@ -29,6 +29,10 @@ fn minute(ts: &str) -> String {
 
 pub fn sessions(db: &DbArgs, command: SessionsCommand) -> Result<ExitCode> {
     let store = db.open_existing()?;
+    sessions_on(&store, command).map_err(|e| super::name_sessions_meant(&store, e))
+}
+
+fn sessions_on(store: &crate::store::Store, command: SessionsCommand) -> Result<ExitCode> {
     match command {
         SessionsCommand::List {
             tags,

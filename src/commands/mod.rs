@@ -335,6 +335,37 @@ fn search_text(s: &str) -> std::result::Result<String, String> {
     Ok(s.to_string())
 }
 
+/// A session id not found that is the start of one or more (ids are often
+/// shown cut): the error names them, as the gateway's answer does (review
+/// 16-e: the command line said only "session not found").
+pub(crate) fn name_sessions_meant(store: &crate::store::Store, e: Error) -> Error {
+    let Error::SessionNotFound { session_id } = &e else {
+        return e;
+    };
+    let given = session_id.trim();
+    if !(4..=36).contains(&given.len()) || !given.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+        return e;
+    }
+    let Ok(found) = store.sessions_starting(given, 5) else {
+        return e;
+    };
+    let message = match found.as_slice() {
+        [] => return e,
+        [(id, title)] => format!(
+            "session not found: {given}; did you mean {id} ({})?",
+            serde_json::Value::from(title.as_str())
+        ),
+        many => format!(
+            "session not found: {given}; sessions whose id starts so, newest first: {}",
+            many.iter()
+                .map(|(id, title)| format!("{id} ({})", serde_json::Value::from(title.as_str())))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    Error::invalid("session", message)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -102,28 +102,30 @@ fn export_file(
     }
     // Streamed from one read transaction: a session of any size is written
     // without being held in memory.
-    store.with_session(id, |session| {
-        let render = |w: &mut dyn Write| -> Result<()> {
-            export::write(w, format, session, true, Layout::Pretty)?;
-            if format == Format::Json {
-                w.write_all(b"\n").map_err(|e| Error::io("writing the export", e))?;
+    store
+        .with_session(id, |session| {
+            let render = |w: &mut dyn Write| -> Result<()> {
+                export::write(w, format, session, true, Layout::Pretty)?;
+                if format == Format::Json {
+                    w.write_all(b"\n").map_err(|e| Error::io("writing the export", e))?;
+                }
+                Ok(())
+            };
+            match &dest {
+                Some(path) => {
+                    crate::tree::writer::remove_leftovers_of(path);
+                    write_atomic_with(path, render)?;
+                    eprintln!("wrote session {id} as {} to {}", format.as_str(), path.display());
+                }
+                None => {
+                    let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+                    render(&mut stdout)?;
+                    stdout.flush().map_err(|e| Error::io("writing to stdout", e))?;
+                }
             }
             Ok(())
-        };
-        match &dest {
-            Some(path) => {
-                crate::tree::writer::remove_leftovers_of(path);
-                write_atomic_with(path, render)?;
-                eprintln!("wrote session {id} as {} to {}", format.as_str(), path.display());
-            }
-            None => {
-                let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
-                render(&mut stdout)?;
-                stdout.flush().map_err(|e| Error::io("writing to stdout", e))?;
-            }
-        }
-        Ok(())
-    })?;
+        })
+        .map_err(|e| super::name_sessions_meant(&store, e))?;
     Ok(ExitCode::SUCCESS)
 }
 

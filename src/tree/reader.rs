@@ -66,8 +66,15 @@ fn holds_thought_files(dir: &Path) -> bool {
 pub fn find_session_dirs(root: &Path) -> Result<Vec<PathBuf>> {
     let meta = fs::metadata(root).map_err(io(format!("reading {}", root.display())))?;
     if !meta.is_dir() {
+        // A SessionExport JSON file (from `session export` or `export
+        // --format json`) is the commonest file given here (review 16-e).
         return Err(Error::io(
-            format!("{} is not a directory", root.display()),
+            format!(
+                "{} is a file, not a directory: import and validate read the directory layout, which `thoughtbox \
+                 export --out DIR` or session export with a destination writes (a single SessionExport JSON file \
+                 cannot be imported)",
+                root.display()
+            ),
             std::io::Error::from(std::io::ErrorKind::NotADirectory),
         ));
     }

@@ -174,6 +174,19 @@ fn sessions_list_show_and_search() {
     assert_eq!(page["sessions"][0]["id"], b.as_str());
     let page = ok_json(&db, &["sessions", "list", "--status", "active"]);
     assert_eq!(page["sessions"][0]["id"], a.as_str());
+    // A shortened id is named back (review 16-e).
+    let err = fails(&db, &["sessions", "show", &a[..8]]);
+    assert!(err.contains(&format!("did you mean {a}")), "{err}");
+    let err = fails(&db, &["export", "--session", &a[..8], "--format", "json"]);
+    assert!(err.contains(&format!("did you mean {a}")), "{err}");
+    // A SessionExport file given to import is named as such (review 16-e).
+    let file = db.with_extension("export.json");
+    std::fs::write(&file, ok(&db, &["sessions", "show", &a, "--json"])).unwrap();
+    let err = fails(&db, &["import", file.to_str().unwrap()]);
+    assert!(
+        err.contains("is a file, not a directory") && err.contains("export --out DIR"),
+        "{err}"
+    );
 
     let shown = ok(&db, &["sessions", "show", &a]);
     assert!(
