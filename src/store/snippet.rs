@@ -267,13 +267,15 @@ pub fn snippet(text: &str, words: &[String], width: usize) -> Option<String> {
 }
 
 /// The snippet of the first of `texts` (a record's fields) that holds the
-/// most of the distinct words; the start of the first non-empty field when
-/// none holds one.
+/// most of the distinct words, then the most matches; the start of the
+/// first non-empty field when none holds one.
 pub fn best_snippet(texts: &[&str], words: &[String], width: usize) -> String {
-    let mut best: Option<(usize, String)> = None;
+    // Most query words, then most matches: a note's content saying "tenant"
+    // four times beats its title saying it once (review 16-e).
+    let mut best: Option<((usize, usize), String)> = None;
     for text in texts {
         if let Some(s) = snippet(text, words, width) {
-            let found = marked_words(&s, words);
+            let found = (marked_words(&s, words), s.matches('[').count());
             if best.as_ref().is_none_or(|(n, _)| found > *n) {
                 best = Some((found, s));
             }
@@ -429,5 +431,19 @@ mod tests {
         let many: Vec<String> = (0..500).map(|i| format!("w{i}")).collect();
         let text = (0..100_000).map(|i| format!("w{} ", i % 700)).collect::<String>();
         assert!(snippet(&text, &many, 16).is_some());
+    }
+
+    /// Fields with the same words: the one with more matches gives the
+    /// snippet (review 16-e: a note's title won over its content).
+    #[test]
+    fn the_field_with_more_matches_gives_the_snippet() {
+        let s = best_snippet(
+            &["tenant notes", "tenant tenant tenant isolation for tenant keys"],
+            &w(&["tenant"]),
+            8,
+        );
+        assert!(s.contains("isolation"), "{s}");
+        let s = best_snippet(&["tenant notes", "nothing here"], &w(&["tenant"]), 8);
+        assert_eq!(s, "[tenant] notes");
     }
 }
