@@ -165,7 +165,11 @@ pub async fn extract_learnings(gw: &Gateway, args: Args) -> Result<Value> {
                         } else {
                             "anti-pattern"
                         };
-                        as_pattern(l, &session.id, vec!["learning".into(), kind.into()]).validated()
+                        // With the session's project, so that a project's
+                        // learnings can be listed by tag (review 16-e).
+                        let mut tags = vec!["learning".to_string(), kind.to_string()];
+                        tags.extend(session.tags.iter().filter(|t| t.starts_with("project:")).cloned());
+                        as_pattern(l, &session.id, tags).validated()
                     })
                     .collect::<Result<Vec<_>>>()?;
             }

@@ -277,13 +277,33 @@ pub async fn navigate(gw: &Gateway, args: Args) -> Result<Value> {
             parts.push((key, v.to_string()));
         }
     }
+    let counts = |v: Vec<(String, u64)>| -> Vec<Value> {
+        v.into_iter()
+            .map(|(name, sessions)| json!({ "name": name, "sessions": sessions }))
+            .collect()
+    };
     if !parts.iter().any(|(k, _)| *k == "project") {
         match current_project(gw) {
             Some((p, _)) => parts.insert(0, ("project", p)),
+            None if parts.is_empty() => {
+                // No project to look at: the ledger's projects, to choose
+                // one (review 16-e: an agent could not find them).
+                let projects = gw.blocking(|s| s.tag_values(&[], "project:")).await?;
+                return Ok(json!({
+                    "target": { "project": null, "task": null, "aspect": null },
+                    "message": format!(
+                        "No project chosen: the ledger has {} project(s); call navigate with target.project to look \
+                         at one (or bind_root, or start the server with --project)",
+                        projects.len()
+                    ),
+                    "projects": counts(projects),
+                }));
+            }
             None => {
                 return Err(Error::invalid(
                     "target",
-                    "navigate needs target.project (or a project bound with bind_root or set with --project)",
+                    "navigate with a task or aspect needs target.project (or a project bound with bind_root or set \
+                     with --project); navigate with no target lists the projects",
                 ));
             }
         }
@@ -308,12 +328,25 @@ pub async fn navigate(gw: &Gateway, args: Args) -> Result<Value> {
         })
         .await?;
     let path = parts.iter().map(|(_, v)| v.as_str()).collect::<Vec<_>>().join("/");
-    let counts = |v: Vec<(String, u64)>| -> Vec<Value> {
-        v.into_iter()
-            .map(|(name, sessions)| json!({ "name": name, "sessions": sessions }))
-            .collect()
-    };
     let part = |k: &str| parts.iter().find(|(p, _)| *p == k).map(|(_, v)| v.clone());
+    if page.total == 0 && tasks.is_empty() {
+        // A project no session has: the ones there are.
+        let projects = gw.blocking(|s| s.tag_values(&[], "project:")).await?;
+        return Ok(json!({
+            "target": { "project": part("project"), "task": part("task"), "aspect": part("aspect") },
+            "path": path,
+            "message": format!(
+                "No session is in {path}; the ledger's projects are listed in projects"
+            ),
+            "sessions": [],
+            "count": 0,
+            "total": 0,
+            "hasMore": false,
+            "tasks": [],
+            "aspects": [],
+            "projects": counts(projects),
+        }));
+    }
     Ok(json!({
         "target": { "project": part("project"), "task": part("task"), "aspect": part("aspect") },
         "path": path,

@@ -134,13 +134,34 @@ pub fn tag_names() -> Vec<&'static str> {
 
 /// The model called `name`, or `INVALID_PAYLOAD` listing the valid names.
 pub fn require(field: &str, name: &str) -> Result<&'static MentalModel> {
-    get(name).ok_or_else(|| {
-        Error::invalid_with(
-            field,
-            format!("unknown mental model {name:?}; valid models: {}", names().join(", ")),
-            json!({ "validModels": names() }),
-        )
-    })
+    // Also by its title or another spelling of its name (`Five Whys`,
+    // `five_whys`, `FIVE-WHYS`): review 16-e.
+    let folded: String = name
+        .trim()
+        .chars()
+        .map(|c| {
+            if c == ' ' || c == '_' {
+                '-'
+            } else {
+                c.to_ascii_lowercase()
+            }
+        })
+        .collect();
+    get(name)
+        .or_else(|| get(&folded))
+        .or_else(|| {
+            catalog()
+                .models
+                .iter()
+                .find(|m| m.title.eq_ignore_ascii_case(name.trim()))
+        })
+        .ok_or_else(|| {
+            Error::invalid_with(
+                field,
+                format!("unknown mental model {name:?}; valid models: {}", names().join(", ")),
+                json!({ "validModels": names() }),
+            )
+        })
 }
 
 /// Models carrying every one of `tags` (all when empty). An unknown tag is
@@ -243,6 +264,9 @@ mod tests {
     #[test]
     fn lookups() {
         assert_eq!(require("modelId", "five-whys").unwrap().title, "Five Whys");
+        for other in ["Five Whys", "five_whys", "FIVE-WHYS", " five whys "] {
+            assert_eq!(require("modelId", other).unwrap().name, "five-whys", "{other}");
+        }
         let e = require("modelId", "six-whys").unwrap_err();
         assert_eq!(e.code(), "INVALID_PAYLOAD");
         assert_eq!(e.details().unwrap()["validModels"].as_array().unwrap().len(), 15);

@@ -525,3 +525,49 @@ async fn quick_reads_are_not_queued_behind_many_analyses() {
     );
     std::sync::Arc::try_unwrap(s).ok().unwrap().stop().await;
 }
+
+/// Saved learnings carry their session's project, so that a project's
+/// learnings can be listed by tag (review 16-e).
+#[tokio::test]
+async fn saved_learnings_carry_the_sessions_project() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    let sid = s
+        .ok(
+            "start_new",
+            json!({ "sessionTitle": "Rate limits", "newWork": { "project": "gateway", "task": "limits" } }),
+        )
+        .await["session"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    s.ok("cipher", json!({ "brief": true })).await;
+    s.thought(t("One bucket per tenant")).await;
+    s.thought(json!({ "thought": "No: one bucket per key", "revisesThought": 1, "nextThoughtNeeded": true }))
+        .await;
+    let saved = s
+        .ok(
+            "session",
+            json!({ "subOperation": "extract_learnings", "sessionId": sid, "save": true,
+                    "keyMoments": [{ "thoughtNumber": 1, "type": "revision" }], "targetTypes": ["anti-pattern"] }),
+        )
+        .await;
+    let ids = saved["savedPatterns"].as_array().unwrap();
+    assert_eq!(ids.len(), 1, "{saved}");
+    // Named by the thought revised: its revision is the correction.
+    assert!(
+        saved["learnings"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("one bucket per key"),
+        "{saved}"
+    );
+    let listed = s
+        .ok(
+            "knowledge",
+            json!({ "subOperation": "list_patterns", "tags": ["learning", "project:gateway"] }),
+        )
+        .await;
+    assert_eq!(listed["total"], 1, "{listed}");
+    s.stop().await;
+}

@@ -266,10 +266,16 @@ async fn navigate_filters_with_and_semantics() {
         )
         .await;
     assert_eq!(l["total"], 1);
+    // A project no session has, or none at all: the projects there are
+    // (review 16-e).
+    let listed = json!([{ "name": "p", "sessions": 3 }, { "name": "q", "sessions": 1 }]);
     let n = s.ok("navigate", json!({ "target": { "project": "none" } })).await;
     assert_eq!(n["total"], 0);
-
-    let e = s.err("navigate", json!({}), "INVALID_PAYLOAD").await;
+    assert_eq!(n["projects"], listed, "{n}");
+    let n = s.ok("navigate", json!({})).await;
+    assert_eq!(n["projects"], listed, "{n}");
+    assert!(n["message"].as_str().unwrap().contains("2 project(s)"), "{n}");
+    let e = s.err("navigate", json!({ "task": "t1" }), "INVALID_PAYLOAD").await;
     assert_eq!(e["details"]["field"], "target");
     let e = s
         .err("navigate", json!({ "target": { "project": 5 } }), "INVALID_PAYLOAD")
