@@ -222,10 +222,14 @@ fn deep_options(args: &Args) -> Result<(DeepOptions, Vec<String>)> {
     };
     let include_timeline = pick(&["includeTimeline"])?.unwrap_or(true);
     let timeline_entries = pick(&["includeTimelineEntries"])?.unwrap_or(false);
-    let compare_with = match options.str_list_opt(&["compareWith"])? {
+    let mut compare_with = match options.str_list_opt(&["compareWith"])? {
         Some(c) => c,
         None => args.str_list_opt(&["compareWith"])?.unwrap_or_default(),
     };
+    // Each session once (review 16-e: one id named eleven times was "more
+    // than 10 sessions").
+    let mut seen = std::collections::HashSet::new();
+    compare_with.retain(|c| seen.insert(domain::canonical_session_id(c)));
     if compare_with.len() > MAX_COMPARE {
         return Err(Error::invalid(
             "compareWith",
@@ -249,22 +253,40 @@ pub async fn deep_analysis(gw: &Gateway, args: Args) -> Result<Value> {
     let id = session_arg(gw, &args)?;
     let (options, compare_with) = deep_options(&args)?;
     let now = domain::now();
-    let (result, comparisons) = gw
+    let (result, comparisons, missing) = gw
         .heavy(move |s| {
             let (session, thoughts) = s.session_thoughts(&id)?;
             let base = analysis::deep_analysis(&session, &thoughts, options, &now);
             let mut comparisons = Vec::with_capacity(compare_with.len());
+            // A session to compare with that is gone (deleted meanwhile, or
+            // mistyped) is named, and the rest answered (review 16-e: it
+            // failed the whole analysis).
+            let mut missing = Vec::new();
             for other in &compare_with {
-                let (os, ot) = s.session_thoughts(other)?;
+                let (os, ot) = match s.session_thoughts(other) {
+                    Ok(found) => found,
+                    Err(e) if e.code() == "SESSION_NOT_FOUND" => {
+                        missing.push(other.clone());
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                };
                 let r = analysis::deep_analysis(&os, &ot, options, &now);
                 comparisons.push(compare(&base, &r, &os.title));
             }
-            Ok((base, comparisons))
+            Ok((base, comparisons, missing))
         })
         .await?;
     let mut out = to_value(&result)?;
     if !comparisons.is_empty() {
         out["comparison"] = to_value(&comparisons)?;
+    }
+    if !missing.is_empty() {
+        out["compareWithNotFound"] = json!(missing);
+        out["note"] = json!(format!(
+            "no session has the id {}: left out of the comparison",
+            missing.join(", ")
+        ));
     }
     Ok(out)
 }

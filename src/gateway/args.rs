@@ -111,6 +111,7 @@ pub const FIELD_NAMES: &[&str] = &[
     "id",
     "include",
     "includeGuide",
+    "includeContent",
     "includeMetadata",
     "includeThoughts",
     "includeTimeline",

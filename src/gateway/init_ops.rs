@@ -417,7 +417,10 @@ pub async fn discovery(gw: &Gateway, args: Args, ctx: Option<&RequestContext<Rol
             tracing::debug!("tools/list_changed not delivered: {e}");
         }
     }
-    let mut out = discovery_listing(gw);
+    // The change and what is hidden now; `action: list` gives the whole
+    // catalogue (each answer repeated it: ~4 KB; review 16-e).
+    let hidden = gw.with_conn(|c| c.hidden.clone());
+    let mut out = json!({ "hidden": hidden });
     out["action"] = json!(action);
     out["success"] = json!(true);
     out["changed"] = json!(changed);

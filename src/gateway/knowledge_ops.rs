@@ -75,9 +75,19 @@ pub async fn knowledge(gw: &Gateway, args: Args) -> Result<Value> {
         "list_scratchpad" => {
             let limit = args.int_opt(&["limit"], 1, 100)?.unwrap_or(20) as u32;
             let offset = args.int_opt(&["offset"], 0, i64::from(u32::MAX))?.unwrap_or(0) as u32;
+            let with_content = args.bool_opt(&["includeContent"])?.unwrap_or(true);
             let (notes, total) = gw.blocking(move |s| s.list_notes(limit, offset)).await?;
             Ok(json!({
-                "notes": notes.iter().map(note_json).collect::<Vec<_>>(),
+                "notes": notes
+                    .iter()
+                    .map(|n| {
+                        let mut v = note_json(n);
+                        if !with_content && let Some(fields) = v.as_object_mut() {
+                            fields.remove("content");
+                        }
+                        v
+                    })
+                    .collect::<Vec<_>>(),
                 "count": notes.len(),
                 "total": total,
                 "hasMore": u64::from(offset) + (notes.len() as u64) < total,
@@ -242,6 +252,9 @@ async fn list_patterns(gw: &Gateway, args: Args) -> Result<Value> {
         sort_by,
         sort_order: sort_order.unwrap_or(SortOrder::Desc),
     };
+    // `includeContent: false`: a page without each pattern's text (a page
+    // of extracted learnings ran to ~1.2 KB each; review 16-e).
+    let with_content = args.bool_opt(&["includeContent"])?.unwrap_or(true);
     let unsearchable = filter
         .search
         .as_deref()
@@ -252,6 +265,9 @@ async fn list_patterns(gw: &Gateway, args: Args) -> Result<Value> {
         .iter()
         .map(|item| {
             let mut v = pattern_json(&item.pattern);
+            if !with_content && let Some(fields) = v.as_object_mut() {
+                fields.remove("content");
+            }
             if let Some(snippet) = &item.snippet {
                 v["snippet"] = json!(snippet);
             }

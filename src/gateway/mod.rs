@@ -115,7 +115,7 @@ pub const OPERATIONS: &[(&str, Stage, &str)] = &[
     (
         "knowledge",
         Stage::CipherLoaded,
-        "The knowledge garden. args: subOperation and its parameters: create_pattern {title, description, content, tags?, derivedFromSessions?, sessionId?: one more session it comes from} | get_pattern {id} | update_pattern {id, and what changes; sessionId? adds one session it comes from} | delete_pattern {id} | list_patterns {tags?, search?, limit?, offset?, sortBy?, sortOrder?} | list_tags | write_scratchpad {topic, content}: replaces the note of that topic | read_scratchpad {topic or id} | list_scratchpad {limit?, offset?} | delete_scratchpad {topic or id} | search {query, limit?, include? [patterns, notes]}.",
+        "The knowledge garden. args: subOperation and its parameters: create_pattern {title, description, content, tags?, derivedFromSessions?, sessionId?: one more session it comes from} | get_pattern {id} | update_pattern {id, and what changes; sessionId? adds one session it comes from} | delete_pattern {id} | list_patterns {tags?, search?, limit?, offset?, sortBy?, sortOrder?, includeContent? (default true)} | list_tags | write_scratchpad {topic, content}: replaces the note of that topic | read_scratchpad {topic or id} | list_scratchpad {limit?, offset?, includeContent?} | delete_scratchpad {topic or id} | search {query, limit?, include? [patterns, notes]}.",
     ),
 ];
 

@@ -506,7 +506,19 @@ pub async fn cipher(gw: &Gateway, args: Args) -> Result<Value> {
         gw.active_session().as_deref(),
         || json!({ "stage": stage.number() }),
     );
-    let next = "thought, read_thoughts, get_structure, mental_models and knowledge are now available.";
+    // Those of them this connection has not hidden (review 16-e).
+    let hidden = gw.with_conn(|c| c.hidden.clone());
+    let open: Vec<&str> = [
+        "thought",
+        "read_thoughts",
+        "get_structure",
+        "mental_models",
+        "knowledge",
+    ]
+    .into_iter()
+    .filter(|n| !hidden.contains(*n))
+    .collect();
+    let next = format!("{} are now available.", open.join(", "));
     if brief {
         return Ok(json!({
             "stage": stage.number(),

@@ -312,6 +312,17 @@ async fn deep_analysis_compares_sessions_side_by_side() {
     assert_eq!(cmp["metrics"]["linearityScore"], 1.0);
     assert_eq!(cmp["differences"]["linearityScore"], 0.5);
     assert_eq!(cmp["differences"]["explorationDepth"], -2);
+    // A session named twice is compared once; one that does not exist is
+    // named and left out, and the rest answered (review 16-e).
+    let missing = "00000000-0000-4000-8000-000000000000";
+    let d = s
+        .ok(
+            "deep_analysis",
+            json!({ "sessionId": a, "options": { "compareWith": [b, b.to_uppercase(), missing] } }),
+        )
+        .await;
+    assert_eq!(d["comparison"].as_array().unwrap().len(), 1, "{d}");
+    assert_eq!(d["compareWithNotFound"], json!([missing]), "{d}");
     s.stop().await;
 }
 
@@ -429,12 +440,6 @@ async fn analysis_bad_input_changes_nothing() {
             json!({ "sessionId": sid, "options": { "includeTimeline": 2 } }),
             "INVALID_PAYLOAD",
             Some("includeTimeline"),
-        ),
-        (
-            "deep_analysis",
-            json!({ "sessionId": sid, "options": { "compareWith": [missing] } }),
-            "SESSION_NOT_FOUND",
-            None,
         ),
         (
             "deep_analysis",

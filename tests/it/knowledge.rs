@@ -91,6 +91,20 @@ async fn patterns_crud_with_slugs_tags_and_search() {
     assert_eq!(l["count"], 1);
     assert_eq!(l["total"], 2);
     assert_eq!(l["hasMore"], true);
+    assert!(l["patterns"][0]["content"].is_string(), "{l}");
+    // A page without the patterns' text.
+    let l = s
+        .ok(
+            "knowledge",
+            k(
+                "list_patterns",
+                json!({ "tags": ["debugging"], "includeContent": false }),
+            ),
+        )
+        .await;
+    assert_eq!(l["total"], 2);
+    assert!(l["patterns"][0].get("content").is_none(), "{l}");
+    assert!(l["patterns"][0]["title"].is_string(), "{l}");
     // Full-text search, ranked, with a snippet.
     let l = s
         .ok("knowledge", k("list_patterns", json!({ "search": "mutex" })))
@@ -202,6 +216,13 @@ async fn scratchpad_notes_overwrite_by_topic() {
     .await;
     let l = s.ok("knowledge", k("list_scratchpad", json!({}))).await;
     assert_eq!(l["total"], 2);
+    let l = s
+        .ok("knowledge", k("list_scratchpad", json!({ "includeContent": false })))
+        .await;
+    assert!(
+        l["notes"][0].get("content").is_none() && l["notes"][0]["title"].is_string(),
+        "{l}"
+    );
     let found = s.ok("knowledge", k("search", json!({ "query": "simpler" }))).await;
     assert_eq!(found["notes"][0]["id"], "api-design-ideas");
     assert!(found["notes"][0]["snippet"].as_str().unwrap().contains("[simpler]"));

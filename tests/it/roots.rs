@@ -315,6 +315,7 @@ async fn discovery_hides_and_shows_optional_operations() {
         .await;
     assert_eq!(h["changed"], true);
     assert_eq!(h["hidden"], json!(["deep_analysis"]));
+    assert!(h.get("optionalOperations").is_none(), "{h}");
     let e = s
         .err("deep_analysis", json!({ "sessionId": sid }), "INVALID_OPERATION")
         .await;
@@ -359,6 +360,15 @@ async fn discovery_hides_and_shows_optional_operations() {
         assert_eq!(e["details"]["field"], field, "{a}");
     }
     assert_eq!(s.ok("get_state", Value::Null).await["hiddenOperations"], json!([]));
+    // The cipher's answer names only what is not hidden.
+    s.ok(
+        "session",
+        json!({ "subOperation": "discovery", "action": "hide", "toolName": "knowledge" }),
+    )
+    .await;
+    let c = s.ok("cipher", json!({ "brief": true })).await;
+    let next = c["nextStep"].as_str().unwrap();
+    assert!(next.contains("mental_models") && !next.contains("knowledge"), "{c}");
     s.stop().await;
 }
 
