@@ -502,24 +502,49 @@ impl Store {
             clauses.join(" AND ")
         );
         let words = query_words(text);
+        let ranked = plan.fts.is_some();
         self.read(|tx| {
             let mut args: Vec<&dyn ToSql> = values.iter().map(|v| v as &dyn ToSql).collect();
             args.push(&limit);
-            Ok(tx
+            let rows = tx
                 .prepare_cached(&sql)?
                 .query_map(args.as_slice(), |r| {
                     let id: String = r.get(0)?;
                     let title: String = r.get(1)?;
                     let (description, tags, content): (String, String, String) = (r.get(3)?, r.get(4)?, r.get(5)?);
-                    Ok(KnowledgeHit {
-                        uri: uri(&id),
-                        id,
-                        snippet: best_snippet(&[&title, &description, &tags, &content], &words, SNIPPET_TOKENS),
-                        title,
-                        score: -r.get::<_, f64>(2)?,
-                    })
+                    let all = format!("{title} {description} {tags} {content}");
+                    Ok((
+                        KnowledgeHit {
+                            uri: uri(&id),
+                            id,
+                            snippet: best_snippet(&[&title, &description, &tags, &content], &words, SNIPPET_TOKENS),
+                            title,
+                            score: -r.get::<_, f64>(2)?,
+                        },
+                        all,
+                    ))
                 })?
-                .collect::<rusqlite::Result<Vec<_>>>()?)
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            if !ranked {
+                return Ok(rows.into_iter().map(|(hit, _)| hit).collect());
+            }
+            // Scored as thoughts and sessions are, so that notes and
+            // patterns (and session search's hits) compare.
+            let texts: Vec<String> = rows.iter().map(|(_, all)| all.clone()).collect();
+            let scores = super::search::rescore(
+                tx,
+                text,
+                &texts,
+                &format!("SELECT coalesce(max(seq), 0) FROM {base}"),
+                fts,
+            )?;
+            let mut hits: Vec<KnowledgeHit> = rows
+                .into_iter()
+                .zip(scores)
+                .map(|((hit, _), score)| KnowledgeHit { score, ..hit })
+                .collect();
+            hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+            Ok(hits)
         })
     }
 
@@ -878,5 +903,32 @@ mod tests {
         for s in snippets {
             assert!(s.starts_with("[word]") && s.len() < 200, "{s}");
         }
+    }
+
+    /// A word every note holds: FTS5's bm25 gave the notes ~1e-6 beside
+    /// patterns at ~1; scored as thoughts are, they compare (review 16-e).
+    #[test]
+    fn notes_and_patterns_are_scored_alike() {
+        let (_d, store) = temp_store();
+        store
+            .write_note("tenant notes", "tenant tenant isolation for tenant keys")
+            .unwrap();
+        store.write_note("other tenant", "one tenant per bucket").unwrap();
+        for i in 0..4 {
+            let content = if i == 0 {
+                "tenant keys are prefixed"
+            } else {
+                "unrelated"
+            };
+            store.create_pattern(p(&format!("pattern {i}"), &[], content)).unwrap();
+        }
+        let notes = store.search_notes("tenant", 10).unwrap();
+        let patterns = store.search_patterns("tenant", 10).unwrap();
+        assert_eq!((notes.len(), patterns.len()), (2, 1));
+        assert!(notes.iter().all(|n| n.score > 0.01), "{notes:?}");
+        assert!(notes[0].score >= notes[1].score);
+        // The note saying it most ranks first, its snippet from its content.
+        assert_eq!(notes[0].title, "tenant notes");
+        assert!(notes[0].snippet.contains("isolation"), "{}", notes[0].snippet);
     }
 }

@@ -292,6 +292,43 @@ fn idfs(tx: &rusqlite::Connection, words: &[String], total_sql: &str, fts: &str)
         .collect()
 }
 
+/// Records an FTS query matched (their texts, in the order FTS5 ranked
+/// them), scored as thoughts are: FTS5's own bm25 floors the weight of a
+/// word most records hold at 1e-6, which put every knowledge note far below
+/// every pattern (review 16-e). `total_sql` counts the records (an upper
+/// bound is enough), `fts` is their index.
+pub(super) fn rescore(
+    tx: &rusqlite::Connection,
+    query: &str,
+    texts: &[String],
+    total_sql: &str,
+    fts: &str,
+) -> Result<Vec<f64>> {
+    if texts.is_empty() {
+        return Ok(Vec::new());
+    }
+    let words = query_words(query);
+    let idf = idfs(tx, &words, total_sql, fts)?;
+    let candidates: Vec<Candidate> = texts
+        .iter()
+        .enumerate()
+        .map(|(i, text)| Candidate {
+            // Ties keep FTS5's order.
+            rowid: -(i as i64),
+            session_id: String::new(),
+            thought_number: 0,
+            branch_id: None,
+            node_id: String::new(),
+            text: text.clone(),
+        })
+        .collect();
+    let mut scores = vec![0.0; texts.len()];
+    for (i, score) in score_candidates(&candidates, &QueryWords::new(&words), &idf) {
+        scores[i] = score;
+    }
+    Ok(scores)
+}
+
 /// BM25 of each candidate, best first, ties to the newest. Every candidate
 /// matched every word, so a word counts at least once even where the index
 /// folded it differently (diacritics) from this simple tokenizer.
