@@ -582,11 +582,33 @@ fn step_type(d: &ThoughtData) -> char {
     {
         return c;
     }
-    let lower = text.to_lowercase();
-    let has = |words: &[&str]| words.iter().any(|w| lower.contains(w));
-    if has(&["therefore", "conclusion", "conclude", "so the answer"]) {
+    // Whole words and phrases, so that "explanation" is no plan and
+    // "unfounded" no evidence (review 16-e); a key ending in '*' is a word
+    // start.
+    let words: Vec<String> = text
+        .to_lowercase()
+        .split(|c: char| !(c.is_alphanumeric() || c == '\''))
+        .filter(|w| !w.is_empty())
+        .map(str::to_string)
+        .collect();
+    let padded = format!(" {} ", words.join(" "));
+    let has = |keys: &[&str]| {
+        keys.iter().any(|k| match k.strip_suffix('*') {
+            Some(start) => words.iter().any(|w| w.starts_with(start)),
+            None => padded.contains(&format!(" {k} ")),
+        })
+    };
+    if has(&[
+        "therefore",
+        "conclusion",
+        "conclude",
+        "so the answer",
+        "decision",
+        "decided",
+        "decide",
+    ]) {
         'C'
-    } else if has(&["hypothes", "maybe", "might be", "suspect"]) {
+    } else if has(&["hypothes*", "maybe", "might be", "suspect"]) {
         'H'
     } else if has(&["assume", "assuming"]) {
         'A'
@@ -1127,5 +1149,19 @@ mod tests {
             .unwrap_err();
             assert!(matches!(e, Error::Io { .. }), "{format:?}: {e:?}");
         }
+    }
+
+    /// Step letters come from whole words: "explanation" is no plan,
+    /// "unfounded" no evidence, and a decision is a conclusion (review 16-e).
+    #[test]
+    fn step_letters_read_whole_words() {
+        let letter = |text: &str| step_type(&thought(1, 1, None, None, text).data);
+        assert_eq!(letter("An explanation of the cache"), 'O');
+        assert_eq!(letter("That worry was unfounded"), 'O');
+        assert_eq!(letter("Decision: token bucket per key"), 'C');
+        assert_eq!(letter("Testing plan for the limiter"), 'P');
+        assert_eq!(letter("Hypothesis: the clock drifts"), 'H');
+        assert_eq!(letter("We found two slow queries"), 'E');
+        assert_eq!(letter("Let's measure it"), 'P');
     }
 }
