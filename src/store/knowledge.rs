@@ -118,9 +118,8 @@ fn to_json(v: &[String]) -> Result<String> {
 
 /// Every id in `sessions` names an existing session.
 fn check_sessions_exist(tx: &Tx<'_>, sessions: &[String]) -> Result<()> {
-    let mut stmt = tx.prepare_cached("SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?1)")?;
     for id in sessions {
-        if !stmt.query_row([id], |r| r.get::<_, bool>(0))? {
+        if !super::sessions::session_exists_tx(tx, id)? {
             return Err(Error::session_not_found(id.as_str()));
         }
     }

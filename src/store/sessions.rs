@@ -57,11 +57,7 @@ impl Store {
 
     /// Whether a session with this id exists.
     pub fn session_exists(&self, id: &str) -> Result<bool> {
-        self.read(|tx| {
-            Ok(tx
-                .prepare_cached("SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?1)")?
-                .query_row([id], |r| r.get(0))?)
-        })
+        self.read(|tx| session_exists_tx(tx, id))
     }
 
     /// A session by id, or `SESSION_NOT_FOUND`.
@@ -74,10 +70,7 @@ impl Store {
     /// number of thoughts removed.
     pub fn delete_session(&self, id: &str) -> Result<u64> {
         self.write(|tx| {
-            let exists: bool = tx.query_row("SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?1)", [id], |r| {
-                r.get(0)
-            })?;
-            if !exists {
+            if !session_exists_tx(tx, id)? {
                 return Err(Error::session_not_found(id));
             }
             let removed: i64 = tx
@@ -237,6 +230,13 @@ impl Store {
             Ok((get_session_tx(tx, id, granularity)?, was_completed))
         })
     }
+}
+
+/// Whether a session with this id exists, inside a transaction.
+pub(crate) fn session_exists_tx(conn: &rusqlite::Connection, id: &str) -> Result<bool> {
+    Ok(conn
+        .prepare_cached("SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?1)")?
+        .query_row([id], |r| r.get(0))?)
 }
 
 /// Validate and insert a new session inside a write transaction.

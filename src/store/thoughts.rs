@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use rusqlite::{OptionalExtension, Row, params};
 use serde_json::json;
 
-use super::sessions::{SESSION_COLUMNS, get_session_tx, insert_session_tx, session_from_row};
+use super::sessions::{SESSION_COLUMNS, get_session_tx, insert_session_tx, session_exists_tx, session_from_row};
 use super::{Store, Tx};
 use crate::domain::{
     self, Branch, ChainFacts, Critique, NewSession, PlannedThought, Session, Thought, ThoughtData, ThoughtInput,
@@ -172,6 +172,13 @@ pub struct Appended {
     pub reopened_from: Option<String>,
 }
 
+/// The highest thought number on a chain (the main chain with `None`).
+fn max_number_tx(conn: &rusqlite::Connection, session_id: &str, branch: Option<&str>) -> Result<Option<u32>> {
+    Ok(conn
+        .prepare_cached("SELECT MAX(thought_number) FROM thoughts WHERE session_id = ?1 AND branch_id IS ?2")?
+        .query_row(params![session_id, branch], |r| r.get(0))?)
+}
+
 /// [`ChainFacts`] answered from inside the write transaction.
 struct TxFacts<'a, 'c> {
     tx: &'a Tx<'c>,
@@ -180,10 +187,7 @@ struct TxFacts<'a, 'c> {
 
 impl ChainFacts for TxFacts<'_, '_> {
     fn max_number(&mut self, branch: Option<&str>) -> Result<Option<u32>> {
-        Ok(self
-            .tx
-            .prepare_cached("SELECT MAX(thought_number) FROM thoughts WHERE session_id = ?1 AND branch_id IS ?2")?
-            .query_row(params![self.session_id, branch], |r| r.get(0))?)
+        max_number_tx(self.tx, self.session_id, branch)
     }
 
     fn last_node(&mut self, branch: Option<&str>) -> Result<Option<String>> {
@@ -413,10 +417,7 @@ impl Store {
         check: &mut dyn FnMut(&Thought) -> Result<()>,
     ) -> Result<Vec<Thought>> {
         self.read(|tx| {
-            let exists: bool = tx
-                .prepare_cached("SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?1)")?
-                .query_row([session_id], |r| r.get(0))?;
-            if !exists {
+            if !session_exists_tx(tx, session_id)? {
                 return Err(Error::session_not_found(session_id));
             }
             let main = format!("SELECT {THOUGHT_COLUMNS} FROM thoughts WHERE session_id = ?1 AND branch_id IS NULL");
@@ -566,11 +567,7 @@ impl Store {
 
     /// The highest thought number on a chain (the main chain with `None`).
     pub fn highest_number(&self, session_id: &str, branch: Option<&str>) -> Result<Option<u32>> {
-        self.read(|tx| {
-            Ok(tx
-                .prepare_cached("SELECT MAX(thought_number) FROM thoughts WHERE session_id = ?1 AND branch_id IS ?2")?
-                .query_row(params![session_id, branch], |r| r.get(0))?)
-        })
+        self.read(|tx| max_number_tx(tx, session_id, branch))
     }
 
     /// Branches of the session other than `except` holding a thought
