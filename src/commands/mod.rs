@@ -343,10 +343,7 @@ pub(crate) fn name_sessions_meant(store: &crate::store::Store, e: Error) -> Erro
         return e;
     };
     let given = session_id.trim();
-    if !(4..=36).contains(&given.len()) || !given.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
-        return e;
-    }
-    let Ok(found) = store.sessions_starting(given, 5) else {
+    let Ok(found) = store.sessions_meant(given, 5) else {
         return e;
     };
     let message = match found.as_slice() {

@@ -188,10 +188,7 @@ pub async fn extract_learnings(gw: &Gateway, args: Args) -> Result<Value> {
         let say = "keyMoments were given, but targetTypes defaults to [\"signal\"] (the session's outcome only): pass \
                    targetTypes: [\"pattern\", \"anti-pattern\"] to extract learnings from them (and save: true to \
                    keep them as knowledge patterns)";
-        out["note"] = json!(match out["note"].as_str() {
-            Some(n) => format!("{n} {say}"),
-            None => say.to_string(),
-        });
+        super::add_note(&mut out, say);
     }
     if save {
         gw.wrote();

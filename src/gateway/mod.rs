@@ -578,12 +578,8 @@ impl Gateway {
     /// them (`didYouMean` when one, `candidates` up to five), rather than a
     /// bare `SESSION_NOT_FOUND` (review 16-a).
     async fn name_sessions_meant(&self, given: &str, payload: &mut Value) {
-        let shaped = (4..=36).contains(&given.len()) && given.chars().all(|c| c.is_ascii_hexdigit() || c == '-');
-        if !shaped {
-            return;
-        }
         let prefix = given.to_string();
-        let Ok(found) = self.blocking(move |s| s.sessions_starting(&prefix, 5)).await else {
+        let Ok(found) = self.blocking(move |s| s.sessions_meant(&prefix, 5)).await else {
             return;
         };
         let said = match found.as_slice() {
@@ -970,6 +966,16 @@ pub(crate) fn answer_too_long() -> Error {
             .into(),
         details: Some(json!({ "maxMessageBytes": MAX_MESSAGE })),
     }
+}
+
+/// Add `say` to an answer's `note`, after what it already says: two
+/// notes of one answer both reach the agent.
+pub(crate) fn add_note(out: &mut Value, say: &str) {
+    out["note"] = json!(match out["note"].as_str() {
+        Some(n) if n.ends_with('.') => format!("{n} {say}"),
+        Some(n) => format!("{n}; {say}"),
+        None => say.to_string(),
+    });
 }
 
 /// `text` (a name the client sent) as an error message may repeat it: cut

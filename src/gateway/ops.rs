@@ -506,18 +506,14 @@ pub async fn cipher(gw: &Gateway, args: Args) -> Result<Value> {
         gw.active_session().as_deref(),
         || json!({ "stage": stage.number() }),
     );
-    // Those of them this connection has not hidden (review 16-e).
+    // The operations this stage opens, but those this connection has
+    // hidden (review 16-e).
     let hidden = gw.with_conn(|c| c.hidden.clone());
-    let open: Vec<&str> = [
-        "thought",
-        "read_thoughts",
-        "get_structure",
-        "mental_models",
-        "knowledge",
-    ]
-    .into_iter()
-    .filter(|n| !hidden.contains(*n))
-    .collect();
+    let open: Vec<&str> = OPERATIONS
+        .iter()
+        .filter(|(name, needs, _)| *needs == Stage::CipherLoaded && !hidden.contains(*name))
+        .map(|(name, _, _)| *name)
+        .collect();
     let next = format!("{} are now available.", open.join(", "));
     if brief {
         return Ok(json!({
@@ -877,16 +873,20 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
         out["sessionTitle"] = json!(appended.session.title);
         if let Some(previous) = closed_before.filter(|p| *p != session_id) {
             out["previousSessionId"] = json!(previous);
-            out["note"] = json!(format!(
-                "session {previous} was closed by nextThoughtNeeded: false, so this thought started a new \
-                 session; to add to the closed one instead, call load_context with sessionId {previous}"
-            ));
+            super::add_note(
+                &mut out,
+                &format!(
+                    "session {previous} was closed by nextThoughtNeeded: false, so this thought started a new \
+                     session; to add to the closed one instead, call load_context with sessionId {previous}"
+                ),
+            );
         }
     }
     if !thought.data.next_thought_needed && thought.data.branch_id.is_some() && !appended.closed {
-        out["note"] = json!(
+        super::add_note(
+            &mut out,
             "nextThoughtNeeded: false on a branch closes nothing: the session stays open, and closes with \
-             nextThoughtNeeded: false on the main chain"
+             nextThoughtNeeded: false on the main chain",
         );
     }
     if appended.closed {
@@ -920,10 +920,7 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
                 others.join(" or "),
                 if more { " (or of other branches)" } else { "" }
             );
-            out["note"] = json!(match out["note"].as_str() {
-                Some(n) => format!("{n}; {say}"),
-                None => say,
-            });
+            super::add_note(&mut out, &say);
         }
     }
     if include_guide {

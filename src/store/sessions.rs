@@ -170,11 +170,16 @@ impl Store {
     }
 
     /// The ids (and titles) of at most `limit` sessions whose id starts with
-    /// `prefix` in lower case, most recently updated first: what an id
-    /// given shortened or in upper case may have meant. A range over the
-    /// primary key.
-    pub fn sessions_starting(&self, prefix: &str, limit: u32) -> Result<Vec<(String, String)>> {
-        let prefix = prefix.to_ascii_lowercase();
+    /// `given` in lower case, most recently updated first: what an id not
+    /// found, given shortened or in upper case, may have meant. None for
+    /// text that cannot start an id (under 4 characters, or not hex digits
+    /// and `-`). A range over the primary key.
+    pub fn sessions_meant(&self, given: &str, limit: u32) -> Result<Vec<(String, String)>> {
+        let given = given.trim();
+        if !(4..=36).contains(&given.len()) || !given.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+            return Ok(Vec::new());
+        }
+        let prefix = given.to_ascii_lowercase();
         self.read(|tx| {
             let mut stmt = tx.prepare_cached(
                 "SELECT id, title FROM sessions WHERE id >= ?1 AND id < ?1 || '~'
