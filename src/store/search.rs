@@ -294,7 +294,8 @@ fn idfs(tx: &rusqlite::Connection, words: &[String], total_sql: &str, fts: &str)
 
 /// Records an FTS query matched (their texts, in the order FTS5 ranked
 /// them), scored as thoughts are: FTS5's own bm25 floors the weight of a
-/// word most records hold at 1e-6, which put every knowledge note far below
+/// word most records hold at 1e-6, which ranked a session's title below any
+/// passing mention in a thought, and put every knowledge note far below
 /// every pattern (review 16-e). `total_sql` counts the records (an upper
 /// bound is enough), `fts` is their index.
 pub(super) fn rescore(
@@ -701,30 +702,18 @@ impl Store {
             // Scored as thoughts are (FTS5's own bm25 floors the weight of a
             // word most sessions hold at 1e-6, so that a title match ranked
             // below any passing mention in a thought).
-            let words = query_words(text);
-            let idf = idfs(tx, &words, "SELECT coalesce(max(seq), 0) FROM sessions", "sessions_fts")?;
-            // Ties keep FTS5's order.
-            let candidates: Vec<Candidate> = rows
+            let texts: Vec<String> = rows
                 .iter()
-                .enumerate()
-                .map(|(i, s)| Candidate {
-                    rowid: -(i as i64),
-                    session_id: s.id.clone(),
-                    thought_number: 0,
-                    branch_id: None,
-                    node_id: String::new(),
-                    text: format!(
+                .map(|s| {
+                    format!(
                         "{} {} {}",
                         s.title,
                         s.description.as_deref().unwrap_or_default(),
                         s.tags.join(" ")
-                    ),
+                    )
                 })
                 .collect();
-            let mut scores = vec![0.0; rows.len()];
-            for (i, score) in score_candidates(&candidates, &QueryWords::new(&words), &idf) {
-                scores[i] = score;
-            }
+            let scores = rescore(tx, text, &texts, "SELECT coalesce(max(seq), 0) FROM sessions", "sessions_fts")?;
             Ok(rows.into_iter().zip(scores).collect())
         })
     }
