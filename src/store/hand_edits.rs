@@ -1117,7 +1117,8 @@ fn the_latest_view_follows_revisions_of_revisions() {
     // Nor is it one of the revisions reads name (review 16-d).
     let node = format!("{s}:2");
     assert!(store.revised_by_nodes(&s, [node.as_str()]).unwrap().is_empty());
-    assert!(!store.revised_by(&s).unwrap().contains_key(&node));
+    let whole = store.with_session(&s, |snapshot| snapshot.revised_by()).unwrap();
+    assert!(!whole.contains_key(&node));
     let rows: Vec<(i64, String, i64)> = sh
         .prepare(
             "SELECT thought_number, latest_thought, revisions FROM thought_latest_view

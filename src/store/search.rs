@@ -437,7 +437,7 @@ pub struct ThoughtHit {
     pub node_id: String,
     pub snippet: String,
     pub score: f64,
-    /// The thoughts revising this one (see `Store::revised_by`): a match
+    /// The thoughts revising this one (see `Store::revised_by_nodes`): a match
     /// in a thought since corrected says so.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub revised_by: Vec<u32>,

@@ -559,12 +559,6 @@ impl Store {
         })
     }
 
-    /// Which thoughts of the session were revised, and by which numbers
-    /// (see [`revised_by_tx`]).
-    pub fn revised_by(&self, session_id: &str) -> Result<HashMap<String, Vec<u32>>> {
-        self.read(|tx| revised_by_tx(tx, session_id))
-    }
-
     /// The highest thought number on a chain (the main chain with `None`).
     pub fn highest_number(&self, session_id: &str, branch: Option<&str>) -> Result<Option<u32>> {
         self.read(|tx| max_number_tx(tx, session_id, branch))
@@ -606,7 +600,7 @@ impl Store {
         })
     }
 
-    /// [`Store::revised_by`] for the given nodes only: one lookup each in
+    /// [`SessionSnapshot::revised_by`] for the given nodes only: one lookup each in
     /// the index on `revises_node`, so that a read of a few thoughts costs
     /// the same in a session of any size.
     pub fn revised_by_nodes<'n>(
