@@ -329,25 +329,8 @@ pub async fn navigate(gw: &Gateway, args: Args) -> Result<Value> {
         .await?;
     let path = parts.iter().map(|(_, v)| v.as_str()).collect::<Vec<_>>().join("/");
     let part = |k: &str| parts.iter().find(|(p, _)| *p == k).map(|(_, v)| v.clone());
-    if page.total == 0 && tasks.is_empty() {
-        // A project no session has: the ones there are.
-        let projects = gw.blocking(|s| s.tag_values(&[], "project:")).await?;
-        return Ok(json!({
-            "target": { "project": part("project"), "task": part("task"), "aspect": part("aspect") },
-            "path": path,
-            "message": format!(
-                "No session is in {path}; the ledger's projects are listed in projects"
-            ),
-            "sessions": [],
-            "count": 0,
-            "total": 0,
-            "hasMore": false,
-            "tasks": [],
-            "aspects": [],
-            "projects": counts(projects),
-        }));
-    }
-    Ok(json!({
+    let nothing_here = page.total == 0 && tasks.is_empty();
+    let mut out = json!({
         "target": { "project": part("project"), "task": part("task"), "aspect": part("aspect") },
         "path": path,
         "message": format!("Navigated to {path}: {} session(s).", page.total),
@@ -357,7 +340,16 @@ pub async fn navigate(gw: &Gateway, args: Args) -> Result<Value> {
         "hasMore": page.has_more,
         "tasks": counts(tasks),
         "aspects": counts(aspects),
-    }))
+    });
+    if nothing_here {
+        // A project no session has: the ones there are.
+        let projects = gw.blocking(|s| s.tag_values(&[], "project:")).await?;
+        out["message"] = json!(format!(
+            "No session is in {path}; the ledger's projects are listed in projects"
+        ));
+        out["projects"] = json!(counts(projects));
+    }
+    Ok(out)
 }
 
 fn discovery_listing(gw: &Gateway) -> Value {
