@@ -269,6 +269,20 @@ fn parse_time(s: &str) -> Option<(i64, String)> {
         })
 }
 
+/// Parse JSON as written by another program. Node.js writes text cut in the
+/// middle of a character as half a surrogate pair (`"\ud83d"`), which no
+/// JSON parser takes: such escapes become U+FFFD, as on the server's stdin.
+/// Answers the value and how many escapes were replaced.
+fn parse_repairing<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> serde_json::Result<(T, usize)> {
+    match serde_json::from_slice(bytes) {
+        Ok(v) => Ok((v, 0)),
+        Err(e) => match crate::stdio::repair_surrogates(bytes) {
+            Some((fixed, n)) => serde_json::from_slice(&fixed).map(|v| (v, n)).map_err(|_| e),
+            None => Err(e),
+        },
+    }
+}
+
 /// [`parse_time`]'s text alone.
 fn canonical_time(s: &str) -> Option<String> {
     parse_time(s).map(|(_, text)| text)
@@ -321,25 +335,22 @@ impl Loader<'_> {
         self.report.result.errors.push(message);
     }
 
-    /// Parse one JSON file of the tree. Node.js writes text cut in the
-    /// middle of a character as half a surrogate pair (`"\ud83d"`), which no
-    /// JSON parser takes: such escapes become U+FFFD, with a warning, as on
-    /// the server's stdin.
+    /// Parse one JSON file of the tree, as [`parse_repairing`] does, with a
+    /// warning for each repair.
     fn parse<T: serde::de::DeserializeOwned>(&mut self, shown: &str, bytes: &[u8]) -> Result<T, String> {
-        match serde_json::from_slice(bytes) {
-            Ok(v) => Ok(v),
-            Err(e) => match crate::stdio::repair_surrogates(bytes) {
-                Some((fixed, n)) => {
-                    let v = serde_json::from_slice(&fixed).map_err(|_| e.to_string())?;
-                    self.report.warnings.push(format!(
-                        "{shown}: {n} unpaired surrogate escape{} (text cut in the middle of a character by \
-                         the program that wrote it) replaced by U+FFFD",
-                        if n == 1 { "" } else { "s" }
-                    ));
-                    Ok(v)
-                }
-                None => Err(e.to_string()),
-            },
+        let (v, repaired) = parse_repairing(bytes).map_err(|e| e.to_string())?;
+        self.repaired(shown, repaired);
+        Ok(v)
+    }
+
+    /// Warn that `repaired` lone surrogate escapes of `shown` became U+FFFD.
+    fn repaired(&mut self, shown: &str, repaired: usize) {
+        if repaired > 0 {
+            self.report.warnings.push(format!(
+                "{shown}: {repaired} unpaired surrogate escape{} (text cut in the middle of a character by \
+                 the program that wrote it) replaced by U+FFFD",
+                if repaired == 1 { "" } else { "s" }
+            ));
         }
     }
 
@@ -381,9 +392,16 @@ impl Loader<'_> {
         if self.dir.file_name().and_then(|n| n.to_str()) != Some(sid.as_str()) {
             self.error(format!("the directory is not named after the manifest id {sid}"));
         }
-        let session = self.session(&manifest);
+        let session = self.session(&manifest, "metadata");
         let nodes = self.read_files(&manifest);
         self.warn_unlisted(&manifest);
+        self.finish(&sid, session, nodes)
+    }
+
+    /// The checks common to a session directory and a SessionExport, once
+    /// the session row and every node have been read: the links, then the
+    /// creation order.
+    fn finish(&mut self, sid: &str, session: Option<Session>, nodes: Vec<Node>) -> Option<LoadedSession> {
         if !self.report.result.errors.is_empty() || !self.missing_nothing() {
             return None;
         }
@@ -393,8 +411,8 @@ impl Loader<'_> {
                 "times were converted to UTC with milliseconds, the form the ledger sorts by ({given} became {stored})"
             ));
         }
-        let nodes = self.check_links(&sid, nodes)?;
-        let thoughts = self.creation_order(&sid, nodes);
+        let nodes = self.check_links(sid, nodes)?;
+        let thoughts = self.creation_order(sid, nodes);
         Some(LoadedSession {
             session: Session {
                 thought_count: thoughts.len() as u64,
@@ -414,8 +432,10 @@ impl Loader<'_> {
         r.missing_thought_files.is_empty() && r.missing_branch_files.values().all(Vec::is_empty)
     }
 
-    /// The session row from the manifest's metadata.
-    fn session(&mut self, m: &SessionManifest) -> Option<Session> {
+    /// The session row from the manifest's metadata; `fields` names where
+    /// its times were read in messages (`metadata`, or `session` for a
+    /// SessionExport's session record).
+    fn session(&mut self, m: &SessionManifest, fields: &str) -> Option<Session> {
         let md = &m.metadata;
         let mut ok = true;
         let chars = md.title.chars().count();
@@ -437,7 +457,7 @@ impl Loader<'_> {
                 && canonical.last().is_some_and(Option::is_none)
             {
                 self.error(format!(
-                    "metadata.{name} {v:?} is not an ISO 8601 date-time in the years 0000-9999 (UTC)"
+                    "{fields}.{name} {v:?} is not an ISO 8601 date-time in the years 0000-9999 (UTC)"
                 ));
                 ok = false;
             }
@@ -454,7 +474,9 @@ impl Loader<'_> {
             .chain(&md.domain)
             .any(|t| t.contains('\0'));
         if with_nul {
-            self.error("metadata holds a NUL character (U+0000) in its description, tags or domain".to_string());
+            self.error(format!(
+                "{fields} holds a NUL character (U+0000) in its description, tags or domain"
+            ));
             ok = false;
         }
         let mut tags: Vec<String> = Vec::new();
@@ -603,6 +625,21 @@ impl Loader<'_> {
                 return None;
             }
         };
+        let file_name = Path::new(shown).file_name().and_then(|n| n.to_str()).unwrap_or(shown);
+        self.check_node(raw, shown, Some(file_name), branch, sid)
+    }
+
+    /// Check one ThoughtNode of session `sid`, stored on `branch` (None: the
+    /// main chain); `shown` names it in messages, and `file_name`, for a
+    /// node read from a file, is the name its number must match.
+    fn check_node(
+        &mut self,
+        raw: RawNode,
+        shown: &str,
+        file_name: Option<&str>,
+        branch: Option<&String>,
+        sid: &str,
+    ) -> Option<Node> {
         let before = self.report.result.errors.len();
         let mut d = raw.data;
         // The server refuses a NUL in new text; one in a tree written by
@@ -620,8 +657,7 @@ impl Loader<'_> {
                 d.thought_number
             ));
         }
-        let file_name = Path::new(shown).file_name().and_then(|n| n.to_str()).unwrap_or(shown);
-        if let Some(n) = number
+        if let (Some(n), Some(file_name)) = (number, file_name)
             && thought_file_number(file_name) != Some(n)
         {
             self.error(format!(
