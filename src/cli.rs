@@ -101,7 +101,7 @@ fn path_arg() -> impl clap::builder::TypedValueParser<Value = PathBuf> {
 }
 
 /// A path a command reads or writes (`backup DEST`, `export --out`,
-/// `import DIR`, `validate DIR`): a leading `~` is the home directory, as
+/// `import PATH`, `validate PATH`): a leading `~` is the home directory, as
 /// for `--db`, so a line run without a shell (a systemd unit, a client's
 /// config) does not make a directory named `~` where it happens to run.
 pub(crate) fn user_path() -> impl clap::builder::TypedValueParser<Value = PathBuf> {
@@ -175,9 +175,11 @@ pub enum Command {
     /// Write sessions as the directory tree of JSON files (or one session as
     /// a file with --format)
     Export(ExportArgs),
-    /// Bring a directory tree (ours or the TypeScript Thoughtbox's) into the database
+    /// Bring a directory tree (ours or the TypeScript Thoughtbox's), or a
+    /// SessionExport JSON file, into the database
     Import(ImportArgs),
-    /// Check a directory tree: an IntegrityValidationResult per session
+    /// Check a directory tree or a SessionExport JSON file: an
+    /// IntegrityValidationResult per session
     Validate(ValidateArgs),
     /// List, show and search sessions
     Sessions {

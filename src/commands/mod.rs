@@ -1,8 +1,8 @@
 //! The command-line tools around the database (everything but `serve`):
-//! exporting, importing and validating directory trees, and looking at the
-//! ledger. They print readable text, or JSON with `--json`, to stdout;
-//! progress goes to stderr, and errors reach `main`, which prints them to
-//! stderr and exits non-zero.
+//! exporting, importing and validating directory trees (and SessionExport
+//! files), and looking at the ledger. They print readable text, or JSON with
+//! `--json`, to stdout; progress goes to stderr, and errors reach `main`,
+//! which prints them to stderr and exits non-zero.
 
 mod ledger;
 mod progress;
@@ -81,8 +81,9 @@ impl From<FormatArg> for Format {
 
 #[derive(Debug, Clone, Args)]
 pub struct ImportArgs {
-    /// Root of the tree (or a sessions directory, or one session directory)
-    #[arg(value_parser = crate::cli::user_path())]
+    /// Root of the tree (or a sessions directory, or one session directory),
+    /// or a SessionExport JSON file (export --session ID --format json)
+    #[arg(value_name = "PATH", value_parser = crate::cli::user_path())]
     pub dir: std::path::PathBuf,
     /// Print the summary as JSON
     #[arg(long)]
@@ -91,8 +92,9 @@ pub struct ImportArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct ValidateArgs {
-    /// Root of the tree (or a sessions directory, or one session directory)
-    #[arg(value_parser = crate::cli::user_path())]
+    /// Root of the tree (or a sessions directory, or one session directory),
+    /// or a SessionExport JSON file (export --session ID --format json)
+    #[arg(value_name = "PATH", value_parser = crate::cli::user_path())]
     pub dir: std::path::PathBuf,
     /// Check only this session
     #[arg(long = "session", value_name = "ID", value_parser = session_id)]

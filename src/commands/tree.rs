@@ -11,8 +11,9 @@ use crate::cli::DbArgs;
 use crate::error::{Error, Result};
 use crate::export::{self, Format, Layout};
 use crate::tree::check_session_id;
-use crate::tree::importer::{Status, import_tree};
-use crate::tree::reader::{load_session, session_dirs_to_read};
+use crate::tree::importer::{SessionResult, Status, import_loaded, import_tree};
+use crate::tree::integrity::SessionReport;
+use crate::tree::reader::{is_export_file, load_export_file, load_session, session_dirs_to_read};
 use crate::tree::writer::{ExportOptions, export_tree, lock_for_reading, write_atomic_with};
 
 pub fn export(db: &DbArgs, args: ExportArgs) -> Result<ExitCode> {
@@ -130,11 +131,18 @@ fn export_file(
 }
 
 pub fn import(db: &DbArgs, args: ImportArgs) -> Result<ExitCode> {
-    // Look at the tree before opening (and maybe creating) the database.
-    session_dirs_to_read(&args.dir)?;
+    // Look at the tree, or read the file, before opening (and maybe
+    // creating) the database.
+    let file = if is_export_file(&args.dir) {
+        Some(load_export_file(&args.dir)?)
+    } else {
+        session_dirs_to_read(&args.dir)?;
+        None
+    };
+    let from_file = file.is_some();
     let store = db.open()?;
     let mut progress = Progress::new("importing");
-    let summary = import_tree(&store, &args.dir, &mut |done, total, r| {
+    let mut step = |done: usize, total: usize, r: &SessionResult| {
         progress.step(done, total, || {
             let what = match r.status {
                 Status::Imported => format!("imported {}", counted(r.thoughts, "thought", "thoughts")),
@@ -146,18 +154,23 @@ pub fn import(db: &DbArgs, args: ImportArgs) -> Result<ExitCode> {
             };
             format!("[{done}/{total}] {} {what}", r.report.session_id)
         })
-    })?;
+    };
+    let summary = match file {
+        Some(sessions) => import_loaded(&store, &args.dir, sessions, &mut step)?,
+        None => import_tree(&store, &args.dir, &mut step)?,
+    };
     progress.finish();
     if args.json {
         out_json(&summary)?;
     } else {
+        let found = summary.sessions_found as u64;
         let mut text = format!(
             "{} in {}: {} imported ({}), {} already present, {} invalid and skipped\n",
-            counted(
-                summary.sessions_found as u64,
-                "session directory",
-                "session directories"
-            ),
+            if from_file {
+                counted(found, "session", "sessions")
+            } else {
+                counted(found, "session directory", "session directories")
+            },
             summary.source.display(),
             summary.imported,
             counted(summary.thoughts_imported, "thought", "thoughts"),
@@ -187,20 +200,26 @@ pub fn validate(args: ValidateArgs) -> Result<ExitCode> {
     if let Some(id) = &args.session {
         check_session_id(id)?;
     }
+    let wanted = |report: &SessionReport| args.session.as_ref().is_none_or(|id| *id == report.session_id);
     let mut reports = Vec::new();
-    // Not while an export is writing into the tree.
-    let _lock = lock_for_reading(&args.dir);
-    for dir in session_dirs_to_read(&args.dir)? {
-        let (report, _) = load_session(&dir);
-        if args.session.as_ref().is_none_or(|id| *id == report.session_id) {
-            reports.push(report);
+    if is_export_file(&args.dir) {
+        let sessions = load_export_file(&args.dir)?;
+        reports.extend(sessions.into_iter().map(|(report, _)| report).filter(wanted));
+    } else {
+        // Not while an export is writing into the tree.
+        let _lock = lock_for_reading(&args.dir);
+        for dir in session_dirs_to_read(&args.dir)? {
+            let (report, _) = load_session(&dir);
+            if wanted(&report) {
+                reports.push(report);
+            }
         }
     }
     if let Some(id) = &args.session
         && reports.is_empty()
     {
         return Err(Error::session_not_found(format!(
-            "{id} (no such session under {})",
+            "{id} (no such session in {})",
             args.dir.display()
         )));
     }

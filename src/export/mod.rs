@@ -56,6 +56,9 @@ pub struct ThoughtNode {
     pub branch_id: Option<String>,
 }
 
+/// The version a SessionExport is written with (and the one an import reads).
+pub const VERSION: &str = "1.0";
+
 /// SessionExport v1.0.
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -294,7 +297,7 @@ fn write_json<W: Write, F: serde_json::ser::Formatter>(
     exported_at: String,
 ) -> Result<()> {
     let doc = StreamedExport {
-        version: "1.0",
+        version: VERSION,
         session: source.session(),
         nodes: StreamedNodes {
             source,

@@ -1,4 +1,5 @@
-//! Importing a tree into the database, one transaction per session.
+//! Importing a tree, or a SessionExport JSON file, into the database, one
+//! transaction per session.
 //!
 //! Loading (file reads, JSON parsing, checks) runs on a second thread while
 //! the first inserts the sessions already loaded, so the two costs overlap.
@@ -12,11 +13,11 @@ use serde::Serialize;
 
 use super::CONFIG;
 use super::integrity::SessionReport;
-use super::reader::{load_session, session_dirs_to_read};
+use super::reader::{LoadedSession, is_export_file, load_export_file, load_session, session_dirs_to_read};
 use crate::error::{Error, Result};
 use crate::store::{ImportOutcome, Store};
 
-/// What became of one session directory.
+/// What became of one session (directory, or SessionExport of a file).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub enum Status {
@@ -25,7 +26,7 @@ pub enum Status {
     Invalid,
 }
 
-/// One session directory's outcome, with its integrity report.
+/// One session's outcome, with its integrity report.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionResult {
@@ -50,13 +51,18 @@ pub struct ImportSummary {
     pub sessions: Vec<SessionResult>,
 }
 
-/// Import every session found under `root`. `progress(done, total, result)`
-/// is called after each session directory.
+/// Import every session found under `root`, a tree (or a sessions
+/// directory, or one session directory) or a SessionExport JSON file.
+/// `progress(done, total, result)` is called after each session.
 pub fn import_tree(
     store: &Store,
     root: &Path,
     progress: &mut dyn FnMut(usize, usize, &SessionResult),
 ) -> Result<ImportSummary> {
+    if is_export_file(root) {
+        let sessions = load_export_file(root)?;
+        return import_loaded(store, root, sessions, progress);
+    }
     // Not while an export is writing into the tree.
     let _lock = super::writer::lock_for_reading(root);
     let dirs = session_dirs_to_read(root)?;
@@ -87,55 +93,97 @@ pub fn import_tree(
                 }
             }
         });
-        for (done, (mut report, loaded)) in receive.into_iter().enumerate() {
-            let (status, thoughts) = match loaded {
-                None => (Status::Invalid, 0),
-                Some(l) => match store.import_session(&l.session, &l.thoughts) {
-                    Ok(ImportOutcome::Imported(n)) => (Status::Imported, n),
-                    Ok(ImportOutcome::AlreadyPresent(n)) => {
-                        if n != l.thoughts.len() as u64 {
-                            report.warnings.push(format!(
-                                "already in the ledger with {n} thoughts (the tree has {}); left unchanged",
-                                l.thoughts.len()
-                            ));
-                        }
-                        (Status::AlreadyPresent, 0)
-                    }
-                    // A row the schema refuses fails this session only.
-                    Err(Error::Database(e))
-                        if e.sqlite_error_code() == Some(rusqlite::ErrorCode::ConstraintViolation) =>
-                    {
-                        report
-                            .result
-                            .errors
-                            .push(format!("the database refused the session: {e}"));
-                        report.result.settle();
-                        (Status::Invalid, 0)
-                    }
-                    Err(e) => return Err(e),
-                },
-            };
-            match status {
-                Status::Imported => summary.imported += 1,
-                Status::AlreadyPresent => summary.already_present += 1,
-                Status::Invalid => summary.invalid += 1,
-            }
-            summary.thoughts_imported += thoughts;
-            let result = SessionResult {
-                status,
-                thoughts,
-                report,
-            };
-            progress(done + 1, total, &result);
-            summary.sessions.push(result);
+        for (done, (report, loaded)) in receive.into_iter().enumerate() {
+            summary.add(insert(store, report, loaded)?, done + 1, total, progress);
         }
         Ok(())
     })?;
-    if summary.imported > 0 {
-        // Searchable at once, by a server or by `sessions search`, which
-        // only reads and so indexes nothing itself.
-        store.index_all_pending()?;
-        store.checkpoint_settled(std::time::Duration::from_millis(500))?;
-    }
+    summary.index(store)?;
     Ok(summary)
+}
+
+/// Import sessions already read and checked (those of a SessionExport file,
+/// from [`load_export_file`]), as [`import_tree`] imports a tree's.
+pub fn import_loaded(
+    store: &Store,
+    source: &Path,
+    sessions: Vec<(SessionReport, Option<LoadedSession>)>,
+    progress: &mut dyn FnMut(usize, usize, &SessionResult),
+) -> Result<ImportSummary> {
+    let total = sessions.len();
+    let mut summary = ImportSummary {
+        source: source.to_path_buf(),
+        sessions_found: total,
+        ..Default::default()
+    };
+    for (done, (report, loaded)) in sessions.into_iter().enumerate() {
+        summary.add(insert(store, report, loaded)?, done + 1, total, progress);
+    }
+    summary.index(store)?;
+    Ok(summary)
+}
+
+/// Insert one session read from the source, unless it is invalid or
+/// already in the ledger.
+fn insert(store: &Store, mut report: SessionReport, loaded: Option<LoadedSession>) -> Result<SessionResult> {
+    let (status, thoughts) = match loaded {
+        None => (Status::Invalid, 0),
+        Some(l) => match store.import_session(&l.session, &l.thoughts) {
+            Ok(ImportOutcome::Imported(n)) => (Status::Imported, n),
+            Ok(ImportOutcome::AlreadyPresent(n)) => {
+                if n != l.thoughts.len() as u64 {
+                    report.warnings.push(format!(
+                        "already in the ledger with {n} thoughts (the source has {}); left unchanged",
+                        l.thoughts.len()
+                    ));
+                }
+                (Status::AlreadyPresent, 0)
+            }
+            // A row the schema refuses fails this session only.
+            Err(Error::Database(e)) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::ConstraintViolation) => {
+                report
+                    .result
+                    .errors
+                    .push(format!("the database refused the session: {e}"));
+                report.result.settle();
+                (Status::Invalid, 0)
+            }
+            Err(e) => return Err(e),
+        },
+    };
+    Ok(SessionResult {
+        status,
+        thoughts,
+        report,
+    })
+}
+
+impl ImportSummary {
+    /// Count `result` in, and tell `progress`.
+    fn add(
+        &mut self,
+        result: SessionResult,
+        done: usize,
+        total: usize,
+        progress: &mut dyn FnMut(usize, usize, &SessionResult),
+    ) {
+        match result.status {
+            Status::Imported => self.imported += 1,
+            Status::AlreadyPresent => self.already_present += 1,
+            Status::Invalid => self.invalid += 1,
+        }
+        self.thoughts_imported += result.thoughts;
+        progress(done, total, &result);
+        self.sessions.push(result);
+    }
+
+    /// Make what was imported searchable at once, by a server or by
+    /// `sessions search`, which only reads and so indexes nothing itself.
+    fn index(&self, store: &Store) -> Result<()> {
+        if self.imported > 0 {
+            store.index_all_pending()?;
+            store.checkpoint_settled(std::time::Duration::from_millis(500))?;
+        }
+        Ok(())
+    }
 }

@@ -38,6 +38,8 @@ impl IntegrityValidationResult {
 /// One session directory's result, as `validate` and `import` print it: the
 /// IntegrityValidationResult plus which session and directory it is about and
 /// what was repaired on reading (`warnings`, which do not make it invalid).
+/// For a session of a SessionExport file, `path` is the file, and the file
+/// and its session record stand for the directory and its manifest.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionReport {

@@ -12,8 +12,9 @@
 //! digits, wider past 999) and holds one ThoughtNode. [`writer`] rebuilds the
 //! tree from the database, [`reader`] loads and checks one session directory
 //! of our layout or the reference's (`branches/{branchId}/`, flat or
-//! partitioned sessions), [`integrity`] holds the IntegrityValidationResult,
-//! and [`importer`] brings whole trees into the database.
+//! partitioned sessions) or a SessionExport JSON file through the same
+//! checks, [`integrity`] holds the IntegrityValidationResult, and
+//! [`importer`] brings whole trees (or such a file) into the database.
 //!
 //! Every name that becomes part of a path is checked here first: session ids
 //! must be UUIDs, branch ids `[a-z0-9-]{1,64}`, thought files `<digits>.json`,

@@ -32,6 +32,9 @@ use crate::domain::{
 };
 use crate::error::{Error, Result};
 
+mod export_file;
+pub use export_file::{ExportFileError, is_export_file, load_export_file};
+
 /// A session read from a tree, ready to insert: thoughts in creation order.
 #[derive(Debug, Clone)]
 pub struct LoadedSession {
@@ -66,13 +69,12 @@ fn holds_thought_files(dir: &Path) -> bool {
 pub fn find_session_dirs(root: &Path) -> Result<Vec<PathBuf>> {
     let meta = fs::metadata(root).map_err(io(format!("reading {}", root.display())))?;
     if !meta.is_dir() {
-        // A SessionExport JSON file (from `session export` or `export
-        // --format json`) is the commonest file given here (review 16-e).
+        // `import` and `validate` read a SessionExport file with
+        // [`load_export_file`] before they get here.
         return Err(Error::io(
             format!(
-                "{} is a file, not a directory: import and validate read the directory layout, which `thoughtbox \
-                 export --out DIR` or session export with a destination writes (a single SessionExport JSON file \
-                 cannot be imported)",
+                "{} is not a directory: the directory layout, which `thoughtbox export --out DIR` writes, is read \
+                 from a directory",
                 root.display()
             ),
             std::io::Error::from(std::io::ErrorKind::NotADirectory),
@@ -316,6 +318,7 @@ pub fn load_session(dir: &Path) -> (SessionReport, Option<LoadedSession>) {
 }
 
 struct Loader<'a> {
+    /// The session directory (for a SessionExport, the file: not read here).
     dir: &'a Path,
     report: &'a mut SessionReport,
     /// The first time given in another form than the ledger's, and the

@@ -1000,3 +1000,197 @@ fn a_thought_time_out_of_range_is_reported() {
     let errors = summary["sessions"][0]["report"]["errors"].to_string();
     assert!(errors.contains("002.json") && errors.contains("0000-9999"), "{errors}");
 }
+
+/// A session exported as one SessionExport JSON file (by the command line,
+/// or the content of an agent's export), deleted through the gateway, and
+/// imported from the file comes back as it was: ids, numbers, links, tags,
+/// title, times, searchable at once. Importing the file again changes nothing.
+#[tokio::test]
+async fn a_session_export_file_puts_a_deleted_session_back() {
+    let (dir, db) = temp_db();
+    let s = start(&db).await;
+    let created = s
+        .ok(
+            "start_new",
+            json!({ "sessionTitle": "Cache design", "tags": ["perf", "project:api"] }),
+        )
+        .await;
+    let id = created["session"]["id"].as_str().unwrap().to_string();
+    s.ok("cipher", Value::Null).await;
+    s.thought(t("redis would work")).await;
+    s.thought(t("memcached is simpler")).await;
+    s.thought(json!({ "thought": "redis cluster costs more", "nextThoughtNeeded": true, "revisesThought": 1 }))
+        .await;
+    s.thought(json!({ "thought": "or no cache at all", "nextThoughtNeeded": true, "branchId": "alt", "branchFromThought": 2 }))
+        .await;
+    s.thought(json!({ "thought": "measured without", "nextThoughtNeeded": true, "branchId": "alt" }))
+        .await;
+    s.thought(json!({ "thought": "redis it is", "nextThoughtNeeded": false }))
+        .await;
+    let file = dir.path().join("cache.json");
+    ok(
+        &db,
+        &["export", "--session", &id, "--format", "json", "--out", path_str(&file)],
+    );
+    let agents = s
+        .ok(
+            "session",
+            json!({ "subOperation": "export", "sessionId": id, "format": "json" }),
+        )
+        .await;
+    let agents_file = dir.path().join("agent.json");
+    fs::write(&agents_file, serde_json::to_vec(&agents["content"]).unwrap()).unwrap();
+    let before = ok_json(&db, &["sessions", "show", &id]);
+    assert_eq!(before["session"]["branchCount"], 1, "{before}");
+    assert!(before["session"]["completedAt"].is_string(), "{before}");
+    s.ok("session", json!({ "subOperation": "delete", "sessionId": id }))
+        .await;
+    s.stop().await;
+    fails(&db, &["sessions", "show", &id]);
+
+    // validate reads the file and writes nothing.
+    let v = ok_json(&db, &["validate", path_str(&file)]);
+    assert_eq!(
+        (v["valid"].clone(), v["sessionsChecked"].clone()),
+        (json!(true), json!(1))
+    );
+    assert_eq!(v["sessions"][0]["sessionId"], id.as_str());
+    fails(&db, &["sessions", "show", &id]);
+
+    let summary = ok_json(&db, &["import", path_str(&file)]);
+    assert_eq!(summary["sessionsFound"], 1, "{summary:#}");
+    assert_eq!(summary["imported"], 1, "{summary:#}");
+    assert_eq!(summary["thoughtsImported"], 6);
+    assert_eq!(summary["sessions"][0]["status"], "imported");
+    assert_eq!(summary["sessions"][0]["report"]["warnings"], json!([]));
+    let after = ok_json(&db, &["sessions", "show", &id]);
+    assert_eq!(after["session"], before["session"]);
+    assert_eq!(after["nodes"], before["nodes"]);
+    let alt = after["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["id"] == format!("{id}:alt:3"))
+        .unwrap();
+    assert_eq!(alt["branchOrigin"], format!("{id}:2"));
+    assert_eq!(alt["prev"], format!("{id}:2"));
+    let hits = ok_json(&db, &["sessions", "search", "memcached"]);
+    assert_eq!(hits[0]["session"]["id"], id.as_str(), "{hits}");
+
+    // Again: already present, nothing changed; the plain summary counts sessions.
+    let out = run(&db, &["import", path_str(&file)]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.starts_with(&format!("1 session in {}: 0 imported", file.display())) && text.contains("1 already present"),
+        "{text}"
+    );
+    assert_eq!(ok_json(&db, &["sessions", "show", &id])["nodes"], before["nodes"]);
+    assert_eq!(ok_json(&db, &["stats"])["thoughts"], 6);
+
+    // The content of an agent's export goes into another ledger the same way.
+    let db2 = dir.path().join("other.db");
+    let summary = ok_json(&db2, &["import", path_str(&agents_file)]);
+    assert_eq!(summary["imported"], 1, "{summary:#}");
+    assert_eq!(ok_json(&db2, &["sessions", "show", &id])["nodes"], before["nodes"]);
+}
+
+/// What is not a SessionExport is refused, naming the file and what was
+/// expected, without creating a database; a SessionExport that fails the
+/// checks (a dangling link) is invalid, reported, and not written.
+#[test]
+fn session_export_files_that_cannot_be_imported() {
+    let (dir, db) = temp_db();
+    let id = {
+        let store = Store::open(&db, OpenOptionsStore::default()).unwrap();
+        play(
+            &store,
+            "s",
+            vec!["t".into()],
+            &[Step::Main(None), Step::Main(None), Step::Close],
+            99,
+        );
+        store.session_ids().unwrap().remove(0)
+    };
+    let good = dir.path().join("good.json");
+    ok(
+        &db,
+        &["export", "--session", &id, "--format", "json", "--out", path_str(&good)],
+    );
+    let markdown = dir.path().join("s.md");
+    ok(
+        &db,
+        &[
+            "export",
+            "--session",
+            &id,
+            "--format",
+            "markdown",
+            "--out",
+            path_str(&markdown),
+        ],
+    );
+    let other = dir.path().join("package.json");
+    put(&other, &json!({ "name": "web-app", "version": "1.0.0" }));
+    let mut doc: Value = serde_json::from_slice(&fs::read(&good).unwrap()).unwrap();
+    doc["version"] = json!("2.0");
+    let newer = dir.path().join("newer.json");
+    put(&newer, &doc);
+
+    let fresh = dir.path().join("fresh.db");
+    for (file, says) in [
+        (
+            &other,
+            "is not a SessionExport: expected a JSON object with version, session and nodes",
+        ),
+        (&markdown, "only the JSON export (a SessionExport) can be imported"),
+        (&newer, "version \"2.0\""),
+    ] {
+        for command in ["import", "validate"] {
+            let err = fails(&fresh, &[command, path_str(file)]);
+            assert!(
+                err.contains(&file.display().to_string()) && err.contains(says),
+                "{command}: {err}"
+            );
+        }
+    }
+    assert!(!fresh.exists());
+
+    // A session the ledger does not have, with a prev link to a thought
+    // the session does not have.
+    let text = fs::read_to_string(&good).unwrap().replace(&id, GOOD);
+    let mut doc: Value = serde_json::from_str(&text).unwrap();
+    doc["nodes"][1]["prev"] = json!(format!("{GOOD}:7"));
+    let dangling = dir.path().join("dangling.json");
+    put(&dangling, &doc);
+    let stats = ok_json(&db, &["stats"]);
+    for command in ["import", "validate"] {
+        let out = run(&db, &[command, path_str(&dangling), "--json"]);
+        assert_eq!(out.status.code(), Some(1), "{command}");
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let report = if command == "import" {
+            assert_eq!(
+                (v["invalid"].clone(), v["imported"].clone()),
+                (json!(1), json!(0)),
+                "{v:#}"
+            );
+            v["sessions"][0]["report"].clone()
+        } else {
+            v["sessions"][0].clone()
+        };
+        assert_eq!(report["valid"], false, "{v:#}");
+        assert!(
+            report["errors"].to_string().contains(&format!(
+                "nodes[1]: prev names {GOOD}:7, which is not a node of this session"
+            )),
+            "{v:#}"
+        );
+    }
+    let text = String::from_utf8(run(&db, &["import", path_str(&dangling)]).stdout).unwrap();
+    assert!(
+        text.contains("1 invalid and skipped") && text.contains("INVALID"),
+        "{text}"
+    );
+    fails(&db, &["sessions", "show", GOOD]);
+    assert_eq!(ok_json(&db, &["stats"]), stats);
+}
