@@ -7,6 +7,7 @@
 //!   cargo bench --bench stdio -- raw     # the same server, a bare JSON-RPC client
 //!   cargo bench --bench stdio -- drift   # does a call's cost grow over a run? (10 runs)
 //!   cargo bench --bench stdio -- stall   # a short read while long ones run
+//!   cargo bench --bench stdio -- instructions  # work per thought, counted by callgrind
 //!   THOUGHTBOX_BENCH_PIN=0:0:0 cargo bench --bench stdio -- raw drift   # threads placed by hand
 //!
 //! THOUGHTBOX_BENCH_PIN=B:S:W (Linux, needs `taskset`) places the bench on
@@ -244,11 +245,16 @@ fn raw_server(db: &Path) -> (std::process::Child, RawClient) {
 
 /// [`raw_server`] with more arguments.
 fn raw_server_with(db: &Path, extra: &[&str]) -> (std::process::Child, RawClient) {
+    let mut command = server_command();
+    command.arg("--db").arg(db).args(extra);
+    raw_server_from(command)
+}
+
+/// A server started by `command` (the binary and its arguments), initialized
+/// for a bare client.
+fn raw_server_from(mut command: std::process::Command) -> (std::process::Child, RawClient) {
     use std::io::{BufReader, Write};
-    let mut child = server_command()
-        .arg("--db")
-        .arg(db)
-        .args(extra)
+    let mut child = command
         .env("RUST_LOG", "warn")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -686,6 +692,144 @@ fn drift_run() {
     );
 }
 
+/// Whether `program` can be started (callgrind_annotate answers
+/// `--version` with exit status 255, so only starting it counts).
+fn available(program: &str) -> bool {
+    std::process::Command::new(program)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok()
+}
+
+/// The work the server does per thought, counted rather than timed: the
+/// release binary runs under valgrind's callgrind (instructions executed by
+/// every thread of the server, whatever the machine is doing meanwhile),
+/// driven by the bare client through 10,000 thoughts in one session, with
+/// the counters dumped after each 1,000 (`callgrind_control --dump`).
+///
+/// Each block's count is split in two with `callgrind_annotate`: the
+/// background upkeep (full-text indexing and WAL checkpoints, which run on
+/// timers and so fall into the blocks unevenly: under valgrind a thought
+/// takes ~50 times longer, so indexing runs every few hundred thoughts where
+/// a real run indexes after its last), and the rest, which is the request
+/// path of each call (reading and parsing the request, the checks, the
+/// append, the answer). The server runs under `taskset -c 0`: on one CPU it
+/// does not poll, whose spinning would count waiting as work. With
+/// THOUGHTBOX_KEEP_CALLGRIND set, the dumps are kept for `callgrind_annotate`.
+fn instructions_run() {
+    for program in ["valgrind", "callgrind_control", "callgrind_annotate", "taskset"] {
+        if !available(program) {
+            println!("instructions: skipped ({program} not found; needs valgrind's callgrind tools and taskset)");
+            return;
+        }
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("callgrind.out");
+    let mut command = std::process::Command::new("taskset");
+    command
+        .args(["-c", "0", "valgrind", "--tool=callgrind", "--dump-line=no"])
+        .arg(format!("--callgrind-out-file={}", out.display()))
+        .arg(server_bin())
+        .arg("--db")
+        .arg(dir.path().join("counted.db"));
+    let (mut child, mut raw) = raw_server_from(command);
+    // taskset and valgrind exec in place: the child's pid is the server's.
+    let pid = child.id().to_string();
+    let control = |args: &[&str]| {
+        let ok = std::process::Command::new("callgrind_control")
+            .args(args)
+            .arg(&pid)
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "callgrind_control {args:?} failed");
+    };
+    raw.round_trip(&tool(1, "start_new", json!({ "sessionTitle": "counted" })));
+    raw.round_trip(&tool(2, "cipher", json!({})));
+    control(&["--zero"]);
+    let started = Instant::now();
+    for i in 0..THOUGHTS {
+        raw.round_trip(&tool(
+            10 + i,
+            "thought",
+            json!({ "thought": text(i), "nextThoughtNeeded": true }),
+        ));
+        if (i + 1) % 1000 == 0 {
+            control(&[&format!("--dump=after thought {}", i + 1)]);
+        }
+    }
+    let took = started.elapsed();
+    drop(raw);
+    child.wait().expect("exit");
+    if std::env::var_os("THOUGHTBOX_KEEP_CALLGRIND").is_some() {
+        println!("instructions: the dumps are kept in {}", dir.path().display());
+    }
+    let (mut request_path, mut background) = (Vec::new(), Vec::new());
+    for block in 1..=THOUGHTS / 1000 {
+        let (total, upkeep) = counted(&dir.path().join(format!("callgrind.out.{block}")));
+        request_path.push((total - upkeep) as f64 / 1000.0);
+        background.push(upkeep as f64 / 1000.0);
+    }
+    let change = |b: &[f64]| (b[b.len() - 1] / b[0] - 1.0) * 100.0;
+    let thousands = |b: &[f64]| {
+        b.iter()
+            .map(|x| format!("{:.0}", x / 1e3))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let totals: Vec<f64> = request_path.iter().zip(&background).map(|(a, b)| a + b).collect();
+    if std::env::var_os("THOUGHTBOX_KEEP_CALLGRIND").is_some() {
+        let _ = dir.keep();
+    }
+    println!(
+        "instructions per thought (thousands, blocks of 1,000; {:.0} s under callgrind): request path {} (last vs first {:+.1} %) | background upkeep {} | both {} (last vs first {:+.1} %)",
+        took.as_secs_f64(),
+        thousands(&request_path),
+        change(&request_path),
+        thousands(&background),
+        thousands(&totals),
+        change(&totals),
+    );
+}
+
+/// A callgrind dump's instructions: the total, and the part spent in the
+/// background upkeep (inclusive costs of the store's indexing and
+/// checkpoint functions, as `callgrind_annotate` lists them).
+fn counted(dump: &Path) -> (u64, u64) {
+    // Run where no source is: from the source tree, callgrind_annotate
+    // would name its files by relative paths, and list some twice.
+    let output = std::process::Command::new("callgrind_annotate")
+        .args(["--inclusive=yes", "--threshold=100"])
+        .arg(dump)
+        .current_dir(dump.parent().expect("the dump's folder"))
+        .output()
+        .expect("callgrind_annotate");
+    let text = String::from_utf8_lossy(&output.stdout);
+    let number = |line: &str| -> Option<u64> { line.split_whitespace().next()?.replace(',', "").parse().ok() };
+    let mut total = None;
+    let mut upkeep = 0;
+    for line in text.lines() {
+        if line.contains("PROGRAM TOTALS") {
+            total = number(line);
+        }
+        // The entry of each function in its own source file (an inlined
+        // part is listed again under the file it came from).
+        let upkeep_fn = [
+            ("search.rs", "index_pending_for_search"),
+            ("mod.rs", "checkpoint_passive"),
+            ("mod.rs", "checkpoint_within"),
+        ]
+        .iter()
+        .any(|(file, f)| line.contains(&format!("/src/store/{file}:")) && line.contains(&format!("::{f} [")));
+        if upkeep_fn {
+            upkeep += number(line).unwrap_or(0);
+        }
+    }
+    (total.expect("a PROGRAM TOTALS line"), upkeep)
+}
+
 async fn startup_run() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("startup.db");
@@ -737,6 +881,10 @@ fn main() {
     }
     if filter.iter().any(|f| f == "stall") {
         stall_run();
+    }
+    // Only on request: about three minutes under valgrind.
+    if filter.iter().any(|f| f == "instructions") {
+        instructions_run();
     }
     runtime.block_on(async {
         if wanted("append-normal") {
