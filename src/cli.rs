@@ -180,6 +180,9 @@ pub enum Command {
     Import(ImportArgs),
     /// Check a directory tree or a SessionExport JSON file: an
     /// IntegrityValidationResult per session
+    ///
+    /// It reads only PATH: no database is opened or written, so --db,
+    /// --data-dir and --sync (accepted by every command) change nothing here.
     Validate(ValidateArgs),
     /// List, show and search sessions
     Sessions {
