@@ -370,7 +370,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Backup { dest } => {
             let store = cli.db.open_present(Access::Copy)?;
             let written = store.backup_to(&dest)?;
-            eprintln!("backup written to {}", written.display());
+            // The file written on stdout, for a script to capture (a
+            // directory DEST gets a name with the time in it; review 17-a).
+            println!("{}", written.display());
             Ok(ExitCode::SUCCESS)
         }
         Command::Export(args) => commands::export(&cli.db, args),
