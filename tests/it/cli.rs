@@ -179,6 +179,10 @@ fn sessions_list_show_and_search() {
     assert!(err.contains(&format!("did you mean {a}")), "{err}");
     let err = fails(&db, &["export", "--session", &a[..8], "--format", "json"]);
     assert!(err.contains(&format!("did you mean {a}")), "{err}");
+    let tree = db.with_extension("tree");
+    let err = fails(&db, &["export", "--session", &a[..8], "--out", tree.to_str().unwrap()]);
+    assert!(err.contains(&format!("did you mean {a}")), "{err}");
+    assert!(!tree.exists(), "nothing written");
     // What sessions show --json prints is a SessionExport, which import
     // takes: this one is already in the ledger.
     let file = db.with_extension("export.json");
@@ -381,7 +385,15 @@ fn commands_leave_the_database_as_one_file() {
     }
     // A backup restored over the ledger's own path (nothing using it).
     let other = dir.path().join("other.db");
-    ok(&db, &["backup", other.to_str().unwrap()]);
+    // stdout names the file written, for a script (review 17-a).
+    assert_eq!(
+        ok(&db, &["backup", other.to_str().unwrap()]).trim(),
+        other.to_str().unwrap()
+    );
+    let into_dir = ok(&db, &["backup", dir.path().to_str().unwrap()]);
+    let named = Path::new(into_dir.trim());
+    assert!(named.starts_with(dir.path()) && named.is_file(), "{into_dir}");
+    std::fs::remove_file(named).unwrap();
     ok(&other, &["config", "set", "sessionPartitionGranularity", "daily"]);
     ok(&other, &["backup", db.to_str().unwrap()]);
     assert_eq!(ok(&db, &["config", "get", "sessionPartitionGranularity"]), "daily\n");
