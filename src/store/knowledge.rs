@@ -1,6 +1,8 @@
 //! The knowledge garden tables: `knowledge_patterns` (+ tags) and
 //! `scratchpad_notes`, each with an FTS5 index kept in sync by triggers.
 
+use std::collections::HashMap;
+
 use rusqlite::{OptionalExtension, Row, ToSql, params};
 use serde_json::json;
 
@@ -198,6 +200,77 @@ fn get_note_tx(tx: &Tx<'_>, id: &str) -> Result<Option<ScratchpadNote>> {
         .optional()?)
 }
 
+/// A pattern or note found by a search, with the fields its score and
+/// snippet come from.
+struct Ranked {
+    seq: i64,
+    id: String,
+    title: String,
+    description: String,
+    tags: String,
+    content: String,
+}
+
+fn ranked_from_row(r: &Row<'_>) -> rusqlite::Result<Ranked> {
+    Ok(Ranked {
+        seq: r.get(0)?,
+        id: r.get(1)?,
+        title: r.get(2)?,
+        description: r.get(3)?,
+        tags: r.get(4)?,
+        content: r.get(5)?,
+    })
+}
+
+/// Every row of `table` matching the query (`plan` has words for the
+/// index), each with its score, best first, ties to the newest: BM25 with
+/// the server's word weights, as thoughts and sessions are scored, over
+/// all the matches. Both pattern searches (`search` and `list_patterns`)
+/// score through here, so a pattern has the same score for the same query
+/// in either, whatever the page, limit or tags asked for (review 17-a:
+/// list_patterns answered FTS5's bm25, ~3e-6 beside search's ~0.4).
+fn ranked_tx(tx: &Tx<'_>, table: &Searched, plan: &QueryPlan, text: &str) -> Result<Vec<(Ranked, f64)>> {
+    let Searched {
+        fts,
+        table: base,
+        alias: a,
+        fields,
+        text: all_text,
+        ..
+    } = table;
+    let Some(q) = &plan.fts else {
+        return Ok(Vec::new());
+    };
+    let (mut clauses, mut values) = plan.text_conditions(all_text);
+    clauses.push(format!("{fts} MATCH ?"));
+    values.push(q.clone());
+    // Newest first: rescore keeps this order among equal scores.
+    let sql = format!(
+        "SELECT {a}.seq, {a}.id, {a}.title, {fields} FROM {fts} JOIN {base} AS {a} ON {a}.seq = {fts}.rowid
+         WHERE {} ORDER BY {a}.seq DESC",
+        clauses.join(" AND ")
+    );
+    let rows = tx
+        .prepare_cached(&sql)?
+        .query_map(rusqlite::params_from_iter(&values), ranked_from_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let texts: Vec<String> = rows
+        .iter()
+        .map(|r| format!("{} {} {} {}", r.title, r.description, r.tags, r.content))
+        .collect();
+    let scores = super::search::rescore(
+        tx,
+        text,
+        &texts,
+        &format!("SELECT coalesce(max(seq), 0) FROM {base}"),
+        fts,
+    )?;
+    let mut ranked: Vec<(Ranked, f64)> = rows.into_iter().zip(scores).collect();
+    // Stable: equal scores stay newest first.
+    ranked.sort_by(|x, y| y.1.total_cmp(&x.1));
+    Ok(ranked)
+}
+
 /// Where patterns keep their tags, for filtering by them.
 const PATTERN_TAGS: TagTable = TagTable {
     table: "knowledge_pattern_tags",
@@ -313,18 +386,18 @@ impl Store {
                 has_more: false,
             });
         }
-        // The index for the words it holds; words of scripts written
-        // without spaces (inside a run of such letters) by their text.
-        let search = plan.as_ref().and_then(|p| p.fts.clone());
-        if let Some(p) = &plan {
+        // Words the index holds: every match scored as `search` scores it
+        // ([`ranked_tx`]), and the page read from those in that order. Words
+        // of scripts written without spaces alone: by their text, score 0.
+        let ranked = plan.as_ref().is_some_and(|p| p.fts.is_some());
+        if let Some(p) = plan.as_ref().filter(|_| !ranked) {
             let (texts, values) = p.text_conditions(PATTERN_TEXT);
             clauses.extend(texts);
             params.extend(values.into_iter().map(|v| Box::new(v) as Box<dyn ToSql>));
         }
-        let from = if let Some(q) = &search {
-            clauses.push("knowledge_patterns_fts MATCH ?".into());
-            params.push(Box::new(q.clone()));
-            "knowledge_patterns_fts JOIN knowledge_patterns AS p ON p.seq = knowledge_patterns_fts.rowid"
+        let from = if ranked {
+            // The ranking's seqs, best first, as a JSON array (`key` is the rank).
+            "json_each(?) AS r JOIN knowledge_patterns AS p ON p.seq = r.value"
         } else {
             "knowledge_patterns AS p"
         };
@@ -332,22 +405,30 @@ impl Store {
             SortOrder::Asc => "ASC",
             SortOrder::Desc => "DESC",
         };
-        let order = match (filter.sort_by, &search) {
-            (None, Some(_)) => "bm25(knowledge_patterns_fts), p.seq DESC".to_string(),
-            (Some(SortBy::CreatedAt), _) => format!("p.created_at {dir}, p.seq {dir}"),
-            (Some(SortBy::Title), _) => format!("p.title COLLATE NOCASE {dir}, p.seq {dir}"),
-            (Some(SortBy::UpdatedAt), _) | (None, None) => format!("p.updated_at {dir}, p.seq {dir}"),
-        };
-        // Found by text alone, a pattern has no bm25 score: 0.
-        let extra = match (&search, &plan) {
-            (Some(_), _) => ", bm25(knowledge_patterns_fts)",
-            (None, Some(_)) => ", 0.0",
-            (None, None) => "",
+        let order = match filter.sort_by {
+            None if ranked => "r.key".to_string(),
+            Some(SortBy::CreatedAt) => format!("p.created_at {dir}, p.seq {dir}"),
+            Some(SortBy::Title) => format!("p.title COLLATE NOCASE {dir}, p.seq {dir}"),
+            Some(SortBy::UpdatedAt) | None => format!("p.updated_at {dir}, p.seq {dir}"),
         };
         let words = filter.search.as_deref().map(query_words).unwrap_or_default();
         let (limit, offset) = (filter.limit, filter.offset);
         let searching = plan.is_some();
         self.read(|tx| {
+            let ranking: Vec<(i64, f64)> = match (&plan, &filter.search) {
+                (Some(p), Some(text)) if ranked => ranked_tx(tx, &PATTERNS, p, text)?
+                    .into_iter()
+                    .map(|(r, score)| (r.seq, score))
+                    .collect(),
+                _ => Vec::new(),
+            };
+            let scores: HashMap<i64, f64> = ranking.iter().copied().collect();
+            let mut params: Vec<&dyn ToSql> = params.iter().map(|p| p.as_ref()).collect();
+            let seqs = serde_json::to_string(&ranking.iter().map(|(seq, _)| *seq).collect::<Vec<_>>())
+                .map_err(|e| Error::Internal(e.to_string()))?;
+            if ranked {
+                params.insert(0, &seqs);
+            }
             // The tags' clauses come last, their values too.
             let tags = PATTERN_TAGS.clauses(tx, &filter.tags, u64::from(offset) + u64::from(limit))?;
             let where_sql = |tag_clauses: &[String]| {
@@ -359,28 +440,29 @@ impl Store {
                 }
             };
             let refs: Vec<&dyn ToSql> = params
-                .iter()
-                .map(|p| p.as_ref())
+                .into_iter()
                 .chain(tags.values.iter().map(|v| v as &dyn ToSql))
                 .collect();
             let sql = format!(
-                "SELECT {PATTERN_COLUMNS}{extra} FROM {from} {} ORDER BY {order} LIMIT {limit} OFFSET {offset}",
+                "SELECT {PATTERN_COLUMNS}, p.seq FROM {from} {} ORDER BY {order} LIMIT {limit} OFFSET {offset}",
                 where_sql(&tags.page)
             );
             let patterns = tx
                 .prepare_cached(&sql)?
                 .query_map(refs.as_slice(), |r| {
                     let pattern = pattern_from_row(r)?;
+                    let seq: i64 = r.get(9)?;
                     Ok(PatternListItem {
                         snippet: searching.then(|| pattern_snippet(&pattern, &words)),
-                        score: if searching { Some(-r.get::<_, f64>(9)?) } else { None },
+                        // Found by text alone, a pattern has no score: 0.
+                        score: searching.then(|| scores.get(&seq).copied().unwrap_or(0.0)),
                         pattern,
                     })
                 })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             let total = tags.total(
                 tx,
-                clauses.is_empty(),
+                clauses.is_empty() && !ranked,
                 &format!("SELECT count(*) FROM {from} {}", where_sql(&tags.count)),
                 refs.as_slice(),
             )?;
@@ -467,83 +549,53 @@ impl Store {
     }
 
     /// Run one of the knowledge searches: the index for the words it
-    /// holds (ranked by bm25), words of scripts written without spaces by
-    /// their text (newest first when the query has no other words).
+    /// holds (every match scored by [`ranked_tx`], the best `limit`), words
+    /// of scripts written without spaces by their text (newest first when
+    /// the query has no other words).
     fn search_knowledge(&self, table: &Searched, text: &str, limit: u32) -> Result<Vec<KnowledgeHit>> {
         let plan = QueryPlan::of(text);
         if plan.is_empty() {
             return Ok(Vec::new());
         }
+        let words = query_words(text);
+        let hit = |r: Ranked, score: f64| KnowledgeHit {
+            uri: (table.uri)(&r.id),
+            snippet: best_snippet(&[&r.title, &r.description, &r.tags, &r.content], &words, SNIPPET_TOKENS),
+            id: r.id,
+            title: r.title,
+            score,
+        };
+        if plan.fts.is_some() {
+            return self.read(|tx| {
+                Ok(ranked_tx(tx, table, &plan, text)?
+                    .into_iter()
+                    .take(limit as usize)
+                    .map(|(r, score)| hit(r, score))
+                    .collect())
+            });
+        }
         let Searched {
-            fts,
             table: base,
             alias: a,
             fields,
             text: all_text,
-            uri,
+            ..
         } = table;
-        let (mut clauses, mut values) = plan.text_conditions(all_text);
-        let (from, score, order) = match &plan.fts {
-            Some(q) => {
-                clauses.push(format!("{fts} MATCH ?"));
-                values.push(q.clone());
-                (
-                    format!("{fts} JOIN {base} AS {a} ON {a}.seq = {fts}.rowid"),
-                    format!("bm25({fts})"),
-                    "r, seq DESC",
-                )
-            }
-            None => (format!("{base} AS {a}"), "0.0".to_string(), "updated DESC, seq DESC"),
-        };
+        let (clauses, values) = plan.text_conditions(all_text);
         let sql = format!(
-            "SELECT {a}.id, {a}.title, {score} AS r, {fields}, {a}.updated_at AS updated, {a}.seq AS seq
-             FROM {from} WHERE {} ORDER BY {order} LIMIT ?",
+            "SELECT {a}.seq, {a}.id, {a}.title, {fields} FROM {base} AS {a} WHERE {}
+             ORDER BY {a}.updated_at DESC, {a}.seq DESC LIMIT ?",
             clauses.join(" AND ")
         );
-        let words = query_words(text);
-        let ranked = plan.fts.is_some();
         self.read(|tx| {
             let mut args: Vec<&dyn ToSql> = values.iter().map(|v| v as &dyn ToSql).collect();
             args.push(&limit);
             let rows = tx
                 .prepare_cached(&sql)?
-                .query_map(args.as_slice(), |r| {
-                    let id: String = r.get(0)?;
-                    let title: String = r.get(1)?;
-                    let (description, tags, content): (String, String, String) = (r.get(3)?, r.get(4)?, r.get(5)?);
-                    let all = format!("{title} {description} {tags} {content}");
-                    Ok((
-                        KnowledgeHit {
-                            uri: uri(&id),
-                            id,
-                            snippet: best_snippet(&[&title, &description, &tags, &content], &words, SNIPPET_TOKENS),
-                            title,
-                            score: -r.get::<_, f64>(2)?,
-                        },
-                        all,
-                    ))
-                })?
+                .query_map(args.as_slice(), ranked_from_row)?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
-            if !ranked {
-                return Ok(rows.into_iter().map(|(hit, _)| hit).collect());
-            }
-            // Scored as thoughts and sessions are, so that notes and
-            // patterns (and session search's hits) compare.
-            let texts: Vec<String> = rows.iter().map(|(_, all)| all.clone()).collect();
-            let scores = super::search::rescore(
-                tx,
-                text,
-                &texts,
-                &format!("SELECT coalesce(max(seq), 0) FROM {base}"),
-                fts,
-            )?;
-            let mut hits: Vec<KnowledgeHit> = rows
-                .into_iter()
-                .zip(scores)
-                .map(|((hit, _), score)| KnowledgeHit { score, ..hit })
-                .collect();
-            hits.sort_by(|a, b| b.score.total_cmp(&a.score));
-            Ok(hits)
+            // Found by text alone: no score.
+            Ok(rows.into_iter().map(|r| hit(r, 0.0)).collect())
         })
     }
 
