@@ -224,6 +224,114 @@ async fn create_pattern(gw: &Gateway, args: Args) -> Result<Value> {
     Ok(pattern_json(&p))
 }
 
+/// The fields update_pattern changes, as it names them.
+const UPDATE_FIELDS: &[&str] = &[
+    "title",
+    "description",
+    "content",
+    "tags",
+    "derivedFromSessions",
+    "sessionId",
+    "createdBy",
+];
+
+/// Other names agents give the fields update_pattern changes (folded:
+/// lower case, without `_`, `-` or spaces).
+const UPDATE_SYNONYMS: &[(&str, &[&str])] = &[
+    (
+        "content",
+        &[
+            "body", "text", "contents", "markdown", "md", "details", "steps", "pattern",
+        ],
+    ),
+    ("title", &["name", "heading", "subject", "newtitle"]),
+    ("description", &["desc", "summary", "about", "abstract"]),
+    ("tags", &["tag", "labels", "label", "keywords", "addtags"]),
+    ("createdBy", &["author", "by", "creator", "owner", "agent"]),
+    (
+        "derivedFromSessions",
+        &[
+            "sessions",
+            "sessionids",
+            "derivedfrom",
+            "sourcesessions",
+            "fromsessions",
+        ],
+    ),
+];
+
+/// The update_pattern field `name` most likely means: one misspelt, or
+/// another name for it.
+fn meant_update_field(name: &str) -> Option<&'static str> {
+    if let Some(meant) = super::args::misspelling_of(name, false).filter(|m| UPDATE_FIELDS.contains(m)) {
+        return Some(meant);
+    }
+    let folded: String = name
+        .chars()
+        .filter(|c| !matches!(c, '_' | '-' | ' '))
+        .flat_map(char::to_lowercase)
+        .collect();
+    UPDATE_SYNONYMS
+        .iter()
+        .find(|(_, names)| names.contains(&folded.as_str()))
+        .map(|(field, _)| *field)
+        .or_else(|| {
+            // Two letters wrong, missing, extra or swapped (`contnet`).
+            let given: Vec<char> = folded.chars().collect();
+            UPDATE_FIELDS
+                .iter()
+                .map(|f| (edits(&given, &f.to_lowercase().chars().collect::<Vec<_>>()), *f))
+                .filter(|(d, _)| given.len() >= 4 && *d <= 2)
+                .min_by_key(|(d, _)| *d)
+                .map(|(_, f)| f)
+        })
+}
+
+/// Edits (a letter changed, added, removed, or two swapped) from `a` to `b`.
+fn edits(a: &[char], b: &[char]) -> usize {
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (d[i - 1][j] + 1).min(d[i][j - 1] + 1).min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = best;
+        }
+    }
+    d[a.len()][b.len()]
+}
+
+/// An update_pattern that changes nothing but was given names it does not
+/// take (`body`): refused naming the first such name (one it can tell the
+/// meaning of first), and the field meant, rather than as an update with
+/// no field, which named `title` (review 17-a).
+fn unknown_update_field(unread: &[String]) -> Option<Error> {
+    let (name, meant) = unread
+        .iter()
+        .find_map(|n| meant_update_field(n).map(|m| (n, Some(m))))
+        .or_else(|| unread.first().map(|n| (n, None)))?;
+    let message = match meant {
+        Some(m) => format!("{name} is not a parameter of update_pattern; did you mean {m}? (nothing was changed)"),
+        None => format!(
+            "{name} is not a parameter of update_pattern, which changes {} (nothing was changed)",
+            UPDATE_FIELDS.join(", ")
+        ),
+    };
+    let mut details = json!({ "parameters": UPDATE_FIELDS });
+    if let Some(m) = meant {
+        details["didYouMean"] = json!(m);
+    }
+    Some(Error::invalid_with(name.as_str(), message, details))
+}
+
 async fn update_pattern(gw: &Gateway, args: Args) -> Result<Value> {
     let id = pattern_id(&args)?;
     let upd = PatternUpdate {
@@ -234,8 +342,13 @@ async fn update_pattern(gw: &Gateway, args: Args) -> Result<Value> {
         derived_from_sessions: derived_sessions(&args)?,
         add_derived_session: derived_session(&args)?,
         created_by: args.str_opt(&["createdBy"])?,
+    };
+    if upd.is_empty()
+        && let Some(err) = unknown_update_field(&args.unread())
+    {
+        return Err(err);
     }
-    .validated()?;
+    let upd = upd.validated()?;
     let p = gw.write(move |s| s.update_pattern(&id, upd)).await?;
     gw.wrote();
     Ok(pattern_json(&p))

@@ -900,3 +900,46 @@ async fn list_patterns_scores_as_knowledge_search_does() {
         assert_eq!(one, found[..1], "{q}");
     }
 }
+
+/// update_pattern given only a name it does not take (`body`) refuses that
+/// name, with the field meant, instead of "needs at least one of title..."
+/// naming `title`; the pattern is left as it was (review 17-a).
+#[tokio::test]
+async fn update_pattern_names_an_unknown_field_and_the_one_meant() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    s.ready("updates").await;
+    s.ok("cipher", Value::Null).await;
+    let before = s
+        .ok(
+            "knowledge",
+            k(
+                "create_pattern",
+                json!({ "title": "Retry with jitter", "description": "d", "content": "c" }),
+            ),
+        )
+        .await;
+    let id = before["id"].as_str().unwrap();
+    let cases = [
+        (json!({ "body": "x" }), "body", Some("content")),
+        (json!({ "contnet": "x" }), "contnet", Some("content")),
+        (json!({ "author": "me" }), "author", Some("createdBy")),
+        (json!({ "zzz": 1, "summary": "s" }), "summary", Some("description")),
+        (json!({ "zzz": 1 }), "zzz", None),
+    ];
+    for (fields, field, meant) in cases {
+        let mut args = fields.clone();
+        args["id"] = json!(id);
+        let e = s.err("knowledge", k("update_pattern", args), "INVALID_PAYLOAD").await;
+        assert_eq!(e["details"]["field"], field, "{fields}: {e}");
+        assert_eq!(e["details"]["didYouMean"].as_str(), meant, "{fields}: {e}");
+        assert!(e["message"].as_str().unwrap().contains("not a parameter"), "{e}");
+    }
+    // Nothing given at all: still the list of fields it changes.
+    let e = s
+        .err("knowledge", k("update_pattern", json!({ "id": id })), "INVALID_PAYLOAD")
+        .await;
+    assert!(e["message"].as_str().unwrap().contains("at least one of"), "{e}");
+    let after = s.ok("knowledge", k("get_pattern", json!({ "id": id }))).await;
+    assert_eq!(after, before, "nothing was written");
+}
