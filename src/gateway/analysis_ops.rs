@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::ops::session_arg;
+use super::ops::{refuse_stray_session_id, session_arg};
 use super::{Args, Gateway};
 use crate::analysis::{
     self, AnalysisType, DeepOptions, ExtractedLearning, KeyMoment, LearningType, MomentKind, compare,
@@ -23,6 +23,7 @@ fn to_value<T: serde::Serialize>(v: &T) -> Result<Value> {
 
 pub async fn analyze(gw: &Gateway, args: Args) -> Result<Value> {
     let id = session_arg(gw, &args)?;
+    refuse_stray_session_id(&args, Some(&id), false)?;
     let (session, thoughts, critiques) = gw.heavy(move |s| s.analysis_input(&id)).await?;
     to_value(&analysis::session_analysis(&session, &thoughts, critiques))
 }
@@ -138,6 +139,7 @@ pub async fn extract_learnings(gw: &Gateway, args: Args) -> Result<Value> {
             .collect::<Result<_>>()?,
     };
     let save = args.bool_opt(&["save", "persist"])?.unwrap_or(false);
+    refuse_stray_session_id(&args, Some(&id), false)?;
     if save && gw.options.stages && gw.stage() < Stage::CipherLoaded {
         return Err(Error::StageRequirementNotMet {
             operation: "session extract_learnings with save".into(),
@@ -249,6 +251,7 @@ fn deep_options(args: &Args) -> Result<(DeepOptions, Vec<String>)> {
 pub async fn deep_analysis(gw: &Gateway, args: Args) -> Result<Value> {
     let id = session_arg(gw, &args)?;
     let (options, compare_with) = deep_options(&args)?;
+    refuse_stray_session_id(&args, Some(&id), false)?;
     let now = domain::now();
     let (result, comparisons, missing) = gw
         .heavy(move |s| {

@@ -507,6 +507,23 @@ impl Args {
             .find_map(|(k, v)| test(&folded(k), v).map(|t| (k.clone(), t)))
     }
 
+    /// The first argument given that nothing has read (flat or from a
+    /// nested `args`), in name order, whose value is a session id (in any
+    /// case, spaces around it) other than `using`, with that id: a session
+    /// named under a name the operation does not take (`sid`, `target`),
+    /// which it would otherwise ignore and act on another session. Called
+    /// once an operation has read all its parameters.
+    pub fn stray_session_id(&self, using: Option<&str>) -> Option<(String, String)> {
+        let t = self.tracking.lock().ok()?;
+        // Every key of the map was given (`new`, `insert`); one taken out
+        // (`remove`) counts as read.
+        self.map.iter().find_map(|(k, v)| {
+            let id = crate::domain::canonical_session_id(v.as_str()?);
+            (crate::tree::is_session_id(&id) && Some(id.as_str()) != using && !t.read.contains(k))
+                .then(|| (k.clone(), id))
+        })
+    }
+
     /// A handle that can tell, after an operation has consumed these args,
     /// which fields it never read ([`ArgsUsage::unread`]); it shares the
     /// tracking only, not the values.

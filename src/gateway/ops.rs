@@ -63,6 +63,43 @@ pub(crate) fn session_arg(gw: &Gateway, args: &Args) -> Result<String> {
     }
 }
 
+/// Refuse a call given a session id under a name it does not read (`sid`,
+/// `target`), once it has read its parameters and before it does anything,
+/// when that id is not the session the call acts on (`using`; for a
+/// `thought`, the active session, none when the thought would start one):
+/// ignored, the call would answer for the active session, or file a
+/// thought there for good (review 17-a). The session in use itself, given
+/// once more, is only named in `ignoredArguments`.
+pub(crate) fn refuse_stray_session_id(args: &Args, using: Option<&str>, thought: bool) -> Result<()> {
+    let Some((k, id)) = args.stray_session_id(using) else {
+        return Ok(());
+    };
+    let name = super::clip(&k);
+    let (message, details) = if thought {
+        let active = match using {
+            Some(active) => format!("a thought goes to the active session, {active}"),
+            None => "no session is active, so this thought would start a new one".to_string(),
+        };
+        (
+            format!(
+                "{name} is not a parameter of thought, and it names session {id}: {active}; pass a session as \
+                 sessionId, and to write to {id} call load_context with sessionId {id} first (nothing was recorded)"
+            ),
+            json!({ "didYouMean": "sessionId", "givenSessionId": id, "activeSessionId": using }),
+        )
+    } else {
+        let using_said = using.map(|u| format!(" ({u})")).unwrap_or_default();
+        (
+            format!(
+                "{name} is not a parameter of this operation, and it names session {id}, not the session this call \
+                 would use{using_said}: pass it as sessionId (nothing was done)"
+            ),
+            json!({ "didYouMean": "sessionId", "givenSessionId": id, "sessionInUse": using }),
+        )
+    };
+    Err(Error::invalid_with(k, message, details))
+}
+
 pub async fn get_state(gw: &Gateway) -> Result<Value> {
     let stage = gw.stage();
     let mut gone = None;
@@ -281,6 +318,7 @@ fn recent_and_branches(s: &crate::store::Store, id: &str) -> Result<Restoration>
 pub(crate) async fn open_session(gw: &Gateway, args: &Args, trigger: &str) -> Result<Value> {
     let id = session_id_req(args)?;
     let reopen_it = args.bool_opt(&["reopen"])?.unwrap_or(true);
+    refuse_stray_session_id(args, Some(&id), false)?;
     let order = gw.session_order().await;
     // To read only, nothing is written: no wait behind another program's
     // write lock (review 16-c: an import or an open sqlite3 shell kept a
@@ -727,14 +765,15 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
             details: Some(json!({ "activeSessionId": active, "suggestion": "load_context" })),
         });
     }
-    let target = match active {
-        Some(id) => Target::Session(id),
+    let target = match &active {
+        Some(id) => Target::Session(id.clone()),
         None => {
             let mut new = new_session_from(&args, &["sessionTitle"], &["sessionTags"], false)?;
             super::init_ops::scope_new_session(gw, &mut new);
             Target::New(new)
         }
     };
+    refuse_stray_session_id(&args, active.as_deref(), true)?;
     let creates_session = matches!(target, Target::New(_));
     let closed_before = gw.closed_session();
     let refers_back = ReferenceBack::of(&input);
@@ -1007,6 +1046,7 @@ fn read_query(args: &Args) -> Result<(ThoughtQuery, Value)> {
 pub async fn read_thoughts(gw: &Gateway, args: Args) -> Result<Value> {
     let (query, echo) = read_query(&args)?;
     let session_id = session_arg(gw, &args)?;
+    refuse_stray_session_id(&args, Some(&session_id), false)?;
     let sid = session_id.clone();
     // Given up as soon as the text alone could no longer fit in one answer,
     // before the rest is loaded (`last` or `range` may span a whole session).
@@ -1076,6 +1116,7 @@ pub(crate) fn structure_json(session_id: &str, st: &Structure) -> Value {
 
 pub async fn get_structure(gw: &Gateway, args: Args) -> Result<Value> {
     let session_id = session_arg(gw, &args)?;
+    refuse_stray_session_id(&args, Some(&session_id), false)?;
     let sid = session_id.clone();
     let structure = gw.blocking(move |s| s.structure(&sid)).await?;
     Ok(structure_json(&session_id, &structure))

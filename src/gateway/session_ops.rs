@@ -4,7 +4,7 @@ use rmcp::RoleServer;
 use rmcp::service::RequestContext;
 use serde_json::{Value, json};
 
-use super::ops::{open_session, read_thought_json, session_arg, session_id_req};
+use super::ops::{open_session, read_thought_json, refuse_stray_session_id, session_arg, session_id_req};
 use super::{AnswerBuffer, Args, Gateway};
 use crate::error::{Error, Result};
 use crate::events::EventType;
@@ -57,7 +57,9 @@ async fn get(gw: &Gateway, args: Args) -> Result<Value> {
     // Every thought's text is most of the answer (~140 KB for 200 thoughts
     // of 500 characters, past some clients' limit for one tool answer):
     // `includeThoughts: false` answers the session alone.
-    if !args.bool_opt(&["includeThoughts"])?.unwrap_or(true) {
+    let include_thoughts = args.bool_opt(&["includeThoughts"])?.unwrap_or(true);
+    refuse_stray_session_id(&args, Some(&id), false)?;
+    if !include_thoughts {
         let session = gw.blocking(move |s| s.session(&id)).await?;
         return Ok(json!({ "session": session }));
     }
@@ -163,7 +165,9 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
 async fn export(gw: &Gateway, args: Args) -> Result<Value> {
     let id = session_arg(gw, &args)?;
     let format = args.enum_opt(&["format"], Format::parse, &["json", "markdown", "cipher"])?;
-    if let Some(dest) = args.str_opt(&["destination"])? {
+    let destination = args.str_opt(&["destination"])?;
+    refuse_stray_session_id(&args, Some(&id), false)?;
+    if let Some(dest) = destination {
         // The directory layout is made of JSON files; another format with it is a contradiction.
         if format.is_some_and(|f| f != Format::Json) {
             return Err(Error::invalid(
@@ -261,6 +265,7 @@ async fn export(gw: &Gateway, args: Args) -> Result<Value> {
 
 async fn delete(gw: &Gateway, args: Args) -> Result<Value> {
     let id = session_id_req(&args)?;
+    refuse_stray_session_id(&args, Some(&id), false)?;
     let sid = id.clone();
     let removed = gw.write(move |s| s.delete_session(&sid)).await?;
     gw.wrote();

@@ -1206,3 +1206,115 @@ async fn parameters_sent_as_json_text_are_understood() {
     }
     s.stop().await;
 }
+
+/// A session id given under a name the operation does not read (`sid`,
+/// `target`, in another case, nested in a sub-operation's `args`) is
+/// refused, naming the argument and `sessionId`, when it is not the session
+/// the call uses: it was ignored, and the thought filed in the active
+/// session, the read answered for it (review 17-a). Nothing is written. The
+/// session in use named once more is only an ignored argument.
+#[tokio::test]
+async fn a_session_id_under_another_name_is_refused_and_changes_nothing() {
+    let (dir, db) = temp_db();
+    let s = start(&db).await;
+    let a = s.ready("A").await;
+    s.thought(t("a1")).await;
+    let b = s.ok("start_new", json!({ "sessionTitle": "B" })).await["session"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // The thoughts of A and of B, and the number of sessions.
+    async fn counts(s: &Server, a: &str, b: &str) -> Vec<u64> {
+        let mut out = Vec::new();
+        for id in [a, b] {
+            let got = s
+                .ok(
+                    "session",
+                    json!({ "subOperation": "get", "sessionId": id, "includeThoughts": false }),
+                )
+                .await;
+            out.push(got["session"]["thoughtCount"].as_u64().unwrap());
+        }
+        out.push(s.ok("list_sessions", Value::Null).await["total"].as_u64().unwrap());
+        out
+    }
+    let before = counts(&s, &a, &b).await;
+    assert_eq!(before, vec![1, 0, 2]);
+    let shouting = format!("  {}\n", a.to_uppercase());
+    let out = dir.path().join("out");
+    for (op, args, field) in [
+        (
+            "thought",
+            json!({ "thought": "t", "nextThoughtNeeded": true, "sid": a }),
+            "sid",
+        ),
+        (
+            "thought",
+            json!({ "thought": "t", "nextThoughtNeeded": true, "target": shouting }),
+            "target",
+        ),
+        ("read_thoughts", json!({ "sid": a }), "sid"),
+        ("get_structure", json!({ "target": a }), "target"),
+        ("deep_analysis", json!({ "sid": a }), "sid"),
+        ("session", json!({ "subOperation": "get", "sid": a }), "sid"),
+        ("session", json!({ "subOperation": "export", "sid": a }), "sid"),
+        ("session", json!({ "subOperation": "analyze", "ref": a }), "ref"),
+        ("session", json!({ "subOperation": "get", "args": { "sid": a } }), "sid"),
+        (
+            "session",
+            json!({ "subOperation": "export", "sid": a, "destination": out.to_str().unwrap() }),
+            "sid",
+        ),
+        // Two sessions named: the one in sessionId is used, the other refused.
+        (
+            "session",
+            json!({ "subOperation": "get", "sessionId": b, "sid": a }),
+            "sid",
+        ),
+        (
+            "session",
+            json!({ "subOperation": "delete", "sessionId": b, "sid": a }),
+            "sid",
+        ),
+        ("load_context", json!({ "sessionId": a, "sid": b }), "sid"),
+    ] {
+        let e = s.err(op, args.clone(), "INVALID_PAYLOAD").await;
+        assert_eq!(e["details"]["field"], field, "{op} {args}: {e}");
+        assert_eq!(e["details"]["didYouMean"], "sessionId", "{op} {args}: {e}");
+        let message = e["message"].as_str().unwrap();
+        assert!(message.starts_with(field) && message.contains("sessionId"), "{message}");
+    }
+    // Nothing written: no thought, no session deleted or switched, no files.
+    assert_eq!(counts(&s, &a, &b).await, before);
+    assert!(!out.exists(), "an export refused wrote {}", out.display());
+    assert_eq!(s.ok("get_state", Value::Null).await["activeSession"]["id"], b.as_str());
+    // The session the call uses, named again: only an ignored argument.
+    let r = s
+        .call(
+            "thought",
+            json!({ "thought": "b1", "nextThoughtNeeded": true, "sid": b }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r["sessionId"], b.as_str());
+    assert_eq!(r["ignoredArguments"], json!(["sid"]));
+    let r = s
+        .call("read_thoughts", json!({ "sessionId": a, "target": a.to_uppercase() }))
+        .await
+        .unwrap();
+    assert_eq!(r["sessionId"], a.as_str());
+    assert_eq!(r["ignoredArguments"], json!(["target"]));
+    // With no session active, a thought naming one that way starts nothing.
+    s.thought(json!({ "thought": "b2", "nextThoughtNeeded": false })).await;
+    let e = s
+        .err(
+            "thought",
+            json!({ "thought": "meant for A", "nextThoughtNeeded": true, "sid": a }),
+            "INVALID_PAYLOAD",
+        )
+        .await;
+    assert_eq!(e["details"]["field"], "sid");
+    assert!(e["details"]["activeSessionId"].is_null(), "{e}");
+    assert_eq!(counts(&s, &a, &b).await, vec![1, 2, 2]);
+    s.stop().await;
+}
