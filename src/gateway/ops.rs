@@ -617,6 +617,11 @@ impl ReferenceBack {
         }
     }
 
+    /// Whether the thought refers back at all.
+    fn refers(&self) -> bool {
+        self.revises.is_some() || self.branch_from.is_some() || self.branch.is_some()
+    }
+
     /// `e`, the refusal of a thought that would have started a session,
     /// told as what happened when it is about a reference back: no session
     /// is active (the one `closed` was closed, when this connection closed
@@ -680,6 +685,39 @@ impl ReferenceBack {
             details: Some(Value::Object(d)),
         }
     }
+}
+
+/// The refusal of a thought numbered `n` (above 1) sent with no session
+/// active: it would start a new session at #n, a session of one stray
+/// thought, when the agent meant to go on with the one it closed (`closed`)
+/// or another (review 17-a). Said as a reference back is
+/// ([`ReferenceBack::explain`]).
+fn numbered_without_session(n: u32, closed: Option<String>) -> Error {
+    let (why, how) = match &closed {
+        Some(id) => (
+            format!(" (session {id} was closed by nextThoughtNeeded: false)"),
+            format!("to continue it, call load_context with sessionId {id}, then send this thought again"),
+        ),
+        None => (
+            String::new(),
+            "to continue a session, call load_context with its sessionId (list_sessions finds it), then send this \
+             thought again"
+                .to_string(),
+        ),
+    };
+    let mut details = json!({ "activeSession": null, "wouldCreateSession": true });
+    if let Some(id) = closed {
+        details["closedSessionId"] = json!(id);
+    }
+    Error::invalid_with(
+        "thoughtNumber",
+        format!(
+            "thought {n} cannot start a session: no session is active on this connection{why}, so this thought \
+             would start a new session at #{n}; {how}; to start a new session, call start_new, or send the \
+             thought numbered 1 or without thoughtNumber (nothing was recorded)"
+        ),
+        details,
+    )
 }
 
 /// Refuse a `thought` that names its session, branch or revised thought
@@ -776,7 +814,15 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
     refuse_stray_session_id(&args, active.as_deref(), true)?;
     let creates_session = matches!(target, Target::New(_));
     let closed_before = gw.closed_session();
+    // A thought that also refers back is refused for that below (nothing
+    // it refers to exists in a new session), as it was.
     let refers_back = ReferenceBack::of(&input);
+    if creates_session
+        && !refers_back.refers()
+        && let Some(n) = input.thought_number.filter(|n| *n > 1)
+    {
+        return Err(numbered_without_session(n, closed_before));
+    }
     let appended = match gw.write(move |s| s.append_thought(target, input)).await {
         Ok(a) => a,
         Err(e) if creates_session => return Err(refers_back.explain(e, gw.closed_session())),

@@ -987,3 +987,65 @@ async fn a_revised_thought_says_so_wherever_it_is_read() {
     assert!(fresh.get("note").is_none(), "{fresh}");
     s.stop().await;
 }
+
+/// After nextThoughtNeeded: false, a thought numbered above 1 is refused as
+/// a revision or a branch there is (review 17-a: it started a new session
+/// whose only thought was #5): it names the closed session and says how to
+/// continue it or start a new one. Nothing is created; a thought numbered 1
+/// starts a new session, and after load_context the numbered one goes on.
+#[tokio::test]
+async fn a_numbered_thought_after_closing_starts_no_session() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    let sid = s.ready("closed").await;
+    for text in ["one", "two", "three"] {
+        s.thought(t(text)).await;
+    }
+    let closed = s
+        .thought(json!({ "thought": "done", "nextThoughtNeeded": false }))
+        .await;
+    assert_eq!(closed["sessionClosed"], true);
+    for n in [json!(5), json!("2")] {
+        let e = s
+            .err(
+                "thought",
+                json!({ "thought": "five", "nextThoughtNeeded": false, "thoughtNumber": n }),
+                "INVALID_PAYLOAD",
+            )
+            .await;
+        assert_eq!(e["details"]["field"], "thoughtNumber", "{e}");
+        assert_eq!(e["details"]["closedSessionId"], sid.as_str(), "{e}");
+        assert_eq!(e["details"]["wouldCreateSession"], true, "{e}");
+        let message = e["message"].as_str().unwrap();
+        assert!(message.contains("no session is active on this connection"), "{message}");
+        assert!(
+            message.contains(&format!("load_context with sessionId {sid}")),
+            "{message}"
+        );
+        assert!(message.contains("start_new"), "{message}");
+    }
+    // Nothing was created, and the closed session is as it was.
+    assert_eq!(s.ok("list_sessions", Value::Null).await["total"], 1);
+    let got = s
+        .ok(
+            "session",
+            json!({ "subOperation": "get", "sessionId": sid, "includeThoughts": false }),
+        )
+        .await;
+    assert_eq!(got["session"]["thoughtCount"], 4);
+    assert!(got["session"]["completedAt"].is_string(), "{got}");
+    // Numbered 1, it starts a new session as an unnumbered one does.
+    let fresh = s
+        .thought(json!({ "thought": "new problem", "nextThoughtNeeded": false, "thoughtNumber": 1 }))
+        .await;
+    assert_eq!(fresh["sessionCreated"], true);
+    assert_eq!(fresh["thoughtNumber"], 1);
+    // Continued with load_context, the numbered thought goes in.
+    s.ok("load_context", json!({ "sessionId": sid })).await;
+    let r = s
+        .thought(json!({ "thought": "five", "nextThoughtNeeded": true, "thoughtNumber": 5 }))
+        .await;
+    assert_eq!(r["sessionId"], sid.as_str());
+    assert_eq!(r["thoughtNumber"], 5);
+    s.stop().await;
+}
