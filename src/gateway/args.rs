@@ -6,6 +6,7 @@
 //! gateway can tell the caller about the ones it ignored (a misspelt
 //! `thougthNumber`, or a `sessionId` given to an operation without one).
 
+use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
@@ -23,7 +24,8 @@ pub struct Args {
 
 #[derive(Debug, Default)]
 struct Tracking {
-    given: Vec<String>,
+    /// A set: a nested `args` of 100,000 names is merged in one by one.
+    given: BTreeSet<String>,
     read: Vec<String>,
     /// Every field an operation looked for, given or not.
     asked: Vec<String>,
@@ -53,9 +55,7 @@ impl ArgsUsage {
         let Ok(t) = self.0.lock() else {
             return Vec::new();
         };
-        let mut given = t.given.clone();
-        given.sort();
-        given
+        t.given.iter().cloned().collect()
     }
 
     /// Every field looked for, given or not.
@@ -567,7 +567,7 @@ impl Args {
 
     pub fn insert(&mut self, key: String, value: Value) {
         if let Ok(mut t) = self.tracking.lock() {
-            Tracking::note(&mut t.given, &key);
+            t.given.insert(key.clone());
         }
         self.map.insert(key, value);
     }

@@ -468,8 +468,12 @@ impl Gateway {
         if !ignored.is_empty()
             && let Value::Object(fields) = &mut answer
         {
-            tracing::debug!(operation, ?ignored, "arguments ignored");
-            fields.insert("ignoredArguments".into(), json!(ignored));
+            let (named, more) = ignored_shown(&ignored);
+            tracing::debug!(operation, ignored = ?named, more, "arguments ignored");
+            fields.insert("ignoredArguments".into(), json!(named));
+            if more > 0 {
+                fields.insert("ignoredArgumentsMore".into(), json!(more));
+            }
         }
         Ok(answer)
     }
@@ -606,6 +610,28 @@ impl Gateway {
             payload["message"] = json!(format!("{message}{said}"));
         }
     }
+}
+
+/// Names of ignored arguments an answer lists at most, and the characters
+/// of each it shows: the names are the client's, and an answer that echoed
+/// them whole (one name of a megabyte, or 100,000 names) would be as long
+/// (review 17-a).
+const MAX_IGNORED_SHOWN: usize = 20;
+const MAX_IGNORED_NAME: usize = 64;
+
+/// `ignored` as an answer names it: the first [`MAX_IGNORED_SHOWN`] names,
+/// each cut past [`MAX_IGNORED_NAME`] characters (ending `...`), and how
+/// many more were ignored.
+fn ignored_shown(ignored: &[String]) -> (Vec<String>, usize) {
+    let named = ignored
+        .iter()
+        .take(MAX_IGNORED_SHOWN)
+        .map(|k| match k.char_indices().nth(MAX_IGNORED_NAME) {
+            Some((at, _)) => format!("{}...", &k[..at]),
+            None => k.clone(),
+        })
+        .collect();
+    (named, ignored.len().saturating_sub(MAX_IGNORED_SHOWN))
 }
 
 /// A gateway call refused: the error, with the names of the arguments the

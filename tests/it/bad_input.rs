@@ -1318,3 +1318,45 @@ async fn a_session_id_under_another_name_is_refused_and_changes_nothing() {
     assert_eq!(counts(&s, &a, &b).await, vec![1, 2, 2]);
     s.stop().await;
 }
+
+/// `ignoredArguments` stays short whatever was sent (review 17-a: one name
+/// of a megabyte, or 100,000 names, were echoed whole): each name is cut,
+/// and past twenty the answer counts the rest in `ignoredArgumentsMore`.
+#[tokio::test]
+async fn ignored_arguments_are_named_briefly() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    let long = "q".repeat(1_000_000);
+    let r = s.call("get_state", json!({ long.clone(): 1 })).await.unwrap();
+    let named = r["ignoredArguments"].as_array().unwrap();
+    assert_eq!(named.len(), 1, "{r}");
+    let name = named[0].as_str().unwrap();
+    assert!(
+        name.starts_with("qqqq") && name.ends_with("...") && name.len() <= 70,
+        "{name}"
+    );
+    assert!(r.get("ignoredArgumentsMore").is_none(), "{r}");
+    assert!(r.to_string().len() < 4096, "{} bytes", r.to_string().len());
+    let many: Map<String, Value> = (0..5000).map(|i| (format!("k{i:05}"), json!(1))).collect();
+    let r = s.call("get_state", Value::Object(many.clone())).await.unwrap();
+    assert_eq!(r["ignoredArguments"].as_array().unwrap().len(), 20, "{r}");
+    assert_eq!(r["ignoredArguments"][0], "k00000");
+    assert_eq!(r["ignoredArgumentsMore"], 4980);
+    assert!(r.to_string().len() < 4096, "{} bytes", r.to_string().len());
+    // Nested in a sub-operation's args too; nothing was created.
+    let sid = s.ready("Brief").await;
+    let r = s
+        .call(
+            "session",
+            json!({ "subOperation": "get", "sessionId": sid, "args": many }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r["session"]["id"], sid.as_str());
+    assert_eq!(r["ignoredArgumentsMore"], 4980);
+    assert_eq!(s.ok("list_sessions", Value::Null).await["total"], 1);
+    // A few, short: named as they are.
+    let r = s.call("get_state", json!({ "b": 1, "a": 2 })).await.unwrap();
+    assert_eq!(r["ignoredArguments"], json!(["a", "b"]));
+    s.stop().await;
+}
