@@ -131,7 +131,8 @@ pub async fn get_state(gw: &Gateway) -> Result<Value> {
              or start_new / load_context to choose one."
         }
         _ if !gw.options.stages && active.is_null() => {
-            "Call thought (a new session is created for it), or start_new / load_context to choose one."
+            "No session is active: call start_new with a sessionTitle for new work, or load_context to continue \
+             one (a thought sent now starts a session with a generated title)."
         }
         _ if !gw.options.stages => "Call thought to record the next step.",
         Stage::InitComplete if gone.is_some() => {
@@ -144,8 +145,11 @@ pub async fn get_state(gw: &Gateway) -> Result<Value> {
         }
         Stage::Entry => "Call start_new to begin a session, or list_sessions then load_context to resume one.",
         Stage::InitComplete => "Call cipher to load the notation guide and unlock thought.",
+        // After a close: a title the agent chooses beats a generated one
+        // (review 17-a: its runs piled up "Reasoning session <time>").
         _ if active.is_null() => {
-            "Call thought: a new session is created for it, or start_new / load_context to choose one."
+            "No session is active: call start_new with a sessionTitle for new work, or load_context to continue \
+             one (a thought sent now starts a session with a generated title)."
         }
         _ => "Call thought to record the next step.",
     };

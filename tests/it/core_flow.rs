@@ -1005,6 +1005,14 @@ async fn a_numbered_thought_after_closing_starts_no_session() {
         .thought(json!({ "thought": "done", "nextThoughtNeeded": false }))
         .await;
     assert_eq!(closed["sessionClosed"], true);
+    // get_state points to start_new with a title rather than to a thought
+    // that would start a session with a generated one (review 17-a).
+    let state = s.ok("get_state", Value::Null).await;
+    let next = state["nextStep"].as_str().unwrap();
+    assert!(
+        next.contains("start_new with a sessionTitle") && next.contains("load_context"),
+        "{next}"
+    );
     for n in [json!(5), json!("2")] {
         let e = s
             .err(
