@@ -179,6 +179,57 @@ fn chain_label(branch: Option<&str>) -> String {
     branch.map(|b| format!(" on branch `{b}`")).unwrap_or_default()
 }
 
+/// The thought a `branch` key moment (the `i`th) given without `branchId`
+/// means: thought `number` of the one branch that has one, and a note
+/// saying so. Refused (`keyMoments[i].branchId`) when no branch or several
+/// have it: the main chain's thought of that number was used, for a moment
+/// about a branch (review 17-a).
+fn branch_of<'a>(session: &Session, thoughts: &'a [Thought], i: usize, number: u32) -> Result<(&'a Thought, String)> {
+    let mut branches: Vec<&str> = Vec::new();
+    let mut found: Option<&'a Thought> = None;
+    for t in thoughts.iter().filter(|t| t.data.thought_number == number) {
+        if let Some(b) = t.data.branch_id.as_deref()
+            && !branches.contains(&b)
+        {
+            branches.push(b);
+            found.get_or_insert(t);
+        }
+    }
+    let field = format!("keyMoments[{i}].branchId");
+    match (found, branches.as_slice()) {
+        (Some(t), [only]) => Ok((
+            t,
+            format!(
+                "key moment {i} (branch, thought {number}) gave no branchId; branch `{only}` is the only one with a \
+                 thought {number}, so that thought was used."
+            ),
+        )),
+        (_, []) => {
+            let mut all: Vec<&str> = thoughts.iter().filter_map(|t| t.data.branch_id.as_deref()).collect();
+            all.sort_unstable();
+            all.dedup();
+            Err(Error::invalid_with(
+                field.clone(),
+                format!(
+                    "{field}: a branch key moment names its branch with branchId, and no branch of session {} has \
+                     a thought {number} (nothing was done)",
+                    session.id
+                ),
+                json!({ "thoughtNumber": number, "branches": all }),
+            ))
+        }
+        _ => Err(Error::invalid_with(
+            field.clone(),
+            format!(
+                "{field}: a branch key moment names its branch with branchId; branches {} each have a thought \
+                 {number} (nothing was done)",
+                branches.join(", ")
+            ),
+            json!({ "thoughtNumber": number, "candidates": branches }),
+        )),
+    }
+}
+
 /// Extract learnings of the `targets` types from `moments`.
 ///
 /// - `pattern`: one per moment of kind insight, decision, pivot or branch.
@@ -196,7 +247,14 @@ pub fn extract_learnings(
     extracted_at: &str,
 ) -> Result<Extraction> {
     let mut resolved = Vec::with_capacity(moments.len());
-    for m in moments {
+    let mut notes: Vec<String> = Vec::new();
+    for (i, m) in moments.iter().enumerate() {
+        if m.kind == MomentKind::Branch && m.branch_id.is_none() {
+            let (t, note) = branch_of(session, thoughts, i, m.thought_number)?;
+            resolved.push((m, t));
+            notes.push(note);
+            continue;
+        }
         match find(thoughts, m.thought_number, m.branch_id.as_deref()) {
             Some(t) => resolved.push((m, t)),
             None => {
@@ -259,7 +317,6 @@ pub fn extract_learnings(
     };
 
     let mut learnings = Vec::new();
-    let mut notes: Vec<String> = Vec::new();
     let source_line = |t: &Thought| {
         format!(
             "- Source: session \"{}\" (`{}`), thought {}{}",
@@ -533,6 +590,34 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.code(), "THOUGHT_NOT_FOUND");
+    }
+
+    /// A branch moment without branchId: the one branch with that thought,
+    /// said in the note; none or several refused, naming the moment's
+    /// branchId (it took the main chain's thought; review 17-a).
+    #[test]
+    fn a_branch_moment_without_branch_id() {
+        let ts = branching();
+        let run = |n: u32| {
+            let mut moments = vec![moment(1, MomentKind::Insight)];
+            moments.push(moment(n, MomentKind::Branch));
+            extract_learnings(&session("s"), &ts, 0, &moments, &[LearningType::Pattern], AT)
+        };
+        // Thought 3: main chain and `alt`; only `alt` is a branch.
+        let x = run(3).unwrap();
+        let l = &x.learnings[1];
+        assert_eq!(l.metadata.source_branch.as_deref(), Some("alt"));
+        assert!(l.content.contains("Redis survives restarts."), "{}", l.content);
+        let note = x.note.as_deref().unwrap();
+        assert!(note.contains("branch `alt` is the only one with a thought 3"), "{note}");
+        // Thought 4 is on `alt` and `dead`; thought 1 on no branch.
+        for (n, listed) in [(4, "candidates"), (1, "branches")] {
+            let e = run(n).unwrap_err();
+            assert_eq!(e.code(), "INVALID_PAYLOAD");
+            let p = e.payload();
+            assert_eq!(p["details"]["field"], "keyMoments[1].branchId", "{p}");
+            assert_eq!(p["details"][listed], json!(["alt", "dead"]), "{p}");
+        }
     }
 
     #[test]

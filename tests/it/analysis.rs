@@ -576,3 +576,65 @@ async fn saved_learnings_carry_the_sessions_project() {
     assert_eq!(listed["total"], 1, "{listed}");
     s.stop().await;
 }
+
+/// A branch key moment without branchId: used main-chain thought #n
+/// silently. Now the one branch with a thought n is used (the note says
+/// so); no branch or several is refused naming the moment's branchId, and
+/// nothing is saved (review 17-a).
+#[tokio::test]
+async fn a_branch_moment_without_branch_id_takes_the_only_branch_or_is_refused() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    let sid = branching_session(&s).await;
+    let learn = |moments: Value| {
+        json!({ "subOperation": "extract_learnings", "sessionId": sid, "keyMoments": moments,
+                "targetTypes": ["pattern"], "save": true })
+    };
+    // Thought 4: main chain and `alt`; `alt` is the only branch with one.
+    let x = s
+        .ok(
+            "session",
+            learn(json!([{ "thoughtNumber": 4, "type": "branch", "summary": "Hops cost" }])),
+        )
+        .await;
+    let l = &x["learnings"][0];
+    assert_eq!(l["metadata"]["sourceBranch"], "alt", "{x}");
+    assert!(
+        l["content"].as_str().unwrap().contains("Redis adds a network hop"),
+        "{x}"
+    );
+    assert!(
+        x["note"]
+            .as_str()
+            .unwrap()
+            .contains("branch `alt` is the only one with a thought 4"),
+        "{x}"
+    );
+    assert_eq!(x["savedPatterns"].as_array().unwrap().len(), 1);
+    // A second branch with a thought 4 (the session closed: reopened).
+    s.ok("load_context", json!({ "sessionId": sid })).await;
+    let b = s
+        .thought(json!({ "thought": "No cache at all?", "nextThoughtNeeded": true,
+                         "branchId": "dead", "branchFromThought": 3 }))
+        .await;
+    let before = s.ok("knowledge", json!({ "subOperation": "list_patterns" })).await;
+    let n = b["thoughtNumber"].as_u64().unwrap();
+    assert_eq!(n, 4, "{b}");
+    for (moments, listed) in [
+        (
+            json!([{ "thoughtNumber": 2, "type": "insight" }, { "thoughtNumber": 4, "type": "branch" }]),
+            "candidates",
+        ),
+        (
+            json!([{ "thoughtNumber": 2, "type": "insight" }, { "thoughtNumber": 1, "type": "branch" }]),
+            "branches",
+        ),
+    ] {
+        let e = s.err("session", learn(moments.clone()), "INVALID_PAYLOAD").await;
+        assert_eq!(e["details"]["field"], "keyMoments[1].branchId", "{moments}: {e}");
+        assert_eq!(e["details"][listed], json!(["alt", "dead"]), "{moments}: {e}");
+    }
+    let after = s.ok("knowledge", json!({ "subOperation": "list_patterns" })).await;
+    assert_eq!(after, before, "nothing was saved");
+    s.stop().await;
+}
