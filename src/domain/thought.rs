@@ -298,9 +298,19 @@ pub fn plan_thought(
     let revises_node = match input.revises_thought {
         None => None,
         Some(r) if r == number => {
+            // On a branch the numbers are the branch's own: an agent asking
+            // for a main-chain thought gets told where it is (review 17-a).
+            let how = match branch {
+                Some(_) => format!(
+                    " (revisions are numbered within their own chain, and this thought is number {number} of {}; \
+                     to revise the main chain's thought {r}, record the revision without branchId)",
+                    chain_name(branch)
+                ),
+                None => String::new(),
+            };
             return Err(Error::invalid(
                 "revisesThought",
-                format!("thought {number} cannot revise itself"),
+                format!("thought {number} cannot revise itself{how}"),
             ));
         }
         Some(r) => {
@@ -596,6 +606,23 @@ pub(crate) mod tests {
             })
             .unwrap_err();
         assert_eq!(err.details().unwrap()["field"], "branchFromThought");
+        // A branch thought revising its own number is told that numbers are
+        // the branch's own, and how to revise the main chain's (review 17-a).
+        let err = l
+            .add(ThoughtInput {
+                branch_id: Some("x".into()),
+                thought_number: Some(3),
+                revises_thought: Some(3),
+                ..text("revise main 3?")
+            })
+            .unwrap_err();
+        let message = err.to_string();
+        assert!(
+            message.contains("cannot revise itself")
+                && message.contains("branch 'x'")
+                && message.contains("without branchId"),
+            "{message}"
+        );
     }
 
     #[test]
