@@ -152,6 +152,13 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
     });
     if crate::store::fts_query(&query).is_none() {
         out["note"] = json!(super::ops::UNSEARCHABLE_NOTE);
+    } else if hits.is_empty() && crate::store::query_phrases(&query).len() > 1 {
+        // Review 17-a: `kafka rebalances` found nothing, with no word on
+        // why, when one thought said kafka and another rebalances.
+        out["note"] = json!(
+            "nothing matched every word: a match needs all the words in one thought, or in one session's title, \
+             description and tags together; search with fewer words to find them apart"
+        );
     }
     if let Some(p) = pattern_hits {
         out["patterns"] = json!(p);

@@ -36,6 +36,7 @@ use crate::error::{Error, Result};
 pub use import::ImportOutcome;
 pub use knowledge::KnowledgeItem;
 pub use repair::RepairReport;
+pub(crate) use search::query_phrases;
 pub use search::{SEARCH_INDEX_WAIT, SearchHit, SessionHits, ThoughtHit, fts_query};
 pub use sessions::SessionPage;
 pub use stats::{FileSizes, LedgerStats};

@@ -588,10 +588,23 @@ async fn sessions_list_search_resume_delete() {
         .await;
     assert_eq!(by_text["sessions"][0]["id"], b.as_str());
 
+    // Words that no one thought holds together: said why (review 17-a).
+    let apart = s
+        .ok(
+            "session",
+            json!({ "subOperation": "search", "query": "middleware zebra" }),
+        )
+        .await;
+    assert_eq!(apart["count"], 0, "{apart}");
+    assert!(
+        apart["note"].as_str().unwrap().contains("all the words in one thought"),
+        "{apart}"
+    );
     // Search finds thought text with numbers and snippets, and titles.
     let found = s
         .ok("session", json!({ "subOperation": "search", "query": "middleware" }))
         .await;
+    assert!(found.get("note").is_none(), "{found}");
     assert_eq!(found["count"], 1);
     assert_eq!(
         (found["limit"].clone(), found["limitReached"].clone()),
