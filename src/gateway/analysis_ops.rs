@@ -79,12 +79,12 @@ fn key_moment(args: &Args, i: usize, v: &Value) -> Result<KeyMoment> {
 /// The parts of a learning saved as a knowledge pattern.
 fn as_pattern(l: &ExtractedLearning, session_id: &str, tags: Vec<String>) -> NewPattern {
     let kind = match l.kind {
-        LearningType::AntiPattern => "anti-pattern",
-        _ => "pattern",
+        LearningType::AntiPattern => "An anti-pattern",
+        _ => "A pattern",
     };
     NewPattern {
         title: l.title.chars().take(crate::knowledge::MAX_TITLE_CHARS).collect(),
-        description: format!("A {kind} extracted from session {session_id} ({}).", l.target_path),
+        description: format!("{kind} extracted from session {session_id} ({}).", l.target_path),
         tags,
         content: l.content.clone(),
         derived_from_sessions: vec![session_id.to_string()],

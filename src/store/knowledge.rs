@@ -298,14 +298,22 @@ impl Store {
             // candidates; the exact comparisons then decide.
             let mut same = tx.prepare_cached(
                 "SELECT id FROM knowledge_patterns
-                 WHERE title = ?1 COLLATE NOCASE AND title = ?1 AND description = ?2 AND content = ?3
+                 WHERE title = ?1 COLLATE NOCASE AND title = ?1 AND description IN (?2, ?5) AND content = ?3
                    AND created_by IS ?4
                  ORDER BY created_at LIMIT 1",
             )?;
             let mut out = Vec::with_capacity(new.len());
             for n in new {
+                // Anti-patterns saved before "A anti-pattern" became "An
+                // anti-pattern" are the same learning.
+                let older = n
+                    .description
+                    .strip_prefix("An anti-pattern ")
+                    .map_or_else(|| n.description.clone(), |rest| format!("A anti-pattern {rest}"));
                 let existing: Option<String> = same
-                    .query_row(params![n.title, n.description, n.content, n.created_by], |r| r.get(0))
+                    .query_row(params![n.title, n.description, n.content, n.created_by, older], |r| {
+                        r.get(0)
+                    })
                     .optional()?;
                 out.push(match existing {
                     Some(id) => (get_pattern_tx(tx, &id)?, false),
@@ -670,6 +678,25 @@ mod tests {
             content: content.into(),
             ..Default::default()
         }
+    }
+
+    /// An anti-pattern saved before its description read "An anti-pattern"
+    /// is the same learning when extract_learnings saves it again.
+    #[test]
+    fn a_learning_saved_with_the_older_article_is_not_saved_twice() {
+        let (_d, store) = temp_store();
+        let learning = |description: &str| NewPattern {
+            description: description.into(),
+            created_by: Some("extract_learnings".into()),
+            ..p("Do not cache tokens", &["learning"], "Caching tokens broke logout.")
+        };
+        let before = learning("A anti-pattern extracted from session s (patterns/x.md).");
+        let (first, created) = store.create_patterns_once(&[before]).unwrap().remove(0);
+        assert!(created);
+        let now = learning("An anti-pattern extracted from session s (patterns/x.md).");
+        let (again, created) = store.create_patterns_once(&[now]).unwrap().remove(0);
+        assert!(!created, "a second copy was saved");
+        assert_eq!(again.id, first.id);
     }
 
     #[test]

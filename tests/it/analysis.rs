@@ -189,6 +189,32 @@ async fn extract_learnings_from_key_moments() {
     assert_eq!(again["alreadySaved"], saved["savedPatterns"]);
     let listed = s.ok("knowledge", json!({ "subOperation": "list_patterns" })).await;
     assert_eq!(listed["total"], 2);
+    assert!(
+        p["description"]
+            .as_str()
+            .unwrap()
+            .starts_with("A pattern extracted from session"),
+        "{p}"
+    );
+    // An anti-pattern's description reads "An anti-pattern" (review 17-a).
+    let anti = s
+        .ok(
+            "session",
+            json!({ "subOperation": "extract_learnings", "sessionId": sid, "keyMoments": moments,
+                    "targetTypes": ["anti-pattern"], "save": true }),
+        )
+        .await;
+    let id = &anti["savedPatterns"][0];
+    let p = s
+        .ok("knowledge", json!({ "subOperation": "get_pattern", "id": id }))
+        .await;
+    assert!(
+        p["description"]
+            .as_str()
+            .unwrap()
+            .starts_with("An anti-pattern extracted from session"),
+        "{p}"
+    );
     s.stop().await;
 }
 
