@@ -194,8 +194,9 @@ pub struct Insight {
 
 /// Thoughts listed per insight. The dominant pattern of a long session
 /// covers most of its thoughts: listed whole, 200,000 of them made the
-/// answer too long to send at all.
-pub const MAX_RELATED: usize = 100;
+/// answer too long to send at all, and even 100 were half of a 10 KB
+/// answer (review 17-a); the rest are in the timeline and an export.
+pub const MAX_RELATED: usize = 20;
 /// Entries listed in `transitions`, `decisionPoints` and `timeline.entries`
 /// (the first ones), for the same reason; each says how many there were
 /// when it was cut.
