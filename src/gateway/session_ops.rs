@@ -93,6 +93,10 @@ async fn get(gw: &Gateway, args: Args) -> Result<Value> {
     .await
 }
 
+/// Matches of each session in a `session search` answer when
+/// `matchesPerSession` is not given.
+const DEFAULT_MATCHES_PER_SESSION: usize = 5;
+
 /// What `session search` can include besides sessions.
 const SEARCH_INCLUDES: &[&str] = &["sessions", "patterns", "notes"];
 
@@ -101,7 +105,11 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
     let limit = args.int_opt(&["limit"], 1, 100)?.unwrap_or(10) as u32;
     // At most this many matches per session, best first: a search over
     // ten sessions answered ~18 KB, most of it six snippets each (review 16-a).
-    let per_session = args.int_opt(&["matchesPerSession"], 1, 100)?.map(|n| n as usize);
+    // Five by default: one session with many matches answered 50 of them,
+    // ~7 KB (review 17-a); `moreMatches` says how many were left out.
+    let per_session = args
+        .int_opt(&["matchesPerSession"], 1, 100)?
+        .map_or(DEFAULT_MATCHES_PER_SESSION, |n| n as usize);
     let include = args.str_list_opt(&["include"])?.unwrap_or_default();
     if let Some(bad) = include.iter().find(|i| !SEARCH_INCLUDES.contains(&i.as_str())) {
         return Err(Error::invalid_with(
@@ -138,9 +146,10 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
     // (see the README's Search). Say when the answer stopped short, or may
     // have (more matches than the ranking looks at).
     let limit_reached = more;
-    if let Some(n) = per_session {
-        for session in &mut hits {
-            session.matches.truncate(n);
+    for session in &mut hits {
+        if session.matches.len() > per_session {
+            session.more_matches = Some(session.matches.len() - per_session);
+            session.matches.truncate(per_session);
         }
     }
     let mut out = json!({

@@ -451,6 +451,10 @@ pub struct SessionHits {
     /// The session's title, description or tags matched.
     pub matched_session: bool,
     pub matches: Vec<ThoughtHit>,
+    /// Matches of this session left out of `matches` by a per-session
+    /// limit (the gateway's `matchesPerSession`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub more_matches: Option<usize>,
     pub score: f64,
 }
 
@@ -751,6 +755,7 @@ impl Store {
                     session,
                     matched_session: true,
                     matches: Vec::new(),
+                    more_matches: None,
                     score,
                 },
             );
@@ -774,6 +779,7 @@ impl Store {
                     matched_session: false,
                     score: hit.score,
                     matches: vec![hit],
+                    more_matches: None,
                 },
             );
         }

@@ -1070,3 +1070,32 @@ async fn a_numbered_thought_after_closing_starts_no_session() {
     assert_eq!(r["thoughtNumber"], 5);
     s.stop().await;
 }
+
+/// A session with many matches brings its best five unless asked for more,
+/// and says how many it left out (review 17-a: 50 matches of one session,
+/// ~7 KB, by default).
+#[tokio::test]
+async fn session_search_brings_five_matches_of_a_session_by_default() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    s.ready("herons").await;
+    for i in 0..8 {
+        s.thought(t(&format!("heron sighting number {i} by the lake"))).await;
+    }
+    let found = s
+        .ok("session", json!({ "subOperation": "search", "query": "heron" }))
+        .await;
+    let session = &found["sessions"][0];
+    assert_eq!(session["matches"].as_array().unwrap().len(), 5, "{found}");
+    assert_eq!(session["moreMatches"], 3, "{found}");
+    let all = s
+        .ok(
+            "session",
+            json!({ "subOperation": "search", "query": "heron", "matchesPerSession": 8 }),
+        )
+        .await;
+    let session = &all["sessions"][0];
+    assert_eq!(session["matches"].as_array().unwrap().len(), 8, "{all}");
+    assert!(session.get("moreMatches").is_none(), "{all}");
+    s.stop().await;
+}
