@@ -111,6 +111,20 @@ pub const MAX_DESCRIPTION_CHARS: usize = 10_000;
 pub const MAX_TAGS: usize = 100;
 pub const MAX_TAG_CHARS: usize = 200;
 
+/// What a JSON value is, for messages ("got a number"): the gateway's
+/// argument checks and the readers of exported files say it alike.
+pub fn json_kind(v: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::canonical_session_id;

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
 
-use crate::domain::{SortBy, SortOrder};
+use crate::domain::{SortBy, SortOrder, json_kind as type_name};
 use crate::error::{Error, Result};
 
 #[derive(Debug, Clone, Default)]
@@ -339,17 +339,6 @@ fn same_meaning(a: &Value, b: &Value) -> bool {
         _ => None,
     };
     a == b || matches!((scalar(a), scalar(b)), (Some(x), Some(y)) if x == y)
-}
-
-fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// The JSON object or array a string holds, if it holds exactly one: how

@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::{LoadedSession, Loader, Node, RawNode, canonical_time, parse_repairing};
-use crate::domain::validate_branch_id;
+use crate::domain::{json_kind as kind, validate_branch_id};
 use crate::error::Error;
 use crate::export::VERSION;
 use crate::tree::integrity::{IntegrityValidationResult, SessionReport};
@@ -214,18 +214,6 @@ fn document(path: &Path, at: &str, value: Value) -> Result<Document, ExportFileE
         reason: e.to_string(),
     })?;
     Ok(Document { session, nodes })
-}
-
-/// What a JSON value is, for messages.
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// What an object that is no SessionExport holds, and what it may be.
