@@ -173,19 +173,15 @@ pub const FIELD_NAMES: &[&str] = &[
 
 /// A name as it is compared for misspellings: lower case, without `_`, `-`
 /// or spaces.
-fn folded(name: &str) -> String {
+pub(super) fn folded(name: &str) -> String {
     name.chars()
         .filter(|c| !matches!(c, '_' | '-' | ' '))
         .flat_map(char::to_lowercase)
         .collect()
 }
 
-/// Edits (insert, delete, substitute, swap two neighbours) from `a` to `b`,
-/// counted up to 2; 2 means "two or more".
-fn edits_capped(a: &[char], b: &[char]) -> usize {
-    if a.len().abs_diff(b.len()) >= 2 {
-        return 2;
-    }
+/// Edits (insert, delete, substitute, swap two neighbours) from `a` to `b`.
+pub(super) fn edits(a: &[char], b: &[char]) -> usize {
     let (n, m) = (a.len(), b.len());
     let mut d = vec![vec![0usize; m + 1]; n + 1];
     for (i, row) in d.iter_mut().enumerate() {
@@ -204,7 +200,15 @@ fn edits_capped(a: &[char], b: &[char]) -> usize {
             d[i][j] = best;
         }
     }
-    d[n][m].min(2)
+    d[n][m]
+}
+
+/// [`edits`] counted up to 2; 2 means "two or more".
+fn edits_capped(a: &[char], b: &[char]) -> usize {
+    if a.len().abs_diff(b.len()) >= 2 {
+        return 2;
+    }
+    edits(a, b).min(2)
 }
 
 /// [`FIELD_NAMES`] folded, the camelCase names before the `snake_case`

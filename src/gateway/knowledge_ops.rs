@@ -266,11 +266,7 @@ fn meant_update_field(name: &str) -> Option<&'static str> {
     if let Some(meant) = super::args::misspelling_of(name, false).filter(|m| UPDATE_FIELDS.contains(m)) {
         return Some(meant);
     }
-    let folded: String = name
-        .chars()
-        .filter(|c| !matches!(c, '_' | '-' | ' '))
-        .flat_map(char::to_lowercase)
-        .collect();
+    let folded = super::args::folded(name);
     UPDATE_SYNONYMS
         .iter()
         .find(|(_, names)| names.contains(&folded.as_str()))
@@ -280,33 +276,16 @@ fn meant_update_field(name: &str) -> Option<&'static str> {
             let given: Vec<char> = folded.chars().collect();
             UPDATE_FIELDS
                 .iter()
-                .map(|f| (edits(&given, &f.to_lowercase().chars().collect::<Vec<_>>()), *f))
+                .map(|f| {
+                    (
+                        super::args::edits(&given, &f.to_lowercase().chars().collect::<Vec<_>>()),
+                        *f,
+                    )
+                })
                 .filter(|(d, _)| given.len() >= 4 && *d <= 2)
                 .min_by_key(|(d, _)| *d)
                 .map(|(_, f)| f)
         })
-}
-
-/// Edits (a letter changed, added, removed, or two swapped) from `a` to `b`.
-fn edits(a: &[char], b: &[char]) -> usize {
-    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
-    for (i, row) in d.iter_mut().enumerate() {
-        row[0] = i;
-    }
-    for (j, cell) in d[0].iter_mut().enumerate() {
-        *cell = j;
-    }
-    for i in 1..=a.len() {
-        for j in 1..=b.len() {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut best = (d[i - 1][j] + 1).min(d[i][j - 1] + 1).min(d[i - 1][j - 1] + cost);
-            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                best = best.min(d[i - 2][j - 2] + 1);
-            }
-            d[i][j] = best;
-        }
-    }
-    d[a.len()][b.len()]
 }
 
 /// An update_pattern that changes nothing but was given names it does not
