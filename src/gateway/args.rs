@@ -506,14 +506,34 @@ impl Args {
     /// named under a name the operation does not take (`sid`, `target`),
     /// which it would otherwise ignore and act on another session. Called
     /// once an operation has read all its parameters.
+    ///
+    /// Object parameters read as arguments of their own (`options`) are
+    /// looked into too, and such an id is named by its path
+    /// (`options.sid`): `deep_analysis {options: {sid}}` analysed the active
+    /// session (review 17-a).
     pub fn stray_session_id(&self, using: Option<&str>) -> Option<(String, String)> {
         let t = self.tracking.lock().ok()?;
         // Every key of the map was given (`new`, `insert`); one taken out
         // (`remove`) counts as read.
-        self.map.iter().find_map(|(k, v)| {
-            let id = crate::domain::canonical_session_id(v.as_str()?);
-            (crate::tree::is_session_id(&id) && Some(id.as_str()) != using && !t.read.contains(k))
-                .then(|| (k.clone(), id))
+        let stray = |map: &Map<String, Value>, read: &[String]| {
+            map.iter().find_map(|(k, v)| {
+                let id = crate::domain::canonical_session_id(v.as_str()?);
+                (crate::tree::is_session_id(&id) && Some(id.as_str()) != using && !read.contains(k))
+                    .then(|| (k.clone(), id))
+            })
+        };
+        if let Some(found) = stray(&self.map, &t.read) {
+            return Some(found);
+        }
+        t.nested.iter().find_map(|(key, child)| {
+            let child = child.lock().ok()?;
+            // The object as given: in place, or as JSON text (`object_opt`).
+            let held = match self.map.get(key)? {
+                Value::String(s) => serde_json::from_str::<Value>(s).ok()?,
+                other => other.clone(),
+            };
+            let (k, id) = stray(held.as_object()?, &child.read)?;
+            Some((format!("{key}.{k}"), id))
         })
     }
 

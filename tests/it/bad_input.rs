@@ -1256,6 +1256,13 @@ async fn a_session_id_under_another_name_is_refused_and_changes_nothing() {
         ("read_thoughts", json!({ "sid": a }), "sid"),
         ("get_structure", json!({ "target": a }), "target"),
         ("deep_analysis", json!({ "sid": a }), "sid"),
+        // Inside an object parameter, as an object or as JSON text.
+        ("deep_analysis", json!({ "options": { "sid": a } }), "options.sid"),
+        (
+            "deep_analysis",
+            json!({ "options": json!({ "includeTimeline": false, "target": a }).to_string() }),
+            "options.target",
+        ),
         ("session", json!({ "subOperation": "get", "sid": a }), "sid"),
         ("session", json!({ "subOperation": "export", "sid": a }), "sid"),
         ("session", json!({ "subOperation": "analyze", "ref": a }), "ref"),
