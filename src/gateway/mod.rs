@@ -141,6 +141,10 @@ pub(crate) struct Connection {
     /// The session a `nextThoughtNeeded: false` closed, while no other has
     /// been made active since: errors of the next thought point back to it.
     pub closed_session: Option<String>,
+    /// The active session found deleted (by another process), while no
+    /// other has been made active since: the thought that starts a new
+    /// session says why (review 18-a: it started one without a word).
+    pub deleted_session: Option<String>,
     pub root: Option<BoundRoot>,
     /// Optional operations hidden with `session discovery`.
     pub hidden: BTreeSet<String>,
@@ -371,6 +375,7 @@ impl Gateway {
         self.with_conn(|c| {
             c.active_session = id;
             c.closed_session = None;
+            c.deleted_session = None;
         });
     }
 
@@ -379,6 +384,7 @@ impl Gateway {
         self.with_conn(|c| {
             c.active_session = None;
             c.closed_session = Some(id.to_string());
+            c.deleted_session = None;
         });
     }
 
@@ -397,13 +403,19 @@ impl Gateway {
     }
 
     /// Forget the active session if it is still `id` (a request running
-    /// meanwhile may have made another one active).
+    /// meanwhile may have made another one active): it was found deleted.
     pub(crate) fn clear_active_session_if(&self, id: &str) {
         self.with_conn(|c| {
             if c.active_session.as_deref() == Some(id) {
                 c.active_session = None;
+                c.deleted_session = Some(id.to_string());
             }
         });
+    }
+
+    /// The active session found deleted, if none has been made active since.
+    pub(crate) fn deleted_session(&self) -> Option<String> {
+        self.with_conn(|c| c.deleted_session.clone())
     }
 
     fn check_stage(&self, operation: &str, required: Stage) -> Result<()> {

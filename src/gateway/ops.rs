@@ -54,11 +54,21 @@ pub(crate) fn session_arg(gw: &Gateway, args: &Args) -> Result<String> {
             format!("{k} is not a parameter: name the session with sessionId (nothing was done)"),
             json!({ "didYouMean": "sessionId" }),
         )),
-        None => gw.active_session().ok_or_else(|| {
-            Error::invalid(
+        None => gw.active_session().ok_or_else(|| match gw.closed_session() {
+            // Right after a close an agent reads, exports or analyses what it
+            // closed: name it (review 18-a: every such call answered without it).
+            Some(closed) => Error::invalid_with(
+                "sessionId",
+                format!(
+                    "no session is active on this connection: session {closed} was closed by nextThoughtNeeded: \
+                     false; pass sessionId {closed} to read, export or analyse it (nothing was done)"
+                ),
+                json!({ "closedSessionId": closed }),
+            ),
+            None => Error::invalid(
                 "sessionId",
                 "no session is active on this connection: pass sessionId, or call start_new or load_context first",
-            )
+            ),
         }),
     }
 }
@@ -103,10 +113,15 @@ pub(crate) fn refuse_stray_session_id(args: &Args, using: Option<&str>, thought:
 pub async fn get_state(gw: &Gateway) -> Result<Value> {
     let stage = gw.stage();
     let mut gone = None;
+    let mut completed = false;
     let active = match gw.active_session() {
         Some(id) => match gw.blocking(move |s| s.session(&id)).await {
             Ok(s) => {
-                json!({ "id": s.id, "title": s.title, "thoughtCount": s.thought_count, "branchCount": s.branch_count })
+                completed = s.completed_at.is_some();
+                json!({
+                    "id": s.id, "title": s.title, "thoughtCount": s.thought_count, "branchCount": s.branch_count,
+                    "status": if completed { "completed" } else { "active" },
+                })
             }
             Err(Error::SessionNotFound { session_id }) => {
                 // Deleted elsewhere: say so, as a thought would have.
@@ -134,6 +149,7 @@ pub async fn get_state(gw: &Gateway) -> Result<Value> {
             "No session is active: call start_new with a sessionTitle for new work, or load_context to continue \
              one (a thought sent now starts a session with a generated title)."
         }
+        _ if !gw.options.stages && completed => COMPLETED_NEXT_STEP,
         _ if !gw.options.stages => "Call thought to record the next step.",
         Stage::InitComplete if gone.is_some() => {
             "The active session was deleted (perhaps by another process). Call cipher, then thought to start a \
@@ -144,6 +160,7 @@ pub async fn get_state(gw: &Gateway) -> Result<Value> {
              or start_new / load_context to choose one."
         }
         Stage::Entry => "Call start_new to begin a session, or list_sessions then load_context to resume one.",
+        _ if completed => COMPLETED_NEXT_STEP,
         Stage::InitComplete => "Call cipher to load the notation guide and unlock thought.",
         // After a close: a title the agent chooses beats a generated one
         // (review 17-a: its runs piled up "Reasoning session <time>").
@@ -247,6 +264,11 @@ fn new_session_from(args: &Args, title_keys: &[&str], tag_keys: &[&str], flat_wo
         domain,
     })
 }
+
+/// What a connection whose session is completed (opened to read by
+/// `load_context`) calls next.
+const COMPLETED_NEXT_STEP: &str = "The session is completed and open here to read: read_thoughts, get_structure, \
+     session export or deep_analysis read it. A thought recorded here reopens it; for new work, call start_new.";
 
 /// What a connection with an open session calls next.
 fn next_step_in_session(gw: &Gateway, stage: Stage) -> &'static str {
@@ -399,6 +421,9 @@ pub(crate) async fn open_session(gw: &Gateway, args: &Args, trigger: &str) -> Re
         out["reopened"] = json!(true);
         out["previouslyCompletedAt"] = json!(at);
     } else if let Some(at) = session.completed_at.as_deref() {
+        // Open to read: the next step is a read, not a thought, which would
+        // reopen a finished session (review 18-a).
+        out["nextStep"] = json!(COMPLETED_NEXT_STEP);
         out["note"] = json!(if reopen_it {
             format!(
                 "the session was completed at {at} and could not be reopened now (see warning); it is open here \
@@ -818,6 +843,7 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
     refuse_stray_session_id(&args, active.as_deref(), true)?;
     let creates_session = matches!(target, Target::New(_));
     let closed_before = gw.closed_session();
+    let deleted_before = gw.deleted_session();
     // A thought that also refers back is refused for that below (nothing
     // it refers to exists in a new session), as it was.
     let refers_back = ReferenceBack::of(&input);
@@ -967,6 +993,15 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
                 &format!(
                     "session {previous} was closed by nextThoughtNeeded: false, so this thought started a new \
                      session; to add to the closed one instead, call load_context with sessionId {previous}"
+                ),
+            );
+        } else if let Some(previous) = deleted_before.filter(|p| *p != session_id) {
+            out["previousSessionId"] = json!(previous);
+            super::add_note(
+                &mut out,
+                &format!(
+                    "session {previous}, active on this connection, was deleted (perhaps by another process), so \
+                     this thought started a new session"
                 ),
             );
         }

@@ -863,6 +863,16 @@ async fn a_completed_session_is_read_without_reopening_it() {
     let completed_at = ctx["session"]["completedAt"].clone();
     assert!(completed_at.is_string(), "{ctx}");
     assert!(ctx["note"].as_str().unwrap().contains("stays so"), "{ctx}");
+    // What to do next is a read: a thought would reopen it (review 18-a:
+    // nextStep said "Call cipher, then thought"), and get_state says so too.
+    let read_next = |v: &Value| {
+        let step = v["nextStep"].as_str().unwrap().to_string();
+        assert!(step.contains("read_thoughts") && step.contains("reopens it"), "{v}");
+    };
+    read_next(&ctx);
+    let state = s.ok("get_state", Value::Null).await;
+    assert_eq!(state["activeSession"]["status"], "completed", "{state}");
+    read_next(&state);
     let got = s
         .ok("session", json!({ "subOperation": "get", "sessionId": sid }))
         .await;
@@ -1026,6 +1036,21 @@ async fn a_numbered_thought_after_closing_starts_no_session() {
         next.contains("start_new with a sessionTitle") && next.contains("load_context"),
         "{next}"
     );
+    // Reads of "the session" right after the close name the one closed
+    // (review 18-a: each said only that no session was active).
+    for (op, args) in [
+        ("read_thoughts", json!({})),
+        ("get_structure", json!({})),
+        ("deep_analysis", json!({})),
+        ("session", json!({ "subOperation": "export" })),
+        ("session", json!({ "subOperation": "analyze" })),
+    ] {
+        let e = s.err(op, args, "INVALID_PAYLOAD").await;
+        assert_eq!(e["details"]["field"], "sessionId", "{op}: {e}");
+        assert_eq!(e["details"]["closedSessionId"], sid.as_str(), "{op}: {e}");
+        let message = e["message"].as_str().unwrap();
+        assert!(message.contains(&format!("pass sessionId {sid}")), "{op}: {message}");
+    }
     for n in [json!(5), json!("2")] {
         let e = s
             .err(

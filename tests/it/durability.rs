@@ -338,6 +338,12 @@ async fn a_session_deleted_by_another_process() {
     assert_eq!(fresh["sessionCreated"], true, "{fresh}");
     assert_ne!(fresh["sessionId"], sid.as_str());
     assert_eq!(fresh["thoughtNumber"], 1);
+    // It says why it started a new session (review 18-a: not a word).
+    assert_eq!(fresh["previousSessionId"], sid.as_str(), "{fresh}");
+    assert!(fresh["note"].as_str().unwrap().contains("was deleted"), "{fresh}");
+    // The thought after it is an ordinary one.
+    let next = a.thought(t("fourth")).await;
+    assert!(next.get("previousSessionId").is_none(), "{next}");
     // get_state says so too, when the agent asks first.
     let fresh_id = fresh["sessionId"].as_str().unwrap().to_string();
     b.ok("session", json!({ "subOperation": "delete", "sessionId": fresh_id }))
@@ -346,6 +352,8 @@ async fn a_session_deleted_by_another_process() {
     assert_eq!(state["activeSession"], Value::Null);
     assert_eq!(state["activeSessionCleared"]["sessionId"], fresh_id.as_str(), "{state}");
     assert!(state["nextStep"].as_str().unwrap().contains("deleted"), "{state}");
+    let fresher = a.thought(t("fifth")).await;
+    assert_eq!(fresher["previousSessionId"], fresh_id.as_str(), "{fresher}");
     a.stop().await;
     b.stop().await;
 }
