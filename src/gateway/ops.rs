@@ -1088,8 +1088,18 @@ fn read_query(args: &Args) -> Result<(ThoughtQuery, Value)> {
     };
     let modes = [number.is_some(), last.is_some(), range.is_some(), branch.is_some()];
     if modes.iter().filter(|m| **m).count() > 1 {
+        // The specification's query modes are exclusive; one thought of a
+        // branch is read with its branch (review 18-a: how was not said).
+        let how = match &branch {
+            Some(b) if number.is_some() || range.is_some() => format!(
+                ": to read thoughts of branch {}, read the branch with branchId alone (each thought carries its \
+                 thoughtNumber)",
+                super::clip(b)
+            ),
+            _ => String::new(),
+        };
         return Err(Error::InvalidOperation {
-            message: "read_thoughts takes one of thoughtNumber, last, range or branchId, not several".into(),
+            message: format!("read_thoughts takes one of thoughtNumber, last, range or branchId, not several{how}"),
             details: Some(json!({ "modes": ["thoughtNumber", "last", "range", "branchId"] })),
         });
     }
@@ -1135,23 +1145,34 @@ pub async fn read_thoughts(gw: &Gateway, args: Args) -> Result<Value> {
     let sid = session_id.clone();
     // Given up as soon as the text alone could no longer fit in one answer,
     // before the rest is loaded (`last` or `range` may span a whole session).
-    let thoughts = gw
+    let (thoughts, also_on) = gw
         .blocking(move |s| {
             let mut budget = super::TextBudget::default();
             let thoughts = s.read_thoughts_checked(&sid, &query, &mut |t| budget.add(t))?;
             let revised_by = s.revised_by_nodes(&sid, thoughts.iter().map(|t| t.node_id.as_str()))?;
-            Ok(thoughts
+            // A number names a main-chain thought; branches may hold the
+            // same number, which the agent may have meant (review 18-a).
+            let also_on = match query {
+                ThoughtQuery::Number(n) => s.branches_with_number(&sid, n, "", crate::store::MAX_BRANCHES_NAMED)?,
+                _ => Vec::new(),
+            };
+            let thoughts = thoughts
                 .iter()
                 .map(|t| read_thought_json(t, &revised_by))
-                .collect::<Vec<_>>())
+                .collect::<Vec<_>>();
+            Ok((thoughts, also_on))
         })
         .await?;
-    Ok(json!({
+    let mut out = json!({
         "sessionId": session_id,
         "query": echo,
         "count": thoughts.len(),
         "thoughts": thoughts,
-    }))
+    });
+    if !also_on.is_empty() {
+        out["alsoOnBranches"] = json!(also_on);
+    }
+    Ok(out)
 }
 
 /// GetStructureResponse (seed 000) plus seed 003's non-colliding fields.

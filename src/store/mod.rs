@@ -40,7 +40,7 @@ pub(crate) use search::query_phrases;
 pub use search::{SEARCH_INDEX_WAIT, SearchHit, SessionHits, ThoughtHit, fts_query};
 pub use sessions::SessionPage;
 pub use stats::{FileSizes, LedgerStats};
-pub use thoughts::{Appended, SessionSnapshot, Shape, Structure, Target, ThoughtQuery};
+pub use thoughts::{Appended, MAX_BRANCHES_NAMED, SessionSnapshot, Shape, Structure, Target, ThoughtQuery};
 
 mod embedded {
     refinery::embed_migrations!("migrations");

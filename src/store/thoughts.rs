@@ -461,10 +461,22 @@ impl Store {
                 )?,
             };
             match query {
-                ThoughtQuery::Number(n) if rows.is_empty() => Err(Error::ThoughtNotFound {
-                    message: format!("thought {n} not found on the main chain of session {session_id}"),
-                    details: json!({ "sessionId": session_id, "thoughtNumber": n, "branchId": null }),
-                }),
+                ThoughtQuery::Number(n) if rows.is_empty() => {
+                    let on = branches_with_number_tx(tx, session_id, *n, "", MAX_BRANCHES_NAMED)?;
+                    let hint = match on.first() {
+                        Some(b) => format!(
+                            "; branch {b} has a thought {n}{}: read a branch with branchId",
+                            if on.len() > 1 { ", and others too" } else { "" }
+                        ),
+                        None => String::new(),
+                    };
+                    Err(Error::ThoughtNotFound {
+                        message: format!("thought {n} not found on the main chain of session {session_id}{hint}"),
+                        details: json!({
+                            "sessionId": session_id, "thoughtNumber": n, "branchId": null, "onBranches": on,
+                        }),
+                    })
+                }
                 ThoughtQuery::Branch(b) if rows.is_empty() => Err(Error::ThoughtNotFound {
                     message: format!("session {session_id} has no branch '{b}'"),
                     details: json!({ "sessionId": session_id, "branchId": b }),
@@ -567,18 +579,7 @@ impl Store {
     /// Branches of the session other than `except` holding a thought
     /// numbered `number`, the one written to last first (at most `limit`).
     pub fn branches_with_number(&self, session_id: &str, number: u32, except: &str, limit: u32) -> Result<Vec<String>> {
-        self.read(|tx| {
-            Ok(tx
-                .prepare_cached(
-                    "SELECT t.branch_id FROM thoughts AS t
-                     JOIN branches AS b ON b.session_id = t.session_id AND b.branch_id = t.branch_id
-                     WHERE t.session_id = ?1 AND t.branch_id IS NOT NULL AND t.thought_number = ?2
-                       AND t.branch_id <> ?3
-                     ORDER BY (SELECT id FROM thoughts WHERE node_id = b.tail_node) DESC LIMIT ?4",
-                )?
-                .query_map((session_id, number, except, limit), |r| r.get(0))?
-                .collect::<rusqlite::Result<Vec<String>>>()?)
-        })
+        self.read(|tx| branches_with_number_tx(tx, session_id, number, except, limit))
     }
 
     /// The session's most recently recorded thought, on any chain:
@@ -683,6 +684,29 @@ pub(super) fn session_thoughts_tx(
         .query_map([session_id], thought_from_row)?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     Ok((session, thoughts))
+}
+
+/// How many branches a read by number names that hold the same number.
+pub const MAX_BRANCHES_NAMED: u32 = 20;
+
+/// See [`Store::branches_with_number`].
+fn branches_with_number_tx(
+    tx: &Tx<'_>,
+    session_id: &str,
+    number: u32,
+    except: &str,
+    limit: u32,
+) -> Result<Vec<String>> {
+    Ok(tx
+        .prepare_cached(
+            "SELECT t.branch_id FROM thoughts AS t
+             JOIN branches AS b ON b.session_id = t.session_id AND b.branch_id = t.branch_id
+             WHERE t.session_id = ?1 AND t.branch_id IS NOT NULL AND t.thought_number = ?2
+               AND t.branch_id <> ?3
+             ORDER BY (SELECT id FROM thoughts WHERE node_id = b.tail_node) DESC LIMIT ?4",
+        )?
+        .query_map((session_id, number, except, limit), |r| r.get(0))?
+        .collect::<rusqlite::Result<Vec<String>>>()?)
 }
 
 /// The branches of a session, in creation order, with their sizes.
@@ -947,6 +971,25 @@ mod tests {
             store.read_thoughts(&s.id, &ThoughtQuery::Number(9)).unwrap_err().code(),
             "THOUGHT_NOT_FOUND"
         );
+        // A number only a branch holds: the refusal names the branch.
+        for _ in 0..2 {
+            store
+                .append_thought(
+                    Target::Session(s.id.clone()),
+                    ThoughtInput {
+                        branch_id: Some("deep".into()),
+                        branch_from_thought: Some(8),
+                        ..t("b")
+                    },
+                )
+                .unwrap();
+        }
+        let e = store.read_thoughts(&s.id, &ThoughtQuery::Number(10)).unwrap_err();
+        assert_eq!(e.code(), "THOUGHT_NOT_FOUND");
+        assert!(e.to_string().contains("branch deep has a thought 10"), "{e}");
+        assert_eq!(e.payload()["details"]["onBranches"], json!(["deep"]));
+        assert_eq!(store.branches_with_number(&s.id, 9, "", 5).unwrap(), ["deep"]);
+        assert!(store.branches_with_number(&s.id, 9, "deep", 5).unwrap().is_empty());
         assert_eq!(
             store
                 .read_thoughts(&s.id, &ThoughtQuery::Branch("x".into()))

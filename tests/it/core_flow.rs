@@ -456,6 +456,21 @@ async fn core_concepts_branches_and_revisions() {
     let r = s.ok("read_thoughts", json!({ "thoughtNumber": "3" })).await;
     assert_eq!(r["thoughts"][0]["thought"], "main 3");
     assert_eq!(r["thoughts"][0]["nextThoughtNeeded"], true);
+    assert!(r.get("alsoOnBranches").is_none(), "{r}");
+    // A number is a main-chain thought's; the branches holding the same
+    // number are named (review 18-a), as is how to read one of theirs.
+    let r = s.ok("read_thoughts", json!({ "thoughtNumber": 5 })).await;
+    assert_eq!(r["thoughts"][0]["branchId"], Value::Null, "{r}");
+    assert_eq!(r["alsoOnBranches"], json!(["redis-approach"]), "{r}");
+    let e = s
+        .err(
+            "read_thoughts",
+            json!({ "branchId": "redis-approach", "thoughtNumber": 5 }),
+            "INVALID_OPERATION",
+        )
+        .await;
+    let message = e["message"].as_str().unwrap();
+    assert!(message.contains("read the branch with branchId alone"), "{message}");
     let r = s.ok("read_thoughts", Value::Null).await;
     assert_eq!(r["count"], 5);
     assert_eq!(r["query"]["default"], true);
