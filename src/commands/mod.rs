@@ -355,7 +355,13 @@ pub(crate) fn name_sessions_meant(store: &crate::store::Store, e: Error) -> Erro
             serde_json::Value::from(title.as_str())
         ),
         many => format!(
-            "session not found: {given}; sessions whose id starts so, newest first: {}",
+            "session not found: {given}; sessions whose {} so, newest first: {}",
+            // Found by title when the text could not start an id.
+            if many.iter().any(|(id, _)| id.starts_with(&given.to_ascii_lowercase())) {
+                "id starts"
+            } else {
+                "title reads"
+            },
             many.iter()
                 .map(|(id, title)| format!("{id} ({})", serde_json::Value::from(title.as_str())))
                 .collect::<Vec<_>>()

@@ -610,12 +610,24 @@ impl Gateway {
                         .map(|(id, title)| json!({ "sessionId": id, "title": title }))
                         .collect::<Vec<_>>()
                 );
-                format!(
-                    "; {}{} sessions have ids starting {}: give the whole id (see details.candidates)",
-                    if many.len() == 5 { "at least " } else { "" },
-                    many.len(),
-                    given.to_ascii_lowercase()
-                )
+                let at_least = if many.len() == 5 { "at least " } else { "" };
+                // Found by title when the text could not start an id.
+                if many
+                    .iter()
+                    .any(|(id, _)| id.starts_with(&given.trim().to_ascii_lowercase()))
+                {
+                    format!(
+                        "; {at_least}{} sessions have ids starting {}: give the whole id (see details.candidates)",
+                        many.len(),
+                        given.trim().to_ascii_lowercase()
+                    )
+                } else {
+                    format!(
+                        "; {at_least}{} sessions have this title: give the id of the one meant (see \
+                         details.candidates)",
+                        many.len()
+                    )
+                }
             }
         };
         if let Some(message) = payload["message"].as_str() {

@@ -171,13 +171,25 @@ impl Store {
 
     /// The ids (and titles) of at most `limit` sessions whose id starts with
     /// `given` in lower case, most recently updated first: what an id not
-    /// found, given shortened or in upper case, may have meant. None for
-    /// text that cannot start an id (under 4 characters, or not hex digits
-    /// and `-`). A range over the primary key.
+    /// found, given shortened or in upper case, may have meant. A range over
+    /// the primary key. Text that cannot start an id (under 4 characters, or
+    /// not hex digits and `-`) is looked for as a title instead, letter case
+    /// aside, through the title index: agents remember a session by its
+    /// title (review 18-a).
     pub fn sessions_meant(&self, given: &str, limit: u32) -> Result<Vec<(String, String)>> {
         let given = given.trim();
-        if !(4..=36).contains(&given.len()) || !given.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+        if given.is_empty() {
             return Ok(Vec::new());
+        }
+        if !(4..=36).contains(&given.len()) || !given.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+            return self.read(|tx| {
+                let mut stmt = tx.prepare_cached(
+                    "SELECT id, title FROM sessions WHERE title = ?1 COLLATE NOCASE
+                     ORDER BY updated_at DESC, seq DESC LIMIT ?2",
+                )?;
+                let rows = stmt.query_map((given, limit), |r| Ok((r.get(0)?, r.get(1)?)))?;
+                Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+            });
         }
         let prefix = given.to_ascii_lowercase();
         self.read(|tx| {

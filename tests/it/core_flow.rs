@@ -820,11 +820,20 @@ async fn a_completed_session_is_read_without_reopening_it() {
         )
         .await;
     assert_eq!(e["details"]["didYouMean"], sid.as_str(), "{e}");
-    // Not hex: no lookup, the plain answer.
+    // Not an id and no session's title: the plain answer.
     let e = s
         .err("load_context", json!({ "sessionId": "heron" }), "SESSION_NOT_FOUND")
         .await;
     assert!(e["details"].get("didYouMean").is_none(), "{e}");
+    // A session's title, in any case: named back (review 18-a).
+    let e = s
+        .err(
+            "load_context",
+            json!({ "sessionId": " finished HERON study" }),
+            "SESSION_NOT_FOUND",
+        )
+        .await;
+    assert_eq!(e["details"]["didYouMean"], sid.as_str(), "{e}");
     // list_sessions: `tag` and `query` filter; an empty search says more.
     let listed = s.ok("list_sessions", json!({ "tag": "birds" })).await;
     assert_eq!(listed["total"], 1, "{listed}");
