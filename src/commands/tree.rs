@@ -52,13 +52,16 @@ pub fn export(db: &DbArgs, args: ExportArgs) -> Result<ExitCode> {
     if args.json {
         out_json(&summary)?;
     } else {
+        let partitions = match summary.granularity.as_str() {
+            "none" => "no partitions".to_string(),
+            g => format!("{g} partitions"),
+        };
         out(&format!(
-            "exported {} ({}) to {} with {} partitions: {} files written, {} unchanged, {} removed\n",
+            "exported {} ({}) to {} with {partitions}: {} written, {} unchanged, {} removed\n",
             counted(summary.sessions.len() as u64, "session", "sessions"),
             counted(summary.thoughts, "thought", "thoughts"),
             dest.display(),
-            summary.granularity,
-            summary.files_written,
+            counted(summary.files_written as u64, "file", "files"),
             summary.files_unchanged,
             summary.files_removed
         ))?;
