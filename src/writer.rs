@@ -521,22 +521,25 @@ mod tests {
     async fn the_runtime_keeps_serving_while_a_job_waits() {
         let (_dir, store) = temp_store();
         let (writer, _thread) = Writer::start(&store).expect("start");
-        let ticker = tokio::spawn(async {
+        // The job waits for a task of the runtime to finish: were the
+        // runtime blocked while the job is in flight, it would wait in vain
+        // (a wait for the other side, not for a time, so that a loaded
+        // machine cannot fail it).
+        let (done, finished) = std::sync::mpsc::channel();
+        let ticker = tokio::spawn(async move {
             let mut ticks = 0;
             for _ in 0..5 {
                 tokio::time::sleep(Duration::from_millis(5)).await;
                 ticks += 1;
             }
+            let _ = done.send(());
             ticks
         });
-        writer
-            .run(|_| {
-                std::thread::sleep(Duration::from_millis(100));
-                Ok(())
-            })
+        let ran = writer
+            .run(move |_| Ok(finished.recv_timeout(Duration::from_secs(60)).is_ok()))
             .await
             .expect("job");
-        assert!(ticker.is_finished(), "other tasks ran while the job was in flight");
+        assert!(ran, "other tasks ran while the job was in flight");
         assert_eq!(ticker.await.expect("ticker"), 5);
     }
 }
