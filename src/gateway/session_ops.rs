@@ -97,6 +97,10 @@ async fn get(gw: &Gateway, args: Args) -> Result<Value> {
 /// `matchesPerSession` is not given.
 const DEFAULT_MATCHES_PER_SESSION: u32 = 5;
 
+/// An empty `session search` for one word: what it searched.
+const SEARCHED_NOTE: &str = "no session matched: session search matches the text of thoughts (every branch \
+     included) and sessions' titles, descriptions and tags, not their domain";
+
 /// What `session search` can include besides sessions.
 const SEARCH_INCLUDES: &[&str] = &["sessions", "patterns", "notes"];
 
@@ -158,11 +162,17 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
         out["note"] = json!(super::ops::UNSEARCHABLE_NOTE);
     } else if hits.is_empty() && crate::store::query_phrases(&query).len() > 1 {
         // Review 17-a: `kafka rebalances` found nothing, with no word on
-        // why, when one thought said kafka and another rebalances.
+        // why, when one thought said kafka and another rebalances. About
+        // sessions only: patterns and notes beside it may have matched
+        // (review 18-a said "nothing" next to a matching note).
         out["note"] = json!(
-            "nothing matched every word: a match needs all the words in one thought, or in one session's title, \
-             description and tags together; search with fewer words to find them apart"
+            "no session matched every word: a match needs all the words in one thought, or in one session's \
+             title, description and tags together; search with fewer words to find them apart"
         );
+    } else if hits.is_empty() {
+        // What was searched, as list_sessions says when it finds nothing: a
+        // session's domain is not (review 18-a searched for one).
+        out["note"] = json!(SEARCHED_NOTE);
     }
     if let Some(p) = pattern_hits {
         out["patterns"] = json!(p);

@@ -1130,6 +1130,47 @@ async fn session_search_counts_every_match_a_session_leaves_out() {
     s.stop().await;
 }
 
+/// Review 18-a: an empty session search beside a matching note said
+/// "nothing matched every word"; it speaks of sessions only, and a
+/// one-word search that finds no session says what was searched.
+#[tokio::test]
+async fn an_empty_session_search_says_what_it_searched() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    s.ok(
+        "start_new",
+        json!({ "sessionTitle": "Orders cache", "domain": "backend" }),
+    )
+    .await;
+    s.ok("cipher", Value::Null).await;
+    s.ok(
+        "knowledge",
+        json!({ "subOperation": "write_scratchpad", "topic": "open questions",
+                "content": "Do we need cache warming? Also TTL jitter." }),
+    )
+    .await;
+    let found = s
+        .ok(
+            "session",
+            json!({ "subOperation": "search", "query": "cache warming", "include": ["patterns", "notes"] }),
+        )
+        .await;
+    assert_eq!(found["count"], 0, "{found}");
+    assert_eq!(found["notes"].as_array().unwrap().len(), 1, "{found}");
+    let note = found["note"].as_str().unwrap();
+    assert!(note.starts_with("no session matched every word"), "{found}");
+    let found = s
+        .ok("session", json!({ "subOperation": "search", "query": "backend" }))
+        .await;
+    assert_eq!(found["count"], 0, "{found}");
+    let note = found["note"].as_str().unwrap();
+    assert!(
+        note.starts_with("no session matched") && note.contains("not their domain"),
+        "{found}"
+    );
+    s.stop().await;
+}
+
 /// A session with many matches brings its best five unless asked for more,
 /// and says how many it left out (review 17-a: 50 matches of one session,
 /// ~7 KB, by default).
