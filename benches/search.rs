@@ -188,11 +188,11 @@ fn main() {
     );
     stats(
         "session search (sessions + thoughts), rare term",
-        time(300, || store.search("quasar", 10).expect("search")),
+        time(300, || store.search("quasar", 10, 5).expect("search")),
     );
     stats(
         "session search (sessions + thoughts), term in every thought",
-        time(300, || store.search("ledger", 10).expect("search")),
+        time(300, || store.search("ledger", 10, 5).expect("search")),
     );
     let filter = SessionFilter::default();
     stats(

@@ -10,7 +10,7 @@ use crate::cli::DbArgs;
 use crate::domain::{Granularity, Session, SessionFilter, SessionStatus, SortBy, SortOrder};
 use crate::error::{Error, Result};
 use crate::export::{self, Format, Layout};
-use crate::store::{Access, FileSizes};
+use crate::store::{Access, FileSizes, SEARCH_CANDIDATES};
 
 fn status(s: &Session) -> &'static str {
     if s.completed_at.is_some() {
@@ -114,10 +114,25 @@ fn sessions_on(store: &crate::store::Store, command: SessionsCommand) -> Result<
                 stdout.flush().map_err(|e| Error::io("writing to stdout", e))
             })?;
         }
-        SessionsCommand::Search { text, limit, json } => {
+        SessionsCommand::Search {
+            text,
+            limit,
+            matches_per_session,
+            json,
+        } => {
             crate::domain::check_search("text", &text)?;
-            let hits = store.search(&text, limit)?;
+            let (hits, more) = store.search(&text, limit, matches_per_session)?;
+            // As the gateway's limitReached: sessions may have been left out.
+            let stopped_short = format!(
+                "more sessions may match (the answer stopped at --limit {limit}, or the words are in more thoughts \
+                 than the ranking looks at, the newest {SEARCH_CANDIDATES}): raise --limit (up to 100) or add words"
+            );
             if json {
+                // The JSON stays the list of session hits; the note goes
+                // where it cannot break a reader of that list.
+                if more {
+                    eprintln!("{stopped_short}");
+                }
                 return out_json(&hits).map(|()| ExitCode::SUCCESS);
             }
             let mut s = String::new();
@@ -154,11 +169,31 @@ fn sessions_on(store: &crate::store::Store, command: SessionsCommand) -> Result<
                     let t = table(&["", ""], &rows);
                     s.push_str(t.split_once('\n').map_or("", |(_, rest)| rest));
                 }
+                if let Some(n) = h.more_matches {
+                    s.push_str(&more_matches_line(n, h.more_matches_at_least));
+                }
+            }
+            if more {
+                s.push_str(&stopped_short);
+                s.push('\n');
             }
             out(&s)?;
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The line under a session's matches that counts those not shown (as
+/// `moreMatches` and `moreMatchesAtLeast` do in JSON).
+fn more_matches_line(n: usize, at_least: bool) -> String {
+    let plural = if n == 1 { "" } else { "es" };
+    let counted =
+        format!("only the newest {SEARCH_CANDIDATES} matching thoughts were counted, and this session has older ones");
+    match (n, at_least) {
+        (0, true) => format!("    ... maybe more matches ({counted})\n"),
+        (n, true) => format!("    ... at least {n} more match{plural} ({counted})\n"),
+        (n, false) => format!("    ... {n} more match{plural} (--matches-per-session shows up to 100)\n"),
+    }
 }
 
 pub fn stats(db: &DbArgs, json: bool) -> Result<ExitCode> {

@@ -150,6 +150,9 @@ pub enum SessionsCommand {
         /// Sessions to answer (1-100)
         #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=100))]
         limit: u32,
+        /// Matches shown of each session, its best (1-100); the others are counted
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100))]
+        matches_per_session: u32,
         /// Print the matches as JSON
         #[arg(long)]
         json: bool,

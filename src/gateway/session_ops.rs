@@ -95,7 +95,11 @@ async fn get(gw: &Gateway, args: Args) -> Result<Value> {
 
 /// Matches of each session in a `session search` answer when
 /// `matchesPerSession` is not given.
-const DEFAULT_MATCHES_PER_SESSION: usize = 5;
+const DEFAULT_MATCHES_PER_SESSION: u32 = 5;
+
+/// An empty `session search` for one word: what it searched.
+const SEARCHED_NOTE: &str = "no session matched: session search matches the text of thoughts (every branch \
+     included) and sessions' titles, descriptions and tags, not their domain";
 
 /// What `session search` can include besides sessions.
 const SEARCH_INCLUDES: &[&str] = &["sessions", "patterns", "notes"];
@@ -109,7 +113,7 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
     // ~7 KB (review 17-a); `moreMatches` says how many were left out.
     let per_session = args
         .int_opt(&["matchesPerSession"], 1, 100)?
-        .map_or(DEFAULT_MATCHES_PER_SESSION, |n| n as usize);
+        .map_or(DEFAULT_MATCHES_PER_SESSION, |n| n as u32);
     let include = args.str_list_opt(&["include"])?.unwrap_or_default();
     if let Some(bad) = include.iter().find(|i| !SEARCH_INCLUDES.contains(&i.as_str())) {
         return Err(Error::invalid_with(
@@ -129,9 +133,9 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
     gw.writer
         .index_unless_locked_or(move || super::request_cancelled() || store.reads_stopped())
         .await?;
-    let ((mut hits, more), pattern_hits, note_hits) = gw
+    let ((hits, more), pattern_hits, note_hits) = gw
         .heavy(move |s| {
-            let hits = s.search_indexed(&q, limit)?;
+            let hits = s.search_indexed(&q, limit, per_session)?;
             let p = if patterns {
                 Some(s.search_patterns(&q, limit)?)
             } else {
@@ -144,14 +148,9 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
     // The best `limit` sessions, without paging: counting every matching
     // session would cost a pass over every match, which the ranking avoids
     // (see the README's Search). Say when the answer stopped short, or may
-    // have (more matches than the ranking looks at).
+    // have (more matches than the ranking looks at). Matches a session
+    // leaves out are counted on it (`moreMatches`).
     let limit_reached = more;
-    for session in &mut hits {
-        if session.matches.len() > per_session {
-            session.more_matches = Some(session.matches.len() - per_session);
-            session.matches.truncate(per_session);
-        }
-    }
     let mut out = json!({
         "query": query,
         "count": hits.len(),
@@ -163,11 +162,17 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
         out["note"] = json!(super::ops::UNSEARCHABLE_NOTE);
     } else if hits.is_empty() && crate::store::query_phrases(&query).len() > 1 {
         // Review 17-a: `kafka rebalances` found nothing, with no word on
-        // why, when one thought said kafka and another rebalances.
+        // why, when one thought said kafka and another rebalances. About
+        // sessions only: patterns and notes beside it may have matched
+        // (review 18-a said "nothing" next to a matching note).
         out["note"] = json!(
-            "nothing matched every word: a match needs all the words in one thought, or in one session's title, \
-             description and tags together; search with fewer words to find them apart"
+            "no session matched every word: a match needs all the words in one thought, or in one session's \
+             title, description and tags together; search with fewer words to find them apart"
         );
+    } else if hits.is_empty() {
+        // What was searched, as list_sessions says when it finds nothing: a
+        // session's domain is not (review 18-a searched for one).
+        out["note"] = json!(SEARCHED_NOTE);
     }
     if let Some(p) = pattern_hits {
         out["patterns"] = json!(p);

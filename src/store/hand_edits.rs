@@ -222,7 +222,7 @@ fn editing_tags() {
             .total
     };
     assert_eq!(tagged("flagged"), 1);
-    assert_eq!(store.search("flagged", 10).unwrap().len(), 1);
+    assert_eq!(store.search("flagged", 10, 5).unwrap().0.len(), 1);
     sh.execute("UPDATE sessions SET tags = '[\"other\"]' WHERE id = ?1", [&s])
         .unwrap();
     assert_eq!(tagged("flagged"), 0);

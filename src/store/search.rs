@@ -330,60 +330,92 @@ pub(super) fn rescore(
     Ok(scores)
 }
 
-/// BM25 of each candidate, best first, ties to the newest. Every candidate
-/// matched every word, so a word counts at least once even where the index
-/// folded it differently (diacritics) from this simple tokenizer.
 /// Which of the ranked thought matches become hits.
 #[derive(Clone, Copy, Debug)]
-enum Pick {
+enum Pick<'k> {
     /// The best ones.
     Best(usize),
-    /// The best match of each of the best `sessions` sessions (ranked by
-    /// their best match), then their further matches, best first, up to
-    /// `matches` in all.
-    Sessions { sessions: usize, matches: usize },
+    /// Up to `per_session` best matches of each of the best `sessions`
+    /// sessions (ranked by their best match), and of each session in `keep`
+    /// (those matching by their own fields, which may rank among them
+    /// whatever their thoughts score). Every match of a picked session is
+    /// counted, shown or not.
+    Sessions {
+        sessions: usize,
+        per_session: usize,
+        keep: &'k [String],
+    },
 }
 
-impl Pick {
-    /// The picked entries of `scored` (best first, as ranked), and whether
-    /// entries were left out that belong to sessions not picked (for
-    /// `Best`: whether any were left out at all).
-    fn apply<'a>(
-        self,
-        mut scored: Vec<(usize, f64)>,
-        session_of: impl Fn(usize) -> &'a str,
-    ) -> (Vec<(usize, f64)>, bool) {
+/// What a [`Pick`] kept of the ranked matches.
+struct Picked {
+    /// Best first, as ranked.
+    entries: Vec<(usize, f64)>,
+    /// Whether matches were left out that belong to sessions not picked
+    /// (for `Best`: whether any were left out at all).
+    more: bool,
+    /// `Sessions`: each picked session's matches among those ranked.
+    counts: HashMap<String, usize>,
+}
+
+impl Pick<'_> {
+    fn apply<'a>(self, mut scored: Vec<(usize, f64)>, session_of: impl Fn(usize) -> &'a str) -> Picked {
         match self {
             Pick::Best(n) => {
                 let more = scored.len() > n;
                 scored.truncate(n);
-                (scored, more)
+                Picked {
+                    entries: scored,
+                    more,
+                    counts: HashMap::new(),
+                }
             }
-            Pick::Sessions { sessions, matches } => {
-                let mut picked_sessions: Vec<&str> = Vec::new();
-                let mut firsts = Vec::new();
-                let mut rest = Vec::new();
+            Pick::Sessions {
+                sessions,
+                per_session,
+                keep,
+            } => {
+                // Each session's share is taken from its own matches, not
+                // from a pool shared by all: a pool of 50 left one session
+                // of 120 matches with 47 of them and a count of 42 more
+                // (review 18-a).
+                let mut counts: HashMap<&str, usize> = HashMap::new();
+                let mut ranked_sessions = 0;
+                let mut entries = Vec::new();
                 let mut more = false;
                 for (i, score) in scored {
                     let session = session_of(i);
-                    if picked_sessions.contains(&session) {
-                        rest.push((i, score));
-                    } else if picked_sessions.len() < sessions {
-                        picked_sessions.push(session);
-                        firsts.push((i, score));
-                    } else {
-                        more = true;
+                    let count = match counts.get_mut(session) {
+                        Some(count) => count,
+                        None => {
+                            if !keep.iter().any(|k| k == session) {
+                                if ranked_sessions == sessions {
+                                    more = true;
+                                    continue;
+                                }
+                                ranked_sessions += 1;
+                            }
+                            counts.entry(session).or_insert(0)
+                        }
+                    };
+                    *count += 1;
+                    if *count <= per_session {
+                        entries.push((i, score));
                     }
                 }
-                let room = matches.saturating_sub(firsts.len());
-                firsts.extend(rest.into_iter().take(room));
-                firsts.sort_by(|a, b| b.1.total_cmp(&a.1));
-                (firsts, more)
+                Picked {
+                    entries,
+                    more,
+                    counts: counts.into_iter().map(|(s, n)| (s.to_string(), n)).collect(),
+                }
             }
         }
     }
 }
 
+/// BM25 of each candidate, best first, ties to the newest. Every candidate
+/// matched every word, so a word counts at least once even where the index
+/// folded it differently (diacritics) from this simple tokenizer.
 fn score_candidates(candidates: &[Candidate], words: &QueryWords, idf: &[f64]) -> Vec<(usize, f64)> {
     // Per candidate: its length in tokens and each query word's count,
     // matched as the index matches words.
@@ -451,14 +483,37 @@ pub struct SessionHits {
     /// The session's title, description or tags matched.
     pub matched_session: bool,
     pub matches: Vec<ThoughtHit>,
-    /// Matches of this session left out of `matches` by a per-session
-    /// limit (the gateway's `matchesPerSession`).
+    /// Matches of this session left out of `matches` by the per-session
+    /// limit (the gateway's `matchesPerSession`), counted among the ranked
+    /// candidates: absent when none were, unless the count is a lower bound.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub more_matches: Option<usize>,
+    /// `more_matches` is a lower bound: the ranking looked at the newest
+    /// [`CANDIDATES`] matches only, and this session has older thoughts,
+    /// which may match too (even when `more_matches` is 0).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub more_matches_at_least: bool,
     pub score: f64,
 }
 
 pub type SearchHit = ThoughtHit;
+
+/// The thought matches of a search, as a [`Pick`] kept them.
+#[derive(Default)]
+struct ThoughtSearch {
+    hits: Vec<ThoughtHit>,
+    /// Whether matches were left out that could change which sessions are
+    /// found: of sessions not picked, or older than the ranked candidates.
+    more: bool,
+    /// `Pick::Sessions`: each picked session's matches among the ranked
+    /// candidates, shown or not.
+    counts: HashMap<String, usize>,
+    /// Matches in thoughts older than this id (rowid) may be missing from
+    /// the candidates: the ranking stopped at its bound, or the text scan
+    /// at its window. `None`: every match was ranked, so the counts are
+    /// exact.
+    older_missing: Option<i64>,
+}
 
 impl Store {
     /// Index up to `max_rows` thoughts not yet in the full-text index.
@@ -573,30 +628,37 @@ impl Store {
     /// newest [`CANDIDATES`] matches (see the module comment).
     pub fn search_thoughts(&self, text: &str, limit: u32) -> Result<Vec<ThoughtHit>> {
         self.index_before_search()?;
-        Ok(self.search_thoughts_indexed(text, Pick::Best(limit as usize))?.0)
+        Ok(self
+            .search_thoughts_indexed(text, Pick::Best(limit as usize), CANDIDATES)?
+            .hits)
     }
 
     /// [`Store::search_thoughts`] for a caller that has just indexed
     /// whatever was pending itself (the server does, on its writer thread),
-    /// picking hits as `pick` says. Also answers whether matches were left
-    /// out that could change which sessions are found: more sessions than
-    /// picked, or more matches than the ranked candidates.
-    fn search_thoughts_indexed(&self, text: &str, pick: Pick) -> Result<(Vec<ThoughtHit>, bool)> {
+    /// ranking the newest `bound` matches and picking hits as `pick` says.
+    fn search_thoughts_indexed(&self, text: &str, pick: Pick<'_>, bound: i64) -> Result<ThoughtSearch> {
         let plan = QueryPlan::of(text);
         if plan.is_empty() {
-            return Ok((Vec::new(), false));
+            return Ok(ThoughtSearch::default());
         }
         let words = query_words(text);
         self.read(|tx| {
             const COLUMNS: &str = "t.id, t.session_id, t.thought_number, t.branch_id, t.node_id, t.thought";
-            let mut scan_cut = false;
+            // Matches older than this thought id may be missing from the
+            // candidates (see ThoughtSearch::older_missing).
+            let mut older_missing: Option<i64> = None;
             let mut candidates: Vec<Candidate> = if plan.texts.is_empty() {
-                tx.prepare_cached(&format!(
-                    "SELECT {COLUMNS} FROM thoughts AS t
-                     WHERE t.id IN (SELECT rowid FROM thoughts_fts WHERE thoughts_fts MATCH ?1 ORDER BY rowid DESC LIMIT ?2)"
-                ))?
-                .query_map(params![plan.fts, CANDIDATES], candidate_from_row)?
-                .collect::<rusqlite::Result<_>>()?
+                let found: Vec<Candidate> = tx
+                    .prepare_cached(&format!(
+                        "SELECT {COLUMNS} FROM thoughts AS t
+                         WHERE t.id IN (SELECT rowid FROM thoughts_fts WHERE thoughts_fts MATCH ?1 ORDER BY rowid DESC LIMIT ?2)"
+                    ))?
+                    .query_map(params![plan.fts, bound], candidate_from_row)?
+                    .collect::<rusqlite::Result<_>>()?;
+                if found.len() as i64 >= bound {
+                    older_missing = found.iter().map(|c| c.rowid).min();
+                }
+                found
             } else {
                 // Words the index cannot find inside a run of letters: the
                 // newest thoughts holding their text (and the index's
@@ -610,29 +672,37 @@ impl Store {
                 );
                 let mut values: Vec<rusqlite::types::Value> = vec![from.into()];
                 values.extend(texts.into_iter().map(Into::into));
-                values.push(CANDIDATES.into());
+                values.push(bound.into());
                 let found: Vec<Candidate> = tx
                     .prepare(&sql)?
                     .query_map(rusqlite::params_from_iter(values), candidate_from_row)?
                     .collect::<rusqlite::Result<_>>()?;
-                scan_cut = from > 0 && (found.len() as i64) < CANDIDATES;
+                if found.len() as i64 >= bound {
+                    older_missing = found.iter().map(|c| c.rowid).min();
+                } else if from > 0 {
+                    // The thoughts before the scan were not read.
+                    older_missing = Some(from + 1);
+                }
                 found
             };
             // Thoughts not in the index yet (another program's write lock
             // kept it from catching up): read here, newest first, and kept
             // when they hold every word, as the index would match them.
             if plan.fts.is_some() {
+                let scan = if self.opts.access.may_write() { PENDING_SCAN } else { -1 };
                 let pending = tx
                     .prepare_cached(&format!(
                         "SELECT {COLUMNS} FROM thoughts AS t
                          WHERE t.id > (SELECT indexed_through FROM thoughts_fts_state WHERE id = 1)
                          ORDER BY t.id DESC LIMIT ?1"
                     ))?
-                    .query_map(
-                        [if self.opts.access.may_write() { PENDING_SCAN } else { -1 }],
-                        candidate_from_row,
-                    )?
+                    .query_map([scan], candidate_from_row)?
                     .collect::<rusqlite::Result<Vec<_>>>()?;
+                // Pending thoughts older than those read were not looked
+                // at; every indexed candidate is older than any of them.
+                if scan > 0 && pending.len() as i64 >= scan {
+                    older_missing = pending.iter().map(|c| c.rowid).min().max(older_missing);
+                }
                 let seen: std::collections::HashSet<i64> = candidates.iter().map(|c| c.rowid).collect();
                 candidates.extend(
                     pending
@@ -641,15 +711,17 @@ impl Store {
                 );
             }
             if candidates.is_empty() {
-                return Ok((Vec::new(), false));
+                return Ok(ThoughtSearch {
+                    older_missing,
+                    more: older_missing.is_some(),
+                    ..Default::default()
+                });
             }
-            let capped = candidates.len() as i64 >= CANDIDATES;
             let idf = idfs(tx, &words, "SELECT COALESCE(MAX(id), 0) FROM thoughts", "thoughts_fts")?;
             let scored = score_candidates(&candidates, &QueryWords::new(&words), &idf);
-            let (scored, more) = pick.apply(scored, |i| candidates[i].session_id.as_str());
-            let more = more || scan_cut;
-            let mut hits = Vec::with_capacity(scored.len());
-            for (i, score) in scored {
+            let picked = pick.apply(scored, |i| candidates[i].session_id.as_str());
+            let mut hits = Vec::with_capacity(picked.entries.len());
+            for (i, score) in picked.entries {
                 let c = &candidates[i];
                 hits.push(ThoughtHit {
                     session_id: c.session_id.clone(),
@@ -661,7 +733,12 @@ impl Store {
                     revised_by: Vec::new(),
                 });
             }
-            Ok((hits, more || capped))
+            Ok(ThoughtSearch {
+                hits,
+                more: picked.more || older_missing.is_some(),
+                counts: picked.counts,
+                older_missing,
+            })
         })
     }
 
@@ -723,28 +800,39 @@ impl Store {
     }
 
     /// `session search`: sessions matching by their own fields or their
-    /// thoughts, each with its matching thoughts (numbers and snippets).
-    pub fn search(&self, text: &str, limit: u32) -> Result<Vec<SessionHits>> {
+    /// thoughts, each with its best `per_session` matching thoughts
+    /// (numbers and snippets) and how many it has besides. Also answers
+    /// whether sessions may have been left out (see [`Store::search_indexed`]).
+    pub fn search(&self, text: &str, limit: u32, per_session: u32) -> Result<(Vec<SessionHits>, bool)> {
         self.index_before_search()?;
-        Ok(self.search_indexed(text, limit)?.0)
+        self.search_indexed(text, limit, per_session)
     }
 
     /// [`Store::search`] without indexing first: for a caller that has just
     /// indexed whatever was pending itself. Also answers whether sessions
     /// may have been left out (more matched than `limit`, or than the
     /// ranking looks at).
-    pub fn search_indexed(&self, text: &str, limit: u32) -> Result<(Vec<SessionHits>, bool)> {
-        // The best thoughts of the `limit` sessions with the best thoughts:
-        // a session with many strong matches does not crowd out the rest.
-        let pick = Pick::Sessions {
-            sessions: limit as usize,
-            matches: (limit as usize).saturating_mul(5).max(20),
-        };
-        let (thought_hits, more_thoughts) = self.search_thoughts_indexed(text, pick)?;
+    pub fn search_indexed(&self, text: &str, limit: u32, per_session: u32) -> Result<(Vec<SessionHits>, bool)> {
+        self.search_within(text, limit, per_session, CANDIDATES)
+    }
+
+    /// [`Store::search_indexed`] ranking the newest `bound` matching thoughts.
+    fn search_within(&self, text: &str, limit: u32, per_session: u32, bound: i64) -> Result<(Vec<SessionHits>, bool)> {
         // One more than asked for, to know whether there are more.
         let mut session_hits = self.search_session_fields(text, limit.saturating_add(1))?;
         let more_sessions = session_hits.len() > limit as usize;
         session_hits.truncate(limit as usize);
+        // The best thoughts of the `limit` sessions with the best thoughts,
+        // and of the sessions matching by their own fields: a session with
+        // many strong matches does not crowd out the rest, and a session
+        // listed for its title still shows its matching thoughts.
+        let keep: Vec<String> = session_hits.iter().map(|(s, _)| s.id.clone()).collect();
+        let pick = Pick::Sessions {
+            sessions: limit as usize,
+            per_session: per_session as usize,
+            keep: &keep,
+        };
+        let found = self.search_thoughts_indexed(text, pick, bound)?;
         let mut order: Vec<String> = Vec::new();
         let mut by_session: HashMap<String, SessionHits> = HashMap::new();
         for (session, score) in session_hits {
@@ -756,11 +844,12 @@ impl Store {
                     matched_session: true,
                     matches: Vec::new(),
                     more_matches: None,
+                    more_matches_at_least: false,
                     score,
                 },
             );
         }
-        for hit in thought_hits {
+        for hit in found.hits {
             if let Some(entry) = by_session.get_mut(&hit.session_id) {
                 entry.score = entry.score.max(hit.score);
                 entry.matches.push(hit);
@@ -780,14 +869,39 @@ impl Store {
                     score: hit.score,
                     matches: vec![hit],
                     more_matches: None,
+                    more_matches_at_least: false,
                 },
             );
         }
         let mut out: Vec<SessionHits> = order.into_iter().filter_map(|id| by_session.remove(&id)).collect();
         out.sort_by(|a, b| b.score.total_cmp(&a.score));
-        let more = more_thoughts || more_sessions || out.len() > limit as usize;
+        let more = found.more || more_sessions || out.len() > limit as usize;
         out.truncate(limit as usize);
-        for entry in out.iter_mut().filter(|e| !e.matches.is_empty()) {
+        // Where the ranking stopped short of every match, a session whose
+        // thoughts are all newer than where it stopped was still counted
+        // whole; another may have more matches than counted. One lookup
+        // for each session answered (at most 100), which finds the
+        // session's first thought at once when it is older.
+        if let Some(below) = found.older_missing {
+            self.read(|tx| {
+                let mut older =
+                    tx.prepare_cached("SELECT EXISTS (SELECT 1 FROM thoughts WHERE session_id = ?1 AND id < ?2)")?;
+                for entry in &mut out {
+                    entry.more_matches_at_least =
+                        older.query_row(params![entry.session.id, below], |r| r.get::<_, bool>(0))?;
+                }
+                Ok(())
+            })?;
+        }
+        for entry in &mut out {
+            let counted = found.counts.get(&entry.session.id).copied().unwrap_or(0);
+            let left_out = counted.saturating_sub(entry.matches.len());
+            if left_out > 0 || entry.more_matches_at_least {
+                entry.more_matches = Some(left_out);
+            }
+            if entry.matches.is_empty() {
+                continue;
+            }
             let revised_by =
                 self.revised_by_nodes(&entry.session.id, entry.matches.iter().map(|h| h.node_id.as_str()))?;
             for hit in &mut entry.matches {
@@ -963,23 +1077,169 @@ mod tests {
         for i in 0..50 {
             add(&newer.id, format!("cache step {i}"));
         }
-        let (found, more) = store.search_indexed("cache", 10).unwrap();
+        let (found, more) = store.search_indexed("cache", 10, 20).unwrap();
         let titles: Vec<&str> = found.iter().map(|h| h.session.title.as_str()).collect();
         assert_eq!(titles.len(), 2, "{titles:?}");
         assert!(titles.contains(&"Older") && titles.contains(&"Newer"));
         assert!(!more);
-        // The newer session still brings its further matches, best first.
-        let newer_hits = &found.iter().find(|h| h.session.title == "Newer").unwrap().matches;
-        assert!(newer_hits.len() > 10, "{}", newer_hits.len());
-        assert!(newer_hits.windows(2).all(|w| w[0].score >= w[1].score));
+        // The newer session still brings its further matches, best first,
+        // and counts the rest.
+        let newer = found.iter().find(|h| h.session.title == "Newer").unwrap();
+        assert_eq!(newer.matches.len(), 20);
+        assert_eq!(newer.more_matches, Some(30));
+        assert!(newer.matches.windows(2).all(|w| w[0].score >= w[1].score));
         // Room for one session: the other is left out, and that is said.
-        let (found, more) = store.search_indexed("cache", 1).unwrap();
+        let (found, more) = store.search_indexed("cache", 1, 5).unwrap();
         assert_eq!(found.len(), 1);
         assert!(more);
         // Sessions matching by title count too.
-        let (found, more) = store.search_indexed("older", 1).unwrap();
+        let (found, more) = store.search_indexed("older", 1, 5).unwrap();
         assert_eq!(found.len(), 1);
         assert!(!more);
+    }
+
+    /// Appends one thought with `text` to `session`.
+    fn add(store: &Store, session: &str, text: &str) {
+        let input = ThoughtInput {
+            thought: text.into(),
+            next_thought_needed: true,
+            ..Default::default()
+        };
+        store
+            .append_thought(crate::store::Target::Session(session.to_string()), input)
+            .unwrap();
+    }
+
+    /// Review 18-a: one session with 120 matches and one with 3. A pool of
+    /// max(20, 5 × limit) matches shared by all sessions answered 5 of the
+    /// 120 with 42 more, or 47 of them with none said to be missing. Each
+    /// session now keeps its own best matches, and counts every other.
+    #[test]
+    fn each_session_keeps_its_best_matches_and_counts_the_rest() {
+        let (_d, store) = temp_store();
+        let big = store.create_session(NewSession::titled("big")).unwrap();
+        for i in 0..120 {
+            add(&store, &big.id, &format!("walrus sighting {i}"));
+        }
+        let small = store.create_session(NewSession::titled("small")).unwrap();
+        for i in 0..3 {
+            add(&store, &small.id, &format!("a walrus, once more {i}"));
+        }
+        let shown = |limit: u32, per_session: u32| {
+            let (found, more) = store.search("walrus", limit, per_session).unwrap();
+            let mut out: Vec<(String, usize, Option<usize>, bool)> = found
+                .iter()
+                .map(|h| {
+                    (
+                        h.session.title.clone(),
+                        h.matches.len(),
+                        h.more_matches,
+                        h.more_matches_at_least,
+                    )
+                })
+                .collect();
+            out.sort();
+            (out, more)
+        };
+        let row = |title: &str, n: usize, more: Option<usize>| (title.to_string(), n, more, false);
+        assert_eq!(
+            shown(10, 5),
+            (vec![row("big", 5, Some(115)), row("small", 3, None)], false)
+        );
+        assert_eq!(
+            shown(10, 100),
+            (vec![row("big", 100, Some(20)), row("small", 3, None)], false)
+        );
+        assert_eq!(
+            shown(2, 100),
+            (vec![row("big", 100, Some(20)), row("small", 3, None)], false)
+        );
+        // One session: the other one's matches are left out, and that is said.
+        let (found, more) = store.search("walrus", 1, 5).unwrap();
+        assert_eq!((found.len(), more), (1, true));
+    }
+
+    /// When more thoughts match than the ranking looks at, a session's count
+    /// is a lower bound, and says so, unless every thought of the session is
+    /// newer than the oldest one ranked; the answer says sessions may be
+    /// missing. A bound of 50 stands in for CANDIDATES.
+    #[test]
+    fn counts_past_the_ranked_candidates_are_lower_bounds() {
+        let (_d, store) = temp_store();
+        // Matches by its title, with two matching thoughts older than any ranked.
+        let titled = store.create_session(NewSession::titled("walrus notes")).unwrap();
+        add(&store, &titled.id, "a walrus in the notes");
+        add(&store, &titled.id, "another walrus in the notes");
+        let old = store.create_session(NewSession::titled("old")).unwrap();
+        for i in 0..100 {
+            add(&store, &old.id, &format!("walrus sighting {i}"));
+        }
+        let new = store.create_session(NewSession::titled("new")).unwrap();
+        for i in 0..30 {
+            add(&store, &new.id, &format!("walrus seen again {i}"));
+        }
+        store.index_all_pending().unwrap();
+        let (found, more) = store.search_within("walrus", 10, 5, 50).unwrap();
+        assert!(more);
+        let of = |title: &str| found.iter().find(|h| h.session.title == title).unwrap();
+        // The newest 50 matches: the 30 of "new" and 20 of "old".
+        let old = of("old");
+        assert_eq!(
+            (old.matches.len(), old.more_matches, old.more_matches_at_least),
+            (5, Some(15), true)
+        );
+        let new = of("new");
+        assert_eq!(
+            (new.matches.len(), new.more_matches, new.more_matches_at_least),
+            (5, Some(25), false)
+        );
+        let titled = of("walrus notes");
+        assert!(titled.matched_session);
+        assert_eq!(
+            (titled.matches.len(), titled.more_matches, titled.more_matches_at_least),
+            (0, Some(0), true)
+        );
+        // Within the bound, every count is exact again.
+        let (found, more) = store.search_within("walrus", 10, 5, 1000).unwrap();
+        assert!(!more);
+        assert!(found.iter().all(|h| !h.more_matches_at_least));
+        let old = found.iter().find(|h| h.session.title == "old").unwrap();
+        assert_eq!(old.more_matches, Some(95));
+        let titled = found.iter().find(|h| h.session.title == "walrus notes").unwrap();
+        assert_eq!((titled.matches.len(), titled.more_matches), (2, None));
+    }
+
+    /// The sessions picked for their thoughts are the best `sessions`; a
+    /// session matching by its own fields keeps its matches besides,
+    /// whatever they score, and each picked session is counted whole.
+    #[test]
+    fn a_pick_keeps_each_sessions_share_and_the_sessions_matching_by_fields() {
+        // Ranked entries (index, score), best first, and their sessions.
+        let sessions = ["a", "a", "b", "a", "c", "b", "c", "a"];
+        let scored: Vec<(usize, f64)> = (0..sessions.len()).map(|i| (i, 10.0 - i as f64)).collect();
+        let keep = vec!["c".to_string()];
+        let picked = Pick::Sessions {
+            sessions: 1,
+            per_session: 2,
+            keep: &keep,
+        }
+        .apply(scored.clone(), |i| sessions[i]);
+        let kept: Vec<usize> = picked.entries.iter().map(|(i, _)| *i).collect();
+        assert_eq!(kept, [0, 1, 4, 6]);
+        assert!(picked.more, "b was left out");
+        assert_eq!(picked.counts.get("a"), Some(&4));
+        assert_eq!(picked.counts.get("c"), Some(&2));
+        assert_eq!(picked.counts.get("b"), None);
+        let picked = Pick::Sessions {
+            sessions: 3,
+            per_session: 1,
+            keep: &[],
+        }
+        .apply(scored, |i| sessions[i]);
+        let kept: Vec<usize> = picked.entries.iter().map(|(i, _)| *i).collect();
+        assert_eq!(kept, [0, 2, 4]);
+        assert!(!picked.more);
+        assert_eq!(picked.counts.values().sum::<usize>(), sessions.len());
     }
 
     /// While another program holds the write lock (a `sqlite3` shell inside
@@ -1018,7 +1278,7 @@ mod tests {
         assert_eq!(hits[0].thought_number, 2);
         assert!(hits[0].snippet.contains("[Café] [cache]"), "{}", hits[0].snippet);
         assert_eq!(store.search_thoughts("cache", 10).unwrap().len(), 2);
-        assert_eq!(store.search("pending", 10).unwrap()[0].matches.len(), 2);
+        assert_eq!(store.search("pending", 10, 5).unwrap().0[0].matches.len(), 2);
         // Matched as the index would: a decomposed accent stays in its word,
         // and Cyrillic accents are kept.
         assert_eq!(store.search_thoughts("resume", 10).unwrap().len(), 1);
@@ -1183,7 +1443,7 @@ mod tests {
         let hits = store.search_session_fields("数据库", 10).unwrap();
         assert_eq!(hits.len(), 1);
         assert!(hits[0].1 > 0.0);
-        assert_eq!(store.search("会议", 10).unwrap().len(), 1);
+        assert_eq!(store.search("会议", 10, 5).unwrap().0.len(), 1);
         let listed = |q: &str| {
             store
                 .list_sessions(&SessionFilter {
@@ -1258,7 +1518,7 @@ mod tests {
             },
         )
         .unwrap();
-        let hits = reader.search("zebra", 10).unwrap();
+        let (hits, _) = reader.search("zebra", 10, 5).unwrap();
         assert_eq!(hits.len(), 1);
         assert_eq!(hits[0].matches.len(), 1);
         drop(reader);
@@ -1286,9 +1546,9 @@ mod tests {
         assert_eq!(hits.len(), 2);
         assert!(hits[0].snippet.contains("[redis]"));
         for q in ["\"", "*", "NEAR(", ")", "redis\" OR \"x"] {
-            store.search(q, 10).unwrap();
+            store.search(q, 10, 5).unwrap();
         }
-        let sessions = store.search("cache", 10).unwrap();
+        let (sessions, _) = store.search("cache", 10, 5).unwrap();
         assert_eq!(sessions.len(), 1);
         assert!(sessions[0].matched_session);
         store.delete_session(&s.id).unwrap();

@@ -216,6 +216,60 @@ fn sessions_list_show_and_search() {
     assert!(!ok(&db, &["sessions", "show", &b]).is_empty());
 }
 
+/// Review 18-a: `sessions search zebra --json` printed 50 of a session's
+/// 300 matches with nothing saying the rest exist. It prints a session's
+/// best five (`--matches-per-session` up to 100) and counts the others, in
+/// JSON and in text; and it searches thoughts not yet indexed without
+/// indexing them (it opens the ledger only to read).
+#[test]
+fn sessions_search_counts_the_matches_it_leaves_out() {
+    let (_d, db) = temp_db();
+    let store = Store::open(&db, OpenOptionsStore::default()).unwrap();
+    let zebras = store.create_session(NewSession::titled("Zebras")).unwrap();
+    for i in 0..300 {
+        store
+            .append_thought(Target::Session(zebras.id.clone()), input(&format!("zebra number {i}")))
+            .unwrap();
+    }
+    let other = store.create_session(NewSession::titled("Other")).unwrap();
+    for text in ["a zebra crossing", "another zebra crossing"] {
+        store
+            .append_thought(Target::Session(other.id.clone()), input(text))
+            .unwrap();
+    }
+    drop(store);
+    let hits = ok_json(&db, &["sessions", "search", "zebra"]);
+    let of = |hits: &Value, id: &str| -> Value {
+        hits.as_array()
+            .unwrap()
+            .iter()
+            .find(|h| h["session"]["id"] == id)
+            .cloned()
+            .unwrap_or_else(|| panic!("{id} missing: {hits}"))
+    };
+    let z = of(&hits, &zebras.id);
+    assert_eq!(z["matches"].as_array().unwrap().len(), 5, "{hits}");
+    assert_eq!(z["moreMatches"], 295, "{hits}");
+    assert!(of(&hits, &other.id).get("moreMatches").is_none(), "{hits}");
+    let hits = ok_json(&db, &["sessions", "search", "zebra", "--matches-per-session", "100"]);
+    let z = of(&hits, &zebras.id);
+    assert_eq!(z["matches"].as_array().unwrap().len(), 100, "{hits}");
+    assert_eq!(z["moreMatches"], 200, "{hits}");
+    let text = ok(&db, &["sessions", "search", "zebra"]);
+    assert!(text.contains("... 295 more matches"), "{text}");
+    assert!(!text.contains("more sessions may match"), "{text}");
+    // One session answered: the other may match too, and that is said.
+    let text = ok(&db, &["sessions", "search", "zebra", "--limit", "1"]);
+    assert!(text.contains("more sessions may match"), "{text}");
+    let out = run(&db, &["sessions", "search", "zebra", "--limit", "1", "--json"]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("more sessions may match"));
+    let hits: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(hits.as_array().map(Vec::len), Some(1), "{hits}");
+    // Found without being indexed: the ledger was opened only to read.
+    assert_eq!(ok_json(&db, &["stats"])["unindexedThoughts"], 302);
+}
+
 #[test]
 fn stats_info_and_config() {
     let (_d, db) = temp_db();

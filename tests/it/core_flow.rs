@@ -1120,6 +1120,106 @@ async fn a_numbered_thought_after_closing_starts_no_session() {
     s.stop().await;
 }
 
+/// Review 18-a: a session with 120 matches beside one with 3. The matches
+/// were cut from a pool shared by all sessions: 5 shown with "42 more" by
+/// default, and 47 shown with nothing said of the other 73 when 100 were
+/// asked for. Each session now brings its own best and counts the rest.
+#[tokio::test]
+async fn session_search_counts_every_match_a_session_leaves_out() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    let big = s.ready("big").await;
+    for i in 0..120 {
+        s.thought(t(&format!("walrus sighting {i} on the ice"))).await;
+    }
+    let small = s.ready("small").await;
+    for i in 0..3 {
+        s.thought(t(&format!("one walrus, far away ({i})"))).await;
+    }
+    let search = |limit: u32, per_session: Option<u32>| {
+        let mut args = json!({ "subOperation": "search", "query": "walrus", "limit": limit });
+        if let Some(n) = per_session {
+            args["matchesPerSession"] = json!(n);
+        }
+        let s = &s;
+        async move { s.ok("session", args).await }
+    };
+    let of = |found: &Value, id: &str| -> Value {
+        found["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|h| h["session"]["id"] == id)
+            .cloned()
+            .unwrap_or_else(|| panic!("{id} missing: {found}"))
+    };
+    let found = search(10, None).await;
+    assert_eq!(found["limitReached"], false, "{found}");
+    let b = of(&found, &big);
+    assert_eq!(b["matches"].as_array().unwrap().len(), 5, "{found}");
+    assert_eq!(b["moreMatches"], 115, "{found}");
+    assert!(b.get("moreMatchesAtLeast").is_none(), "{found}");
+    let sm = of(&found, &small);
+    assert_eq!(sm["matches"].as_array().unwrap().len(), 3, "{found}");
+    assert!(sm.get("moreMatches").is_none(), "{found}");
+    for limit in [10, 2] {
+        let found = search(limit, Some(100)).await;
+        assert_eq!(found["limitReached"], false, "{found}");
+        let b = of(&found, &big);
+        assert_eq!(b["matches"].as_array().unwrap().len(), 100, "{found}");
+        assert_eq!(b["moreMatches"], 20, "{found}");
+        assert_eq!(of(&found, &small)["matches"].as_array().unwrap().len(), 3, "{found}");
+    }
+    // One session answered: the other is left out, and that is said.
+    let found = search(1, Some(5)).await;
+    assert_eq!(
+        (found["count"].clone(), found["limitReached"].clone()),
+        (json!(1), json!(true))
+    );
+    s.stop().await;
+}
+
+/// Review 18-a: an empty session search beside a matching note said
+/// "nothing matched every word"; it speaks of sessions only, and a
+/// one-word search that finds no session says what was searched.
+#[tokio::test]
+async fn an_empty_session_search_says_what_it_searched() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    s.ok(
+        "start_new",
+        json!({ "sessionTitle": "Orders cache", "domain": "backend" }),
+    )
+    .await;
+    s.ok("cipher", Value::Null).await;
+    s.ok(
+        "knowledge",
+        json!({ "subOperation": "write_scratchpad", "topic": "open questions",
+                "content": "Do we need cache warming? Also TTL jitter." }),
+    )
+    .await;
+    let found = s
+        .ok(
+            "session",
+            json!({ "subOperation": "search", "query": "cache warming", "include": ["patterns", "notes"] }),
+        )
+        .await;
+    assert_eq!(found["count"], 0, "{found}");
+    assert_eq!(found["notes"].as_array().unwrap().len(), 1, "{found}");
+    let note = found["note"].as_str().unwrap();
+    assert!(note.starts_with("no session matched every word"), "{found}");
+    let found = s
+        .ok("session", json!({ "subOperation": "search", "query": "backend" }))
+        .await;
+    assert_eq!(found["count"], 0, "{found}");
+    let note = found["note"].as_str().unwrap();
+    assert!(
+        note.starts_with("no session matched") && note.contains("not their domain"),
+        "{found}"
+    );
+    s.stop().await;
+}
+
 /// A session with many matches brings its best five unless asked for more,
 /// and says how many it left out (review 17-a: 50 matches of one session,
 /// ~7 KB, by default).
