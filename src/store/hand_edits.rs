@@ -1109,6 +1109,9 @@ fn the_latest_view_follows_revisions_of_revisions() {
     .unwrap();
     let other = store.create_session(NewSession::titled("other")).unwrap().id;
     add(&store, &other, "someone else's text", None);
+    // Refused since version 11; a ledger from before may hold it.
+    sh.execute_batch("DROP TRIGGER thoughts_revision_checked_update")
+        .unwrap();
     sh.execute(
         "UPDATE thoughts SET revises_node = ?2 || ':2', revises_thought = 2 WHERE node_id = ?1 || ':1'",
         [&other, &s],
@@ -1146,4 +1149,148 @@ fn the_latest_view_follows_revisions_of_revisions() {
         )
         .unwrap();
     assert_eq!(other_rows, 1);
+}
+
+/// Version 11: `revises_thought` and `revises_node` name one thought of the
+/// row's own chain (reads show the one and follow the other), and no thought
+/// revises itself. A hand edit or insert that breaks that is refused; one
+/// that changes both together goes in. Such rows from before version 11 can
+/// still have their other columns edited, and `repair` names them with the
+/// statement that mends them.
+#[test]
+fn revision_links_that_disagree_are_refused() {
+    let (_d, store) = temp_store();
+    let s = store.create_session(NewSession::titled("revised")).unwrap().id;
+    add(&store, &s, "first plan", None);
+    add(&store, &s, "second step", None);
+    let revise = |of: u32, branch: Option<&str>| {
+        store
+            .append_thought(
+                Target::Session(s.clone()),
+                ThoughtInput {
+                    thought: format!("revising {of}"),
+                    next_thought_needed: true,
+                    revises_thought: Some(of),
+                    branch_id: branch.map(str::to_string),
+                    ..Default::default()
+                },
+            )
+            .expect("revision")
+            .thought
+            .node_id
+    };
+    let three = revise(1, None);
+    assert_eq!(three, format!("{s}:3"));
+    add(&store, &s, "alt start", Some(("alt", 2)));
+    let alt4 = revise(3, Some("alt"));
+    assert_eq!(alt4, format!("{s}:alt:4"));
+    let other = store.create_session(NewSession::titled("other")).unwrap().id;
+    add(&store, &other, "someone else's", None);
+    let sh = shell(&store);
+    let says = "revises_node names the thought revises_thought names";
+    let refused = |r: rusqlite::Result<usize>, what: &str| {
+        let e = r.expect_err(what).to_string();
+        assert!(e.contains(says) && e.contains("cannot revise itself"), "{what}: {e}");
+    };
+    for (node, set) in [
+        (&three, "revises_thought = 2".to_string()),
+        (&three, format!("revises_node = '{s}:2'")),
+        (&three, "revises_thought = NULL".to_string()),
+        (&three, "revises_node = NULL".to_string()),
+        (&three, format!("revises_node = '{other}:1'")),
+        (&three, format!("revises_thought = 3, revises_node = '{s}:3'")),
+        // The main chain's thought 3 from the branch.
+        (&alt4, format!("revises_node = '{s}:3'")),
+        (&format!("{s}:2"), format!("revises_node = '{s}:1'")),
+    ] {
+        refused(
+            sh.execute(&format!("UPDATE thoughts SET {set} WHERE node_id = ?1"), [node]),
+            &set,
+        );
+    }
+    let insert = |n: u32, revises: Option<u32>, node: Option<String>| {
+        sh.execute(
+            "INSERT INTO thoughts (session_id, node_id, thought_number, total_thoughts, thought, next_thought_needed,
+                                   is_revision, revises_thought, revises_node, prev_node, created_at)
+             VALUES (?1, ?1 || ':' || ?2, ?2, ?2, 'by hand', 1, ?3 IS NOT NULL, ?3, ?4, ?1 || ':3',
+                     '2026-11-23T08:42:10.000Z')",
+            rusqlite::params![s, n, revises, node],
+        )
+    };
+    refused(insert(4, Some(1), Some(format!("{s}:2"))), "insert, another thought");
+    refused(insert(4, Some(1), None), "insert, no node");
+    refused(insert(4, None, Some(format!("{s}:1"))), "insert, no number");
+    refused(insert(4, Some(4), Some(format!("{s}:4"))), "insert, itself");
+
+    // Both together: reads and the view follow the new link.
+    sh.execute(
+        "UPDATE thoughts SET revises_thought = 2, revises_node = ?1 || ':2' WHERE node_id = ?1 || ':3'",
+        [&s],
+    )
+    .unwrap();
+    let read = store.read_thoughts(&s, &crate::store::ThoughtQuery::Number(3)).unwrap();
+    assert_eq!(read[0].data.revises_thought, Some(2));
+    let latest: String = sh
+        .query_row(
+            "SELECT latest_thought FROM thought_latest_view WHERE node_id = ?1 || ':2'",
+            [&s],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(latest, "revising 1");
+    insert(4, Some(1), Some(format!("{s}:1"))).expect("agreeing links go in");
+
+    // Rows from before version 11.
+    let sql: String = sh
+        .query_row(
+            "SELECT sql FROM sqlite_master WHERE name = 'thoughts_revision_checked_update'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    sh.execute_batch("DROP TRIGGER thoughts_revision_checked_update")
+        .unwrap();
+    let mid = format!("{s}:2");
+    for (node, set) in [
+        (&three, format!("revises_node = '{s}:1'")),
+        (&alt4, "revises_thought = NULL".to_string()),
+        (&mid, format!("revises_thought = 2, revises_node = '{s}:2'")),
+    ] {
+        sh.execute(&format!("UPDATE thoughts SET {set} WHERE node_id = ?1"), [node])
+            .unwrap();
+    }
+    sh.execute_batch(&sql).unwrap();
+    sh.execute(
+        "UPDATE thoughts SET thought = 'edited as ever' WHERE node_id = ?1",
+        [&three],
+    )
+    .expect("their other columns can change");
+    let report = store.repair().unwrap();
+    let left = report.left_for_you.join("\n");
+    assert_eq!(report.left_for_you.len(), 3, "{left}");
+    for line in [
+        format!(
+            "thought {three}: revises_thought 2 and revises_node {s}:1 name different thoughts (answers show the \
+             one, structure and thought_latest_view follow the other), so its session's export cannot be imported; \
+             UPDATE thoughts SET revises_node = '{s}:2' WHERE node_id = '{three}' if it revises thought 2"
+        ),
+        format!("thought {alt4}: revises_node {s}:alt:3 is set without revises_thought"),
+        format!("thought {mid} revises itself"),
+    ] {
+        assert!(left.contains(&line), "{line}\n{left}");
+    }
+    // Mended as the lines say.
+    sh.execute(
+        "UPDATE thoughts SET revises_node = ?1 || ':2' WHERE node_id = ?2",
+        [&s, &three],
+    )
+    .unwrap();
+    sh.execute("UPDATE thoughts SET revises_thought = 3 WHERE node_id = ?1", [&alt4])
+        .unwrap();
+    sh.execute(
+        "UPDATE thoughts SET revises_thought = NULL, revises_node = NULL WHERE node_id = ?1",
+        [&mid],
+    )
+    .unwrap();
+    assert!(store.repair().unwrap().left_for_you.is_empty());
 }

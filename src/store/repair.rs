@@ -40,7 +40,7 @@ pub struct RepairReport {
     /// outside 1 to 2147483647 (every read of their session fails), two
     /// thoughts with one number on one chain, chains with more than one
     /// thought that follows nothing, prev-link loops, and rows from before
-    /// versions 8 and 9 in forms their triggers refuse.
+    /// versions 8, 9 and 11 in forms their triggers refuse.
     pub left_for_you: Vec<String>,
     /// Why the repair could not be done (nothing was changed then).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -196,6 +196,44 @@ fn left_for_you(tx: &rusqlite::Connection) -> Result<Vec<String>> {
              take, so its session's export cannot be imported; shorten it (UPDATE thoughts SET thought = ... \
              WHERE node_id = '{node}'), or delete it if no thought revises or branches from it"
         ));
+    }
+    // Revision links that disagree, written by hand before version 11.
+    // Which of the two was meant only a person can tell.
+    let mut stmt = tx.prepare(
+        "SELECT node_id, revises_thought, revises_node,
+                session_id || ':' || coalesce(branch_id || ':', '') || revises_thought
+         FROM thoughts
+         WHERE (revises_node IS NOT session_id || ':' || coalesce(branch_id || ':', '') || revises_thought
+                OR revises_thought IS thought_number)
+           AND coalesce(revises_thought BETWEEN 1 AND 2147483647, 1)
+         ORDER BY id",
+    )?;
+    let mut rows = stmt.query([])?;
+    while let Some(row) = rows.next()? {
+        let (node, number, revised, expected): (String, Option<i64>, Option<String>, Option<String>) =
+            (row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?);
+        let clear = format!(
+            "UPDATE thoughts SET revises_thought = NULL, revises_node = NULL WHERE node_id = '{node}' if it revises none"
+        );
+        push(match (number, revised, expected) {
+            (Some(_), _, Some(expected)) if expected == node => format!(
+                "thought {node} revises itself, so its session's export cannot be imported; {clear}, or set both \
+                 columns to the thought it revises"
+            ),
+            (Some(number), revised, Some(expected)) => format!(
+                "thought {node}: revises_thought {number} and revises_node {} name different thoughts (answers show \
+                 the one, structure and thought_latest_view follow the other), so its session's export cannot be \
+                 imported; UPDATE thoughts SET revises_node = '{expected}' WHERE node_id = '{node}' if it revises \
+                 thought {number}, else set both columns to the thought it revises, or {clear}",
+                revised.as_deref().unwrap_or("NULL")
+            ),
+            (_, revised, _) => format!(
+                "thought {node}: revises_node {} is set without revises_thought, so its session's export cannot be \
+                 imported; set revises_thought to the number of the thought it revises on its own chain \
+                 (UPDATE thoughts SET revises_thought = ... WHERE node_id = '{node}'), or {clear}",
+                revised.as_deref().unwrap_or("NULL")
+            ),
+        });
     }
     for (session, nodes) in loops(tx)? {
         let first = nodes.first().cloned().unwrap_or_default();

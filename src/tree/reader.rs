@@ -856,10 +856,25 @@ impl Loader<'_> {
             }
         }
         for n in &mut nodes {
-            if let Some(r) = n.data.revises_thought
-                && n.revises_node.is_none()
-            {
-                n.revises_node = Some(domain::node_id(sid, n.branch.as_deref(), r));
+            let stated = n.data.revises_thought;
+            match revision_link(sid, n.branch.as_deref(), stated, n.revises_node.as_deref()) {
+                Ok(Some((number, node))) => {
+                    if stated.is_none() {
+                        self.report.warnings.push(format!(
+                            "{}: revisesThought was missing; {number} was taken from revisesNode {node}",
+                            n.file
+                        ));
+                    }
+                    n.data.revises_thought = Some(number);
+                    n.data.is_revision = true;
+                    n.revises_node = Some(node);
+                }
+                Ok(None) => {}
+                Err(why) => {
+                    self.error(format!("{}: {why}", n.file));
+                    // Refused: not checked again below as a link.
+                    n.revises_node = None;
+                }
             }
             if let Some(b) = &n.branch
                 && let Some(&f) = fork_numbers.get(b)
@@ -1015,6 +1030,73 @@ impl Loader<'_> {
             })
             .collect()
     }
+}
+
+/// The revision a node states, as the number and the node id the ledger
+/// keeps of it, which name one thought: a thought revises one of its own
+/// chain, so revising thought k is `revisesNode` `{sid}:k` on the main chain
+/// and `{sid}:{branch}:k` on a branch (Thoughtbox 1.2.x writes them so, and
+/// so does our exporter). Either may be missing: the other gives it. When
+/// they disagree, or `revisesNode` alone names no thought of the node's own
+/// chain, reads would follow one and show the other, and which one the file
+/// meant only its author knows: the message names both, and what each
+/// would have to be.
+fn revision_link(
+    sid: &str,
+    branch: Option<&str>,
+    number: Option<u32>,
+    node: Option<&str>,
+) -> Result<Option<(u32, String)>, String> {
+    let chain = match branch {
+        Some(b) => format!("branch {b:?}"),
+        None => "the main chain".to_string(),
+    };
+    match (number, node) {
+        (None, None) => Ok(None),
+        (Some(k), None) => Ok(Some((k, domain::node_id(sid, branch, k)))),
+        (Some(k), Some(node)) => {
+            let expected = domain::node_id(sid, branch, k);
+            if node == expected {
+                return Ok(Some((k, expected)));
+            }
+            Err(match number_on_chain(sid, branch, node) {
+                Some(m) => format!(
+                    "revisesThought {k} and revisesNode {node} (thought {m}) disagree: they must name one \
+                     thought, either revisesThought {k} with revisesNode {expected} or revisesThought {m} with \
+                     revisesNode {node}"
+                ),
+                None => format!(
+                    "revisesThought {k} and revisesNode {node} disagree: a thought of {chain} revises one of \
+                     {chain}, so revisesThought {k} goes with revisesNode {expected}"
+                ),
+            })
+        }
+        (None, Some(node)) => match number_on_chain(sid, branch, node) {
+            Some(m) => Ok(Some((m, node.to_string()))),
+            None => {
+                let pattern = match branch {
+                    Some(b) => format!("{sid}:{b}:N"),
+                    None => format!("{sid}:N"),
+                };
+                Err(format!(
+                    "revisesNode {node} is not a thought of {chain}, and revisesThought is not given: a thought \
+                     revises one of {chain}, so revising thought N is revisesThought N with revisesNode {pattern}"
+                ))
+            }
+        },
+    }
+}
+
+/// The thought number `node` names when it is a node id of `branch` (None:
+/// the main chain) of session `sid`, in the one form the ledger writes it.
+fn number_on_chain(sid: &str, branch: Option<&str>, node: &str) -> Option<u32> {
+    let rest = node.strip_prefix(sid)?.strip_prefix(':')?;
+    let rest = match branch {
+        Some(b) => rest.strip_prefix(b)?.strip_prefix(':')?,
+        None => rest,
+    };
+    let k = small_number(rest.parse().ok()?)?;
+    (domain::node_id(sid, branch, k) == node).then_some(k)
 }
 
 /// True when `members` (one chain's nodes) are linked as one chain: one head
@@ -1331,6 +1413,127 @@ mod tests {
         assert!(
             errors.contains("thoughtNumber 0") && errors.contains("empty"),
             "{errors}"
+        );
+    }
+
+    /// `revisesThought` and `revisesNode` name one thought of the node's own
+    /// chain: files where they disagree are refused with both values and
+    /// what each would have to be; `revisesNode` alone gives the number.
+    #[test]
+    fn revision_links_must_agree() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(SID);
+        let (p1, p2, alt2) = (format!("{SID}:1"), format!("{SID}:2"), format!("{SID}:alt:2"));
+        session(
+            &dir,
+            &[(1, 0, None), (2, 1, Some(&p1)), (3, 2, Some(&p2))],
+            &[(2, 3, Some(&p1)), (3, 4, Some(&alt2))],
+        );
+        let three = dir.join("003.json");
+        let alt3 = dir.join("branches/alt/003.json");
+        let set = |path: &Path, number: Value, node: Value| {
+            let mut v: Value = serde_json::from_slice(&fs::read(path).unwrap()).unwrap();
+            v["data"]["revisesThought"] = number;
+            v["revisesNode"] = node;
+            put(path, &v);
+        };
+        let errors = |dir: &Path| {
+            let (report, loaded) = load_session(dir);
+            assert!(loaded.is_none() && !report.result.valid, "{report:?}");
+            report.result.errors.join("\n")
+        };
+
+        // As the server and Thoughtbox 1.2.x write them.
+        set(&three, json!(1), json!(p1));
+        set(&alt3, json!(2), json!(alt2));
+        let (report, loaded) = load_session(&dir);
+        assert!(report.result.valid, "{report:?}");
+        assert!(!report.warnings.join("\n").contains("revises"), "{report:?}");
+        let loaded = loaded.unwrap();
+        let revising = |id: &str| {
+            let t = loaded.thoughts.iter().find(|t| t.node_id == id).unwrap();
+            (t.data.revises_thought, t.revises_node.clone(), t.data.is_revision)
+        };
+        assert_eq!(revising(&format!("{SID}:3")), (Some(1), Some(p1.clone()), true));
+        assert_eq!(revising(&format!("{SID}:alt:3")), (Some(2), Some(alt2.clone()), true));
+
+        // Another thought of the same chain.
+        set(&three, json!(1), json!(p2));
+        let e = errors(&dir);
+        assert!(
+            e.contains(&format!(
+                "003.json: revisesThought 1 and revisesNode {p2} (thought 2) disagree: they must name one thought, \
+                 either revisesThought 1 with revisesNode {p1} or revisesThought 2 with revisesNode {p2}"
+            )),
+            "{e}"
+        );
+        assert!(!e.contains("not a node of this session"), "one error for the link: {e}");
+        set(&three, json!(1), json!(p1));
+
+        // A thought of another chain: the main chain's thought 2 from the branch.
+        set(&alt3, json!(2), json!(p2));
+        let e = errors(&dir);
+        assert!(
+            e.contains(&format!(
+                "branches/alt/003.json: revisesThought 2 and revisesNode {p2} disagree: a thought of branch \
+                 \"alt\" revises one of branch \"alt\", so revisesThought 2 goes with revisesNode {alt2}"
+            )),
+            "{e}"
+        );
+
+        // revisesNode alone, of another chain: no number to take.
+        set(&alt3, Value::Null, json!(p1));
+        let e = errors(&dir);
+        assert!(
+            e.contains(&format!(
+                "branches/alt/003.json: revisesNode {p1} is not a thought of branch \"alt\", and revisesThought \
+                 is not given"
+            )) && e.contains(&format!("revisesNode {SID}:alt:N")),
+            "{e}"
+        );
+
+        // revisesNode alone, of its own chain: the number comes from it.
+        set(&alt3, Value::Null, json!(alt2));
+        let (report, loaded) = load_session(&dir);
+        assert!(report.result.valid, "{report:?}");
+        let taken = format!("branches/alt/003.json: revisesThought was missing; 2 was taken from revisesNode {alt2}");
+        assert!(report.warnings.contains(&taken), "{report:?}");
+        let alt3 = loaded
+            .unwrap()
+            .thoughts
+            .into_iter()
+            .find(|t| t.node_id.ends_with(":alt:3"))
+            .unwrap();
+        assert_eq!(
+            (alt3.data.revises_thought, alt3.revises_node, alt3.data.is_revision),
+            (Some(2), Some(alt2), true)
+        );
+    }
+
+    /// Only the ledger's own form of a node id gives a number: no other
+    /// session, chain, padding or sign.
+    #[test]
+    fn a_revised_node_is_read_in_the_ledgers_form_only() {
+        const OTHER: &str = "2b9d6bcd-bbfd-4b2d-9b5d-ab8dfbbd4bed";
+        for (branch, node, number) in [
+            (None, format!("{SID}:12"), Some(12)),
+            (Some("alt"), format!("{SID}:alt:12"), Some(12)),
+            (None, format!("{SID}:alt:12"), None),
+            (Some("alt"), format!("{SID}:12"), None),
+            (Some("alt"), format!("{SID}:alt-2:12"), None),
+            (None, format!("{OTHER}:12"), None),
+            (None, format!("{SID}:012"), None),
+            (None, format!("{SID}:+12"), None),
+            (None, format!("{SID}:0"), None),
+            (None, format!("{SID}:"), None),
+            (None, "12".to_string(), None),
+        ] {
+            assert_eq!(number_on_chain(SID, branch, &node), number, "{branch:?} {node}");
+        }
+        assert_eq!(revision_link(SID, None, None, None), Ok(None));
+        assert_eq!(
+            revision_link(SID, Some("alt"), Some(4), None),
+            Ok(Some((4, format!("{SID}:alt:4"))))
         );
     }
 }

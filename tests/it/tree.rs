@@ -1194,3 +1194,68 @@ fn session_export_files_that_cannot_be_imported() {
     fails(&db, &["sessions", "show", GOOD]);
     assert_eq!(ok_json(&db, &["stats"]), stats);
 }
+
+/// A thought whose revisesThought and revisesNode name different thoughts
+/// (thought 3 revises 1 by its number, 2 by its node): `validate` and
+/// `import` name the file, both values and what they would have to be, and
+/// nothing is imported; once they agree, the session imports.
+#[test]
+fn revision_links_that_disagree_are_not_imported() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = dir.path().join(GOOD);
+    put(
+        &session.join("manifest.json"),
+        &manifest(GOOD, &["001.json", "002.json", "003.json"], json!({})),
+    );
+    put(&session.join("001.json"), &node(GOOD, None, 1, None, json!({})));
+    put(
+        &session.join("002.json"),
+        &node(GOOD, None, 2, Some(format!("{GOOD}:1")), json!({})),
+    );
+    let mut three = node(
+        GOOD,
+        None,
+        3,
+        Some(format!("{GOOD}:2")),
+        json!({ "isRevision": true, "revisesThought": 1 }),
+    );
+    three["revisesNode"] = json!(format!("{GOOD}:2"));
+    put(&session.join("003.json"), &three);
+
+    let db = dir.path().join("ledger.db");
+    let says = format!(
+        "003.json: revisesThought 1 and revisesNode {GOOD}:2 (thought 2) disagree: they must name one thought, \
+         either revisesThought 1 with revisesNode {GOOD}:1 or revisesThought 2 with revisesNode {GOOD}:2"
+    );
+    for command in ["validate", "import"] {
+        let out = run(&db, &[command, path_str(&session), "--json"]);
+        assert_eq!(out.status.code(), Some(1), "{command}");
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let report = if command == "import" {
+            assert_eq!((&v["invalid"], &v["imported"]), (&json!(1), &json!(0)), "{v:#}");
+            &v["sessions"][0]["report"]
+        } else {
+            &v["sessions"][0]
+        };
+        assert_eq!(report["valid"], false, "{v:#}");
+        assert_eq!(report["errors"], json!([says]), "{command}: {v:#}");
+    }
+    assert_eq!(ok_json(&db, &["stats"])["thoughts"], 0);
+    fails(&db, &["sessions", "show", GOOD]);
+
+    three["revisesNode"] = json!(format!("{GOOD}:1"));
+    put(&session.join("003.json"), &three);
+    ok(&db, &["validate", path_str(&session)]);
+    ok(&db, &["import", path_str(&session)]);
+    let shown = ok_json(&db, &["sessions", "show", GOOD]);
+    let n3 = shown["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["id"] == format!("{GOOD}:3"))
+        .unwrap();
+    assert_eq!(
+        (&n3["data"]["revisesThought"], &n3["revisesNode"]),
+        (&json!(1), &json!(format!("{GOOD}:1")))
+    );
+}

@@ -539,6 +539,18 @@ mod tests {
             assert!(report.result.errors.join("\n").contains(says), "{field}: {report:?}");
         }
 
+        // Thought 3 revises thought 1, but its revisesNode names thought 2.
+        let mut doc = export();
+        doc["nodes"][3]["revisesNode"] = json!(format!("{SID}:2"));
+        let (report, loaded) = load(&doc).remove(0);
+        assert!(loaded.is_none());
+        assert!(
+            report.result.errors.join("\n").contains(&format!(
+                "nodes[3]: revisesThought 1 and revisesNode {SID}:2 (thought 2) disagree"
+            )),
+            "{report:?}"
+        );
+
         let mut doc = export();
         doc["nodes"][2]["data"]["branchId"] = json!("other");
         let (report, _) = load(&doc).remove(0);
