@@ -388,13 +388,158 @@ type Output = Box<dyn tokio::io::AsyncWrite + Send + Unpin>;
 /// reading stdout (see [`Watched`]).
 pub fn streams() -> (Input, Output, Arc<StdoutGone>) {
     let gone = Arc::new(StdoutGone::default());
-    let output = Box::new(Watched {
+    let output = Box::new(BeforeInitialize::new(Watched {
         inner: writer(),
         gone: gone.clone(),
-    });
+    }));
     #[cfg(unix)]
     unix::watch_stdout(&gone);
     (Box::new(RepairedLines::new(reader())), output, gone)
+}
+
+/// What the MCP library answers a request sent before `initialize` (it
+/// reads such a request as one of the stateless protocol, 2026-07-28, which
+/// carries its version and capabilities in `_meta`).
+const MISSING_META: &[u8] = b"request _meta is missing or has malformed required fields";
+
+/// stdout, saying more in the MCP library's answer to a request sent
+/// before `initialize`: "request _meta is missing or has malformed required
+/// fields: io.modelcontextprotocol/protocolVersion, ..." does not tell
+/// someone trying the server by hand (`echo '{...tools/list}' |
+/// thoughtbox`) that a session starts with `initialize`. Until the server
+/// writes anything else (the answer to `initialize`, or to a request of the
+/// stateless protocol), each message is held until its newline and that
+/// answer's message is extended; from then on every write passes straight
+/// through, so a session pays for this on its first message only.
+struct BeforeInitialize<W> {
+    inner: W,
+    /// Once set, writes pass through (after `held` is out).
+    through: bool,
+    /// Bytes accepted and not yet written: whole lines, then the start of one.
+    held: Vec<u8>,
+}
+
+impl<W> BeforeInitialize<W> {
+    fn new(inner: W) -> Self {
+        BeforeInitialize {
+            inner,
+            through: false,
+            held: Vec::new(),
+        }
+    }
+
+    /// `line` (one JSON-RPC message, without its newline) as it goes out.
+    fn said(&mut self, line: &[u8]) -> Vec<u8> {
+        let refused = line.windows(MISSING_META.len()).any(|w| w == MISSING_META);
+        if !refused {
+            // Any other answer: the session works, whatever its protocol.
+            self.through = true;
+            return line.to_vec();
+        }
+        let Ok(mut message) = serde_json::from_slice::<serde_json::Value>(line) else {
+            return line.to_vec();
+        };
+        if let Some(text) = message["error"]["message"].as_str() {
+            message["error"]["message"] = serde_json::Value::String(format!(
+                "{text} (an MCP session starts with an initialize request, then the \
+                 notifications/initialized notification; send initialize first. A client of the \
+                 stateless protocol, 2026-07-28, sends those _meta fields with every request instead)"
+            ));
+        }
+        message.to_string().into_bytes()
+    }
+}
+
+impl<W: tokio::io::AsyncWrite + Unpin> BeforeInitialize<W> {
+    /// Write out what is held, as far as the inner writer takes it now.
+    fn drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        while !self.held.is_empty() {
+            match Pin::new(&mut self.inner).poll_write(cx, &self.held) {
+                Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
+                Poll::Ready(Ok(n)) => {
+                    self.held.drain(..n);
+                }
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    /// Whether writes now go straight through: once the server has
+    /// written something else, and what was held is out.
+    fn passing(&self) -> bool {
+        self.through && self.held.is_empty()
+    }
+}
+
+impl<W: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for BeforeInitialize<W> {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        let this = &mut *self;
+        if this.passing() {
+            return Pin::new(&mut this.inner).poll_write(cx, buf);
+        }
+        if this.through {
+            // Held bytes first, in order; then this write passes through.
+            return match this.drain(cx) {
+                Poll::Ready(Ok(())) => Pin::new(&mut this.inner).poll_write(cx, buf),
+                Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+                Poll::Pending => Poll::Pending,
+            };
+        }
+        // Accepted whole; each line completed by it is rewritten if need be.
+        let start = this.held.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        this.held.extend_from_slice(buf);
+        let mut out = this.held[..start].to_vec();
+        let mut rest = &this.held[start..];
+        let mut lines = Vec::new();
+        while let Some(i) = rest.iter().position(|&b| b == b'\n') {
+            lines.push(rest[..i].to_vec());
+            rest = &rest[i + 1..];
+        }
+        let tail = rest.to_vec();
+        for line in lines {
+            out.extend_from_slice(&this.said(&line));
+            out.push(b'\n');
+        }
+        out.extend_from_slice(&tail);
+        this.held = out;
+        // Written out as far as possible now; what the inner writer does not
+        // take yet goes with the next write or flush.
+        let complete = this.held.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        if complete > 0 {
+            let pending: Vec<u8> = this.held.split_off(complete);
+            let result = this.drain(cx);
+            this.held.extend_from_slice(&pending);
+            if let Poll::Ready(Err(e)) = result {
+                return Poll::Ready(Err(e));
+            }
+        }
+        Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        // Only whole lines are written before initialize; a part of one
+        // waits for its newline.
+        let complete = this.held.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        let complete = if this.through { this.held.len() } else { complete };
+        let pending = this.held.split_off(complete);
+        let result = this.drain(cx);
+        this.held.extend_from_slice(&pending);
+        match result {
+            Poll::Ready(Ok(())) => Pin::new(&mut this.inner).poll_flush(cx),
+            other => other,
+        }
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        match this.drain(cx) {
+            Poll::Ready(Ok(())) => Pin::new(&mut this.inner).poll_shutdown(cx),
+            other => other,
+        }
+    }
 }
 
 /// Whether the client has stopped reading stdout (a broken pipe), and a
@@ -925,6 +1070,54 @@ mod tests {
             assert_eq!(read_all(input.as_bytes(), chunk).await, expected, "chunk {chunk}");
         }
         assert_eq!(read_all(b"  ", 4096).await, "  \n");
+    }
+
+    /// The MCP library's answer to a request sent before `initialize` is
+    /// extended, in whatever pieces it is written; once anything else has
+    /// been written, every write passes unchanged (the same answer included).
+    #[tokio::test]
+    async fn an_answer_before_initialize_says_to_initialize() {
+        use tokio::io::AsyncWriteExt;
+        let refusal = br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"request _meta is missing or has malformed required fields: x"}}"#;
+        let mut out = BeforeInitialize::new(Vec::new());
+        for piece in refusal.chunks(7) {
+            out.write_all(piece).await.unwrap();
+        }
+        out.write_all(b"\n{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}\n")
+            .await
+            .unwrap();
+        out.write_all(refusal).await.unwrap();
+        out.write_all(b"\n").await.unwrap();
+        out.flush().await.unwrap();
+        let written = String::from_utf8(out.inner).unwrap();
+        let lines: Vec<&str> = written.lines().collect();
+        assert_eq!(lines.len(), 3, "{written}");
+        let first: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+        assert_eq!(first["id"], 1);
+        let message = first["error"]["message"].as_str().unwrap();
+        assert!(
+            message.starts_with("request _meta is missing") && message.contains("send initialize first"),
+            "{message}"
+        );
+        assert_eq!(lines[1], r#"{"jsonrpc":"2.0","id":2,"result":{}}"#);
+        assert_eq!(lines[2].as_bytes(), refusal);
+    }
+
+    /// A part of a line is not written before its newline, until writes
+    /// pass through.
+    #[tokio::test]
+    async fn a_part_of_an_answer_waits_for_its_newline() {
+        use tokio::io::AsyncWriteExt;
+        let mut out = BeforeInitialize::new(Vec::new());
+        out.write_all(b"{\"jsonrpc\":\"2.0\",").await.unwrap();
+        out.flush().await.unwrap();
+        assert!(out.inner.is_empty());
+        out.write_all(b"\"id\":0,\"result\":{}}\n{\"jsonrpc\"").await.unwrap();
+        out.flush().await.unwrap();
+        assert_eq!(out.inner, b"{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{}}\n{\"jsonrpc\"");
+        out.write_all(b":\"2.0\"}\n").await.unwrap();
+        assert!(out.passing());
+        assert!(out.inner.ends_with(b"{\"jsonrpc\":\"2.0\"}\n"));
     }
 
     #[test]

@@ -588,3 +588,32 @@ async fn a_signal_after_stdin_closed_ends_a_shutdown_held_up() {
         .unwrap();
     assert_eq!(n, 0, "the thought was never acknowledged nor written");
 }
+
+/// A request sent before `initialize` (someone trying the server by hand)
+/// is told that a session starts with `initialize`: the MCP library's own
+/// answer names only two `_meta` fields of the stateless protocol. The
+/// session then starts as usual, and later answers pass unchanged.
+#[tokio::test]
+async fn a_request_before_initialize_is_told_to_initialize_first() {
+    let (_d, db) = temp_db();
+    let mut cmd = command(&db);
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    send(&mut stdin, r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#).await;
+    let refused = next_message(&mut lines).await;
+    assert_eq!(refused["id"], 1, "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(message.contains("send initialize first"), "{message}");
+    send(&mut stdin, r#"{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#).await;
+    let init = next_message(&mut lines).await;
+    assert_eq!(init["id"], 2, "{init}");
+    assert!(init["result"]["serverInfo"].is_object(), "{init}");
+    send(&mut stdin, r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await;
+    send(&mut stdin, r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#).await;
+    let tools = next_message(&mut lines).await;
+    assert_eq!(tools["result"]["tools"][0]["name"], "thoughtbox_gateway", "{tools}");
+    drop(stdin);
+    assert!(child.wait().await.unwrap().success());
+}
