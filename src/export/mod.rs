@@ -78,7 +78,8 @@ pub trait SessionSource {
     /// Every thought's `seq`, in creation order.
     fn creation_order(&self) -> Result<Vec<i64>>;
     /// Call `f` with every thought, the main chain by number, then each
-    /// branch (by id) by number; stop at `f`'s first error and return it.
+    /// branch by number, the branches in creation order (then by id); stop
+    /// at `f`'s first error and return it.
     fn each_thought(&self, f: &mut dyn FnMut(Thought) -> Result<()>) -> Result<()>;
     /// For each revised thought's node id, the numbers of the thoughts
     /// revising it, oldest first (a pass over the thoughts, unless the
@@ -148,10 +149,24 @@ impl SessionSource for Loaded<'_> {
     }
 
     fn each_thought(&self, f: &mut dyn FnMut(Thought) -> Result<()>) -> Result<()> {
+        // A branch's row is created with its first thought, at that
+        // thought's time: branches by that time, then by id, as the store
+        // has them.
+        let mut created: HashMap<&str, &str> = HashMap::new();
+        for t in self.thoughts {
+            if let Some(b) = t.data.branch_id.as_deref() {
+                let at = created.entry(b).or_insert(&t.data.timestamp);
+                *at = (*at).min(t.data.timestamp.as_str());
+            }
+        }
+        let chain = |t: &'_ Thought| -> Option<(&str, String)> {
+            t.data
+                .branch_id
+                .as_deref()
+                .map(|b| (created.get(b).copied().unwrap_or_default(), b.to_string()))
+        };
         let mut in_order: Vec<&Thought> = self.thoughts.iter().collect();
-        in_order.sort_by(|a, b| {
-            (&a.data.branch_id, a.data.thought_number).cmp(&(&b.data.branch_id, b.data.thought_number))
-        });
+        in_order.sort_by(|a, b| (chain(a), a.data.thought_number).cmp(&(chain(b), b.data.thought_number)));
         in_order.into_iter().try_for_each(|t| f(t.clone()))
     }
 }
@@ -1172,6 +1187,9 @@ mod tests {
                 branch_from_thought: Some(1),
                 ..plain(&format!("on {b}"), None)
             });
+            // Times in milliseconds: created in the same one, they would be
+            // in the order of their ids.
+            std::thread::sleep(std::time::Duration::from_millis(3));
         }
         add(ThoughtInput {
             revises_thought: Some(2),
@@ -1204,7 +1222,18 @@ mod tests {
                 b["exportedAt"] = Value::from("then");
                 assert_eq!(a, b);
                 let doc: SessionExport = serde_json::from_value(a).unwrap();
-                assert_eq!(doc.nodes, nodes(&thoughts));
+                let loaded = Loaded {
+                    session: &session,
+                    thoughts: &thoughts,
+                };
+                let mut in_order = Vec::new();
+                loaded
+                    .each_thought(&mut |t| {
+                        in_order.push(t);
+                        Ok(())
+                    })
+                    .unwrap();
+                assert_eq!(doc.nodes, nodes(&in_order));
                 let numbers: Vec<_> = doc
                     .nodes
                     .iter()
@@ -1217,8 +1246,10 @@ mod tests {
                         (None, 2),
                         (None, 3),
                         (None, 4),
-                        (Some("alpha".into()), 2),
-                        (Some("zeta".into()), 2)
+                        // Branches in creation order, not by name
+                        // (review 18).
+                        (Some("zeta".into()), 2),
+                        (Some("alpha".into()), 2)
                     ]
                 );
             } else {

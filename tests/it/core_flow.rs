@@ -1139,3 +1139,50 @@ async fn the_cipher_export_keeps_a_thought_in_step_lines_readable() {
     );
     s.stop().await;
 }
+
+/// Every answer lists branches in creation order: get_structure,
+/// load_context's restorationInfo, and the exports (the Markdown and cipher
+/// exports had them by name; review 18).
+#[tokio::test]
+async fn exports_list_branches_in_creation_order() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    let sid = s.ready("Caching layer").await;
+    s.thought(t("Cache the orders API")).await;
+    for b in ["redis", "inproc"] {
+        s.thought(
+            json!({ "thought": format!("Try {b}"), "branchId": b, "branchFromThought": 1,
+                          "nextThoughtNeeded": true }),
+        )
+        .await;
+        // Times in milliseconds: two branches of the same one go by name.
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    let structure = s.ok("get_structure", Value::Null).await;
+    let ids: Vec<&str> = structure["branches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["redis", "inproc"], "{structure}");
+    let ctx = s.ok("load_context", json!({ "sessionId": sid })).await;
+    assert_eq!(ctx["restorationInfo"]["branches"], json!(["redis", "inproc"]), "{ctx}");
+    let export = |format: &str| json!({ "subOperation": "export", "sessionId": sid, "format": format });
+    let md = s.ok("session", export("markdown")).await;
+    let md = md["content"].as_str().unwrap();
+    let at = |text: &str, what: &str| text.find(what).unwrap_or_else(|| panic!("no {what:?} in {text}"));
+    assert!(at(md, "## Branch `redis`") < at(md, "## Branch `inproc`"), "{md}");
+    let c = s.ok("session", export("cipher")).await;
+    let c = c["content"].as_str().unwrap();
+    assert!(at(c, "## redis b@1") < at(c, "## inproc b@1"), "{c}");
+    let j = s.ok("session", export("json")).await;
+    let chains: Vec<Value> = j["content"]["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["branchId"].clone())
+        .collect();
+    assert_eq!(chains, [Value::Null, json!("redis"), json!("inproc")], "{j}");
+    s.stop().await;
+}
