@@ -115,7 +115,9 @@ pub struct ExtractedLearning {
     pub content: String,
     pub target_path: String,
     pub metadata: LearningMetadata,
-    /// A short title (the moment's summary or the thought's first line).
+    /// A short title: a pattern's is the moment's summary or the thought's
+    /// first line; an anti-pattern's the first line of the thought revised
+    /// (what not to believe), whichever thought the moment names.
     pub title: String,
 }
 
@@ -148,12 +150,17 @@ fn quote(text: &str) -> String {
     text.lines().map(|l| format!("> {l}")).collect::<Vec<_>>().join("\n")
 }
 
+/// A text's first line that has something on it.
+fn first_line(text: &str) -> &str {
+    text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("")
+}
+
 fn heading(moment: &KeyMoment, thought: &Thought) -> String {
     let source = moment
         .summary
         .as_deref()
         .filter(|s| !s.trim().is_empty())
-        .unwrap_or_else(|| thought.data.thought.lines().next().unwrap_or(""));
+        .unwrap_or_else(|| first_line(&thought.data.thought));
     excerpt(source, 80)
 }
 
@@ -363,7 +370,6 @@ pub fn extract_learnings(
     if targets.contains(&LearningType::AntiPattern) {
         let before = learnings.len();
         for (m, t) in resolved.iter().filter(|(m, _)| m.kind == MomentKind::Revision) {
-            let title = heading(m, t);
             let branch = t.data.branch_id.as_deref();
             // The moment names the revision, or the thought revised (then
             // its newest revision is the correction); a thought that is
@@ -389,6 +395,20 @@ pub fn extract_learnings(
                         continue;
                     }
                 },
+            };
+            // "Avoid: ..." names what was believed, whichever of the two
+            // thoughts the moment names; the summary is the lesson (review
+            // 18: a moment naming the revision was titled with the
+            // correction, telling later readers to avoid the right answer).
+            let title = match revised {
+                Some(r) => excerpt(first_line(&r.data.thought), 80),
+                // The thought revised is gone (a hand edit): named, not quoted.
+                None => format!(
+                    "thought {}{}, revised by thought {}",
+                    t.data.revises_thought.unwrap_or_default(),
+                    chain_label(branch),
+                    correction.data.thought_number
+                ),
             };
             let mut numbers = vec![correction.data.thought_number];
             let body = match revised {
@@ -566,6 +586,53 @@ mod tests {
         assert!(l.content.contains("It is the locale, not the timezone."));
         let note = x.note.as_deref().unwrap();
         assert!(note.contains("thought 1 is no revision and was not revised"), "{note}");
+    }
+
+    /// An anti-pattern's title and "Avoid:" heading are the belief revised,
+    /// whether the moment names the revision or the thought revised, and
+    /// with or without a summary (that is the lesson); naming the revision
+    /// titled it with the correction (review 18).
+    #[test]
+    fn an_anti_pattern_is_titled_with_the_belief_revised() {
+        let ts = revising();
+        for named in [4, 2] {
+            for summary in [None, Some("Check the locale first")] {
+                let mut m = moment(named, MomentKind::Revision);
+                m.summary = summary.map(str::to_string);
+                let x = extract_learnings(&session("s"), &ts, 0, &[m], &[LearningType::AntiPattern], AT).unwrap();
+                let l = &x.learnings[0];
+                let case = format!("moment on thought {named}, summary {summary:?}");
+                assert_eq!(l.title, "CI must use another timezone.", "{case}");
+                assert!(
+                    l.content.starts_with("# Avoid: CI must use another timezone.\n"),
+                    "{case}: {}",
+                    l.content
+                );
+                assert_eq!(
+                    l.target_path, "anti-patterns/debugging/ci-must-use-another-timezone.md",
+                    "{case}"
+                );
+                let lesson = summary.unwrap_or("Check this kind of belief earlier next time.");
+                assert!(
+                    l.content.ends_with(&format!("## Lesson\n\n{lesson}\n")),
+                    "{case}: {}",
+                    l.content
+                );
+            }
+        }
+        // The thought revised is gone (a hand edit): named, not guessed.
+        let mut ts = revising();
+        ts.retain(|t| t.data.thought_number != 2);
+        let x = extract_learnings(
+            &session("s"),
+            &ts,
+            0,
+            &[moment(4, MomentKind::Revision)],
+            &[LearningType::AntiPattern],
+            AT,
+        )
+        .unwrap();
+        assert_eq!(x.learnings[0].title, "thought 2, revised by thought 4");
     }
 
     #[test]

@@ -78,7 +78,8 @@ pub trait SessionSource {
     /// Every thought's `seq`, in creation order.
     fn creation_order(&self) -> Result<Vec<i64>>;
     /// Call `f` with every thought, the main chain by number, then each
-    /// branch (by id) by number; stop at `f`'s first error and return it.
+    /// branch by number, the branches in creation order (then by id); stop
+    /// at `f`'s first error and return it.
     fn each_thought(&self, f: &mut dyn FnMut(Thought) -> Result<()>) -> Result<()>;
     /// For each revised thought's node id, the numbers of the thoughts
     /// revising it, oldest first (a pass over the thoughts, unless the
@@ -148,10 +149,24 @@ impl SessionSource for Loaded<'_> {
     }
 
     fn each_thought(&self, f: &mut dyn FnMut(Thought) -> Result<()>) -> Result<()> {
+        // A branch's row is created with its first thought, at that
+        // thought's time: branches by that time, then by id, as the store
+        // has them.
+        let mut created: HashMap<&str, &str> = HashMap::new();
+        for t in self.thoughts {
+            if let Some(b) = t.data.branch_id.as_deref() {
+                let at = created.entry(b).or_insert(&t.data.timestamp);
+                *at = (*at).min(t.data.timestamp.as_str());
+            }
+        }
+        let chain = |t: &'_ Thought| -> Option<(&str, String)> {
+            t.data
+                .branch_id
+                .as_deref()
+                .map(|b| (created.get(b).copied().unwrap_or_default(), b.to_string()))
+        };
         let mut in_order: Vec<&Thought> = self.thoughts.iter().collect();
-        in_order.sort_by(|a, b| {
-            (&a.data.branch_id, a.data.thought_number).cmp(&(&b.data.branch_id, b.data.thought_number))
-        });
+        in_order.sort_by(|a, b| (chain(a), a.data.thought_number).cmp(&(chain(b), b.data.thought_number)));
         in_order.into_iter().try_for_each(|t| f(t.clone()))
     }
 }
@@ -568,23 +583,48 @@ fn write_markdown(out: &mut dyn Write, source: &dyn SessionSource, include_metad
     })
 }
 
-/// The step-type letter of the cipher notation for a thought: `R` for a
-/// revision, the thought's own letter when it is already written in cipher
-/// (never `R`: a thought that is no revision cannot say it is one),
-/// else a guess from its wording (`O` when nothing fits).
+/// The length of the step prefix `<n><T>(<refs>)` a line of cipher starts
+/// with (the guide's grammar: a step number of one to three digits, not
+/// starting with 0; a step-type letter; references in parentheses, no
+/// spaces), when a space and some content follow it; else `None`, so that
+/// "1 thing" or "3D printing" is no step.
+fn step_prefix(line: &str) -> Option<usize> {
+    let digits = line.bytes().take_while(u8::is_ascii_digit).count();
+    if !(1..=3).contains(&digits) || line.starts_with('0') {
+        return None;
+    }
+    let rest = &line[digits..];
+    let mut end = digits + 1;
+    if !rest.starts_with(|c: char| "HEOAQPRXC".contains(c)) {
+        return None;
+    }
+    if let Some(refs) = line[end..].strip_prefix('(') {
+        let inside = refs.find(')')?;
+        if inside == 0 || refs[..inside].contains(char::is_whitespace) {
+            return None;
+        }
+        end += inside + 2;
+    }
+    let after = &line[end..];
+    (after.starts_with([' ', '\t']) && !after.trim().is_empty()).then_some(end)
+}
+
+/// Whether a thought is written in the cipher's step lines: its first line
+/// with something on it starts with a step prefix.
+fn in_steps(text: &str) -> bool {
+    text.lines()
+        .map(str::trim_start)
+        .find(|l| !l.is_empty())
+        .is_some_and(|l| step_prefix(l).is_some())
+}
+
+/// The step-type letter of the cipher notation for a thought in prose: `R`
+/// for a revision, else a guess from its wording (`O` when nothing fits).
 fn step_type(d: &ThoughtData) -> char {
     if d.is_revision {
         return 'R';
     }
     let text = d.thought.trim_start();
-    let mut chars = text.chars().skip_while(|c| c.is_ascii_digit());
-    if text.starts_with(|c: char| c.is_ascii_digit())
-        && let Some(c) = chars.next()
-        && "HEOAQPXC".contains(c)
-        && matches!(chars.next(), Some('(' | ' '))
-    {
-        return c;
-    }
     // Whole words and phrases, so that "explanation" is no plan and
     // "unfounded" no evidence (review 16-e); a key ending in '*' is a word
     // start.
@@ -642,11 +682,23 @@ fn regional_indicator(c: char) -> bool {
     matches!(c, '\u{1f1e6}'..='\u{1f1ff}')
 }
 
-/// `text` on one line, its whitespace runs as one space, cut after about
-/// `max` characters. The cut never splits what shows as one character: an
-/// accent from its letter, an emoji sequence joined by U+200D, a flag.
+/// Between two lines of a thought on its one line of the cipher export: no
+/// symbol of the notation, and nothing a step's text would hold.
+const LINE_BREAK: &str = " ¦ ";
+
+/// `text` on one line, cut after about `max` characters: its whitespace
+/// runs as one space, and its line breaks (blank lines left out) as ` ¦ `,
+/// so that a thought's step lines stay apart (review 18: joined by spaces,
+/// "since v2.3 2H(.1) missing index" read as one clause). The cut never
+/// splits what shows as one character: an accent from its letter, an emoji
+/// sequence joined by U+200D, a flag.
 fn squash(text: &str, max: usize) -> String {
-    let one_line = visible_controls(text).split_whitespace().collect::<Vec<_>>().join(" ");
+    let one_line = visible_controls(text)
+        .split(['\n', '\r', '\u{2028}', '\u{2029}'])
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(LINE_BREAK);
     let chars: Vec<char> = one_line.chars().collect();
     if chars.len() <= max {
         return one_line;
@@ -685,9 +737,11 @@ fn cipher_tags(tags: &[String]) -> String {
         .join(",")
 }
 
-/// The session in cipher notation: one step line per thought,
+/// The session in cipher notation: one line per thought,
 /// `<n><T>(<refs>) <text>`, with `r@k` for a revision of thought k and
-/// `b@f` for a branch's fork point.
+/// `b@f` for a branch's fork point. A thought written in step lines keeps
+/// its own: `<n>(<refs>): <its steps>` (review 18: `1O 1O dashboard`, a
+/// second type letter before the thought's own step 1).
 fn write_cipher(out: &mut dyn Write, source: &dyn SessionSource, include_metadata: bool) -> Result<()> {
     let session = source.session();
     let mut s = format!("# {}\n", one_line(&session.title));
@@ -715,13 +769,13 @@ fn write_cipher(out: &mut dyn Write, source: &dyn SessionSource, include_metadat
             Some(r) => format!("(r@{r})"),
             None => String::new(),
         };
-        s.push_str(&format!(
-            "{}{}{} {}\n",
-            d.thought_number,
-            step_type(d),
-            refs,
-            squash(&d.thought, 200)
-        ));
+        let text = squash(&d.thought, 200);
+        let n = d.thought_number;
+        s.push_str(&if in_steps(&d.thought) {
+            format!("{n}{refs}: {text}\n")
+        } else {
+            format!("{n}{}{refs} {text}\n", step_type(d))
+        });
         out.write_all(s.as_bytes()).map_err(written)
     })
 }
@@ -988,7 +1042,77 @@ mod tests {
         let c = cipher(&s, &ts);
         assert!(!c.chars().any(|c| c.is_control() && c != '\n'), "{c:?}");
         assert!(c.contains("id:s tags:x_n:99_b:7_done,a;b n:"), "{c}");
-        assert!(c.contains("\n2O 1R(r@1) not a revision"), "{c}");
+        // Its own step prefix is kept as written, after the thought's
+        // number; the ledger's `(r@k)` is not there, nor an `R` of its own.
+        assert!(c.contains("\n2: 1R(r@1) not a revision\n"), "{c}");
+    }
+
+    /// A thought written as the guide teaches keeps its own step prefixes,
+    /// after its number and the ledger's references, without a second type
+    /// letter; its lines are joined by ` ¦ `, not run together (review 18:
+    /// `1O 1O dashboard: ... since v2.3 2H(.1) missing index ...`).
+    #[test]
+    fn a_thought_in_step_lines_keeps_its_steps_apart() {
+        let mut revision = thought(
+            2,
+            2,
+            None,
+            Some("s:1"),
+            "1R(r@1) index exists; cause is lock contention [++]\n\n  2C(.1) => tune pool\n",
+        );
+        revision.data.is_revision = true;
+        revision.data.revises_thought = Some(1);
+        let ts = vec![
+            thought(
+                1,
+                1,
+                None,
+                None,
+                "1O dashboard: p95 `/login` 120ms -> 840ms since v2.3\n2H(.1) missing index on \
+                 `sessions.user_id` [+]\n3P chk query plan",
+            ),
+            revision,
+            thought(3, 3, None, Some("s:2"), "First line of prose\r\nsecond  line"),
+            thought(4, 4, None, Some("s:3"), &format!("1C adopt it\n{}", "x".repeat(300))),
+        ];
+        let c = cipher(&session(), &ts);
+        let lines: Vec<&str> = c.lines().skip(3).collect();
+        assert_eq!(
+            lines[..3],
+            [
+                "1: 1O dashboard: p95 `/login` 120ms -> 840ms since v2.3 ¦ 2H(.1) missing index on \
+                 `sessions.user_id` [+] ¦ 3P chk query plan",
+                "2(r@1): 1R(r@1) index exists; cause is lock contention [++] ¦ 2C(.1) => tune pool",
+                "3O First line of prose ¦ second line",
+            ],
+            "{c}"
+        );
+        // The cut counts the separators, and is marked as before.
+        assert!(lines[3].starts_with("4: 1C adopt it ¦ xxx"), "{c}");
+        assert!(lines[3].ends_with(" …[+114 chars]"), "{c}");
+        // Ordinary text that starts with a number is prose.
+        for text in [
+            "1 thing to check",
+            "3D printing",
+            "2A",
+            "2A ",
+            "10P() empty refs",
+            "1H(a b) spaced refs",
+            "1H(.1 unclosed",
+            "0P zero",
+            "1234P four digits",
+            "1p lower case",
+        ] {
+            assert!(!in_steps(text), "{text:?}");
+        }
+        for text in [
+            "1H guess",
+            "12X(.1,@3) no",
+            "\n\n  3P(@redis-cache:6)\tnext",
+            "1C(x@6) done",
+        ] {
+            assert!(in_steps(text), "{text:?}");
+        }
     }
 
     /// Review 10-b: the cipher cut split a family emoji, a flag, and an
@@ -1063,6 +1187,9 @@ mod tests {
                 branch_from_thought: Some(1),
                 ..plain(&format!("on {b}"), None)
             });
+            // Times in milliseconds: created in the same one, they would be
+            // in the order of their ids.
+            std::thread::sleep(std::time::Duration::from_millis(3));
         }
         add(ThoughtInput {
             revises_thought: Some(2),
@@ -1095,7 +1222,18 @@ mod tests {
                 b["exportedAt"] = Value::from("then");
                 assert_eq!(a, b);
                 let doc: SessionExport = serde_json::from_value(a).unwrap();
-                assert_eq!(doc.nodes, nodes(&thoughts));
+                let loaded = Loaded {
+                    session: &session,
+                    thoughts: &thoughts,
+                };
+                let mut in_order = Vec::new();
+                loaded
+                    .each_thought(&mut |t| {
+                        in_order.push(t);
+                        Ok(())
+                    })
+                    .unwrap();
+                assert_eq!(doc.nodes, nodes(&in_order));
                 let numbers: Vec<_> = doc
                     .nodes
                     .iter()
@@ -1108,8 +1246,10 @@ mod tests {
                         (None, 2),
                         (None, 3),
                         (None, 4),
-                        (Some("alpha".into()), 2),
-                        (Some("zeta".into()), 2)
+                        // Branches in creation order, not by name
+                        // (review 18).
+                        (Some("zeta".into()), 2),
+                        (Some("alpha".into()), 2)
                     ]
                 );
             } else {

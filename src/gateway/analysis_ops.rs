@@ -12,6 +12,7 @@ use crate::analysis::{
 use crate::domain::{self, Stage};
 use crate::error::{Error, Result};
 use crate::knowledge::NewPattern;
+use crate::store::Saved;
 
 /// Most sessions `compareWith` may name, and most key moments per call.
 const MAX_COMPARE: usize = 10;
@@ -196,14 +197,22 @@ pub async fn extract_learnings(gw: &Gateway, args: Args) -> Result<Value> {
         gw.wrote();
         // Every learning's pattern id; those saved by an earlier call (the
         // same learning of the same session) also under alreadySaved.
-        out["savedPatterns"] = json!(saved.iter().map(|(p, _)| &p.id).collect::<Vec<_>>());
-        out["alreadySaved"] = json!(
-            saved
-                .iter()
-                .filter(|(_, created)| !created)
-                .map(|(p, _)| &p.id)
-                .collect::<Vec<_>>()
-        );
+        let ids = |keep: fn(Saved) -> bool| -> Vec<&String> {
+            saved.iter().filter(|(_, how)| keep(*how)).map(|(p, _)| &p.id).collect()
+        };
+        out["savedPatterns"] = json!(ids(|_| true));
+        out["alreadySaved"] = json!(ids(|how| how != Saved::Created));
+        let retitled = ids(|how| how == Saved::Retitled);
+        if !retitled.is_empty() {
+            // Saved before, so also under alreadySaved: no copy was made.
+            let say = format!(
+                "{} (listed in retitled): saved by an earlier call headed \"Avoid:\" with the correction or the \
+                 moment's summary, now titled and headed with the belief revised (ids kept)",
+                retitled.iter().map(|id| id.as_str()).collect::<Vec<_>>().join(", ")
+            );
+            out["retitled"] = json!(retitled);
+            super::add_note(&mut out, &say);
+        }
     }
     Ok(out)
 }

@@ -1294,3 +1294,36 @@ fn revision_links_that_disagree_are_refused() {
     .unwrap();
     assert!(store.repair().unwrap().left_for_you.is_empty());
 }
+
+/// A branch whose row was deleted on its own (before version 4 refused
+/// that), not repaired yet: a read of the whole session still gives its
+/// thoughts, after the branches that have rows, which come in creation
+/// order (review 18).
+#[test]
+fn a_branch_without_its_row_is_still_read_after_the_others() {
+    let (_d, store) = temp_store();
+    let s = store.create_session(NewSession::titled("r")).unwrap().id;
+    add(&store, &s, "one", None);
+    for b in ["zeta", "lost", "alpha"] {
+        add(&store, &s, &format!("on {b}"), Some((b, 1)));
+        // Times in milliseconds: in the same one, by id.
+        std::thread::sleep(std::time::Duration::from_millis(3));
+    }
+    let sh = shell(&store);
+    sh.execute_batch("DROP TRIGGER branches_kept_while_used").unwrap();
+    sh.execute(
+        "DELETE FROM branches WHERE session_id = ?1 AND branch_id = 'lost'",
+        [&s],
+    )
+    .unwrap();
+    let mut read = Vec::new();
+    store
+        .with_session(&s, |snapshot| {
+            snapshot.each_thought(&mut |t| {
+                read.push(t.data.thought);
+                Ok(())
+            })
+        })
+        .unwrap();
+    assert_eq!(read, ["one", "on zeta", "on alpha", "on lost"]);
+}

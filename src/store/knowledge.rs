@@ -161,6 +161,53 @@ fn insert_pattern_tx(tx: &Tx<'_>, new: &NewPattern, now: &str) -> Result<Knowled
     get_pattern_tx(tx, &id)
 }
 
+/// What [`Store::create_patterns_once`] did with a pattern.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Saved {
+    Created,
+    /// The same pattern was stored already; left as it is.
+    Already,
+    /// The same anti-pattern was stored with the older, inverted heading;
+    /// its title, description and content were replaced.
+    Retitled,
+}
+
+/// An anti-pattern `extract_learnings` saved before its "Avoid:" heading
+/// named the belief revised (review 18), the same learning as `n`: by the
+/// same author, its content the same below the heading line, and its title
+/// still the one that heading gave it (a title someone changed since is
+/// theirs, and left alone). Its id (the oldest, if several).
+fn misheaded_anti_pattern_tx(tx: &Tx<'_>, n: &NewPattern) -> Result<Option<String>> {
+    const AVOID: &str = "# Avoid: ";
+    let (Some(body_at), true) = (
+        n.content.find('\n'),
+        n.description.starts_with("An anti-pattern ") && n.content.starts_with(AVOID),
+    ) else {
+        return Ok(None);
+    };
+    // `instr` counts characters from 1 and `substr` takes characters: the
+    // content from its first line break, as `body` is.
+    let body = &n.content[body_at..];
+    let mut candidates = tx.prepare_cached(
+        "SELECT id, title, content FROM knowledge_patterns
+         WHERE created_by IS ?1 AND title <> ?2 AND substr(content, 1, 9) = '# Avoid: '
+           AND instr(content, char(10)) > 0 AND substr(content, instr(content, char(10))) = ?3
+         ORDER BY created_at, seq",
+    )?;
+    let rows = candidates.query_map(params![n.created_by, n.title, body], |r| {
+        Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?))
+    })?;
+    for row in rows {
+        let (id, title, content) = row?;
+        let heading = content.lines().next().unwrap_or("").strip_prefix(AVOID).unwrap_or("");
+        let as_saved: String = heading.chars().take(crate::knowledge::MAX_TITLE_CHARS).collect();
+        if title == as_saved {
+            return Ok(Some(id));
+        }
+    }
+    Ok(None)
+}
+
 /// The id of the note `topic` names: its slug, cut to [`MAX_SLUG`]. Two
 /// topics can share that id: a long one cut to the other's whole slug, or
 /// two long ones that differ only past the cut. The id belongs to the
@@ -290,8 +337,12 @@ impl Store {
     /// Create several patterns in one transaction, all or none, except
     /// those stored already: a pattern with the same title, description,
     /// content and author (what `extract_learnings` saves again when an
-    /// agent repeats the call) is answered as it is, with `false`.
-    pub fn create_patterns_once(&self, new: &[NewPattern]) -> Result<Vec<(KnowledgePattern, bool)>> {
+    /// agent repeats the call) is answered as it is ([`Saved::Already`]).
+    /// An anti-pattern saved in the older wording, headed "Avoid:" with
+    /// the correction or the moment's summary, is the same learning: it
+    /// is retitled in place ([`Saved::Retitled`]) rather than kept beside
+    /// a copy that says the opposite (review 18).
+    pub fn create_patterns_once(&self, new: &[NewPattern]) -> Result<Vec<(KnowledgePattern, Saved)>> {
         self.write(|tx| {
             let now = domain::now();
             // `title = ?1 COLLATE NOCASE` lets the title index find the few
@@ -316,8 +367,25 @@ impl Store {
                     })
                     .optional()?;
                 out.push(match existing {
-                    Some(id) => (get_pattern_tx(tx, &id)?, false),
-                    None => (insert_pattern_tx(tx, n, &now)?, true),
+                    Some(id) => (get_pattern_tx(tx, &id)?, Saved::Already),
+                    None => match misheaded_anti_pattern_tx(tx, n)? {
+                        Some(id) => {
+                            tx.prepare_cached(
+                                "UPDATE knowledge_patterns SET title = ?2, description = ?3, content = ?4,
+                                     updated_at = ?5
+                                 WHERE id = ?1",
+                            )?
+                            .execute(params![
+                                id,
+                                n.title,
+                                n.description,
+                                n.content,
+                                now
+                            ])?;
+                            (get_pattern_tx(tx, &id)?, Saved::Retitled)
+                        }
+                        None => (insert_pattern_tx(tx, n, &now)?, Saved::Created),
+                    },
                 });
             }
             Ok(out)
@@ -691,12 +759,63 @@ mod tests {
             ..p("Do not cache tokens", &["learning"], "Caching tokens broke logout.")
         };
         let before = learning("A anti-pattern extracted from session s (patterns/x.md).");
-        let (first, created) = store.create_patterns_once(&[before]).unwrap().remove(0);
-        assert!(created);
+        let (first, saved) = store.create_patterns_once(&[before]).unwrap().remove(0);
+        assert_eq!(saved, Saved::Created);
         let now = learning("An anti-pattern extracted from session s (patterns/x.md).");
-        let (again, created) = store.create_patterns_once(&[now]).unwrap().remove(0);
-        assert!(!created, "a second copy was saved");
+        let (again, saved) = store.create_patterns_once(&[now]).unwrap().remove(0);
+        assert_eq!(saved, Saved::Already, "a second copy was saved");
         assert_eq!(again.id, first.id);
+    }
+
+    /// An anti-pattern saved headed "Avoid: <the correction>" is retitled
+    /// when the same learning is saved headed with the belief revised; one
+    /// whose title was changed since, or whose body differs, is not the
+    /// same learning (review 18).
+    #[test]
+    fn an_anti_pattern_saved_with_the_inverted_heading_is_retitled_in_place() {
+        let (_d, store) = temp_store();
+        let body = "\n\n- Source: session \"s\"\n\n## What was believed (thought 1)\n\n> Reads\n";
+        let learning = |title: &str, article: &str, body: &str| NewPattern {
+            title: title.into(),
+            description: format!("{article} anti-pattern extracted from session s (anti-patterns/x/{title}.md)."),
+            tags: vec!["learning".into(), "anti-pattern".into()],
+            content: format!("# Avoid: {title}{body}"),
+            created_by: Some("extract_learnings".into()),
+            ..Default::default()
+        };
+        let old = learning("No: N+1 queries", "A", body);
+        let edited = learning("Mine", "An", body);
+        let other = learning("No: N+1 queries", "An", "\n\nanother body");
+        // (Each created as it is: saved once, each would retitle the one before.)
+        let [old, edited, other] = [old, edited, other].map(|n| store.create_pattern(n).unwrap());
+        // Someone retitled this one by hand: theirs.
+        store
+            .update_pattern(
+                &edited.id,
+                PatternUpdate {
+                    title: Some("Reads first".into()),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        let now = learning("DB reads dominate", "An", body);
+        let (fixed, saved) = store
+            .create_patterns_once(std::slice::from_ref(&now))
+            .unwrap()
+            .remove(0);
+        assert_eq!(saved, Saved::Retitled);
+        assert_eq!(fixed.id, old.id, "ids stay");
+        assert_eq!(
+            (fixed.title.as_str(), fixed.content.as_str()),
+            (now.title.as_str(), now.content.as_str())
+        );
+        assert_eq!(fixed.description, now.description);
+        assert_eq!(fixed.tags, ["learning", "anti-pattern"]);
+        // Saved again: already there; the others untouched.
+        let (again, saved) = store.create_patterns_once(&[now]).unwrap().remove(0);
+        assert_eq!((again.id.as_str(), saved), (old.id.as_str(), Saved::Already));
+        assert_eq!(store.pattern(&edited.id).unwrap().title, "Reads first");
+        assert_eq!(store.pattern(&other.id).unwrap().title, "No: N+1 queries");
     }
 
     #[test]

@@ -34,7 +34,7 @@ use crate::domain::{self, Granularity};
 use crate::error::{Error, Result};
 
 pub use import::ImportOutcome;
-pub use knowledge::KnowledgeItem;
+pub use knowledge::{KnowledgeItem, Saved};
 pub use repair::RepairReport;
 pub(crate) use search::query_phrases;
 pub use search::{CANDIDATES as SEARCH_CANDIDATES, SEARCH_INDEX_WAIT, SearchHit, SessionHits, ThoughtHit, fts_query};

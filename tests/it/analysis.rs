@@ -664,3 +664,99 @@ async fn a_branch_moment_without_branch_id_takes_the_only_branch_or_is_refused()
     assert_eq!(after, before, "nothing was saved");
     s.stop().await;
 }
+
+/// An anti-pattern from a revision moment is headed "Avoid: <the belief
+/// revised>", whether the moment names the revision or the thought revised;
+/// naming the revision headed it with the correction, telling later agents
+/// to avoid the right answer. Saving again retitles, in place, one saved
+/// with that inverted heading (review 18).
+#[tokio::test]
+async fn an_anti_pattern_is_headed_with_the_belief_revised() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    let sid = s.ready("Orders API latency").await;
+    let belief = "Step 2: the p99 is mostly DB reads, so cache them.";
+    let correction = "Correction to 2: the p99 is dominated by N+1 queries, not DB reads per se.";
+    s.thought(t("Step 1: p99 is 800ms on /orders")).await;
+    s.thought(t(belief)).await;
+    s.thought(json!({ "thought": correction, "revisesThought": 2, "nextThoughtNeeded": true }))
+        .await;
+    let learn = |n: u32| {
+        json!({ "subOperation": "extract_learnings", "sessionId": sid, "save": true,
+                "keyMoments": [{ "thoughtNumber": n, "type": "revision", "significance": 6 }],
+                "targetTypes": ["pattern", "anti-pattern"] })
+    };
+    let x = s.ok("session", learn(3)).await;
+    assert_eq!(x["extractedCount"], 1, "{x}");
+    let l = &x["learnings"][0];
+    assert_eq!(l["type"], "anti-pattern");
+    assert_eq!(l["title"], belief, "{x}");
+    let content = l["content"].as_str().unwrap();
+    assert!(content.starts_with(&format!("# Avoid: {belief}\n")), "{content}");
+    assert!(content.contains("## What was believed (thought 2)"), "{content}");
+    assert!(
+        content.contains(&format!("## The correction (thought 3)\n\n> {correction}")),
+        "{content}"
+    );
+    // A revision moment gives no positive pattern, and the note says which do.
+    assert!(x["note"].as_str().unwrap().contains("No patterns extracted"), "{x}");
+    let id = x["savedPatterns"][0].as_str().unwrap().to_string();
+    let p = s
+        .ok("knowledge", json!({ "subOperation": "get_pattern", "id": id }))
+        .await;
+    assert_eq!(p["title"], belief, "{p}");
+    // Named by the thought revised: the same heading.
+    let y = s.ok("session", learn(2)).await;
+    assert_eq!(y["learnings"][0]["title"], belief, "{y}");
+    assert!(
+        y["learnings"][0]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("# Avoid: {belief}\n")),
+        "{y}"
+    );
+    // The same correction as an insight: a pattern headed with the correction.
+    let z = s
+        .ok(
+            "session",
+            json!({ "subOperation": "extract_learnings", "sessionId": sid,
+                    "keyMoments": [{ "thoughtNumber": 3, "type": "insight" }], "targetTypes": ["pattern"] }),
+        )
+        .await;
+    assert_eq!(z["learnings"][0]["title"], correction, "{z}");
+    assert!(
+        z["learnings"][0]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("# {correction}\n")),
+        "{z}"
+    );
+
+    // The first pattern as an earlier version saved it: titled and headed
+    // with the correction.
+    let inverted = content.replacen(belief, correction, 1);
+    s.ok(
+        "knowledge",
+        json!({ "subOperation": "update_pattern", "id": id, "title": correction, "content": inverted }),
+    )
+    .await;
+    let before = s.ok("knowledge", json!({ "subOperation": "list_patterns" })).await["total"].clone();
+    // Saved again: that pattern is retitled, not copied.
+    let again = s.ok("session", learn(3)).await;
+    assert_eq!(again["savedPatterns"], json!([id]), "{again}");
+    assert_eq!(again["alreadySaved"], json!([id]), "{again}");
+    assert_eq!(again["retitled"], json!([id]), "{again}");
+    assert!(again["note"].as_str().unwrap().contains("retitled"), "{again}");
+    let p = s
+        .ok("knowledge", json!({ "subOperation": "get_pattern", "id": id }))
+        .await;
+    assert_eq!(p["title"], belief, "{p}");
+    assert_eq!(p["content"].as_str(), Some(content), "{p}");
+    let after = s.ok("knowledge", json!({ "subOperation": "list_patterns" })).await["total"].clone();
+    assert_eq!(after, before);
+    // And once more: already saved, nothing retitled.
+    let third = s.ok("session", learn(3)).await;
+    assert_eq!(third["alreadySaved"], json!([id]), "{third}");
+    assert!(third.get("retitled").is_none(), "{third}");
+    s.stop().await;
+}

@@ -1248,3 +1248,90 @@ async fn session_search_brings_five_matches_of_a_session_by_default() {
     assert!(session.get("moreMatches").is_none(), "{all}");
     s.stop().await;
 }
+
+/// Thoughts sent in step lines, as the cipher guide teaches, export in
+/// cipher with their own step prefixes after the thought's number (no second
+/// type letter) and their lines apart; prose as before (review 18: `1O 1O
+/// dashboard: ... since v2.3 2H(.1) missing index ...`).
+#[tokio::test]
+async fn the_cipher_export_keeps_a_thought_in_step_lines_readable() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    let sid = s.ready("Login latency").await;
+    s.thought(t(
+        "1O dashboard: p95 `/login` 120ms -> 840ms since v2.3\n2H(.1) missing index on `sessions.user_id` [+]\n3P chk query plan",
+    ))
+    .await;
+    s.thought(
+        json!({ "thought": "1R(r@1) index exists; cause is lock contention [++]\n2C(.1) => tune pool",
+                      "revisesThought": 1, "nextThoughtNeeded": true }),
+    )
+    .await;
+    s.thought(t("So the pool size is the fix.\nRaise it to 40.")).await;
+    s.thought(t("1 thing left: measure again")).await;
+    let c = s
+        .ok(
+            "session",
+            json!({ "subOperation": "export", "sessionId": sid, "format": "cipher", "includeMetadata": false }),
+        )
+        .await;
+    let c = c["content"].as_str().unwrap();
+    assert_eq!(
+        c,
+        "# Login latency\n\n\
+         1: 1O dashboard: p95 `/login` 120ms -> 840ms since v2.3 ¦ 2H(.1) missing index on `sessions.user_id` [+] ¦ \
+         3P chk query plan\n\
+         2(r@1): 1R(r@1) index exists; cause is lock contention [++] ¦ 2C(.1) => tune pool\n\
+         3O So the pool size is the fix. ¦ Raise it to 40.\n\
+         4O 1 thing left: measure again\n",
+        "{c}"
+    );
+    s.stop().await;
+}
+
+/// Every answer lists branches in creation order: get_structure,
+/// load_context's restorationInfo, and the exports (the Markdown and cipher
+/// exports had them by name; review 18).
+#[tokio::test]
+async fn exports_list_branches_in_creation_order() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    let sid = s.ready("Caching layer").await;
+    s.thought(t("Cache the orders API")).await;
+    for b in ["redis", "inproc"] {
+        s.thought(
+            json!({ "thought": format!("Try {b}"), "branchId": b, "branchFromThought": 1,
+                          "nextThoughtNeeded": true }),
+        )
+        .await;
+        // Times in milliseconds: two branches of the same one go by name.
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    let structure = s.ok("get_structure", Value::Null).await;
+    let ids: Vec<&str> = structure["branches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["redis", "inproc"], "{structure}");
+    let ctx = s.ok("load_context", json!({ "sessionId": sid })).await;
+    assert_eq!(ctx["restorationInfo"]["branches"], json!(["redis", "inproc"]), "{ctx}");
+    let export = |format: &str| json!({ "subOperation": "export", "sessionId": sid, "format": format });
+    let md = s.ok("session", export("markdown")).await;
+    let md = md["content"].as_str().unwrap();
+    let at = |text: &str, what: &str| text.find(what).unwrap_or_else(|| panic!("no {what:?} in {text}"));
+    assert!(at(md, "## Branch `redis`") < at(md, "## Branch `inproc`"), "{md}");
+    let c = s.ok("session", export("cipher")).await;
+    let c = c["content"].as_str().unwrap();
+    assert!(at(c, "## redis b@1") < at(c, "## inproc b@1"), "{c}");
+    let j = s.ok("session", export("json")).await;
+    let chains: Vec<Value> = j["content"]["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["branchId"].clone())
+        .collect();
+    assert_eq!(chains, [Value::Null, json!("redis"), json!("inproc")], "{j}");
+    s.stop().await;
+}
