@@ -149,7 +149,7 @@ pub async fn get_state(gw: &Gateway) -> Result<Value> {
             "No session is active: call start_new with a sessionTitle for new work, or load_context to continue \
              one (a thought sent now starts a session with a generated title)."
         }
-        _ if !gw.options.stages && completed => COMPLETED_NEXT_STEP,
+        _ if !gw.options.stages && completed => completed_next_step(gw, stage),
         _ if !gw.options.stages => "Call thought to record the next step.",
         Stage::InitComplete if gone.is_some() => {
             "The active session was deleted (perhaps by another process). Call cipher, then thought to start a \
@@ -160,7 +160,7 @@ pub async fn get_state(gw: &Gateway) -> Result<Value> {
              or start_new / load_context to choose one."
         }
         Stage::Entry => "Call start_new to begin a session, or list_sessions then load_context to resume one.",
-        _ if completed => COMPLETED_NEXT_STEP,
+        _ if completed => completed_next_step(gw, stage),
         Stage::InitComplete => "Call cipher to load the notation guide and unlock thought.",
         // After a close: a title the agent chooses beats a generated one
         // (review 17-a: its runs piled up "Reasoning session <time>").
@@ -266,9 +266,18 @@ fn new_session_from(args: &Args, title_keys: &[&str], tag_keys: &[&str], flat_wo
 }
 
 /// What a connection whose session is completed (opened to read by
-/// `load_context`) calls next.
-const COMPLETED_NEXT_STEP: &str = "The session is completed and open here to read: read_thoughts, get_structure, \
-     session export or deep_analysis read it. A thought recorded here reopens it; for new work, call start_new.";
+/// `load_context`) calls next: reads its stage allows (code review 18:
+/// read_thoughts was suggested at stage 1, which refuses it).
+fn completed_next_step(gw: &Gateway, stage: Stage) -> &'static str {
+    if gw.options.stages && stage < Stage::CipherLoaded {
+        "The session is completed and open here to read: session export and deep_analysis read it now; call \
+         cipher (brief: true) to unlock read_thoughts and get_structure. A thought recorded here reopens it; for \
+         new work, call start_new."
+    } else {
+        "The session is completed and open here to read: read_thoughts, get_structure, session export or \
+         deep_analysis read it. A thought recorded here reopens it; for new work, call start_new."
+    }
+}
 
 /// What a connection with an open session calls next.
 fn next_step_in_session(gw: &Gateway, stage: Stage) -> &'static str {
@@ -423,7 +432,7 @@ pub(crate) async fn open_session(gw: &Gateway, args: &Args, trigger: &str) -> Re
     } else if let Some(at) = session.completed_at.as_deref() {
         // Open to read: the next step is a read, not a thought, which would
         // reopen a finished session (review 18-a).
-        out["nextStep"] = json!(COMPLETED_NEXT_STEP);
+        out["nextStep"] = json!(completed_next_step(gw, stage));
         out["note"] = json!(if reopen_it {
             format!(
                 "the session was completed at {at} and could not be reopened now (see warning); it is open here \

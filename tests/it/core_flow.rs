@@ -889,9 +889,15 @@ async fn a_completed_session_is_read_without_reopening_it() {
     assert!(ctx["note"].as_str().unwrap().contains("stays so"), "{ctx}");
     // What to do next is a read: a thought would reopen it (review 18-a:
     // nextStep said "Call cipher, then thought"), and get_state says so too.
+    // At stage 1, the reads stage 1 allows, and cipher for the others.
     let read_next = |v: &Value| {
         let step = v["nextStep"].as_str().unwrap().to_string();
-        assert!(step.contains("read_thoughts") && step.contains("reopens it"), "{v}");
+        assert!(
+            step.contains("session export and deep_analysis read it now")
+                && step.contains("call cipher (brief: true) to unlock read_thoughts")
+                && step.contains("reopens it"),
+            "{v}"
+        );
     };
     read_next(&ctx);
     let state = s.ok("get_state", Value::Null).await;
@@ -911,6 +917,10 @@ async fn a_completed_session_is_read_without_reopening_it() {
     assert_eq!(c["stage"], 2, "{c}");
     assert!(c.get("guide").is_none(), "{c}");
     assert_eq!(c["guideResource"], "thoughtbox://cipher");
+    // At stage 2, every read.
+    let state = s.ok("get_state", Value::Null).await;
+    let step = state["nextStep"].as_str().unwrap();
+    assert!(step.contains("read_thoughts, get_structure, session export"), "{state}");
     let r = s.thought(t("and then strike")).await;
     assert_eq!(r["thoughtNumber"], 3, "{r}");
     assert_eq!(r["reopened"], true, "{r}");
