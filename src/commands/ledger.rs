@@ -187,8 +187,10 @@ fn sessions_on(store: &crate::store::Store, command: SessionsCommand) -> Result<
 /// `moreMatches` and `moreMatchesAtLeast` do in JSON).
 fn more_matches_line(n: usize, at_least: bool) -> String {
     let plural = if n == 1 { "" } else { "es" };
-    let counted =
-        format!("only the newest {SEARCH_CANDIDATES} matching thoughts were counted, and this session has older ones");
+    let counted = format!(
+        "only the newest {SEARCH_CANDIDATES} matching thoughts were counted (of the newest 100,000 for words of \
+         scripts written without spaces), and this session may have older ones"
+    );
     match (n, at_least) {
         (0, true) => format!("    ... maybe more matches ({counted})\n"),
         (n, true) => format!("    ... at least {n} more match{plural} ({counted})\n"),
