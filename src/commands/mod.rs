@@ -351,20 +351,18 @@ pub(crate) fn name_sessions_meant(store: &crate::store::Store, e: Error) -> Erro
     let Ok(found) = store.sessions_meant(given, 5) else {
         return e;
     };
-    let message = match found.as_slice() {
+    let how = match found {
+        crate::store::SessionsMeant::ByIdStart(_) => "id starts",
+        crate::store::SessionsMeant::ByTitle(_) => "title reads",
+    };
+    let message = match found.found() {
         [] => return e,
         [(id, title)] => format!(
             "session not found: {given}; did you mean {id} ({})?",
             serde_json::Value::from(title.as_str())
         ),
         many => format!(
-            "session not found: {given}; sessions whose {} so, newest first: {}",
-            // Found by title when the text could not start an id.
-            if many.iter().any(|(id, _)| id.starts_with(&given.to_ascii_lowercase())) {
-                "id starts"
-            } else {
-                "title reads"
-            },
+            "session not found: {given}; sessions whose {how} so, newest first: {}",
             many.iter()
                 .map(|(id, title)| format!("{id} ({})", serde_json::Value::from(title.as_str())))
                 .collect::<Vec<_>>()

@@ -598,7 +598,8 @@ impl Gateway {
         let Ok(found) = self.blocking(move |s| s.sessions_meant(&prefix, 5)).await else {
             return;
         };
-        let said = match found.as_slice() {
+        let by_id = matches!(found, crate::store::SessionsMeant::ByIdStart(_));
+        let said = match found.found() {
             [] => return,
             [(id, title)] => {
                 payload["details"]["didYouMean"] = json!(id);
@@ -611,11 +612,7 @@ impl Gateway {
                         .collect::<Vec<_>>()
                 );
                 let at_least = if many.len() == 5 { "at least " } else { "" };
-                // Found by title when the text could not start an id.
-                if many
-                    .iter()
-                    .any(|(id, _)| id.starts_with(&given.trim().to_ascii_lowercase()))
-                {
+                if by_id {
                     format!(
                         "; {at_least}{} sessions have ids starting {}: give the whole id (see details.candidates)",
                         many.len(),

@@ -38,7 +38,7 @@ pub use knowledge::{KnowledgeItem, Saved};
 pub use repair::RepairReport;
 pub(crate) use search::query_phrases;
 pub use search::{CANDIDATES as SEARCH_CANDIDATES, SEARCH_INDEX_WAIT, SearchHit, SessionHits, ThoughtHit, fts_query};
-pub use sessions::SessionPage;
+pub use sessions::{SessionPage, SessionsMeant};
 pub use stats::{FileSizes, LedgerStats};
 pub use thoughts::{Appended, MAX_BRANCHES_NAMED, SessionSnapshot, Shape, Structure, Target, ThoughtQuery};
 

@@ -48,6 +48,23 @@ pub struct SessionPage {
     pub has_more: bool,
 }
 
+/// The sessions [`Store::sessions_meant`] found, `(id, title)`, and how.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionsMeant {
+    /// Their ids start with the text given.
+    ByIdStart(Vec<(String, String)>),
+    /// Their title is the text given, letter case aside.
+    ByTitle(Vec<(String, String)>),
+}
+
+impl SessionsMeant {
+    pub fn found(&self) -> &[(String, String)] {
+        match self {
+            SessionsMeant::ByIdStart(f) | SessionsMeant::ByTitle(f) => f,
+        }
+    }
+}
+
 impl Store {
     /// Create a session and return it.
     pub fn create_session(&self, new: NewSession) -> Result<Session> {
@@ -169,36 +186,40 @@ impl Store {
         })
     }
 
-    /// The ids (and titles) of at most `limit` sessions whose id starts with
-    /// `given` in lower case, most recently updated first: what an id not
-    /// found, given shortened or in upper case, may have meant. A range over
-    /// the primary key. Text that cannot start an id (under 4 characters, or
-    /// not hex digits and `-`) is looked for as a title instead, letter case
-    /// aside, through the title index: agents remember a session by its
-    /// title (review 18-a).
-    pub fn sessions_meant(&self, given: &str, limit: u32) -> Result<Vec<(String, String)>> {
+    /// The ids (and titles) of at most `limit` sessions a session id not
+    /// found may have meant, most recently updated first: those whose id
+    /// starts with `given` in lower case (an id given shortened or in upper
+    /// case; a range over the primary key), else those titled `given`,
+    /// letter case aside, through the title index (agents remember a
+    /// session by its title; review 18-a). Text that cannot start an id
+    /// (under 4 characters, or not hex digits and `-`) is only a title;
+    /// one that can (`2024-06-01`, `cafe`) is a title when no id starts so.
+    pub fn sessions_meant(&self, given: &str, limit: u32) -> Result<SessionsMeant> {
         let given = given.trim();
         if given.is_empty() {
-            return Ok(Vec::new());
+            return Ok(SessionsMeant::ByTitle(Vec::new()));
         }
-        if !(4..=36).contains(&given.len()) || !given.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
-            return self.read(|tx| {
-                let mut stmt = tx.prepare_cached(
-                    "SELECT id, title FROM sessions WHERE title = ?1 COLLATE NOCASE
-                     ORDER BY updated_at DESC, seq DESC LIMIT ?2",
-                )?;
-                let rows = stmt.query_map((given, limit), |r| Ok((r.get(0)?, r.get(1)?)))?;
-                Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
-            });
-        }
-        let prefix = given.to_ascii_lowercase();
         self.read(|tx| {
-            let mut stmt = tx.prepare_cached(
-                "SELECT id, title FROM sessions WHERE id >= ?1 AND id < ?1 || '~'
+            let rows = |sql: &str, key: &str| -> Result<Vec<(String, String)>> {
+                let mut stmt = tx.prepare_cached(sql)?;
+                let rows = stmt.query_map((key, limit), |r| Ok((r.get(0)?, r.get(1)?)))?;
+                Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+            };
+            if (4..=36).contains(&given.len()) && given.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+                let by_id = rows(
+                    "SELECT id, title FROM sessions WHERE id >= ?1 AND id < ?1 || '~'
+                     ORDER BY updated_at DESC, seq DESC LIMIT ?2",
+                    &given.to_ascii_lowercase(),
+                )?;
+                if !by_id.is_empty() {
+                    return Ok(SessionsMeant::ByIdStart(by_id));
+                }
+            }
+            Ok(SessionsMeant::ByTitle(rows(
+                "SELECT id, title FROM sessions WHERE title = ?1 COLLATE NOCASE
                  ORDER BY updated_at DESC, seq DESC LIMIT ?2",
-            )?;
-            let rows = stmt.query_map((&prefix, limit), |r| Ok((r.get(0)?, r.get(1)?)))?;
-            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+                given,
+            )?))
         })
     }
 
@@ -343,6 +364,34 @@ pub(crate) fn get_session_tx(tx: &Tx<'_>, id: &str, granularity: Granularity) ->
 mod tests {
     use super::*;
     use crate::store::test_support::temp_store;
+
+    /// An id not found may be an id's start, or a title: one that could
+    /// start an id (`cafe`, a date) is read as a title when no id starts so.
+    #[test]
+    fn sessions_meant_by_id_start_then_by_title() {
+        let (_d, store) = temp_store();
+        let a = store.create_session(NewSession::titled("Heron study")).unwrap();
+        let b = store.create_session(NewSession::titled("2024-06-01")).unwrap();
+        let c = store.create_session(NewSession::titled("CAFE")).unwrap();
+        let pair = |s: &Session| (s.id.clone(), s.title.clone());
+        assert_eq!(
+            store.sessions_meant(&a.id[..8].to_uppercase(), 5).unwrap(),
+            SessionsMeant::ByIdStart(vec![pair(&a)])
+        );
+        assert_eq!(
+            store.sessions_meant(" heron STUDY ", 5).unwrap(),
+            SessionsMeant::ByTitle(vec![pair(&a)])
+        );
+        for (given, meant) in [("2024-06-01", &b), ("cafe", &c)] {
+            // Unless an id happens to start so.
+            let found = store.sessions_meant(given, 5).unwrap();
+            if !found.found().iter().any(|(id, _)| id.starts_with(given)) {
+                assert_eq!(found, SessionsMeant::ByTitle(vec![pair(meant)]));
+            }
+        }
+        assert!(store.sessions_meant("nothing like it", 5).unwrap().found().is_empty());
+        assert!(store.sessions_meant("  ", 5).unwrap().found().is_empty());
+    }
 
     fn new(title: &str, tags: &[&str]) -> NewSession {
         NewSession {
