@@ -31,13 +31,18 @@ struct Tracking {
     asked: Vec<String>,
     /// Object parameters read as arguments of their own (`options`,
     /// `newWork`): their unread fields are reported as `options.x`.
-    nested: Vec<(String, Arc<Mutex<Tracking>>)>,
+    /// With the object as given, for [`Args::stray_session_id`].
+    nested: Vec<Nested>,
 }
+
+/// An object parameter read as arguments of its own: its name (`options`,
+/// `keyMoments[0]`), what was read of it, and the object as given.
+type Nested = (String, Arc<Mutex<Tracking>>, Arc<Map<String, Value>>);
 
 impl Tracking {
     fn unread(&self) -> Vec<String> {
         let mut unread: Vec<String> = self.given.iter().filter(|k| !self.read.contains(k)).cloned().collect();
-        for (key, child) in &self.nested {
+        for (key, child, _) in &self.nested {
             if let Ok(child) = child.lock() {
                 unread.extend(child.unread().into_iter().map(|k| format!("{key}.{k}")));
             }
@@ -463,7 +468,8 @@ impl Args {
         check_names(&map, &format!("{at}."), false)?;
         let nested = Args::new(map);
         if let Ok(mut t) = self.tracking.lock() {
-            t.nested.push((at.to_string(), nested.tracking.clone()));
+            t.nested
+                .push((at.to_string(), nested.tracking.clone(), Arc::new(nested.map.clone())));
         }
         Ok(nested)
     }
@@ -525,14 +531,9 @@ impl Args {
         if let Some(found) = stray(&self.map, &t.read) {
             return Some(found);
         }
-        t.nested.iter().find_map(|(key, child)| {
+        t.nested.iter().find_map(|(key, child, map)| {
             let child = child.lock().ok()?;
-            // The object as given: in place, or as JSON text (`object_opt`).
-            let held = match self.map.get(key)? {
-                Value::String(s) => serde_json::from_str::<Value>(s).ok()?,
-                other => other.clone(),
-            };
-            let (k, id) = stray(held.as_object()?, &child.read)?;
+            let (k, id) = stray(map, &child.read)?;
             Some((format!("{key}.{k}"), id))
         })
     }
@@ -770,7 +771,8 @@ impl Args {
         };
         check_names(&nested.map, &format!("{key}."), false)?;
         if let Ok(mut t) = self.tracking.lock() {
-            t.nested.push((key.to_string(), nested.tracking.clone()));
+            t.nested
+                .push((key.to_string(), nested.tracking.clone(), Arc::new(nested.map.clone())));
         }
         Ok(Some(nested))
     }

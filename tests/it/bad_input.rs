@@ -1256,8 +1256,15 @@ async fn a_session_id_under_another_name_is_refused_and_changes_nothing() {
         ("read_thoughts", json!({ "sid": a }), "sid"),
         ("get_structure", json!({ "target": a }), "target"),
         ("deep_analysis", json!({ "sid": a }), "sid"),
-        // Inside an object parameter, as an object or as JSON text.
+        // Inside an object parameter, as an object or as JSON text, or a
+        // key moment.
         ("deep_analysis", json!({ "options": { "sid": a } }), "options.sid"),
+        (
+            "session",
+            json!({ "subOperation": "extract_learnings", "sessionId": a,
+                    "keyMoments": [{ "thoughtNumber": 1, "type": "insight", "sid": b }] }),
+            "keyMoments[0].sid",
+        ),
         (
             "deep_analysis",
             json!({ "options": json!({ "includeTimeline": false, "target": a }).to_string() }),
