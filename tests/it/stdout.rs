@@ -606,6 +606,14 @@ async fn a_request_before_initialize_is_told_to_initialize_first() {
     assert_eq!(refused["id"], 1, "{refused}");
     let message = refused["error"]["message"].as_str().unwrap();
     assert!(message.contains("send initialize first"), "{message}");
+    // A ping answered before initialize changes nothing of that.
+    send(&mut stdin, r#"{"jsonrpc":"2.0","id":10,"method":"ping"}"#).await;
+    let pong = next_message(&mut lines).await;
+    assert_eq!(pong["id"], 10, "{pong}");
+    send(&mut stdin, r#"{"jsonrpc":"2.0","id":11,"method":"tools/list"}"#).await;
+    let refused = next_message(&mut lines).await;
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(message.contains("send initialize first"), "{refused}");
     send(&mut stdin, r#"{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#).await;
     let init = next_message(&mut lines).await;
     assert_eq!(init["id"], 2, "{init}");
