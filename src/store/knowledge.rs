@@ -1,12 +1,12 @@
 //! The knowledge garden tables: `knowledge_patterns` (+ tags) and
 //! `scratchpad_notes`, each with an FTS5 index kept in sync by triggers.
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 
 use rusqlite::{OptionalExtension, Row, ToSql, params};
 use serde_json::json;
 
-use super::search::{QueryPlan, SNIPPET_TOKENS, query_words};
+use super::search::{QueryPlan, SNIPPET_TOKENS, Scorer, query_words};
 use super::snippet::best_snippet;
 use super::tag_filter::TagTable;
 use super::{Store, Tx};
@@ -39,7 +39,8 @@ const PATTERNS: Searched = Searched {
     fts: "knowledge_patterns_fts",
     table: "knowledge_patterns",
     alias: "p",
-    fields: "p.description, (SELECT coalesce(group_concat(value, ' '), '') FROM json_each(p.tags)), p.content",
+    // Tags as stored (a JSON array): [`ranked_from_row`] makes them words.
+    fields: "p.description, p.tags, p.content",
     text: PATTERN_TEXT,
     uri: pattern_uri,
 };
@@ -264,19 +265,77 @@ fn ranked_from_row(r: &Row<'_>) -> rusqlite::Result<Ranked> {
         id: r.get(1)?,
         title: r.get(2)?,
         description: r.get(3)?,
-        tags: r.get(4)?,
+        tags: tag_words(&r.get::<_, String>(4)?),
         content: r.get(5)?,
     })
 }
 
-/// Every row of `table` matching the query (`plan` has words for the
-/// index), each with its score, best first, ties to the newest: BM25 with
-/// the server's word weights, as thoughts and sessions are scored, over
-/// all the matches. Both pattern searches (`search` and `list_patterns`)
-/// score through here, so a pattern has the same score for the same query
-/// in either, whatever the page, limit or tags asked for (review 17-a:
-/// list_patterns answered FTS5's bm25, ~3e-6 beside search's ~0.4).
-fn ranked_tx(tx: &Tx<'_>, table: &Searched, plan: &QueryPlan, text: &str) -> Result<Vec<(Ranked, f64)>> {
+/// A pattern's tags (a JSON array) as words separated by spaces, as
+/// SQLite's `group_concat` over `json_each` gives them (nulls left out;
+/// only a hand edit stores tags that are not strings), read here: that
+/// subquery was half the cost of reading a match (~3 ms per 1,000). Not an
+/// array (a note has no tags): none.
+fn tag_words(json: &str) -> String {
+    let Ok(tags) = serde_json::from_str::<Vec<serde_json::Value>>(json) else {
+        return String::new();
+    };
+    let words: Vec<String> = tags
+        .into_iter()
+        .filter_map(|t| match t {
+            serde_json::Value::String(s) => Some(s),
+            serde_json::Value::Null => None,
+            serde_json::Value::Bool(b) => Some(u8::from(b).to_string()),
+            other => Some(other.to_string()),
+        })
+        .collect();
+    words.join(" ")
+}
+
+/// The text a match is scored by: all its fields, as the index holds them
+/// (tags as words). Both pattern searches build it here, so that a pattern
+/// scores the same in either.
+fn scored_text(title: &str, description: &str, tags: &str, content: &str) -> String {
+    format!("{title} {description} {tags} {content}")
+}
+
+impl Ranked {
+    fn text(&self) -> String {
+        scored_text(&self.title, &self.description, &self.tags, &self.content)
+    }
+}
+
+/// How many of a query's newest matches are read and ranked by score, as
+/// thought search ranks its newest [`super::search::CANDIDATES`]: reading
+/// and scoring every match cost ~0.5 s for a word in each of 50,000
+/// patterns (`cargo bench --bench patterns`).
+const RANKED_MATCHES: usize = 1000;
+
+/// A query's matches in one table, as both pattern searches order them.
+struct Ranking {
+    /// The newest matches, up to the bound, each with its score, best
+    /// first, ties to the newest.
+    ranked: Vec<(Ranked, f64)>,
+    /// Scores any match as it would score among the ranked ones.
+    scorer: Scorer,
+    /// The bound was reached: older matches may follow, below the oldest
+    /// ranked seq.
+    capped: Option<i64>,
+}
+
+/// The newest `bound` rows of `table` matching the query (`plan` has words
+/// for the index; `None` when it has none), scored with BM25 and the
+/// server's word weights, as thoughts and sessions are scored, best first.
+///
+/// Both pattern searches (`search` and `list_patterns`) score through here,
+/// so a pattern has the same score for the same query in either, whatever
+/// the page, limit or tags asked for (review 17-a: list_patterns answered
+/// FTS5's bm25, ~3e-6 beside search's ~0.4). A score depends on the pattern's
+/// own text and on what the [`Scorer`] fixes for the query: each word's
+/// weight in the index and the average length of the ranked matches, which
+/// are the query's newest `bound` matches whatever the filters. So a match
+/// older than those (read only when a page reaches it) scores as it would
+/// among them, and a tag filter changes no score.
+fn ranked_tx(tx: &Tx<'_>, table: &Searched, plan: &QueryPlan, text: &str, bound: usize) -> Result<Option<Ranking>> {
     let Searched {
         fts,
         table: base,
@@ -286,36 +345,217 @@ fn ranked_tx(tx: &Tx<'_>, table: &Searched, plan: &QueryPlan, text: &str) -> Res
         ..
     } = table;
     let Some(q) = &plan.fts else {
-        return Ok(Vec::new());
+        return Ok(None);
     };
     let (mut clauses, mut values) = plan.text_conditions(all_text);
     clauses.push(format!("{fts} MATCH ?"));
     values.push(q.clone());
-    // Newest first: rescore keeps this order among equal scores.
+    // Newest first from the index itself (its rowids are the seqs), so the
+    // bound stops the read: rescoring keeps this order among equal scores.
     let sql = format!(
-        "SELECT {a}.seq, {a}.id, {a}.title, {fields} FROM {fts} JOIN {base} AS {a} ON {a}.seq = {fts}.rowid
-         WHERE {} ORDER BY {a}.seq DESC",
+        "SELECT {a}.seq, {a}.id, {a}.title, {fields} FROM {fts} CROSS JOIN {base} AS {a} ON {a}.seq = {fts}.rowid
+         WHERE {} ORDER BY {fts}.rowid DESC LIMIT {bound}",
         clauses.join(" AND ")
     );
     let rows = tx
         .prepare_cached(&sql)?
         .query_map(rusqlite::params_from_iter(&values), ranked_from_row)?
         .collect::<rusqlite::Result<Vec<_>>>()?;
-    let texts: Vec<String> = rows
-        .iter()
-        .map(|r| format!("{} {} {} {}", r.title, r.description, r.tags, r.content))
-        .collect();
-    let scores = super::search::rescore(
+    let texts: Vec<String> = rows.iter().map(Ranked::text).collect();
+    let (scorer, scores) = Scorer::rank(
         tx,
         text,
         &texts,
         &format!("SELECT coalesce(max(seq), 0) FROM {base}"),
         fts,
     )?;
+    let capped = (rows.len() >= bound).then(|| rows.last().map_or(0, |r| r.seq));
     let mut ranked: Vec<(Ranked, f64)> = rows.into_iter().zip(scores).collect();
     // Stable: equal scores stay newest first.
     ranked.sort_by(|x, y| y.1.total_cmp(&x.1));
-    Ok(ranked)
+    Ok(Some(Ranking { ranked, scorer, capped }))
+}
+
+/// The seqs of every pattern matching the query (which has words for the
+/// index), newest first: from the index alone unless words must be found
+/// by their text. For counting and paging past the ranked matches: a pass
+/// over the index's entries, without reading or scoring the patterns.
+fn matched_seqs_tx(tx: &Tx<'_>, plan: &QueryPlan) -> Result<Vec<i64>> {
+    let fts = PATTERNS.fts;
+    let (mut clauses, mut values) = plan.text_conditions(PATTERN_TEXT);
+    let join = if clauses.is_empty() {
+        String::new()
+    } else {
+        format!("CROSS JOIN knowledge_patterns AS p ON p.seq = {fts}.rowid")
+    };
+    clauses.push(format!("{fts} MATCH ?"));
+    values.push(plan.fts.clone().unwrap_or_default());
+    let sql = format!(
+        "SELECT {fts}.rowid FROM {fts} {join} WHERE {} ORDER BY {fts}.rowid DESC",
+        clauses.join(" AND ")
+    );
+    Ok(tx
+        .prepare_cached(&sql)?
+        .query_map(rusqlite::params_from_iter(&values), |r| r.get(0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?)
+}
+
+/// The seqs of the patterns carrying every tag of `tags` (not empty), from
+/// the tag table and the id index alone: driven by the rarest tag's rows,
+/// each checked for the others. (Checking each match for its tags instead
+/// reads every matching pattern: ~0.3 s at 50,000; and SQLite, left to join
+/// the tag rows with a list of matches, took minutes there.)
+fn tagged_seqs_tx(tx: &Tx<'_>, tags: &[String]) -> Result<HashSet<i64>> {
+    // Deduplicated, rarest first.
+    let tags = PATTERN_TAGS.clauses(tx, tags, 0)?.values;
+    let mut sql = String::from(
+        "SELECT p.seq FROM knowledge_pattern_tags AS t CROSS JOIN knowledge_patterns AS p ON p.id = t.pattern_id
+         WHERE t.tag = ?",
+    );
+    for _ in 1..tags.len() {
+        sql.push_str(
+            " AND EXISTS (SELECT 1 FROM knowledge_pattern_tags AS tf WHERE tf.tag = ? AND tf.pattern_id = t.pattern_id)",
+        );
+    }
+    Ok(tx
+        .prepare_cached(&sql)?
+        .query_map(rusqlite::params_from_iter(&tags), |r| r.get(0))?
+        .collect::<rusqlite::Result<HashSet<_>>>()?)
+}
+
+/// The order of a list sorted by a field (`updatedAt` unless another is
+/// asked for), equal values in creation order, the same way round.
+fn pattern_order(filter: &PatternFilter) -> String {
+    let dir = match filter.sort_order {
+        SortOrder::Asc => "ASC",
+        SortOrder::Desc => "DESC",
+    };
+    match filter.sort_by {
+        Some(SortBy::CreatedAt) => format!("p.created_at {dir}, p.seq {dir}"),
+        Some(SortBy::Title) => format!("p.title COLLATE NOCASE {dir}, p.seq {dir}"),
+        Some(SortBy::UpdatedAt) | None => format!("p.updated_at {dir}, p.seq {dir}"),
+    }
+}
+
+fn page_of(patterns: Vec<PatternListItem>, total: u64, offset: u32) -> PatternPage {
+    PatternPage {
+        count: patterns.len(),
+        has_more: u64::from(offset) + (patterns.len() as u64) < total,
+        patterns,
+        total,
+    }
+}
+
+/// One page of a search with words for the index, best first unless
+/// `sortBy` is given.
+///
+/// The order is the [`ranked_tx`] ranking of the query's newest
+/// [`RANKED_MATCHES`] matches (as thought search ranks its newest), then
+/// any older matches, newest first: a page past the ranked ones reads and
+/// scores its own patterns only. With fewer matches than that (any garden
+/// of fewer patterns), every match is ranked. Tags filter that order; they
+/// change neither a pattern's place among the others nor its score.
+/// `total` counts every match carrying the tags, from the index and the
+/// tag table (a pass over their entries, not over the patterns).
+fn searched_page_tx(
+    tx: &Tx<'_>,
+    filter: &PatternFilter,
+    plan: &QueryPlan,
+    text: &str,
+    bound: usize,
+) -> Result<PatternPage> {
+    let Some(ranking) = ranked_tx(tx, &PATTERNS, plan, text, bound)? else {
+        return Ok(page_of(Vec::new(), 0, filter.offset));
+    };
+    let tagged = match filter.tags.as_slice() {
+        [] => None,
+        tags => Some(tagged_seqs_tx(tx, tags)?),
+    };
+    let keep = |seq: &i64| tagged.as_ref().is_none_or(|t| t.contains(seq));
+    let mut seqs: Vec<i64> = ranking.ranked.iter().map(|(r, _)| r.seq).filter(keep).collect();
+    if let Some(below) = ranking.capped {
+        seqs.extend(
+            matched_seqs_tx(tx, plan)?
+                .into_iter()
+                .filter(|seq| *seq < below && keep(seq)),
+        );
+    }
+    let total = seqs.len() as u64;
+    let page = match filter.sort_by {
+        None => seqs
+            .into_iter()
+            .skip(filter.offset as usize)
+            .take(filter.limit as usize)
+            .collect(),
+        Some(_) => sorted_page_tx(tx, filter, seqs, bound)?,
+    };
+    // The page's seqs, in order, as a JSON array (`key` is the place).
+    let page = serde_json::to_string(&page).map_err(|e| Error::Internal(e.to_string()))?;
+    let sql = format!(
+        "SELECT {PATTERN_COLUMNS} FROM json_each(?1) AS r
+         CROSS JOIN knowledge_patterns AS p ON p.seq = r.value ORDER BY r.key"
+    );
+    let words = query_words(text);
+    let patterns = tx
+        .prepare_cached(&sql)?
+        .query_map([page], |r| {
+            let pattern = pattern_from_row(r)?;
+            // Its text as the ranking read it (tags as stored, made words).
+            let tags = tag_words(&r.get::<_, String>(3)?);
+            let score = ranking.scorer.score(&scored_text(
+                &pattern.title,
+                &pattern.description,
+                &tags,
+                &pattern.content,
+            ));
+            Ok(PatternListItem {
+                snippet: Some(pattern_snippet(&pattern, &words)),
+                score: Some(score),
+                pattern,
+            })
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(page_of(patterns, total, filter.offset))
+}
+
+/// The seqs of one page of `matches` (seqs of patterns) in the order
+/// `filter` sorts by. Up to `few` matches (as many as are ranked) are read
+/// and sorted; more are found walking that order's index and keeping the
+/// matches until the page is full: sorting a word found in each of 50,000
+/// patterns read every one of them (~0.1 s), where the walk reads index
+/// entries alone, about as many as the page for so common a word.
+fn sorted_page_tx(tx: &Tx<'_>, filter: &PatternFilter, matches: Vec<i64>, few: usize) -> Result<Vec<i64>> {
+    let order = pattern_order(filter);
+    let (limit, offset) = (filter.limit as usize, filter.offset as usize);
+    if matches.len() <= few {
+        let matches = serde_json::to_string(&matches).map_err(|e| Error::Internal(e.to_string()))?;
+        return Ok(tx
+            .prepare_cached(&format!(
+                "SELECT p.seq FROM knowledge_patterns AS p WHERE p.seq IN (SELECT value FROM json_each(?1))
+                 ORDER BY {order} LIMIT {limit} OFFSET {offset}"
+            ))?
+            .query_map([matches], |r| r.get(0))?
+            .collect::<rusqlite::Result<Vec<_>>>()?);
+    }
+    let matches: HashSet<i64> = matches.into_iter().collect();
+    let mut walk = tx.prepare_cached(&format!("SELECT p.seq FROM knowledge_patterns AS p ORDER BY {order}"))?;
+    let mut rows = walk.query([])?;
+    let mut page = Vec::with_capacity(limit);
+    let mut skip = offset;
+    while page.len() < limit
+        && let Some(row) = rows.next()?
+    {
+        let seq: i64 = row.get(0)?;
+        if !matches.contains(&seq) {
+            continue;
+        }
+        if skip > 0 {
+            skip -= 1;
+        } else {
+            page.push(seq);
+        }
+    }
+    Ok(page)
 }
 
 /// Where patterns keep their tags, for filtering by them.
@@ -450,61 +690,36 @@ impl Store {
 
     /// Patterns matching a PatternFilter.
     pub fn list_patterns(&self, filter: &PatternFilter) -> Result<PatternPage> {
-        let mut clauses: Vec<String> = Vec::new();
-        let mut params: Vec<Box<dyn ToSql>> = Vec::new();
+        self.list_patterns_ranking(filter, RANKED_MATCHES)
+    }
+
+    /// [`Store::list_patterns`], a search ranking the newest `bound` matches.
+    fn list_patterns_ranking(&self, filter: &PatternFilter, bound: usize) -> Result<PatternPage> {
         let plan = filter.search.as_deref().map(QueryPlan::of);
-        if plan.as_ref().is_some_and(QueryPlan::is_empty) {
+        match (&plan, &filter.search) {
             // Nothing searchable in the text: nothing matches.
-            return Ok(PatternPage {
+            (Some(p), _) if p.is_empty() => Ok(PatternPage {
                 patterns: Vec::new(),
                 count: 0,
                 total: 0,
                 has_more: false,
-            });
+            }),
+            // Words the index holds: scored as `search` scores them.
+            (Some(p), Some(text)) if p.fts.is_some() => self.read(|tx| searched_page_tx(tx, filter, p, text, bound)),
+            _ => self.listed_page(filter, plan.as_ref()),
         }
-        // Words the index holds: every match scored as `search` scores it
-        // ([`ranked_tx`]), and the page read from those in that order. Words
-        // of scripts written without spaces alone: by their text, score 0.
-        let ranked = plan.as_ref().is_some_and(|p| p.fts.is_some());
-        if let Some(p) = plan.as_ref().filter(|_| !ranked) {
-            let (texts, values) = p.text_conditions(PATTERN_TEXT);
-            clauses.extend(texts);
-            params.extend(values.into_iter().map(|v| Box::new(v) as Box<dyn ToSql>));
-        }
-        let from = if ranked {
-            // The ranking's seqs, best first, as a JSON array (`key` is the rank).
-            "json_each(?) AS r JOIN knowledge_patterns AS p ON p.seq = r.value"
-        } else {
-            "knowledge_patterns AS p"
-        };
-        let dir = match filter.sort_order {
-            SortOrder::Asc => "ASC",
-            SortOrder::Desc => "DESC",
-        };
-        let order = match filter.sort_by {
-            None if ranked => "r.key".to_string(),
-            Some(SortBy::CreatedAt) => format!("p.created_at {dir}, p.seq {dir}"),
-            Some(SortBy::Title) => format!("p.title COLLATE NOCASE {dir}, p.seq {dir}"),
-            Some(SortBy::UpdatedAt) | None => format!("p.updated_at {dir}, p.seq {dir}"),
-        };
+    }
+
+    /// A page of patterns without words for the index: every pattern, or
+    /// those holding words of scripts written without spaces (found by
+    /// their text: score 0).
+    fn listed_page(&self, filter: &PatternFilter, plan: Option<&QueryPlan>) -> Result<PatternPage> {
+        let (clauses, values) = plan.map(|p| p.text_conditions(PATTERN_TEXT)).unwrap_or_default();
+        let order = pattern_order(filter);
         let words = filter.search.as_deref().map(query_words).unwrap_or_default();
         let (limit, offset) = (filter.limit, filter.offset);
         let searching = plan.is_some();
         self.read(|tx| {
-            let ranking: Vec<(i64, f64)> = match (&plan, &filter.search) {
-                (Some(p), Some(text)) if ranked => ranked_tx(tx, &PATTERNS, p, text)?
-                    .into_iter()
-                    .map(|(r, score)| (r.seq, score))
-                    .collect(),
-                _ => Vec::new(),
-            };
-            let scores: HashMap<i64, f64> = ranking.iter().copied().collect();
-            let mut params: Vec<&dyn ToSql> = params.iter().map(|p| p.as_ref()).collect();
-            let seqs = serde_json::to_string(&ranking.iter().map(|(seq, _)| *seq).collect::<Vec<_>>())
-                .map_err(|e| Error::Internal(e.to_string()))?;
-            if ranked {
-                params.insert(0, &seqs);
-            }
             // The tags' clauses come last, their values too.
             let tags = PATTERN_TAGS.clauses(tx, &filter.tags, u64::from(offset) + u64::from(limit))?;
             let where_sql = |tag_clauses: &[String]| {
@@ -515,40 +730,34 @@ impl Store {
                     format!("WHERE {}", all.join(" AND "))
                 }
             };
-            let refs: Vec<&dyn ToSql> = params
-                .into_iter()
-                .chain(tags.values.iter().map(|v| v as &dyn ToSql))
+            let refs: Vec<&dyn ToSql> = values
+                .iter()
+                .chain(&tags.values)
+                .map(|v| v as &dyn ToSql)
                 .collect();
             let sql = format!(
-                "SELECT {PATTERN_COLUMNS}, p.seq FROM {from} {} ORDER BY {order} LIMIT {limit} OFFSET {offset}",
+                "SELECT {PATTERN_COLUMNS} FROM knowledge_patterns AS p {} ORDER BY {order} LIMIT {limit} OFFSET {offset}",
                 where_sql(&tags.page)
             );
             let patterns = tx
                 .prepare_cached(&sql)?
                 .query_map(refs.as_slice(), |r| {
                     let pattern = pattern_from_row(r)?;
-                    let seq: i64 = r.get(9)?;
                     Ok(PatternListItem {
                         snippet: searching.then(|| pattern_snippet(&pattern, &words)),
                         // Found by text alone, a pattern has no score: 0.
-                        score: searching.then(|| scores.get(&seq).copied().unwrap_or(0.0)),
+                        score: searching.then_some(0.0),
                         pattern,
                     })
                 })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             let total = tags.total(
                 tx,
-                clauses.is_empty() && !ranked,
-                &format!("SELECT count(*) FROM {from} {}", where_sql(&tags.count)),
+                clauses.is_empty(),
+                &format!("SELECT count(*) FROM knowledge_patterns AS p {}", where_sql(&tags.count)),
                 refs.as_slice(),
             )?;
-            let total = total.max(0) as u64;
-            Ok(PatternPage {
-                count: patterns.len(),
-                has_more: u64::from(offset) + (patterns.len() as u64) < total,
-                patterns,
-                total,
-            })
+            Ok(page_of(patterns, total.max(0) as u64, offset))
         })
     }
 
@@ -621,14 +830,14 @@ impl Store {
 
     /// Patterns matching all words of `text`, best first, with snippets.
     pub fn search_patterns(&self, text: &str, limit: u32) -> Result<Vec<KnowledgeHit>> {
-        self.search_knowledge(&PATTERNS, text, limit)
+        self.search_knowledge(&PATTERNS, text, limit, RANKED_MATCHES)
     }
 
     /// Run one of the knowledge searches: the index for the words it
-    /// holds (every match scored by [`ranked_tx`], the best `limit`), words
-    /// of scripts written without spaces by their text (newest first when
-    /// the query has no other words).
-    fn search_knowledge(&self, table: &Searched, text: &str, limit: u32) -> Result<Vec<KnowledgeHit>> {
+    /// holds (the best `limit` of its newest `bound` matches, ranked by
+    /// [`ranked_tx`]), words of scripts written without spaces by their
+    /// text (newest first when the query has no other words).
+    fn search_knowledge(&self, table: &Searched, text: &str, limit: u32, bound: usize) -> Result<Vec<KnowledgeHit>> {
         let plan = QueryPlan::of(text);
         if plan.is_empty() {
             return Ok(Vec::new());
@@ -643,7 +852,8 @@ impl Store {
         };
         if plan.fts.is_some() {
             return self.read(|tx| {
-                Ok(ranked_tx(tx, table, &plan, text)?
+                let ranked = ranked_tx(tx, table, &plan, text, bound)?.map_or_else(Vec::new, |r| r.ranked);
+                Ok(ranked
                     .into_iter()
                     .take(limit as usize)
                     .map(|(r, score)| hit(r, score))
@@ -727,7 +937,7 @@ impl Store {
 
     /// Notes matching all words of `text`, best first, with snippets.
     pub fn search_notes(&self, text: &str, limit: u32) -> Result<Vec<KnowledgeHit>> {
-        self.search_knowledge(&NOTES, text, limit)
+        self.search_knowledge(&NOTES, text, limit, RANKED_MATCHES)
     }
 }
 
@@ -1100,6 +1310,164 @@ mod tests {
         for s in snippets {
             assert!(s.starts_with("[word]") && s.len() < 200, "{s}");
         }
+    }
+
+    /// Tags read as words here are what SQLite's `json_each` makes of them.
+    #[test]
+    fn tag_words_are_sqlites_words() {
+        let (_d, store) = temp_store();
+        let conn = store.conn().unwrap();
+        for json in [
+            "[]",
+            r#"["ops"]"#,
+            r#"["a b","déjà-vu","数据库","say \"hi\"",""]"#,
+            r#"["x",null,3,2.5,true,["n"],{"k":1}]"#,
+        ] {
+            let sqlite: String = conn
+                .query_row(
+                    "SELECT coalesce(group_concat(value, ' '), '') FROM json_each(?1)",
+                    [json],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            assert_eq!(tag_words(json), sqlite, "{json}");
+        }
+        assert_eq!(tag_words(""), "");
+    }
+
+    /// With more matches than the bound, the newest are ranked and the
+    /// rest follow newest first: pages, tags and sorts see every match
+    /// once, each with one score whichever way it is listed, and `total`
+    /// counts them all.
+    #[test]
+    fn matches_past_the_ranking_bound_are_paged_newest_first_with_their_scores() {
+        let (_d, store) = temp_store();
+        // Seq order is creation order: pattern 7 is the newest. "ledger" is
+        // in all eight, more often in some; odd ones are tagged "odd", and
+        // 1, 2 and 6 hold "缓存" (found by its text).
+        for i in 0..8 {
+            let tags: &[&str] = if i % 2 == 1 { &["odd", "all"] } else { &["all"] };
+            let extra = if [1, 2, 6].contains(&i) { " 缓存" } else { "" };
+            let content = format!("{} of the pattern body{extra}", "ledger ".repeat(1 + (i * 3) % 5));
+            store.create_pattern(p(&format!("P{i}"), tags, &content)).unwrap();
+        }
+        const BOUND: usize = 3;
+        let list = |search: &str, tags: &[&str], limit: u32, offset: u32, sort_by: Option<SortBy>| {
+            store
+                .list_patterns_ranking(
+                    &PatternFilter {
+                        search: Some(search.into()),
+                        tags: tags.iter().map(|t| t.to_string()).collect(),
+                        limit,
+                        offset,
+                        sort_by,
+                        ..Default::default()
+                    },
+                    BOUND,
+                )
+                .unwrap()
+        };
+        let scored = |page: &PatternPage| -> Vec<(String, f64)> {
+            page.patterns
+                .iter()
+                .map(|p| (p.pattern.title.clone(), p.score.unwrap()))
+                .collect()
+        };
+        let all = list("ledger", &[], 100, 0, None);
+        assert_eq!((all.total, all.count, all.has_more), (8, 8, false));
+        let listed = scored(&all);
+        // The three newest, best first; then the others, newest first.
+        let mut ranked: Vec<(String, f64)> = listed[..BOUND].to_vec();
+        let mut titles: Vec<&str> = ranked.iter().map(|(t, _)| t.as_str()).collect();
+        titles.sort();
+        assert_eq!(titles, ["P5", "P6", "P7"]);
+        assert!(ranked.windows(2).all(|w| w[0].1 >= w[1].1), "{ranked:?}");
+        let older: Vec<&str> = listed[BOUND..].iter().map(|(t, _)| t.as_str()).collect();
+        assert_eq!(older, ["P4", "P3", "P2", "P1", "P0"]);
+        assert!(listed.iter().all(|(_, s)| *s > 0.0), "{listed:?}");
+        // `search` answers the ranked ones, with the same scores.
+        let found: Vec<(String, f64)> = store
+            .search_knowledge(&PATTERNS, "ledger", 10, BOUND)
+            .unwrap()
+            .into_iter()
+            .map(|h| (h.title, h.score))
+            .collect();
+        assert_eq!(found, ranked);
+        // One to a page, across the bound: the same patterns, the same scores.
+        for (i, one) in listed.iter().enumerate() {
+            let page = list("ledger", &[], 1, i as u32, None);
+            assert_eq!(scored(&page), std::slice::from_ref(one), "page {i}");
+            assert_eq!((page.total, page.has_more), (8, i + 1 < 8), "page {i}");
+        }
+        let page = list("ledger", &[], 2, 2, None);
+        assert_eq!(scored(&page), listed[2..4]);
+        // A tag filters that order: none moves, no score changes.
+        let odd = list("ledger", &["odd"], 100, 0, None);
+        let expected: Vec<(String, f64)> = listed
+            .iter()
+            .filter(|(t, _)| t[1..].parse::<u32>().unwrap() % 2 == 1)
+            .cloned()
+            .collect();
+        assert_eq!(scored(&odd), expected);
+        assert_eq!(odd.total, 4);
+        let both = list("ledger", &["odd", "all", "odd"], 1, 3, None);
+        assert_eq!(scored(&both), expected[3..]);
+        assert_eq!((both.total, both.has_more), (4, false));
+        assert_eq!(list("ledger", &["none"], 100, 0, None).total, 0);
+        // Sorted by title: every match, each with its score.
+        let by_title = list("ledger", &[], 100, 0, Some(SortBy::Title));
+        let mut expected = listed.clone();
+        expected.sort_by(|a, b| b.0.cmp(&a.0));
+        assert_eq!(scored(&by_title), expected);
+        // (Descending: P7, then P5 and P3 on the page, P1.)
+        let page = list("ledger", &["odd"], 2, 1, Some(SortBy::Title));
+        let odd_titles: Vec<(String, f64)> = expected.into_iter().filter(|(t, _)| t == "P5" || t == "P3").collect();
+        assert_eq!(scored(&page), odd_titles);
+        assert_eq!(page.total, 4);
+        // A word found by its text, with one for the index, ranking one:
+        // P6 (the newest match holding both), then P2 and P1.
+        let filter = PatternFilter {
+            search: Some("缓存 ledger".into()),
+            ..Default::default()
+        };
+        let mixed = store.list_patterns_ranking(&filter, 1).unwrap();
+        let titles: Vec<&str> = mixed.patterns.iter().map(|p| p.pattern.title.as_str()).collect();
+        assert_eq!(titles, ["P6", "P2", "P1"]);
+        assert_eq!(mixed.total, 3);
+        // Few enough matches to sort as they are (up to the bound), and the
+        // same page walked along the index (past it): the same patterns,
+        // each with its score under that bound.
+        let sorted = |bound: usize| {
+            let sort = PatternFilter {
+                sort_by: Some(SortBy::Title),
+                sort_order: SortOrder::Asc,
+                limit: 2,
+                offset: 1,
+                ..filter.clone()
+            };
+            let scores = scored(&store.list_patterns_ranking(&filter, bound).unwrap());
+            let page = store.list_patterns_ranking(&sort, bound).unwrap();
+            let expected: Vec<(String, f64)> = ["P2", "P6"]
+                .iter()
+                .map(|t| scores.iter().find(|(title, _)| title == t).unwrap().clone())
+                .collect();
+            assert_eq!(scored(&page), expected, "bound {bound}");
+            assert_eq!((page.total, page.has_more), (3, false), "bound {bound}");
+        };
+        sorted(3);
+        sorted(1);
+        // A pattern written now is among the ranked ones at once.
+        store
+            .create_pattern(p("P8", &[], "ledger ledger ledger ledger ledger"))
+            .unwrap();
+        ranked = store
+            .search_knowledge(&PATTERNS, "ledger", 10, BOUND)
+            .unwrap()
+            .into_iter()
+            .map(|h| (h.title, h.score))
+            .collect();
+        assert!(ranked.iter().any(|(t, _)| t == "P8"), "{ranked:?}");
+        assert_eq!(list("ledger", &[], 100, 0, None).total, 9);
     }
 
     /// A word every note holds: FTS5's bm25 gave the notes ~1e-6 beside

@@ -309,29 +309,77 @@ pub(super) fn rescore(
     total_sql: &str,
     fts: &str,
 ) -> Result<Vec<f64>> {
-    if texts.is_empty() {
-        return Ok(Vec::new());
+    Ok(Scorer::rank(tx, query, texts, total_sql, fts)?.1)
+}
+
+/// BM25 as thoughts are scored, with what a query's score depends on
+/// besides the text fixed once: each word's weight in the index, and the
+/// average length of the matches ranked together. A text scored later with
+/// the same scorer (a match beyond the ones ranked) scores as it would
+/// have among them.
+pub(super) struct Scorer {
+    words: QueryWords,
+    idf: Vec<f64>,
+    avg_len: f64,
+}
+
+impl Scorer {
+    /// The scorer of `query`, its lengths averaged over `texts` (records the
+    /// query matched; see [`rescore`] for `total_sql` and `fts`), and the
+    /// score of each of `texts`, in their order.
+    pub(super) fn rank(
+        tx: &rusqlite::Connection,
+        query: &str,
+        texts: &[String],
+        total_sql: &str,
+        fts: &str,
+    ) -> Result<(Scorer, Vec<f64>)> {
+        let words = query_words(query);
+        let idf = idfs(tx, &words, total_sql, fts)?;
+        let words = QueryWords::new(&words);
+        let counts: Vec<(usize, Vec<usize>)> = texts.iter().map(|t| words.counts(t)).collect();
+        let scorer = Scorer {
+            words,
+            idf,
+            avg_len: average_length(&counts),
+        };
+        let scores = counts.iter().map(|(len, tf)| scorer.bm25(*len, tf)).collect();
+        Ok((scorer, scores))
     }
-    let words = query_words(query);
-    let idf = idfs(tx, &words, total_sql, fts)?;
-    let candidates: Vec<Candidate> = texts
-        .iter()
-        .enumerate()
-        .map(|(i, text)| Candidate {
-            // Ties keep FTS5's order.
-            rowid: -(i as i64),
-            session_id: String::new(),
-            thought_number: 0,
-            branch_id: None,
-            node_id: String::new(),
-            text: text.clone(),
+
+    /// The score of a text the query matched.
+    pub(super) fn score(&self, text: &str) -> f64 {
+        let (len, tf) = self.words.counts(text);
+        self.bm25(len, &tf)
+    }
+
+    fn bm25(&self, len: usize, tf: &[usize]) -> f64 {
+        bm25(len, tf, &self.idf, self.avg_len)
+    }
+}
+
+/// The average length in tokens of texts counted by [`QueryWords::counts`]
+/// (1 at least, and for none).
+fn average_length(counts: &[(usize, Vec<usize>)]) -> f64 {
+    if counts.is_empty() {
+        return 1.0;
+    }
+    (counts.iter().map(|(l, _)| *l).sum::<usize>() as f64 / counts.len() as f64).max(1.0)
+}
+
+/// BM25 of a text of `len` tokens holding each query word `tf` times.
+/// Every text scored matched every word, so a word counts at least once
+/// even where the index folded it differently (diacritics) from this
+/// simple tokenizer.
+fn bm25(len: usize, tf: &[usize], idf: &[f64], avg_len: f64) -> f64 {
+    let norm = K1 * (1.0 - B + B * len as f64 / avg_len);
+    tf.iter()
+        .zip(idf)
+        .map(|(tf, idf)| {
+            let tf = (*tf as f64).max(1.0);
+            idf * tf * (K1 + 1.0) / (tf + norm)
         })
-        .collect();
-    let mut scores = vec![0.0; texts.len()];
-    for (i, score) in score_candidates(&candidates, &QueryWords::new(&words), &idf) {
-        scores[i] = score;
-    }
-    Ok(scores)
+        .sum::<f64>()
 }
 
 /// Which of the ranked thought matches become hits.
@@ -417,29 +465,16 @@ impl Pick<'_> {
     }
 }
 
-/// BM25 of each candidate, best first, ties to the newest. Every candidate
-/// matched every word, so a word counts at least once even where the index
-/// folded it differently (diacritics) from this simple tokenizer.
+/// BM25 of each candidate, best first, ties to the newest.
 fn score_candidates(candidates: &[Candidate], words: &QueryWords, idf: &[f64]) -> Vec<(usize, f64)> {
     // Per candidate: its length in tokens and each query word's count,
     // matched as the index matches words.
     let counts: Vec<(usize, Vec<usize>)> = candidates.iter().map(|c| words.counts(&c.text)).collect();
-    let avg_len = (counts.iter().map(|(l, _)| *l).sum::<usize>() as f64 / counts.len() as f64).max(1.0);
+    let avg_len = average_length(&counts);
     let mut scored: Vec<(usize, f64)> = counts
         .iter()
         .enumerate()
-        .map(|(i, (len, tf))| {
-            let norm = K1 * (1.0 - B + B * *len as f64 / avg_len);
-            let score = tf
-                .iter()
-                .zip(idf)
-                .map(|(tf, idf)| {
-                    let tf = (*tf as f64).max(1.0);
-                    idf * tf * (K1 + 1.0) / (tf + norm)
-                })
-                .sum::<f64>();
-            (i, score)
-        })
+        .map(|(i, (len, tf))| (i, bm25(*len, tf, idf, avg_len)))
         .collect();
     scored.sort_by(|a, b| {
         b.1.total_cmp(&a.1)
