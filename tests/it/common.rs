@@ -182,6 +182,20 @@ impl<H: ClientHandler> Server<H> {
     }
 }
 
+/// Whether this test process ignores SIGHUP (it runs under `nohup`): the
+/// servers it starts inherit that, and then keep serving on SIGHUP by
+/// design, so a test of a clean stop on SIGHUP has nothing to test.
+pub fn sighup_ignored() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("SigIgn:"))
+                .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        })
+        .is_some_and(|mask| mask & 1 == 1)
+}
+
 /// Wait until a process has exited (polls /proc; bounded).
 pub async fn wait_exit(pid: u32) {
     for _ in 0..500 {
