@@ -26,17 +26,12 @@ const COMMON: &str = "service";
 const RARE: &str = "quasar";
 
 /// Deterministic pseudo-random numbers (xorshift), so every build is the same.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
-        from[(self.next() % from.len() as u64) as usize]
-    }
+mod common;
+use common::{Rng, stats};
+
+/// One of `from`, uniformly.
+fn pick<'a>(rng: &mut Rng, from: &[&'a str]) -> &'a str {
+    from[(rng.next() % from.len() as u64) as usize]
 }
 
 /// Words of an engineering learning; picks are skewed towards the first
@@ -186,9 +181,9 @@ fn pattern(rng: &mut Rng, i: usize, n: usize) -> NewPattern {
     }
     content.push_str(&words(rng, 280));
     content.push('.');
-    let mut tags = vec![rng.pick(TAGS).to_string(), rng.pick(TAGS).to_string()];
+    let mut tags = vec![pick(rng, TAGS).to_string(), pick(rng, TAGS).to_string()];
     if rng.next().is_multiple_of(2) {
-        tags.push(rng.pick(TAGS).to_string());
+        tags.push(pick(rng, TAGS).to_string());
     }
     tags.sort();
     tags.dedup();
@@ -219,18 +214,6 @@ fn build(path: &Path, n: usize) {
     conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
         .expect("checkpoint");
     eprintln!("built {} in {:.0} s", path.display(), t0.elapsed().as_secs_f64());
-}
-
-fn stats(label: &str, mut samples: Vec<Duration>) {
-    samples.sort();
-    let pct = |p: f64| samples[((samples.len() as f64 - 1.0) * p).round() as usize].as_secs_f64() * 1e3;
-    println!(
-        "{label}: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms ({} runs)",
-        pct(0.5),
-        pct(0.99),
-        pct(1.0),
-        samples.len()
-    );
 }
 
 /// Up to `runs` runs, fewer when they pass `budget` (a slow case at 50,000

@@ -17,15 +17,8 @@ const SESSIONS: usize = 10_000;
 const PER_SESSION: usize = 100;
 
 /// Deterministic pseudo-random numbers (xorshift), so every build is the same.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
+mod common;
+use common::{Rng, stats};
 
 /// A vocabulary of 5,000 made-up words; picks are skewed so that some
 /// words are common and most are rare, as in real text.
@@ -129,18 +122,6 @@ fn build(path: &Path) {
     conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
         .expect("checkpoint");
     eprintln!("built {} in {:.0} s", path.display(), t0.elapsed().as_secs_f64());
-}
-
-fn stats(label: &str, mut samples: Vec<Duration>) {
-    samples.sort();
-    let pct = |p: f64| samples[((samples.len() as f64 - 1.0) * p).round() as usize].as_secs_f64() * 1e3;
-    println!(
-        "{label}: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms ({} runs)",
-        pct(0.5),
-        pct(0.99),
-        pct(1.0),
-        samples.len()
-    );
 }
 
 fn time<T>(runs: usize, mut f: impl FnMut() -> T) -> Vec<Duration> {
