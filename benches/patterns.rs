@@ -255,7 +255,7 @@ fn main() {
         };
         // Warm the page cache as a running server would be.
         store.search_patterns(COMMON, 10).expect("warm");
-        assert_eq!(store.search_patterns(RARE, 20).expect("rare").len(), 10);
+        assert_eq!(store.search_patterns(RARE, 20).expect("rare").hits.len(), 10);
         let listed = store.list_patterns(&search(COMMON)).expect("list");
         assert_eq!(listed.total, n as u64);
         let run = |label: &str, f: &dyn Fn()| {

@@ -8,8 +8,8 @@ use super::{Args, Gateway};
 use crate::domain::{SortOrder, Stage};
 use crate::error::{Error, Result};
 use crate::knowledge::{
-    KnowledgePattern, NewPattern, NoteRef, PatternFilter, PatternUpdate, ScratchpadNote, check_content, check_topic,
-    is_slug, note_uri, pattern_uri,
+    KnowledgeHits, KnowledgePattern, NewPattern, NoteRef, PatternFilter, PatternUpdate, ScratchpadNote, check_content,
+    check_topic, is_slug, note_uri, pattern_uri,
 };
 
 pub const SUB_OPERATIONS: &[&str] = &[
@@ -431,20 +431,52 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
             let p = if want_p {
                 s.search_patterns(&q, limit)?
             } else {
-                Vec::new()
+                KnowledgeHits::default()
             };
-            let n = if want_n { s.search_notes(&q, limit)? } else { Vec::new() };
+            let n = if want_n {
+                s.search_notes(&q, limit)?
+            } else {
+                KnowledgeHits::default()
+            };
             Ok((p, n))
         })
         .await?;
     let mut out = json!({
         "query": query,
-        "count": patterns.len() + notes.len(),
-        "patterns": patterns,
-        "notes": notes,
+        "count": patterns.hits.len() + notes.hits.len(),
+        "patterns": patterns.hits,
+        "notes": notes.hits,
+        "limit": limit,
+        "limitReached": patterns.more || notes.more,
     });
+    if want_p {
+        tell_more(&mut out, "patterns", &patterns);
+    }
+    if want_n {
+        tell_more(&mut out, "notes", &notes);
+    }
     if crate::store::fts_query(&query).is_none() {
         out["note"] = json!(super::ops::UNSEARCHABLE_NOTE);
+    } else if let Some(bound) = patterns.ranked_newest.or(notes.ranked_newest) {
+        out["note"] = json!(format!(
+            "more than {bound} matched: these are the best of the newest {bound}, and an older one may score higher; \
+             add words to narrow the search, or page through every match with list_patterns {{ search }}"
+        ));
     }
     Ok(out)
+}
+
+/// Say beside a search's `patterns` or `notes` whether that kind stopped
+/// short (`morePatterns`, `moreNotes`: more matched than `limit`), and, when
+/// more matched than the search ranks, how many of the newest were ranked
+/// (`patternsRankedNewest`, `notesRankedNewest`).
+pub(super) fn tell_more(out: &mut Value, kind: &str, found: &KnowledgeHits) {
+    let (more, ranked) = match kind {
+        "patterns" => ("morePatterns", "patternsRankedNewest"),
+        _ => ("moreNotes", "notesRankedNewest"),
+    };
+    out[more] = json!(found.more);
+    if let Some(bound) = found.ranked_newest {
+        out[ranked] = json!(bound);
+    }
 }

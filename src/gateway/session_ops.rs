@@ -175,10 +175,12 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
         out["note"] = json!(SEARCHED_NOTE);
     }
     if let Some(p) = pattern_hits {
-        out["patterns"] = json!(p);
+        out["patterns"] = json!(p.hits);
+        super::knowledge_ops::tell_more(&mut out, "patterns", &p);
     }
     if let Some(n) = note_hits {
-        out["notes"] = json!(n);
+        out["notes"] = json!(n.hits);
+        super::knowledge_ops::tell_more(&mut out, "notes", &n);
     }
     Ok(out)
 }

@@ -284,6 +284,18 @@ pub struct KnowledgeHit {
     pub uri: String,
 }
 
+/// What a knowledge search found in one kind (patterns or notes): the best
+/// `limit` matches, and whether it stopped short.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct KnowledgeHits {
+    pub hits: Vec<KnowledgeHit>,
+    /// More matched than `hits` holds.
+    pub more: bool,
+    /// More matched than the search ranks: `hits` are the best of this
+    /// many newest matches, and an older one may have scored higher.
+    pub ranked_newest: Option<usize>,
+}
+
 /// The MCP resource URI of a pattern.
 pub fn pattern_uri(id: &str) -> String {
     format!("thoughtbox://knowledge/patterns/{id}")

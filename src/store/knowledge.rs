@@ -13,9 +13,9 @@ use super::{Store, Tx};
 use crate::domain::{self, SortBy, SortOrder};
 use crate::error::{Error, Result};
 use crate::knowledge::{
-    KnowledgeHit, KnowledgePattern, NewPattern, NoteRef, PatternFilter, PatternListItem, PatternPage, PatternUpdate,
-    ScratchpadNote, TagCount, fallback_slug, full_slug, hashed_slug, note_uri, pattern_uri, slug_or_fallback, slugify,
-    unique_slug,
+    KnowledgeHit, KnowledgeHits, KnowledgePattern, NewPattern, NoteRef, PatternFilter, PatternListItem, PatternPage,
+    PatternUpdate, ScratchpadNote, TagCount, fallback_slug, full_slug, hashed_slug, note_uri, pattern_uri,
+    slug_or_fallback, slugify, unique_slug,
 };
 
 const PATTERN_COLUMNS: &str = "p.id, p.title, p.description, p.tags, p.content, p.derived_from_sessions, p.created_by, p.created_at, p.updated_at";
@@ -171,6 +171,41 @@ pub enum Saved {
     /// The same anti-pattern was stored with the older, inverted heading;
     /// its title, description and content were replaced.
     Retitled,
+}
+
+/// The content of a learning without its "- Source: ..." line.
+fn without_source_line(content: &str) -> String {
+    content
+        .split_inclusive('\n')
+        .filter(|line| !line.starts_with("- Source: "))
+        .collect()
+}
+
+/// The same anti-pattern as `n` (title, description and author; `older` is
+/// its description in the older wording), saved with another thought as its
+/// source: before the correction was always the source, a moment naming the
+/// thought revised and one naming its revision saved two (session 19). Its
+/// id (the oldest, if several).
+fn same_anti_pattern_other_source_tx(tx: &Tx<'_>, n: &NewPattern, older: &str) -> Result<Option<String>> {
+    if !n.description.starts_with("An anti-pattern ") {
+        return Ok(None);
+    }
+    let mut candidates = tx.prepare_cached(
+        "SELECT id, content FROM knowledge_patterns
+         WHERE title = ?1 COLLATE NOCASE AND title = ?1 AND description IN (?2, ?3) AND created_by IS ?4
+         ORDER BY created_at, seq",
+    )?;
+    let rows = candidates.query_map(params![n.title, n.description, older, n.created_by], |r| {
+        Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+    })?;
+    let want = without_source_line(&n.content);
+    for row in rows {
+        let (id, content) = row?;
+        if without_source_line(&content) == want {
+            return Ok(Some(id));
+        }
+    }
+    Ok(None)
 }
 
 /// An anti-pattern `extract_learnings` saved before its "Avoid:" heading
@@ -606,6 +641,10 @@ impl Store {
                         r.get(0)
                     })
                     .optional()?;
+                let existing = match existing {
+                    Some(id) => Some(id),
+                    None => same_anti_pattern_other_source_tx(tx, n, &older)?,
+                };
                 out.push(match existing {
                     Some(id) => (get_pattern_tx(tx, &id)?, Saved::Already),
                     None => match misheaded_anti_pattern_tx(tx, n)? {
@@ -829,7 +868,7 @@ impl Store {
     }
 
     /// Patterns matching all words of `text`, best first, with snippets.
-    pub fn search_patterns(&self, text: &str, limit: u32) -> Result<Vec<KnowledgeHit>> {
+    pub fn search_patterns(&self, text: &str, limit: u32) -> Result<KnowledgeHits> {
         self.search_knowledge(&PATTERNS, text, limit, RANKED_MATCHES)
     }
 
@@ -837,10 +876,10 @@ impl Store {
     /// holds (the best `limit` of its newest `bound` matches, ranked by
     /// [`ranked_tx`]), words of scripts written without spaces by their
     /// text (newest first when the query has no other words).
-    fn search_knowledge(&self, table: &Searched, text: &str, limit: u32, bound: usize) -> Result<Vec<KnowledgeHit>> {
+    fn search_knowledge(&self, table: &Searched, text: &str, limit: u32, bound: usize) -> Result<KnowledgeHits> {
         let plan = QueryPlan::of(text);
         if plan.is_empty() {
-            return Ok(Vec::new());
+            return Ok(KnowledgeHits::default());
         }
         let words = query_words(text);
         let hit = |r: Ranked, score: f64| KnowledgeHit {
@@ -852,12 +891,19 @@ impl Store {
         };
         if plan.fts.is_some() {
             return self.read(|tx| {
-                let ranked = ranked_tx(tx, table, &plan, text, bound)?.map_or_else(Vec::new, |r| r.ranked);
-                Ok(ranked
-                    .into_iter()
-                    .take(limit as usize)
-                    .map(|(r, score)| hit(r, score))
-                    .collect())
+                let Some(Ranking { ranked, capped, .. }) = ranked_tx(tx, table, &plan, text, bound)? else {
+                    return Ok(KnowledgeHits::default());
+                };
+                let more = ranked.len() > limit as usize || capped.is_some();
+                Ok(KnowledgeHits {
+                    hits: ranked
+                        .into_iter()
+                        .take(limit as usize)
+                        .map(|(r, score)| hit(r, score))
+                        .collect(),
+                    more,
+                    ranked_newest: capped.map(|_| bound),
+                })
             });
         }
         let Searched {
@@ -875,13 +921,21 @@ impl Store {
         );
         self.read(|tx| {
             let mut args: Vec<&dyn ToSql> = values.iter().map(|v| v as &dyn ToSql).collect();
-            args.push(&limit);
-            let rows = tx
+            // One more than asked for tells whether more matched.
+            let probe = i64::from(limit) + 1;
+            args.push(&probe);
+            let mut rows = tx
                 .prepare_cached(&sql)?
                 .query_map(args.as_slice(), ranked_from_row)?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
+            let more = rows.len() > limit as usize;
+            rows.truncate(limit as usize);
             // Found by text alone: no score.
-            Ok(rows.into_iter().map(|r| hit(r, 0.0)).collect())
+            Ok(KnowledgeHits {
+                hits: rows.into_iter().map(|r| hit(r, 0.0)).collect(),
+                more,
+                ranked_newest: None,
+            })
         })
     }
 
@@ -936,7 +990,7 @@ impl Store {
     }
 
     /// Notes matching all words of `text`, best first, with snippets.
-    pub fn search_notes(&self, text: &str, limit: u32) -> Result<Vec<KnowledgeHit>> {
+    pub fn search_notes(&self, text: &str, limit: u32) -> Result<KnowledgeHits> {
         self.search_knowledge(&NOTES, text, limit, RANKED_MATCHES)
     }
 }
@@ -1028,6 +1082,41 @@ mod tests {
         assert_eq!(store.pattern(&other.id).unwrap().title, "No: N+1 queries");
     }
 
+    /// An anti-pattern saved with the thought revised as its source (a
+    /// moment naming that thought, before the correction was always the
+    /// source) is the same learning: not saved twice (session 19).
+    #[test]
+    fn an_anti_pattern_saved_from_the_other_thought_is_already_saved() {
+        let (_d, store) = temp_store();
+        let learning = |source: u32, lesson: &str| NewPattern {
+            title: "DB reads dominate".into(),
+            description: "An anti-pattern extracted from session s (anti-patterns/x/db.md).".into(),
+            content: format!(
+                "# Avoid: DB reads dominate\n\n- Source: session \"s\" (`s`), thought {source}\n- Moment: revision\n\n## Lesson\n\n{lesson}\n"
+            ),
+            created_by: Some("extract_learnings".into()),
+            ..Default::default()
+        };
+        let before = store.create_pattern(learning(2, "Profile first")).unwrap();
+        let (same, saved) = store
+            .create_patterns_once(&[learning(3, "Profile first")])
+            .unwrap()
+            .remove(0);
+        assert_eq!((same.id.as_str(), saved), (before.id.as_str(), Saved::Already));
+        assert!(same.content.contains("thought 2"), "left as it is");
+        // Another lesson is another learning.
+        let (other, saved) = store.create_patterns_once(&[learning(3, "Measure")]).unwrap().remove(0);
+        assert_eq!(saved, Saved::Created);
+        assert_ne!(other.id, before.id);
+        // And a pattern (not an anti-pattern) is matched by its whole text.
+        let pattern = |source: u32| NewPattern {
+            description: "A pattern extracted from session s (patterns/x/db.md).".into(),
+            ..learning(source, "x")
+        };
+        store.create_pattern(pattern(2)).unwrap();
+        assert_eq!(store.create_patterns_once(&[pattern(3)]).unwrap()[0].1, Saved::Created);
+    }
+
     #[test]
     fn patterns_crud_slugs_tags_and_search() {
         let (_d, store) = temp_store();
@@ -1069,7 +1158,7 @@ mod tests {
                     ..Default::default()
                 })
                 .unwrap();
-            store.search_patterns(q, 5).unwrap();
+            store.search_patterns(q, 5).unwrap().hits;
         }
 
         let up = store
@@ -1086,11 +1175,14 @@ mod tests {
         assert_eq!(up.title, "Data races");
         assert_eq!(up.content, "Look for shared state.");
         assert_eq!(store.pattern_tags().unwrap()[0].name, "debugging");
-        assert_eq!(store.search_patterns("data races", 5).unwrap()[0].id, "race-conditions");
+        assert_eq!(
+            store.search_patterns("data races", 5).unwrap().hits[0].id,
+            "race-conditions"
+        );
 
         store.delete_pattern("race-conditions").unwrap();
         assert_eq!(store.pattern("race-conditions").unwrap_err().code(), "INVALID_PAYLOAD");
-        assert!(store.search_patterns("shared", 5).unwrap().is_empty());
+        assert!(store.search_patterns("shared", 5).unwrap().hits.is_empty());
         let conn = store.conn().unwrap();
         conn.execute(
             "INSERT INTO knowledge_patterns_fts (knowledge_patterns_fts) VALUES ('integrity-check')",
@@ -1112,12 +1204,20 @@ mod tests {
             .unwrap();
         store.write_note("会议", "今日のデータベース会議: cache").unwrap();
         let titles = |hits: Vec<KnowledgeHit>| hits.into_iter().map(|h| h.title).collect::<Vec<_>>();
-        assert_eq!(titles(store.search_patterns("数据库", 5).unwrap()), ["数据库设计"]);
+        assert_eq!(titles(store.search_patterns("数据库", 5).unwrap().hits), ["数据库设计"]);
         // Every word must be there: one found by its text, one by the index.
-        assert_eq!(titles(store.search_patterns("缓存 cache", 5).unwrap()), ["Cache notes"]);
-        assert!(store.search_patterns("数据库 cache", 5).unwrap().is_empty());
+        assert_eq!(
+            titles(store.search_patterns("缓存 cache", 5).unwrap().hits),
+            ["Cache notes"]
+        );
+        assert!(store.search_patterns("数据库 cache", 5).unwrap().hits.is_empty());
         // Tags are searched too.
-        assert_eq!(titles(store.search_patterns("架构", 5).unwrap()), ["数据库设计"]);
+        assert_eq!(titles(store.search_patterns("架构", 5).unwrap().hits), ["数据库设计"]);
+        // Found by text: one more read than the limit tells what was left.
+        let one = store.search_patterns("数据库", 1).unwrap();
+        assert_eq!((one.hits.len(), one.more, one.ranked_newest), (1, false, None));
+        let first = store.search_patterns("缓存", 1).unwrap();
+        assert_eq!((first.hits.len(), first.more, first.ranked_newest), (1, true, None));
         let listed = store
             .list_patterns(&PatternFilter {
                 search: Some("缓存".into()),
@@ -1126,11 +1226,11 @@ mod tests {
             .unwrap();
         assert_eq!(listed.total, 2);
         assert!(listed.patterns.iter().all(|p| p.score.is_some() && p.snippet.is_some()));
-        let notes = store.search_notes("データベース", 5).unwrap();
+        let notes = store.search_notes("データベース", 5).unwrap().hits;
         assert_eq!(notes.len(), 1);
         assert!(notes[0].snippet.contains("データベース"), "{}", notes[0].snippet);
-        assert_eq!(store.search_notes("データベース cache", 5).unwrap().len(), 1);
-        assert!(store.search_notes("数据库", 5).unwrap().is_empty());
+        assert_eq!(store.search_notes("データベース cache", 5).unwrap().hits.len(), 1);
+        assert!(store.search_notes("数据库", 5).unwrap().hits.is_empty());
     }
 
     #[test]
@@ -1207,8 +1307,11 @@ mod tests {
         assert_eq!(m.created_at, n.created_at);
         assert_eq!(m.content, "v2 with pagination");
         assert_eq!(store.list_notes(10, 0).unwrap().1, 1);
-        assert_eq!(store.search_notes("pagination", 5).unwrap()[0].id, "api-design-ideas");
-        assert!(store.search_notes("v1", 5).unwrap().is_empty());
+        assert_eq!(
+            store.search_notes("pagination", 5).unwrap().hits[0].id,
+            "api-design-ideas"
+        );
+        assert!(store.search_notes("v1", 5).unwrap().hits.is_empty());
         let id = |s: &str| NoteRef::Id(s.into());
         store.delete_note(&id("api-design-ideas")).unwrap();
         assert_eq!(
@@ -1303,8 +1406,22 @@ mod tests {
             .unwrap();
         assert_eq!(listed.total, 3);
         let mut snippets: Vec<String> = listed.patterns.into_iter().filter_map(|p| p.snippet).collect();
-        snippets.extend(store.search_patterns("word", 5).unwrap().into_iter().map(|h| h.snippet));
-        snippets.extend(store.search_notes("word", 5).unwrap().into_iter().map(|h| h.snippet));
+        snippets.extend(
+            store
+                .search_patterns("word", 5)
+                .unwrap()
+                .hits
+                .into_iter()
+                .map(|h| h.snippet),
+        );
+        snippets.extend(
+            store
+                .search_notes("word", 5)
+                .unwrap()
+                .hits
+                .into_iter()
+                .map(|h| h.snippet),
+        );
         snippets.extend(store.search_thoughts("word", 5).unwrap().into_iter().map(|h| h.snippet));
         assert_eq!(snippets.len(), 3 + 3 + 3 + 1);
         for s in snippets {
@@ -1389,10 +1506,22 @@ mod tests {
         let found: Vec<(String, f64)> = store
             .search_knowledge(&PATTERNS, "ledger", 10, BOUND)
             .unwrap()
+            .hits
             .into_iter()
             .map(|h| (h.title, h.score))
             .collect();
         assert_eq!(found, ranked);
+        // It says so: more matched than it ranked, the newest BOUND.
+        let told = store.search_knowledge(&PATTERNS, "ledger", 10, BOUND).unwrap();
+        assert_eq!((told.more, told.ranked_newest), (true, Some(BOUND)));
+        // Every match ranked: whether more matched than the limit.
+        let all_ranked = store.search_knowledge(&PATTERNS, "ledger", 8, 100).unwrap();
+        assert_eq!(
+            (all_ranked.hits.len(), all_ranked.more, all_ranked.ranked_newest),
+            (8, false, None)
+        );
+        let short = store.search_knowledge(&PATTERNS, "ledger", 7, 100).unwrap();
+        assert_eq!((short.hits.len(), short.more, short.ranked_newest), (7, true, None));
         // One to a page, across the bound: the same patterns, the same scores.
         for (i, one) in listed.iter().enumerate() {
             let page = list("ledger", &[], 1, i as u32, None);
@@ -1463,6 +1592,7 @@ mod tests {
         ranked = store
             .search_knowledge(&PATTERNS, "ledger", 10, BOUND)
             .unwrap()
+            .hits
             .into_iter()
             .map(|h| (h.title, h.score))
             .collect();
@@ -1487,8 +1617,8 @@ mod tests {
             };
             store.create_pattern(p(&format!("pattern {i}"), &[], content)).unwrap();
         }
-        let notes = store.search_notes("tenant", 10).unwrap();
-        let patterns = store.search_patterns("tenant", 10).unwrap();
+        let notes = store.search_notes("tenant", 10).unwrap().hits;
+        let patterns = store.search_patterns("tenant", 10).unwrap().hits;
         assert_eq!((notes.len(), patterns.len()), (2, 1));
         assert!(notes.iter().all(|n| n.score > 0.01), "{notes:?}");
         assert!(notes[0].score >= notes[1].score);

@@ -943,3 +943,99 @@ async fn update_pattern_names_an_unknown_field_and_the_one_meant() {
     let after = s.ok("knowledge", k("get_pattern", json!({ "id": id }))).await;
     assert_eq!(after, before, "nothing was written");
 }
+
+/// `search` said nothing when it stopped short: neither that more patterns
+/// matched than its `limit`, nor that over 1,000 matched, when it answers the
+/// best of the newest 1,000 (an older pattern may score higher).
+#[tokio::test]
+async fn knowledge_search_says_when_it_stopped_short() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    s.ready("Queues").await;
+    for i in 0..3 {
+        s.ok(
+            "knowledge",
+            k(
+                "create_pattern",
+                json!({ "title": format!("Queue pattern {i}"), "description": "bounded queue", "content": "Back-pressure." }),
+            ),
+        )
+        .await;
+    }
+    s.ok(
+        "knowledge",
+        k(
+            "write_scratchpad",
+            json!({ "topic": "queue", "content": "queue depth" }),
+        ),
+    )
+    .await;
+    let short = s
+        .ok("knowledge", k("search", json!({ "query": "queue", "limit": 2 })))
+        .await;
+    assert_eq!(short["patterns"].as_array().unwrap().len(), 2, "{short}");
+    assert_eq!(
+        (
+            &short["morePatterns"],
+            &short["moreNotes"],
+            &short["limitReached"],
+            &short["limit"]
+        ),
+        (&json!(true), &json!(false), &json!(true), &json!(2)),
+        "{short}"
+    );
+    assert!(
+        short.get("patternsRankedNewest").is_none() && short.get("note").is_none(),
+        "{short}"
+    );
+    let all = s.ok("knowledge", k("search", json!({ "query": "queue" }))).await;
+    assert_eq!(
+        (all["count"].as_u64(), &all["limitReached"]),
+        (Some(4), &json!(false)),
+        "{all}"
+    );
+    let notes_only = s
+        .ok(
+            "knowledge",
+            k("search", json!({ "query": "queue", "limit": 1, "include": ["notes"] })),
+        )
+        .await;
+    assert!(notes_only.get("morePatterns").is_none(), "{notes_only}");
+    assert_eq!(notes_only["limitReached"], false, "{notes_only}");
+    // session search with the garden says the same of it.
+    let with = s
+        .ok(
+            "session",
+            json!({ "subOperation": "search", "query": "queue", "limit": 2, "include": ["patterns", "notes"] }),
+        )
+        .await;
+    assert_eq!(
+        (&with["morePatterns"], &with["moreNotes"]),
+        (&json!(true), &json!(false)),
+        "{with}"
+    );
+    // Past the 1,000 newest matches, which are all that is ranked.
+    for i in 3..1001 {
+        s.ok(
+            "knowledge",
+            k(
+                "create_pattern",
+                json!({ "title": format!("Queue pattern {i}"), "description": "queue", "content": "x" }),
+            ),
+        )
+        .await;
+    }
+    let many = s.ok("knowledge", k("search", json!({ "query": "queue" }))).await;
+    assert_eq!(
+        (
+            &many["morePatterns"],
+            &many["patternsRankedNewest"],
+            &many["limitReached"]
+        ),
+        (&json!(true), &json!(1000), &json!(true)),
+        "{many}"
+    );
+    assert!(many["note"].as_str().unwrap().contains("newest 1000"), "{many}");
+    assert!(many.get("notesRankedNewest").is_none(), "{many}");
+    s.stop().await;
+}
