@@ -369,6 +369,9 @@ pub fn extract_learnings(
 
     if targets.contains(&LearningType::AntiPattern) {
         let before = learnings.len();
+        // One anti-pattern for one correction with one lesson, however the
+        // moments name it: the revision, or the thought it revised.
+        let mut seen: Vec<(i64, Option<u8>, Option<&str>)> = Vec::new();
         for (m, t) in resolved.iter().filter(|(m, _)| m.kind == MomentKind::Revision) {
             let branch = t.data.branch_id.as_deref();
             // The moment names the revision, or the thought revised (then
@@ -396,6 +399,19 @@ pub fn extract_learnings(
                     }
                 },
             };
+            let lesson_given = m.summary.as_deref().filter(|s| !s.trim().is_empty());
+            let key = (correction.seq, m.significance, lesson_given);
+            if seen.contains(&key) {
+                notes.push(format!(
+                    "thought {}{} names the correction of an earlier revision moment (thought {}), with the same \
+                     significance and summary: one anti-pattern for both.",
+                    t.data.thought_number,
+                    chain_label(branch),
+                    correction.data.thought_number
+                ));
+                continue;
+            }
+            seen.push(key);
             // "Avoid: ..." names what was believed, whichever of the two
             // thoughts the moment names; the summary is the lesson (review
             // 18: a moment naming the revision was titled with the
@@ -429,15 +445,18 @@ pub fn extract_learnings(
                 .clone()
                 .filter(|s| !s.trim().is_empty())
                 .unwrap_or_else(|| "Check this kind of belief earlier next time.".into());
+            // The correction is the source, whichever thought the moment
+            // names, so that naming either gives the same anti-pattern
+            // (and `save` keeps one).
             let content = format!(
                 "# Avoid: {title}\n\n{}\n- Moment: revision, significance {}/10\n\n{body}\n\n## Lesson\n\n{lesson}\n",
-                source_line(t),
+                source_line(correction),
                 m.significance.unwrap_or(5),
             );
             learnings.push(ExtractedLearning {
                 kind: LearningType::AntiPattern,
-                target_path: unique_path("anti-patterns", &title, t.data.thought_number),
-                metadata: metadata(numbers, branch, Some(characteristics(m, t))),
+                target_path: unique_path("anti-patterns", &title, correction.data.thought_number),
+                metadata: metadata(numbers, branch, Some(characteristics(m, correction))),
                 content,
                 title,
             });
@@ -620,6 +639,25 @@ mod tests {
                 );
             }
         }
+        // Naming either thought gives the same anti-pattern, its source the
+        // correction; both in one call give one, and a note.
+        let one = |named: &[u32]| {
+            let ms: Vec<KeyMoment> = named.iter().map(|&n| moment(n, MomentKind::Revision)).collect();
+            extract_learnings(&session("s"), &ts, 0, &ms, &[LearningType::AntiPattern], AT).unwrap()
+        };
+        let (by_revision, by_revised) = (one(&[5]), one(&[2]));
+        assert_eq!(by_revision.learnings, by_revised.learnings);
+        assert!(
+            by_revised.learnings[0].content.contains("), thought 5\n"),
+            "{}",
+            by_revised.learnings[0].content
+        );
+        let both = one(&[2, 5]);
+        assert_eq!(both.learnings, by_revised.learnings);
+        let note = both.note.unwrap_or_default();
+        assert!(note.contains("one anti-pattern for both"), "{note}");
+        // Thought 4 is another correction of thought 2: its own learning.
+        assert_eq!(one(&[4, 2]).learnings.len(), 2);
         // The thought revised is gone (a hand edit): named, not guessed.
         let mut ts = revising();
         ts.retain(|t| t.data.thought_number != 2);

@@ -705,16 +705,34 @@ async fn an_anti_pattern_is_headed_with_the_belief_revised() {
         .ok("knowledge", json!({ "subOperation": "get_pattern", "id": id }))
         .await;
     assert_eq!(p["title"], belief, "{p}");
-    // Named by the thought revised: the same heading.
+    // Named by the thought revised: the same anti-pattern, saved once
+    // (before, a second pattern, its source the thought revised).
     let y = s.ok("session", learn(2)).await;
     assert_eq!(y["learnings"][0]["title"], belief, "{y}");
-    assert!(
-        y["learnings"][0]["content"]
-            .as_str()
-            .unwrap()
-            .starts_with(&format!("# Avoid: {belief}\n")),
+    assert_eq!(y["learnings"][0]["content"].as_str(), Some(content), "{y}");
+    assert_eq!(
+        (&y["savedPatterns"], &y["alreadySaved"]),
+        (&json!([id]), &json!([id])),
         "{y}"
     );
+    // Both named in one call: one learning, and a note on the other.
+    let both = s
+        .ok(
+            "session",
+            json!({ "subOperation": "extract_learnings", "sessionId": sid, "save": true,
+                    "keyMoments": [{ "thoughtNumber": 2, "type": "revision", "significance": 6 },
+                                   { "thoughtNumber": 3, "type": "revision", "significance": 6 }],
+                    "targetTypes": ["anti-pattern"] }),
+        )
+        .await;
+    assert_eq!(both["extractedCount"], 1, "{both}");
+    assert_eq!(both["alreadySaved"], json!([id]), "{both}");
+    assert!(
+        both["note"].as_str().unwrap().contains("one anti-pattern for both"),
+        "{both}"
+    );
+    let listed = s.ok("knowledge", json!({ "subOperation": "list_patterns" })).await;
+    assert_eq!(listed["total"], 1, "{listed}");
     // The same correction as an insight: a pattern headed with the correction.
     let z = s
         .ok(
