@@ -64,6 +64,19 @@ fn sessions_on(store: &crate::store::Store, command: SessionsCommand) -> Result<
                 sort_order: if asc { SortOrder::Asc } else { SortOrder::Desc },
             };
             let page = store.list_sessions(&filter)?;
+            // Tags match exactly: say which spellings sessions carry.
+            let spelled = if page.total == 0 {
+                store.session_tag_spellings(&filter.tags)?
+            } else {
+                Vec::new()
+            };
+            for (tag, other) in &spelled {
+                let other: Vec<String> = other.iter().map(|o| format!("{o:?}")).collect();
+                eprintln!(
+                    "no session has the tag {tag:?} (tags match exactly, letter case too); sessions have {}",
+                    other.join(" or ")
+                );
+            }
             if json {
                 return out_json(&page).map(|()| ExitCode::SUCCESS);
             }

@@ -351,7 +351,9 @@ async fn list_patterns(gw: &Gateway, args: Args) -> Result<Value> {
         .search
         .as_deref()
         .is_some_and(|q| crate::store::fts_query(q).is_none());
+    let tags = filter.tags.clone();
     let page = gw.blocking(move |s| s.list_patterns(&filter)).await?;
+    let empty = page.total == 0;
     let patterns: Vec<Value> = page
         .patterns
         .iter()
@@ -377,6 +379,9 @@ async fn list_patterns(gw: &Gateway, args: Args) -> Result<Value> {
     });
     if unsearchable {
         out["note"] = json!(super::ops::UNSEARCHABLE_NOTE);
+    } else if empty && !tags.is_empty() {
+        let spelled = gw.blocking(move |s| s.pattern_tag_spellings(&tags)).await?;
+        super::ops::tell_tag_spellings(&mut out, "pattern", &spelled);
     }
     Ok(out)
 }

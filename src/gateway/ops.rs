@@ -531,6 +531,7 @@ pub async fn list_sessions(gw: &Gateway, args: Args) -> Result<Value> {
         offset: 0,
         ..filter.clone()
     });
+    let tags = filter.tags.clone();
     let page = gw.blocking(move |s| s.list_sessions(&filter)).await?;
     let empty = page.total == 0;
     let mut out = serde_json::to_value(page).map_err(|e| Error::Internal(e.to_string()))?;
@@ -565,10 +566,37 @@ pub async fn list_sessions(gw: &Gateway, args: Args) -> Result<Value> {
             out["otherStatusTotal"] = json!(other);
         }
     }
+    if empty && out.get("note").is_none() && !tags.is_empty() {
+        let spelled = gw.blocking(move |s| s.session_tag_spellings(&tags)).await?;
+        tell_tag_spellings(&mut out, "session", &spelled);
+    }
     if empty && searched && out.get("note").is_none() {
         out["note"] = json!(SEARCH_HERE_NOTE);
     }
     Ok(out)
+}
+
+/// For a list that matched nothing: the filter's tags that no `kind` (session
+/// or pattern) carries but that others carry in another letter case, as a
+/// `note` and `otherSpellings` (`{"Q3 Plan": ["q3 plan"]}`). Tags match
+/// exactly; an agent recalling its tag in other capitals concluded there was
+/// no such session and started a duplicate (review 19-a).
+pub(crate) fn tell_tag_spellings(out: &mut Value, kind: &str, spelled: &[(String, Vec<String>)]) {
+    if spelled.is_empty() {
+        return;
+    }
+    let said: Vec<String> = spelled
+        .iter()
+        .map(|(tag, other)| {
+            let other: Vec<String> = other.iter().map(|o| format!("{o:?}")).collect();
+            format!("not {tag:?} but {}", other.join(" or "))
+        })
+        .collect();
+    out["note"] = json!(format!(
+        "no {kind} matches; tags match exactly, letter case too, and {kind}s carry {}: list with that spelling",
+        said.join("; ")
+    ));
+    out["otherSpellings"] = Value::Object(spelled.iter().map(|(t, o)| (t.clone(), json!(o))).collect());
 }
 
 /// `cipher`: the notation guide, which unlocks stage 2. With `brief: true`

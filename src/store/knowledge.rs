@@ -728,6 +728,12 @@ impl Store {
     }
 
     /// Patterns matching a PatternFilter.
+    /// Tags of `tags` no pattern carries, each with those patterns carry
+    /// that differ from it only in letter case.
+    pub fn pattern_tag_spellings(&self, tags: &[String]) -> Result<Vec<(String, Vec<String>)>> {
+        self.read(|tx| PATTERN_TAGS.other_spellings(tx, tags))
+    }
+
     pub fn list_patterns(&self, filter: &PatternFilter) -> Result<PatternPage> {
         self.list_patterns_ranking(filter, RANKED_MATCHES)
     }

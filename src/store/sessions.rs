@@ -102,6 +102,12 @@ impl Store {
     }
 
     /// Sessions matching a SessionFilter, newest first by default.
+    /// Tags of `tags` no session carries, each with those sessions carry
+    /// that differ from it only in letter case ([`TagTable::other_spellings`]).
+    pub fn session_tag_spellings(&self, tags: &[String]) -> Result<Vec<(String, Vec<String>)>> {
+        self.read(|tx| SESSION_TAGS.other_spellings(tx, tags))
+    }
+
     pub fn list_sessions(&self, filter: &SessionFilter) -> Result<SessionPage> {
         let mut clauses: Vec<String> = Vec::new();
         let mut values: Vec<String> = Vec::new();

@@ -82,6 +82,37 @@ impl TagClauses {
 }
 
 impl TagTable {
+    /// For each tag of `tags` that no row carries, the tags rows do carry
+    /// that differ from it only in letter case (tags match exactly): what
+    /// an agent that recalled `Q3 Plan` for `q3 plan` meant. Reads every
+    /// distinct tag, so it is for a filter that matched nothing.
+    pub fn other_spellings(&self, tx: &Connection, tags: &[String]) -> Result<Vec<(String, Vec<String>)>> {
+        let mut exists = tx.prepare_cached(&format!("SELECT 1 FROM {} WHERE tag = ?1 LIMIT 1", self.table))?;
+        let mut missing: Vec<(String, String)> = Vec::new();
+        for t in tags {
+            if !exists.exists([t])? && !missing.iter().any(|(m, _)| m == t) {
+                missing.push((t.clone(), t.to_lowercase()));
+            }
+        }
+        let mut out: Vec<(String, Vec<String>)> = missing.iter().map(|(t, _)| (t.clone(), Vec::new())).collect();
+        if missing.is_empty() {
+            return Ok(out);
+        }
+        let mut all = tx.prepare_cached(&format!("SELECT DISTINCT tag FROM {} ORDER BY tag", self.table))?;
+        let mut rows = all.query([])?;
+        while let Some(row) = rows.next()? {
+            let tag: String = row.get(0)?;
+            let lower = tag.to_lowercase();
+            for (i, (_, want)) in missing.iter().enumerate() {
+                if lower == *want {
+                    out[i].1.push(tag.clone());
+                }
+            }
+        }
+        out.retain(|(_, found)| !found.is_empty());
+        Ok(out)
+    }
+
     /// The clauses for rows carrying every tag of `tags` (deduplicated),
     /// when the page ends `wanted` rows into the list (offset + limit).
     pub fn clauses(&self, tx: &Connection, tags: &[String], wanted: u64) -> Result<TagClauses> {
@@ -206,6 +237,31 @@ mod tests {
         let k = SESSIONS.clauses(&c, &tags(&["common"]), 20).unwrap();
         assert!(k.page[0].starts_with("EXISTS"), "{:?}", k.page);
         assert!(k.count[0].starts_with("s.id IN"), "{:?}", k.count);
+    }
+
+    #[test]
+    fn tags_that_differ_only_in_letter_case_are_found_for_a_missing_one() {
+        let c = ledger(&[
+            ("s1", &["q3 plan", "Äpfel"]),
+            ("s2", &["Q3 plan", "db"]),
+            ("s3", &["q3 plan"]),
+        ]);
+        let found = SESSIONS
+            .other_spellings(&c, &tags(&["Q3 PLAN", "db", "äpfel", "nothing"]))
+            .unwrap();
+        assert_eq!(
+            found,
+            [
+                ("Q3 PLAN".to_string(), tags(&["Q3 plan", "q3 plan"])),
+                ("äpfel".to_string(), tags(&["Äpfel"]))
+            ]
+        );
+        assert!(
+            SESSIONS
+                .other_spellings(&c, &tags(&["db", "q3 plan"]))
+                .unwrap()
+                .is_empty()
+        );
     }
 
     #[test]

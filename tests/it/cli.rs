@@ -164,6 +164,14 @@ fn sessions_list_show_and_search() {
     );
     let page = ok_json(&db, &["sessions", "list", "--tag", "perf"]);
     assert_eq!(page["total"], 1);
+    // Tags match exactly; another letter case is named on stderr.
+    let out = run(&db, &["sessions", "list", "--tag", "PERF"]);
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(r#"no session has the tag "PERF""#) && err.contains(r#"sessions have "perf""#),
+        "{err}"
+    );
     assert_eq!(page["sessions"][0]["id"], a.as_str());
     assert_eq!(page["sessions"][0]["thoughtCount"], 4);
     let page = ok_json(&db, &["sessions", "list", "--sort", "title", "--asc", "--limit", "1"]);

@@ -1039,3 +1039,53 @@ async fn knowledge_search_says_when_it_stopped_short() {
     assert!(many.get("notesRankedNewest").is_none(), "{many}");
     s.stop().await;
 }
+
+/// Tags match exactly: a filter in other capitals than the tag carried
+/// finds nothing, and says which spelling is carried (review 19-a).
+#[tokio::test]
+async fn a_tag_filter_in_other_letter_case_names_the_tag_carried() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    s.ok(
+        "start_new",
+        json!({ "title": "Migration plan", "tags": ["q3 plan", "Äpfel"], "newWork": { "project": "billing" } }),
+    )
+    .await;
+    s.ok("cipher", json!({})).await;
+    for (filter, tag, other) in [
+        (json!({ "tags": ["Q3 Plan"] }), "Q3 Plan", json!(["q3 plan"])),
+        (json!({ "tag": "äpfel" }), "äpfel", json!(["Äpfel"])),
+        (
+            json!({ "project": "Billing" }),
+            "project:Billing",
+            json!(["project:billing"]),
+        ),
+    ] {
+        let l = s.ok("list_sessions", filter.clone()).await;
+        assert_eq!(l["total"], 0, "{filter}: {l}");
+        assert_eq!(l["otherSpellings"][tag], other, "{filter}: {l}");
+        assert!(l["note"].as_str().unwrap().contains("letter case"), "{l}");
+    }
+    // A tag nobody carries in any case: no such note.
+    let l = s.ok("list_sessions", json!({ "tags": ["nope"] })).await;
+    assert!(l.get("otherSpellings").is_none(), "{l}");
+    let l = s.ok("list_sessions", json!({ "tags": ["q3 plan"] })).await;
+    assert_eq!(l["total"], 1, "{l}");
+    s.ok(
+        "knowledge",
+        k(
+            "create_pattern",
+            json!({ "title": "T", "description": "d", "content": "c", "tags": ["Caching"] }),
+        ),
+    )
+    .await;
+    let l = s
+        .ok("knowledge", k("list_patterns", json!({ "tags": ["caching"] })))
+        .await;
+    assert_eq!(
+        (&l["total"], &l["otherSpellings"]["caching"]),
+        (&json!(0), &json!(["Caching"])),
+        "{l}"
+    );
+    s.stop().await;
+}
