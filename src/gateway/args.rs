@@ -185,6 +185,28 @@ pub(super) fn folded(name: &str) -> String {
         .collect()
 }
 
+/// The name of `names` that `given` misspells, if it is none of them: the
+/// same letters in another case or with `_`, `-` or spaces (`startNew`,
+/// `Read-Thoughts`), or, for names of six letters or more, one letter
+/// added, dropped, changed or swapped (`get_stat`, `extract_learning`).
+pub(crate) fn name_meant(given: &str, names: &[&'static str]) -> Option<&'static str> {
+    if names.contains(&given) {
+        return None;
+    }
+    let g: Vec<char> = folded(given).chars().collect();
+    let folded_names: Vec<(&'static str, Vec<char>)> =
+        names.iter().map(|n| (*n, folded(n).chars().collect())).collect();
+    folded_names
+        .iter()
+        .find(|(_, n)| *n == g)
+        .or_else(|| {
+            folded_names
+                .iter()
+                .find(|(_, n)| n.len().max(g.len()) >= 6 && edits_capped(&g, n) == 1)
+        })
+        .map(|(name, _)| *name)
+}
+
 /// Edits (insert, delete, substitute, swap two neighbours) from `a` to `b`.
 pub(super) fn edits(a: &[char], b: &[char]) -> usize {
     let (n, m) = (a.len(), b.len());
@@ -1033,6 +1055,30 @@ mod tests {
         assert!(a.bool_opt(&["c"]).is_err());
         assert!(a.bool_opt(&["d"]).is_err());
         assert!(a.bool_req(&["zz"]).is_err());
+    }
+
+    #[test]
+    fn a_misspelt_operation_name_is_told_apart_from_a_different_one() {
+        const OPS: &[&str] = &[
+            "start_new",
+            "get_state",
+            "read_thoughts",
+            "thought",
+            "cipher",
+            "session",
+        ];
+        for (given, meant) in [
+            ("startNew", Some("start_new")),
+            ("Read-Thoughts", Some("read_thoughts")),
+            ("get_stat", Some("get_state")),
+            ("sesion", Some("session")),
+            ("thought", None),
+            ("though", Some("thought")),
+            ("sesh", None),
+            ("list_roots_of_evil", None),
+        ] {
+            assert_eq!(name_meant(given, OPS), meant, "{given}");
+        }
     }
 
     #[test]

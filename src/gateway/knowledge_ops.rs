@@ -100,10 +100,12 @@ pub async fn knowledge(gw: &Gateway, args: Args) -> Result<Value> {
             Ok(json!({ "id": n.id, "title": n.title, "deleted": true }))
         }
         "search" => search(gw, args).await,
-        other => Err(Error::InvalidOperation {
-            message: format!("unknown knowledge sub-operation {other:?}"),
-            details: Some(json!({ "subOperation": other, "validSubOperations": SUB_OPERATIONS })),
-        }),
+        other => Err(super::unknown_name(
+            "knowledge sub-operation",
+            other,
+            SUB_OPERATIONS,
+            ("subOperation", "validSubOperations"),
+        )),
     }?;
     // Using the garden is a domain operation: it moves a connection that has
     // loaded the cipher to stage 3 (nothing requires stage 3; get_state shows it).

@@ -514,10 +514,12 @@ impl Gateway {
                     details: Some(json!({ "operation": operation, "available": false, "validOperations": valid })),
                 });
             }
-            return Err(Error::InvalidOperation {
-                message: format!("unknown operation {operation:?}"),
-                details: Some(json!({ "operation": operation, "validOperations": valid })),
-            });
+            return Err(unknown_name(
+                "operation",
+                &operation,
+                &valid,
+                ("operation", "validOperations"),
+            ));
         };
         arguments.remove("operation");
         // `args` holds the parameters; clients that put them beside
@@ -585,6 +587,24 @@ impl Gateway {
             "knowledge" => knowledge_ops::knowledge(self, args).await,
             other => Err(Error::operation(format!("unknown operation {other:?}"))),
         }
+    }
+}
+
+/// `unknown {what} "given"`, naming the valid names under `keys.1` and,
+/// when `given` misspells one of them ([`args::name_meant`]: `startNew`,
+/// `readThoughts`), that one as `didYouMean` (review 19-a: only the list
+/// was given).
+pub(crate) fn unknown_name(what: &str, given: &str, valid: &[&'static str], keys: (&str, &str)) -> Error {
+    let meant = args::name_meant(given, valid);
+    let mut details = json!({ keys.0: given, keys.1: valid });
+    let mut message = format!("unknown {what} {given:?}");
+    if let Some(m) = meant {
+        details["didYouMean"] = json!(m);
+        message.push_str(&format!("; did you mean {m:?}? (nothing was done)"));
+    }
+    Error::InvalidOperation {
+        message,
+        details: Some(details),
     }
 }
 

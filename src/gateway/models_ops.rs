@@ -36,10 +36,12 @@ pub async fn mental_models(gw: &Gateway, args: Args) -> Result<Value> {
                 .collect();
             Ok(json!({ "count": tags.len(), "tags": tags }))
         }
-        other => Err(Error::InvalidOperation {
-            message: format!("unknown mental_models sub-operation {other:?}"),
-            details: Some(json!({ "subOperation": other, "validSubOperations": SUB_OPERATIONS })),
-        }),
+        other => Err(super::unknown_name(
+            "mental_models sub-operation",
+            other,
+            SUB_OPERATIONS,
+            ("subOperation", "validSubOperations"),
+        )),
     }?;
     // Applying a reasoning framework is a domain operation: a connection that
     // has loaded the cipher reaches stage 3 (informational; nothing requires it).

@@ -45,10 +45,12 @@ pub async fn session(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
         "analyze" => super::analysis_ops::analyze(gw, args).await,
         "extract_learnings" => super::analysis_ops::extract_learnings(gw, args).await,
         "discovery" => super::init_ops::discovery(gw, args, ctx).await,
-        other => Err(Error::InvalidOperation {
-            message: format!("unknown session sub-operation {other:?}"),
-            details: Some(json!({ "subOperation": other, "validSubOperations": SUB_OPERATIONS })),
-        }),
+        other => Err(super::unknown_name(
+            "session sub-operation",
+            other,
+            SUB_OPERATIONS,
+            ("subOperation", "validSubOperations"),
+        )),
     }
 }
 

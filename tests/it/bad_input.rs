@@ -475,6 +475,27 @@ async fn gateway_shape_errors() {
             .unwrap()
             .contains(&json!("thought"))
     );
+    assert!(
+        e.get("didYouMean").is_none() && e["details"].get("didYouMean").is_none(),
+        "{e}"
+    );
+    // A misspelt name is named back, at each level, and nothing is done.
+    let e = s.err("startNew", json!({ "title": "x" }), "INVALID_OPERATION").await;
+    assert_eq!(e["details"]["didYouMean"], "start_new", "{e}");
+    assert!(
+        e["message"].as_str().unwrap().contains("did you mean \"start_new\""),
+        "{e}"
+    );
+    s.ready("misspelt names").await;
+    for (op, sub, meant) in [
+        ("session", "extractLearnings", "extract_learnings"),
+        ("knowledge", "list-patterns", "list_patterns"),
+        ("mental_models", "get_modle", "get_model"),
+    ] {
+        let e = s.err(op, json!({ "subOperation": sub }), "INVALID_OPERATION").await;
+        assert_eq!(e["details"]["didYouMean"], meant, "{e}");
+        assert!(e["details"]["validSubOperations"].is_array(), "{e}");
+    }
     // Parameters beside `operation` (no `args`) are understood too.
     let m = object(json!({ "operation": "start_new", "sessionTitle": "flat" }));
     assert_eq!(s.call_raw(m).await.unwrap()["session"]["title"], "flat");
