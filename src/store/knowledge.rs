@@ -379,19 +379,33 @@ fn ranked_tx(tx: &Tx<'_>, table: &Searched, plan: &QueryPlan, text: &str, bound:
         text: all_text,
         ..
     } = table;
-    let Some(q) = &plan.fts else {
+    if plan.is_empty() {
         return Ok(None);
-    };
+    }
     let (mut clauses, mut values) = plan.text_conditions(all_text);
-    clauses.push(format!("{fts} MATCH ?"));
-    values.push(q.clone());
-    // Newest first from the index itself (its rowids are the seqs), so the
-    // bound stops the read: rescoring keeps this order among equal scores.
-    let sql = format!(
-        "SELECT {a}.seq, {a}.id, {a}.title, {fields} FROM {fts} CROSS JOIN {base} AS {a} ON {a}.seq = {fts}.rowid
-         WHERE {} ORDER BY {fts}.rowid DESC LIMIT {bound}",
-        clauses.join(" AND ")
-    );
+    let sql = match &plan.fts {
+        // Newest first from the index itself (its rowids are the seqs), so
+        // the bound stops the read: rescoring keeps this order among equal
+        // scores.
+        Some(q) => {
+            clauses.push(format!("{fts} MATCH ?"));
+            values.push(q.clone());
+            format!(
+                "SELECT {a}.seq, {a}.id, {a}.title, {fields} FROM {fts} CROSS JOIN {base} AS {a} ON {a}.seq = {fts}.rowid
+                 WHERE {} ORDER BY {fts}.rowid DESC LIMIT {bound}",
+                clauses.join(" AND ")
+            )
+        }
+        // Only words of scripts written without spaces, which the index
+        // cannot find inside a run of letters: found by their text, newest
+        // first, and scored as the index's words are (review 19-a: they
+        // were listed unscored, newest first, whatever they held).
+        None => format!(
+            "SELECT {a}.seq, {a}.id, {a}.title, {fields} FROM {base} AS {a}
+             WHERE {} ORDER BY {a}.seq DESC LIMIT {bound}",
+            clauses.join(" AND ")
+        ),
+    };
     let rows = tx
         .prepare_cached(&sql)?
         .query_map(rusqlite::params_from_iter(&values), ranked_from_row)?
@@ -411,13 +425,24 @@ fn ranked_tx(tx: &Tx<'_>, table: &Searched, plan: &QueryPlan, text: &str, bound:
     Ok(Some(Ranking { ranked, scorer, capped }))
 }
 
-/// The seqs of every pattern matching the query (which has words for the
-/// index), newest first: from the index alone unless words must be found
-/// by their text. For counting and paging past the ranked matches: a pass
-/// over the index's entries, without reading or scoring the patterns.
+/// The seqs of every pattern matching the query, newest first: from the
+/// index alone unless words must be found by their text. For counting and
+/// paging past the ranked matches: a pass over the index's entries, without
+/// reading or scoring the patterns (or, for a query of words found by their
+/// text only, a pass over the patterns).
 fn matched_seqs_tx(tx: &Tx<'_>, plan: &QueryPlan) -> Result<Vec<i64>> {
     let fts = PATTERNS.fts;
     let (mut clauses, mut values) = plan.text_conditions(PATTERN_TEXT);
+    if plan.fts.is_none() {
+        let sql = format!(
+            "SELECT p.seq FROM knowledge_patterns AS p WHERE {} ORDER BY p.seq DESC",
+            clauses.join(" AND ")
+        );
+        return Ok(tx
+            .prepare_cached(&sql)?
+            .query_map(rusqlite::params_from_iter(&values), |r| r.get(0))?
+            .collect::<rusqlite::Result<Vec<_>>>()?);
+    }
     let join = if clauses.is_empty() {
         String::new()
     } else {
@@ -749,37 +774,27 @@ impl Store {
                 total: 0,
                 has_more: false,
             }),
-            // Words the index holds: scored as `search` scores them.
-            (Some(p), Some(text)) if p.fts.is_some() => self.read(|tx| searched_page_tx(tx, filter, p, text, bound)),
-            _ => self.listed_page(filter, plan.as_ref()),
+            // Scored as `search` scores them.
+            (Some(p), Some(text)) => self.read(|tx| searched_page_tx(tx, filter, p, text, bound)),
+            _ => self.listed_page(filter),
         }
     }
 
-    /// A page of patterns without words for the index: every pattern, or
-    /// those holding words of scripts written without spaces (found by
-    /// their text: score 0).
-    fn listed_page(&self, filter: &PatternFilter, plan: Option<&QueryPlan>) -> Result<PatternPage> {
-        let (clauses, values) = plan.map(|p| p.text_conditions(PATTERN_TEXT)).unwrap_or_default();
+    /// A page of patterns without a search: every pattern (that carries the
+    /// tags), in the order asked for.
+    fn listed_page(&self, filter: &PatternFilter) -> Result<PatternPage> {
         let order = pattern_order(filter);
-        let words = filter.search.as_deref().map(query_words).unwrap_or_default();
         let (limit, offset) = (filter.limit, filter.offset);
-        let searching = plan.is_some();
         self.read(|tx| {
-            // The tags' clauses come last, their values too.
             let tags = PATTERN_TAGS.clauses(tx, &filter.tags, u64::from(offset) + u64::from(limit))?;
             let where_sql = |tag_clauses: &[String]| {
-                let all: Vec<&str> = clauses.iter().chain(tag_clauses).map(String::as_str).collect();
-                if all.is_empty() {
+                if tag_clauses.is_empty() {
                     String::new()
                 } else {
-                    format!("WHERE {}", all.join(" AND "))
+                    format!("WHERE {}", tag_clauses.join(" AND "))
                 }
             };
-            let refs: Vec<&dyn ToSql> = values
-                .iter()
-                .chain(&tags.values)
-                .map(|v| v as &dyn ToSql)
-                .collect();
+            let refs: Vec<&dyn ToSql> = tags.values.iter().map(|v| v as &dyn ToSql).collect();
             let sql = format!(
                 "SELECT {PATTERN_COLUMNS} FROM knowledge_patterns AS p {} ORDER BY {order} LIMIT {limit} OFFSET {offset}",
                 where_sql(&tags.page)
@@ -787,18 +802,16 @@ impl Store {
             let patterns = tx
                 .prepare_cached(&sql)?
                 .query_map(refs.as_slice(), |r| {
-                    let pattern = pattern_from_row(r)?;
                     Ok(PatternListItem {
-                        snippet: searching.then(|| pattern_snippet(&pattern, &words)),
-                        // Found by text alone, a pattern has no score: 0.
-                        score: searching.then_some(0.0),
-                        pattern,
+                        snippet: None,
+                        score: None,
+                        pattern: pattern_from_row(r)?,
                     })
                 })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             let total = tags.total(
                 tx,
-                clauses.is_empty(),
+                true,
                 &format!("SELECT count(*) FROM knowledge_patterns AS p {}", where_sql(&tags.count)),
                 refs.as_slice(),
             )?;
@@ -878,10 +891,9 @@ impl Store {
         self.search_knowledge(&PATTERNS, text, limit, RANKED_MATCHES)
     }
 
-    /// Run one of the knowledge searches: the index for the words it
-    /// holds (the best `limit` of its newest `bound` matches, ranked by
-    /// [`ranked_tx`]), words of scripts written without spaces by their
-    /// text (newest first when the query has no other words).
+    /// Run one of the knowledge searches: the best `limit` of the query's
+    /// newest `bound` matches, ranked by [`ranked_tx`] (words of scripts
+    /// written without spaces found by their text, and scored alike).
     fn search_knowledge(&self, table: &Searched, text: &str, limit: u32, bound: usize) -> Result<KnowledgeHits> {
         let plan = QueryPlan::of(text);
         if plan.is_empty() {
@@ -895,52 +907,19 @@ impl Store {
             title: r.title,
             score,
         };
-        if plan.fts.is_some() {
-            return self.read(|tx| {
-                let Some(Ranking { ranked, capped, .. }) = ranked_tx(tx, table, &plan, text, bound)? else {
-                    return Ok(KnowledgeHits::default());
-                };
-                let more = ranked.len() > limit as usize || capped.is_some();
-                Ok(KnowledgeHits {
-                    hits: ranked
-                        .into_iter()
-                        .take(limit as usize)
-                        .map(|(r, score)| hit(r, score))
-                        .collect(),
-                    more,
-                    ranked_newest: capped.map(|_| bound),
-                })
-            });
-        }
-        let Searched {
-            table: base,
-            alias: a,
-            fields,
-            text: all_text,
-            ..
-        } = table;
-        let (clauses, values) = plan.text_conditions(all_text);
-        let sql = format!(
-            "SELECT {a}.seq, {a}.id, {a}.title, {fields} FROM {base} AS {a} WHERE {}
-             ORDER BY {a}.updated_at DESC, {a}.seq DESC LIMIT ?",
-            clauses.join(" AND ")
-        );
         self.read(|tx| {
-            let mut args: Vec<&dyn ToSql> = values.iter().map(|v| v as &dyn ToSql).collect();
-            // One more than asked for tells whether more matched.
-            let probe = i64::from(limit) + 1;
-            args.push(&probe);
-            let mut rows = tx
-                .prepare_cached(&sql)?
-                .query_map(args.as_slice(), ranked_from_row)?
-                .collect::<rusqlite::Result<Vec<_>>>()?;
-            let more = rows.len() > limit as usize;
-            rows.truncate(limit as usize);
-            // Found by text alone: no score.
+            let Some(Ranking { ranked, capped, .. }) = ranked_tx(tx, table, &plan, text, bound)? else {
+                return Ok(KnowledgeHits::default());
+            };
+            let more = ranked.len() > limit as usize || capped.is_some();
             Ok(KnowledgeHits {
-                hits: rows.into_iter().map(|r| hit(r, 0.0)).collect(),
+                hits: ranked
+                    .into_iter()
+                    .take(limit as usize)
+                    .map(|(r, score)| hit(r, score))
+                    .collect(),
                 more,
-                ranked_newest: None,
+                ranked_newest: capped.map(|_| bound),
             })
         })
     }
@@ -1224,6 +1203,32 @@ mod tests {
         assert_eq!((one.hits.len(), one.more, one.ranked_newest), (1, false, None));
         let first = store.search_patterns("缓存", 1).unwrap();
         assert_eq!((first.hits.len(), first.more, first.ranked_newest), (1, true, None));
+        // Ranked as the index's words are (review 19-a: listed newest
+        // first with score 0): the pattern holding it most comes first,
+        // though the other is newer; list_patterns scores them alike.
+        store
+            .create_pattern(p("数据库设计模式", &[], "数据库 数据库 数据库 设计"))
+            .unwrap();
+        store
+            .create_pattern(p("other", &[], &format!("{} 数据库", "很长的文本 ".repeat(50))))
+            .unwrap();
+        let found = store.search_patterns("数据库", 10).unwrap().hits;
+        let ranked: Vec<(&str, f64)> = found.iter().map(|h| (h.title.as_str(), h.score)).collect();
+        assert_eq!(ranked[0].0, "数据库设计模式", "{ranked:?}");
+        assert!(ranked.iter().all(|(_, s)| *s > 0.0), "{ranked:?}");
+        assert!(ranked.windows(2).all(|w| w[0].1 >= w[1].1), "{ranked:?}");
+        let listed = store
+            .list_patterns(&PatternFilter {
+                search: Some("数据库".into()),
+                ..Default::default()
+            })
+            .unwrap();
+        let listed: Vec<(&str, f64)> = listed
+            .patterns
+            .iter()
+            .map(|i| (i.pattern.title.as_str(), i.score.unwrap_or_default()))
+            .collect();
+        assert_eq!(listed, ranked);
         let listed = store
             .list_patterns(&PatternFilter {
                 search: Some("缓存".into()),
