@@ -518,6 +518,52 @@ fn database_location_from_flags_and_variables() {
     assert_eq!(db_of(info(&[], &[("THOUGHTBOX_DB", "~/t/x.db")])), home.join("t/x.db"));
 }
 
+/// `--db "$X"` with X unset in a client config passes `--db ''`: refused
+/// with a usage error naming the flag (exit code 2), for the server and
+/// every command, rather than falling back to THOUGHTBOX_DB or the default
+/// ledger, which the server would have created. An empty variable still
+/// counts as unset.
+#[test]
+fn an_empty_database_flag_is_refused_not_read_as_the_default() {
+    let (dir, db) = temp_db();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    ok(&db, &["config", "set", "sessionPartitionGranularity", "weekly"]);
+    let run_with = |args: &[&str], env: &[(&str, &str)]| {
+        let mut cmd = scrubbed();
+        cmd.env("HOME", &home).envs(env.iter().copied()).args(args);
+        cmd.output().unwrap()
+    };
+    let env_db = [("THOUGHTBOX_DB", db.to_str().unwrap())];
+    for (args, env) in [
+        (&["--db", ""][..], &[][..]),
+        (&["--db", ""], &env_db[..]),
+        (&["serve", "--db", "  "], &env_db),
+        (&["--db", "", "stats"], &env_db),
+        (&["sessions", "list", "--db="], &[]),
+        (&["--data-dir", "", "info"], &env_db),
+        (&["--data-dir", " ", "backup", "/tmp/never.db"], &[]),
+    ] {
+        let out = run_with(args, env);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?} {env:?}: {err}");
+        let flag = if args.contains(&"--data-dir") {
+            "--data-dir"
+        } else {
+            "--db"
+        };
+        assert!(err.contains(&format!("{flag} is empty")), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    assert!(!home.join(".thoughtbox").exists(), "the default ledger was made");
+    // An empty variable is unset: THOUGHTBOX_DB decides when THOUGHTBOX_DATA_DIR is empty.
+    let out = run_with(
+        &["stats", "--json"],
+        &[("THOUGHTBOX_DB", db.to_str().unwrap()), ("THOUGHTBOX_DATA_DIR", "")],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
 /// The paths commands take (`backup DEST`, `export --out`, `import DIR`,
 /// `validate DIR`) read a leading `~` as the home directory too, as a
 /// line run without a shell (a systemd unit) passes it: no directory
