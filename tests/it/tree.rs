@@ -1259,6 +1259,11 @@ fn session_export_files_that_cannot_be_imported() {
     doc["version"] = json!("2.0");
     let newer = dir.path().join("newer.json");
     put(&newer, &doc);
+    // The version as a number: said so (it read "of version 1.0; this
+    // thoughtbox reads version 1.0").
+    doc["version"] = json!(1.0);
+    let number = dir.path().join("r4.json");
+    put(&number, &doc);
 
     let fresh = dir.path().join("fresh.db");
     for (file, says) in [
@@ -1267,7 +1272,11 @@ fn session_export_files_that_cannot_be_imported() {
             "is not a SessionExport: expected a JSON object with version, session and nodes",
         ),
         (&markdown, "only the JSON export (a SessionExport) can be imported"),
-        (&newer, "version \"2.0\""),
+        (&newer, "version \"2.0\"; this thoughtbox reads version \"1.0\""),
+        (
+            &number,
+            "r4.json: its version is the number 1.0; a SessionExport's version is a string, \"1.0\" (in quotes)",
+        ),
     ] {
         for command in ["import", "validate"] {
             let err = fails(&fresh, &[command, path_str(file)]);
