@@ -1221,3 +1221,39 @@ fn one_session_the_layout_cannot_name_does_not_keep_the_others_out() {
     );
     assert!(err.contains("not a lower-case UUID"), "{err}");
 }
+
+/// The cipher export's `…[+N chars]` counts the characters of the thought
+/// left out, whitespace included (a 156,000-character thought ending in a
+/// space said 155,799, counting its one-line form).
+#[test]
+fn the_cipher_cut_counts_what_was_left_out() {
+    let (_dir, db) = temp_db();
+    let id = {
+        let store = Store::open(&db, OpenOptionsStore::default()).unwrap();
+        let s = store
+            .create_session(NewSession {
+                title: "long".into(),
+                ..Default::default()
+            })
+            .unwrap();
+        let long = format!("{} ", "x".repeat(155_999));
+        store
+            .append_thought(Target::Session(s.id.clone()), input(&long))
+            .unwrap();
+        let spaced = format!("{}  \n\n  {}", "y".repeat(199), "z".repeat(10));
+        store
+            .append_thought(Target::Session(s.id.clone()), input(&spaced))
+            .unwrap();
+        s.id
+    };
+    let cipher = ok(&db, &["export", "--session", &id, "--format", "cipher"]);
+    let lines: Vec<&str> = cipher.lines().filter(|l| l.starts_with(['1', '2'])).collect();
+    assert_eq!(
+        lines,
+        [
+            format!("1O {} …[+155800 chars]", "x".repeat(200)),
+            format!("2O {} …[+16 chars]", "y".repeat(199)),
+        ],
+        "{cipher}"
+    );
+}
