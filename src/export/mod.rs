@@ -383,6 +383,24 @@ fn markdown_line(text: &str) -> String {
     one_line(text).replace('<', "&lt;")
 }
 
+/// `text` on one line as a Markdown code span, which shows it as written:
+/// fenced by one backtick more than its longest run of them, and padded
+/// with a space on each side where CommonMark takes one away (text that
+/// starts or ends with a backtick, or with a space at both ends).
+fn code_span(text: &str) -> String {
+    let text = one_line(text);
+    if text.is_empty() {
+        return "` `".into();
+    }
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest + 1);
+    let pad = text.starts_with('`')
+        || text.ends_with('`')
+        || (text.starts_with(' ') && text.ends_with(' ') && !text.trim_start_matches(' ').is_empty());
+    let pad = if pad { " " } else { "" };
+    format!("{fence}{pad}{text}{pad}{fence}")
+}
+
 /// `text` as a Markdown block quote, every line of it (CR, LF and CRLF all
 /// end a line in Markdown). Whatever block the text opens (an unclosed code
 /// fence, a list, a line that looks like this document's own headings)
@@ -518,7 +536,10 @@ fn write_markdown(out: &mut dyn Write, source: &dyn SessionSource, include_metad
     if include_metadata {
         s.push_str(&format!("- **Session:** {}\n", session.id));
         if !session.tags.is_empty() {
-            let tags: Vec<String> = session.tags.iter().map(|t| markdown_line(t)).collect();
+            // Each tag a code span: written as it is (no Markdown or HTML
+            // acts in one) and plainly one tag, commas and all (review:
+            // `a b, c,d, &lt;x>` read as four tags).
+            let tags: Vec<String> = session.tags.iter().map(|t| code_span(t)).collect();
             s.push_str(&format!("- **Tags:** {}\n", tags.join(", ")));
         }
         s.push_str(&format!("- **Created:** {}\n", session.created_at));
@@ -923,7 +944,7 @@ mod tests {
             ],
             "{md}"
         );
-        assert!(md.contains("- **Tags:** a b\n"), "{md}");
+        assert!(md.contains("- **Tags:** `a b`\n"), "{md}");
         // Tab-indented code keeps its four columns inside the quote.
         let mut quoted = String::new();
         block_quote(&mut quoted, "run:\n\n\tcargo build\n  \tx");
@@ -938,6 +959,46 @@ mod tests {
         );
         let c = cipher(&s, &ts);
         assert!(c.starts_with("# Title ## Main chain\nid:s tags:a_b "), "{c}");
+    }
+
+    /// Review: tags ["a b", "c,d", "<x>"] were written `a b, c,d, &lt;x>`,
+    /// four tags to a reader. Each is a code span, read back as exactly
+    /// the tag, whatever backticks, spaces or HTML it holds.
+    #[test]
+    fn markdown_tags_read_back_one_by_one() {
+        let mut s = session();
+        s.tags = vec![
+            "a b".into(),
+            "c,d".into(),
+            "<x>".into(),
+            "x`y".into(),
+            "`z".into(),
+            "``".into(),
+            " sp ".into(),
+            " lead".into(),
+            "&amp; *no* [link](u)".into(),
+        ];
+        let md = markdown(&s, &[], true);
+        assert!(
+            md.contains("- **Tags:** `a b`, `c,d`, `<x>`, ``x`y``, `` `z ``, ``` `` ```, `  sp  `,"),
+            "{md}"
+        );
+        let line = md.lines().find(|l| l.starts_with("- **Tags:**")).expect("tags line");
+        let mut spans = Vec::new();
+        for event in pulldown_cmark::Parser::new(line) {
+            match event {
+                pulldown_cmark::Event::Code(code) => spans.push(code.to_string()),
+                pulldown_cmark::Event::Text(t) => {
+                    assert!(
+                        t.trim().is_empty() || t.trim() == "," || t.trim() == "Tags:",
+                        "{t:?} in {line}"
+                    )
+                }
+                pulldown_cmark::Event::Html(_) | pulldown_cmark::Event::InlineHtml(_) => panic!("HTML in {line}"),
+                _ => {}
+            }
+        }
+        assert_eq!(spans, s.tags, "{line}");
     }
 
     /// Review 10-b: a link reference definition in one thought made a

@@ -1257,3 +1257,31 @@ fn the_cipher_cut_counts_what_was_left_out() {
         "{cipher}"
     );
 }
+
+/// Markdown lists each tag as a code span: tags "a b", "c,d" and "<x>"
+/// were written `a b, c,d, &lt;x>`, which reads as four tags.
+#[test]
+fn markdown_tags_are_one_code_span_each() {
+    let (_dir, db) = temp_db();
+    let id = {
+        let store = Store::open(&db, OpenOptionsStore::default()).unwrap();
+        let s = store
+            .create_session(NewSession {
+                title: "tagged".into(),
+                tags: vec!["a b".into(), "c,d".into(), "<x>".into()],
+                ..Default::default()
+            })
+            .unwrap();
+        store
+            .append_thought(Target::Session(s.id.clone()), input("one"))
+            .unwrap();
+        s.id
+    };
+    for args in [
+        &["export", "--session", id.as_str(), "--format", "markdown"][..],
+        &["sessions", "show", id.as_str()],
+    ] {
+        let md = ok(&db, args);
+        assert!(md.contains("\n- **Tags:** `a b`, `c,d`, `<x>`\n"), "{args:?}: {md}");
+    }
+}
