@@ -1285,3 +1285,57 @@ fn markdown_tags_are_one_code_span_each() {
         assert!(md.contains("\n- **Tags:** `a b`, `c,d`, `<x>`\n"), "{args:?}: {md}");
     }
 }
+
+/// `sessions list` and `stats` line their columns up on a terminal: cells
+/// are padded (and titles clipped) by terminal columns, two for CJK and
+/// most emoji, so a wide title or tag no longer shifts the columns after it.
+#[test]
+fn tables_line_up_with_wide_characters() {
+    use unicode_width::UnicodeWidthStr;
+    let (_dir, db) = temp_db();
+    let titles = ["plain title", "漢字のタイトル", "🙂 emoji 🙂", &"長".repeat(40)];
+    {
+        let store = Store::open(&db, OpenOptionsStore::default()).unwrap();
+        for (i, title) in titles.iter().enumerate() {
+            let s = store
+                .create_session(NewSession {
+                    title: title.to_string(),
+                    tags: vec![["ascii", "タグ", "🙂", "mixed漢x"][i].into()],
+                    ..Default::default()
+                })
+                .unwrap();
+            store
+                .append_thought(Target::Session(s.id.clone()), input("one"))
+                .unwrap();
+        }
+    }
+    // The terminal column where each line's cells start: runs of two or
+    // more spaces part the cells (titles here hold single spaces only).
+    let starts = |line: &str| -> Vec<usize> {
+        let mut cols = vec![0];
+        let mut rest = line;
+        while let Some(gap) = rest.find("  ") {
+            let after = rest[gap..].trim_start_matches(' ');
+            let at = line.len() - after.len();
+            cols.push(line[..at].width());
+            rest = after;
+        }
+        cols
+    };
+    let list = ok(&db, &["sessions", "list"]);
+    let lines: Vec<&str> = list.lines().take(1 + titles.len()).collect();
+    let header = starts(lines[0]);
+    assert_eq!(header.len(), 6, "{list}");
+    for line in &lines[1..] {
+        assert_eq!(starts(line), header, "{list}");
+        // Titles are clipped to 48 columns.
+        assert!(line.width() <= header[5] + 16, "{line}");
+    }
+    assert!(list.contains(&format!("{}…", "長".repeat(23))), "{list}");
+    let stats = ok(&db, &["stats"]);
+    let tags: Vec<&str> = stats.lines().skip_while(|l| !l.starts_with("TAG")).collect();
+    assert_eq!(tags.len(), 5, "{stats}");
+    for line in &tags[1..] {
+        assert_eq!(starts(line), starts(tags[0]), "{stats}");
+    }
+}
