@@ -70,6 +70,25 @@ impl Cli {
             }
         }
         let mut cli = Cli::from_arg_matches(&matches)?;
+        // An empty flag is refused, not read as "not given" as an empty
+        // variable is: `--db "$X"` with X unset in a client config would
+        // otherwise put the thoughts in the default ledger (or the one
+        // THOUGHTBOX_DB names), another ledger than the one meant, silently.
+        for (id, flag, value) in [
+            ("db", "--db", cli.db.db.as_deref()),
+            ("data_dir", "--data-dir", cli.db.data_dir.as_deref()),
+        ] {
+            if given_on_command_line(&matches, id) && value.is_none_or(names_nothing) {
+                return Err(command.error(
+                    clap::error::ErrorKind::InvalidValue,
+                    format!(
+                        "{flag} is empty: give it a path, or leave {flag} out to use THOUGHTBOX_DB, \
+                         THOUGHTBOX_DATA_DIR or ~/.thoughtbox/thoughtbox.db (in a client config, an empty {flag} is \
+                         often a variable that is not set)"
+                    ),
+                ));
+            }
+        }
         // Flags win over variables: --data-dir given on the command line
         // beats a THOUGHTBOX_DB from the environment.
         if given_on_command_line(&matches, "data_dir") && !given_on_command_line(&matches, "db") {
@@ -90,6 +109,12 @@ fn given_on_command_line(matches: &clap::ArgMatches, id: &str) -> bool {
     here || matches
         .subcommand()
         .is_some_and(|(_, sub)| given_on_command_line(sub, id))
+}
+
+/// Whether a path flag's value is empty or only whitespace: no file a user
+/// means to name.
+fn names_nothing(path: &std::path::Path) -> bool {
+    path.as_os_str().to_string_lossy().trim().is_empty()
 }
 
 /// A path from the command line or the environment. Unlike clap's own
@@ -440,6 +465,33 @@ mod tests {
         // export has its own --project.
         let cli = parse(&["export", "--out", "/tmp/t", "--project", "p"]).expect("parse");
         assert!(matches!(cli.command, Some(Command::Export(_))));
+    }
+
+    /// `--db ''` used to fall back to THOUGHTBOX_DB or the default ledger;
+    /// an empty or blank database flag is refused with every command.
+    #[test]
+    fn an_empty_database_flag_is_refused() {
+        for args in [
+            &["--db", ""][..],
+            &["serve", "--db", " "],
+            &["--db", "", "stats"],
+            &["stats", "--db="],
+            &["--data-dir", "", "info"],
+            &["export", "--out", "/tmp/t", "--data-dir", "\t"],
+        ] {
+            let err = parse(args).expect_err(&format!("{args:?}"));
+            assert_eq!(err.kind(), clap::error::ErrorKind::InvalidValue, "{args:?}");
+            assert_eq!(err.exit_code(), 2, "{args:?}");
+            let flag = if args.contains(&"--data-dir") {
+                "--data-dir"
+            } else {
+                "--db"
+            };
+            assert!(err.to_string().contains(&format!("{flag} is empty")), "{args:?}: {err}");
+        }
+        // A path is still a path, and --data-dir alone still drops --db.
+        let cli = parse(&["--data-dir", "/tmp/d", "stats"]).expect("parse");
+        assert_eq!(cli.db.path().expect("path"), PathBuf::from("/tmp/d/thoughtbox.db"));
     }
 
     #[test]

@@ -12,6 +12,7 @@ use std::io::Write;
 
 use clap::{Args, Subcommand, ValueEnum};
 use serde::Serialize;
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 pub use ledger::{config, info, repair, sessions, stats};
 pub use tree::{export, import, validate};
@@ -225,7 +226,6 @@ fn out_json(value: &impl Serialize) -> Result<()> {
     out(&text)
 }
 
-/// Columns padded to their widest cell, two spaces apart.
 /// Text safe to print on a terminal: line breaks and tabs become spaces,
 /// other control characters (ESC, BEL...: escape sequences that could clear
 /// the screen or retitle the window) become U+FFFD.
@@ -283,10 +283,13 @@ impl<W: Write> Write for Printable<W> {
     }
 }
 
+/// Columns padded to their widest cell, two spaces apart, by terminal
+/// columns (CJK and most emoji take two, combining marks none), so that a
+/// wide title does not push the columns after it out of line.
 fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
     let rows: Vec<Vec<String>> = rows.iter().map(|r| r.iter().map(|c| printable(c)).collect()).collect();
     let rows = &rows;
-    let width = |s: &str| s.chars().count();
+    let width = |s: &str| UnicodeWidthStr::width(s);
     let mut widths: Vec<usize> = headers.iter().map(|h| width(h)).collect();
     for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {
@@ -314,15 +317,25 @@ fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
     s
 }
 
-/// At most `max` characters, with an ellipsis when cut; one line.
+/// At most `max` terminal columns, with an ellipsis when cut; one line.
+/// A cut never keeps half of a wide character, nor a combining mark
+/// without its letter.
 fn clip(text: &str, max: usize) -> String {
     let one_line = printable(text).split_whitespace().collect::<Vec<_>>().join(" ");
-    if one_line.chars().count() <= max {
-        one_line
-    } else {
-        let cut: String = one_line.chars().take(max.saturating_sub(1)).collect();
-        format!("{cut}…")
+    if UnicodeWidthStr::width(one_line.as_str()) <= max {
+        return one_line;
     }
+    let room = max.saturating_sub(1);
+    let mut used = 0;
+    let mut cut = String::new();
+    for c in one_line.chars() {
+        used += UnicodeWidthChar::width(c).unwrap_or(0);
+        if used > room {
+            break;
+        }
+        cut.push(c);
+    }
+    format!("{cut}…")
 }
 
 /// A session id on the command line, in the form the ledger stores
@@ -391,6 +404,29 @@ mod tests {
             shown,
             "clear\u{FFFD}[2J\u{FFFD}]52;c;ZWNobw==\u{FFFD} csi\u{FFFD}31m é\u{FFFD}ü\u{FFFD}\n\tend\u{FFFD}"
         );
+    }
+
+    /// Review: cells were padded by characters, so a CJK or emoji title
+    /// (two columns a character) pushed the columns after it out of line.
+    #[test]
+    fn tables_align_on_terminal_columns() {
+        let t = table(
+            &["ID", "TITLE", "N"],
+            &[
+                vec!["1".into(), "漢字".into(), "2".into()],
+                vec!["22".into(), "x".into(), "3".into()],
+                vec!["3".into(), "🙂e\u{301}".into(), "4".into()],
+            ],
+        );
+        assert_eq!(t, "ID  TITLE  N\n1   漢字   2\n22  x      3\n3   🙂e\u{301}    4\n");
+        // Clipped by columns too, never half of a wide character.
+        assert_eq!(clip("漢字漢字", 8), "漢字漢字");
+        assert_eq!(clip("漢字漢字x", 8), "漢字漢…");
+        assert_eq!(clip("ab漢字", 4), "ab…");
+        assert_eq!(clip("e\u{301}e\u{301}e\u{301}", 2), "e\u{301}…");
+        let long = clip(&"漢".repeat(40), 48);
+        assert_eq!(long, format!("{}…", "漢".repeat(23)));
+        assert!(UnicodeWidthStr::width(long.as_str()) <= 48);
     }
 
     #[test]

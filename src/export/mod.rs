@@ -383,6 +383,24 @@ fn markdown_line(text: &str) -> String {
     one_line(text).replace('<', "&lt;")
 }
 
+/// `text` on one line as a Markdown code span, which shows it as written:
+/// fenced by one backtick more than its longest run of them, and padded
+/// with a space on each side where CommonMark takes one away (text that
+/// starts or ends with a backtick, or with a space at both ends).
+fn code_span(text: &str) -> String {
+    let text = one_line(text);
+    if text.is_empty() {
+        return "` `".into();
+    }
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest + 1);
+    let pad = text.starts_with('`')
+        || text.ends_with('`')
+        || (text.starts_with(' ') && text.ends_with(' ') && !text.trim_start_matches(' ').is_empty());
+    let pad = if pad { " " } else { "" };
+    format!("{fence}{pad}{text}{pad}{fence}")
+}
+
 /// `text` as a Markdown block quote, every line of it (CR, LF and CRLF all
 /// end a line in Markdown). Whatever block the text opens (an unclosed code
 /// fence, a list, a line that looks like this document's own headings)
@@ -518,7 +536,10 @@ fn write_markdown(out: &mut dyn Write, source: &dyn SessionSource, include_metad
     if include_metadata {
         s.push_str(&format!("- **Session:** {}\n", session.id));
         if !session.tags.is_empty() {
-            let tags: Vec<String> = session.tags.iter().map(|t| markdown_line(t)).collect();
+            // Each tag a code span: written as it is (no Markdown or HTML
+            // acts in one) and plainly one tag, commas and all (review:
+            // `a b, c,d, &lt;x>` read as four tags).
+            let tags: Vec<String> = session.tags.iter().map(|t| code_span(t)).collect();
             s.push_str(&format!("- **Tags:** {}\n", tags.join(", ")));
         }
         s.push_str(&format!("- **Created:** {}\n", session.created_at));
@@ -692,16 +713,39 @@ const LINE_BREAK: &str = " ¦ ";
 /// "since v2.3 2H(.1) missing index" read as one clause). The cut never
 /// splits what shows as one character: an accent from its letter, an emoji
 /// sequence joined by U+200D, a flag.
+///
+/// A cut is marked `…[+N chars]`, N the characters of `text` after the
+/// last one shown, whitespace and line breaks included: what the reader
+/// does not see of the thought, not of its one-line form (which counted a
+/// run of spaces as one, and left out trailing ones).
 fn squash(text: &str, max: usize) -> String {
-    let one_line = visible_controls(text)
-        .split(['\n', '\r', '\u{2028}', '\u{2029}'])
-        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join(LINE_BREAK);
-    let chars: Vec<char> = one_line.chars().collect();
+    // Each character of the line, with how many characters of `text` it
+    // shows up to and including itself; `None` for the spaces and ` ¦ `
+    // that stand for whitespace. `visible_controls` maps character to
+    // character, so its positions are `text`'s.
+    let mut line: Vec<(char, Option<usize>)> = Vec::new();
+    // Whitespace since the last character shown: `Some(true)` when it
+    // held a line break.
+    let mut gap: Option<bool> = None;
+    let mut total = 0;
+    for (i, c) in visible_controls(text).chars().enumerate() {
+        total = i + 1;
+        let breaks = matches!(c, '\n' | '\r' | '\u{2028}' | '\u{2029}');
+        if breaks || c.is_whitespace() {
+            if !line.is_empty() {
+                gap = Some(gap.unwrap_or(false) || breaks);
+            }
+            continue;
+        }
+        if let Some(breaks) = gap.take() {
+            let between = if breaks { LINE_BREAK } else { " " };
+            line.extend(between.chars().map(|c| (c, None)));
+        }
+        line.push((c, Some(i + 1)));
+    }
+    let chars: Vec<char> = line.iter().map(|(c, _)| *c).collect();
     if chars.len() <= max {
-        return one_line;
+        return chars.into_iter().collect();
     }
     let mut end = max;
     // A flag is two regional indicators: do not keep half of one.
@@ -716,9 +760,15 @@ fn squash(text: &str, max: usize) -> String {
     while end < chars.len() && (extends_previous(chars[end]) || chars[end - 1] == '\u{200d}') {
         end += 1;
     }
+    // The cut ends on a character of the text, not on a space or half a
+    // ` ¦ ` standing for whitespace.
+    while end > 0 && line[end - 1].1.is_none() {
+        end -= 1;
+    }
+    let shown = line[..end].iter().rev().find_map(|(_, at)| *at).unwrap_or(0);
     let cut: String = chars[..end].iter().collect();
     // Not ` ..`, which in the cipher means "continued in the next thought".
-    format!("{cut} …[+{} chars]", chars.len() - end)
+    format!("{cut} …[+{} chars]", total - shown)
 }
 
 /// The tags of a cipher header, one word: a tag's spaces become `_` and its
@@ -894,7 +944,7 @@ mod tests {
             ],
             "{md}"
         );
-        assert!(md.contains("- **Tags:** a b\n"), "{md}");
+        assert!(md.contains("- **Tags:** `a b`\n"), "{md}");
         // Tab-indented code keeps its four columns inside the quote.
         let mut quoted = String::new();
         block_quote(&mut quoted, "run:\n\n\tcargo build\n  \tx");
@@ -909,6 +959,46 @@ mod tests {
         );
         let c = cipher(&s, &ts);
         assert!(c.starts_with("# Title ## Main chain\nid:s tags:a_b "), "{c}");
+    }
+
+    /// Review: tags ["a b", "c,d", "<x>"] were written `a b, c,d, &lt;x>`,
+    /// four tags to a reader. Each is a code span, read back as exactly
+    /// the tag, whatever backticks, spaces or HTML it holds.
+    #[test]
+    fn markdown_tags_read_back_one_by_one() {
+        let mut s = session();
+        s.tags = vec![
+            "a b".into(),
+            "c,d".into(),
+            "<x>".into(),
+            "x`y".into(),
+            "`z".into(),
+            "``".into(),
+            " sp ".into(),
+            " lead".into(),
+            "&amp; *no* [link](u)".into(),
+        ];
+        let md = markdown(&s, &[], true);
+        assert!(
+            md.contains("- **Tags:** `a b`, `c,d`, `<x>`, ``x`y``, `` `z ``, ``` `` ```, `  sp  `,"),
+            "{md}"
+        );
+        let line = md.lines().find(|l| l.starts_with("- **Tags:**")).expect("tags line");
+        let mut spans = Vec::new();
+        for event in pulldown_cmark::Parser::new(line) {
+            match event {
+                pulldown_cmark::Event::Code(code) => spans.push(code.to_string()),
+                pulldown_cmark::Event::Text(t) => {
+                    assert!(
+                        t.trim().is_empty() || t.trim() == "," || t.trim() == "Tags:",
+                        "{t:?} in {line}"
+                    )
+                }
+                pulldown_cmark::Event::Html(_) | pulldown_cmark::Event::InlineHtml(_) => panic!("HTML in {line}"),
+                _ => {}
+            }
+        }
+        assert_eq!(spans, s.tags, "{line}");
     }
 
     /// Review 10-b: a link reference definition in one thought made a
@@ -1144,6 +1234,36 @@ mod tests {
             );
         }
         assert_eq!(squash("short  text\n", 200), "short text");
+    }
+
+    /// Review: a 156,000-character thought ending in a space showed 200
+    /// characters and `…[+155799 chars]`, counting its one-line form. N is
+    /// every character of the thought after the last one shown, whitespace
+    /// and line breaks included.
+    #[test]
+    fn the_cipher_cut_counts_the_characters_left_out() {
+        let long = format!("{} ", "x".repeat(155_999));
+        assert_eq!(squash(&long, 200), format!("{} …[+155800 chars]", "x".repeat(200)));
+        // Runs of whitespace after the cut count whole.
+        let pad = "a".repeat(199);
+        assert_eq!(
+            squash(&format!("{pad}b   c\n\n  d  "), 200),
+            format!("{pad}b …[+11 chars]")
+        );
+        // A cut that falls in a run of whitespace (or in the ` ¦ ` of a line
+        // break) ends on the character before it, and counts the run.
+        let pad = "a".repeat(198);
+        assert_eq!(squash(&format!("{pad}b   c"), 200), format!("{pad}b …[+4 chars]"));
+        assert_eq!(squash(&format!("{pad}b\r\n\tcd"), 200), format!("{pad}b …[+5 chars]"));
+        // Whitespace collapsed before the cut is not counted: it is shown, as one space.
+        let text = format!("{}    {}", "a".repeat(100), "b".repeat(150));
+        assert_eq!(
+            squash(&text, 200),
+            format!("{} {} …[+51 chars]", "a".repeat(100), "b".repeat(99))
+        );
+        // Control characters are shown one for one, so they count as one.
+        let text = format!("{}\u{1b}\u{1b}zz", "a".repeat(199));
+        assert_eq!(squash(&text, 200), format!("{}\u{241b} …[+3 chars]", "a".repeat(199)));
     }
 
     #[test]

@@ -57,12 +57,11 @@ fn lock_for_export(root: &Path, wait: Option<std::time::Duration>) -> Result<Opt
         );
         Ok(None)
     };
-    let file = match fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-    {
+    let mut opts = fs::OpenOptions::new();
+    opts.create(true).truncate(false).write(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut opts, PRIVATE_FILE);
+    let file = match opts.open(&path) {
         Ok(file) => file,
         Err(e) => return unlocked(format!("creating {}: {e}", path.display())),
     };
@@ -469,7 +468,7 @@ fn prepare_destination(dest: &Path) -> Result<()> {
         // permission, a read-only file system) is a bad destination, as a
         // file there is; a full disk is the storage failing.
         // (EIO, a quota, a full disk: the storage failing.)
-        Err(_) => fs::create_dir_all(dest).map_err(|e| match e.kind() {
+        Err(_) => create_private_dirs(dest).map_err(|e| match e.kind() {
             std::io::ErrorKind::PermissionDenied
             | std::io::ErrorKind::NotFound
             | std::io::ErrorKind::NotADirectory
@@ -558,10 +557,10 @@ fn write_session(dir: &Path, source: &dyn SessionSource, tidy: bool, summary: &m
     if dir.exists() {
         return write_session_files(dir, source, false, tidy, summary);
     }
-    fs::create_dir_all(parent).map_err(io(format!("creating {}", parent.display())))?;
+    create_private_dirs(parent).map_err(io(format!("creating {}", parent.display())))?;
     let staging = dir.with_file_name(temporary_name(&session.id));
     let written = (|| {
-        fs::create_dir(&staging).map_err(io(format!("creating {}", staging.display())))?;
+        create_private_dir(&staging).map_err(io(format!("creating {}", staging.display())))?;
         let mut counts = ExportSummary::default();
         let thoughts = write_session_files(&staging, source, true, false, &mut counts)?;
         fs::rename(&staging, dir).map_err(io(format!("moving {} into place", dir.display())))?;
@@ -611,7 +610,7 @@ fn write_session_files(
     let mut staged = Staged::default();
     let put = |path: &Path, bytes: &[u8], summary: &mut ExportSummary, staged: &mut Staged| -> Result<()> {
         if fresh {
-            fs::write(path, bytes).map_err(io(format!("writing {}", path.display())))?;
+            write_private(path, bytes).map_err(io(format!("writing {}", path.display())))?;
             summary.files_written += 1;
         } else if fs::read(path).is_ok_and(|old| old == bytes) {
             count(summary, false);
@@ -695,7 +694,7 @@ fn write_session_files(
                     if !fresh && !bdir.exists() {
                         staged.made_dirs.push(bdir.clone());
                     }
-                    fs::create_dir_all(&bdir).map_err(io(format!("creating {}", bdir.display())))?;
+                    create_private_dirs(&bdir).map_err(io(format!("creating {}", bdir.display())))?;
                     if tidy {
                         remove_leftovers(&bdir, is_temporary_session_file, false);
                     }
@@ -754,7 +753,7 @@ impl Staged {
         let tmp = path.with_file_name(temporary_name(&name));
         // Listed first: a write cut short by a full disk is removed too.
         self.files.push((tmp.clone(), path.to_path_buf()));
-        fs::write(&tmp, bytes).map_err(io(format!("writing {}", tmp.display())))
+        write_private(&tmp, bytes).map_err(io(format!("writing {}", tmp.display())))
     }
 
     /// Rename every staged file into place, in the order staged.
@@ -1017,6 +1016,71 @@ fn remove_empty_folders(dir: &Path, projects: &Path) {
     }
 }
 
+/// The mode of the files an export writes (Unix): the ledger's own, as the
+/// database, its backups and the event files have, since an export holds
+/// the same thoughts (review: under umask 022 the tree was world-readable,
+/// 0644 files in 0755 folders, while the database beside it is 0600).
+const PRIVATE_FILE: u32 = 0o600;
+/// The mode of the folders an export creates; folders that were there
+/// already (the user's) keep theirs.
+const PRIVATE_DIR: u32 = 0o700;
+
+/// Create (or truncate) `path` with mode [`PRIVATE_FILE`], whatever the
+/// umask: set on the open file too, as a umask may narrow the mode given
+/// at creation.
+fn create_private(path: &Path) -> std::io::Result<fs::File> {
+    let mut opts = fs::OpenOptions::new();
+    opts.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut opts, PRIVATE_FILE);
+    let file = opts.open(path)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        file.set_permissions(fs::Permissions::from_mode(PRIVATE_FILE))?;
+    }
+    Ok(file)
+}
+
+/// `fs::write` with mode [`PRIVATE_FILE`].
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    create_private(path)?.write_all(bytes)
+}
+
+/// Create the folder `dir` (its parent exists) with mode [`PRIVATE_DIR`],
+/// whatever the umask.
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = fs::DirBuilder::new();
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, PRIVATE_DIR);
+    builder.create(dir)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(dir, fs::Permissions::from_mode(PRIVATE_DIR))?;
+    }
+    Ok(())
+}
+
+/// `fs::create_dir_all` with mode [`PRIVATE_DIR`] for each folder it
+/// creates; those already there are left as they are.
+fn create_private_dirs(dir: &Path) -> std::io::Result<()> {
+    let missing: Vec<&Path> = dir
+        .ancestors()
+        .take_while(|a| !a.as_os_str().is_empty() && fs::metadata(a).is_err())
+        .collect();
+    for folder in missing.into_iter().rev() {
+        match create_private_dir(folder) {
+            Ok(()) => {}
+            // Made meanwhile by another exporter: not ours to change.
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && folder.is_dir() => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 /// Write `bytes` to `path` atomically unless it already holds them. Returns
 /// whether the file was written.
 pub fn write_file(path: &Path, bytes: &[u8]) -> Result<bool> {
@@ -1055,7 +1119,7 @@ pub fn write_atomic_with(path: &Path, fill: impl FnOnce(&mut dyn std::io::Write)
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let tmp = path.with_file_name(temporary_name(&name));
-    let result = fs::File::create(&tmp)
+    let result = create_private(&tmp)
         .map_err(io(format!("creating {}", tmp.display())))
         .and_then(|file| {
             let mut w = std::io::BufWriter::new(file);

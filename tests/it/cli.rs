@@ -518,6 +518,52 @@ fn database_location_from_flags_and_variables() {
     assert_eq!(db_of(info(&[], &[("THOUGHTBOX_DB", "~/t/x.db")])), home.join("t/x.db"));
 }
 
+/// `--db "$X"` with X unset in a client config passes `--db ''`: refused
+/// with a usage error naming the flag (exit code 2), for the server and
+/// every command, rather than falling back to THOUGHTBOX_DB or the default
+/// ledger, which the server would have created. An empty variable still
+/// counts as unset.
+#[test]
+fn an_empty_database_flag_is_refused_not_read_as_the_default() {
+    let (dir, db) = temp_db();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    ok(&db, &["config", "set", "sessionPartitionGranularity", "weekly"]);
+    let run_with = |args: &[&str], env: &[(&str, &str)]| {
+        let mut cmd = scrubbed();
+        cmd.env("HOME", &home).envs(env.iter().copied()).args(args);
+        cmd.output().unwrap()
+    };
+    let env_db = [("THOUGHTBOX_DB", db.to_str().unwrap())];
+    for (args, env) in [
+        (&["--db", ""][..], &[][..]),
+        (&["--db", ""], &env_db[..]),
+        (&["serve", "--db", "  "], &env_db),
+        (&["--db", "", "stats"], &env_db),
+        (&["sessions", "list", "--db="], &[]),
+        (&["--data-dir", "", "info"], &env_db),
+        (&["--data-dir", " ", "backup", "/tmp/never.db"], &[]),
+    ] {
+        let out = run_with(args, env);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?} {env:?}: {err}");
+        let flag = if args.contains(&"--data-dir") {
+            "--data-dir"
+        } else {
+            "--db"
+        };
+        assert!(err.contains(&format!("{flag} is empty")), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    assert!(!home.join(".thoughtbox").exists(), "the default ledger was made");
+    // An empty variable is unset: THOUGHTBOX_DB decides when THOUGHTBOX_DATA_DIR is empty.
+    let out = run_with(
+        &["stats", "--json"],
+        &[("THOUGHTBOX_DB", db.to_str().unwrap()), ("THOUGHTBOX_DATA_DIR", "")],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
 /// The paths commands take (`backup DEST`, `export --out`, `import DIR`,
 /// `validate DIR`) read a leading `~` as the home directory too, as a
 /// line run without a shell (a systemd unit) passes it: no directory
@@ -1174,4 +1220,122 @@ fn one_session_the_layout_cannot_name_does_not_keep_the_others_out() {
         &["export", "--out", tree.to_str().unwrap(), "--session", "my-session"],
     );
     assert!(err.contains("not a lower-case UUID"), "{err}");
+}
+
+/// The cipher export's `…[+N chars]` counts the characters of the thought
+/// left out, whitespace included (a 156,000-character thought ending in a
+/// space said 155,799, counting its one-line form).
+#[test]
+fn the_cipher_cut_counts_what_was_left_out() {
+    let (_dir, db) = temp_db();
+    let id = {
+        let store = Store::open(&db, OpenOptionsStore::default()).unwrap();
+        let s = store
+            .create_session(NewSession {
+                title: "long".into(),
+                ..Default::default()
+            })
+            .unwrap();
+        let long = format!("{} ", "x".repeat(155_999));
+        store
+            .append_thought(Target::Session(s.id.clone()), input(&long))
+            .unwrap();
+        let spaced = format!("{}  \n\n  {}", "y".repeat(199), "z".repeat(10));
+        store
+            .append_thought(Target::Session(s.id.clone()), input(&spaced))
+            .unwrap();
+        s.id
+    };
+    let cipher = ok(&db, &["export", "--session", &id, "--format", "cipher"]);
+    let lines: Vec<&str> = cipher.lines().filter(|l| l.starts_with(['1', '2'])).collect();
+    assert_eq!(
+        lines,
+        [
+            format!("1O {} …[+155800 chars]", "x".repeat(200)),
+            format!("2O {} …[+16 chars]", "y".repeat(199)),
+        ],
+        "{cipher}"
+    );
+}
+
+/// Markdown lists each tag as a code span: tags "a b", "c,d" and "<x>"
+/// were written `a b, c,d, &lt;x>`, which reads as four tags.
+#[test]
+fn markdown_tags_are_one_code_span_each() {
+    let (_dir, db) = temp_db();
+    let id = {
+        let store = Store::open(&db, OpenOptionsStore::default()).unwrap();
+        let s = store
+            .create_session(NewSession {
+                title: "tagged".into(),
+                tags: vec!["a b".into(), "c,d".into(), "<x>".into()],
+                ..Default::default()
+            })
+            .unwrap();
+        store
+            .append_thought(Target::Session(s.id.clone()), input("one"))
+            .unwrap();
+        s.id
+    };
+    for args in [
+        &["export", "--session", id.as_str(), "--format", "markdown"][..],
+        &["sessions", "show", id.as_str()],
+    ] {
+        let md = ok(&db, args);
+        assert!(md.contains("\n- **Tags:** `a b`, `c,d`, `<x>`\n"), "{args:?}: {md}");
+    }
+}
+
+/// `sessions list` and `stats` line their columns up on a terminal: cells
+/// are padded (and titles clipped) by terminal columns, two for CJK and
+/// most emoji, so a wide title or tag no longer shifts the columns after it.
+#[test]
+fn tables_line_up_with_wide_characters() {
+    use unicode_width::UnicodeWidthStr;
+    let (_dir, db) = temp_db();
+    let titles = ["plain title", "漢字のタイトル", "🙂 emoji 🙂", &"長".repeat(40)];
+    {
+        let store = Store::open(&db, OpenOptionsStore::default()).unwrap();
+        for (i, title) in titles.iter().enumerate() {
+            let s = store
+                .create_session(NewSession {
+                    title: title.to_string(),
+                    tags: vec![["ascii", "タグ", "🙂", "mixed漢x"][i].into()],
+                    ..Default::default()
+                })
+                .unwrap();
+            store
+                .append_thought(Target::Session(s.id.clone()), input("one"))
+                .unwrap();
+        }
+    }
+    // The terminal column where each line's cells start: runs of two or
+    // more spaces part the cells (titles here hold single spaces only).
+    let starts = |line: &str| -> Vec<usize> {
+        let mut cols = vec![0];
+        let mut rest = line;
+        while let Some(gap) = rest.find("  ") {
+            let after = rest[gap..].trim_start_matches(' ');
+            let at = line.len() - after.len();
+            cols.push(line[..at].width());
+            rest = after;
+        }
+        cols
+    };
+    let list = ok(&db, &["sessions", "list"]);
+    let lines: Vec<&str> = list.lines().take(1 + titles.len()).collect();
+    let header = starts(lines[0]);
+    assert_eq!(header.len(), 6, "{list}");
+    for line in &lines[1..] {
+        assert_eq!(starts(line), header, "{list}");
+        // Titles are clipped to 48 columns.
+        assert!(line.width() <= header[5] + 16, "{line}");
+    }
+    assert!(list.contains(&format!("{}…", "長".repeat(23))), "{list}");
+    let stats = ok(&db, &["stats"]);
+    let tags: Vec<&str> = stats.lines().skip_while(|l| !l.starts_with("TAG")).collect();
+    assert_eq!(tags.len(), 5, "{stats}");
+    for line in &tags[1..] {
+        assert_eq!(starts(line), starts(tags[0]), "{stats}");
+    }
 }

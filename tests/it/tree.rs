@@ -648,6 +648,124 @@ fn re_export_updates_in_place() {
     assert!(files(&out).keys().all(|p| !p.to_str().unwrap().ends_with(".tmp")));
 }
 
+/// Every file and folder under `root`, `root` included, with its mode.
+#[cfg(unix)]
+fn modes(root: &Path) -> Vec<(PathBuf, u32)> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut out = vec![(
+        root.to_path_buf(),
+        fs::metadata(root).unwrap().permissions().mode() & 0o777,
+    )];
+    for e in fs::read_dir(root).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(modes(&p));
+        } else {
+            out.push((p.clone(), fs::metadata(&p).unwrap().permissions().mode() & 0o777));
+        }
+    }
+    out
+}
+
+/// Run `thoughtbox --db DB ARGS` under `umask`, expecting success.
+#[cfg(unix)]
+fn ok_under_umask(umask: &str, db: &Path, args: &[&str]) {
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("umask {umask} && exec \"$0\" \"$@\""))
+        .arg(bin())
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .env_remove("THOUGHTBOX_DB")
+        .env_remove("THOUGHTBOX_DATA_DIR")
+        .env("RUST_LOG", "warn")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// An export is as private as the ledger (0600 files in 0700 folders,
+/// as the database, its backups and event files are), whatever the umask:
+/// under umask 022 the tree was 0644 files in 0755 folders, under 000
+/// 0666 and 0777, and `--out FILE` 0644. Folders that were there already
+/// keep their modes.
+#[cfg(unix)]
+#[test]
+fn exports_are_as_private_as_the_ledger() {
+    use std::os::unix::fs::PermissionsExt;
+    let (dir, db) = temp_db();
+    let id = {
+        let store = Store::open(&db, OpenOptionsStore::default()).unwrap();
+        play(
+            &store,
+            "s",
+            vec![],
+            &[Step::Main(None), Step::Main(None), Step::Branch(1, Some(1), None)],
+            99,
+        );
+        store.session_ids().unwrap().remove(0)
+    };
+    for umask in ["000", "022"] {
+        let mine = dir.path().join(format!("mine-{umask}"));
+        fs::create_dir(&mine).unwrap();
+        fs::set_permissions(&mine, fs::Permissions::from_mode(0o755)).unwrap();
+        let tree = mine.join("new/tree");
+        ok_under_umask(umask, &db, &["export", "--out", path_str(&tree)]);
+        let private = |root: &Path| {
+            for (path, mode) in modes(root) {
+                let want = if path.is_dir() { 0o700 } else { 0o600 };
+                assert_eq!(mode, want, "umask {umask}: {} is {mode:o}", path.display());
+            }
+        };
+        private(&mine.join("new"));
+        assert_eq!(fs::metadata(&mine).unwrap().permissions().mode() & 0o777, 0o755);
+        // A re-export that changes files (staged and renamed into place),
+        // and one into a folder of the user's: the same.
+        let store = Store::open(&db, OpenOptionsStore::default()).unwrap();
+        store
+            .append_thought(Target::Session(id.clone()), input(&format!("more under {umask}")))
+            .unwrap();
+        drop(store);
+        ok_under_umask(umask, &db, &["export", "--out", path_str(&tree)]);
+        private(&mine.join("new"));
+        ok_under_umask(umask, &db, &["export", "--out", path_str(&mine)]);
+        assert_eq!(fs::metadata(&mine).unwrap().permissions().mode() & 0o777, 0o755);
+        for (path, mode) in modes(&mine).into_iter().filter(|(p, _)| *p != mine) {
+            let want = if path.is_dir() { 0o700 } else { 0o600 };
+            assert_eq!(mode, want, "umask {umask}: {} is {mode:o}", path.display());
+        }
+        // One session as a file, new or replacing a file of the user's.
+        let file = dir.path().join(format!("s-{umask}.md"));
+        ok_under_umask(
+            umask,
+            &db,
+            &[
+                "export",
+                "--session",
+                &id,
+                "--format",
+                "markdown",
+                "--out",
+                path_str(&file),
+            ],
+        );
+        assert_eq!(fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+        fs::set_permissions(&file, fs::Permissions::from_mode(0o644)).unwrap();
+        ok_under_umask(
+            umask,
+            &db,
+            &["export", "--session", &id, "--format", "json", "--out", path_str(&file)],
+        );
+        assert_eq!(fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+    }
+}
+
 #[test]
 fn export_destinations_and_bad_names() {
     let (dir, db) = temp_db();
@@ -788,6 +906,11 @@ async fn gateway_export_to_a_destination() {
     let first: Value = serde_json::from_slice(&fs::read(path.join("001.json")).unwrap()).unwrap();
     assert_eq!(first["next"], json!([format!("{id}:2"), format!("{id}:alt:2")]));
     assert!(dest.join("config.json").is_file());
+    // As private as the ledger, as the command line's export is.
+    #[cfg(unix)]
+    for (p, mode) in modes(&dest) {
+        assert_eq!(mode, if p.is_dir() { 0o700 } else { 0o600 }, "{}", p.display());
+    }
     // format keeps working without a destination; with one it must be json.
     let md = s
         .ok(
@@ -1136,6 +1259,11 @@ fn session_export_files_that_cannot_be_imported() {
     doc["version"] = json!("2.0");
     let newer = dir.path().join("newer.json");
     put(&newer, &doc);
+    // The version as a number: said so (it read "of version 1.0; this
+    // thoughtbox reads version 1.0").
+    doc["version"] = json!(1.0);
+    let number = dir.path().join("r4.json");
+    put(&number, &doc);
 
     let fresh = dir.path().join("fresh.db");
     for (file, says) in [
@@ -1144,7 +1272,11 @@ fn session_export_files_that_cannot_be_imported() {
             "is not a SessionExport: expected a JSON object with version, session and nodes",
         ),
         (&markdown, "only the JSON export (a SessionExport) can be imported"),
-        (&newer, "version \"2.0\""),
+        (&newer, "version \"2.0\"; this thoughtbox reads version \"1.0\""),
+        (
+            &number,
+            "r4.json: its version is the number 1.0; a SessionExport's version is a string, \"1.0\" (in quotes)",
+        ),
     ] {
         for command in ["import", "validate"] {
             let err = fails(&fresh, &[command, path_str(file)]);

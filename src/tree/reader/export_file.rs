@@ -54,8 +54,16 @@ pub enum ExportFileError {
     )]
     NotSessionExport { path: PathBuf, at: String, found: String },
 
-    #[error("{path}{at} is a SessionExport of version {version}; this thoughtbox reads version {VERSION}")]
+    #[error("{path}{at} is a SessionExport of version {version}; this thoughtbox reads version \"{VERSION}\"")]
     UnknownVersion { path: PathBuf, at: String, version: String },
+
+    /// A version that is no string: `1.0` as a JSON number read as the
+    /// very version expected in the message of [`Self::UnknownVersion`].
+    #[error(
+        "{path}{at}: its version is {found}; a SessionExport's version is a string, \"{VERSION}\" (in quotes) for \
+         the version this thoughtbox reads"
+    )]
+    VersionNotString { path: PathBuf, at: String, found: String },
 
     #[error("{path}{at}: its session is not a session record ({reason}), so the SessionExport cannot be read")]
     BadSession { path: PathBuf, at: String, reason: String },
@@ -198,6 +206,19 @@ fn document(path: &Path, at: &str, value: Value) -> Result<Document, ExportFileE
     else {
         return Err(not_export(found_keys(&map)));
     };
+    // Only the string: no writer of SessionExports writes a number, so a
+    // number is a hand edit or another program's file, and `1` or `1.00`
+    // would each have to be guessed at.
+    if !version.is_string() {
+        return Err(ExportFileError::VersionNotString {
+            path: path.to_path_buf(),
+            at: at.to_string(),
+            found: match &version {
+                Value::Number(n) => format!("the number {n}"),
+                other => kind(other).to_string(),
+            },
+        });
+    }
     if version.as_str() != Some(VERSION) {
         return Err(ExportFileError::UnknownVersion {
             path: path.to_path_buf(),
@@ -645,6 +666,27 @@ mod tests {
             matches!(&e, ExportFileError::UnknownVersion { version, .. } if version == "\"2.0\""),
             "{e}"
         );
+        // A number, even 1.0, is no version: said so, not "version 1.0;
+        // this thoughtbox reads version 1.0".
+        for (version, found) in [
+            (json!(1.0), "the number 1.0"),
+            (json!(1), "the number 1"),
+            (json!(null), "null"),
+        ] {
+            let mut doc = export();
+            doc["version"] = version;
+            let e = refused("r4.json", &serde_json::to_vec(&doc).expect("json"));
+            assert!(
+                matches!(&e, ExportFileError::VersionNotString { found: f, .. } if f == found),
+                "{e}"
+            );
+            assert!(
+                e.to_string().contains(&format!(
+                    "r4.json: its version is {found}; a SessionExport's version is a string, \"1.0\""
+                )),
+                "{e}"
+            );
+        }
         let mut doc = export();
         doc["nodes"] = json!({});
         let e = refused("nodes.json", &serde_json::to_vec(&doc).expect("json"));
