@@ -302,7 +302,8 @@ pub fn repair(db: &DbArgs, json: bool) -> Result<ExitCode> {
     }
     if !report.left_for_you.is_empty() {
         eprintln!(
-            "{} has rows repair leaves to you (reads of their sessions fail or pick one of two thoughts):",
+            "{} has rows repair leaves to you (reads of their sessions fail or pick one of two thoughts, or their \
+             exports cannot be imported):",
             store.path().display()
         );
         for line in &report.left_for_you {
