@@ -1,5 +1,5 @@
--- thoughtbox schema, version 12: a branch's fork point and critiques
--- written by hand keep the form every reader, export and import
+-- thoughtbox schema, version 12: a branch's fork point, the install id and
+-- critiques written by hand keep the form every reader, export and import
 -- relies on (review 19).
 --
 -- Found by writing rows with `sqlite3`:
@@ -12,6 +12,8 @@
 --   * a branch thought inserted by hand, fully linked, was invisible until
 --     `repair` (no branch row: the structure showed no branch, and the next
 --     thought on it was told to give branchFromThought);
+--   * `DELETE FROM config WHERE key = 'installId'` made two ledgers look
+--     like the same one to `backup`, which then replaced the other one;
 --   * a critique of another shape (`{"text": 1}`) was accepted and then
 --     silently left out of every read and export.
 --
@@ -168,6 +170,28 @@ BEGIN
             (SELECT node_id FROM thoughts WHERE session_id = new.session_id AND branch_id = new.branch_id
              ORDER BY id DESC LIMIT 1));
     UPDATE sessions SET branch_count = branch_count + 1 WHERE id = new.session_id;
+END;
+
+-- The install id tells this ledger from every other: `backup` replaces a
+-- file only when it holds an earlier backup of the same ledger. Missing or
+-- blank, two ledgers looked alike.
+CREATE TRIGGER config_install_id_kept BEFORE DELETE ON config
+WHEN old.key = 'installId'
+BEGIN
+    SELECT RAISE(ABORT, 'installId cannot be deleted: it tells this ledger from others (a backup replaces only an earlier backup of the same ledger)');
+END;
+
+CREATE TRIGGER config_install_id_checked_insert BEFORE INSERT ON config
+WHEN new.key = 'installId' AND trim(new.value, ' ' || char(9, 10, 13)) = ''
+BEGIN
+    SELECT RAISE(ABORT, 'installId cannot be blank: it tells this ledger from others (a backup replaces only an earlier backup of the same ledger)');
+END;
+
+CREATE TRIGGER config_install_id_checked_update BEFORE UPDATE OF key, value ON config
+WHEN (old.key = 'installId' AND new.key IS NOT 'installId')
+  OR (new.key = 'installId' AND trim(new.value, ' ' || char(9, 10, 13)) = '')
+BEGIN
+    SELECT RAISE(ABORT, 'installId cannot be blank or renamed: it tells this ledger from others (a backup replaces only an earlier backup of the same ledger)');
 END;
 
 -- A critique is what the server stores (crate::domain::Critique): an object

@@ -35,6 +35,9 @@ pub struct RepairReport {
     pub critique_flags_set: u64,
     /// Thoughts in the rebuilt search index.
     pub thoughts_indexed: u64,
+    /// The `installId` was blank (set so by hand before version 12) and
+    /// was given a new one.
+    pub install_id_set: bool,
     /// What only a person can decide, left as it is: each line names the
     /// rows and the statement that would put them right. Thought numbers
     /// outside 1 to 2147483647 (every read of their session fails), two
@@ -588,6 +591,12 @@ impl Store {
                    AND NOT EXISTS (SELECT 1 FROM branches AS b
                                    WHERE b.session_id = t.session_id AND b.branch_id = t.branch_id)",
             )?;
+            // A ledger whose installId was blanked by hand before version
+            // 12 gets one: a blank one tells it from no other ledger.
+            r.install_id_set = tx.execute(
+                "UPDATE config SET value = ?1 WHERE key = 'installId' AND trim(value, ' ' || char(9, 10, 13)) = ''",
+                [uuid::Uuid::new_v4().to_string()],
+            )? > 0;
             // Each pass can leave what the next one mends (a thought
             // relinked to one that another pass relinks), so they run until
             // nothing changes; only links that change are counted.

@@ -1262,3 +1262,41 @@ fn a_fork_point_edited_by_hand_never_makes_an_export_that_import_refuses() {
     ok(&db, &["export", "--out", mended.to_str().unwrap()]);
     export_imports(&mended);
 }
+
+/// Review 19 (D3): two ledgers whose installId was deleted by hand were
+/// taken for the same ledger, and `backup` replaced the other one's
+/// sessions. Version 12 refuses the delete; a ledger from before that lacks
+/// one is never replaced by a backup, and says why.
+#[test]
+fn backup_never_replaces_a_ledger_without_an_install_id() {
+    let (dir, db) = temp_db();
+    small_ledger(&db);
+    let other = dir.path().join("b.db");
+    {
+        let store = Store::open(&other, OpenOptionsStore::default()).unwrap();
+        for i in 0..4 {
+            store.create_session(NewSession::titled(format!("theirs {i}"))).unwrap();
+        }
+    }
+    let err = rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute_batch("DELETE FROM config WHERE key = 'installId'")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("installId cannot be deleted"), "{err}");
+    for path in [&db, &other] {
+        rusqlite::Connection::open(path)
+            .unwrap()
+            .execute_batch("DROP TRIGGER config_install_id_kept; DELETE FROM config WHERE key = 'installId';")
+            .unwrap();
+    }
+    let before = std::fs::read(&other).unwrap();
+    let err = fails(&db, &["backup", other.to_str().unwrap()]);
+    assert!(
+        err.contains("is a ledger without an installId") && err.contains("cannot be told to be an earlier backup"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&other).unwrap(), before, "b.db left as it was");
+    let sessions = ok_json(&other, &["sessions", "list"]);
+    assert_eq!(sessions["count"], 4, "{sessions}");
+}
