@@ -294,6 +294,10 @@ pub fn repair(db: &DbArgs, json: bool) -> Result<ExitCode> {
             ("branches restored", report.branches_restored.to_string()),
             ("links fixed", report.links_fixed.to_string()),
             ("critique flags set", report.critique_flags_set.to_string()),
+            (
+                "blank installId replaced",
+                if report.install_id_set { "yes" } else { "no" }.to_string(),
+            ),
             ("thoughts indexed", report.thoughts_indexed.to_string()),
             ("integrity check", report.integrity.join("; ")),
         ];
@@ -302,7 +306,8 @@ pub fn repair(db: &DbArgs, json: bool) -> Result<ExitCode> {
     }
     if !report.left_for_you.is_empty() {
         eprintln!(
-            "{} has rows repair leaves to you (reads of their sessions fail or pick one of two thoughts):",
+            "{} has rows repair leaves to you (reads of their sessions fail or pick one of two thoughts, or their \
+             exports cannot be imported):",
             store.path().display()
         );
         for line in &report.left_for_you {

@@ -220,11 +220,38 @@ impl Store {
                         tables.join(", ")
                     ));
                 }
-                Ok((_, Some(theirs))) if Some(&theirs) != self.config_value("installId")?.as_ref() => {
-                    return refuse(format!(
-                        "{} is another ledger (installId {theirs}), not an earlier backup of this one; {instead}",
-                        dest.display()
-                    ));
+                // A ledger: its installId says whether it is a backup of
+                // this one. A missing or blank one (deleted by hand before
+                // version 12 refused that) tells it from no other ledger,
+                // so it matches nothing, not even another missing one.
+                Ok((super::Found::Current | super::Found::Behind(_) | super::Found::Unset, theirs)) => {
+                    let ours = self.config_value("installId")?.filter(|id| !id.trim().is_empty());
+                    match (theirs.filter(|id| !id.trim().is_empty()), ours) {
+                        (None, _) => {
+                            return refuse(format!(
+                                "{} is a ledger without an installId (deleted or blanked by hand), so it cannot be \
+                                 told to be an earlier backup of this one; {instead}, or give it its installId back \
+                                 if it is one",
+                                dest.display()
+                            ));
+                        }
+                        (Some(_), None) => {
+                            return refuse(format!(
+                                "{} is a ledger, and this ledger has no installId (deleted or blanked by hand), so \
+                                 that one cannot be told to be an earlier backup of this one; {instead} (any \
+                                 command that writes, such as `thoughtbox repair`, gives this ledger a new \
+                                 installId)",
+                                dest.display()
+                            ));
+                        }
+                        (Some(theirs), Some(ours)) if theirs != ours => {
+                            return refuse(format!(
+                                "{} is another ledger (installId {theirs}), not an earlier backup of this one; {instead}",
+                                dest.display()
+                            ));
+                        }
+                        (Some(_), Some(_)) => {}
+                    }
                 }
                 Err(e) => {
                     return refuse(format!(
@@ -477,6 +504,62 @@ mod tests {
         other_store.backup_to(&theirs).unwrap();
         let err = store.backup_to(&theirs).unwrap_err();
         assert!(err.to_string().contains("another ledger (installId"), "{err}");
+    }
+
+    /// Version 12 refuses deleting or blanking the installId; a ledger
+    /// from before may lack one. Two ledgers without one are not the same
+    /// ledger (review 19: a backup replaced the other's four sessions), nor
+    /// is one without it a backup of one with it, or the other way round.
+    #[test]
+    fn a_missing_install_id_matches_nothing() {
+        let (dir, store) = temp_store();
+        store.create_session(NewSession::titled("ours")).unwrap();
+        let sh = rusqlite::Connection::open(store.path()).unwrap();
+        for sql in [
+            "DELETE FROM config WHERE key = 'installId'",
+            "UPDATE config SET value = ' ' WHERE key = 'installId'",
+            "UPDATE config SET key = 'installed' WHERE key = 'installId'",
+        ] {
+            let err = sh.execute_batch(sql).expect_err(sql).to_string();
+            assert!(err.contains("installId cannot be"), "{sql}: {err}");
+        }
+        // Another ledger with sessions, whose installId went before version 12.
+        let (_other_dir, other) = temp_store();
+        for i in 0..4 {
+            other.create_session(NewSession::titled(format!("theirs {i}"))).unwrap();
+        }
+        let theirs = dir.path().join("theirs.db");
+        other.backup_to(&theirs).unwrap();
+        let forget = |path: &std::path::Path, how: &str| {
+            let c = rusqlite::Connection::open(path).unwrap();
+            c.execute_batch(&format!(
+                "DROP TRIGGER config_install_id_kept; DROP TRIGGER config_install_id_checked_update; {how}"
+            ))
+            .unwrap();
+        };
+        forget(&theirs, "DELETE FROM config WHERE key = 'installId'");
+        let before = std::fs::read(&theirs).unwrap();
+        let err = store.backup_to(&theirs).unwrap_err().to_string();
+        assert!(err.contains("is a ledger without an installId"), "{err}");
+        assert_eq!(std::fs::read(&theirs).unwrap(), before, "left as it was");
+        // Ours blank (and theirs missing, or theirs present): refused too.
+        drop(sh);
+        forget(store.path(), "UPDATE config SET value = '' WHERE key = 'installId'");
+        let err = store.backup_to(&theirs).unwrap_err().to_string();
+        assert!(err.contains("is a ledger without an installId"), "{err}");
+        let present = dir.path().join("present.db");
+        other.backup_to(&present).unwrap();
+        let err = store.backup_to(&present).unwrap_err().to_string();
+        assert!(err.contains("this ledger has no installId"), "{err}");
+        // `repair` gives ours a new one; then a new file is a fine backup
+        // and the next backup replaces it.
+        assert!(store.repair().unwrap().install_id_set);
+        let id = store.config_value("installId").unwrap().unwrap();
+        assert_eq!(id.len(), 36, "{id}");
+        let fresh = dir.path().join("fresh.db");
+        store.backup_to(&fresh).unwrap();
+        store.backup_to(&fresh).unwrap();
+        assert!(store.backup_to(&theirs).is_err());
     }
 
     /// An earlier backup in WAL mode (a copy of a live ledger's file) is

@@ -689,11 +689,13 @@ fn repair_names_what_it_leaves_to_you() {
     // Rows as a ledger older than version 8 may hold them.
     sh.execute_batch("DROP TRIGGER thoughts_checked_insert; DROP TRIGGER thoughts_node_id_checked;")
         .unwrap();
+    // (A branch thought with its branch's fork point, as version 12 requires.)
     let insert = |node: &str, branch: Option<&str>, number: i64, total: i64, prev: Option<&str>| {
         sh.execute(
             "INSERT INTO thoughts (session_id, node_id, branch_id, thought_number, total_thoughts, thought,
-                                   next_thought_needed, prev_node, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, 'by hand', 1, ?6, '2026-11-22T19:05:00.000Z')",
+                                   next_thought_needed, prev_node, created_at, branch_from_thought, branch_origin)
+             VALUES (?1, ?2, ?3, ?4, ?5, 'by hand', 1, ?6, '2026-11-22T19:05:00.000Z',
+                     CASE WHEN ?3 IS NOT NULL THEN 2 END, CASE WHEN ?3 IS NOT NULL THEN ?1 || ':2' END)",
             rusqlite::params![s, node, branch, number, total, prev],
         )
         .unwrap();
@@ -761,7 +763,10 @@ fn repair_names_what_it_leaves_to_you() {
         "{left}"
     );
     assert!(
-        left.contains(&format!("on branch alt, {on_branch} follow no thought")),
+        left.contains(&format!(
+            "on branch alt, {on_branch} follows no thought; a branch's first thought follows its fork point {s}:2 \
+             and each other one the thought before it on the branch"
+        )),
         "{left}"
     );
     // Mended as the lines say, the ledger is sound again.
@@ -798,11 +803,13 @@ fn rows_not_in_the_servers_form_are_refused() {
         .map(|i| add(&store, &s, &format!("kestrel {i}"), None))
         .collect();
     let sh = shell(&store);
+    // (A branch thought forking from thought 1, as version 12 requires.)
     let insert = |node: &str, branch: Option<&str>, number: i64, session: &str, at: &str| {
         sh.execute(
             "INSERT INTO thoughts (session_id, node_id, branch_id, thought_number, total_thoughts, thought,
-                                   next_thought_needed, prev_node, created_at)
-             VALUES (?1, ?2, ?3, ?4, 9, 'by hand', 1, NULL, ?5)",
+                                   next_thought_needed, prev_node, created_at, branch_from_thought, branch_origin)
+             VALUES (?1, ?2, ?3, ?4, 9, 'by hand', 1, NULL, ?5,
+                     CASE WHEN ?3 IS NOT NULL THEN 1 END, CASE WHEN ?3 IS NOT NULL THEN ?1 || ':1' END)",
             rusqlite::params![session, node, branch, number, at],
         )
     };
@@ -1326,4 +1333,366 @@ fn a_branch_without_its_row_is_still_read_after_the_others() {
         })
         .unwrap();
     assert_eq!(read, ["one", "on zeta", "on alpha", "on lost"]);
+}
+
+/// The names of the triggers version 12 added to `thoughts` for fork points
+/// and critiques, with their SQL, dropped to write rows as a ledger from
+/// before may hold them and put back after.
+fn without_v12_checks(sh: &Connection, f: impl FnOnce()) {
+    let saved: Vec<String> = sh
+        .prepare(
+            "SELECT sql FROM sqlite_master WHERE type = 'trigger'
+               AND (name LIKE 'thoughts_fork_%' OR name LIKE 'thoughts_critique_%')",
+        )
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    assert_eq!(saved.len(), 10, "{saved:?}");
+    sh.execute_batch(
+        "DROP TRIGGER thoughts_fork_checked_main_insert; DROP TRIGGER thoughts_fork_form_checked_insert;
+         DROP TRIGGER thoughts_fork_agrees_insert; DROP TRIGGER thoughts_fork_exists_insert;
+         DROP TRIGGER thoughts_fork_checked_main_update; DROP TRIGGER thoughts_fork_form_checked_update;
+         DROP TRIGGER thoughts_fork_agrees_update; DROP TRIGGER thoughts_fork_exists_update;
+         DROP TRIGGER thoughts_critique_checked_insert; DROP TRIGGER thoughts_critique_checked_update;",
+    )
+    .unwrap();
+    f();
+    for sql in saved {
+        sh.execute_batch(&sql).unwrap();
+    }
+}
+
+/// Version 12: a fork point written by hand that an import would refuse is
+/// refused (review 19): one on a main-chain thought, one that differs from
+/// its branch's, one naming no main-chain thought, a branch thought with
+/// none. Each gets the message saying what is wrong; rows in the server's
+/// form go in.
+#[test]
+fn fork_points_written_by_hand_are_refused() {
+    let (_d, store) = temp_store();
+    let s = store.create_session(NewSession::titled("forks")).unwrap().id;
+    for i in 1..=3 {
+        add(&store, &s, &format!("main {i}"), None);
+    }
+    let alt3 = add(&store, &s, "alt start", Some(("alt", 2)));
+    assert_eq!(alt3, format!("{s}:alt:3"));
+    let sh = shell(&store);
+    let main = "a main-chain thought forks from nothing";
+    let form = "names the main-chain thought its branch forks from twice";
+    let agree = "a branch has one fork point";
+    let exists = "branch_origin (session_id:branch_from_thought) names no such thought";
+    let refused = |r: rusqlite::Result<usize>, says: &str, what: &str| {
+        let e = r.expect_err(what).to_string();
+        assert!(e.contains(says), "{what}: {e}");
+    };
+    for (node, set, says) in [
+        // The review's: the branch's origin moved to a thought that does not exist.
+        (&alt3, format!("branch_origin = '{s}:9'"), form),
+        (&alt3, "branch_from_thought = 9".to_string(), form),
+        (&alt3, "branch_origin = NULL".to_string(), form),
+        (
+            &alt3,
+            format!("branch_from_thought = 1, branch_origin = '{s}:1'"),
+            agree,
+        ),
+        (
+            &alt3,
+            format!("branch_from_thought = 9, branch_origin = '{s}:9'"),
+            agree,
+        ),
+        (&format!("{s}:2"), format!("branch_origin = '{s}:1'"), main),
+        (&format!("{s}:2"), "branch_from_thought = 1".to_string(), main),
+    ] {
+        refused(
+            sh.execute(&format!("UPDATE thoughts SET {set} WHERE node_id = ?1"), [node]),
+            says,
+            &set,
+        );
+    }
+    let insert = |branch: Option<&str>, n: u32, from: Option<u32>, origin: Option<String>, prev: Option<String>| {
+        sh.execute(
+            "INSERT INTO thoughts (session_id, node_id, branch_id, thought_number, total_thoughts, thought,
+                                   next_thought_needed, branch_from_thought, branch_origin, prev_node, created_at)
+             VALUES (?1, ?1 || ':' || coalesce(?2 || ':', '') || ?3, ?2, ?3, ?3, 'by hand', 1, ?4, ?5, ?6,
+                     '2026-11-23T08:42:10.000Z')",
+            rusqlite::params![s, branch, n, from, origin, prev],
+        )
+    };
+    let o = |n: u32| Some(format!("{s}:{n}"));
+    // The review's: a branch thought with neither prev_node nor a fork point.
+    refused(insert(Some("alt"), 4, None, None, None), form, "no fork point");
+    refused(
+        insert(Some("solo"), 3, None, None, None),
+        form,
+        "a new branch, no fork point",
+    );
+    refused(
+        insert(Some("alt"), 4, Some(1), o(1), Some(alt3.clone())),
+        agree,
+        "another fork",
+    );
+    refused(
+        insert(Some("nb"), 10, Some(9), o(9), o(9)),
+        exists,
+        "a fork that is no thought",
+    );
+    refused(
+        insert(Some("nb"), 10, Some(2), Some(alt3.clone()), o(2)),
+        form,
+        "a branch thought as the fork",
+    );
+    refused(
+        insert(None, 4, Some(2), None, o(3)),
+        main,
+        "a main-chain thought with a fork",
+    );
+    refused(
+        insert(None, 4, None, o(2), o(3)),
+        main,
+        "a main-chain thought with an origin",
+    );
+    refused(
+        sh.execute(
+            "INSERT INTO branches (session_id, branch_id, from_thought, origin_node, created_at)
+             VALUES (?1, 'rowonly', 9, ?1 || ':9', '2026-11-23T08:42:10.000Z')",
+            [&s],
+        ),
+        "a branch forks from a thought of its session's main chain",
+        "a branch row forking from nothing",
+    );
+    // In the server's form they go in; the session reads and exports whole.
+    insert(Some("alt"), 4, Some(2), o(2), Some(alt3.clone())).expect("a branch thought as the server writes it");
+    insert(None, 4, None, None, o(3)).expect("a main-chain thought");
+    assert_eq!(
+        store
+            .read_thoughts(&s, &crate::store::ThoughtQuery::Last(10))
+            .unwrap()
+            .len(),
+        4
+    );
+    assert_eq!(store.structure(&s).unwrap().thoughts, 6);
+    assert!(store.repair().unwrap().left_for_you.is_empty());
+}
+
+/// Version 12: a branch thought inserted by hand, fully linked, begins its
+/// branch (review 19: the server saw no branch until `repair`, and the
+/// next thought on it was asked for branchFromThought). The session counts
+/// the branch; deleting its thought uncounts it.
+#[test]
+fn a_branch_thought_inserted_by_hand_begins_its_branch() {
+    let (_d, store) = temp_store();
+    let s = store.create_session(NewSession::titled("hand branch")).unwrap().id;
+    add(&store, &s, "one", None);
+    let two = add(&store, &s, "two", None);
+    add(&store, &s, "on alt", Some(("alt", 1)));
+    assert_eq!(counts(&store, &s).1, 1);
+    let sh = shell(&store);
+    sh.execute(
+        "INSERT INTO thoughts (session_id, node_id, branch_id, thought_number, total_thoughts, thought,
+                               next_thought_needed, branch_from_thought, branch_origin, prev_node, created_at)
+         VALUES (?1, ?1 || ':hb:3', 'hb', 3, 3, 'by hand', 1, 2, ?2, ?2, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
+        [&s, &two],
+    )
+    .unwrap();
+    let branches = store.branches(&s).unwrap();
+    let hb = branches.iter().find(|b| b.id == "hb").expect("the branch is there");
+    assert_eq!(
+        (hb.from_thought, hb.origin_node.as_str(), hb.count),
+        (2, two.as_str(), 1)
+    );
+    assert_eq!(counts(&store, &s).1, 2, "the session counts it");
+    // The next thought on it needs no fork point, follows the one by hand.
+    let next = store
+        .append_thought(
+            Target::Session(s.clone()),
+            ThoughtInput {
+                thought: "continued".into(),
+                next_thought_needed: true,
+                branch_id: Some("hb".into()),
+                ..Default::default()
+            },
+        )
+        .expect("the branch continues");
+    assert_eq!(next.thought.node_id, format!("{s}:hb:4"));
+    assert_eq!(next.thought.prev_node, Some(format!("{s}:hb:3")));
+    assert!(!next.new_branch);
+    assert_eq!(counts(&store, &s).1, 2, "counted once");
+    // A branch the server begins is counted once too, its row written by it.
+    let new = add(&store, &s, "on new", Some(("new", 2)));
+    assert_eq!(counts(&store, &s).1, 3);
+    assert_eq!(
+        store
+            .branches(&s)
+            .unwrap()
+            .iter()
+            .find(|b| b.id == "new")
+            .map(|b| b.count),
+        Some(1)
+    );
+    sh.execute("DELETE FROM thoughts WHERE node_id = ?1", [&new]).unwrap();
+    assert_eq!(counts(&store, &s).1, 2);
+    let report = store.repair().unwrap();
+    assert!(report.left_for_you.is_empty(), "{report:?}");
+    assert_eq!(
+        (report.sessions_fixed, report.branches_restored),
+        (1, 0),
+        "only thought_count: {report:?}"
+    );
+}
+
+/// Version 12: a critique written by hand has the shape the server stores,
+/// or reads and exports would leave it out (review 19).
+#[test]
+fn critiques_of_another_shape_are_refused() {
+    let (_d, store) = temp_store();
+    let s = store.create_session(NewSession::titled("critiqued")).unwrap().id;
+    let node = add(&store, &s, "one", None);
+    let sh = shell(&store);
+    for bad in [
+        r#"{"text":1}"#,
+        r#"{"text":"t","model":"m"}"#,
+        r#"{"text":"t","model":"m","timestamp":"yesterday"}"#,
+        r#"{"text":"t","model":null,"timestamp":"2026-11-23T08:42:10.000Z"}"#,
+        r#"["t","m","2026-11-23T08:42:10.000Z"]"#,
+        r#""just text""#,
+    ] {
+        let e = sh
+            .execute("UPDATE thoughts SET critique = ?2 WHERE node_id = ?1", [&node, bad])
+            .expect_err(bad)
+            .to_string();
+        assert!(e.contains("a critique is a JSON object"), "{bad}: {e}");
+    }
+    let e = sh
+        .execute(
+            "INSERT INTO thoughts (session_id, node_id, thought_number, total_thoughts, thought, next_thought_needed,
+                                   prev_node, critique, created_at)
+             VALUES (?1, ?1 || ':2', 2, 2, 'by hand', 1, ?2, '{\"text\":1}', '2026-11-23T08:42:10.000Z')",
+            [&s, &node],
+        )
+        .expect_err("insert")
+        .to_string();
+    assert!(e.contains("a critique is a JSON object"), "{e}");
+    let good = r#"{"text":"fine","model":"m","timestamp":"2026-11-23T08:42:10.000Z","extra":true}"#;
+    sh.execute("UPDATE thoughts SET critique = ?2 WHERE node_id = ?1", [&node, good])
+        .unwrap();
+    let read = store.read_thoughts(&s, &crate::store::ThoughtQuery::Number(1)).unwrap();
+    assert_eq!(read[0].data.critique.as_ref().map(|c| c.text.as_str()), Some("fine"));
+    sh.execute("UPDATE thoughts SET critique = NULL WHERE node_id = ?1", [&node])
+        .unwrap();
+}
+
+/// Fork points and critiques written by hand before version 12: `repair`
+/// names each with the statement that mends it, links a branch's only
+/// thought that follows nothing to the fork point itself, no longer makes
+/// up a fork point for a branch that names none, and once the lines are
+/// followed the ledger is sound (review 19).
+#[test]
+fn repair_names_fork_points_and_critiques_from_before_version_12() {
+    let (_d, store) = temp_store();
+    let s = store.create_session(NewSession::titled("old rows")).unwrap().id;
+    for i in 1..=3 {
+        add(&store, &s, &format!("main {i}"), None);
+    }
+    let alt3 = add(&store, &s, "alt start", Some(("alt", 2)));
+    let two = format!("{s}:2");
+    let sh = shell(&store);
+    let insert = |branch: &str, n: u32, from: Option<u32>, origin: Option<&str>| {
+        sh.execute(
+            "INSERT INTO thoughts (session_id, node_id, branch_id, thought_number, total_thoughts, thought,
+                                   next_thought_needed, branch_from_thought, branch_origin, created_at)
+             VALUES (?1, ?1 || ':' || ?2 || ':' || ?3, ?2, ?3, ?3, 'by hand', 1, ?4, ?5,
+                     '2026-11-23T08:42:10.000Z')",
+            rusqlite::params![s, branch, n, from, origin],
+        )
+        .unwrap();
+    };
+    without_v12_checks(&sh, || {
+        sh.execute(
+            "UPDATE thoughts SET branch_origin = ?2 || ':9' WHERE node_id = ?1",
+            [&alt3, &s],
+        )
+        .unwrap();
+        sh.execute(
+            "UPDATE thoughts SET branch_origin = ?2 || ':1' WHERE node_id = ?1",
+            [&two, &s],
+        )
+        .unwrap();
+        // One thought of a branch, no prev_node and no fork point.
+        sh.execute_batch("DROP TRIGGER thoughts_branch_begun").unwrap();
+        insert("solo", 3, None, None);
+        // One thought of a branch with its fork point but no prev_node.
+        insert("head", 3, Some(1), Some(&format!("{s}:1")));
+        sh.execute(
+            "UPDATE thoughts SET critique = '{\"text\":1}' WHERE node_id = ?1 || ':3'",
+            [&s],
+        )
+        .unwrap();
+    });
+    let report = store.repair().unwrap();
+    let left = report.left_for_you.join("\n");
+    // `head` got its row back and follows its fork point; `solo` got none.
+    assert_eq!(report.branches_restored, 1, "{report:?}");
+    assert_eq!(report.links_fixed, 1, "{report:?}");
+    let branches = store.branches(&s).unwrap();
+    let mut ids: Vec<&str> = branches.iter().map(|b| b.id.as_str()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, ["alt", "head"], "{branches:?}");
+    for line in [
+        format!(
+            "thought {alt3}: branch alt forks from {two}, but this thought names branch_origin {s}:9 and \
+             branch_from_thought 2; a branch has one fork point, so its session's export cannot be imported; \
+             UPDATE thoughts SET branch_from_thought = 2, branch_origin = '{two}' WHERE node_id = '{alt3}'"
+        ),
+        format!(
+            "thought {two} is on the main chain but names a fork point (branch_origin {s}:1, branch_from_thought \
+             NULL), so its session's export cannot be imported; UPDATE thoughts SET branch_origin = NULL, \
+             branch_from_thought = NULL WHERE node_id = '{two}'"
+        ),
+        format!("session {s}: branch solo ({s}:solo:3) names no fork point that is a thought of the main chain"),
+        format!(
+            "session {s}: on branch solo, {s}:solo:3 follows no thought; a branch's first thought follows its fork \
+             point (the branch names none yet"
+        ),
+        format!("thought {s}:3: its critique is not an object of three strings"),
+    ] {
+        assert!(left.contains(&line), "{line}\n---\n{left}");
+    }
+    assert_eq!(report.left_for_you.len(), 5, "{left}");
+    assert!(!left.contains("set the prev_node of each but the first"), "{left}");
+    // Mended as the lines say (the branch's fork point given in one
+    // statement, which gives it its row), the ledger is sound.
+    sh.execute(
+        "UPDATE thoughts SET branch_from_thought = 2, branch_origin = ?2 WHERE node_id = ?1",
+        [&alt3, &two],
+    )
+    .unwrap();
+    sh.execute(
+        "UPDATE thoughts SET branch_origin = NULL, branch_from_thought = NULL WHERE node_id = ?1",
+        [&two],
+    )
+    .unwrap();
+    sh.execute(
+        "UPDATE thoughts SET branch_from_thought = 1, branch_origin = ?1 || ':' || 1
+         WHERE session_id = ?1 AND branch_id = 'solo'",
+        [&s],
+    )
+    .unwrap();
+    assert!(
+        store.branches(&s).unwrap().iter().any(|b| b.id == "solo"),
+        "given its row"
+    );
+    sh.execute("UPDATE thoughts SET critique = NULL WHERE node_id = ?1 || ':3'", [&s])
+        .unwrap();
+    let report = store.repair().unwrap();
+    assert!(report.left_for_you.is_empty(), "{report:?}");
+    let prev: Option<String> = sh
+        .query_row(
+            "SELECT prev_node FROM thoughts WHERE node_id = ?1 || ':solo:3'",
+            [&s],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(prev, Some(format!("{s}:1")), "linked to its fork point by the repair");
 }

@@ -1805,7 +1805,9 @@ mod tests {
             ..Default::default()
         };
         store.append_thought(Target::Session(sid.clone()), input(None)).unwrap();
-        // The way version 2 wrote: the thought, then (for a new branch) its row without a tail.
+        // Thoughts written without moving the tails (a person with sqlite3;
+        // since version 12 the first thought of a branch gets its row, with
+        // itself as the tail, from a trigger, and the second leaves it behind).
         store
             .conn()
             .unwrap()
@@ -1815,8 +1817,9 @@ mod tests {
                  INSERT INTO thoughts (session_id, node_id, branch_id, thought_number, total_thoughts, thought, next_thought_needed,
                      prev_node, branch_from_thought, branch_origin, created_at)
                  VALUES ('{sid}', '{sid}:b:1', 'b', 1, 2, 'their branch', 1, '{sid}:1', 1, '{sid}:1', '2026-01-01T00:00:00.000Z');
-                 INSERT INTO branches (session_id, branch_id, from_thought, origin_node, created_at)
-                 VALUES ('{sid}', 'b', 1, '{sid}:1', '2026-01-01T00:00:00.000Z');"
+                 INSERT INTO thoughts (session_id, node_id, branch_id, thought_number, total_thoughts, thought, next_thought_needed,
+                     prev_node, branch_from_thought, branch_origin, created_at)
+                 VALUES ('{sid}', '{sid}:b:2', 'b', 2, 2, 'their branch 2', 1, '{sid}:b:1', 1, '{sid}:1', '2026-01-01T00:00:00.000Z');"
             ))
             .unwrap();
         let main = store.append_thought(Target::Session(sid.clone()), input(None)).unwrap();
@@ -1825,8 +1828,8 @@ mod tests {
         let branch = store
             .append_thought(Target::Session(sid.clone()), input(Some("b")))
             .unwrap();
-        assert_eq!(branch.thought.node_id, format!("{sid}:b:2"));
-        assert_eq!(branch.thought.prev_node.as_deref(), Some(format!("{sid}:b:1").as_str()));
+        assert_eq!(branch.thought.node_id, format!("{sid}:b:3"));
+        assert_eq!(branch.thought.prev_node.as_deref(), Some(format!("{sid}:b:2").as_str()));
     }
 
     /// Without AUTOINCREMENT, deleting the newest session frees its ids for

@@ -35,12 +35,15 @@ pub struct RepairReport {
     pub critique_flags_set: u64,
     /// Thoughts in the rebuilt search index.
     pub thoughts_indexed: u64,
+    /// The `installId` was blank (set so by hand before version 12) and
+    /// was given a new one.
+    pub install_id_set: bool,
     /// What only a person can decide, left as it is: each line names the
     /// rows and the statement that would put them right. Thought numbers
     /// outside 1 to 2147483647 (every read of their session fails), two
     /// thoughts with one number on one chain, chains with more than one
     /// thought that follows nothing, prev-link loops, and rows from before
-    /// versions 8, 9 and 11 in forms their triggers refuse.
+    /// versions 8, 9, 11 and 12 in forms their triggers refuse.
     pub left_for_you: Vec<String>,
     /// Why the repair could not be done (nothing was changed then).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -108,16 +111,45 @@ fn left_for_you(tx: &rusqlite::Connection) -> Result<Vec<String>> {
     // only a person can tell (a thought put back under a new id is newer
     // but may come first).
     let mut stmt = tx.prepare(
-        "SELECT session_id, coalesce('branch ' || branch_id, 'the main chain'), group_concat(node_id, ', ')
-         FROM thoughts WHERE prev_node IS NULL
-         GROUP BY session_id, branch_id HAVING branch_id IS NOT NULL OR count(*) > 1
-         ORDER BY session_id, branch_id",
+        "SELECT session_id, group_concat(node_id, ', ')
+         FROM thoughts WHERE prev_node IS NULL AND branch_id IS NULL
+         GROUP BY session_id HAVING count(*) > 1
+         ORDER BY session_id",
     )?;
     let mut rows = stmt.query([])?;
     while let Some(row) = rows.next()? {
-        let (session, chain, nodes): (String, String, String) = (row.get(0)?, row.get(1)?, row.get(2)?);
+        let (session, nodes): (String, String) = (row.get(0)?, row.get(1)?);
         push(format!(
-            "session {session}: on {chain}, {nodes} follow no thought; set the prev_node of each but the first \
+            "session {session}: on the main chain, {nodes} follow no thought; set the prev_node of each but the first \
+             (UPDATE thoughts SET prev_node = '<the node it follows>' WHERE node_id = '...')"
+        ));
+    }
+    // On a branch every thought follows one: the first its fork point, the
+    // others the thought before them. (`fix_links` has linked a branch's
+    // only such thought to the fork point when no other thought follows
+    // it: that one is the branch's first.)
+    let mut stmt = tx.prepare(
+        "SELECT t.session_id, t.branch_id, group_concat(t.node_id, ', '), count(*),
+                (SELECT b.origin_node FROM branches AS b
+                 WHERE b.session_id = t.session_id AND b.branch_id = t.branch_id)
+         FROM thoughts AS t WHERE t.prev_node IS NULL AND t.branch_id IS NOT NULL
+         GROUP BY t.session_id, t.branch_id
+         ORDER BY t.session_id, t.branch_id",
+    )?;
+    let mut rows = stmt.query([])?;
+    while let Some(row) = rows.next()? {
+        let (session, branch, nodes, count, fork): (String, String, String, i64, Option<String>) =
+            (row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?);
+        let (verb, fork) = (
+            if count > 1 { "follow" } else { "follows" },
+            fork.map_or_else(
+                || "its fork point (the branch names none yet: see its line about the fork point)".to_string(),
+                |f| format!("its fork point {f}"),
+            ),
+        );
+        push(format!(
+            "session {session}: on branch {branch}, {nodes} {verb} no thought; a branch's first thought follows \
+             {fork} and each other one the thought before it on the branch \
              (UPDATE thoughts SET prev_node = '<the node it follows>' WHERE node_id = '...')"
         ));
     }
@@ -235,6 +267,122 @@ fn left_for_you(tx: &rusqlite::Connection) -> Result<Vec<String>> {
             ),
         });
     }
+    // Fork points that disagree, written by hand before version 12: an
+    // import takes a branch with one fork point, a main-chain thought of its
+    // session, and main-chain thoughts with none.
+    let mut stmt = tx.prepare(
+        "SELECT node_id, branch_origin, branch_from_thought FROM thoughts
+         WHERE branch_id IS NULL AND (branch_origin IS NOT NULL OR branch_from_thought IS NOT NULL)
+           AND coalesce(branch_from_thought BETWEEN 1 AND 2147483647, 1)
+         ORDER BY id",
+    )?;
+    let mut rows = stmt.query([])?;
+    while let Some(row) = rows.next()? {
+        let (node, origin, from): (String, Option<String>, Option<i64>) = (row.get(0)?, row.get(1)?, row.get(2)?);
+        push(format!(
+            "thought {node} is on the main chain but names a fork point (branch_origin {}, branch_from_thought {}), \
+             so its session's export cannot be imported; UPDATE thoughts SET branch_origin = NULL, \
+             branch_from_thought = NULL WHERE node_id = '{node}'",
+            origin.as_deref().unwrap_or("NULL"),
+            from.map_or("NULL".to_string(), |f| f.to_string())
+        ));
+    }
+    let mut stmt = tx.prepare(
+        "SELECT t.node_id, t.branch_id, t.branch_origin, t.branch_from_thought, b.origin_node, b.from_thought
+         FROM thoughts AS t JOIN branches AS b ON b.session_id = t.session_id AND b.branch_id = t.branch_id
+         WHERE (t.branch_origin IS NOT b.origin_node OR t.branch_from_thought IS NOT b.from_thought)
+           AND coalesce(t.branch_from_thought BETWEEN 1 AND 2147483647, 1)
+           AND b.origin_node IS b.session_id || ':' || b.from_thought
+         ORDER BY t.id",
+    )?;
+    let mut rows = stmt.query([])?;
+    while let Some(row) = rows.next()? {
+        let (node, branch, origin, from, fork, fork_number): (
+            String,
+            String,
+            Option<String>,
+            Option<i64>,
+            String,
+            i64,
+        ) = (
+            row.get(0)?,
+            row.get(1)?,
+            row.get(2)?,
+            row.get(3)?,
+            row.get(4)?,
+            row.get(5)?,
+        );
+        push(format!(
+            "thought {node}: branch {branch} forks from {fork}, but this thought names branch_origin {} and \
+             branch_from_thought {}; a branch has one fork point, so its session's export cannot be imported; \
+             UPDATE thoughts SET branch_from_thought = {fork_number}, branch_origin = '{fork}' WHERE node_id = '{node}'",
+            origin.as_deref().unwrap_or("NULL"),
+            from.map_or("NULL".to_string(), |f| f.to_string())
+        ));
+    }
+    // A branch still without its row: none of its thoughts names a fork
+    // point that is a thought of the main chain (the others got their row
+    // back above).
+    let mut stmt = tx.prepare(
+        "SELECT t.session_id, t.branch_id, group_concat(t.node_id, ', ')
+         FROM thoughts AS t
+         WHERE t.branch_id IS NOT NULL
+           AND NOT EXISTS (SELECT 1 FROM branches AS b WHERE b.session_id = t.session_id AND b.branch_id = t.branch_id)
+         GROUP BY t.session_id, t.branch_id ORDER BY t.session_id, t.branch_id",
+    )?;
+    let mut rows = stmt.query([])?;
+    while let Some(row) = rows.next()? {
+        let (session, branch, nodes): (String, String, String) = (row.get(0)?, row.get(1)?, row.get(2)?);
+        push(format!(
+            "session {session}: branch {branch} ({nodes}) names no fork point that is a thought of the main chain, \
+             so the server cannot continue it and its export cannot be imported; set it on its thoughts \
+             (UPDATE thoughts SET branch_from_thought = N, branch_origin = '{session}:' || N \
+             WHERE session_id = '{session}' AND branch_id = '{branch}', N the number of the main-chain thought it \
+             forks from: that gives the branch its row), or delete them \
+             (DELETE FROM thoughts WHERE session_id = '{session}' AND branch_id = '{branch}')"
+        ));
+    }
+    // A branch row naming a fork point that is gone or malformed (written
+    // by hand, or left by a delete before version 4).
+    let mut stmt = tx.prepare(
+        "SELECT b.session_id, b.branch_id, b.origin_node, b.from_thought FROM branches AS b
+         WHERE b.origin_node IS NOT b.session_id || ':' || b.from_thought
+            OR NOT EXISTS (SELECT 1 FROM thoughts AS o WHERE o.node_id = b.origin_node AND o.branch_id IS NULL)
+         ORDER BY b.session_id, b.branch_id",
+    )?;
+    let mut rows = stmt.query([])?;
+    while let Some(row) = rows.next()? {
+        let (session, branch, origin, from): (String, String, String, i64) =
+            (row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?);
+        push(format!(
+            "session {session}: branch {branch}'s row forks from {origin} (from_thought {from}), which is not a \
+             thought of the main chain, so its export cannot be imported and a branch row cannot change; put that \
+             thought back, or delete the branch (DELETE FROM thoughts WHERE session_id = '{session}' AND \
+             branch_id = '{branch}')"
+        ));
+    }
+    // Critiques of another shape, written by hand before version 12: reads
+    // and exports leave them out.
+    let mut stmt = tx.prepare(&format!(
+        "SELECT node_id FROM thoughts
+         WHERE critique IS NOT NULL
+           AND NOT (json_valid(critique) AND json_type(critique) = 'object'
+                    AND coalesce(json_type(critique, '$.text') = 'text', 0)
+                    AND coalesce(json_type(critique, '$.model') = 'text', 0)
+                    AND coalesce(json_type(critique, '$.timestamp') = 'text', 0)
+                    AND json_extract(critique, '$.timestamp') GLOB '{TIME_GLOB}')
+         ORDER BY id"
+    ))?;
+    let mut rows = stmt.query([])?;
+    while let Some(row) = rows.next()? {
+        let node: String = row.get(0)?;
+        push(format!(
+            "thought {node}: its critique is not an object of three strings text, model and timestamp (UTC with \
+             milliseconds), so reads and exports leave it out; UPDATE thoughts SET critique = \
+             json_object('text', '...', 'model', '...', 'timestamp', '2026-11-23T08:42:10.000Z') \
+             WHERE node_id = '{node}', or SET critique = NULL"
+        ));
+    }
     for (session, nodes) in loops(tx)? {
         let first = nodes.first().cloned().unwrap_or_default();
         push(format!(
@@ -292,7 +440,22 @@ fn fix_links(tx: &rusqlite::Connection) -> Result<u64> {
          WHERE thoughts.id = later.id AND thoughts.prev_node IS NOT later.before",
         [],
     )?;
-    Ok((gone + forked) as u64)
+    // A branch thought that follows nothing (inserted by hand without
+    // prev_node) is the branch's first when it is the only one and no other
+    // thought of the branch follows the fork point: it follows the fork
+    // point, as the server links a branch's first thought.
+    let headless = tx.execute(
+        "UPDATE thoughts AS t SET prev_node = b.origin_node
+         FROM branches AS b
+         WHERE t.prev_node IS NULL AND t.branch_id IS NOT NULL
+           AND b.session_id = t.session_id AND b.branch_id = t.branch_id
+           AND EXISTS (SELECT 1 FROM thoughts AS o WHERE o.node_id = b.origin_node)
+           AND NOT EXISTS (SELECT 1 FROM thoughts AS s
+                           WHERE s.session_id = t.session_id AND s.branch_id = t.branch_id AND s.id <> t.id
+                             AND (s.prev_node IS NULL OR s.prev_node = b.origin_node))",
+        [],
+    )?;
+    Ok((gone + forked + headless) as u64)
 }
 
 /// Thoughts whose `prev_node` links lead round in a loop (set so by hand),
@@ -411,19 +574,29 @@ impl Store {
                 ))?;
             }
             // Thoughts on a branch whose row is gone get it back, from the
-            // branch's first thought.
+            // branch's first thought that names a fork point on the main
+            // chain; a branch none of whose thoughts does is left to you
+            // (a fork point made up here would export a session that no
+            // import takes).
             r.branches_restored += count(
                 "INSERT OR IGNORE INTO branches (session_id, branch_id, from_thought, origin_node, created_at)
-                 SELECT t.session_id, t.branch_id, max(coalesce(t.branch_from_thought, 1), 1),
-                        coalesce(t.branch_origin, t.session_id || ':' || max(coalesce(t.branch_from_thought, 1), 1)),
-                        t.created_at
+                 SELECT t.session_id, t.branch_id, t.branch_from_thought, t.branch_origin, t.created_at
                  FROM thoughts AS t
                  WHERE t.branch_id IS NOT NULL
                    AND t.id = (SELECT min(x.id) FROM thoughts AS x
-                               WHERE x.session_id = t.session_id AND x.branch_id = t.branch_id)
+                               WHERE x.session_id = t.session_id AND x.branch_id = t.branch_id
+                                 AND x.branch_origin = x.session_id || ':' || x.branch_from_thought
+                                 AND EXISTS (SELECT 1 FROM thoughts AS o
+                                             WHERE o.node_id = x.branch_origin AND o.branch_id IS NULL))
                    AND NOT EXISTS (SELECT 1 FROM branches AS b
                                    WHERE b.session_id = t.session_id AND b.branch_id = t.branch_id)",
             )?;
+            // A ledger whose installId was blanked by hand before version
+            // 12 gets one: a blank one tells it from no other ledger.
+            r.install_id_set = tx.execute(
+                "UPDATE config SET value = ?1 WHERE key = 'installId' AND trim(value, ' ' || char(9, 10, 13)) = ''",
+                [uuid::Uuid::new_v4().to_string()],
+            )? > 0;
             // Each pass can leave what the next one mends (a thought
             // relinked to one that another pass relinks), so they run until
             // nothing changes; only links that change are counted.

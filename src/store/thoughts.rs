@@ -366,8 +366,11 @@ impl Store {
                 branch_origin,
                 data,
             };
-            thought.seq = insert_thought(tx, session_id, &thought)?;
             let branch = thought.data.branch_id.as_deref();
+            // A new branch's row goes in before its first thought, as
+            // imports do it: the thought's insert then finds it, and the
+            // trigger that gives a branch thought inserted by hand its row
+            // (migration V12) has nothing to do.
             if new_branch {
                 let (Some(branch), Some(from), Some(origin)) = (
                     branch,
@@ -385,6 +388,7 @@ impl Store {
                 tx.prepare_cached("UPDATE branches SET tail_node = ?3 WHERE session_id = ?1 AND branch_id = ?2")?
                     .execute(params![session_id, branch, thought.node_id])?;
             }
+            let seq = insert_thought(tx, session_id, &thought)?;
             let closed = branch.is_none() && !thought.data.next_thought_needed;
             // Update the counters and the main chain's tail, and read the
             // session back, in one statement.
@@ -406,6 +410,7 @@ impl Store {
                     ],
                     |r| session_from_row(r, granularity),
                 )?;
+            thought.seq = seq;
             Ok(Appended {
                 new_branch,
                 auto_numbered,
@@ -906,7 +911,7 @@ mod tests {
         let critique = |text: &str| crate::domain::Critique {
             text: text.into(),
             model: "m".into(),
-            timestamp: "2026-11-22T00:00:00Z".into(),
+            timestamp: "2026-11-22T00:00:00.000Z".into(),
         };
         assert!(store.set_critique(&a.thought.node_id, &critique("first")).unwrap());
         assert!(!store.set_critique(&a.thought.node_id, &critique("second")).unwrap());

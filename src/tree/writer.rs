@@ -649,6 +649,8 @@ fn write_session_files(
         }
     }
     let mut nodes: HashSet<String> = HashSet::new();
+    let mut main_nodes: HashSet<String> = HashSet::new();
+    let mut forks: BTreeMap<String, String> = BTreeMap::new();
     source.each_thought(&mut |t| {
         thoughts += 1;
         let expected = crate::domain::node_id(&session.id, t.data.branch_id.as_deref(), t.data.thought_number);
@@ -671,6 +673,42 @@ fn write_session_files(
                 t.data.thought.len(),
                 crate::domain::MAX_THOUGHT_BYTES
             )));
+        }
+        // A fork point as an import takes it (review 19): none on the main
+        // chain, one per branch (branchOrigin, else branchFromThought).
+        let stated = t.branch_origin.clone().or_else(|| {
+            t.data
+                .branch_from_thought
+                .map(|f| crate::domain::node_id(&session.id, None, f))
+        });
+        match (t.data.branch_id.as_deref(), stated) {
+            (None, None) => {
+                main_nodes.insert(t.node_id.clone());
+            }
+            (None, Some(origin)) => {
+                return Err(unfit(format!(
+                    "thought {} is on the main chain but names the fork point {origin}",
+                    t.node_id
+                )));
+            }
+            (Some(b), None) => {
+                return Err(unfit(format!(
+                    "thought {} of branch {b:?} names no fork point",
+                    t.node_id
+                )));
+            }
+            (Some(b), Some(origin)) => match forks.get(b) {
+                Some(first) if *first != origin => {
+                    return Err(unfit(format!(
+                        "branch {b:?} forks from both {first} and {origin} (thought {})",
+                        t.node_id
+                    )));
+                }
+                Some(_) => {}
+                None => {
+                    forks.insert(b.to_string(), origin);
+                }
+            },
         }
         nodes.insert(t.node_id.clone());
         // 1 for the session's first thought, so that a tree imported into
@@ -705,6 +743,11 @@ fn write_session_files(
         };
         put(&path, &pretty(&TreeNode { node: &node, seq })?, summary, &mut staged)
     })?;
+    if let Some((b, origin)) = forks.iter().find(|(_, origin)| !main_nodes.contains(*origin)) {
+        return Err(unfit(format!(
+            "branch {b:?} forks from {origin}, which is not a thought of its main chain"
+        )));
+    }
     if let Some(missing) = next.prevs().find(|p| !nodes.contains(*p)) {
         return Err(unfit(format!(
             "a thought follows {missing:?}, which is not a thought of it"

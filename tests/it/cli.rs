@@ -1183,7 +1183,10 @@ fn one_session_the_layout_cannot_name_does_not_keep_the_others_out() {
         .unwrap_err();
     assert!(refused.to_string().contains("lower-case UUID"), "{refused}");
     shell
-        .execute_batch("DROP TRIGGER sessions_checked_insert; DROP TRIGGER thoughts_node_id_checked;")
+        .execute_batch(
+            "DROP TRIGGER sessions_checked_insert; DROP TRIGGER thoughts_node_id_checked;
+             DROP TRIGGER thoughts_fork_form_checked_insert;",
+        )
         .unwrap();
     shell
         .execute(
@@ -1338,4 +1341,126 @@ fn tables_line_up_with_wide_characters() {
     for line in &tags[1..] {
         assert_eq!(starts(line), starts(tags[0]), "{stats}");
     }
+}
+
+/// Review 19 (D1): a fork point edited by hand into what `import` refuses
+/// (moved to a thought that does not exist, set on a main-chain thought,
+/// left out of a branch thought inserted by hand) is refused by the schema,
+/// so `repair` passes the ledger and its export imports. The same rows in a
+/// ledger from before version 12: `export` leaves the session out and names
+/// it (exit 1) instead of writing what `import` refuses, `repair` names the
+/// rows with the statements that mend them, and once mended the session
+/// exports and imports.
+#[test]
+fn a_fork_point_edited_by_hand_never_makes_an_export_that_import_refuses() {
+    let (dir, db) = temp_db();
+    let (a, _) = small_ledger(&db);
+    let branch_thought = format!("{a}:alt:3");
+    let shell = rusqlite::Connection::open(&db).unwrap();
+    for (sql, says) in [
+        (
+            format!("UPDATE thoughts SET branch_origin = '{a}:9' WHERE node_id = '{branch_thought}'"),
+            "names the main-chain thought its branch forks from twice",
+        ),
+        (
+            format!("UPDATE thoughts SET branch_origin = '{a}:1' WHERE node_id = '{a}:2'"),
+            "a main-chain thought forks from nothing",
+        ),
+        (
+            format!(
+                "INSERT INTO thoughts (session_id, node_id, branch_id, thought_number, total_thoughts, thought,
+                                       next_thought_needed, created_at)
+                 VALUES ('{a}', '{a}:hb:3', 'hb', 3, 3, 'by hand', 1, '2026-01-01T00:00:00.000Z')"
+            ),
+            "names the main-chain thought its branch forks from twice",
+        ),
+    ] {
+        let err = shell.execute_batch(&sql).expect_err(&sql).to_string();
+        assert!(err.contains(says), "{sql}: {err}");
+    }
+    let report = ok_json(&db, &["repair"]);
+    assert_eq!(report["leftForYou"], json!([]), "{report}");
+    let export_imports = |tree: &Path| {
+        let other = dir
+            .path()
+            .join(format!("{}.db", tree.file_name().unwrap().to_str().unwrap()));
+        let summary = ok_json(&other, &["import", tree.to_str().unwrap()]);
+        assert_eq!(
+            (summary["imported"].as_u64(), summary["invalid"].as_u64()),
+            (Some(2), Some(0)),
+            "{summary}"
+        );
+        let copy = Store::open(&other, OpenOptionsStore::default()).unwrap();
+        let branches = copy.branches(&a).unwrap();
+        assert_eq!((branches.len(), branches[0].from_thought), (1, 2), "{branches:?}");
+    };
+    let tree = dir.path().join("tree");
+    ok(&db, &["export", "--out", tree.to_str().unwrap()]);
+    export_imports(&tree);
+
+    // As a ledger from before version 12 may hold them.
+    shell
+        .execute_batch(&format!(
+            "DROP TRIGGER thoughts_fork_form_checked_update;
+             UPDATE thoughts SET branch_origin = '{a}:9' WHERE node_id = '{branch_thought}';"
+        ))
+        .unwrap();
+    let stale = dir.path().join("stale");
+    let out = run(&db, &["export", "--out", stale.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&a) && stderr.contains(&format!("branch \"alt\" forks from {a}:9")),
+        "{stderr}"
+    );
+    let out = run(&db, &["repair"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let fix = format!(
+        "UPDATE thoughts SET branch_from_thought = 2, branch_origin = '{a}:2' WHERE node_id = '{branch_thought}'"
+    );
+    assert!(stderr.contains(&fix), "{stderr}");
+    shell.execute_batch(&fix).unwrap();
+    assert_eq!(ok_json(&db, &["repair"])["leftForYou"], json!([]));
+    let mended = dir.path().join("mended");
+    ok(&db, &["export", "--out", mended.to_str().unwrap()]);
+    export_imports(&mended);
+}
+
+/// Review 19 (D3): two ledgers whose installId was deleted by hand were
+/// taken for the same ledger, and `backup` replaced the other one's
+/// sessions. Version 12 refuses the delete; a ledger from before that lacks
+/// one is never replaced by a backup, and says why.
+#[test]
+fn backup_never_replaces_a_ledger_without_an_install_id() {
+    let (dir, db) = temp_db();
+    small_ledger(&db);
+    let other = dir.path().join("b.db");
+    {
+        let store = Store::open(&other, OpenOptionsStore::default()).unwrap();
+        for i in 0..4 {
+            store.create_session(NewSession::titled(format!("theirs {i}"))).unwrap();
+        }
+    }
+    let err = rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute_batch("DELETE FROM config WHERE key = 'installId'")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("installId cannot be deleted"), "{err}");
+    for path in [&db, &other] {
+        rusqlite::Connection::open(path)
+            .unwrap()
+            .execute_batch("DROP TRIGGER config_install_id_kept; DELETE FROM config WHERE key = 'installId';")
+            .unwrap();
+    }
+    let before = std::fs::read(&other).unwrap();
+    let err = fails(&db, &["backup", other.to_str().unwrap()]);
+    assert!(
+        err.contains("is a ledger without an installId") && err.contains("cannot be told to be an earlier backup"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&other).unwrap(), before, "b.db left as it was");
+    let sessions = ok_json(&other, &["sessions", "list"]);
+    assert_eq!(sessions["count"], 4, "{sessions}");
 }
