@@ -26,59 +26,118 @@
 -- conditions exclude one another, so that each row gets the one message that
 -- says what is wrong with it.
 --
--- Cost on the append path: a main-chain append evaluates the WHEN clauses
--- on the new row alone (no lookup); a branch append adds three lookups of
--- the branch row by its primary key (the pages the append reads anyway).
--- The server writes a new branch's row before its first thought (as
--- imports do), so the lookups of other thoughts and of the fork thought
--- below run only for rows written by hand. Rows already in a ledger are left
--- as they are; `thoughtbox repair` names them with the statements that mend
--- them.
+-- Cost on the append path. SQLite runs every trigger of an INSERT as a
+-- sub-program, WHEN clause included, and one costs ~2,000 instructions even
+-- when its WHEN is false: the checks of an insert are therefore one trigger
+-- (thoughts_fork_checked_insert), a statement per message, and the work
+-- after an insert one more (thoughts_inserted, which takes over the two of
+-- versions 4 and 6): six separate triggers had cost ~11,500 instructions
+-- per append (callgrind over the store bench's appends). A main-chain append
+-- evaluates the WHEN clause on the new row alone (no lookup); a branch
+-- append adds lookups of its branch row by primary key (pages the append
+-- reads anyway). The server writes a new branch's row before its first
+-- thought (as imports do), so the lookups of other thoughts and of the fork
+-- thought run only for rows written by hand. Rows already in a ledger are
+-- left as they are; `thoughtbox repair` names them with the statements that
+-- mend them.
 
--- A main-chain thought forks from nothing.
-CREATE TRIGGER thoughts_fork_checked_main_insert BEFORE INSERT ON thoughts
-WHEN new.branch_id IS NULL AND (new.branch_origin IS NOT NULL OR new.branch_from_thought IS NOT NULL)
+
+-- On insert: each statement refuses one kind of row, with its message.
+--   * A main-chain thought forks from nothing.
+--   * A branch thought names its fork point both ways, and the two agree.
+--   * A branch has one fork point: the branch row's, or (a branch whose row
+--     is missing, in a ledger from before this version) that of its first
+--     thought that names one.
+--   * A new branch forks from a thought of its session's main chain.
+--   * A critique is what the server stores (crate::domain::Critique): an
+--     object with the text, the model that wrote it and the time, as
+--     strings, the time in the server's form; any other shape was left out
+--     of reads and exports. (Invalid JSON is left to the column's CHECK.)
+--     Appends store none: the server adds a critique by UPDATE.
+CREATE TRIGGER thoughts_fork_checked_insert BEFORE INSERT ON thoughts
+WHEN new.branch_id IS NOT NULL OR new.branch_origin IS NOT NULL OR new.branch_from_thought IS NOT NULL
+  OR new.critique IS NOT NULL
 BEGIN
-    SELECT RAISE(ABORT, 'a main-chain thought forks from nothing: its branch_origin and branch_from_thought are NULL (they name the fork point of a branch''s thoughts)');
+    SELECT RAISE(ABORT, 'a main-chain thought forks from nothing: its branch_origin and branch_from_thought are NULL (they name the fork point of a branch''s thoughts)')
+    WHERE new.branch_id IS NULL AND (new.branch_origin IS NOT NULL OR new.branch_from_thought IS NOT NULL);
+
+    SELECT RAISE(ABORT, 'a branch thought names the main-chain thought its branch forks from twice: branch_from_thought (its number) and branch_origin (session_id:branch_from_thought), both set on every thought of the branch')
+    WHERE new.branch_id IS NOT NULL
+      AND (new.branch_from_thought IS NULL
+           OR new.branch_origin IS NOT new.session_id || ':' || new.branch_from_thought);
+
+    SELECT RAISE(ABORT, 'a branch has one fork point: branch_from_thought and branch_origin must be those of the branch''s other thoughts (branches.from_thought and origin_node); a new branch_id starts a new branch')
+    WHERE new.branch_id IS NOT NULL
+      AND new.branch_from_thought IS NOT NULL
+      AND new.branch_origin IS new.session_id || ':' || new.branch_from_thought
+      AND coalesce(
+            (SELECT b.origin_node IS NOT new.branch_origin OR b.from_thought IS NOT new.branch_from_thought
+             FROM branches AS b WHERE b.session_id = new.session_id AND b.branch_id = new.branch_id),
+            (SELECT t.branch_origin IS NOT new.branch_origin
+             FROM thoughts AS t
+             WHERE t.session_id = new.session_id AND t.branch_id = new.branch_id AND t.branch_origin IS NOT NULL
+             ORDER BY t.thought_number LIMIT 1),
+            0);
+
+    SELECT RAISE(ABORT, 'a branch forks from a thought of its session''s main chain: branch_origin (session_id:branch_from_thought) names no such thought')
+    WHERE new.branch_id IS NOT NULL
+      AND new.branch_from_thought IS NOT NULL
+      AND new.branch_origin IS new.session_id || ':' || new.branch_from_thought
+      AND NOT EXISTS (SELECT 1 FROM branches WHERE session_id = new.session_id AND branch_id = new.branch_id)
+      AND NOT EXISTS (SELECT 1 FROM thoughts WHERE node_id = new.branch_origin AND branch_id IS NULL);
+
+    SELECT RAISE(ABORT, 'a critique is a JSON object {"text": "...", "model": "...", "timestamp": "2026-11-23T08:42:10.000Z"} (three strings, the time UTC with milliseconds), or NULL')
+    WHERE new.critique IS NOT NULL AND json_valid(new.critique)
+      AND NOT (json_type(new.critique) = 'object'
+               AND coalesce(json_type(new.critique, '$.text') = 'text', 0)
+               AND coalesce(json_type(new.critique, '$.model') = 'text', 0)
+               AND coalesce(json_type(new.critique, '$.timestamp') = 'text', 0)
+               AND json_extract(new.critique, '$.timestamp') GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9].[0-9][0-9][0-9]Z');
 END;
 
--- A branch thought names its fork point both ways, and the two agree.
-CREATE TRIGGER thoughts_fork_form_checked_insert BEFORE INSERT ON thoughts
-WHEN new.branch_id IS NOT NULL
- AND (new.branch_from_thought IS NULL
-      OR new.branch_origin IS NOT new.session_id || ':' || new.branch_from_thought)
+-- After an insert, in one trigger (see the cost above):
+--   * version 4's: a thought inserted by hand with an id at or below the
+--     search index's watermark (one put back from a backup after it was
+--     deleted) is indexed now, or it never would be, and deleting it later
+--     would remove from the index an entry it never had;
+--   * version 6's: a thought put back by hand (from a backup, under its old
+--     id) takes its place in its chain again: the thought of the same chain
+--     that follows the same node as the one put back follows the one put
+--     back instead (deleting a thought links the one after it to the one
+--     before it). Appends never meet this: their id is above every other,
+--     and nothing follows a chain's tail;
+--   * a branch thought inserted without its branch row (the first thought
+--     of a new branch written by hand, or a branch put back from a backup)
+--     gets it, as the server writes it: the fork point of the thought, its
+--     time, and the thought as the branch's tail; the session counts the
+--     branch (branches_deleted uncounts it). The checks above have made sure
+--     the fork point is set and is a main-chain thought. The server inserts
+--     the row first, so for its appends this is one lookup.
+DROP TRIGGER thoughts_inserted_behind_watermark;
+DROP TRIGGER thoughts_put_back;
+CREATE TRIGGER thoughts_inserted AFTER INSERT ON thoughts
 BEGIN
-    SELECT RAISE(ABORT, 'a branch thought names the main-chain thought its branch forks from twice: branch_from_thought (its number) and branch_origin (session_id:branch_from_thought), both set on every thought of the branch');
-END;
+    INSERT INTO thoughts_fts (rowid, thought)
+    SELECT new.id, new.thought
+    WHERE new.id <= (SELECT indexed_through FROM thoughts_fts_state WHERE id = 1);
 
--- A branch has one fork point: the branch row's, or (a branch whose row is
--- missing, in a ledger from before this version) that of its first thought
--- that names one.
-CREATE TRIGGER thoughts_fork_agrees_insert BEFORE INSERT ON thoughts
-WHEN new.branch_id IS NOT NULL
- AND new.branch_from_thought IS NOT NULL
- AND new.branch_origin IS new.session_id || ':' || new.branch_from_thought
- AND coalesce(
-       (SELECT b.origin_node IS NOT new.branch_origin OR b.from_thought IS NOT new.branch_from_thought
-        FROM branches AS b WHERE b.session_id = new.session_id AND b.branch_id = new.branch_id),
-       (SELECT t.branch_origin IS NOT new.branch_origin
-        FROM thoughts AS t
-        WHERE t.session_id = new.session_id AND t.branch_id = new.branch_id AND t.branch_origin IS NOT NULL
-        ORDER BY t.thought_number LIMIT 1),
-       0)
-BEGIN
-    SELECT RAISE(ABORT, 'a branch has one fork point: branch_from_thought and branch_origin must be those of the branch''s other thoughts (branches.from_thought and origin_node); a new branch_id starts a new branch');
-END;
+    -- (Terms on `new` alone are tested once, before any row is read.)
+    UPDATE thoughts SET prev_node = new.node_id
+    WHERE EXISTS (SELECT 1 FROM thoughts WHERE id > new.id)
+      AND new.prev_node IS NOT NULL AND prev_node = new.prev_node
+      AND session_id = new.session_id AND branch_id IS new.branch_id AND id <> new.id;
+    UPDATE thoughts SET prev_node = new.node_id
+    WHERE EXISTS (SELECT 1 FROM thoughts WHERE id > new.id)
+      AND new.prev_node IS NULL AND prev_node IS NULL
+      AND session_id = new.session_id AND branch_id IS new.branch_id AND id <> new.id;
 
--- A new branch forks from a thought of its session's main chain.
-CREATE TRIGGER thoughts_fork_exists_insert BEFORE INSERT ON thoughts
-WHEN new.branch_id IS NOT NULL
- AND new.branch_from_thought IS NOT NULL
- AND new.branch_origin IS new.session_id || ':' || new.branch_from_thought
- AND NOT EXISTS (SELECT 1 FROM branches WHERE session_id = new.session_id AND branch_id = new.branch_id)
- AND NOT EXISTS (SELECT 1 FROM thoughts WHERE node_id = new.branch_origin AND branch_id IS NULL)
-BEGIN
-    SELECT RAISE(ABORT, 'a branch forks from a thought of its session''s main chain: branch_origin (session_id:branch_from_thought) names no such thought');
+    UPDATE sessions SET branch_count = branch_count + 1
+    WHERE id = new.session_id AND new.branch_id IS NOT NULL AND new.branch_from_thought IS NOT NULL
+      AND NOT EXISTS (SELECT 1 FROM branches WHERE session_id = new.session_id AND branch_id = new.branch_id);
+    INSERT INTO branches (session_id, branch_id, from_thought, origin_node, created_at, tail_node)
+    SELECT new.session_id, new.branch_id, new.branch_from_thought, new.branch_origin, new.created_at, new.node_id
+    WHERE new.branch_id IS NOT NULL AND new.branch_from_thought IS NOT NULL
+      AND NOT EXISTS (SELECT 1 FROM branches WHERE session_id = new.session_id AND branch_id = new.branch_id);
 END;
 
 -- The same on a change of either column. An out-of-range number is left to
@@ -139,21 +198,6 @@ BEGIN
     SELECT RAISE(ABORT, 'a branch forks from a thought of its session''s main chain, named by from_thought (its number) and origin_node (session_id:from_thought)');
 END;
 
--- A branch thought inserted without its branch row (the first thought of a
--- new branch, or a branch put back from a backup) gets it, as the server
--- writes it: the fork point of the thought, its time, and the thought as the
--- branch's tail; the session counts the branch (branches_deleted uncounts
--- it). The server inserts the row first, so for its appends this is the one
--- lookup of the WHEN clause. The checks above have made sure the fork point
--- is set and is a main-chain thought.
-CREATE TRIGGER thoughts_branch_begun AFTER INSERT ON thoughts
-WHEN new.branch_id IS NOT NULL AND new.branch_from_thought IS NOT NULL
- AND NOT EXISTS (SELECT 1 FROM branches WHERE session_id = new.session_id AND branch_id = new.branch_id)
-BEGIN
-    INSERT INTO branches (session_id, branch_id, from_thought, origin_node, created_at, tail_node)
-    VALUES (new.session_id, new.branch_id, new.branch_from_thought, new.branch_origin, new.created_at, new.node_id);
-    UPDATE sessions SET branch_count = branch_count + 1 WHERE id = new.session_id;
-END;
 
 -- A thought of a branch whose row is missing (a ledger from before this
 -- version), given its fork point by hand, gives the branch its row: the
@@ -194,21 +238,6 @@ BEGIN
     SELECT RAISE(ABORT, 'installId cannot be blank or renamed: it tells this ledger from others (a backup replaces only an earlier backup of the same ledger)');
 END;
 
--- A critique is what the server stores (crate::domain::Critique): an object
--- with the text, the model that wrote it and the time, as strings, the time
--- in the server's form. Any other shape is left out of reads and exports.
--- (Invalid JSON is left to the column's CHECK.) Appends store none: their
--- cost is the NULL test.
-CREATE TRIGGER thoughts_critique_checked_insert BEFORE INSERT ON thoughts
-WHEN new.critique IS NOT NULL AND json_valid(new.critique)
- AND NOT (json_type(new.critique) = 'object'
-          AND coalesce(json_type(new.critique, '$.text') = 'text', 0)
-          AND coalesce(json_type(new.critique, '$.model') = 'text', 0)
-          AND coalesce(json_type(new.critique, '$.timestamp') = 'text', 0)
-          AND json_extract(new.critique, '$.timestamp') GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9].[0-9][0-9][0-9]Z')
-BEGIN
-    SELECT RAISE(ABORT, 'a critique is a JSON object {"text": "...", "model": "...", "timestamp": "2026-11-23T08:42:10.000Z"} (three strings, the time UTC with milliseconds), or NULL');
-END;
 
 CREATE TRIGGER thoughts_critique_checked_update BEFORE UPDATE OF critique ON thoughts
 WHEN new.critique IS NOT NULL AND json_valid(new.critique)

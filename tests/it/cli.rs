@@ -1185,7 +1185,7 @@ fn one_session_the_layout_cannot_name_does_not_keep_the_others_out() {
     shell
         .execute_batch(
             "DROP TRIGGER sessions_checked_insert; DROP TRIGGER thoughts_node_id_checked;
-             DROP TRIGGER thoughts_fork_form_checked_insert;",
+             DROP TRIGGER thoughts_fork_checked_insert;",
         )
         .unwrap();
     shell
