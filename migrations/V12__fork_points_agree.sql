@@ -10,8 +10,8 @@
 --     main-chain thought cannot have branchOrigin", "fork point: none
 --     given");
 --   * a branch thought inserted by hand, fully linked, was invisible until
---     `repair` (no branch row: the structure showed no branch, and the next
---     thought on it was told to give branchFromThought);
+--     `repair` (no branch row). It still is (see below why); `repair`
+--     gives the branch its row;
 --   * `DELETE FROM config WHERE key = 'installId'` made two ledgers look
 --     like the same one to `backup`, which then replaced the other one;
 --   * a critique of another shape (`{"text": 1}`) was accepted and then
@@ -27,12 +27,13 @@
 -- says what is wrong with it.
 --
 -- Cost on the append path. SQLite runs every trigger of an INSERT as a
--- sub-program, WHEN clause included, and one costs ~2,000 instructions even
--- when its WHEN is false: the checks of an insert are therefore one trigger
--- (thoughts_fork_checked_insert), a statement per message, and the work
--- after an insert one more (thoughts_inserted, which takes over the two of
--- versions 4 and 6): six separate triggers had cost ~11,500 instructions
--- per append (callgrind over the store bench's appends). A main-chain append
+-- sub-program, WHEN clause included, and allocates its registers and
+-- cursor slots even when its WHEN is false: the checks of an insert are
+-- therefore one trigger (thoughts_fork_checked_insert), a statement per
+-- message, with a WHEN clause a main-chain append does not meet, and none
+-- runs after an insert: five checking triggers and one giving a branch its
+-- row had cost ~11,500 instructions per append (callgrind over the store
+-- bench's appends). A main-chain append
 -- evaluates the WHEN clause on the new row alone (no lookup); a branch
 -- append adds lookups of its branch row by primary key (pages the append
 -- reads anyway). The server writes a new branch's row before its first
@@ -95,50 +96,13 @@ BEGIN
                AND json_extract(new.critique, '$.timestamp') GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9].[0-9][0-9][0-9]Z');
 END;
 
--- After an insert, in one trigger (see the cost above):
---   * version 4's: a thought inserted by hand with an id at or below the
---     search index's watermark (one put back from a backup after it was
---     deleted) is indexed now, or it never would be, and deleting it later
---     would remove from the index an entry it never had;
---   * version 6's: a thought put back by hand (from a backup, under its old
---     id) takes its place in its chain again: the thought of the same chain
---     that follows the same node as the one put back follows the one put
---     back instead (deleting a thought links the one after it to the one
---     before it). Appends never meet this: their id is above every other,
---     and nothing follows a chain's tail;
---   * a branch thought inserted without its branch row (the first thought
---     of a new branch written by hand, or a branch put back from a backup)
---     gets it, as the server writes it: the fork point of the thought, its
---     time, and the thought as the branch's tail; the session counts the
---     branch (branches_deleted uncounts it). The checks above have made sure
---     the fork point is set and is a main-chain thought. The server inserts
---     the row first, so for its appends this is one lookup.
-DROP TRIGGER thoughts_inserted_behind_watermark;
-DROP TRIGGER thoughts_put_back;
-CREATE TRIGGER thoughts_inserted AFTER INSERT ON thoughts
-BEGIN
-    INSERT INTO thoughts_fts (rowid, thought)
-    SELECT new.id, new.thought
-    WHERE new.id <= (SELECT indexed_through FROM thoughts_fts_state WHERE id = 1);
-
-    -- (Terms on `new` alone are tested once, before any row is read.)
-    UPDATE thoughts SET prev_node = new.node_id
-    WHERE EXISTS (SELECT 1 FROM thoughts WHERE id > new.id)
-      AND new.prev_node IS NOT NULL AND prev_node = new.prev_node
-      AND session_id = new.session_id AND branch_id IS new.branch_id AND id <> new.id;
-    UPDATE thoughts SET prev_node = new.node_id
-    WHERE EXISTS (SELECT 1 FROM thoughts WHERE id > new.id)
-      AND new.prev_node IS NULL AND prev_node IS NULL
-      AND session_id = new.session_id AND branch_id IS new.branch_id AND id <> new.id;
-
-    UPDATE sessions SET branch_count = branch_count + 1
-    WHERE id = new.session_id AND new.branch_id IS NOT NULL AND new.branch_from_thought IS NOT NULL
-      AND NOT EXISTS (SELECT 1 FROM branches WHERE session_id = new.session_id AND branch_id = new.branch_id);
-    INSERT INTO branches (session_id, branch_id, from_thought, origin_node, created_at, tail_node)
-    SELECT new.session_id, new.branch_id, new.branch_from_thought, new.branch_origin, new.created_at, new.node_id
-    WHERE new.branch_id IS NOT NULL AND new.branch_from_thought IS NOT NULL
-      AND NOT EXISTS (SELECT 1 FROM branches WHERE session_id = new.session_id AND branch_id = new.branch_id);
-END;
+-- A branch thought inserted by hand without its branch row (the first
+-- thought of a new branch, or a branch put back from a backup) gets no row
+-- from a trigger: an AFTER INSERT trigger costs every append its frame (a
+-- sub-program's registers and cursor slots are allocated before its WHEN
+-- clause is tested), ~4,000 instructions for a case only `sqlite3` meets.
+-- `thoughtbox repair` gives such a branch its row (and the session its
+-- count), as it did before this version.
 
 -- The same on a change of either column. An out-of-range number is left to
 -- version 5's trigger, whose message says so. A thought of a branch whose

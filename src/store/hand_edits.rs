@@ -1475,12 +1475,13 @@ fn fork_points_written_by_hand_are_refused() {
     assert!(store.repair().unwrap().left_for_you.is_empty());
 }
 
-/// Version 12: a branch thought inserted by hand, fully linked, begins its
-/// branch (review 19: the server saw no branch until `repair`, and the
-/// next thought on it was asked for branchFromThought). The session counts
-/// the branch; deleting its thought uncounts it.
+/// A branch thought inserted by hand, fully linked, gets its branch row
+/// from `repair` (review 19: the server sees no branch until then, and the
+/// next thought on it is asked for branchFromThought; a trigger giving it
+/// the row would cost every append, see migration V12). The session counts
+/// the branch then; deleting its thought uncounts it.
 #[test]
-fn a_branch_thought_inserted_by_hand_begins_its_branch() {
+fn a_branch_thought_inserted_by_hand_gets_its_branch_from_repair() {
     let (_d, store) = temp_store();
     let s = store.create_session(NewSession::titled("hand branch")).unwrap().id;
     add(&store, &s, "one", None);
@@ -1495,6 +1496,9 @@ fn a_branch_thought_inserted_by_hand_begins_its_branch() {
         [&s, &two],
     )
     .unwrap();
+    assert!(store.branches(&s).unwrap().iter().all(|b| b.id != "hb"));
+    let report = store.repair().unwrap();
+    assert_eq!(report.branches_restored, 1, "{report:?}");
     let branches = store.branches(&s).unwrap();
     let hb = branches.iter().find(|b| b.id == "hb").expect("the branch is there");
     assert_eq!(
@@ -1534,11 +1538,7 @@ fn a_branch_thought_inserted_by_hand_begins_its_branch() {
     assert_eq!(counts(&store, &s).1, 2);
     let report = store.repair().unwrap();
     assert!(report.left_for_you.is_empty(), "{report:?}");
-    assert_eq!(
-        (report.sessions_fixed, report.branches_restored),
-        (1, 0),
-        "only thought_count: {report:?}"
-    );
+    assert_eq!(report.branches_restored, 0, "{report:?}");
 }
 
 /// Version 12: a critique written by hand has the shape the server stores,
@@ -1618,21 +1618,10 @@ fn repair_names_fork_points_and_critiques_from_before_version_12() {
             [&two, &s],
         )
         .unwrap();
-        // (Without the trigger that gives a branch thought its branch row,
-        // put back afterwards.)
-        let after_insert: String = sh
-            .query_row(
-                "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'thoughts_inserted'",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap();
-        sh.execute_batch("DROP TRIGGER thoughts_inserted").unwrap();
         // One thought of a branch, no prev_node and no fork point.
         insert("solo", 3, None, None);
         // One thought of a branch with its fork point but no prev_node.
         insert("head", 3, Some(1), Some(&format!("{s}:1")));
-        sh.execute_batch(&after_insert).unwrap();
         sh.execute(
             "UPDATE thoughts SET critique = '{\"text\":1}' WHERE node_id = ?1 || ':3'",
             [&s],

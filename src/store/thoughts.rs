@@ -368,9 +368,8 @@ impl Store {
             };
             let branch = thought.data.branch_id.as_deref();
             // A new branch's row goes in before its first thought, as
-            // imports do it: the thought's insert then finds it, and the
-            // trigger that gives a branch thought inserted by hand its row
-            // (migration V12) has nothing to do.
+            // imports do it: the insert checks of migration V12 then find
+            // its fork point there.
             if new_branch {
                 let (Some(branch), Some(from), Some(origin)) = (
                     branch,
