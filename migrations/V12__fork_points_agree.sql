@@ -104,53 +104,41 @@ END;
 -- `thoughtbox repair` gives such a branch its row (and the session its
 -- count), as it did before this version.
 
--- The same on a change of either column. An out-of-range number is left to
+-- The same checks on a change of either column, in one trigger as on
+-- insert. An out-of-range number is left to
 -- version 5's trigger, whose message says so. A thought of a branch whose
 -- row is missing (a ledger from before this version) is not compared with
 -- the branch's other thoughts, which may name fork points that are gone: the
 -- first one given a sound fork point gives the branch its row
 -- (thoughts_branch_begun_update below), and the others are then held to it,
 -- so that one UPDATE of the whole branch mends it.
-CREATE TRIGGER thoughts_fork_checked_main_update
+CREATE TRIGGER thoughts_fork_checked_update
 BEFORE UPDATE OF branch_origin, branch_from_thought ON thoughts
-WHEN new.branch_id IS NULL AND (new.branch_origin IS NOT NULL OR new.branch_from_thought IS NOT NULL)
- AND coalesce(new.branch_from_thought BETWEEN 1 AND 2147483647, 1)
+WHEN coalesce(new.branch_from_thought BETWEEN 1 AND 2147483647, 1)
 BEGIN
-    SELECT RAISE(ABORT, 'a main-chain thought forks from nothing: its branch_origin and branch_from_thought are NULL (they name the fork point of a branch''s thoughts)');
-END;
+    SELECT RAISE(ABORT, 'a main-chain thought forks from nothing: its branch_origin and branch_from_thought are NULL (they name the fork point of a branch''s thoughts)')
+    WHERE new.branch_id IS NULL AND (new.branch_origin IS NOT NULL OR new.branch_from_thought IS NOT NULL);
 
-CREATE TRIGGER thoughts_fork_form_checked_update
-BEFORE UPDATE OF branch_origin, branch_from_thought ON thoughts
-WHEN new.branch_id IS NOT NULL
- AND (new.branch_from_thought IS NULL
-      OR new.branch_origin IS NOT new.session_id || ':' || new.branch_from_thought)
- AND coalesce(new.branch_from_thought BETWEEN 1 AND 2147483647, 1)
-BEGIN
-    SELECT RAISE(ABORT, 'a branch thought names the main-chain thought its branch forks from twice: branch_from_thought (its number) and branch_origin (session_id:branch_from_thought), both set on every thought of the branch');
-END;
+    SELECT RAISE(ABORT, 'a branch thought names the main-chain thought its branch forks from twice: branch_from_thought (its number) and branch_origin (session_id:branch_from_thought), both set on every thought of the branch')
+    WHERE new.branch_id IS NOT NULL
+      AND (new.branch_from_thought IS NULL
+           OR new.branch_origin IS NOT new.session_id || ':' || new.branch_from_thought);
 
-CREATE TRIGGER thoughts_fork_agrees_update
-BEFORE UPDATE OF branch_origin, branch_from_thought ON thoughts
-WHEN new.branch_id IS NOT NULL
- AND new.branch_from_thought IS NOT NULL
- AND new.branch_origin IS new.session_id || ':' || new.branch_from_thought
- AND coalesce(
-       (SELECT b.origin_node IS NOT new.branch_origin OR b.from_thought IS NOT new.branch_from_thought
-        FROM branches AS b WHERE b.session_id = new.session_id AND b.branch_id = new.branch_id),
-       0)
-BEGIN
-    SELECT RAISE(ABORT, 'a branch has one fork point: branch_from_thought and branch_origin must be those of the branch''s other thoughts (branches.from_thought and origin_node); a new branch_id starts a new branch');
-END;
+    SELECT RAISE(ABORT, 'a branch has one fork point: branch_from_thought and branch_origin must be those of the branch''s other thoughts (branches.from_thought and origin_node); a new branch_id starts a new branch')
+    WHERE new.branch_id IS NOT NULL
+      AND new.branch_from_thought IS NOT NULL
+      AND new.branch_origin IS new.session_id || ':' || new.branch_from_thought
+      AND coalesce(
+            (SELECT b.origin_node IS NOT new.branch_origin OR b.from_thought IS NOT new.branch_from_thought
+             FROM branches AS b WHERE b.session_id = new.session_id AND b.branch_id = new.branch_id),
+            0);
 
-CREATE TRIGGER thoughts_fork_exists_update
-BEFORE UPDATE OF branch_origin, branch_from_thought ON thoughts
-WHEN new.branch_id IS NOT NULL
- AND new.branch_from_thought IS NOT NULL
- AND new.branch_origin IS new.session_id || ':' || new.branch_from_thought
- AND NOT EXISTS (SELECT 1 FROM branches WHERE session_id = new.session_id AND branch_id = new.branch_id)
- AND NOT EXISTS (SELECT 1 FROM thoughts WHERE node_id = new.branch_origin AND branch_id IS NULL)
-BEGIN
-    SELECT RAISE(ABORT, 'a branch forks from a thought of its session''s main chain: branch_origin (session_id:branch_from_thought) names no such thought');
+    SELECT RAISE(ABORT, 'a branch forks from a thought of its session''s main chain: branch_origin (session_id:branch_from_thought) names no such thought')
+    WHERE new.branch_id IS NOT NULL
+      AND new.branch_from_thought IS NOT NULL
+      AND new.branch_origin IS new.session_id || ':' || new.branch_from_thought
+      AND NOT EXISTS (SELECT 1 FROM branches WHERE session_id = new.session_id AND branch_id = new.branch_id)
+      AND NOT EXISTS (SELECT 1 FROM thoughts WHERE node_id = new.branch_origin AND branch_id IS NULL);
 END;
 
 -- A branch row written by hand names its fork point as its thoughts do.

@@ -1349,11 +1349,9 @@ fn without_v12_checks(sh: &Connection, f: impl FnOnce()) {
         .unwrap()
         .collect::<rusqlite::Result<_>>()
         .unwrap();
-    assert_eq!(saved.len(), 6, "{saved:?}");
+    assert_eq!(saved.len(), 3, "{saved:?}");
     sh.execute_batch(
-        "DROP TRIGGER thoughts_fork_checked_insert;
-         DROP TRIGGER thoughts_fork_checked_main_update; DROP TRIGGER thoughts_fork_form_checked_update;
-         DROP TRIGGER thoughts_fork_agrees_update; DROP TRIGGER thoughts_fork_exists_update;
+        "DROP TRIGGER thoughts_fork_checked_insert; DROP TRIGGER thoughts_fork_checked_update;
          DROP TRIGGER thoughts_critique_checked_update;",
     )
     .unwrap();

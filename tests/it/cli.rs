@@ -1401,7 +1401,7 @@ fn a_fork_point_edited_by_hand_never_makes_an_export_that_import_refuses() {
     // As a ledger from before version 12 may hold them.
     shell
         .execute_batch(&format!(
-            "DROP TRIGGER thoughts_fork_form_checked_update;
+            "DROP TRIGGER thoughts_fork_checked_update;
              UPDATE thoughts SET branch_origin = '{a}:9' WHERE node_id = '{branch_thought}';"
         ))
         .unwrap();
