@@ -457,10 +457,10 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
         "limitReached": patterns.more || notes.more,
     });
     if want_p {
-        tell_more(&mut out, "patterns", &patterns);
+        tell_more(&mut out, PATTERN_MORE, &patterns);
     }
     if want_n {
-        tell_more(&mut out, "notes", &notes);
+        tell_more(&mut out, NOTE_MORE, &notes);
     }
     if crate::store::fts_query(&query).is_none() {
         out["note"] = json!(super::ops::UNSEARCHABLE_NOTE);
@@ -473,15 +473,16 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
     Ok(out)
 }
 
+/// The answer's fields saying that patterns, or notes, stopped short.
+pub(super) const PATTERN_MORE: (&str, &str) = ("morePatterns", "patternsRankedNewest");
+pub(super) const NOTE_MORE: (&str, &str) = ("moreNotes", "notesRankedNewest");
+
 /// Say beside a search's `patterns` or `notes` whether that kind stopped
 /// short (`morePatterns`, `moreNotes`: more matched than `limit`), and, when
 /// more matched than the search ranks, how many of the newest were ranked
-/// (`patternsRankedNewest`, `notesRankedNewest`).
-pub(super) fn tell_more(out: &mut Value, kind: &str, found: &KnowledgeHits) {
-    let (more, ranked) = match kind {
-        "patterns" => ("morePatterns", "patternsRankedNewest"),
-        _ => ("moreNotes", "notesRankedNewest"),
-    };
+/// (`patternsRankedNewest`, `notesRankedNewest`): the two names are
+/// [`PATTERN_MORE`] or [`NOTE_MORE`].
+pub(super) fn tell_more(out: &mut Value, (more, ranked): (&str, &str), found: &KnowledgeHits) {
     out[more] = json!(found.more);
     if let Some(bound) = found.ranked_newest {
         out[ranked] = json!(bound);

@@ -178,11 +178,11 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
     }
     if let Some(p) = pattern_hits {
         out["patterns"] = json!(p.hits);
-        super::knowledge_ops::tell_more(&mut out, "patterns", &p);
+        super::knowledge_ops::tell_more(&mut out, super::knowledge_ops::PATTERN_MORE, &p);
     }
     if let Some(n) = note_hits {
         out["notes"] = json!(n.hits);
-        super::knowledge_ops::tell_more(&mut out, "notes", &n);
+        super::knowledge_ops::tell_more(&mut out, super::knowledge_ops::NOTE_MORE, &n);
     }
     Ok(out)
 }

@@ -1514,14 +1514,16 @@ mod tests {
         assert_eq!(older, ["P4", "P3", "P2", "P1", "P0"]);
         assert!(listed.iter().all(|(_, s)| *s > 0.0), "{listed:?}");
         // `search` answers the ranked ones, with the same scores.
-        let found: Vec<(String, f64)> = store
-            .search_knowledge(&PATTERNS, "ledger", 10, BOUND)
-            .unwrap()
-            .hits
-            .into_iter()
-            .map(|h| (h.title, h.score))
-            .collect();
-        assert_eq!(found, ranked);
+        let searched = || -> Vec<(String, f64)> {
+            store
+                .search_knowledge(&PATTERNS, "ledger", 10, BOUND)
+                .unwrap()
+                .hits
+                .into_iter()
+                .map(|h| (h.title, h.score))
+                .collect()
+        };
+        assert_eq!(searched(), ranked);
         // It says so: more matched than it ranked, the newest BOUND.
         let told = store.search_knowledge(&PATTERNS, "ledger", 10, BOUND).unwrap();
         assert_eq!((told.more, told.ranked_newest), (true, Some(BOUND)));
@@ -1600,13 +1602,7 @@ mod tests {
         store
             .create_pattern(p("P8", &[], "ledger ledger ledger ledger ledger"))
             .unwrap();
-        ranked = store
-            .search_knowledge(&PATTERNS, "ledger", 10, BOUND)
-            .unwrap()
-            .hits
-            .into_iter()
-            .map(|h| (h.title, h.score))
-            .collect();
+        ranked = searched();
         assert!(ranked.iter().any(|(t, _)| t == "P8"), "{ranked:?}");
         assert_eq!(list("ledger", &[], 100, 0, None).total, 9);
     }
