@@ -15,6 +15,9 @@ use crate::domain::{Session, Thought, ThoughtData};
 use crate::error::{Error, Result};
 use crate::store::SessionSnapshot;
 
+mod fitness;
+pub use fitness::ImportFitness;
+
 /// Export formats of `session export`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Format {
@@ -280,6 +283,9 @@ struct StreamedExport<'a> {
 struct StreamedNodes<'a> {
     source: &'a dyn SessionSource,
     next: NextLinks,
+    /// What an import would refuse, checked as the nodes go by: such a
+    /// session is not exported (see [`ImportFitness`]).
+    fitness: RefCell<Option<ImportFitness<'a>>>,
     /// The source's own error, kept whole: serde passes only its text on.
     failure: RefCell<Option<Error>>,
 }
@@ -288,12 +294,19 @@ impl Serialize for StreamedNodes<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
         let mut seq = serializer.serialize_seq(None)?;
         let mut write_error = None;
-        let walked = self.source.each_thought(&mut |t| {
-            seq.serialize_element(&self.next.node(t)).map_err(|e| {
-                write_error = Some(e);
-                Error::Internal("stopped writing".into())
-            })
-        });
+        let fitness = self.fitness.borrow_mut().take();
+        let walked = fitness
+            .ok_or_else(|| Error::Internal("nodes written twice".into()))
+            .and_then(|mut fitness| {
+                self.source.each_thought(&mut |t| {
+                    fitness.thought(&t)?;
+                    seq.serialize_element(&self.next.node(t)).map_err(|e| {
+                        write_error = Some(e);
+                        Error::Internal("stopped writing".into())
+                    })
+                })?;
+                fitness.finish(self.next.prevs())
+            });
         if let Some(e) = write_error {
             return Err(e);
         }
@@ -317,6 +330,8 @@ fn write_json<W: Write, F: serde_json::ser::Formatter>(
         nodes: StreamedNodes {
             source,
             next: NextLinks::of(source)?,
+            // The session's own fields before a byte is written.
+            fitness: RefCell::new(Some(ImportFitness::new(source.session())?)),
             failure: RefCell::new(None),
         },
         exported_at,
@@ -894,6 +909,44 @@ mod tests {
             completed_at: None,
             domain: None,
         }
+    }
+
+    /// Rows edited by hand before the schema refused them: a SessionExport
+    /// of them is refused naming what is wrong, as `import` would refuse it,
+    /// and nothing of it is written; Markdown, which is not imported, is.
+    #[test]
+    fn a_session_import_would_refuse_is_not_exported_as_json() {
+        let mut stray = thought(2, 2, Some("x"), Some("s:1"), "forks from 9");
+        stray.branch_origin = Some("s:9".into());
+        let ts = vec![thought(1, 1, None, None, "a"), stray];
+        let source = Loaded {
+            session: &session(),
+            thoughts: &ts,
+        };
+        let mut bytes = Vec::new();
+        let err = write(&mut bytes, Format::Json, &source, true, Layout::Compact).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("branch \"x\" forks from s:9, which is not a thought of its main chain"),
+            "{err}"
+        );
+        let mut late = session();
+        late.updated_at = "yesterday".into();
+        let mut bytes = Vec::new();
+        let err = write(
+            &mut bytes,
+            Format::Json,
+            &Loaded {
+                session: &late,
+                thoughts: &ts[..1],
+            },
+            true,
+            Layout::Compact,
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("updatedAt \"yesterday\""), "{err}");
+        assert!(bytes.is_empty(), "{}", String::from_utf8_lossy(&bytes));
+        assert!(markdown(&session(), &ts, true).contains("forks from 9"));
     }
 
     #[test]

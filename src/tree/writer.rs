@@ -36,7 +36,7 @@ use super::{
 };
 use crate::domain::{Granularity, partition_path, validate_branch_id};
 use crate::error::{Error, Result};
-use crate::export::{NextLinks, SessionSource};
+use crate::export::{ImportFitness, NextLinks, SessionSource};
 use crate::store::Store;
 
 /// The lock file in a tree's root (see the module documentation).
@@ -624,93 +624,14 @@ fn write_session_files(
     let next = NextLinks::of(source)?;
     let order = source.creation_order()?;
     let mut thoughts = 0u64;
-    // Rows a ledger may hold from before version 8's checks, edited by hand
-    // into what the layout cannot hold: the session is left out and named,
+    // Rows a ledger may hold from before the schema's checks, edited by
+    // hand into what an import refuses: the session is left out and named,
     // rather than written as a tree that `validate` and `import` refuse, or
     // with one thought written over another (review 15-b).
-    let unfit = |what: String| {
-        Error::invalid(
-            "sessionId",
-            format!(
-                "session {}: {what} (edited by hand? `thoughtbox repair` names such rows)",
-                session.id
-            ),
-        )
-    };
-    for (name, time) in [
-        ("createdAt", Some(&session.created_at)),
-        ("updatedAt", Some(&session.updated_at)),
-        ("completedAt", session.completed_at.as_ref()),
-    ] {
-        if let Some(t) = time
-            && chrono::DateTime::parse_from_rfc3339(t).is_err()
-        {
-            return Err(unfit(format!("its {name} {t:?} is not an ISO 8601 date-time")));
-        }
-    }
-    let mut nodes: HashSet<String> = HashSet::new();
-    let mut main_nodes: HashSet<String> = HashSet::new();
-    let mut forks: BTreeMap<String, String> = BTreeMap::new();
+    let mut fitness = ImportFitness::new(session)?;
     source.each_thought(&mut |t| {
         thoughts += 1;
-        let expected = crate::domain::node_id(&session.id, t.data.branch_id.as_deref(), t.data.thought_number);
-        if t.node_id != expected {
-            return Err(unfit(format!(
-                "thought {:?} should be named {expected:?} for its branch and number",
-                t.node_id
-            )));
-        }
-        if chrono::DateTime::parse_from_rfc3339(&t.data.timestamp).is_err() {
-            return Err(unfit(format!(
-                "thought {} has the time {:?}, not an ISO 8601 date-time",
-                t.node_id, t.data.timestamp
-            )));
-        }
-        if t.data.thought.len() > crate::domain::MAX_THOUGHT_BYTES {
-            return Err(unfit(format!(
-                "thought {} is {} bytes of text, over the {} an import takes",
-                t.node_id,
-                t.data.thought.len(),
-                crate::domain::MAX_THOUGHT_BYTES
-            )));
-        }
-        // A fork point as an import takes it (review 19): none on the main
-        // chain, one per branch (branchOrigin, else branchFromThought).
-        let stated = t.branch_origin.clone().or_else(|| {
-            t.data
-                .branch_from_thought
-                .map(|f| crate::domain::node_id(&session.id, None, f))
-        });
-        match (t.data.branch_id.as_deref(), stated) {
-            (None, None) => {
-                main_nodes.insert(t.node_id.clone());
-            }
-            (None, Some(origin)) => {
-                return Err(unfit(format!(
-                    "thought {} is on the main chain but names the fork point {origin}",
-                    t.node_id
-                )));
-            }
-            (Some(b), None) => {
-                return Err(unfit(format!(
-                    "thought {} of branch {b:?} names no fork point",
-                    t.node_id
-                )));
-            }
-            (Some(b), Some(origin)) => match forks.get(b) {
-                Some(first) if *first != origin => {
-                    return Err(unfit(format!(
-                        "branch {b:?} forks from both {first} and {origin} (thought {})",
-                        t.node_id
-                    )));
-                }
-                Some(_) => {}
-                None => {
-                    forks.insert(b.to_string(), origin);
-                }
-            },
-        }
-        nodes.insert(t.node_id.clone());
+        fitness.thought(&t)?;
         // 1 for the session's first thought, so that a tree imported into
         // another ledger exports again byte for byte.
         let seq = order.binary_search(&t.seq).map_or(0, |i| i as i64 + 1);
@@ -743,16 +664,7 @@ fn write_session_files(
         };
         put(&path, &pretty(&TreeNode { node: &node, seq })?, summary, &mut staged)
     })?;
-    if let Some((b, origin)) = forks.iter().find(|(_, origin)| !main_nodes.contains(*origin)) {
-        return Err(unfit(format!(
-            "branch {b:?} forks from {origin}, which is not a thought of its main chain"
-        )));
-    }
-    if let Some(missing) = next.prevs().find(|p| !nodes.contains(*p)) {
-        return Err(unfit(format!(
-            "a thought follows {missing:?}, which is not a thought of it"
-        )));
-    }
+    fitness.finish(next.prevs())?;
     let manifest = SessionManifest {
         id: session.id.clone(),
         version: MANIFEST_VERSION.to_string(),

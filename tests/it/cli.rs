@@ -1413,6 +1413,27 @@ fn a_fork_point_edited_by_hand_never_makes_an_export_that_import_refuses() {
         stderr.contains(&a) && stderr.contains(&format!("branch \"alt\" forks from {a}:9")),
         "{stderr}"
     );
+    // One SessionExport file is refused too (it went on to import's
+    // refusal), whether to a file or to stdout; text formats, which are not
+    // imported, are still written.
+    let single = dir.path().join("single.json");
+    for out_args in [vec!["--out", single.to_str().unwrap()], vec![]] {
+        let mut args = vec!["export", "--session", a.as_str(), "--format", "json"];
+        args.extend(out_args);
+        let out = run(&db, &args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(&format!("branch \"alt\" forks from {a}:9")) && stderr.contains("thoughtbox repair"),
+            "{stderr}"
+        );
+    }
+    assert!(!single.exists(), "no file written");
+    let text = ok(&db, &["export", "--session", a.as_str(), "--format", "markdown"]);
+    assert!(
+        text.contains("Cache design") && text.contains("or no cache at all"),
+        "{text}"
+    );
     let out = run(&db, &["repair"]);
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
