@@ -110,6 +110,10 @@ fn sessions_on(store: &crate::store::Store, command: SessionsCommand) -> Result<
         SessionsCommand::Show { id, json } => {
             let format = if json { Format::Json } else { Format::Markdown };
             store.with_session(id.trim(), |session| {
+                // Refused before a byte reaches stdout.
+                if json {
+                    export::check_importable(session)?;
+                }
                 // On a terminal, text from the ledger cannot drive it (a
                 // pasted page's escape sequences); to a file or a pipe, the
                 // bytes are the export's.

@@ -133,6 +133,10 @@ fn export_file(
                     eprintln!("wrote session {id} as {} to {}", format.as_str(), path.display());
                 }
                 None => {
+                    // Refused before a byte reaches stdout.
+                    if format == Format::Json {
+                        export::check_importable(session)?;
+                    }
                     let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
                     render(&mut stdout)?;
                     stdout.flush().map_err(|e| Error::io("writing to stdout", e))?;

@@ -228,6 +228,15 @@ fn nodes(thoughts: &[Thought]) -> Vec<ThoughtNode> {
     thoughts.iter().map(|t| next.node(t.clone())).collect()
 }
 
+/// Whether an import would take `source` as it is (see [`ImportFitness`]),
+/// by a pass over its thoughts: for a SessionExport streamed where nothing
+/// written can be taken back (stdout), so that a refusal writes nothing.
+pub fn check_importable(source: &dyn SessionSource) -> Result<()> {
+    let mut fitness = ImportFitness::new(source.session())?;
+    source.each_thought(&mut |t| fitness.thought(&t))?;
+    fitness.finish(NextLinks::of(source)?.prevs())
+}
+
 /// How the JSON form is laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Layout {

@@ -1417,11 +1417,27 @@ fn a_fork_point_edited_by_hand_never_makes_an_export_that_import_refuses() {
     // refusal), whether to a file or to stdout; text formats, which are not
     // imported, are still written.
     let single = dir.path().join("single.json");
-    for out_args in [vec!["--out", single.to_str().unwrap()], vec![]] {
-        let mut args = vec!["export", "--session", a.as_str(), "--format", "json"];
-        args.extend(out_args);
+    let single_path = single.to_str().unwrap();
+    for args in [
+        vec![
+            "export",
+            "--session",
+            a.as_str(),
+            "--format",
+            "json",
+            "--out",
+            single_path,
+        ],
+        vec!["export", "--session", a.as_str(), "--format", "json"],
+        vec!["sessions", "show", a.as_str(), "--json"],
+    ] {
         let out = run(&db, &args);
         assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(
+            out.stdout.is_empty(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(
             stderr.contains(&format!("branch \"alt\" forks from {a}:9")) && stderr.contains("thoughtbox repair"),
