@@ -47,6 +47,7 @@ fn sessions_on(store: &crate::store::Store, command: SessionsCommand) -> Result<
             if let Some(text) = &search {
                 crate::domain::check_search("search", text)?;
             }
+            crate::domain::check_tag_filter(&tags)?;
             let filter = SessionFilter {
                 tags,
                 search,

@@ -109,7 +109,7 @@ pub struct ValidateArgs {
 pub enum SessionsCommand {
     /// List sessions, most recently updated first
     List {
-        /// Only sessions with this tag (repeat: all of them)
+        /// Only sessions with this tag (repeat: all of them, at most 100)
         #[arg(long = "tag", value_name = "TAG")]
         tags: Vec<String>,
         /// Only sessions whose title, description or tags contain these words

@@ -174,6 +174,18 @@ fn sessions_list_show_and_search() {
     );
     assert_eq!(page["sessions"][0]["id"], a.as_str());
     assert_eq!(page["sessions"][0]["thoughtCount"], 4);
+    // At most 100 tags, as over MCP (review 20-a: the command line listed
+    // "no sessions" for 103).
+    let tags: Vec<String> = (0..101).map(|i| format!("t{i}")).collect();
+    let mut args = vec!["sessions", "list"];
+    for t in &tags {
+        args.extend(["--tag", t.as_str()]);
+    }
+    let err = fails(&db, &args);
+    assert!(
+        err.contains("the filter names 101 tags; a filter takes at most 100"),
+        "{err}"
+    );
     let page = ok_json(&db, &["sessions", "list", "--sort", "title", "--asc", "--limit", "1"]);
     assert_eq!(page["sessions"][0]["title"], "Cache design");
     assert_eq!(page["hasMore"], true);
