@@ -282,7 +282,7 @@ fn human(bytes: u64) -> String {
 pub fn repair(db: &DbArgs, json: bool) -> Result<ExitCode> {
     let store = db.open_present(Access::Existing)?;
     eprintln!(
-        "repairing {} (writes wait meanwhile: a few seconds per 100,000 thoughts)",
+        "repairing {} (writes wait meanwhile: about a second per 100,000 thoughts; the search index is then rebuilt in small steps)",
         store.path().display()
     );
     let report = store.repair()?;

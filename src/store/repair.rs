@@ -33,7 +33,8 @@ pub struct RepairReport {
     /// Thoughts with a critique whose `critique_requested` said 0 (earlier
     /// servers set it only when the critique failed), set to 1.
     pub critique_flags_set: u64,
-    /// Thoughts in the rebuilt search index.
+    /// Thoughts in the rebuilt search index (refilled in batches once the
+    /// rest of the repair is committed).
     pub thoughts_indexed: u64,
     /// The `installId` was blank (set so by hand before version 12) and
     /// was given a new one.
@@ -424,17 +425,24 @@ fn fix_links(tx: &rusqlite::Connection) -> Result<u64> {
     // by hand newest first): a chain is its thoughts in the order they were
     // written, so the later one follows the thought written just before it
     // on the chain, where that is another node than it follows now.
+    // The thoughts to relink are found first (MATERIALIZED): SQLite 3.53
+    // otherwise looks up `before`, a pass over the chain, for every thought
+    // of the ledger, which took 192 s for 31,000 thoughts on chains of
+    // 1,200 (review 20-c), the write lock held all along.
     let forked = tx.execute(
-        "WITH later AS (
-             SELECT t.id,
-                    (SELECT p.node_id FROM thoughts AS p
-                     WHERE p.session_id = t.session_id AND p.branch_id IS t.branch_id AND p.id < t.id
-                     ORDER BY p.id DESC LIMIT 1) AS before
+        "WITH followers AS MATERIALIZED (
+             SELECT t.id, t.session_id, t.branch_id
              FROM thoughts AS t
              WHERE t.prev_node IS NOT NULL
                AND EXISTS (SELECT 1 FROM thoughts AS s
                            WHERE s.prev_node = t.prev_node AND s.session_id = t.session_id
-                             AND s.branch_id IS t.branch_id AND s.id < t.id))
+                             AND s.branch_id IS t.branch_id AND s.id < t.id)),
+         later AS (
+             SELECT f.id,
+                    (SELECT p.node_id FROM thoughts AS p
+                     WHERE p.session_id = f.session_id AND p.branch_id IS f.branch_id AND p.id < f.id
+                     ORDER BY p.id DESC LIMIT 1) AS before
+             FROM followers AS f)
          UPDATE thoughts SET prev_node = later.before
          FROM later
          WHERE thoughts.id = later.id AND thoughts.prev_node IS NOT later.before",
@@ -537,16 +545,20 @@ impl Store {
             // Every b-tree index, from its table (a damaged index page is the
             // commonest damage SQLite reports, and the cheapest to mend).
             tx.execute_batch("REINDEX")?;
-            // First every full-text index, from its rows (the thoughts' index
-            // is then complete, so its watermark is the newest thought): the
-            // triggers that remove what is deleted below need a sound index.
-            for index in ["thoughts_fts", "sessions_fts", "knowledge_patterns_fts", "scratchpad_notes_fts"] {
+            // First every full-text index, from its rows: the triggers that
+            // remove what is deleted below need a sound index. The small
+            // ones are rebuilt here. The thoughts' index is emptied, with
+            // nothing indexed (so those triggers leave it alone), and
+            // refilled after this transaction in the small batches the
+            // server indexes new thoughts in: rebuilding it here took ~10 s
+            // per 300 MB of thought text, and every server's writes waited
+            // that long behind it (review 20-c), giving up at 10 s.
+            // Searches meanwhile read the thoughts not yet indexed.
+            for index in ["sessions_fts", "knowledge_patterns_fts", "scratchpad_notes_fts"] {
                 tx.execute(&format!("INSERT INTO {index} ({index}) VALUES ('rebuild')"), [])?;
             }
-            tx.execute(
-                "UPDATE thoughts_fts_state SET indexed_through = coalesce((SELECT max(id) FROM thoughts), 0) WHERE id = 1",
-                [],
-            )?;
+            tx.execute("INSERT INTO thoughts_fts (thoughts_fts) VALUES ('delete-all')", [])?;
+            tx.execute("UPDATE thoughts_fts_state SET indexed_through = 0 WHERE id = 1", [])?;
             for table in ["thoughts", "branches", "session_tags"] {
                 r.orphans_removed += count(&format!(
                     "DELETE FROM {table} WHERE session_id NOT IN (SELECT id FROM sessions)"
@@ -578,18 +590,23 @@ impl Store {
             // chain; a branch none of whose thoughts does is left to you
             // (a fork point made up here would export a session that no
             // import takes).
+            // One pass over the branch thoughts, the branch row's lookup
+            // first: it was a subquery over the whole branch for each of
+            // its thoughts, which took 42 s on branches of 1,200 long
+            // thoughts (review 20-c), while every server's writes waited.
             r.branches_restored += count(
                 "INSERT OR IGNORE INTO branches (session_id, branch_id, from_thought, origin_node, created_at)
                  SELECT t.session_id, t.branch_id, t.branch_from_thought, t.branch_origin, t.created_at
                  FROM thoughts AS t
-                 WHERE t.branch_id IS NOT NULL
-                   AND t.id = (SELECT min(x.id) FROM thoughts AS x
-                               WHERE x.session_id = t.session_id AND x.branch_id = t.branch_id
-                                 AND x.branch_origin = x.session_id || ':' || x.branch_from_thought
-                                 AND EXISTS (SELECT 1 FROM thoughts AS o
-                                             WHERE o.node_id = x.branch_origin AND o.branch_id IS NULL))
-                   AND NOT EXISTS (SELECT 1 FROM branches AS b
-                                   WHERE b.session_id = t.session_id AND b.branch_id = t.branch_id)",
+                 WHERE t.id IN (
+                     SELECT min(x.id) FROM thoughts AS x
+                     WHERE x.branch_id IS NOT NULL
+                       AND NOT EXISTS (SELECT 1 FROM branches AS b
+                                       WHERE b.session_id = x.session_id AND b.branch_id = x.branch_id)
+                       AND x.branch_origin = x.session_id || ':' || x.branch_from_thought
+                       AND EXISTS (SELECT 1 FROM thoughts AS o
+                                   WHERE o.node_id = x.branch_origin AND o.branch_id IS NULL)
+                     GROUP BY x.session_id, x.branch_id)",
             )?;
             // A ledger whose installId was blanked by hand before version
             // 12 gets one: a blank one tells it from no other ledger.
@@ -641,7 +658,14 @@ impl Store {
             Ok(r)
         });
         // A file too damaged to mend still gets its integrity check.
-        let mut report = match mended {
+        let mut report = match mended.and_then(|report| {
+            // Batch by batch, each a short write transaction; what a
+            // server indexes meanwhile is not done twice. Interrupted
+            // (killed), the rest is indexed by the next server, or searched
+            // without the index until then.
+            self.index_all_pending()?;
+            Ok(report)
+        }) {
             Ok(report) => report,
             Err(e) => RepairReport {
                 failed: Some(e.to_string()),
