@@ -404,6 +404,28 @@ fn left_for_you(tx: &rusqlite::Connection) -> Result<Vec<String>> {
 /// before left; a sound ledger needs one).
 const MAX_LINK_PASSES: usize = 10;
 
+/// Relinks the later of two thoughts of one chain that follow the same
+/// node (see [`fix_links`]). The thoughts to relink are found first
+/// (MATERIALIZED): SQLite 3.53 otherwise looks up `before`, a pass over the
+/// chain, for every thought of the ledger, which took 192 s for 31,000
+/// thoughts on chains of 1,200 (review 20-c), the write lock held all along.
+const RELINK_FOLLOWERS: &str = "WITH followers AS MATERIALIZED (
+     SELECT t.id, t.session_id, t.branch_id
+     FROM thoughts AS t
+     WHERE t.prev_node IS NOT NULL
+       AND EXISTS (SELECT 1 FROM thoughts AS s
+                   WHERE s.prev_node = t.prev_node AND s.session_id = t.session_id
+                     AND s.branch_id IS t.branch_id AND s.id < t.id)),
+ later AS (
+     SELECT f.id,
+            (SELECT p.node_id FROM thoughts AS p
+             WHERE p.session_id = f.session_id AND p.branch_id IS f.branch_id AND p.id < f.id
+             ORDER BY p.id DESC LIMIT 1) AS before
+     FROM followers AS f)
+ UPDATE thoughts SET prev_node = later.before
+ FROM later
+ WHERE thoughts.id = later.id AND thoughts.prev_node IS NOT later.before";
+
 /// One pass of the link fixes; returns how many links changed.
 fn fix_links(tx: &rusqlite::Connection) -> Result<u64> {
     // A prev link to the thought itself (an older version's doing after a
@@ -425,29 +447,7 @@ fn fix_links(tx: &rusqlite::Connection) -> Result<u64> {
     // by hand newest first): a chain is its thoughts in the order they were
     // written, so the later one follows the thought written just before it
     // on the chain, where that is another node than it follows now.
-    // The thoughts to relink are found first (MATERIALIZED): SQLite 3.53
-    // otherwise looks up `before`, a pass over the chain, for every thought
-    // of the ledger, which took 192 s for 31,000 thoughts on chains of
-    // 1,200 (review 20-c), the write lock held all along.
-    let forked = tx.execute(
-        "WITH followers AS MATERIALIZED (
-             SELECT t.id, t.session_id, t.branch_id
-             FROM thoughts AS t
-             WHERE t.prev_node IS NOT NULL
-               AND EXISTS (SELECT 1 FROM thoughts AS s
-                           WHERE s.prev_node = t.prev_node AND s.session_id = t.session_id
-                             AND s.branch_id IS t.branch_id AND s.id < t.id)),
-         later AS (
-             SELECT f.id,
-                    (SELECT p.node_id FROM thoughts AS p
-                     WHERE p.session_id = f.session_id AND p.branch_id IS f.branch_id AND p.id < f.id
-                     ORDER BY p.id DESC LIMIT 1) AS before
-             FROM followers AS f)
-         UPDATE thoughts SET prev_node = later.before
-         FROM later
-         WHERE thoughts.id = later.id AND thoughts.prev_node IS NOT later.before",
-        [],
-    )?;
+    let forked = tx.execute(RELINK_FOLLOWERS, [])?;
     // A branch thought that follows nothing (inserted by hand without
     // prev_node) is the branch's first when it is the only one and no other
     // thought of the branch follows the fork point: it follows the fork
@@ -678,5 +678,32 @@ impl Store {
             .query_map([], |row| row.get::<_, String>(0))?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         Ok(report)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::test_support::temp_store;
+
+    /// Relinking looks up a thought's predecessor (a pass over its chain)
+    /// only for the thoughts found to need it, not for every thought: the
+    /// other plan was quadratic in a chain's length.
+    #[test]
+    fn relinking_reads_chains_only_for_the_thoughts_it_relinks() {
+        let (_dir, store) = temp_store();
+        let plan = store
+            .read(|tx| {
+                let mut stmt = tx.prepare(&format!("EXPLAIN QUERY PLAN {RELINK_FOLLOWERS}"))?;
+                let steps = stmt
+                    .query_map([], |r| r.get::<_, String>(3))?
+                    .collect::<rusqlite::Result<Vec<_>>>()?;
+                Ok(steps.join(" | "))
+            })
+            .unwrap();
+        let materialized = plan.find("MATERIALIZE followers").expect(&plan);
+        let scan = plan.find("SCAN f").expect(&plan);
+        let chain = plan.find("SEARCH p USING INDEX thoughts_by_chain_number").expect(&plan);
+        assert!(materialized < scan && scan < chain, "{plan}");
     }
 }
