@@ -46,7 +46,9 @@ pub struct RepairReport {
     /// thought that follows nothing, prev-link loops, and rows from before
     /// versions 8, 9, 11 and 12 in forms their triggers refuse.
     pub left_for_you: Vec<String>,
-    /// Why the repair could not be done (nothing was changed then).
+    /// Why the repair could not be done (nothing was changed then), or why
+    /// the search index's rebuild after it stopped (the repair itself is
+    /// committed then).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failed: Option<String>,
     /// SQLite's `PRAGMA integrity_check` afterwards: `["ok"]` when sound.
@@ -658,15 +660,21 @@ impl Store {
             Ok(r)
         });
         // A file too damaged to mend still gets its integrity check.
-        let mut report = match mended.and_then(|report| {
-            // Batch by batch, each a short write transaction; what a
-            // server indexes meanwhile is not done twice. Interrupted
-            // (killed), the rest is indexed by the next server, or searched
-            // without the index until then.
-            self.index_all_pending()?;
-            Ok(report)
-        }) {
-            Ok(report) => report,
+        let mut report = match mended {
+            // Batch by batch, each a short write transaction; what a server
+            // indexes meanwhile is not done twice. Interrupted (killed, or
+            // another program's lock), the rest is indexed by the next
+            // server, or searched without the index until then; what was
+            // mended stays mended, and the report says both.
+            Ok(mut report) => {
+                if let Err(e) = self.index_all_pending() {
+                    report.failed = Some(format!(
+                        "the repair is committed, but rebuilding the search index stopped ({e}); the next server \
+                         indexes the rest, and searches read the thoughts not yet indexed until then"
+                    ));
+                }
+                report
+            }
             Err(e) => RepairReport {
                 failed: Some(e.to_string()),
                 ..Default::default()
