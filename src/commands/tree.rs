@@ -119,8 +119,13 @@ fn export_file(
     // without being held in memory.
     store
         .with_session(id, |session| {
-            let render = |w: &mut dyn Write| -> Result<()> {
-                export::write(w, format, session, true, Layout::Pretty)?;
+            // A file is written aside and renamed: an error leaves nothing.
+            // Stdout keeps what it got: the checks come first there.
+            let render = |w: &mut dyn Write, to_stdout: bool| -> Result<()> {
+                match to_stdout {
+                    true => export::write_to_stream(w, format, session, true, Layout::Pretty)?,
+                    false => export::write(w, format, session, true, Layout::Pretty)?,
+                }
                 if format == Format::Json {
                     w.write_all(b"\n").map_err(|e| Error::io("writing the export", e))?;
                 }
@@ -129,16 +134,12 @@ fn export_file(
             match &dest {
                 Some(path) => {
                     crate::tree::writer::remove_leftovers_of(path);
-                    write_atomic_with(path, render)?;
+                    write_atomic_with(path, |w| render(w, false))?;
                     eprintln!("wrote session {id} as {} to {}", format.as_str(), path.display());
                 }
                 None => {
-                    // Refused before a byte reaches stdout.
-                    if format == Format::Json {
-                        export::check_importable(session)?;
-                    }
                     let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
-                    render(&mut stdout)?;
+                    render(&mut stdout, true)?;
                     stdout.flush().map_err(|e| Error::io("writing to stdout", e))?;
                 }
             }

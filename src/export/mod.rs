@@ -228,15 +228,6 @@ fn nodes(thoughts: &[Thought]) -> Vec<ThoughtNode> {
     thoughts.iter().map(|t| next.node(t.clone())).collect()
 }
 
-/// Whether an import would take `source` as it is (see [`ImportFitness`]),
-/// by a pass over its thoughts: for a SessionExport streamed where nothing
-/// written can be taken back (stdout), so that a refusal writes nothing.
-pub fn check_importable(source: &dyn SessionSource) -> Result<()> {
-    let mut fitness = ImportFitness::new(source.session())?;
-    source.each_thought(&mut |t| fitness.thought(&t))?;
-    fitness.finish(NextLinks::of(source)?.prevs())
-}
-
 /// How the JSON form is laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Layout {
@@ -246,7 +237,11 @@ pub enum Layout {
     Compact,
 }
 
-/// Write the session in `format` to `out`, one thought at a time.
+/// Write the session in `format` to `out`, one thought at a time. A
+/// SessionExport of a session an import would refuse (see
+/// [`ImportFitness`]) stops with that error as the nodes go by: for a
+/// destination that drops what an error leaves (an answer, a file written
+/// aside and renamed).
 pub fn write(
     out: &mut dyn Write,
     format: Format,
@@ -256,15 +251,32 @@ pub fn write(
 ) -> Result<()> {
     match format {
         Format::Json => {
-            let exported_at = crate::domain::now();
-            match layout {
-                Layout::Pretty => write_json(&mut serde_json::Serializer::pretty(out), source, exported_at),
-                Layout::Compact => write_json(&mut serde_json::Serializer::new(out), source, exported_at),
-            }
+            let fitness = ImportFitness::new(source.session())?;
+            write_json(out, layout, source, NextLinks::of(source)?, Some(fitness))
         }
         Format::Markdown => write_markdown(out, source, include_metadata),
         Format::Cipher => write_cipher(out, source, include_metadata),
     }
+}
+
+/// [`write`] for a destination that keeps whatever was written (stdout): a
+/// SessionExport is checked in a pass of its own first, so that a session
+/// an import would refuse is refused before a byte is written.
+pub fn write_to_stream(
+    out: &mut dyn Write,
+    format: Format,
+    source: &dyn SessionSource,
+    include_metadata: bool,
+    layout: Layout,
+) -> Result<()> {
+    if format != Format::Json {
+        return write(out, format, source, include_metadata, layout);
+    }
+    let mut fitness = ImportFitness::new(source.session())?;
+    source.each_thought(&mut |t| fitness.thought(&t))?;
+    let next = NextLinks::of(source)?;
+    fitness.finish(next.prevs())?;
+    write_json(out, layout, source, next, None)
 }
 
 fn written(e: std::io::Error) -> Error {
@@ -292,8 +304,8 @@ struct StreamedExport<'a> {
 struct StreamedNodes<'a> {
     source: &'a dyn SessionSource,
     next: NextLinks,
-    /// What an import would refuse, checked as the nodes go by: such a
-    /// session is not exported (see [`ImportFitness`]).
+    /// What an import would refuse, checked as the nodes go by (such a
+    /// session is not exported); `None` when it was checked before.
     fitness: RefCell<Option<ImportFitness<'a>>>,
     /// The source's own error, kept whole: serde passes only its text on.
     failure: RefCell<Option<Error>>,
@@ -303,19 +315,19 @@ impl Serialize for StreamedNodes<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
         let mut seq = serializer.serialize_seq(None)?;
         let mut write_error = None;
-        let fitness = self.fitness.borrow_mut().take();
-        let walked = fitness
-            .ok_or_else(|| Error::Internal("nodes written twice".into()))
-            .and_then(|mut fitness| {
-                self.source.each_thought(&mut |t| {
+        let mut fitness = self.fitness.borrow_mut().take();
+        let walked = self
+            .source
+            .each_thought(&mut |t| {
+                if let Some(fitness) = &mut fitness {
                     fitness.thought(&t)?;
-                    seq.serialize_element(&self.next.node(t)).map_err(|e| {
-                        write_error = Some(e);
-                        Error::Internal("stopped writing".into())
-                    })
-                })?;
-                fitness.finish(self.next.prevs())
-            });
+                }
+                seq.serialize_element(&self.next.node(t)).map_err(|e| {
+                    write_error = Some(e);
+                    Error::Internal("stopped writing".into())
+                })
+            })
+            .and_then(|()| fitness.map_or(Ok(()), |f| f.finish(self.next.prevs())));
         if let Some(e) = write_error {
             return Err(e);
         }
@@ -328,24 +340,28 @@ impl Serialize for StreamedNodes<'_> {
     }
 }
 
-fn write_json<W: Write, F: serde_json::ser::Formatter>(
-    ser: &mut serde_json::Serializer<W, F>,
-    source: &dyn SessionSource,
-    exported_at: String,
+fn write_json<'a>(
+    out: &mut dyn Write,
+    layout: Layout,
+    source: &'a dyn SessionSource,
+    next: NextLinks,
+    fitness: Option<ImportFitness<'a>>,
 ) -> Result<()> {
     let doc = StreamedExport {
         version: VERSION,
         session: source.session(),
         nodes: StreamedNodes {
             source,
-            next: NextLinks::of(source)?,
-            // The session's own fields before a byte is written.
-            fitness: RefCell::new(Some(ImportFitness::new(source.session())?)),
+            next,
+            fitness: RefCell::new(fitness),
             failure: RefCell::new(None),
         },
-        exported_at,
+        exported_at: crate::domain::now(),
     };
-    let result = doc.serialize(ser);
+    let result = match layout {
+        Layout::Pretty => doc.serialize(&mut serde_json::Serializer::pretty(out)),
+        Layout::Compact => doc.serialize(&mut serde_json::Serializer::new(out)),
+    };
     if let Some(e) = doc.nodes.failure.take() {
         return Err(e);
     }
