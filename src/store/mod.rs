@@ -1454,6 +1454,23 @@ pub(crate) mod test_support {
         let store = Store::open(dir.path().join("t.db"), OpenOptionsStore::default()).expect("open store");
         (dir, store)
     }
+
+    /// What SQLite plans for `sql`, one line per step (parameters, if any,
+    /// bound to placeholder text).
+    pub fn plan(store: &Store, sql: &str) -> String {
+        store
+            .read(|tx| {
+                let mut stmt = tx.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
+                let steps = stmt
+                    .query_map(
+                        rusqlite::params!["s", "b", "n", "l"][..stmt.parameter_count()].as_ref(),
+                        |r| r.get::<_, String>(3),
+                    )?
+                    .collect::<rusqlite::Result<Vec<_>>>()?;
+                Ok(steps.join(" | "))
+            })
+            .expect("query plan")
+    }
 }
 
 #[cfg(test)]

@@ -692,7 +692,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::test_support::temp_store;
+    use crate::store::test_support::{plan, temp_store};
 
     /// Relinking looks up a thought's predecessor (a pass over its chain)
     /// only for the thoughts found to need it, not for every thought: the
@@ -700,15 +700,7 @@ mod tests {
     #[test]
     fn relinking_reads_chains_only_for_the_thoughts_it_relinks() {
         let (_dir, store) = temp_store();
-        let plan = store
-            .read(|tx| {
-                let mut stmt = tx.prepare(&format!("EXPLAIN QUERY PLAN {RELINK_FOLLOWERS}"))?;
-                let steps = stmt
-                    .query_map([], |r| r.get::<_, String>(3))?
-                    .collect::<rusqlite::Result<Vec<_>>>()?;
-                Ok(steps.join(" | "))
-            })
-            .unwrap();
+        let plan = plan(&store, RELINK_FOLLOWERS);
         let materialized = plan.find("MATERIALIZE followers").expect(&plan);
         let scan = plan.find("SCAN f").expect(&plan);
         let chain = plan.find("SEARCH p USING INDEX thoughts_by_chain_number").expect(&plan);

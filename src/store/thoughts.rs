@@ -780,22 +780,7 @@ fn branches_tx(tx: &rusqlite::Connection, session_id: &str) -> Result<Vec<Branch
 mod tests {
     use super::*;
     use crate::domain::NewSession;
-    use crate::store::test_support::temp_store;
-
-    /// What SQLite plans for `sql`, one line per step.
-    fn plan(store: &Store, sql: &str) -> String {
-        store
-            .read(|tx| {
-                let mut stmt = tx.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
-                let steps = stmt
-                    .query_map(params!["s", "b", "n", "l"][..stmt.parameter_count()].as_ref(), |r| {
-                        r.get::<_, String>(3)
-                    })?
-                    .collect::<rusqlite::Result<Vec<_>>>()?;
-                Ok(steps.join(" | "))
-            })
-            .unwrap()
-    }
+    use crate::store::test_support::{plan, temp_store};
 
     /// A session's structure and an append's check of its chain's tail
     /// read indexes, never the thought rows (which hold the text): their
