@@ -162,16 +162,8 @@ const CLOSE_PATIENCE: Duration = Duration::from_secs(2);
 
 impl Drop for LastClone {
     fn drop(&mut self) {
-        if Arc::strong_count(&self.clones) > 1 {
-            return;
-        }
-        let deadline = std::time::Instant::now() + CLOSE_PATIENCE;
-        while self.open.load(Ordering::SeqCst) > 0 {
-            if LEFT_OPEN.load(Ordering::SeqCst) || std::time::Instant::now() >= deadline {
-                tracing::debug!("a connection of a dropped store is still open");
-                return;
-            }
-            std::thread::sleep(Duration::from_micros(200));
+        if Arc::strong_count(&self.clones) == 1 && !wait_until_none_open(&self.open, CLOSE_PATIENCE) {
+            tracing::debug!("a connection of a dropped store is still open");
         }
     }
 }
@@ -912,15 +904,18 @@ pub fn leave_open() {
 /// worker thread for a moment; a process that exits before then leaves the
 /// database's `-wal` and `-shm` files behind. Answers whether all closed.
 pub fn wait_until_closed(patience: Duration) -> bool {
+    wait_until_none_open(&OPEN_CONNECTIONS, patience)
+}
+
+/// Wait (at most `patience`, and not at all once [`leave_open`] was
+/// called) until `open` counts no connection. Answers whether none is.
+fn wait_until_none_open(open: &AtomicUsize, patience: Duration) -> bool {
     let deadline = std::time::Instant::now() + patience;
-    while OPEN_CONNECTIONS.load(Ordering::SeqCst) > 0 {
-        if LEFT_OPEN.load(Ordering::SeqCst) {
+    while open.load(Ordering::SeqCst) > 0 {
+        if LEFT_OPEN.load(Ordering::SeqCst) || std::time::Instant::now() >= deadline {
             return false;
         }
-        if std::time::Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(1));
+        std::thread::sleep(Duration::from_micros(200));
     }
     true
 }
