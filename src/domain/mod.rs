@@ -11,7 +11,8 @@ mod types;
 pub use partition::{Granularity, partition_path};
 pub use stage::Stage;
 pub use thought::{
-    ChainFacts, PlannedThought, ThoughtInput, chain_full, is_blank, node_id, plan_thought, validate_branch_id,
+    ChainFacts, PlannedThought, ThoughtInput, chain_full, check_thought_input, is_blank, node_id, plan_thought,
+    validate_branch_id,
 };
 pub use types::{
     Branch, Critique, NewSession, Session, SessionFilter, SessionStatus, SortBy, SortOrder, Thought, ThoughtData,

@@ -137,13 +137,16 @@ pub fn is_blank(text: &str) -> bool {
     })
 }
 
-/// Decide the number, links and stored fields of a new thought.
-pub fn plan_thought(
-    session_id: &str,
-    input: ThoughtInput,
-    facts: &mut impl ChainFacts,
-    timestamp: String,
-) -> Result<PlannedThought> {
+/// Refuse what is wrong with a thought whatever the ledger holds: its text
+/// (blank, NUL, over the size limit), a malformed `branchId`, a fork point
+/// without a branch, an explicit number past the last there is, and
+/// revision fields that contradict each other.
+///
+/// [`plan_thought`] runs it first; a server runs it again before it waits
+/// for the write lock, so that such a thought is refused at once even while
+/// another program holds the lock (review 20-c: it waited for the busy
+/// timeout, then got "database is locked" instead of the field at fault).
+pub fn check_thought_input(input: &ThoughtInput) -> Result<()> {
     if is_blank(&input.thought) {
         return Err(Error::invalid(
             "thought",
@@ -166,23 +169,51 @@ pub fn plan_thought(
             json!({ "maxBytes": MAX_THOUGHT_BYTES }),
         ));
     }
-    let branch = input.branch_id.as_deref();
-    if let Some(b) = branch {
-        validate_branch_id("branchId", b)?;
+    match input.branch_id.as_deref() {
+        Some(b) => validate_branch_id("branchId", b)?,
+        None if input.branch_from_thought.is_some() => {
+            return Err(Error::invalid(
+                "branchId",
+                "branchFromThought needs a branchId naming the branch (e.g. { \"branchFromThought\": 3, \"branchId\": \"alt-approach\" })",
+            ));
+        }
+        None => {}
     }
+    if let Some(n) = input.thought_number
+        && n > MAX_THOUGHT_NUMBER
+    {
+        return Err(Error::invalid(
+            "thoughtNumber",
+            format!("thought numbers stop at {MAX_THOUGHT_NUMBER}"),
+        ));
+    }
+    match (input.is_revision, input.revises_thought) {
+        (Some(true), None) => Err(Error::invalid(
+            "revisesThought",
+            "isRevision: true needs revisesThought: the number of the thought being revised",
+        )),
+        (Some(false), Some(_)) => Err(Error::invalid(
+            "isRevision",
+            "revisesThought was given with isRevision: false; drop one of them",
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Decide the number, links and stored fields of a new thought.
+pub fn plan_thought(
+    session_id: &str,
+    input: ThoughtInput,
+    facts: &mut impl ChainFacts,
+    timestamp: String,
+) -> Result<PlannedThought> {
+    check_thought_input(&input)?;
+    let branch = input.branch_id.as_deref();
 
     // Which chain, and (for a branch) its fork point.
     let mut new_branch = false;
     let fork = match branch {
-        None => {
-            if input.branch_from_thought.is_some() {
-                return Err(Error::invalid(
-                    "branchId",
-                    "branchFromThought needs a branchId naming the branch (e.g. { \"branchFromThought\": 3, \"branchId\": \"alt-approach\" })",
-                ));
-            }
-            None
-        }
+        None => None,
         Some(b) => match facts.branch_from(b)? {
             Some(existing) => {
                 if let Some(given) = input.branch_from_thought
@@ -263,38 +294,24 @@ pub fn plan_thought(
         }
         None => (next_free(), true),
     };
+    // Only a number the server gave can be past the last (an agent's own
+    // was checked above).
     if number > MAX_THOUGHT_NUMBER {
-        let message = if auto_numbered && max.is_none() && fork.is_some() {
+        let message = if max.is_none() && fork.is_some() {
             // A new branch from the last number there is: nothing after it.
             format!(
                 "a branch from thought {MAX_THOUGHT_NUMBER} has no number after it; branch from an earlier thought, \
                  or give this one a thoughtNumber"
             )
-        } else if auto_numbered {
-            chain_full(branch)
         } else {
-            format!("thought numbers stop at {MAX_THOUGHT_NUMBER}")
+            chain_full(branch)
         };
         return Err(Error::invalid("thoughtNumber", message));
     }
 
-    // Revision target: an existing thought on the same chain, not this one.
-    let is_revision = match (input.is_revision, input.revises_thought) {
-        (Some(true), None) => {
-            return Err(Error::invalid(
-                "revisesThought",
-                "isRevision: true needs revisesThought: the number of the thought being revised",
-            ));
-        }
-        (Some(false), Some(_)) => {
-            return Err(Error::invalid(
-                "isRevision",
-                "revisesThought was given with isRevision: false; drop one of them",
-            ));
-        }
-        (_, Some(_)) => true,
-        (_, None) => false,
-    };
+    // Revision target: an existing thought on the same chain, not this one
+    // (the flags agree: checked above).
+    let is_revision = input.revises_thought.is_some();
     let revises_node = match input.revises_thought {
         None => None,
         Some(r) if r == number => {
@@ -652,6 +669,59 @@ pub(crate) mod tests {
         assert!(l.add(text("a\u{0}b")).is_err());
         assert!(l.add(text(&"x".repeat(MAX_THOUGHT_BYTES + 1))).is_err());
         assert!(l.add(text(&"x".repeat(MAX_THOUGHT_BYTES))).is_ok());
+    }
+
+    /// The checks that need no ledger data refuse alone what
+    /// `plan_thought` refuses for them, with the same field, whatever the
+    /// chains hold; and they let through what needs the chains to judge.
+    #[test]
+    fn input_checks_need_no_chains() {
+        let field = |input: ThoughtInput| match check_thought_input(&input) {
+            Err(Error::InvalidPayload { field, .. }) => field,
+            other => panic!("{input:?}: {other:?}"),
+        };
+        let with = |f: fn(&mut ThoughtInput)| {
+            let mut input = text("x");
+            f(&mut input);
+            input
+        };
+        let refused = [
+            (text(" \u{200B}"), "thought"),
+            (text("a\u{0}b"), "thought"),
+            (text(&"x".repeat(MAX_THOUGHT_BYTES + 1)), "thought"),
+            (with(|i| i.branch_id = Some("../../x".into())), "branchId"),
+            (with(|i| i.branch_from_thought = Some(1)), "branchId"),
+            (
+                with(|i| i.thought_number = Some(MAX_THOUGHT_NUMBER + 1)),
+                "thoughtNumber",
+            ),
+            (with(|i| i.is_revision = Some(true)), "revisesThought"),
+            (
+                with(|i| {
+                    i.is_revision = Some(false);
+                    i.revises_thought = Some(1);
+                }),
+                "isRevision",
+            ),
+        ];
+        for (input, expected) in refused {
+            assert_eq!(field(input.clone()), expected);
+            let mut l = FakeChains::default();
+            l.add(text("one")).unwrap();
+            match l.add(input) {
+                Err(Error::InvalidPayload { field, .. }) => assert_eq!(field, expected),
+                other => panic!("{other:?}"),
+            }
+        }
+        // A duplicate number, a missing fork point or revision target: only
+        // the chains can tell.
+        for input in [
+            with(|i| i.thought_number = Some(1)),
+            with(|i| i.branch_id = Some("new".into())),
+            with(|i| i.revises_thought = Some(9)),
+        ] {
+            assert!(check_thought_input(&input).is_ok(), "{input:?}");
+        }
     }
 
     #[derive(Debug, Clone)]

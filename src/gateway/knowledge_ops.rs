@@ -57,6 +57,9 @@ pub async fn knowledge(gw: &Gateway, args: Args) -> Result<Value> {
         "update_pattern" => update_pattern(gw, args).await,
         "delete_pattern" => {
             let id = pattern_id(&args)?;
+            // Unknown: refused at once, not after waiting for the write lock.
+            let known = id.clone();
+            gw.blocking(move |s| s.pattern(&known)).await?;
             let p = gw.write(move |s| s.delete_pattern(&id)).await?;
             gw.wrote();
             Ok(json!({ "id": p.id, "title": p.title, "deleted": true }))
@@ -95,6 +98,9 @@ pub async fn knowledge(gw: &Gateway, args: Args) -> Result<Value> {
         }
         "delete_scratchpad" => {
             let id = note_ref(gw, &args).await?;
+            // Unknown: refused at once, not after waiting for the write lock.
+            let known = id.clone();
+            gw.blocking(move |s| s.note(&known)).await?;
             let n = gw.write(move |s| s.delete_note(&id)).await?;
             gw.wrote();
             Ok(json!({ "id": n.id, "title": n.title, "deleted": true }))
@@ -330,6 +336,9 @@ async fn update_pattern(gw: &Gateway, args: Args) -> Result<Value> {
         return Err(err);
     }
     let upd = upd.validated()?;
+    // Unknown: refused at once, not after waiting for the write lock.
+    let known = id.clone();
+    gw.blocking(move |s| s.pattern(&known)).await?;
     let p = gw.write(move |s| s.update_pattern(&id, upd)).await?;
     gw.wrote();
     Ok(pattern_json(&p))

@@ -359,6 +359,12 @@ pub(crate) async fn open_session(gw: &Gateway, args: &Args, trigger: &str) -> Re
     // write lock (review 16-c: an import or an open sqlite3 shell kept a
     // reader out for the busy timeout, then refused it).
     let reopen = if reopen_it {
+        // An id of no session is refused at once, not after waiting for
+        // another program's write lock (review 20-c).
+        let known = id.clone();
+        if !gw.blocking(move |s| s.session_exists(&known)).await? {
+            return Err(Error::session_not_found(id));
+        }
         let id = id.clone();
         gw.write(move |s| {
             let (session, was_completed) = s.reopen_session(&id)?;
@@ -889,6 +895,15 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
         && let Some(n) = input.thought_number.filter(|n| *n > 1)
     {
         return Err(numbered_without_session(n, closed_before));
+    }
+    // What needs no ledger data is refused before the write lock is waited
+    // for: another program may hold it for seconds.
+    if let Err(e) = domain::check_thought_input(&input) {
+        return Err(if creates_session {
+            refers_back.explain(e, gw.closed_session())
+        } else {
+            e
+        });
     }
     let appended = match gw.write(move |s| s.append_thought(target, input)).await {
         Ok(a) => a,

@@ -291,6 +291,11 @@ async fn export(gw: &Gateway, args: Args) -> Result<Value> {
 async fn delete(gw: &Gateway, args: Args) -> Result<Value> {
     let id = session_id_req(&args)?;
     refuse_stray_session_id(&args, Some(&id), false)?;
+    // Unknown: refused at once, not after waiting for the write lock.
+    let sid = id.clone();
+    if !gw.blocking(move |s| s.session_exists(&sid)).await? {
+        return Err(Error::session_not_found(id));
+    }
     let sid = id.clone();
     let removed = gw.write(move |s| s.delete_session(&sid)).await?;
     gw.wrote();

@@ -1395,3 +1395,93 @@ async fn ignored_arguments_are_named_briefly() {
     assert_eq!(r["ignoredArguments"], json!(["a", "b"]));
     s.stop().await;
 }
+
+/// What can be refused without reading the ledger, or by reading it only,
+/// is refused at once while another program holds the write lock (review
+/// 20-c: a blank or oversized thought waited for the busy timeout, then got
+/// "database is locked" instead of the field at fault; an unknown session
+/// id waited the same before SESSION_NOT_FOUND). The refusals write
+/// nothing, and the server goes on once the lock is let go.
+#[tokio::test]
+async fn refusals_do_not_wait_for_another_programs_write_lock() {
+    let (d, db) = temp_db();
+    let log = d.path().join("server.log");
+    let s = start_logging(&db, &log).await;
+    s.ready("Held lock").await;
+    s.thought(t("one")).await;
+    s.thought(t("two")).await;
+    let unknown = "00000000-0000-4000-8000-000000000000";
+
+    let holder = rusqlite::Connection::open(&db).unwrap();
+    holder.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let big = "x".repeat((1 << 20) + 1);
+    let thoughts = [
+        (json!({ "thought": " \u{200B} ", "nextThoughtNeeded": true }), "thought"),
+        (json!({ "thought": big, "nextThoughtNeeded": true }), "thought"),
+        (json!({ "thought": "a\u{0}b", "nextThoughtNeeded": true }), "thought"),
+        (
+            json!({ "thought": "x", "nextThoughtNeeded": true, "branchFromThought": 1, "branchId": "../../x" }),
+            "branchId",
+        ),
+        (
+            json!({ "thought": "x", "nextThoughtNeeded": true, "branchFromThought": 1 }),
+            "branchId",
+        ),
+        (
+            json!({ "thought": "x", "nextThoughtNeeded": true, "isRevision": true }),
+            "revisesThought",
+        ),
+        (
+            json!({ "thought": "x", "nextThoughtNeeded": true, "isRevision": false, "revisesThought": 1 }),
+            "isRevision",
+        ),
+    ];
+    for (args, field) in thoughts {
+        let e = s.err("thought", args.clone(), "INVALID_PAYLOAD").await;
+        assert_eq!(e["details"]["field"], field, "{e}");
+    }
+    for (op, args, code) in [
+        ("load_context", json!({ "sessionId": unknown }), "SESSION_NOT_FOUND"),
+        (
+            "session",
+            json!({ "subOperation": "resume", "sessionId": unknown }),
+            "SESSION_NOT_FOUND",
+        ),
+        (
+            "session",
+            json!({ "subOperation": "delete", "sessionId": unknown }),
+            "SESSION_NOT_FOUND",
+        ),
+        (
+            "knowledge",
+            json!({ "subOperation": "delete_pattern", "id": "nope" }),
+            "INVALID_PAYLOAD",
+        ),
+        (
+            "knowledge",
+            json!({ "subOperation": "update_pattern", "id": "nope", "title": "Renamed" }),
+            "INVALID_PAYLOAD",
+        ),
+        (
+            "knowledge",
+            json!({ "subOperation": "delete_scratchpad", "id": "nope" }),
+            "INVALID_PAYLOAD",
+        ),
+    ] {
+        s.err(op, args, code).await;
+    }
+    // Reads go on beside the lock.
+    let read = s.ok("read_thoughts", json!({ "last": 5 })).await;
+    assert_eq!(read["thoughts"].as_array().map(Vec::len), Some(2), "{read}");
+    holder.execute_batch("COMMIT").unwrap();
+
+    // Nothing was written, and the next thought goes where it should.
+    let r = s.thought(t("three")).await;
+    assert_eq!(r["thoughtNumber"], 3, "{r}");
+    s.stop().await;
+    // Not one of them reached the write lock: the one that falls back to
+    // reading after a refused write (load_context) logs that it did.
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(!logged.contains("could not record the access"), "{logged}");
+    assert!(!logged.contains("locked"), "{logged}");
+}
