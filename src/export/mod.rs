@@ -893,7 +893,7 @@ mod tests {
         String::from_utf8_lossy(&bytes).into_owned()
     }
 
-    fn thought(seq: i64, n: u32, branch: Option<&str>, prev: Option<&str>, text: &str) -> Thought {
+    pub(super) fn thought(seq: i64, n: u32, branch: Option<&str>, prev: Option<&str>, text: &str) -> Thought {
         Thought {
             seq,
             session_id: "s".into(),
@@ -919,7 +919,7 @@ mod tests {
         }
     }
 
-    fn session() -> Session {
+    pub(super) fn session() -> Session {
         Session {
             id: "s".into(),
             title: "T".into(),
