@@ -130,13 +130,33 @@ impl TagTable {
         let common = ((wanted.max(1) as f64) * (rows.max(1) as f64)).sqrt().ceil() as i64 + 1;
         // Each tag's rows counted along the key, without reading the rows
         // they name: the rarest starts the count of matches, which reads
-        // that many rows anyway.
+        // that many rows anyway. Beside another tag, a tag is counted only
+        // up to `common` at first: past it, it is not the one to start from
+        // unless they all are (a server's `project:` tag on every one of
+        // its sessions was counted whole for every list; soak test 21).
+        // Alone, its count is the list's total.
         let mut counted = Vec::with_capacity(tags.len());
         {
-            let mut count = tx.prepare_cached(&format!("SELECT count(*) FROM {} WHERE tag = ?1", self.table))?;
+            let mut count = tx.prepare_cached(&format!(
+                "SELECT count(*) FROM (SELECT 1 FROM {} WHERE tag = ?1 LIMIT ?2)",
+                self.table
+            ))?;
+            let cap = if tags.len() == 1 { -1 } else { common };
             for tag in tags {
-                let n: i64 = count.query_row(params![tag], |r| r.get(0))?;
+                let n: i64 = count.query_row(params![tag, cap], |r| r.get(0))?;
                 counted.push((n, tag));
+            }
+            // Every one common: the rarest of them drives the count, found
+            // counting each no further than the rarest so far.
+            if counted.len() > 1 && counted.iter().all(|(n, _)| *n >= common) {
+                let mut rarest = i64::MAX;
+                for (n, tag) in &mut counted {
+                    // One past: a tag cut short there counts as rarer
+                    // than none that was counted whole.
+                    let cap = if rarest == i64::MAX { -1 } else { rarest + 1 };
+                    *n = count.query_row(params![&*tag, cap], |r| r.get(0))?;
+                    rarest = rarest.min(*n);
+                }
             }
         }
         // Rarest first: the counting query starts from its rows.
@@ -237,6 +257,39 @@ mod tests {
         let k = SESSIONS.clauses(&c, &tags(&["common"]), 20).unwrap();
         assert!(k.page[0].starts_with("EXISTS"), "{:?}", k.page);
         assert!(k.count[0].starts_with("s.id IN"), "{:?}", k.count);
+    }
+
+    /// Counting stops early where the count cannot matter, and still finds
+    /// the rarest tag to start from, whichever name sorts first.
+    #[test]
+    fn the_rarest_of_common_tags_drives_the_count() {
+        for (more, fewer) in [("a-many", "b-fewer"), ("b-many", "a-fewer")] {
+            let rows: Vec<(String, Vec<&str>)> = (0..400)
+                .map(|i| {
+                    let mut t = vec![more];
+                    if i % 4 != 0 {
+                        t.push(fewer);
+                    }
+                    (format!("s{i}"), t)
+                })
+                .collect();
+            let owned: Vec<(&str, &[&str])> = rows.iter().map(|(id, t)| (id.as_str(), t.as_slice())).collect();
+            let c = ledger(&owned);
+            // 300 and 400 of 400, both past sqrt(20 * 400) = 90: both walked
+            // for the page, the count starting from the 300.
+            let k = SESSIONS.clauses(&c, &tags(&[more, fewer]), 20).unwrap();
+            assert_eq!(k.values, tags(&[fewer, more]));
+            assert!(k.page.iter().all(|p| p.starts_with("EXISTS")), "{:?}", k.page);
+            assert!(k.count[0].starts_with("s.id IN"), "{:?}", k.count);
+            assert_eq!(k.count_alone(&c).unwrap(), Some(300));
+            // Beside a tag under the bar, the common one is not counted whole,
+            // and the rare one drives both.
+            c.execute("INSERT INTO session_tags VALUES ('rare', 's9')", []).unwrap();
+            let k = SESSIONS.clauses(&c, &tags(&[more, "rare", fewer]), 20).unwrap();
+            assert_eq!(k.values[0], "rare");
+            assert!(k.page[0].starts_with("s.id IN"), "{:?}", k.page);
+            assert_eq!(k.count_alone(&c).unwrap(), Some(1));
+        }
     }
 
     #[test]

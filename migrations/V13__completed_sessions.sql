@@ -1,0 +1,15 @@
+-- thoughtbox schema, version 13: listing sessions by status stays fast as
+-- sessions pile up (soak test 21).
+--
+-- A list filtered by `status` counted its matches by reading every session
+-- row: 15 ms at 16,000 sessions, growing with them. The completed sessions
+-- are now indexed apart, by last update: `status: "completed"` counts them
+-- along this index and takes its page from it; `status: "active"` counts
+-- all sessions less these.
+--
+-- Partial, so that appends cost nothing more: an append to an open session
+-- leaves its completed_at NULL, and SQLite touches a partial index only
+-- for a row that is in it before or after the change. (An index of every
+-- session's completed_at would be rewritten by every append, whose UPDATE
+-- sets the column.)
+CREATE INDEX sessions_completed ON sessions (updated_at) WHERE completed_at IS NOT NULL;
