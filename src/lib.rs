@@ -12,7 +12,8 @@
 //! holds the pattern and scratchpad types of the knowledge garden (stored by
 //! `store::knowledge`); [`models`] embeds the mental model prompts; [`events`]
 //! writes the optional JSONL event stream. The server's request-path writes,
-//! full-text indexing and WAL upkeep go through one [`writer`] thread.
+//! full-text indexing and WAL upkeep go through one [`writer`] thread; [`memory`]
+//! gives what heavy reads freed back to the system.
 
 pub mod analysis;
 pub mod cli;
@@ -26,6 +27,7 @@ pub mod export;
 pub mod gateway;
 pub mod knowledge;
 pub mod limits;
+pub mod memory;
 pub mod models;
 pub mod serve;
 pub mod stdio;

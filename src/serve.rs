@@ -437,7 +437,9 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
         let store = store.watching_files()?;
         let (writer, writer_thread) = Writer::start(&store)?;
         let maintenance = Maintenance::start(store.clone(), writer.clone());
-        let gateway = Gateway::new(store.clone(), writer, options, maintenance.signal());
+        let release = Arc::new(crate::memory::Release::default());
+        let releasing = release.spawn();
+        let gateway = Gateway::new(store.clone(), writer, options, maintenance.signal(), release);
         let (input, output, stdout_gone) = crate::stdio::streams();
         let input = EndOfInput(input);
         let stopped_reading = stdout_gone.clone();
@@ -560,6 +562,8 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
             signalled(signal_at_exit).await;
             tokio::time::sleep(SIGNAL_GRACE).await;
         };
+        // Nothing to give back at exit.
+        releasing.abort();
         let waits = async {
             maintenance.stop().await;
             let deadline = tokio::time::Instant::now() + Duration::from_secs(2);

@@ -32,6 +32,7 @@ pub use args::Args;
 use crate::domain::Stage;
 use crate::error::{Error, Result};
 use crate::events::{self, EventType, Events};
+use crate::memory::{LARGE_ANSWER, Release};
 use crate::serve::{ServeOptions, WriteSignal};
 use crate::store::Store;
 use crate::store::cancel::Cancel;
@@ -167,6 +168,8 @@ pub struct Gateway {
     session_order: Arc<tokio::sync::Mutex<()>>,
     /// See [`Gateway::heavy`].
     heavy: Arc<tokio::sync::Semaphore>,
+    /// Told when heavy work ends (see [`crate::memory`]).
+    release: Arc<Release>,
 }
 
 /// How many heavy reads run at once: two of the blocking pool's eight
@@ -218,7 +221,13 @@ fn tool_definition(hidden: &BTreeSet<String>) -> Tool {
 }
 
 impl Gateway {
-    pub fn new(store: Store, writer: Writer, options: ServeOptions, writes: Arc<WriteSignal>) -> Gateway {
+    pub fn new(
+        store: Store,
+        writer: Writer,
+        options: ServeOptions,
+        writes: Arc<WriteSignal>,
+        release: Arc<Release>,
+    ) -> Gateway {
         // The ledger's `disableThoughtLogging` keeps thought text out of the event stream.
         let quiet_text = crate::store::thought_logging_disabled(store.config_value("disableThoughtLogging"));
         Gateway {
@@ -231,6 +240,7 @@ impl Gateway {
             tool: Arc::new(tool_definition(&BTreeSet::new())),
             session_order: Arc::default(),
             heavy: Arc::new(tokio::sync::Semaphore::new(HEAVY_READS)),
+            release,
         }
     }
 
@@ -269,7 +279,9 @@ impl Gateway {
         f: impl FnOnce(&Store) -> Result<T> + Send + 'static,
     ) -> Result<T> {
         let _permit = self.heavy_permit().await?;
-        self.blocking(f).await
+        let done = self.blocking(f).await;
+        self.release.heavy_work_done();
+        done
     }
 
     /// One of the [`HEAVY_READS`] places, for as long as it is held.
@@ -288,7 +300,9 @@ impl Gateway {
         f: impl FnOnce(&Store) -> Result<T> + Send + 'static,
     ) -> Result<T> {
         let _permit = self.heavy_permit().await?;
-        self.on_blocking_pool(None, f).await
+        let done = self.on_blocking_pool(None, f).await;
+        self.release.heavy_work_done();
+        done
     }
 
     /// Run `f` on the blocking pool, its reads stopped when `cancel` fires.
@@ -854,7 +868,12 @@ impl ServerHandler for Gateway {
         )
         .await;
         let result = match answer.and_then(|value| fits_one_message(value, !changed).map_err(Refused::from)) {
-            Ok(value) => CallToolResult::structured(value),
+            Ok((value, bytes)) => {
+                if bytes >= LARGE_ANSWER {
+                    self.release.heavy_work_done();
+                }
+                CallToolResult::structured(value)
+            }
             Err(refused) => {
                 let e = &refused.error;
                 match &e {
@@ -1124,16 +1143,20 @@ pub(crate) fn changed_something() {
 /// - Any other call that changed something (`read_only` false) keeps its
 ///   short top-level fields and names the ones left out.
 /// - A call that only read is refused, saying how to ask for less.
-fn fits_one_message(mut value: Value, read_only: bool) -> Result<Value> {
-    if message_bytes(&value) <= MAX_MESSAGE {
-        return Ok(value);
+///
+/// With the answer, the size of the message it made as built (past
+/// [`MAX_MESSAGE`], a little more than that).
+fn fits_one_message(mut value: Value, read_only: bool) -> Result<(Value, usize)> {
+    let bytes = message_bytes(&value);
+    if bytes <= MAX_MESSAGE {
+        return Ok((value, bytes));
     }
     if let Some(recent) = value.get_mut("recentThoughts").filter(|r| r.is_array()) {
         *recent = json!([]);
         value["recentThoughtsOmitted"] =
             json!("the last thoughts are too long for one MCP message; read them with read_thoughts (thoughtNumber)");
         if message_bytes(&value) <= MAX_MESSAGE {
-            return Ok(value);
+            return Ok((value, bytes));
         }
     }
     if !read_only && let Value::Object(fields) = &mut value {
@@ -1152,9 +1175,9 @@ fn fits_one_message(mut value: Value, read_only: bool) -> Result<Value> {
         fields.insert("answerShortened".into(), note.clone());
         if message_bytes(&value) > MAX_MESSAGE {
             // Many fields, each short: keep only the note.
-            return Ok(json!({ "answerShortened": note }));
+            return Ok((json!({ "answerShortened": note }), bytes));
         }
-        return Ok(value);
+        return Ok((value, bytes));
     }
     Err(answer_too_long())
 }
@@ -1248,7 +1271,7 @@ mod tests {
         for i in 0..400 {
             fields.insert(format!("f{i}"), json!("\"".repeat(40 << 10)));
         }
-        let answer = fits_one_message(Value::Object(fields), false).unwrap();
+        let (answer, _) = fits_one_message(Value::Object(fields), false).unwrap();
         assert!(message_bytes(&answer) <= MAX_MESSAGE);
         assert!(answer.get("answerShortened").is_some());
     }
@@ -1259,7 +1282,8 @@ mod tests {
         // A thought with a huge critique: it was recorded, so it answers
         // without the long field, and says so.
         let answer = json!({ "sessionId": "s", "thoughtNumber": 3, "critique": { "text": long } });
-        let shortened = fits_one_message(answer.clone(), false).unwrap();
+        let (shortened, measured) = fits_one_message(answer.clone(), false).unwrap();
+        assert!(measured > MAX_MESSAGE, "{measured}");
         assert_eq!(shortened["thoughtNumber"], 3);
         assert!(shortened.get("critique").is_none());
         assert_eq!(shortened["answerShortened"]["omittedFields"], json!(["critique"]));
@@ -1269,7 +1293,10 @@ mod tests {
         assert!(err.to_string().contains("read_thoughts"));
         // Short answers pass untouched either way.
         let small = json!({ "thoughtNumber": 1 });
-        assert_eq!(fits_one_message(small.clone(), true).unwrap(), small);
+        assert_eq!(
+            fits_one_message(small.clone(), true).unwrap(),
+            (small.clone(), message_bytes(&small))
+        );
         assert_eq!(clip(&"x".repeat(1 << 20)).len(), 203);
         assert_eq!(clip("short"), "short");
     }
