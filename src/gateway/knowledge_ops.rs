@@ -197,6 +197,22 @@ fn derived_session(args: &Args) -> Result<Option<String>> {
     }
 }
 
+/// Refuse sessions that do not exist (`derivedFromSessions`) before the
+/// write, which checks again: at once, rather than after waiting for
+/// another program's write lock.
+async fn refuse_missing_sessions(gw: &Gateway, ids: Vec<String>) -> Result<()> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let missing = gw
+        .blocking(move |s| Ok(s.first_missing_session(&ids)?.cloned()))
+        .await?;
+    match missing {
+        Some(id) => Err(Error::session_not_found(id)),
+        None => Ok(()),
+    }
+}
+
 async fn create_pattern(gw: &Gateway, args: Args) -> Result<Value> {
     // Every required field missing is named at once, not one per call.
     let missing: Vec<&str> = ["title", "description", "content"]
@@ -227,6 +243,7 @@ async fn create_pattern(gw: &Gateway, args: Args) -> Result<Value> {
         created_by: args.str_opt(&["createdBy"])?,
     }
     .validated()?;
+    refuse_missing_sessions(gw, new.derived_from_sessions.clone()).await?;
     let p = gw.write(move |s| s.create_pattern(new)).await?;
     gw.wrote();
     Ok(pattern_json(&p))
@@ -338,7 +355,18 @@ async fn update_pattern(gw: &Gateway, args: Args) -> Result<Value> {
     let upd = upd.validated()?;
     // Unknown: refused at once, not after waiting for the write lock.
     let known = id.clone();
-    gw.blocking(move |s| s.pattern(&known)).await?;
+    let old = gw.blocking(move |s| s.pattern(&known)).await?;
+    // Only sessions added must exist (a session the pattern was derived
+    // from may have been deleted since), as the write checks.
+    let added: Vec<String> = upd
+        .derived_from_sessions
+        .iter()
+        .flatten()
+        .chain(&upd.add_derived_session)
+        .filter(|id| !old.derived_from_sessions.contains(id))
+        .cloned()
+        .collect();
+    refuse_missing_sessions(gw, added).await?;
     let p = gw.write(move |s| s.update_pattern(&id, upd)).await?;
     gw.wrote();
     Ok(pattern_json(&p))

@@ -77,6 +77,18 @@ impl Store {
         self.read(|tx| session_exists_tx(tx, id))
     }
 
+    /// The first of `ids` that names no session, if any (one read).
+    pub fn first_missing_session<'a>(&self, ids: &'a [String]) -> Result<Option<&'a String>> {
+        self.read(|tx| {
+            for id in ids {
+                if !session_exists_tx(tx, id)? {
+                    return Ok(Some(id));
+                }
+            }
+            Ok(None)
+        })
+    }
+
     /// A session by id, or `SESSION_NOT_FOUND`.
     pub fn session(&self, id: &str) -> Result<Session> {
         let granularity = self.granularity;

@@ -1411,6 +1411,13 @@ async fn refusals_do_not_wait_for_another_programs_write_lock() {
     s.thought(t("one")).await;
     s.thought(t("two")).await;
     let unknown = "00000000-0000-4000-8000-000000000000";
+    let kept = s
+        .ok(
+            "knowledge",
+            json!({ "subOperation": "create_pattern", "title": "Kept", "description": "D", "content": "C" }),
+        )
+        .await;
+    assert_eq!(kept["id"], "kept", "{kept}");
 
     let holder = rusqlite::Connection::open(&db).unwrap();
     holder.execute_batch("BEGIN IMMEDIATE").unwrap();
@@ -1466,6 +1473,17 @@ async fn refusals_do_not_wait_for_another_programs_write_lock() {
             "knowledge",
             json!({ "subOperation": "delete_scratchpad", "id": "nope" }),
             "INVALID_PAYLOAD",
+        ),
+        (
+            "knowledge",
+            json!({ "subOperation": "create_pattern", "title": "T", "description": "D", "content": "C",
+                    "derivedFromSessions": [unknown] }),
+            "SESSION_NOT_FOUND",
+        ),
+        (
+            "knowledge",
+            json!({ "subOperation": "update_pattern", "id": "kept", "sessionId": unknown }),
+            "SESSION_NOT_FOUND",
         ),
     ] {
         s.err(op, args, code).await;
