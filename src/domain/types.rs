@@ -1,5 +1,7 @@
 use serde::{Deserialize, Serialize};
 
+use crate::error::{Error, Result};
+
 /// A reasoning session (the Session schema of DATA-MODELS).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -36,6 +38,75 @@ impl NewSession {
             title: title.into(),
             ..Default::default()
         }
+    }
+
+    /// The title and tags as stored (trimmed; tags without repeats), or
+    /// the field a session cannot have. Needs no ledger: a server checks
+    /// before it waits for the write lock, the store again when it writes.
+    pub fn checked(&self) -> Result<(String, Vec<String>)> {
+        let title = self.title.trim().to_string();
+        if super::is_blank(&title) {
+            return Err(Error::invalid(
+                "sessionTitle",
+                "a session title must be non-empty (spaces and invisible characters alone do not count)",
+            ));
+        }
+        if title.chars().count() > super::MAX_TITLE_CHARS {
+            return Err(Error::invalid(
+                "sessionTitle",
+                format!("a session title is at most {} characters", super::MAX_TITLE_CHARS),
+            ));
+        }
+        // A session's fields come back in every list and search answer, so
+        // one oversized description or tag would make those answers too long
+        // for one MCP message, for every session listed beside it.
+        let over = |field: &str, what: &str, value: &str, max: usize| {
+            let chars = value.chars().count();
+            (chars > max).then(|| {
+                Error::invalid(
+                    field,
+                    format!("{what} is at most {max} characters (this one has {chars}); thoughts hold the long text"),
+                )
+            })
+        };
+        if let Some(e) = self
+            .description
+            .as_deref()
+            .and_then(|d| over("description", "a session description", d, super::MAX_DESCRIPTION_CHARS))
+        {
+            return Err(e);
+        }
+        if let Some(e) = self
+            .domain
+            .as_deref()
+            .and_then(|d| over("domain", "a domain", d, super::MAX_TAG_CHARS))
+        {
+            return Err(e);
+        }
+        if self.tags.len() > super::MAX_TAGS {
+            return Err(Error::invalid(
+                "tags",
+                format!(
+                    "a session has at most {} tags (these are {})",
+                    super::MAX_TAGS,
+                    self.tags.len()
+                ),
+            ));
+        }
+        let mut tags: Vec<String> = Vec::new();
+        for t in &self.tags {
+            let t = t.trim().to_string();
+            if t.is_empty() {
+                return Err(Error::invalid("tags", "tags must be non-empty strings"));
+            }
+            if let Some(e) = over("tags", "a tag", &t, super::MAX_TAG_CHARS) {
+                return Err(e);
+            }
+            if !tags.contains(&t) {
+                tags.push(t);
+            }
+        }
+        Ok((title, tags))
     }
 }
 

@@ -291,6 +291,8 @@ fn next_step_in_session(gw: &Gateway, stage: Stage) -> &'static str {
 pub async fn start_new(gw: &Gateway, args: Args) -> Result<Value> {
     let mut new = new_session_from(&args, &["sessionTitle", "title"], &["tags", "sessionTags"], true)?;
     super::init_ops::scope_new_session(gw, &mut new);
+    // Refused at once, not after waiting for another program's write lock.
+    new.checked()?;
     let order = gw.session_order().await;
     let session = gw.write(move |s| s.create_session(new)).await?;
     gw.wrote();
@@ -880,6 +882,7 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
         None => {
             let mut new = new_session_from(&args, &["sessionTitle"], &["sessionTags"], false)?;
             super::init_ops::scope_new_session(gw, &mut new);
+            new.checked()?;
             Target::New(new)
         }
     };

@@ -303,68 +303,7 @@ pub(crate) fn session_exists_tx(conn: &rusqlite::Connection, id: &str) -> Result
 
 /// Validate and insert a new session inside a write transaction.
 pub(crate) fn insert_session_tx(tx: &Tx<'_>, new: &NewSession, granularity: Granularity) -> Result<Session> {
-    let title = new.title.trim().to_string();
-    if domain::is_blank(&title) {
-        return Err(Error::invalid(
-            "sessionTitle",
-            "a session title must be non-empty (spaces and invisible characters alone do not count)",
-        ));
-    }
-    if title.chars().count() > domain::MAX_TITLE_CHARS {
-        return Err(Error::invalid(
-            "sessionTitle",
-            format!("a session title is at most {} characters", domain::MAX_TITLE_CHARS),
-        ));
-    }
-    // A session's fields come back in every list and search answer, so
-    // one oversized description or tag would make those answers too long
-    // for one MCP message, for every session listed beside it.
-    let over = |field: &str, what: &str, value: &str, max: usize| {
-        let chars = value.chars().count();
-        (chars > max).then(|| {
-            Error::invalid(
-                field,
-                format!("{what} is at most {max} characters (this one has {chars}); thoughts hold the long text"),
-            )
-        })
-    };
-    if let Some(e) = new
-        .description
-        .as_deref()
-        .and_then(|d| over("description", "a session description", d, domain::MAX_DESCRIPTION_CHARS))
-    {
-        return Err(e);
-    }
-    if let Some(e) = new
-        .domain
-        .as_deref()
-        .and_then(|d| over("domain", "a domain", d, domain::MAX_TAG_CHARS))
-    {
-        return Err(e);
-    }
-    if new.tags.len() > domain::MAX_TAGS {
-        return Err(Error::invalid(
-            "tags",
-            format!(
-                "a session has at most {} tags (these are {})",
-                domain::MAX_TAGS,
-                new.tags.len()
-            ),
-        ));
-    }
-    let mut tags: Vec<String> = Vec::new();
-    for t in &new.tags {
-        let t = t.trim().to_string();
-        if t.is_empty() {
-            return Err(Error::invalid("tags", "tags must be non-empty strings"));
-        }
-        if let Some(e) = over("tags", "a tag", &t, domain::MAX_TAG_CHARS) {
-            return Err(e);
-        }
-        if !tags.contains(&t) {
-            tags.push(t);
-        }
-    }
+    let (title, tags) = new.checked()?;
     let id = uuid::Uuid::new_v4().to_string();
     let now = domain::now();
     let tags_json = serde_json::to_string(&tags).map_err(|e| Error::Internal(e.to_string()))?;

@@ -1448,6 +1448,21 @@ async fn refusals_do_not_wait_for_another_programs_write_lock() {
         assert_eq!(e["details"]["field"], field, "{e}");
     }
     for (op, args, code) in [
+        (
+            "start_new",
+            json!({ "sessionTitle": "x".repeat(201) }),
+            "INVALID_PAYLOAD",
+        ),
+        (
+            "start_new",
+            json!({ "sessionTitle": "ok", "description": "d".repeat(10_001) }),
+            "INVALID_PAYLOAD",
+        ),
+        (
+            "start_new",
+            json!({ "sessionTitle": "ok", "tags": [" "] }),
+            "INVALID_PAYLOAD",
+        ),
         ("load_context", json!({ "sessionId": unknown }), "SESSION_NOT_FOUND"),
         (
             "session",
