@@ -21,6 +21,10 @@ use tokio::sync::Notify;
 /// exports or analyses is trimmed once, after it.
 pub const QUIET: Duration = Duration::from_secs(1);
 
+/// ...or at the latest this long after heavy work began, for a client
+/// whose heavy reads come less than [`QUIET`] apart for minutes.
+pub const MAX_DELAY: Duration = Duration::from_secs(30);
+
 /// An answer this long (bytes of JSON) counts as heavy work: building and
 /// sending it took several times that.
 pub const LARGE_ANSWER: usize = 1 << 20;
@@ -48,6 +52,8 @@ pub struct Release {
     /// How many times heavy work was reported.
     heavy: AtomicU64,
     notify: Notify,
+    /// How many times the memory was returned.
+    trims: AtomicU64,
 }
 
 impl Release {
@@ -57,31 +63,103 @@ impl Release {
         self.notify.notify_one();
     }
 
+    /// Heavy work, noted as done when the guard is dropped: when it
+    /// returns, and when a cancelled call drops it half-way.
+    pub fn heavy_work(&self) -> HeavyWork<'_> {
+        HeavyWork(self)
+    }
+
     /// Run until the runtime stops: after heavy work, once [`QUIET`] has
     /// passed without more, return the freed memory (on the blocking pool:
     /// it walks every arena).
     pub fn spawn(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
         let this = self.clone();
         tokio::spawn(async move {
+            // The count of heavy work at the last trim: a wake-up left by
+            // work that trim came after (the notification is kept while the
+            // task sleeps) trims nothing new.
+            let mut trimmed_after = 0;
             loop {
                 this.notify.notified().await;
+                let began = tokio::time::Instant::now();
                 loop {
                     let seen = this.heavy.load(Ordering::Acquire);
                     tokio::time::sleep(QUIET).await;
-                    if this.heavy.load(Ordering::Acquire) == seen {
+                    if this.heavy.load(Ordering::Acquire) == seen || began.elapsed() >= MAX_DELAY {
                         break;
                     }
                 }
+                let done = this.heavy.load(Ordering::Acquire);
+                if done == trimmed_after {
+                    continue;
+                }
+                trimmed_after = done;
                 let trimmed = tokio::task::spawn_blocking(|| {
                     let started = Instant::now();
                     release_freed();
                     started.elapsed()
                 })
                 .await;
+                this.trims.fetch_add(1, Ordering::Release);
                 if let Ok(took) = trimmed {
                     tracing::debug!(?took, "returned the memory freed by heavy work to the system");
                 }
             }
         })
+    }
+}
+
+/// See [`Release::heavy_work`].
+pub struct HeavyWork<'a>(&'a Release);
+
+impl Drop for HeavyWork<'_> {
+    fn drop(&mut self) {
+        self.0.heavy_work_done();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn trims_after(release: &Arc<Release>, wait: Duration) -> u64 {
+        tokio::time::sleep(wait).await;
+        release.trims.load(Ordering::Acquire)
+    }
+
+    /// A burst of heavy work is followed by one trim, once it has stopped
+    /// for QUIET; a wake-up it left behind trims nothing more (code review
+    /// 21-b saw two).
+    #[tokio::test(start_paused = true)]
+    async fn a_burst_is_trimmed_once_after_it() {
+        let release = Arc::new(Release::default());
+        let task = release.spawn();
+        for _ in 0..5 {
+            release.heavy_work_done();
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+        assert_eq!(release.trims.load(Ordering::Acquire), 0, "trimmed during the burst");
+        assert_eq!(trims_after(&release, QUIET * 2).await, 1);
+        assert_eq!(trims_after(&release, QUIET * 5).await, 1);
+        // A cancelled call's guard counts as work done.
+        drop(release.heavy_work());
+        assert_eq!(trims_after(&release, QUIET * 3).await, 2);
+        task.abort();
+    }
+
+    /// Heavy work that never pauses for QUIET is trimmed all the same,
+    /// every MAX_DELAY (code review 21-b: never, with one call each 700 ms).
+    #[tokio::test(start_paused = true)]
+    async fn work_that_never_pauses_is_trimmed_all_the_same() {
+        let release = Arc::new(Release::default());
+        let task = release.spawn();
+        let started = tokio::time::Instant::now();
+        while started.elapsed() < MAX_DELAY * 2 + QUIET * 3 {
+            release.heavy_work_done();
+            tokio::time::sleep(Duration::from_millis(700)).await;
+        }
+        let trims = release.trims.load(Ordering::Acquire);
+        assert!(trims >= 2, "{trims}");
+        task.abort();
     }
 }

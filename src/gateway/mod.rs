@@ -279,9 +279,8 @@ impl Gateway {
         f: impl FnOnce(&Store) -> Result<T> + Send + 'static,
     ) -> Result<T> {
         let _permit = self.heavy_permit().await?;
-        let done = self.blocking(f).await;
-        self.release.heavy_work_done();
-        done
+        let _heavy = self.release.heavy_work();
+        self.blocking(f).await
     }
 
     /// One of the [`HEAVY_READS`] places, for as long as it is held.
@@ -300,9 +299,8 @@ impl Gateway {
         f: impl FnOnce(&Store) -> Result<T> + Send + 'static,
     ) -> Result<T> {
         let _permit = self.heavy_permit().await?;
-        let done = self.on_blocking_pool(None, f).await;
-        self.release.heavy_work_done();
-        done
+        let _heavy = self.release.heavy_work();
+        self.on_blocking_pool(None, f).await
     }
 
     /// Run `f` on the blocking pool, its reads stopped when `cancel` fires.
@@ -867,13 +865,15 @@ impl ServerHandler for Gateway {
             }),
         )
         .await;
-        let result = match answer.and_then(|value| fits_one_message(value, !changed).map_err(Refused::from)) {
-            Ok((value, bytes)) => {
-                if bytes >= LARGE_ANSWER {
-                    self.release.heavy_work_done();
-                }
-                CallToolResult::structured(value)
+        let result = match answer.and_then(|value| {
+            let bytes = message_bytes(&value);
+            // Refused for its length or not, it was built.
+            if bytes >= LARGE_ANSWER {
+                self.release.heavy_work_done();
             }
+            fits_one_message(value, bytes, !changed).map_err(Refused::from)
+        }) {
+            Ok(value) => CallToolResult::structured(value),
             Err(refused) => {
                 let e = &refused.error;
                 match &e {
@@ -1144,19 +1144,17 @@ pub(crate) fn changed_something() {
 ///   short top-level fields and names the ones left out.
 /// - A call that only read is refused, saying how to ask for less.
 ///
-/// With the answer, the size of the message it made as built (past
-/// [`MAX_MESSAGE`], a little more than that).
-fn fits_one_message(mut value: Value, read_only: bool) -> Result<(Value, usize)> {
-    let bytes = message_bytes(&value);
+/// `bytes`: the answer's [`message_bytes`].
+fn fits_one_message(mut value: Value, bytes: usize, read_only: bool) -> Result<Value> {
     if bytes <= MAX_MESSAGE {
-        return Ok((value, bytes));
+        return Ok(value);
     }
     if let Some(recent) = value.get_mut("recentThoughts").filter(|r| r.is_array()) {
         *recent = json!([]);
         value["recentThoughtsOmitted"] =
             json!("the last thoughts are too long for one MCP message; read them with read_thoughts (thoughtNumber)");
         if message_bytes(&value) <= MAX_MESSAGE {
-            return Ok((value, bytes));
+            return Ok(value);
         }
     }
     if !read_only && let Value::Object(fields) = &mut value {
@@ -1175,9 +1173,9 @@ fn fits_one_message(mut value: Value, read_only: bool) -> Result<(Value, usize)>
         fields.insert("answerShortened".into(), note.clone());
         if message_bytes(&value) > MAX_MESSAGE {
             // Many fields, each short: keep only the note.
-            return Ok((json!({ "answerShortened": note }), bytes));
+            return Ok(json!({ "answerShortened": note }));
         }
-        return Ok((value, bytes));
+        return Ok(value);
     }
     Err(answer_too_long())
 }
@@ -1271,7 +1269,8 @@ mod tests {
         for i in 0..400 {
             fields.insert(format!("f{i}"), json!("\"".repeat(40 << 10)));
         }
-        let (answer, _) = fits_one_message(Value::Object(fields), false).unwrap();
+        let fields = Value::Object(fields);
+        let answer = fits_one_message(fields.clone(), message_bytes(&fields), false).unwrap();
         assert!(message_bytes(&answer) <= MAX_MESSAGE);
         assert!(answer.get("answerShortened").is_some());
     }
@@ -1282,20 +1281,19 @@ mod tests {
         // A thought with a huge critique: it was recorded, so it answers
         // without the long field, and says so.
         let answer = json!({ "sessionId": "s", "thoughtNumber": 3, "critique": { "text": long } });
-        let (shortened, measured) = fits_one_message(answer.clone(), false).unwrap();
-        assert!(measured > MAX_MESSAGE, "{measured}");
+        let shortened = fits_one_message(answer.clone(), message_bytes(&answer), false).unwrap();
         assert_eq!(shortened["thoughtNumber"], 3);
         assert!(shortened.get("critique").is_none());
         assert_eq!(shortened["answerShortened"]["omittedFields"], json!(["critique"]));
         // A read of the same size is refused, saying how to ask for less.
-        let err = fits_one_message(answer, true).unwrap_err();
+        let err = fits_one_message(answer.clone(), message_bytes(&answer), true).unwrap_err();
         assert_eq!(err.code(), "INVALID_OPERATION");
         assert!(err.to_string().contains("read_thoughts"));
         // Short answers pass untouched either way.
         let small = json!({ "thoughtNumber": 1 });
         assert_eq!(
-            fits_one_message(small.clone(), true).unwrap(),
-            (small.clone(), message_bytes(&small))
+            fits_one_message(small.clone(), message_bytes(&small), true).unwrap(),
+            small
         );
         assert_eq!(clip(&"x".repeat(1 << 20)).len(), 203);
         assert_eq!(clip("short"), "short");

@@ -962,6 +962,7 @@ async fn a_full_disk_refuses_writes_keeps_reads_and_recovers() {
 }
 
 /// The anonymous memory a process holds, in KiB (Linux).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn anonymous_kib(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .unwrap_or_default()
