@@ -59,7 +59,7 @@ pub async fn knowledge(gw: &Gateway, args: Args) -> Result<Value> {
             let id = pattern_id(&args)?;
             // Unknown: refused at once, not after waiting for the write lock.
             let known = id.clone();
-            gw.blocking(move |s| s.pattern(&known)).await?;
+            gw.blocking(move |s| s.pattern_exists(&known)).await?;
             let p = gw.write(move |s| s.delete_pattern(&id)).await?;
             gw.wrote();
             Ok(json!({ "id": p.id, "title": p.title, "deleted": true }))
@@ -100,7 +100,7 @@ pub async fn knowledge(gw: &Gateway, args: Args) -> Result<Value> {
             let id = note_ref(gw, &args).await?;
             // Unknown: refused at once, not after waiting for the write lock.
             let known = id.clone();
-            gw.blocking(move |s| s.note(&known)).await?;
+            gw.blocking(move |s| s.note_exists(&known)).await?;
             let n = gw.write(move |s| s.delete_note(&id)).await?;
             gw.wrote();
             Ok(json!({ "id": n.id, "title": n.title, "deleted": true }))

@@ -696,6 +696,17 @@ impl Store {
         })
     }
 
+    /// `Ok` when the pattern exists, else the error [`Store::pattern`]
+    /// gives, without reading its content.
+    pub fn pattern_exists(&self, id: &str) -> Result<()> {
+        self.read(|tx| {
+            let found: bool = tx
+                .prepare_cached("SELECT EXISTS (SELECT 1 FROM knowledge_patterns WHERE id = ?1)")?
+                .query_row([id], |r| r.get(0))?;
+            if found { Ok(()) } else { Err(no_pattern(id)) }
+        })
+    }
+
     pub fn pattern(&self, id: &str) -> Result<KnowledgePattern> {
         self.read(|tx| get_pattern_tx(tx, id))
     }
@@ -939,6 +950,18 @@ impl Store {
             .execute(params![id, topic, content, now])?;
             let note = get_note_tx(tx, &id)?.ok_or_else(|| Error::Internal("note vanished".into()))?;
             Ok((note, created))
+        })
+    }
+
+    /// `Ok` when the note exists, else the error [`Store::note`] gives,
+    /// without reading its content.
+    pub fn note_exists(&self, note: &NoteRef) -> Result<()> {
+        self.read(|tx| {
+            let id = resolve_note(tx, note)?;
+            let found: bool = tx
+                .prepare_cached("SELECT EXISTS (SELECT 1 FROM scratchpad_notes WHERE id = ?1)")?
+                .query_row([&id], |r| r.get(0))?;
+            if found { Ok(()) } else { Err(no_note(&id)) }
         })
     }
 

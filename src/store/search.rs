@@ -815,7 +815,7 @@ impl Store {
                     clauses.join(" AND ")
                 );
                 let mut values: Vec<rusqlite::types::Value> = texts.into_iter().map(Into::into).collect();
-                values.push(i64::from(limit).into());
+                values.push(CANDIDATES.into());
                 tx.prepare(&sql)?
                     .query_map(rusqlite::params_from_iter(values), |r| session_from_row(r, granularity))?
                     .collect::<rusqlite::Result<Vec<Session>>>()?
