@@ -306,7 +306,7 @@ def reads_round():
     """A mix of reads, measured by kind."""
     stats["reads"] += 1
     s = cur
-    if s and s.main:
+    if s and s.main and not s.closed:
         gw("read_last", "read_thoughts", {"last": 5})
         mx = max(s.main)
         st = rng.randint(1, mx)
