@@ -4,6 +4,7 @@
 
 use serde_json::{Value, json};
 
+use super::ops::refuse_unknown_sessions;
 use super::{Args, Gateway};
 use crate::domain::{SortOrder, Stage};
 use crate::error::{Error, Result};
@@ -197,22 +198,6 @@ fn derived_session(args: &Args) -> Result<Option<String>> {
     }
 }
 
-/// Refuse sessions that do not exist (`derivedFromSessions`) before the
-/// write, which checks again: at once, rather than after waiting for
-/// another program's write lock.
-async fn refuse_missing_sessions(gw: &Gateway, ids: Vec<String>) -> Result<()> {
-    if ids.is_empty() {
-        return Ok(());
-    }
-    let missing = gw
-        .blocking(move |s| Ok(s.first_missing_session(&ids)?.cloned()))
-        .await?;
-    match missing {
-        Some(id) => Err(Error::session_not_found(id)),
-        None => Ok(()),
-    }
-}
-
 async fn create_pattern(gw: &Gateway, args: Args) -> Result<Value> {
     // Every required field missing is named at once, not one per call.
     let missing: Vec<&str> = ["title", "description", "content"]
@@ -243,7 +228,7 @@ async fn create_pattern(gw: &Gateway, args: Args) -> Result<Value> {
         created_by: args.str_opt(&["createdBy"])?,
     }
     .validated()?;
-    refuse_missing_sessions(gw, new.derived_from_sessions.clone()).await?;
+    refuse_unknown_sessions(gw, new.derived_from_sessions.clone()).await?;
     let p = gw.write(move |s| s.create_pattern(new)).await?;
     gw.wrote();
     Ok(pattern_json(&p))
@@ -366,7 +351,7 @@ async fn update_pattern(gw: &Gateway, args: Args) -> Result<Value> {
         .filter(|id| !old.derived_from_sessions.contains(id))
         .cloned()
         .collect();
-    refuse_missing_sessions(gw, added).await?;
+    refuse_unknown_sessions(gw, added).await?;
     let p = gw.write(move |s| s.update_pattern(&id, upd)).await?;
     gw.wrote();
     Ok(pattern_json(&p))

@@ -347,6 +347,23 @@ fn recent_and_branches(s: &crate::store::Store, id: &str) -> Result<Restoration>
     Ok((recent, current, s.branch_ids(id)?, on_branch))
 }
 
+/// Refuse, with SESSION_NOT_FOUND, the first of `ids` that names no
+/// session, by reading: before a write that would check the same, so that
+/// the answer comes at once rather than after waiting for another
+/// program's write lock (review 20-c). The write checks again.
+pub(crate) async fn refuse_unknown_sessions(gw: &Gateway, ids: Vec<String>) -> Result<()> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    match gw
+        .blocking(move |s| Ok(s.first_missing_session(&ids)?.cloned()))
+        .await?
+    {
+        Some(id) => Err(Error::session_not_found(id)),
+        None => Ok(()),
+    }
+}
+
 /// Open a session on this connection: the answer of `load_context` and
 /// `session resume`. `reopen: false` opens a completed session to read it
 /// without reopening it (its next thought here still does, and says so): a
@@ -361,12 +378,7 @@ pub(crate) async fn open_session(gw: &Gateway, args: &Args, trigger: &str) -> Re
     // write lock (review 16-c: an import or an open sqlite3 shell kept a
     // reader out for the busy timeout, then refused it).
     let reopen = if reopen_it {
-        // An id of no session is refused at once, not after waiting for
-        // another program's write lock (review 20-c).
-        let known = id.clone();
-        if !gw.blocking(move |s| s.session_exists(&known)).await? {
-            return Err(Error::session_not_found(id));
-        }
+        refuse_unknown_sessions(gw, vec![id.clone()]).await?;
         let id = id.clone();
         gw.write(move |s| {
             let (session, was_completed) = s.reopen_session(&id)?;
@@ -857,10 +869,7 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
     {
         // An id of no session: said as such, rather than sent to
         // load_context with it (review 16-b).
-        let id = named.clone();
-        if !gw.blocking(move |s| s.session_exists(&id)).await? {
-            return Err(Error::session_not_found(named));
-        }
+        refuse_unknown_sessions(gw, vec![named.clone()]).await?;
         let message = match &active {
             Some(a) => format!(
                 "a thought goes to the active session, which is {a}, not {named}: call load_context with \

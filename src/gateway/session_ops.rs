@@ -4,7 +4,9 @@ use rmcp::RoleServer;
 use rmcp::service::RequestContext;
 use serde_json::{Value, json};
 
-use super::ops::{open_session, read_thought_json, refuse_stray_session_id, session_arg, session_id_req};
+use super::ops::{
+    open_session, read_thought_json, refuse_stray_session_id, refuse_unknown_sessions, session_arg, session_id_req,
+};
 use super::{AnswerBuffer, Args, Gateway};
 use crate::error::{Error, Result};
 use crate::events::EventType;
@@ -291,11 +293,7 @@ async fn export(gw: &Gateway, args: Args) -> Result<Value> {
 async fn delete(gw: &Gateway, args: Args) -> Result<Value> {
     let id = session_id_req(&args)?;
     refuse_stray_session_id(&args, Some(&id), false)?;
-    // Unknown: refused at once, not after waiting for the write lock.
-    let sid = id.clone();
-    if !gw.blocking(move |s| s.session_exists(&sid)).await? {
-        return Err(Error::session_not_found(id));
-    }
+    refuse_unknown_sessions(gw, vec![id.clone()]).await?;
     let sid = id.clone();
     let removed = gw.write(move |s| s.delete_session(&sid)).await?;
     gw.wrote();

@@ -72,11 +72,6 @@ impl Store {
         self.write(|tx| insert_session_tx(tx, &new, granularity))
     }
 
-    /// Whether a session with this id exists.
-    pub fn session_exists(&self, id: &str) -> Result<bool> {
-        self.read(|tx| session_exists_tx(tx, id))
-    }
-
     /// The first of `ids` that names no session, if any (one read).
     pub fn first_missing_session<'a>(&self, ids: &'a [String]) -> Result<Option<&'a String>> {
         self.read(|tx| {
