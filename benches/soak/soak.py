@@ -534,14 +534,17 @@ write_metrics()
 
 huge_pool = []       # huge sessions not finished
 chunk_left = 0       # thoughts left in this visit of cur
-next_read = 2000
-next_know = 700
-next_delete = 3000
-next_bad = 1100
-next_probe = 5000
+# Periodic work: [what runs, the thought count it runs at next, how far the run after is].
+schedule = [
+    [sample_files, 500, lambda: 500],
+    [reads_round, 2000, lambda: rng.randint(1500, 3000)],
+    [knowledge_write, 700, lambda: rng.randint(500, 1200)],
+    [delete_one, 3000, lambda: rng.randint(1500, 3000)],
+    [bad_input, 1100, lambda: rng.randint(600, 1400)],
+    [old_load_context_probe, 5000, lambda: 5000],
+]
 next_huge_probe = 50000
 next_window = WINDOW
-next_file_sample = 500
 ops_since_switch = 0
 
 
@@ -596,24 +599,10 @@ try:
             # error on valid thought already recorded; avoid spinning
             chunk_left -= 10
         n = stats["thoughts"]
-        if n >= next_file_sample:
-            sample_files()
-            next_file_sample += 500
-        if n >= next_read:
-            reads_round()
-            next_read += rng.randint(1500, 3000)
-        if n >= next_know:
-            knowledge_write()
-            next_know += rng.randint(500, 1200)
-        if n >= next_delete:
-            delete_one()
-            next_delete += rng.randint(1500, 3000)
-        if n >= next_bad:
-            bad_input()
-            next_bad += rng.randint(600, 1400)
-        if n >= next_probe:
-            old_load_context_probe()
-            next_probe += 5000
+        for job in schedule:
+            if n >= job[1]:
+                job[0]()
+                job[1] += job[2]()
         if n >= next_huge_probe and huge_pool:
             h = max(huge_pool, key=lambda x: x.count())
             if h.id not in deleted:
