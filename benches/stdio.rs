@@ -136,22 +136,21 @@ fn text(i: usize) -> String {
 
 /// Throughput, latency percentiles and first-vs-last-1,000 medians of a run.
 fn run_summary(lat: &[Duration], total: Duration) -> String {
-    let first = median(&lat[..1000]);
-    let last = median(&lat[lat.len() - 1000..]);
+    let f = figures(lat, total);
     let mut sorted = lat.to_vec();
     sorted.sort();
     format!(
         "{} thoughts in {:.2} s = {:.0} thoughts/s | p50 {} p99 {} p99.9 {} max {} | median first 1000 {} last 1000 {} ({:+.1} %)",
         lat.len(),
         total.as_secs_f64(),
-        lat.len() as f64 / total.as_secs_f64(),
+        f.per_second,
         us(percentile(&sorted, 0.5)),
-        us(percentile(&sorted, 0.99)),
+        us(f.p99),
         us(percentile(&sorted, 0.999)),
         us(*sorted.last().expect("samples")),
-        us(first),
-        us(last),
-        (last.as_secs_f64() / first.as_secs_f64() - 1.0) * 100.0,
+        us(median(&lat[..1000])),
+        us(median(&lat[lat.len() - 1000..])),
+        f.drift,
     )
 }
 
@@ -163,7 +162,49 @@ fn block_medians(lat: &[Duration]) -> String {
     blocks.join(" ")
 }
 
-async fn append_run(label: &str, extra: &[&str]) {
+/// The three figures of issue 2's target for one run: thoughts/s, p99 and
+/// the last 1,000 calls' median against the first 1,000's (per cent).
+#[derive(Clone, Copy)]
+struct RunFigures {
+    per_second: f64,
+    p99: Duration,
+    drift: f64,
+}
+
+fn figures(lat: &[Duration], total: Duration) -> RunFigures {
+    let mut sorted = lat.to_vec();
+    sorted.sort();
+    let (first, last) = (median(&lat[..1000]), median(&lat[lat.len() - 1000..]));
+    RunFigures {
+        per_second: lat.len() as f64 / total.as_secs_f64(),
+        p99: percentile(&sorted, 0.99),
+        drift: (last.as_secs_f64() / first.as_secs_f64() - 1.0) * 100.0,
+    }
+}
+
+/// After several runs of one configuration: each figure's median over the
+/// runs (the machine moves single runs by ±20 % either way from minute to
+/// minute, so one run says as much about the host as about the server), and
+/// in how many runs each part of the target held.
+fn runs_summary(label: &str, runs: &[RunFigures], min_per_second: f64) {
+    let mid = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let per_second = mid(runs.iter().map(|r| r.per_second).collect());
+    let p99 = mid(runs.iter().map(|r| r.p99.as_secs_f64() * 1e6).collect());
+    let drift = mid(runs.iter().map(|r| r.drift).collect());
+    let held = |f: &dyn Fn(&RunFigures) -> bool| runs.iter().filter(|r| f(r)).count();
+    println!(
+        "{label}, median of {} runs: {per_second:.0} thoughts/s, p99 {p99:.0} us, last vs first 1,000 {drift:+.1} % | runs holding >= {min_per_second:.0}/s: {}, p99 < 1 ms: {}, within 10 %: {}",
+        runs.len(),
+        held(&|r| r.per_second >= min_per_second),
+        held(&|r| r.p99 < Duration::from_millis(1)),
+        held(&|r| r.drift.abs() <= 10.0),
+    );
+}
+
+async fn append_run(label: &str, extra: &[&str]) -> RunFigures {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("bench.db");
     let (client, pid) = spawn(&db, extra).await;
@@ -191,6 +232,7 @@ async fn append_run(label: &str, extra: &[&str]) {
     );
     println!("  median of each 1,000 calls (us): {}", block_medians(&lat));
     client.cancel().await.ok();
+    figures(&lat, total)
 }
 
 /// A round trip that touches no database: the protocol's own cost.
@@ -887,11 +929,37 @@ fn main() {
         instructions_run();
     }
     runtime.block_on(async {
-        if wanted("append-normal") {
-            append_run("append-normal (default: WAL, synchronous=NORMAL)", &[]).await;
-        }
-        if wanted("append-full") {
-            append_run("append-full (--sync full)", &["--sync", "full"]).await;
+        // THOUGHTBOX_APPEND_RUNS=N repeats each append run N times (a fresh
+        // server and database each) and adds the medians over the runs.
+        let repeats: usize = std::env::var("THOUGHTBOX_APPEND_RUNS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1)
+            .max(1);
+        for (name, label, extra, min_per_second) in [
+            (
+                "append-normal",
+                "append-normal (default: WAL, synchronous=NORMAL)",
+                &[][..],
+                6000.0,
+            ),
+            (
+                "append-full",
+                "append-full (--sync full)",
+                &["--sync", "full"][..],
+                2000.0,
+            ),
+        ] {
+            if !wanted(name) {
+                continue;
+            }
+            let mut runs = Vec::with_capacity(repeats);
+            for _ in 0..repeats {
+                runs.push(append_run(label, extra).await);
+            }
+            if repeats > 1 {
+                runs_summary(name, &runs, min_per_second);
+            }
         }
         if wanted("roundtrip") {
             roundtrip_run().await;
