@@ -18,6 +18,7 @@ pub const MIN_OPEN_FILES: u64 = 64;
 
 /// The soft limit is raised this far (or to the hard limit, if lower)
 /// when it is below; nothing needs more.
+#[cfg_attr(not(unix), allow(dead_code))]
 const WANTED_OPEN_FILES: u64 = 4096;
 
 /// Raise the soft limit on open files towards the hard one when it is
@@ -53,6 +54,7 @@ pub fn ensure_open_files() -> Result<u64> {
 }
 
 /// The refusal for a limit of `now` open files (hard limit `hard`).
+#[cfg_attr(not(unix), allow(dead_code))]
 fn check(now: u64, hard: u64) -> Result<u64> {
     if now >= MIN_OPEN_FILES {
         return Ok(now);

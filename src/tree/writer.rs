@@ -975,9 +975,11 @@ fn remove_empty_folders(dir: &Path, projects: &Path) {
 /// database, its backups and the event files have, since an export holds
 /// the same thoughts (review: under umask 022 the tree was world-readable,
 /// 0644 files in 0755 folders, while the database beside it is 0600).
+#[cfg_attr(not(unix), allow(dead_code))]
 const PRIVATE_FILE: u32 = 0o600;
 /// The mode of the folders an export creates; folders that were there
 /// already (the user's) keep theirs.
+#[cfg_attr(not(unix), allow(dead_code))]
 const PRIVATE_DIR: u32 = 0o700;
 
 /// Create (or truncate) `path` with mode [`PRIVATE_FILE`], whatever the
@@ -1006,9 +1008,14 @@ fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// Create the folder `dir` (its parent exists) with mode [`PRIVATE_DIR`],
 /// whatever the umask.
 fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    let mut builder = fs::DirBuilder::new();
     #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, PRIVATE_DIR);
+    let builder = {
+        let mut builder = fs::DirBuilder::new();
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, PRIVATE_DIR);
+        builder
+    };
+    #[cfg(not(unix))]
+    let builder = fs::DirBuilder::new();
     builder.create(dir)?;
     #[cfg(unix)]
     {

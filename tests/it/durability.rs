@@ -535,7 +535,9 @@ async fn a_search_finds_pending_thoughts_behind_a_held_write_lock() {
 /// running server: its writes would go to a file nobody reads again, or
 /// corrupt the ledger once another process opens the path. The next write
 /// is refused with STORAGE_ERROR naming the file, and the server keeps
-/// answering; a new server on the path works.
+/// answering; a new server on the path works. Unix only: Windows does not
+/// let an open file be deleted or replaced.
+#[cfg(unix)]
 #[tokio::test]
 async fn a_database_file_removed_under_the_server_refuses_writes() {
     let side = |db: &Path, suffix: &str| {
