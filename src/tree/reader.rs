@@ -1431,6 +1431,8 @@ mod tests {
         );
         let three = dir.join("003.json");
         let alt3 = dir.join("branches/alt/003.json");
+        // As messages name it: with the system's separator.
+        let alt3_name = Path::new("branches").join("alt").join("003.json").display().to_string();
         let set = |path: &Path, number: Value, node: Value| {
             let mut v: Value = serde_json::from_slice(&fs::read(path).unwrap()).unwrap();
             v["data"]["revisesThought"] = number;
@@ -1475,7 +1477,7 @@ mod tests {
         let e = errors(&dir);
         assert!(
             e.contains(&format!(
-                "branches/alt/003.json: revisesThought 2 and revisesNode {p2} disagree: a thought of branch \
+                "{alt3_name}: revisesThought 2 and revisesNode {p2} disagree: a thought of branch \
                  \"alt\" revises one of branch \"alt\", so revisesThought 2 goes with revisesNode {alt2}"
             )),
             "{e}"
@@ -1486,7 +1488,7 @@ mod tests {
         let e = errors(&dir);
         assert!(
             e.contains(&format!(
-                "branches/alt/003.json: revisesNode {p1} is not a thought of branch \"alt\", and revisesThought \
+                "{alt3_name}: revisesNode {p1} is not a thought of branch \"alt\", and revisesThought \
                  is not given"
             )) && e.contains(&format!("revisesNode {SID}:alt:N")),
             "{e}"
@@ -1496,7 +1498,7 @@ mod tests {
         set(&alt3, Value::Null, json!(alt2));
         let (report, loaded) = load_session(&dir);
         assert!(report.result.valid, "{report:?}");
-        let taken = format!("branches/alt/003.json: revisesThought was missing; 2 was taken from revisesNode {alt2}");
+        let taken = format!("{alt3_name}: revisesThought was missing; 2 was taken from revisesNode {alt2}");
         assert!(report.warnings.contains(&taken), "{report:?}");
         let alt3 = loaded
             .unwrap()

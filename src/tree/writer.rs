@@ -1274,7 +1274,19 @@ mod tests {
         let (_dir, store, a, out, session_dir) = one_session_exported();
         let partition = session_dir.parent().unwrap().to_path_buf();
         let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
-        let age = |path: &Path| fs::File::open(path).unwrap().set_modified(hour_ago).unwrap();
+        let age = |path: &Path| {
+            let mut opts = fs::OpenOptions::new();
+            // Windows sets times through a handle with FILE_WRITE_ATTRIBUTES,
+            // and opens a folder only with FILE_FLAG_BACKUP_SEMANTICS.
+            #[cfg(windows)]
+            std::os::windows::fs::OpenOptionsExt::custom_flags(
+                std::os::windows::fs::OpenOptionsExt::access_mode(&mut opts, 0x0100),
+                0x0200_0000,
+            );
+            #[cfg(not(windows))]
+            opts.read(true);
+            opts.open(path).unwrap().set_modified(hour_ago).unwrap()
+        };
         // What an export killed an hour ago left: a staging directory of
         // this session, temporary files (names of this version and of
         // earlier ones).
@@ -1402,7 +1414,8 @@ mod tests {
             });
             std::thread::sleep(std::time::Duration::from_millis(100));
             assert!(!read.load(std::sync::atomic::Ordering::SeqCst), "read during an export");
-            held.unlock().unwrap();
+            // Closed, as an export's lock is when it ends.
+            drop(held);
         });
         assert!(read.load(std::sync::atomic::Ordering::SeqCst));
         export_tree(&store, &out, &impatient, &mut |_, _| {}).unwrap();
@@ -1613,7 +1626,8 @@ mod tests {
             store
                 .create_session(NewSession::titled("created while it waited"))
                 .unwrap();
-            held.unlock().unwrap();
+            // Closed, as an export's lock is when it ends.
+            drop(held);
             export.join().unwrap().unwrap()
         });
         assert_eq!(summary.sessions.len(), 2);
