@@ -197,6 +197,7 @@ pub fn sighup_ignored() -> bool {
 }
 
 /// Wait until a process has exited (polls /proc; bounded).
+#[cfg(not(windows))]
 pub async fn wait_exit(pid: u32) {
     for _ in 0..500 {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
@@ -209,12 +210,53 @@ pub async fn wait_exit(pid: u32) {
     panic!("process {pid} did not exit");
 }
 
+/// Wait until a process has exited (polls its handle; bounded).
+#[cfg(windows)]
+pub async fn wait_exit(pid: u32) {
+    use windows_sys::Win32::Foundation::{CloseHandle, WAIT_TIMEOUT};
+    use windows_sys::Win32::System::Threading::{OpenProcess, PROCESS_SYNCHRONIZE, WaitForSingleObject};
+    // SAFETY: OpenProcess takes no pointers; a null handle means the
+    // process is gone (or was never there).
+    let handle = unsafe { OpenProcess(PROCESS_SYNCHRONIZE, 0, pid) };
+    if handle.is_null() {
+        return;
+    }
+    // Held as a number across the awaits below (a raw pointer would make
+    // this future unsendable).
+    let raw = handle as usize;
+    let mut exited = false;
+    for _ in 0..500 {
+        // SAFETY: the handle is open until CloseHandle below.
+        if unsafe { WaitForSingleObject(raw as windows_sys::Win32::Foundation::HANDLE, 0) } != WAIT_TIMEOUT {
+            exited = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    // SAFETY: closed once, not used after.
+    unsafe { CloseHandle(raw as windows_sys::Win32::Foundation::HANDLE) };
+    assert!(exited, "process {pid} did not exit");
+}
+
+/// Send `signal` (`KILL`, `TERM`...) to process `pid`. On Windows only
+/// `KILL` exists: the process is terminated at once (TerminateProcess), as
+/// `kill -9` does on Unix.
 pub fn kill(pid: u32, signal: &str) {
+    #[cfg(unix)]
     let status = std::process::Command::new("kill")
         .arg(format!("-{signal}"))
         .arg(pid.to_string())
         .status()
         .expect("run kill");
+    #[cfg(not(unix))]
+    let status = {
+        assert_eq!(signal, "KILL", "only KILL can be sent on this system");
+        std::process::Command::new("taskkill")
+            .args(["/F", "/PID", &pid.to_string()])
+            .stdout(std::process::Stdio::null())
+            .status()
+            .expect("run taskkill")
+    };
     assert!(status.success());
 }
 
