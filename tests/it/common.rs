@@ -197,12 +197,31 @@ pub fn sighup_ignored() -> bool {
 }
 
 /// Wait until a process has exited (polls /proc; bounded).
-#[cfg(not(windows))]
+#[cfg(target_os = "linux")]
 pub async fn wait_exit(pid: u32) {
     for _ in 0..500 {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
         // Gone, or a zombie waiting to be reaped.
         if stat.is_empty() || stat.split_whitespace().nth(2) == Some("Z") {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("process {pid} did not exit");
+}
+
+/// Wait until a process has exited (polls `ps`, as there is no /proc;
+/// bounded).
+#[cfg(all(unix, not(target_os = "linux")))]
+pub async fn wait_exit(pid: u32) {
+    for _ in 0..500 {
+        let out = std::process::Command::new("ps")
+            .args(["-o", "stat=", "-p", &pid.to_string()])
+            .output()
+            .expect("run ps");
+        let stat = String::from_utf8_lossy(&out.stdout);
+        // Gone, or a zombie waiting to be reaped.
+        if stat.trim().is_empty() || stat.trim_start().starts_with('Z') {
             return;
         }
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
