@@ -189,7 +189,12 @@ fn figures(lat: &[Duration], total: Duration) -> RunFigures {
 fn runs_summary(label: &str, runs: &[RunFigures], min_per_second: f64) {
     let mid = |mut v: Vec<f64>| {
         v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
+        let n = v.len();
+        if n.is_multiple_of(2) {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        } else {
+            v[n / 2]
+        }
     };
     let per_second = mid(runs.iter().map(|r| r.per_second).collect());
     let p99 = mid(runs.iter().map(|r| r.p99.as_secs_f64() * 1e6).collect());

@@ -186,14 +186,15 @@ impl<H: ClientHandler> Server<H> {
 /// servers it starts inherit that, and then keep serving on SIGHUP by
 /// design, so a test of a clean stop on SIGHUP has nothing to test.
 pub fn sighup_ignored() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("SigIgn:"))
-                .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
-        })
-        .is_some_and(|mask| mask & 1 == 1)
+    #[cfg(unix)]
+    // SAFETY: with a null new action, sigaction only writes the current
+    // disposition of SIGHUP into `old`, a zeroed value of its own type.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(libc::SIGHUP, std::ptr::null(), &mut old) != 0 || old.sa_sigaction == libc::SIG_IGN
+    }
+    #[cfg(not(unix))]
+    false
 }
 
 /// Wait until a process has exited (polls /proc; bounded).
@@ -232,7 +233,7 @@ pub async fn wait_exit(pid: u32) {
 /// Wait until a process has exited (polls its handle; bounded).
 #[cfg(windows)]
 pub async fn wait_exit(pid: u32) {
-    use windows_sys::Win32::Foundation::{CloseHandle, WAIT_TIMEOUT};
+    use windows_sys::Win32::Foundation::{CloseHandle, WAIT_FAILED, WAIT_OBJECT_0};
     use windows_sys::Win32::System::Threading::{OpenProcess, PROCESS_SYNCHRONIZE, WaitForSingleObject};
     // SAFETY: OpenProcess takes no pointers; a null handle means the
     // process is gone (or was never there).
@@ -246,9 +247,13 @@ pub async fn wait_exit(pid: u32) {
     let mut exited = false;
     for _ in 0..500 {
         // SAFETY: the handle is open until CloseHandle below.
-        if unsafe { WaitForSingleObject(raw as windows_sys::Win32::Foundation::HANDLE, 0) } != WAIT_TIMEOUT {
-            exited = true;
-            break;
+        match unsafe { WaitForSingleObject(raw as windows_sys::Win32::Foundation::HANDLE, 0) } {
+            WAIT_OBJECT_0 => {
+                exited = true;
+                break;
+            }
+            WAIT_FAILED => panic!("waiting for process {pid}: {}", std::io::Error::last_os_error()),
+            _ => {}
         }
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
