@@ -322,9 +322,9 @@ impl Maintenance {
 /// /proc/self/status, read before, exists only on Linux (on macOS SIGHUP was
 /// then always taken as ignored, and ended the server without its final
 /// checkpoint). Where the question fails, SIGHUP is taken as ignored and
-/// left alone.
+/// left alone. Public for the tests, which ask it of their own process.
 #[cfg(unix)]
-fn hangup_ignored() -> bool {
+pub fn hangup_ignored() -> bool {
     // SAFETY: with a null new action, sigaction only writes the current
     // disposition of SIGHUP into `old`, a zeroed value of its own type.
     unsafe {

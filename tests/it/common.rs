@@ -185,14 +185,10 @@ impl<H: ClientHandler> Server<H> {
 /// Whether this test process ignores SIGHUP (it runs under `nohup`): the
 /// servers it starts inherit that, and then keep serving on SIGHUP by
 /// design, so a test of a clean stop on SIGHUP has nothing to test.
+/// The server's own check, asked of this process.
 pub fn sighup_ignored() -> bool {
     #[cfg(unix)]
-    // SAFETY: with a null new action, sigaction only writes the current
-    // disposition of SIGHUP into `old`, a zeroed value of its own type.
-    unsafe {
-        let mut old: libc::sigaction = std::mem::zeroed();
-        libc::sigaction(libc::SIGHUP, std::ptr::null(), &mut old) != 0 || old.sa_sigaction == libc::SIG_IGN
-    }
+    return thoughtbox::serve::hangup_ignored();
     #[cfg(not(unix))]
     false
 }
