@@ -1,5 +1,6 @@
 /// Progressive-disclosure stages (CORE-CONCEPTS "The Four Stages"). A stage
-/// belongs to one MCP connection and never goes down.
+/// is kept on each session and on each connection that keeps state, and
+/// never goes down on either (CONTRACT section 2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
 pub enum Stage {
     #[default]
@@ -12,6 +13,17 @@ pub enum Stage {
 impl Stage {
     pub fn number(self) -> u8 {
         self as u8
+    }
+
+    /// The stage of this number, as the ledger stores it; past the last,
+    /// the last (a newer server may add none, but a hand edit could).
+    pub fn from_number(n: i64) -> Stage {
+        match n {
+            i64::MIN..=0 => Stage::Entry,
+            1 => Stage::InitComplete,
+            2 => Stage::CipherLoaded,
+            _ => Stage::DomainActive,
+        }
     }
 
     pub fn name(self) -> &'static str {

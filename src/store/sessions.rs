@@ -5,7 +5,7 @@ use rusqlite::{OptionalExtension, Row, ToSql};
 use super::search::{QueryPlan, SESSION_TEXT};
 use super::tag_filter::TagTable;
 use super::{Store, Tx};
-use crate::domain::{self, Granularity, NewSession, Session, SessionFilter, SessionStatus, SortBy, SortOrder};
+use crate::domain::{self, Granularity, NewSession, Session, SessionFilter, SessionStatus, SortBy, SortOrder, Stage};
 use crate::error::{Error, Result};
 
 /// Where sessions keep their tags, for filtering by them.
@@ -81,6 +81,31 @@ impl Store {
                 }
             }
             Ok(None)
+        })
+    }
+
+    /// The stage session `id` has reached, `None` when there is no such session.
+    pub fn session_stage(&self, id: &str) -> Result<Option<Stage>> {
+        self.read(|tx| {
+            let stage: Option<i64> = tx
+                .prepare_cached("SELECT stage FROM sessions WHERE id = ?1")?
+                .query_row([id], |r| r.get(0))
+                .optional()?;
+            Ok(stage.map(Stage::from_number))
+        })
+    }
+
+    /// Raise session `id` to stage `to` (a stage never goes down); false
+    /// when there is no such session. Leaves `updated_at` alone: the stage
+    /// is how far an agent has read the guide, not a change of the session.
+    pub fn raise_session_stage(&self, id: &str, to: Stage) -> Result<bool> {
+        self.write(|tx| {
+            if !session_exists_tx(tx, id)? {
+                return Ok(false);
+            }
+            tx.prepare_cached("UPDATE sessions SET stage = ?2 WHERE id = ?1 AND stage < ?2")?
+                .execute((id, i64::from(to.number())))?;
+            Ok(true)
         })
     }
 
@@ -321,7 +346,34 @@ pub(crate) fn get_session_tx(tx: &Tx<'_>, id: &str, granularity: Granularity) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::ThoughtInput;
+    use crate::store::Target;
     use crate::store::test_support::temp_store;
+
+    /// A session starts at stage 1, its first thought puts it at 2, and a
+    /// raise never lowers it; `updated_at` is left alone by a raise.
+    #[test]
+    fn a_session_keeps_its_stage_and_it_never_goes_down() {
+        let (_d, store) = temp_store();
+        let s = store.create_session(NewSession::titled("staged")).unwrap();
+        assert_eq!(store.session_stage(&s.id).unwrap(), Some(Stage::InitComplete));
+        let input = ThoughtInput {
+            thought: "first".into(),
+            next_thought_needed: true,
+            ..Default::default()
+        };
+        store.append_thought(Target::Session(s.id.clone()), input).unwrap();
+        assert_eq!(store.session_stage(&s.id).unwrap(), Some(Stage::CipherLoaded));
+        let updated = store.session(&s.id).unwrap().updated_at;
+        assert!(store.raise_session_stage(&s.id, Stage::InitComplete).unwrap());
+        assert_eq!(store.session_stage(&s.id).unwrap(), Some(Stage::CipherLoaded));
+        assert!(store.raise_session_stage(&s.id, Stage::DomainActive).unwrap());
+        assert_eq!(store.session_stage(&s.id).unwrap(), Some(Stage::DomainActive));
+        assert_eq!(store.session(&s.id).unwrap().updated_at, updated);
+        let nobody = "0b6f2c1e-8d4a-4c5e-9f3b-2a7d1e6c8b90";
+        assert!(!store.raise_session_stage(nobody, Stage::CipherLoaded).unwrap());
+        assert_eq!(store.session_stage(nobody).unwrap(), None);
+    }
 
     /// A list by status counts and pages the completed sessions along their
     /// own index, and the open ones as all less those: neither reads every

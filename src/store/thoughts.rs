@@ -389,12 +389,13 @@ impl Store {
             }
             let seq = insert_thought(tx, session_id, &thought)?;
             let closed = branch.is_none() && !thought.data.next_thought_needed;
-            // Update the counters and the main chain's tail, and read the
+            // Update the counters, the main chain's tail and the stage (a session
+            // with a thought has had the cipher), and read the
             // session back, in one statement.
             let session = tx
                 .prepare_cached(&format!(
                     "UPDATE sessions SET thought_count = thought_count + 1, branch_count = branch_count + ?2,
-                         updated_at = ?3, completed_at = CASE WHEN ?4 THEN ?3 ELSE NULL END,
+                         stage = max(stage, 2), updated_at = ?3, completed_at = CASE WHEN ?4 THEN ?3 ELSE NULL END,
                          tail_node = CASE WHEN ?5 THEN ?6 ELSE tail_node END
                      WHERE id = ?1 RETURNING {SESSION_COLUMNS}"
                 ))?
