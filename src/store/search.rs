@@ -518,6 +518,9 @@ pub struct ThoughtHit {
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionHits {
+    /// Flattened: a search item has the same session fields as a list item
+    /// (`id`, `title`, ... at its top level), plus its matches and score.
+    #[serde(flatten)]
     pub session: Session,
     /// The session's title, description or tags matched.
     pub matched_session: bool,

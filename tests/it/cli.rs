@@ -221,7 +221,7 @@ fn sessions_list_show_and_search() {
     assert_eq!(export["nodes"].as_array().unwrap().len(), 4);
 
     let hits = ok_json(&db, &["sessions", "search", "redis"]);
-    assert_eq!(hits[0]["session"]["id"], a.as_str());
+    assert_eq!(hits[0]["id"], a.as_str());
     assert_eq!(hits[0]["matches"].as_array().unwrap().len(), 2);
     let text = ok(&db, &["sessions", "search", "redis"]);
     assert!(text.contains("#1") && text.contains("[redis]"), "{text}");
@@ -263,7 +263,7 @@ fn sessions_search_counts_the_matches_it_leaves_out() {
         hits.as_array()
             .unwrap()
             .iter()
-            .find(|h| h["session"]["id"] == id)
+            .find(|h| h["id"] == id)
             .cloned()
             .unwrap_or_else(|| panic!("{id} missing: {hits}"))
     };

@@ -74,7 +74,7 @@ async fn kill_nine_loses_nothing_acknowledged() {
             json!({ "subOperation": "search", "query": "round thought", "limit": 5 }),
         )
         .await;
-    assert_eq!(found["sessions"][0]["session"]["id"], sid.as_str());
+    assert_eq!(found["sessions"][0]["id"], sid.as_str());
     s.stop().await;
 }
 
@@ -533,7 +533,7 @@ async fn a_search_finds_pending_thoughts_behind_a_held_write_lock() {
     let found = s
         .ok("session", json!({ "subOperation": "search", "query": "quokka" }))
         .await;
-    assert_eq!(found["sessions"][0]["session"]["id"], sid.as_str());
+    assert_eq!(found["sessions"][0]["id"], sid.as_str());
     assert_eq!(found["sessions"][0]["matches"].as_array().unwrap().len(), 2, "{found}");
     shell.execute_batch("ROLLBACK").unwrap();
     s.stop().await;
