@@ -113,6 +113,7 @@ pub const FIELD_NAMES: &[&str] = &[
     "filter",
     "filters",
     "format",
+    "full",
     "id",
     "include",
     "includeGuide",

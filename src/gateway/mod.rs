@@ -11,6 +11,7 @@ mod init_ops;
 mod knowledge_ops;
 mod models_ops;
 mod ops;
+mod preview;
 mod resources;
 mod session_ops;
 
@@ -430,17 +431,59 @@ impl Gateway {
         self.with_conn(|c| c.deleted_session.clone())
     }
 
-    fn check_stage(&self, operation: &str, required: Stage) -> Result<()> {
-        let current = self.stage();
-        if self.options.stages && current < required {
-            return Err(Error::StageRequirementNotMet {
-                operation: operation.to_string(),
-                current: current.number(),
-                required: required.number(),
-                suggestion: current.path_to(required),
-            });
+    /// A call passes when its connection or the session it acts on (its
+    /// `sessionId`, else the connection's current session) has reached
+    /// `required`: an agent returning with its handle on a new connection
+    /// does not walk the staged flow again. The session is read only when
+    /// the connection falls short.
+    async fn check_stage(&self, operation: &str, required: Stage, args: &Args) -> Result<()> {
+        let connection = self.stage();
+        if !self.options.stages || connection >= required {
+            return Ok(());
         }
-        Ok(())
+        let named = ["sessionId", "session_id"].iter().find_map(|k| match args.peek(k) {
+            Some(Value::String(id)) if !id.trim().is_empty() => Some(crate::domain::canonical_session_id(id)),
+            _ => None,
+        });
+        let mut current = connection;
+        if let Some(id) = named.or_else(|| self.active_session())
+            && let Ok(Some(session)) = self.blocking(move |s| s.session_stage(&id)).await
+        {
+            if session >= required {
+                return Ok(());
+            }
+            current = current.max(session);
+        }
+        Err(Error::StageRequirementNotMet {
+            operation: operation.to_string(),
+            current: current.number(),
+            required: required.number(),
+            suggestion: current.path_to(required),
+        })
+    }
+
+    /// The stage of session `id` just opened on this connection (by
+    /// `start_new`, `load_context`, `session resume`): the session is
+    /// raised to the connection's stage when `write` (a read-only open
+    /// writes nothing), and the higher of the two is answered.
+    pub(crate) async fn settle_session_stage(&self, id: &str, write: bool) -> Stage {
+        let connection = self.stage();
+        let sid = id.to_string();
+        let session = match self.blocking(move |s| s.session_stage(&sid)).await {
+            Ok(Some(stage)) => stage,
+            _ => return connection,
+        };
+        if write && session < connection {
+            let sid = id.to_string();
+            // The stage only spares a later connection the guide: a ledger
+            // that cannot be written now costs the agent a cipher call, not
+            // this answer.
+            match self.write(move |s| s.raise_session_stage(&sid, connection)).await {
+                Ok(_) => self.wrote(),
+                Err(e) => tracing::warn!("could not record session {id}'s stage: {e}"),
+            }
+        }
+        session.max(connection)
     }
 
     /// Parse, gate and run one gateway call.
@@ -464,7 +507,7 @@ impl Gateway {
                     details: Some(json!({ "operation": operation, "hidden": true })),
                 });
             }
-            self.check_stage(&operation, required)?;
+            self.check_stage(&operation, required, &args).await?;
             self.dispatch(&operation, args, ctx).await
         };
         let mut answer = match run.await {
@@ -1036,6 +1079,18 @@ impl TextBudget {
     /// content) could not fit.
     pub(crate) fn add(&mut self, t: &crate::domain::Thought) -> Result<()> {
         self.bytes += t.data.thought.len() + t.data.critique.as_ref().map_or(0, |c| c.text.len());
+        self.check()
+    }
+
+    /// [`TextBudget::add`] for a thought as answered (its text perhaps cut
+    /// by a [`preview::Preview`]).
+    pub(crate) fn add_answered(&mut self, thought: &Value) -> Result<()> {
+        let text = |v: &Value| v.as_str().map_or(0, str::len);
+        self.bytes += text(&thought["thought"]) + text(&thought["critique"]["text"]);
+        self.check()
+    }
+
+    fn check(&self) -> Result<()> {
         if 2 * self.bytes > MAX_MESSAGE {
             return Err(answer_too_long());
         }
@@ -1137,10 +1192,10 @@ pub(crate) fn changed_something() {
     let _ = CHANGED.try_with(|changed| changed.set(true));
 }
 
-/// Make sure an answer fits in one MCP message.
-/// - The answer of `load_context` and `session resume` (which have opened
-///   the session by then) loses its `recentThoughts`, with a note.
-/// - Any other call that changed something (`read_only` false) keeps its
+/// Make sure an answer fits in one MCP message. (`load_context` and
+/// `session resume` always fit: their recent thoughts are cut by
+/// [`preview::Preview`].)
+/// - A call that changed something (`read_only` false) keeps its
 ///   short top-level fields and names the ones left out.
 /// - A call that only read is refused, saying how to ask for less.
 ///
@@ -1148,14 +1203,6 @@ pub(crate) fn changed_something() {
 fn fits_one_message(mut value: Value, bytes: usize, read_only: bool) -> Result<Value> {
     if bytes <= MAX_MESSAGE {
         return Ok(value);
-    }
-    if let Some(recent) = value.get_mut("recentThoughts").filter(|r| r.is_array()) {
-        *recent = json!([]);
-        value["recentThoughtsOmitted"] =
-            json!("the last thoughts are too long for one MCP message; read them with read_thoughts (thoughtNumber)");
-        if message_bytes(&value) <= MAX_MESSAGE {
-            return Ok(value);
-        }
     }
     if !read_only && let Value::Object(fields) = &mut value {
         let long: Vec<String> = fields

@@ -6,6 +6,7 @@ use rmcp::RoleServer;
 use rmcp::service::RequestContext;
 use serde_json::{Value, json};
 
+use super::preview::Preview;
 use super::{Args, Gateway, OPERATIONS};
 use crate::content;
 use crate::domain::{self, NewSession, SessionFilter, Stage, Thought, ThoughtInput};
@@ -87,13 +88,13 @@ pub(crate) fn refuse_stray_session_id(args: &Args, using: Option<&str>, thought:
     let name = super::clip(&k);
     let (message, details) = if thought {
         let active = match using {
-            Some(active) => format!("a thought goes to the active session, {active}"),
-            None => "no session is active, so this thought would start a new one".to_string(),
+            Some(active) => format!("without sessionId a thought goes to the current session, {active}"),
+            None => "no session is current, so this thought would start a new one".to_string(),
         };
         (
             format!(
-                "{name} is not a parameter of thought, and it names session {id}: {active}; pass a session as \
-                 sessionId, and to write to {id} call load_context with sessionId {id} first (nothing was recorded)"
+                "{name} is not a parameter of thought, and it names session {id}: {active}; to write to {id}, pass \
+                 it as sessionId (nothing was recorded)"
             ),
             json!({ "didYouMean": "sessionId", "givenSessionId": id, "activeSessionId": using }),
         )
@@ -111,12 +112,15 @@ pub(crate) fn refuse_stray_session_id(args: &Args, using: Option<&str>, thought:
 }
 
 pub async fn get_state(gw: &Gateway) -> Result<Value> {
-    let stage = gw.stage();
+    let mut stage = gw.stage();
     let mut gone = None;
     let mut completed = false;
     let active = match gw.active_session() {
-        Some(id) => match gw.blocking(move |s| s.session(&id)).await {
-            Ok(s) => {
+        Some(id) => match gw.blocking(move |s| Ok((s.session(&id)?, s.session_stage(&id)?))).await {
+            Ok((s, session_stage)) => {
+                // What this connection may call: its stage or its current
+                // session's, whichever is higher (the stage check's rule).
+                stage = stage.max(session_stage.unwrap_or_default());
                 completed = s.completed_at.is_some();
                 json!({
                     "id": s.id, "title": s.title, "thoughtCount": s.thought_count, "branchCount": s.branch_count,
@@ -301,15 +305,20 @@ pub async fn start_new(gw: &Gateway, args: Args) -> Result<Value> {
     gw.emit(EventType::SessionStarted, Some(&session.id), || {
         events::session_started(&session)
     });
-    let stage = gw.advance(Stage::InitComplete, "start_new");
+    gw.advance(Stage::InitComplete, "start_new");
+    let stage = gw.settle_session_stage(&session.id, true).await;
     // An agent that meant to go on with a session it named again gets a
     // new one: say which one it may have meant (review 16-a).
     let (title, id) = (session.title.clone(), session.id.clone());
     let namesake = gw.blocking(move |s| s.session_titled(&title, &id)).await?;
     let mut out = json!({
+        "sessionId": session.id,
         "session": session,
         "stage": stage.number(),
-        "message": format!("Session \"{}\" created and active.", session.title),
+        "message": format!(
+            "Session \"{}\" created and active. Pass its sessionId on every later call about it.",
+            session.title
+        ),
         "nextStep": next_step_in_session(gw, stage),
     });
     if let Some((other, updated)) = namesake {
@@ -400,7 +409,7 @@ pub(crate) async fn open_session(gw: &Gateway, args: &Args, trigger: &str) -> Re
     // connection staying locked behind a stage it cannot reach (review
     // 14-a). A thought, once it can be written, reopens the session then.
     let mut unrecorded = None;
-    let (session, was_completed, (recent, current, branches, on_branch)) = match reopen {
+    let (session, was_completed, (mut recent, current, branches, on_branch)) = match reopen {
         Ok(opened) => {
             if reopen_it {
                 gw.wrote();
@@ -424,8 +433,12 @@ pub(crate) async fn open_session(gw: &Gateway, args: &Args, trigger: &str) -> Re
     gw.emit(EventType::SessionLoaded, Some(&session.id), || {
         events::session_loaded(&session)
     });
-    let stage = gw.advance(Stage::InitComplete, trigger);
+    gw.advance(Stage::InitComplete, trigger);
+    let stage = gw.settle_session_stage(&session.id, reopen_it).await;
+    let mut preview = Preview::new(false);
+    preview.apply(&mut recent, true);
     let mut out = json!({
+        "sessionId": session.id,
         "session": session,
         "recentThoughts": recent,
         "restorationInfo": {
@@ -446,6 +459,7 @@ pub(crate) async fn open_session(gw: &Gateway, args: &Args, trigger: &str) -> Re
     if let Some(last) = on_branch {
         out["restorationInfo"]["lastRecordedOnBranch"] = last;
     }
+    preview.tell(&mut out);
     if let Some(at) = was_completed {
         out["reopened"] = json!(true);
         out["previouslyCompletedAt"] = json!(at);
@@ -624,10 +638,29 @@ pub(crate) fn tell_tag_spellings(out: &mut Value, kind: &str, spelled: &[(String
 /// for an agent resuming work that has read it before (review 16-a).
 pub async fn cipher(gw: &Gateway, args: Args) -> Result<Value> {
     let brief = args.bool_opt(&["brief"])?.unwrap_or(false);
+    // The session named, else the current one, keeps the stage too, for a
+    // later connection that comes back with its id.
+    let session = match args.str_opt(&["sessionId", "session_id"])? {
+        Some(id) if !id.trim().is_empty() => Some(domain::canonical_session_id(&id)),
+        Some(_) => return Err(Error::invalid("sessionId", "sessionId must not be empty")),
+        None => gw.active_session(),
+    };
+    if let Some(id) = session.clone() {
+        let raised = gw.write(move |s| s.raise_session_stage(&id, Stage::CipherLoaded)).await;
+        match raised {
+            Ok(true) => gw.wrote(),
+            // Named but unknown: said, rather than a stage given to nothing.
+            Ok(false) if args.has("sessionId") || args.has("session_id") => {
+                return Err(Error::session_not_found(session.unwrap_or_default()));
+            }
+            Ok(false) => {}
+            Err(e) => tracing::warn!("cipher: could not record the session's stage: {e}"),
+        }
+    }
     let stage = gw.advance(Stage::CipherLoaded, "cipher");
     gw.emit(
         EventType::CipherLoaded,
-        gw.active_session().as_deref(),
+        session.as_deref(),
         || json!({ "stage": stage.number() }),
     );
     // The operations this stage opens, but those this connection has
@@ -639,19 +672,24 @@ pub async fn cipher(gw: &Gateway, args: Args) -> Result<Value> {
         .map(|(name, _, _)| *name)
         .collect();
     let next = format!("{} are now available.", open.join(", "));
-    if brief {
-        return Ok(json!({
+    let mut out = if brief {
+        json!({
             "stage": stage.number(),
             "guideResource": "thoughtbox://cipher",
             "guideBytes": content::CIPHER_GUIDE.len(),
             "nextStep": next,
-        }));
+        })
+    } else {
+        json!({
+            "stage": stage.number(),
+            "guide": content::CIPHER_GUIDE,
+            "nextStep": next,
+        })
+    };
+    if let Some(id) = session {
+        out["sessionId"] = json!(id);
     }
-    Ok(json!({
-        "stage": stage.number(),
-        "guide": content::CIPHER_GUIDE,
-        "nextStep": next,
-    }))
+    Ok(out)
 }
 
 fn thought_input(args: &Args) -> Result<ThoughtInput> {
@@ -853,39 +891,22 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
     let verbose = args.bool_opt(&["verbose"])?.unwrap_or(false);
     let want_critique = input.critique_requested;
     let include_guide = input.include_guide.unwrap_or(false);
-    // Until this thought has set the active session, the next thought or
+    // Until this thought has set the current session, the next thought or
     // session switch this client sent waits (the critique comes after).
     let order = gw.session_order().await;
-    let active = gw.active_session();
-    // A thought goes to the connection's active session. A client naming
-    // another (as it does for reads) would have it filed where it did not
-    // mean, for good: the ledger never moves a thought.
-    // (An empty id is no id: some clients fill every optional field.)
-    if let Some(named) = args
+    // The session named is the one written to, whatever this connection
+    // did before: a session id is the agent's handle, and one server
+    // process may serve several conversations. Without one, the
+    // connection's current session. (An empty id is no id: some clients
+    // fill every optional field.)
+    let named = args
         .str_opt(&["sessionId", "session_id", "id"])?
         .filter(|id| !id.trim().is_empty())
-        .map(|id| domain::canonical_session_id(&id))
-        && active.as_deref() != Some(named.as_str())
-    {
-        // An id of no session: said as such, rather than sent to
-        // load_context with it (review 16-b).
-        refuse_unknown_sessions(gw, vec![named.clone()]).await?;
-        let message = match &active {
-            Some(a) => format!(
-                "a thought goes to the active session, which is {a}, not {named}: call load_context with \
-                 sessionId {named} first to write to it (nothing was recorded)"
-            ),
-            None => format!(
-                "no session is active on this connection: call load_context with sessionId {named} first to \
-                 write to it, or leave sessionId out to start a new session (nothing was recorded)"
-            ),
-        };
-        return Err(Error::InvalidPayload {
-            field: "sessionId".into(),
-            message,
-            details: Some(json!({ "activeSessionId": active, "suggestion": "load_context" })),
-        });
+        .map(|id| domain::canonical_session_id(&id));
+    if let Some(id) = &named {
+        refuse_unknown_sessions(gw, vec![id.clone()]).await?;
     }
+    let active = named.clone().or_else(|| gw.active_session());
     let target = match &active {
         Some(id) => Target::Session(id.clone()),
         None => {
@@ -921,13 +942,16 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
         Ok(a) => a,
         Err(e) if creates_session => return Err(refers_back.explain(e, gw.closed_session())),
         Err(e) => {
-            // The active session was deleted (perhaps by another process):
+            // The current session was deleted (perhaps by another process):
             // forget it so the next thought starts a new one, and say so.
-            if let Error::SessionNotFound { session_id } = e {
-                gw.clear_active_session_if(&session_id);
-                return Err(Error::ActiveSessionGone { session_id });
-            }
-            return Err(e);
+            // A session named in the call is simply not found.
+            return Err(match e {
+                Error::SessionNotFound { session_id } if named.is_none() => {
+                    gw.clear_active_session_if(&session_id);
+                    Error::ActiveSessionGone { session_id }
+                }
+                e => e,
+            });
         }
     };
     gw.wrote();
@@ -1204,15 +1228,20 @@ fn read_query(args: &Args) -> Result<(ThoughtQuery, Value)> {
 
 pub async fn read_thoughts(gw: &Gateway, args: Args) -> Result<Value> {
     let (query, echo) = read_query(&args)?;
+    // One thought asked for by number is answered whole; every other read
+    // is an overview, cut for a model unless `full: true`.
+    let full = args.bool_opt(&["full"])?.unwrap_or(false) || matches!(query, ThoughtQuery::Number(_));
+    let newest_first = matches!(query, ThoughtQuery::Last(_));
     let session_id = session_arg(gw, &args)?;
     refuse_stray_session_id(&args, Some(&session_id), false)?;
     let sid = session_id.clone();
     // Given up as soon as the text alone could no longer fit in one answer,
     // before the rest is loaded (`last` or `range` may span a whole session).
-    let (thoughts, also_on) = gw
+    let (thoughts, also_on, loaded) = gw
         .blocking(move |s| {
             let mut budget = super::TextBudget::default();
             let thoughts = s.read_thoughts_checked(&sid, &query, &mut |t| budget.add(t))?;
+            let loaded = budget.bytes;
             let revised_by = s.revised_by_nodes(&sid, thoughts.iter().map(|t| t.node_id.as_str()))?;
             // A number names a main-chain thought; branches may hold the
             // same number, which the agent may have meant (review 18-a).
@@ -1224,9 +1253,17 @@ pub async fn read_thoughts(gw: &Gateway, args: Args) -> Result<Value> {
                 .iter()
                 .map(|t| read_thought_json(t, &revised_by))
                 .collect::<Vec<_>>();
-            Ok((thoughts, also_on))
+            Ok((thoughts, also_on, loaded))
         })
         .await?;
+    // Megabytes read and then cut are heavy work all the same: the memory
+    // they took goes back to the system (see crate::memory).
+    if loaded >= crate::memory::LARGE_ANSWER {
+        gw.release.heavy_work_done();
+    }
+    let mut thoughts = thoughts;
+    let mut preview = Preview::new(full);
+    preview.apply(&mut thoughts, newest_first);
     let mut out = json!({
         "sessionId": session_id,
         "query": echo,
@@ -1236,6 +1273,7 @@ pub async fn read_thoughts(gw: &Gateway, args: Args) -> Result<Value> {
     if !also_on.is_empty() {
         out["alsoOnBranches"] = json!(also_on);
     }
+    preview.tell(&mut out);
     Ok(out)
 }
 

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use super::ops::{
     open_session, read_thought_json, refuse_stray_session_id, refuse_unknown_sessions, session_arg, session_id_req,
 };
+use super::preview::Preview;
 use super::{AnswerBuffer, Args, Gateway};
 use crate::error::{Error, Result};
 use crate::events::EventType;
@@ -62,10 +63,11 @@ async fn get(gw: &Gateway, args: Args) -> Result<Value> {
     // of 500 characters, past some clients' limit for one tool answer):
     // `includeThoughts: false` answers the session alone.
     let include_thoughts = args.bool_opt(&["includeThoughts"])?.unwrap_or(true);
+    let full = args.bool_opt(&["full"])?.unwrap_or(false);
     refuse_stray_session_id(&args, Some(&id), false)?;
     if !include_thoughts {
         let session = gw.blocking(move |s| s.session(&id)).await?;
-        return Ok(json!({ "session": session }));
+        return Ok(json!({ "sessionId": session.id, "session": session }));
     }
     // Read one thought at a time, as an export is, and given up as soon as
     // the text alone could no longer fit in one answer (a session of a
@@ -75,10 +77,12 @@ async fn get(gw: &Gateway, args: Args) -> Result<Value> {
             let mut main = Vec::new();
             let mut branches = serde_json::Map::new();
             let mut budget = super::TextBudget::default();
+            let mut preview = Preview::new(full);
             let revised_by = snapshot.revised_by()?;
             snapshot.each_thought(&mut |t| {
-                budget.add(&t)?;
-                let v = read_thought_json(&t, &revised_by);
+                let mut v = read_thought_json(&t, &revised_by);
+                preview.one(&mut v);
+                budget.add_answered(&v)?;
                 match &t.data.branch_id {
                     None => main.push(v),
                     Some(b) => {
@@ -91,7 +95,14 @@ async fn get(gw: &Gateway, args: Args) -> Result<Value> {
                 }
                 Ok(())
             })?;
-            Ok(json!({ "session": snapshot.session, "thoughts": main, "branches": branches }))
+            let mut out = json!({
+                "sessionId": snapshot.session.id,
+                "session": snapshot.session,
+                "thoughts": main,
+                "branches": branches,
+            });
+            preview.tell(&mut out);
+            Ok(out)
         })
     })
     .await

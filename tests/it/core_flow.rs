@@ -625,7 +625,7 @@ async fn sessions_list_search_resume_delete() {
         (found["limit"].clone(), found["limitReached"].clone()),
         (json!(10), json!(false))
     );
-    assert_eq!(found["sessions"][0]["session"]["id"], a.as_str());
+    assert_eq!(found["sessions"][0]["id"], a.as_str());
     assert_eq!(found["sessions"][0]["matches"][0]["thoughtNumber"], 1);
     assert!(
         found["sessions"][0]["matches"][0]["snippet"]
@@ -887,15 +887,14 @@ async fn a_completed_session_is_read_without_reopening_it() {
     let completed_at = ctx["session"]["completedAt"].clone();
     assert!(completed_at.is_string(), "{ctx}");
     assert!(ctx["note"].as_str().unwrap().contains("stays so"), "{ctx}");
-    // What to do next is a read: a thought would reopen it (review 18-a:
-    // nextStep said "Call cipher, then thought"), and get_state says so too.
-    // At stage 1, the reads stage 1 allows, and cipher for the others.
+    // What to do next is a read: a thought would reopen it, and get_state
+    // says so too. The session had the cipher (its stage is kept with it),
+    // so every read is open on this new connection.
     let read_next = |v: &Value| {
+        assert_eq!(v["stage"], 2, "{v}");
         let step = v["nextStep"].as_str().unwrap().to_string();
         assert!(
-            step.contains("session export and deep_analysis read it now")
-                && step.contains("call cipher (brief: true) to unlock read_thoughts")
-                && step.contains("reopens it"),
+            step.contains("read_thoughts, get_structure, session export") && step.contains("reopens it"),
             "{v}"
         );
     };
@@ -1159,7 +1158,7 @@ async fn session_search_counts_every_match_a_session_leaves_out() {
             .as_array()
             .unwrap()
             .iter()
-            .find(|h| h["session"]["id"] == id)
+            .find(|h| h["id"] == id)
             .cloned()
             .unwrap_or_else(|| panic!("{id} missing: {found}"))
     };
