@@ -165,7 +165,9 @@ pub async fn get_state(gw: &Gateway) -> Result<Value> {
         }
         Stage::Entry => "Call start_new to begin a session, or list_sessions then load_context to resume one.",
         _ if completed => completed_next_step(gw, stage),
-        Stage::InitComplete => "Call cipher to load the notation guide and unlock thought.",
+        Stage::InitComplete => {
+            "Call cipher to load the notation guide and unlock thought (cipher with brief: true if you have read it)."
+        }
         // After a close: a title the agent chooses beats a generated one
         // (review 17-a: its runs piled up "Reasoning session <time>").
         _ if active.is_null() => {
@@ -286,7 +288,7 @@ fn completed_next_step(gw: &Gateway, stage: Stage) -> &'static str {
 /// What a connection with an open session calls next.
 fn next_step_in_session(gw: &Gateway, stage: Stage) -> &'static str {
     if gw.options.stages && stage < Stage::CipherLoaded {
-        "Call cipher, then thought."
+        "Call cipher (brief: true if you have read its guide), then thought, passing this sessionId."
     } else {
         "Call thought."
     }
