@@ -3,11 +3,13 @@
 //! existing chains through [`ChainFacts`] and persists what [`plan_thought`]
 //! decides.
 
+mod connection;
 mod partition;
 mod stage;
 mod thought;
 mod types;
 
+pub use connection::{ConnectionState, Current};
 pub use partition::{Granularity, partition_path};
 pub use stage::Stage;
 pub use thought::{

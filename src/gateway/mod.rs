@@ -30,7 +30,7 @@ use serde_json::{Map, Value, json};
 
 pub use args::Args;
 
-use crate::domain::Stage;
+use crate::domain::{ConnectionState, Stage};
 use crate::error::{Error, Result};
 use crate::events::{self, EventType, Events};
 use crate::memory::{LARGE_ANSWER, Release};
@@ -135,18 +135,11 @@ pub(crate) struct BoundRoot {
     pub name: String,
 }
 
-/// One MCP connection's state.
+/// One MCP connection's state: the stage and current session (see
+/// [`ConnectionState`]), and what this protocol layer adds to them.
 #[derive(Debug, Default)]
 pub(crate) struct Connection {
-    pub stage: Stage,
-    pub active_session: Option<String>,
-    /// The session a `nextThoughtNeeded: false` closed, while no other has
-    /// been made active since: errors of the next thought point back to it.
-    pub closed_session: Option<String>,
-    /// The active session found deleted (by another process), while no
-    /// other has been made active since: the thought that starts a new
-    /// session says why (review 18-a: it started one without a word).
-    pub deleted_session: Option<String>,
+    pub state: ConnectionState,
     pub root: Option<BoundRoot>,
     /// Optional operations hidden with `session discovery`.
     pub hidden: BTreeSet<String>,
@@ -356,79 +349,55 @@ impl Gateway {
     }
 
     pub(crate) fn stage(&self) -> Stage {
-        self.with_conn(|c| c.stage)
+        self.with_conn(|c| c.state.stage())
     }
 
     /// Raise the connection's stage (it never goes down); `trigger` is the
     /// operation that caused it, for the `stage_changed` event.
     pub(crate) fn advance(&self, to: Stage, trigger: &str) -> Stage {
-        let (previous, now) = self.with_conn(|c| {
-            let previous = c.stage;
-            if to > c.stage {
-                tracing::debug!(from = c.stage.number(), to = to.number(), "stage advanced");
-                c.stage = to;
-            }
-            (previous, c.stage)
-        });
-        if now != previous {
+        let (rose, now) = self.with_conn(|c| (c.state.advance(to), c.state.stage()));
+        if let Some((before, now)) = rose {
+            tracing::debug!(from = before.number(), to = now.number(), "stage advanced");
             self.emit(EventType::StageChanged, self.active_session().as_deref(), || {
-                events::stage_changed(previous.number(), now.number(), trigger)
+                events::stage_changed(before.number(), now.number(), trigger)
             });
         }
         now
     }
 
+    /// The connection's current session (see [`ConnectionState::current`]).
     pub(crate) fn active_session(&self) -> Option<String> {
-        self.with_conn(|c| c.active_session.clone())
+        self.with_conn(|c| c.state.current().map(str::to_string))
     }
 
-    /// Make `id` the active session (or none); it is no longer "the one
-    /// just closed" either way.
-    pub(crate) fn set_active_session(&self, id: Option<String>) {
-        self.with_conn(|c| {
-            c.active_session = id;
-            c.closed_session = None;
-            c.deleted_session = None;
-        });
+    /// `id` was started, loaded, resumed or written to.
+    pub(crate) fn set_active_session(&self, id: String) {
+        self.with_conn(|c| c.state.open(id));
     }
 
-    /// The active session `id` was closed by `nextThoughtNeeded: false`.
+    /// The session `id` was closed by `nextThoughtNeeded: false`.
     pub(crate) fn close_active_session(&self, id: &str) {
-        self.with_conn(|c| {
-            c.active_session = None;
-            c.closed_session = Some(id.to_string());
-            c.deleted_session = None;
-        });
+        self.with_conn(|c| c.state.close(id.to_string()));
     }
 
-    /// The session closed on this connection, if none has been made active since.
+    /// The session closed on this connection, if none has been opened since.
     pub(crate) fn closed_session(&self) -> Option<String> {
-        self.with_conn(|c| c.closed_session.clone())
+        self.with_conn(|c| c.state.closed().map(str::to_string))
     }
 
-    /// Forget the closed session `id` (it was deleted: it cannot be resumed).
-    pub(crate) fn forget_closed_session(&self, id: &str) {
-        self.with_conn(|c| {
-            if c.closed_session.as_deref() == Some(id) {
-                c.closed_session = None;
-            }
-        });
+    /// `id` was deleted through this connection.
+    pub(crate) fn session_deleted_here(&self, id: &str) {
+        self.with_conn(|c| c.state.deleted_here(id));
     }
 
-    /// Forget the active session if it is still `id` (a request running
-    /// meanwhile may have made another one active): it was found deleted.
+    /// The current session, if still `id`, was found deleted elsewhere.
     pub(crate) fn clear_active_session_if(&self, id: &str) {
-        self.with_conn(|c| {
-            if c.active_session.as_deref() == Some(id) {
-                c.active_session = None;
-                c.deleted_session = Some(id.to_string());
-            }
-        });
+        self.with_conn(|c| c.state.found_deleted(id));
     }
 
-    /// The active session found deleted, if none has been made active since.
+    /// The current session found deleted, if none has been opened since.
     pub(crate) fn deleted_session(&self) -> Option<String> {
-        self.with_conn(|c| c.deleted_session.clone())
+        self.with_conn(|c| c.state.deleted().map(str::to_string))
     }
 
     /// A call passes when its connection or the session it acts on (its

@@ -302,7 +302,7 @@ pub async fn start_new(gw: &Gateway, args: Args) -> Result<Value> {
     let order = gw.session_order().await;
     let session = gw.write(move |s| s.create_session(new)).await?;
     gw.wrote();
-    gw.set_active_session(Some(session.id.clone()));
+    gw.set_active_session(session.id.clone());
     drop(order);
     gw.emit(EventType::SessionStarted, Some(&session.id), || {
         events::session_started(&session)
@@ -430,7 +430,7 @@ pub(crate) async fn open_session(gw: &Gateway, args: &Args, trigger: &str) -> Re
         }
         Err(e) => return Err(e),
     };
-    gw.set_active_session(Some(session.id.clone()));
+    gw.set_active_session(session.id.clone());
     drop(order);
     gw.emit(EventType::SessionLoaded, Some(&session.id), || {
         events::session_loaded(&session)
@@ -985,7 +985,7 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
     if appended.closed {
         gw.close_active_session(&session_id);
     } else {
-        gw.set_active_session(Some(session_id.clone()));
+        gw.set_active_session(session_id.clone());
     }
     drop(order);
 

@@ -308,9 +308,6 @@ async fn delete(gw: &Gateway, args: Args) -> Result<Value> {
     let sid = id.clone();
     let removed = gw.write(move |s| s.delete_session(&sid)).await?;
     gw.wrote();
-    if gw.active_session().as_deref() == Some(id.as_str()) {
-        gw.set_active_session(None);
-    }
-    gw.forget_closed_session(&id);
+    gw.session_deleted_here(&id);
     Ok(json!({ "sessionId": id, "deleted": true, "thoughtsDeleted": removed }))
 }
