@@ -1,19 +1,23 @@
 //! Critique of a thought through MCP sampling (`sampling/createMessage`).
 //!
-//! rmcp marks sampling deprecated because protocol 2026-07-28 drops
-//! server-to-client requests; clients that initialise normally land on
-//! 2025-11-25, where it works, and the contract asks for it. The capability
-//! check, the timeout and the `SAMPLING_NOT_SUPPORTED` answer cover clients
-//! that cannot or do not answer.
+//! rmcp marks the sampling request deprecated because protocol 2026-07-28
+//! drops server-to-client requests: a client that initialised with an
+//! older protocol is sent the request; a 2026-07-28 client is asked in an
+//! `InputRequiredResult` and answers by retrying the call ([`super::mrtr`]).
+//! The capability check, the timeout and the `SAMPLING_NOT_SUPPORTED`
+//! answer cover clients that cannot or do not answer.
 #![allow(deprecated)]
 
 use rmcp::RoleServer;
-use rmcp::model::{CreateMessageRequestParams, SamplingMessage};
+use rmcp::model::{CreateMessageRequestParams, CreateMessageResult, SamplingMessage};
 use rmcp::service::RequestContext;
+use serde_json::{Value, json};
 
 use super::Gateway;
+use super::mrtr::{self, Recorded};
 use crate::domain::{self, Critique, Thought};
 use crate::error::{Error, Result};
+use crate::store::ThoughtQuery;
 
 const CRITIC_PROMPT: &str = "You review one step of someone's reasoning. Point out logical errors, unstated assumptions, \
 missed alternatives and unconsidered edge cases, and suggest concrete improvements. Be brief and specific; \
@@ -51,18 +55,190 @@ fn label(t: &Thought) -> String {
     }
 }
 
-/// Ask the client's model to critique a thought through MCP sampling.
-pub(crate) async fn request_critique(gw: &Gateway, ctx: &RequestContext<RoleServer>, t: &Thought) -> Result<Critique> {
-    let supports = ctx
-        .peer
-        .peer_info()
-        .map(|info| info.capabilities.sampling.is_some())
-        .unwrap_or(false);
-    if !supports {
-        return Err(Error::SamplingNotSupported(
-            "the client did not declare the sampling capability".into(),
-        ));
+/// What a `thought` with `critique: true` answers about its critique.
+pub(crate) enum Outcome {
+    /// Made and stored.
+    Made(Critique),
+    /// None was stored: why, as an ErrorPayload.
+    Failed(Value),
+    /// Asked of a 2026-07-28 client in an `InputRequiredResult`: the call's
+    /// retry answers it.
+    Asked,
+}
+
+impl Outcome {
+    /// Add `critique` (and `critiqueError` when there is none) to a
+    /// thought's answer.
+    pub(crate) fn answer(self, out: &mut Value) {
+        match self {
+            Outcome::Made(c) => out["critique"] = json!(c),
+            Outcome::Failed(error) => {
+                out["critique"] = Value::Null;
+                out["critiqueError"] = error;
+            }
+            Outcome::Asked => {}
+        }
     }
+}
+
+/// The critique of a thought just recorded (with `critique_requested`):
+/// asked by a sampling request of a client that initialised with an older
+/// protocol, or by an `InputRequiredResult` for a 2026-07-28 client. The
+/// thought stands whatever happens here: a failure is the critique's error,
+/// never the call's, or a client retrying the call would record the
+/// thought twice.
+pub(crate) async fn critique_thought(
+    gw: &Gateway,
+    ctx: Option<&RequestContext<RoleServer>>,
+    thought: &mut Thought,
+) -> Outcome {
+    let Some(ctx) = ctx else {
+        return Outcome::Failed(Error::SamplingNotSupported("no MCP client to ask".into()).payload());
+    };
+    if ctx.client_capabilities().is_none_or(|c| c.sampling.is_none()) {
+        return Outcome::Failed(
+            Error::SamplingNotSupported("the client did not declare the sampling capability".into()).payload(),
+        );
+    }
+    let params = match sampling_request(gw, thought).await {
+        Ok(p) => p,
+        Err(e) => return Outcome::Failed(e.payload()),
+    };
+    if mrtr::modern(ctx) {
+        let asked = mrtr::ask(mrtr::Ask::Critique {
+            recorded: Recorded {
+                session_id: thought.session_id.clone(),
+                node_id: thought.node_id.clone(),
+                thought_number: thought.data.thought_number,
+                branch_id: thought.data.branch_id.clone(),
+            },
+            request: Box::new(params),
+        });
+        return if asked {
+            Outcome::Asked
+        } else {
+            Outcome::Failed(
+                Error::SamplingNotSupported("this call cannot carry a request to the client".into()).payload(),
+            )
+        };
+    }
+    let outcome = match request_critique(gw, ctx, params).await {
+        Ok(c) => store(gw, &thought.node_id, c).await,
+        // The thought was recorded with critique_requested = 1: nothing
+        // more to write.
+        Err(e) => Outcome::Failed(e.payload()),
+    };
+    if let Outcome::Made(c) = &outcome {
+        thought.data.critique = Some(c.clone());
+        // Answered: reads show the critique, not the request.
+        thought.data.critique_requested = None;
+    }
+    outcome
+}
+
+/// The retry of a 2026-07-28 client's `thought` call: attach the critique
+/// in `response` (the client's answer to the sampling request) to the
+/// thought recorded in the first round, and answer what that round would
+/// have answered, with the critique. Never records a thought. A retry sent
+/// again answers the critique stored by the first one, writing nothing.
+pub(crate) async fn resume(gw: &Gateway, recorded: Recorded, mut answer: Value, response: Option<Value>) -> Value {
+    let outcome = match stored_critique(gw, &recorded).await {
+        Err(e) => Outcome::Failed(e.payload()),
+        Ok(Some(c)) => Outcome::Made(c),
+        Ok(None) => match response {
+            None => Outcome::Failed(
+                Error::SamplingNotSupported(format!(
+                    "the client sent the call again without an answer to the sampling request \
+                     (inputResponses.{}); the thought is recorded without a critique",
+                    mrtr::CRITIQUE_KEY
+                ))
+                .payload(),
+            ),
+            Some(response) => match serde_json::from_value::<CreateMessageResult>(response) {
+                Err(e) => Outcome::Failed(
+                    Error::SamplingNotSupported(format!(
+                        "the client's answer to the sampling request (inputResponses.{}) is not a sampling \
+                         result: {e}",
+                        mrtr::CRITIQUE_KEY
+                    ))
+                    .payload(),
+                ),
+                Ok(result) => match critique_of(result) {
+                    Ok(c) => store(gw, &recorded.node_id, c).await,
+                    Err(e) => Outcome::Failed(e.payload()),
+                },
+            },
+        },
+    };
+    outcome.answer(&mut answer);
+    answer
+}
+
+/// The critique already attached to a recorded thought (a retry sent
+/// twice); `THOUGHT_NOT_FOUND` once the thought is gone.
+async fn stored_critique(gw: &Gateway, recorded: &Recorded) -> Result<Option<Critique>> {
+    let session = recorded.session_id.clone();
+    let query = match &recorded.branch_id {
+        Some(b) => ThoughtQuery::Branch(b.clone()),
+        None => ThoughtQuery::Number(recorded.thought_number),
+    };
+    let gone = || Error::ThoughtNotFound {
+        message: format!(
+            "thought {} no longer exists (its session was deleted before the critique came); the critique was \
+             not stored",
+            recorded.node_id
+        ),
+        details: json!({ "nodeId": recorded.node_id }),
+    };
+    let thoughts = match gw.blocking(move |s| s.read_thoughts(&session, &query)).await {
+        Ok(t) => t,
+        Err(Error::SessionNotFound { .. } | Error::ThoughtNotFound { .. }) => return Err(gone()),
+        Err(e) => return Err(e),
+    };
+    match thoughts.into_iter().find(|t| t.node_id == recorded.node_id) {
+        Some(t) => Ok(t.data.critique),
+        None => Err(gone()),
+    }
+}
+
+/// Store a critique on its thought.
+async fn store(gw: &Gateway, node_id: &str, c: Critique) -> Outcome {
+    let node = node_id.to_string();
+    let stored = c.clone();
+    match gw.write(move |s| s.set_critique(&node, &stored)).await {
+        Ok(true) => {
+            gw.wrote();
+            Outcome::Made(c)
+        }
+        // Another program's lock held past the busy timeout, the server
+        // stopping.
+        Err(e) => {
+            tracing::warn!("thought {node_id} was recorded but its critique could not be stored: {e}");
+            let mut payload = e.payload();
+            if let Some(m) = payload.get("message").and_then(Value::as_str) {
+                payload["message"] = json!(format!(
+                    "the thought was recorded, but its critique could not be stored: {m}"
+                ));
+            }
+            Outcome::Failed(payload)
+        }
+        // Deleted (by another process) while the client wrote it.
+        Ok(false) => Outcome::Failed(
+            Error::ThoughtNotFound {
+                message: format!(
+                    "thought {node_id} no longer exists (its session was deleted while the critique was being \
+                     written); the critique was not stored"
+                ),
+                details: json!({ "nodeId": node_id }),
+            }
+            .payload(),
+        ),
+    }
+}
+
+/// The sampling request for a thought's critique, with the thoughts before
+/// it as context.
+async fn sampling_request(gw: &Gateway, t: &Thought) -> Result<CreateMessageRequestParams> {
     // The thoughts before this one on its path (CONTRACT §4: up to five):
     // for a branch, its earlier thoughts and then the main chain back from
     // the fork point; never "the highest numbers", which miss a branch's
@@ -82,8 +258,19 @@ pub(crate) async fn request_critique(gw: &Gateway, ctx: &RequestContext<RoleServ
         label(t),
         t.data.thought
     ));
-    let params = CreateMessageRequestParams::new(vec![SamplingMessage::user_text(prompt)], 1000)
-        .with_system_prompt(CRITIC_PROMPT);
+    Ok(
+        CreateMessageRequestParams::new(vec![SamplingMessage::user_text(prompt)], 1000)
+            .with_system_prompt(CRITIC_PROMPT),
+    )
+}
+
+/// Ask the client's model for a critique by a sampling request (clients
+/// that initialised with a protocol older than 2026-07-28).
+async fn request_critique(
+    gw: &Gateway,
+    ctx: &RequestContext<RoleServer>,
+    params: CreateMessageRequestParams,
+) -> Result<Critique> {
     let call = tokio::time::timeout(gw.options.critique_timeout, ctx.peer.create_message(params));
     let result = super::from_client(ctx, call)
         .await
@@ -101,6 +288,11 @@ pub(crate) async fn request_critique(gw: &Gateway, ctx: &RequestContext<RoleServ
             ))
         })?
         .map_err(|e| Error::SamplingNotSupported(format!("the sampling request failed: {e}")))?;
+    critique_of(result)
+}
+
+/// The critique in a client's answer to the sampling request.
+fn critique_of(result: CreateMessageResult) -> Result<Critique> {
     let text = result
         .message
         .content

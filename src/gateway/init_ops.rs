@@ -7,16 +7,18 @@
 //! a project itself (an explicit `newWork.project` or `project:` tag wins).
 //!
 //! `roots/list` is a server-to-client request that rmcp marks deprecated
-//! (protocol 2026-07-28 drops it); clients on 2025-11-25 answer it. The
-//! capability check and the timeout cover clients that cannot or do not.
+//! (protocol 2026-07-28 drops it); clients on 2025-11-25 answer it, and a
+//! 2026-07-28 client is asked in an `InputRequiredResult` instead
+//! ([`super::mrtr`]). The capability check and the timeout cover clients
+//! that cannot or do not answer.
 #![allow(deprecated)]
 
 use rmcp::RoleServer;
-use rmcp::model::Root;
+use rmcp::model::{ListRootsResult, Root};
 use rmcp::service::RequestContext;
 use serde_json::{Value, json};
 
-use super::{Args, BoundRoot, Gateway, OPERATIONS};
+use super::{Args, BoundRoot, Gateway, OPERATIONS, mrtr};
 use crate::domain::{NewSession, SessionFilter};
 use crate::error::{Error, Result};
 
@@ -129,25 +131,60 @@ fn roots_error(reason: &str, message: String) -> Error {
     }
 }
 
-/// Ask the client for its roots: capability check, then `roots/list` within the timeout.
+/// Ask the client for its roots: capability check, then `roots/list`
+/// within the timeout for a client that initialised with an older
+/// protocol; for a 2026-07-28 client, an `InputRequiredResult` asking for
+/// them, and in the call's retry the roots it sent.
 async fn client_roots(gw: &Gateway, ctx: Option<&RequestContext<RoleServer>>) -> Result<Vec<Root>> {
+    if let Some(answer) = mrtr::roots_answer() {
+        let Some(answer) = answer else {
+            return Err(roots_error(
+                "ROOTS_FAILED",
+                format!(
+                    "the client sent the call again without its answer to roots/list (inputResponses.{})",
+                    mrtr::ROOTS_KEY
+                ),
+            ));
+        };
+        return serde_json::from_value::<ListRootsResult>(answer)
+            .map(|r| r.roots)
+            .map_err(|e| {
+                roots_error(
+                    "ROOTS_FAILED",
+                    format!(
+                        "the client's answer to roots/list (inputResponses.{}) is not a roots list: {e}",
+                        mrtr::ROOTS_KEY
+                    ),
+                )
+            });
+    }
     let Some(ctx) = ctx else {
         return Err(roots_error(
             "ROOTS_NOT_SUPPORTED",
             "no MCP client to ask for roots".into(),
         ));
     };
-    let supports = ctx
-        .peer
-        .peer_info()
-        .map(|info| info.capabilities.roots.is_some())
-        .unwrap_or(false);
-    if !supports {
+    if ctx.client_capabilities().is_none_or(|c| c.roots.is_none()) {
         return Err(roots_error(
             "ROOTS_NOT_SUPPORTED",
             "the client did not declare the roots capability, so it has no roots (workspace folders) to list or bind"
                 .into(),
         ));
+    }
+    if mrtr::modern(ctx) {
+        // The call answers the request instead of this error, and runs
+        // again when the client sends the roots.
+        return Err(if mrtr::ask(mrtr::Ask::Roots) {
+            roots_error(
+                "INPUT_REQUIRED",
+                "the client is asked for its roots; it answers by sending this call again".into(),
+            )
+        } else {
+            roots_error(
+                "ROOTS_NOT_SUPPORTED",
+                "this call cannot carry a request to the client".into(),
+            )
+        });
     }
     let timeout = gw.options.roots_timeout;
     let call = tokio::time::timeout(timeout, ctx.peer.list_roots());

@@ -10,6 +10,7 @@ mod critique;
 mod init_ops;
 mod knowledge_ops;
 mod models_ops;
+mod mrtr;
 mod ops;
 mod preview;
 mod resources;
@@ -872,11 +873,16 @@ impl ServerHandler for Gateway {
         let (answer, changed) = cancellable(
             &context,
             CHANGED.scope(std::cell::Cell::new(false), async {
-                let answer = self.call(request.arguments, Some(&context)).await;
+                let answer = mrtr::call(self, request, &context).await;
                 (answer, CHANGED.with(std::cell::Cell::get))
             }),
         )
         .await;
+        let answer = match answer {
+            Ok(mrtr::Called::InputRequired(asked)) => return Ok(asked.into()),
+            Ok(mrtr::Called::Answer(value)) => Ok(value),
+            Err(refused) => Err(refused),
+        };
         let result = match answer.and_then(|value| {
             let bytes = message_bytes(&value);
             // Refused for its length or not, it was built.

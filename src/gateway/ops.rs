@@ -989,62 +989,13 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
     }
     drop(order);
 
-    let mut critique_error = None;
-    if want_critique {
-        let outcome = match ctx {
-            Some(ctx) => super::critique::request_critique(gw, ctx, &thought).await,
-            None => Err(Error::SamplingNotSupported("no MCP client to ask".into())),
-        };
-        match outcome {
-            Ok(c) => {
-                let node = thought.node_id.clone();
-                let stored = c.clone();
-                // The thought is recorded whatever happens here: a failure
-                // to store its critique (another program's lock held past
-                // the busy timeout, the server stopping) is the critique's
-                // error, never the call's, or a client retrying the call
-                // would record the thought twice.
-                match gw.write(move |s| s.set_critique(&node, &stored)).await {
-                    Ok(true) => {
-                        gw.wrote();
-                        thought.data.critique = Some(c);
-                        // Answered: reads show the critique, not the request.
-                        thought.data.critique_requested = None;
-                    }
-                    Err(e) => {
-                        tracing::warn!(
-                            "thought {} was recorded but its critique could not be stored: {e}",
-                            thought.node_id
-                        );
-                        let mut payload = e.payload();
-                        if let Some(m) = payload.get("message").and_then(Value::as_str) {
-                            payload["message"] = json!(format!(
-                                "the thought was recorded, but its critique could not be stored: {m}"
-                            ));
-                        }
-                        critique_error = Some(payload);
-                    }
-                    // Deleted (by another process) while the client wrote it.
-                    Ok(false) => {
-                        critique_error = Some(
-                            Error::ThoughtNotFound {
-                                message: format!(
-                                    "thought {} no longer exists (its session was deleted while the critique was \
-                                 being written); the critique was not stored",
-                                    thought.node_id
-                                ),
-                                details: json!({ "nodeId": thought.node_id }),
-                            }
-                            .payload(),
-                        )
-                    }
-                }
-            }
-            // The thought was recorded with critique_requested = 1: nothing
-            // more to write.
-            Err(e) => critique_error = Some(e.payload()),
-        }
-    }
+    // Asked for once the thought is recorded, which it stays whatever
+    // happens to its critique.
+    let critique = if want_critique {
+        Some(super::critique::critique_thought(gw, ctx, &mut thought).await)
+    } else {
+        None
+    };
 
     let mut out = json!({
         "sessionId": session_id,
@@ -1062,14 +1013,8 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
     }
     // A critique asked for is answered in minimal answers too: it is what
     // the agent asked this call for, and it is made only once.
-    if want_critique {
-        match &thought.data.critique {
-            Some(c) => out["critique"] = json!(c),
-            None => {
-                out["critique"] = Value::Null;
-                out["critiqueError"] = critique_error.unwrap_or(Value::Null);
-            }
-        }
+    if let Some(critique) = critique {
+        critique.answer(&mut out);
     }
     if creates_session {
         // No session was active: say so, so that an agent that meant to

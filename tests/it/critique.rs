@@ -1,14 +1,18 @@
 //! Critique through MCP sampling, beyond core_flow: the timeout (flag and
-//! environment variable) with a client that never answers, and critique
-//! requests counted by the analysis.
+//! environment variable) with a client that never answers, critique
+//! requests counted by the analysis, and the multi round-trip request that
+//! asks a 2026-07-28 client instead.
 #![allow(deprecated)] // sampling types, used by the silent sampling client
 
 use std::time::{Duration, Instant};
 
-use rmcp::model::{ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult, Implementation};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, CreateMessageRequestParams,
+    CreateMessageResult, Implementation, InputRequiredResult, InputResponses, ProtocolVersion,
+};
 use rmcp::service::RequestContext;
 use rmcp::{ClientHandler, ErrorData, RoleClient};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::common::*;
 
@@ -568,4 +572,281 @@ async fn a_critique_still_awaited_when_stdin_closes_is_given_up_and_answered() {
         .query_row("SELECT critique_requested FROM thoughts", [], |r| r.get(0))
         .expect("the thought");
     assert_eq!(flagged, 1);
+}
+
+/// Start the server and talk to it as a client of protocol 2026-07-28 does:
+/// `server/discover` instead of `initialize`, then its version and
+/// capabilities in `_meta` on every request. rmcp's `call_tool` answers an
+/// `InputRequiredResult` through `handler` and sends the call again.
+pub async fn start_2026<H: ClientHandler>(handler: H, mut cmd: tokio::process::Command) -> Server<H> {
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+    cmd.stderr(std::process::Stdio::null());
+    let (transport, _stderr) = rmcp::transport::TokioChildProcess::builder(cmd)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn thoughtbox");
+    let pid = transport.id().expect("child pid");
+    let lifecycle = ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+    };
+    let client = handler
+        .serve_with_lifecycle(transport, lifecycle)
+        .await
+        .expect("server/discover");
+    Server { client, pid }
+}
+
+/// One round of a gateway call, as sent: its answer, or the
+/// `InputRequiredResult` asking for more.
+pub async fn call_once<H: ClientHandler>(
+    s: &Server<H>,
+    operation: &str,
+    args: Value,
+    request_state: Option<String>,
+    input_responses: Option<InputResponses>,
+) -> Result<Result<Value, Value>, InputRequiredResult> {
+    let mut arguments = serde_json::Map::new();
+    arguments.insert("operation".into(), json!(operation));
+    if !args.is_null() {
+        arguments.insert("args".into(), args);
+    }
+    let mut params = CallToolRequestParams::new("thoughtbox_gateway").with_arguments(arguments);
+    params.request_state = request_state;
+    params.input_responses = input_responses;
+    match s.client.call_tool_once(params).await.expect("tools/call transport") {
+        CallToolResponse::Complete(result) => {
+            let text = &result.content[0].as_text().expect("a text block").text;
+            let value: Value = serde_json::from_str(text).expect("JSON text");
+            Ok(if result.is_error == Some(true) {
+                Err(value)
+            } else {
+                Ok(value)
+            })
+        }
+        CallToolResponse::InputRequired(asked) => Err(asked),
+        other => panic!("unexpected answer {other:?}"),
+    }
+}
+
+/// The thoughts of a session as stored: (text, critique text).
+fn stored_thoughts(db: &std::path::Path) -> Vec<(String, Option<String>)> {
+    rusqlite::Connection::open(db)
+        .unwrap()
+        .prepare("SELECT thought, json_extract(critique, '$.text') FROM thoughts ORDER BY id")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+/// A 2026-07-28 client cannot be sent a sampling request: it is asked in an
+/// `InputRequiredResult`, and its retry gets the critique. The thought is
+/// recorded once, with the critique attached.
+#[tokio::test]
+async fn a_2026_client_gets_its_critique_by_retrying_and_the_thought_is_recorded_once() {
+    let (_d, db) = temp_db();
+    let s = start_2026(SamplingClient, command(&db)).await;
+    let sid = s.ready("modern critic").await;
+    s.thought(t("Measure first")).await;
+    let r = s
+        .thought(json!({ "thought": "Ship it", "nextThoughtNeeded": true, "critique": true, "verbose": true }))
+        .await;
+    assert_eq!(r["thoughtNumber"], 2, "{r}");
+    assert_eq!(r["sessionId"], sid.as_str());
+    assert_eq!(
+        r["thoughtHistoryLength"], 2,
+        "the verbose answer of the first round: {r}"
+    );
+    assert_eq!(r["critique"]["model"], "test-model-1", "{r}");
+    let text = r["critique"]["text"].as_str().unwrap();
+    assert!(text.starts_with("Critique: consider the edge cases."), "{text}");
+    assert!(r.get("critiqueError").is_none(), "{r}");
+
+    let read = s.ok("read_thoughts", json!({ "sessionId": sid })).await;
+    let thoughts = read["thoughts"].as_array().unwrap();
+    assert_eq!(thoughts.len(), 2, "{read}");
+    assert_eq!(thoughts[1]["thought"], "Ship it");
+    assert_eq!(thoughts[1]["critique"], r["critique"]);
+    assert!(thoughts[1].get("critiqueRequested").is_none(), "answered: {read}");
+    let a = s
+        .ok("session", json!({ "subOperation": "analyze", "sessionId": sid }))
+        .await;
+    assert_eq!(a["quality"]["critiqueRequests"], 1);
+    s.stop().await;
+    assert_eq!(
+        stored_thoughts(&db),
+        [
+            ("Measure first".to_string(), None),
+            ("Ship it".to_string(), Some(text.to_string()))
+        ]
+    );
+}
+
+/// The first round by hand: the thought is recorded and the answer asks for
+/// a sampling request (the prompt the older protocol's request carries),
+/// with a sealed `requestState`. A forged or altered state is refused and
+/// changes nothing; the retry attaches the critique; the retry sent again
+/// writes nothing and answers the same critique.
+#[tokio::test]
+async fn the_critique_round_trip_by_hand_refuses_forged_state_and_never_writes_twice() {
+    let (_d, db) = temp_db();
+    let s = start_2026(SamplingClient, command(&db)).await;
+    let sid = s.ready("by hand").await;
+    let args = json!({ "thought": "Ship it", "nextThoughtNeeded": true, "critique": true });
+    let asked = call_once(&s, "thought", args.clone(), None, None)
+        .await
+        .expect_err("an InputRequiredResult");
+    let wire = serde_json::to_value(&asked).unwrap();
+    assert_eq!(wire["resultType"], "input_required");
+    let request = &wire["inputRequests"]["critique"];
+    assert_eq!(request["method"], "sampling/createMessage", "{wire}");
+    assert_eq!(request["params"]["maxTokens"], 1000);
+    assert_eq!(request["params"]["messages"][0]["role"], "user");
+    assert_eq!(
+        request["params"]["messages"][0]["content"]["text"],
+        "No earlier thoughts: this is the first step.\n\nThought 1 to review:\nShip it\n\nGive a critical analysis of \
+         this thought."
+    );
+    assert!(
+        request["params"]["systemPrompt"]
+            .as_str()
+            .unwrap()
+            .starts_with("You review one step")
+    );
+    let state = asked.request_state.clone().expect("a requestState");
+    assert!(state.starts_with("rs1."), "{state}");
+
+    // Recorded already, its critique still asked for.
+    let read = s.ok("read_thoughts", json!({ "sessionId": sid })).await;
+    assert_eq!(read["thoughts"].as_array().unwrap().len(), 1);
+    assert_eq!(read["thoughts"][0]["critiqueRequested"], true);
+
+    let sampled = |text: &str, model: &str| {
+        let result = CreateMessageResult::new(rmcp::model::SamplingMessage::assistant_text(text), model.into());
+        Some(InputResponses::from([(
+            "critique".to_string(),
+            serde_json::to_value(result).unwrap(),
+        )]))
+    };
+    // Forged: altered by one character, then made up.
+    let mut altered = state.clone().into_bytes();
+    let i = state.find('.').unwrap() + 5;
+    altered[i] = if altered[i] == b'A' { b'B' } else { b'A' };
+    let altered = String::from_utf8(altered).unwrap();
+    for forged in [altered, "rs1.e30.AAAA".to_string(), "not a state".to_string()] {
+        let e = call_once(&s, "thought", args.clone(), Some(forged), sampled("forged", "forger"))
+            .await
+            .expect("an answer")
+            .expect_err("refused");
+        assert_eq!(e["code"], "INVALID_PAYLOAD", "{e}");
+        assert_eq!(e["details"]["field"], "requestState", "{e}");
+        assert!(e["message"].as_str().unwrap().contains("nothing was done"), "{e}");
+    }
+    assert_eq!(stored_thoughts(&db), [("Ship it".to_string(), None)]);
+
+    let r = call_once(
+        &s,
+        "thought",
+        args.clone(),
+        Some(state.clone()),
+        sampled("Check the rollback.", "m-1"),
+    )
+    .await
+    .expect("an answer")
+    .expect("the thought's answer");
+    assert_eq!(r["thoughtNumber"], 1, "{r}");
+    assert_eq!(r["sessionId"], sid.as_str());
+    assert_eq!(r["critique"]["text"], "Check the rollback.");
+    assert_eq!(r["critique"]["model"], "m-1");
+    // Sent again (its answer lost, say), with another answer: the critique
+    // stored the first time, nothing written.
+    let again = call_once(&s, "thought", args, Some(state), sampled("Something else.", "m-2"))
+        .await
+        .expect("an answer")
+        .expect("the thought's answer");
+    assert_eq!(again, r);
+    assert_eq!(
+        stored_thoughts(&db),
+        [("Ship it".to_string(), Some("Check the rollback.".to_string()))]
+    );
+    // And the server keeps serving.
+    let next = s.thought(t("Then test it")).await;
+    assert_eq!(next["thoughtNumber"], 2);
+    s.stop().await;
+}
+
+/// A retry without the client's sampling answer leaves the thought
+/// recorded without a critique, and says so.
+#[tokio::test]
+async fn a_retry_without_the_sampling_answer_answers_the_thought_with_critique_error() {
+    let (_d, db) = temp_db();
+    let s = start_2026(SamplingClient, command(&db)).await;
+    s.ready("no answer").await;
+    let args = json!({ "thought": "Ship it", "nextThoughtNeeded": true, "critique": true });
+    let asked = call_once(&s, "thought", args.clone(), None, None)
+        .await
+        .expect_err("an InputRequiredResult");
+    let r = call_once(&s, "thought", args, asked.request_state, None)
+        .await
+        .expect("an answer")
+        .expect("the thought's answer");
+    assert_eq!(r["thoughtNumber"], 1, "{r}");
+    assert!(r["critique"].is_null(), "{r}");
+    assert_eq!(r["critiqueError"]["code"], "SAMPLING_NOT_SUPPORTED", "{r}");
+    assert!(
+        r["critiqueError"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("inputResponses.critique")
+    );
+    s.stop().await;
+    assert_eq!(stored_thoughts(&db), [("Ship it".to_string(), None)]);
+}
+
+/// A state sealed by an earlier server process is stale: each process seals
+/// with its own key, so the retry after a restart is refused, not run.
+#[tokio::test]
+async fn a_state_from_an_earlier_server_process_is_refused() {
+    let (_d, db) = temp_db();
+    let s = start_2026(SamplingClient, command(&db)).await;
+    let sid = s.ready("restarted").await;
+    let args = json!({ "thought": "Ship it", "nextThoughtNeeded": true, "critique": true, "sessionId": sid });
+    let asked = call_once(&s, "thought", args.clone(), None, None)
+        .await
+        .expect_err("an InputRequiredResult");
+    s.stop().await;
+    let s = start_2026(SamplingClient, command(&db)).await;
+    let response = InputResponses::from([(
+        "critique".to_string(),
+        serde_json::to_value(CreateMessageResult::new(
+            rmcp::model::SamplingMessage::assistant_text("late"),
+            "m".into(),
+        ))
+        .unwrap(),
+    )]);
+    let e = call_once(&s, "thought", args, asked.request_state, Some(response))
+        .await
+        .expect("an answer")
+        .expect_err("refused");
+    assert_eq!(e["code"], "INVALID_PAYLOAD", "{e}");
+    assert!(e["message"].as_str().unwrap().contains("stopped"), "{e}");
+    s.stop().await;
+    assert_eq!(stored_thoughts(&db), [("Ship it".to_string(), None)]);
+}
+
+/// A 2026-07-28 client that declares no sampling gets its thought recorded
+/// and `SAMPLING_NOT_SUPPORTED`, as an older client does.
+#[tokio::test]
+async fn a_2026_client_without_sampling_gets_sampling_not_supported() {
+    let (_d, db) = temp_db();
+    let s = start_2026((), command(&db)).await;
+    s.ready("no sampling").await;
+    let r = s
+        .thought(json!({ "thought": "Ship it", "nextThoughtNeeded": true, "critique": true }))
+        .await;
+    assert_eq!(r["thoughtNumber"], 1);
+    assert!(r["critique"].is_null(), "{r}");
+    assert_eq!(r["critiqueError"]["code"], "SAMPLING_NOT_SUPPORTED", "{r}");
+    s.stop().await;
 }

@@ -1,16 +1,18 @@
 //! Project scope: roots through test clients that implement roots, do not,
 //! or never answer; bind_root, project tags, scoped lists, navigate, the
-//! default project, and session discovery.
+//! default project, and session discovery; and roots asked of a 2026-07-28
+//! client by a multi round-trip request.
 #![allow(deprecated)] // roots types, used by the roots test clients
 
 use std::time::{Duration, Instant};
 
-use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ListRootsResult, Root};
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, InputResponses, ListRootsResult, Root};
 use rmcp::service::RequestContext;
 use rmcp::{ClientHandler, ErrorData, RoleClient};
 use serde_json::{Value, json};
 
 use crate::common::*;
+use crate::critique::{call_once, start_2026};
 
 const ENGINE: &str = "file:///home/ada/engine";
 const SITE: &str = "file:///home/ada/web%20site/";
@@ -412,5 +414,93 @@ async fn a_root_listed_twice_is_one_root() {
     let s = start_with(ListedRootsClient(vec!["file:///a/app", "file:///a/app"]), command(&db)).await;
     let b = s.ok("bind_root", json!({ "name": "app" })).await;
     assert_eq!(b["boundRoot"]["uri"], "file:///a/app");
+    s.stop().await;
+}
+
+/// A 2026-07-28 client cannot be sent `roots/list`: `list_roots` and
+/// `bind_root` ask for the roots in an `InputRequiredResult`, and the
+/// client's retry (rmcp's `call_tool`, through its `list_roots` handler)
+/// lists and binds them as an older client's answer does.
+#[tokio::test]
+async fn a_2026_client_lists_and_binds_roots_by_retrying() {
+    let (_d, db) = temp_db();
+    let s = start_2026(RootsClient, command(&db)).await;
+    let r = s.ok("list_roots", Value::Null).await;
+    assert_eq!(r["count"], 2, "{r}");
+    assert_eq!(
+        r["roots"][0],
+        json!({ "uri": ENGINE, "name": "Engine", "bound": false })
+    );
+    let b = s.ok("bind_root", json!({ "rootUri": ENGINE })).await;
+    assert_eq!(b["project"], "Engine", "{b}");
+    let made = s.ok("start_new", json!({ "sessionTitle": "scoped" })).await;
+    assert_eq!(tags(&made["session"]), ["project:Engine"]);
+    let r = s.ok("list_roots", Value::Null).await;
+    assert_eq!(r["roots"][0]["bound"], true, "{r}");
+    s.stop().await;
+}
+
+/// The round trip by hand: the answer asks for `roots/list` with a sealed
+/// state; a forged state is refused and binds nothing; a retry without the
+/// roots says so; the retry with them binds.
+#[tokio::test]
+async fn the_roots_round_trip_by_hand_refuses_forged_state() {
+    let (_d, db) = temp_db();
+    let s = start_2026(RootsClient, command(&db)).await;
+    let args = json!({ "rootUri": SITE });
+    let asked = call_once(&s, "bind_root", args.clone(), None, None)
+        .await
+        .expect_err("an InputRequiredResult");
+    let wire = serde_json::to_value(&asked).unwrap();
+    assert_eq!(wire["resultType"], "input_required");
+    assert_eq!(
+        wire["inputRequests"],
+        json!({ "roots": { "method": "roots/list" } }),
+        "{wire}"
+    );
+    let state = asked.request_state.expect("a requestState");
+    let roots = || {
+        let listed = ListRootsResult::new(vec![Root::new(ENGINE), Root::new(SITE)]);
+        Some(InputResponses::from([(
+            "roots".to_string(),
+            serde_json::to_value(listed).unwrap(),
+        )]))
+    };
+    // One character of its tag changed.
+    let mut forged = state.clone().into_bytes();
+    let i = forged.len() - 5;
+    forged[i] = if forged[i] == b'A' { b'B' } else { b'A' };
+    let forged = String::from_utf8(forged).unwrap();
+    let e = call_once(&s, "bind_root", args.clone(), Some(forged), roots())
+        .await
+        .expect("an answer")
+        .expect_err("refused");
+    assert_eq!(e["code"], "INVALID_PAYLOAD", "{e}");
+    assert_eq!(e["details"]["field"], "requestState", "{e}");
+    assert_eq!(s.ok("get_state", Value::Null).await["project"], Value::Null);
+
+    let e = call_once(&s, "bind_root", args.clone(), Some(state.clone()), None)
+        .await
+        .expect("an answer")
+        .expect_err("no roots sent");
+    assert_eq!(e["details"]["reason"], "ROOTS_FAILED", "{e}");
+    assert!(e["message"].as_str().unwrap().contains("inputResponses.roots"), "{e}");
+
+    let b = call_once(&s, "bind_root", args, Some(state), roots())
+        .await
+        .expect("an answer")
+        .expect("bound");
+    assert_eq!(b["boundRoot"]["uri"], SITE, "{b}");
+    assert_eq!(s.ok("get_state", Value::Null).await["project"]["name"], "web site");
+    s.stop().await;
+}
+
+/// A 2026-07-28 client that declares no roots is told so, as an older one.
+#[tokio::test]
+async fn a_2026_client_without_roots_gets_a_clear_error() {
+    let (_d, db) = temp_db();
+    let s = start_2026((), command(&db)).await;
+    let e = s.err("list_roots", Value::Null, "INVALID_OPERATION").await;
+    assert_eq!(e["details"]["reason"], "ROOTS_NOT_SUPPORTED", "{e}");
     s.stop().await;
 }
