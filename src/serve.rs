@@ -441,7 +441,7 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
         let releasing = release.spawn();
         let gateway = Gateway::new(store.clone(), writer, options, maintenance.signal(), release);
         let (input, output, stdout_gone) = crate::stdio::streams();
-        let input = EndOfInput(input);
+        let transport = crate::stdio::StdioTransport::new(EndOfInput(input), output);
         let stopped_reading = stdout_gone.clone();
         let gone_before_initialize = stdout_gone.clone();
         // How many signals have come. The wait for `initialize`, the session
@@ -476,7 +476,7 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
         let second_signal = signal_seen.clone();
         let session_started = std::cell::Cell::new(false);
         let served = async {
-            let service = match gateway.serve((input, output)).await {
+            let service = match gateway.serve(transport).await {
                 Ok(service) => service,
                 // stdin closed before any request: nothing to serve, not a failure.
                 Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => {

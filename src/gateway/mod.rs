@@ -926,49 +926,8 @@ impl ServerHandler for Gateway {
         _context: RequestContext<RoleServer>,
     ) -> std::result::Result<CustomResult, McpError> {
         let method = request.method;
-        if method == crate::stdio::INVALID_PARAMS_METHOD {
-            let params = request.params.unwrap_or_default();
-            let original = clip(params["method"].as_str().unwrap_or("the request"));
-            if let Some(path) = params["duplicate"].as_str() {
-                let message = format!(
-                    "{original}: the key {path} is named twice; JSON keys must be unique, and which value counts \
-                     is not defined, so the request was not run"
-                );
-                let data = Some(json!({ "method": original, "duplicateKey": path }));
-                return Err(if path.starts_with("params") {
-                    McpError::invalid_params(message, data)
-                } else {
-                    McpError::new(rmcp::model::ErrorCode::INVALID_REQUEST, message, data)
-                });
-            }
-            if let Some(e) = params["parse"].as_str() {
-                return Err(McpError::parse_error(
-                    format!("{original}: the message is not valid JSON ({e}), so the request was not run"),
-                    Some(json!({ "method": original })),
-                ));
-            }
-            if let Some(reason) = params["reason"].as_str() {
-                return Err(McpError::new(
-                    rmcp::model::ErrorCode::INVALID_REQUEST,
-                    format!("{original}: {reason}"),
-                    Some(json!({ "method": original })),
-                ));
-            }
-            let got = params["got"].as_str().unwrap_or("not an object");
-            if expected_params(&original).is_none() {
-                return Err(McpError::new(
-                    rmcp::model::ErrorCode::METHOD_NOT_FOUND,
-                    format!("method not found: {original}"),
-                    Some(json!({ "method": original })),
-                ));
-            }
-            return Err(McpError::invalid_params(
-                format!("params of {original} must be an object, got {got}"),
-                Some(json!({ "method": original })),
-            ));
-        }
         let method = clip(&method);
-        match expected_params(&method) {
+        match crate::stdio::expected_params(&method) {
             Some(expected) => Err(McpError::invalid_params(
                 format!("invalid params for {method}: expected {expected}"),
                 Some(json!({ "method": method })),
@@ -1246,21 +1205,6 @@ fn clip_strings(value: &mut Value) {
             .for_each(|(_, v)| clip_strings(v)),
         _ => {}
     }
-}
-
-/// What the params of a request must hold, for the MCP methods this server
-/// answers (the MCP library answers a malformed `initialize` itself).
-fn expected_params(method: &str) -> Option<&'static str> {
-    Some(match method {
-        "tools/call" => "{ name: string, arguments?: object }",
-        "resources/read" => "{ uri: string }",
-        "prompts/get" => "{ name: string, arguments?: object of strings }",
-        "tools/list" | "resources/list" | "resources/templates/list" | "prompts/list" => {
-            "{ cursor?: string } or no params"
-        }
-        "ping" => "no params",
-        _ => return None,
-    })
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! unanswered, and the shape of its `params`.
 
 use serde::de::IgnoredAny;
+use serde_json::error::Category;
 
 /// What to do with one message before the MCP library reads it.
 #[derive(Debug, PartialEq)]
@@ -56,6 +57,58 @@ pub(super) enum Problem {
     /// with an `id` and `method` at its top level: the MCP library would
     /// drop it, and the client would wait for an answer for ever.
     NotJson(String),
+    /// A line of this many bytes, over the 16 MiB a message may have.
+    TooLong(usize),
+    /// A line that grew past 16 MiB when its invalid UTF-8 was replaced.
+    TooLongRepaired,
+}
+
+/// serde_json's limit on nested objects and arrays.
+const MAX_DEPTH: usize = 128;
+
+/// How deeply `line` nests objects and arrays, strings aside.
+fn nesting_depth(line: &[u8]) -> usize {
+    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for &b in line {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
+/// Whether the syntax error `e` of a one-line message stopped at a number
+/// past the largest a JSON reader holds (`1e400`), read where it stopped.
+fn stopped_after_number(line: &[u8], e: &serde_json::Error) -> bool {
+    if e.line() != 1 {
+        return false;
+    }
+    let number = |b: &u8| b.is_ascii_digit() || b"+-.eE".contains(b);
+    // The column is at the number's last character or just past it.
+    let mut end = e.column().min(line.len());
+    if end > 0 && !number(&line[end - 1]) {
+        end -= 1;
+    }
+    let start = line[..end].iter().rposition(|b| !number(b)).map_or(0, |i| i + 1);
+    std::str::from_utf8(&line[start..end])
+        .ok()
+        .and_then(|t| t.parse::<f64>().ok())
+        .is_some_and(f64::is_infinite)
 }
 
 /// Look at one message (a whole line) before the MCP library does.
@@ -97,8 +150,8 @@ pub(super) fn inspect(line: &[u8]) -> Verdict {
         },
         // Not a JSON-RPC message at all: the MCP library's to refuse.
         Ok(_) => Verdict::Pass,
-        Err(e) if e.to_string().starts_with("recursion limit exceeded") => refuse(Problem::TooDeep),
-        Err(e) if e.to_string().starts_with("number out of range") => refuse(Problem::NumberTooLarge),
+        Err(e) if e.classify() == Category::Syntax && nesting_depth(line) >= MAX_DEPTH => refuse(Problem::TooDeep),
+        Err(e) if e.classify() == Category::Syntax && stopped_after_number(line, &e) => refuse(Problem::NumberTooLarge),
         // Valid JSON of another shape (a method that is not a string, an
         // array): the MCP library answers it as it sees fit.
         Err(e) => match serde_json::from_slice::<IgnoredAny>(line) {
