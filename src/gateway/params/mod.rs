@@ -487,6 +487,16 @@ mod tests {
     }
 
     #[test]
+    fn hiding_an_operation_removes_its_entries() {
+        let schema = input_schema(|op| op != "knowledge");
+        let names = schema["properties"]["operation"]["enum"].as_array().unwrap();
+        assert!(!names.contains(&json!("knowledge")) && names.contains(&json!("thought")));
+        let defs = schema["$defs"].as_object().unwrap();
+        assert!(defs.keys().all(|k| !k.starts_with("knowledge")));
+        assert!(defs.contains_key("thought") && defs.contains_key("mental_models.get_model"));
+    }
+
+    #[test]
     fn names_include_aliases() {
         let thought = find("thought", None).unwrap();
         for name in ["thought", "nextThoughtNeeded", "sessionId", "session_id", "id"] {
