@@ -87,96 +87,6 @@ impl Tracking {
     }
 }
 
-/// Every parameter name an operation reads, sub-operation parameters and
-/// aliases included. A given name that is not one of these but is one of
-/// them misspelt ([`misspelling_of`]) is refused before anything is done:
-/// `branch_id` or `sessionID` ignored on a `thought` would record it on the
-/// wrong chain or in the wrong session, where it stays. (Debug builds check
-/// that every name an operation looks for is listed here.)
-pub const FIELD_NAMES: &[&str] = &[
-    "action",
-    "allProjects",
-    "analysisType",
-    "args",
-    "aspect",
-    "branchFromThought",
-    "branchId",
-    "brief",
-    "compareWith",
-    "content",
-    "createdBy",
-    "critique",
-    "derivedFromSessions",
-    "description",
-    "destination",
-    "domain",
-    "filter",
-    "filters",
-    "format",
-    "full",
-    "id",
-    "include",
-    "includeGuide",
-    "includeContent",
-    "includeMetadata",
-    "includeThoughts",
-    "includeTimeline",
-    "includeTimelineEntries",
-    "isRevision",
-    "keyMoments",
-    "last",
-    "limit",
-    "matchesPerSession",
-    "model",
-    "modelId",
-    "name",
-    "needsMoreThoughts",
-    "newWork",
-    "nextThoughtNeeded",
-    "noteId",
-    "offset",
-    "operation",
-    "options",
-    "patternId",
-    "persist",
-    "problem",
-    "project",
-    "q",
-    "query",
-    "range",
-    "reopen",
-    "revisesThought",
-    "root",
-    "rootUri",
-    "save",
-    "search",
-    "session_id",
-    "sessionId",
-    "sessionTags",
-    "sessionTitle",
-    "significance",
-    "sortBy",
-    "sortOrder",
-    "status",
-    "subOperation",
-    "summary",
-    "tag",
-    "tags",
-    "task",
-    "target",
-    "targetTypes",
-    "thought",
-    "thoughtNumber",
-    "title",
-    "tool",
-    "toolName",
-    "topic",
-    "totalThoughts",
-    "type",
-    "uri",
-    "verbose",
-];
-
 /// A name as it is compared for misspellings: lower case, without `_`, `-`
 /// or spaces.
 pub(super) fn folded(name: &str) -> String {
@@ -184,6 +94,17 @@ pub(super) fn folded(name: &str) -> String {
         .filter(|c| !matches!(c, '_' | '-' | ' '))
         .flat_map(char::to_lowercase)
         .collect()
+}
+
+/// Whether `a` and `b` are one letter added, dropped, changed or swapped
+/// apart (optimal string alignment distance 1).
+fn one_edit(a: &str, b: &str) -> bool {
+    a.chars().count().abs_diff(b.chars().count()) < 2 && strsim::osa_distance(a, b) == 1
+}
+
+/// Edits (insert, delete, substitute, swap two neighbours) from `a` to `b`.
+pub(super) fn edits(a: &[char], b: &[char]) -> usize {
+    strsim::osa_distance(&a.iter().collect::<String>(), &b.iter().collect::<String>())
 }
 
 /// The name of `names` that `given` misspells, if it is none of them: the
@@ -194,61 +115,17 @@ pub(crate) fn name_meant(given: &str, names: &[&'static str]) -> Option<&'static
     if names.contains(&given) {
         return None;
     }
-    let g: Vec<char> = folded(given).chars().collect();
-    let folded_names: Vec<(&'static str, Vec<char>)> =
-        names.iter().map(|n| (*n, folded(n).chars().collect())).collect();
+    let g = folded(given);
+    let folded_names: Vec<(&'static str, String)> = names.iter().map(|n| (*n, folded(n))).collect();
     folded_names
         .iter()
         .find(|(_, n)| *n == g)
         .or_else(|| {
             folded_names
                 .iter()
-                .find(|(_, n)| n.len().max(g.len()) >= 6 && edits_capped(&g, n) == 1)
+                .find(|(_, n)| n.chars().count().max(g.chars().count()) >= 6 && one_edit(&g, n))
         })
         .map(|(name, _)| *name)
-}
-
-/// Edits (insert, delete, substitute, swap two neighbours) from `a` to `b`.
-pub(super) fn edits(a: &[char], b: &[char]) -> usize {
-    let (n, m) = (a.len(), b.len());
-    let mut d = vec![vec![0usize; m + 1]; n + 1];
-    for (i, row) in d.iter_mut().enumerate() {
-        row[0] = i;
-    }
-    for (j, cell) in d[0].iter_mut().enumerate() {
-        *cell = j;
-    }
-    for i in 1..=n {
-        for j in 1..=m {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut best = (d[i - 1][j] + 1).min(d[i][j - 1] + 1).min(d[i - 1][j - 1] + cost);
-            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                best = best.min(d[i - 2][j - 2] + 1);
-            }
-            d[i][j] = best;
-        }
-    }
-    d[n][m]
-}
-
-/// [`edits`] counted up to 2; 2 means "two or more".
-fn edits_capped(a: &[char], b: &[char]) -> usize {
-    if a.len().abs_diff(b.len()) >= 2 {
-        return 2;
-    }
-    edits(a, b).min(2)
-}
-
-/// [`FIELD_NAMES`] folded, the camelCase names before the `snake_case`
-/// aliases, so that a hint names the form the documentation uses.
-fn folded_names() -> &'static [(&'static str, Vec<char>)] {
-    static NAMES: std::sync::OnceLock<Vec<(&'static str, Vec<char>)>> = std::sync::OnceLock::new();
-    NAMES.get_or_init(|| {
-        let mut names: Vec<(&'static str, Vec<char>)> =
-            FIELD_NAMES.iter().map(|n| (*n, folded(n).chars().collect())).collect();
-        names.sort_by_key(|(n, _)| n.contains('_'));
-        names
-    })
 }
 
 /// The parameters that say where a write goes: a name an agent shortens or
@@ -267,54 +144,44 @@ const PLACEMENT_NAMES: &[&str] = &[
     "nextThoughtNeeded",
 ];
 
-/// [`PLACEMENT_NAMES`] folded.
-fn folded_placement_names() -> &'static [(&'static str, Vec<char>)] {
-    static NAMES: std::sync::OnceLock<Vec<(&'static str, Vec<char>)>> = std::sync::OnceLock::new();
-    NAMES.get_or_init(|| {
-        PLACEMENT_NAMES
-            .iter()
-            .map(|n| (*n, folded(n).chars().collect()))
-            .collect()
-    })
-}
-
 /// The parameter `key` misspells, if it is not a parameter itself: the same
 /// letters in another case or with `_`/`-` (`branch_id`, `SessionID`); for
 /// names of eight letters or more, one letter added, dropped, changed or
 /// swapped (`thougthNumber`, `totalThought`); or, for five letters or more,
 /// with `placement` (a `thought`), part of one of the [`PLACEMENT_NAMES`]
 /// (`session`, `revision`, `thoughtNum`), or one of them with more around it
-/// (`currentSessionId`, `revisesThoughtNumber`).
+/// (`currentSessionId`, `revisesThoughtNumber`). The names are those of the
+/// generated schema ([`super::params::hint_names`]).
 pub fn misspelling_of(key: &str, placement: bool) -> Option<&'static str> {
-    if FIELD_NAMES.contains(&key) {
+    if super::params::is_known(key) {
         return None;
     }
-    let given: Vec<char> = folded(key).chars().collect();
-    let names = folded_names();
-    let find = |hit: &dyn Fn(&[char]) -> bool| names.iter().find(|(_, n)| hit(n)).map(|(name, _)| *name);
-    find(&|n| n == given.as_slice())
-        .or_else(|| find(&|n| n.len().max(given.len()) >= 8 && edits_capped(&given, n) == 1))
+    let given = folded(key);
+    let names = super::params::hint_names();
+    let find = |hit: &dyn Fn(&str) -> bool| names.iter().find(|(_, n)| hit(n)).map(|(name, _)| name.as_str());
+    find(&|n| n == given)
+        .or_else(|| find(&|n| n.chars().count().max(given.chars().count()) >= 8 && one_edit(&given, n)))
         .or_else(|| {
             if !placement {
                 return None;
             }
-            let holds = |outer: &[char], inner: &[char]| outer.windows(inner.len()).any(|w| w == inner);
-            folded_placement_names()
+            PLACEMENT_NAMES
                 .iter()
-                .filter(|(_, n)| (given.len() >= 5 && holds(n, &given)) || holds(&given, n))
+                .map(|name| (*name, folded(name)))
+                .filter(|(_, n)| (given.chars().count() >= 5 && n.contains(&given)) || given.contains(n.as_str()))
                 .min_by_key(|(_, n)| {
                     // The name it starts (the shortest), else the name it
                     // starts with, else one it holds or is held in (the
                     // longest): `revisesThoughtNumber` is `revisesThought`.
                     if n.starts_with(&given) {
                         (0, n.len())
-                    } else if given.starts_with(n) {
+                    } else if given.starts_with(n.as_str()) {
                         (1, usize::MAX - n.len())
                     } else {
                         (2, usize::MAX - n.len())
                     }
                 })
-                .map(|(name, _)| *name)
+                .map(|(name, _)| name)
         })
 }
 
@@ -525,7 +392,7 @@ impl Args {
     pub fn unknown_find<T>(&self, test: impl Fn(&str, &Value) -> Option<T>) -> Option<(String, T)> {
         self.map
             .iter()
-            .filter(|(k, _)| !FIELD_NAMES.contains(&k.as_str()))
+            .filter(|(k, _)| !super::params::is_known(k))
             .find_map(|(k, v)| test(&folded(k), v).map(|t| (k.clone(), t)))
     }
 
@@ -581,6 +448,21 @@ impl Args {
             None => None,
             Some(Value::String(s)) => Some(json_in_string(key, s)?.unwrap_or_else(|| Value::String(s.clone()))),
             Some(other) => Some(other.clone()),
+        })
+    }
+
+    /// The sub-operation a call names under one of `keys`, flat or in a
+    /// nested `args` (an object or its JSON text), without counting
+    /// anything as read or asked.
+    pub fn peek_sub_operation(&self, keys: &[&str]) -> Option<String> {
+        let named = |map: &Map<String, Value>| {
+            keys.iter()
+                .find_map(|k| map.get(*k).and_then(Value::as_str).map(str::to_string))
+        };
+        named(&self.map).or_else(|| match self.map.get("args")? {
+            Value::Object(nested) => named(nested),
+            Value::String(s) => named(&serde_json::from_str::<Map<String, Value>>(s).ok()?),
+            _ => None,
         })
     }
 

@@ -12,6 +12,7 @@ mod knowledge_ops;
 mod models_ops;
 mod mrtr;
 mod ops;
+pub mod params;
 mod preview;
 mod resources;
 mod session_ops;
@@ -43,82 +44,83 @@ use crate::writer::Writer;
 /// The one tool's name.
 pub const TOOL_NAME: &str = "thoughtbox_gateway";
 
-/// Every operation, the stage it needs, and what it does.
+/// Every operation, the stage it needs, and what it does. Their parameters
+/// are the types of [`params`], from which the tool's input schema is made.
 pub const OPERATIONS: &[(&str, Stage, &str)] = &[
     (
         "get_state",
         Stage::Entry,
-        "Where this connection stands: stage, active session, what to call next.",
+        "Where this connection stands: stage, current session, what to call next.",
     ),
     (
         "start_new",
         Stage::Entry,
-        "Create a session and make it active. args: sessionTitle?, description?, tags?, domain?, newWork?{project,task,aspect} (or project?, task?, aspect? flat).",
+        "Create a session and make it current; answers its sessionId.",
     ),
     (
         "load_context",
         Stage::Entry,
-        "Resume a session: args: sessionId, reopen? (default true: a completed session is reopened; false opens it to read, still completed). Answers the session, its last 5 thoughts and restorationInfo.",
+        "Resume a session by sessionId: the session, its last 5 thoughts and where numbering goes on.",
     ),
     (
         "list_sessions",
         Stage::Entry,
-        "List sessions (find an earlier session's id here). args: project?, task?, aspect?, tags?, search? (words in titles, descriptions and tags; session search, once a session is open, searches thought text), status? (active|completed), limit?, offset?, sortBy?, sortOrder?, allProjects? (with a server --project, true lists every project's sessions).",
+        "List sessions, filtered and paged (find an earlier session's id here).",
     ),
-    (
-        "navigate",
-        Stage::Entry,
-        "Look around a project: args: target { project?, task?, aspect? } (default: the bound project). Answers its sessions (all given parts must match) and its tasks and aspects.",
-    ),
+    ("navigate", Stage::Entry, "A project's sessions, tasks and aspects."),
     (
         "list_roots",
         Stage::Entry,
-        "Ask the client for its roots (workspace folders). Needs a client with the roots capability.",
+        "The client's roots (workspace folders); needs a client with the roots capability.",
     ),
     (
         "bind_root",
         Stage::Entry,
-        "Bind one of the client's roots as this connection's project: args: rootUri (or name). New sessions get the tag project:<name>.",
+        "Bind one of the client's roots as this connection's project (new sessions get the tag project:<name>).",
     ),
     (
         "cipher",
         Stage::InitComplete,
-        "Get the compact notation guide; unlocks thought, read_thoughts, get_structure, mental_models and knowledge. args: brief? (true: unlock without the ~9 KB guide, for an agent that has read it; it stays at the resource thoughtbox://cipher).",
+        "The compact notation guide (~9 KB); unlocks thought, read_thoughts, get_structure, mental_models and \
+         knowledge.",
     ),
     (
         "session",
         Stage::InitComplete,
-        "Session management. args: subOperation and its parameters: list {as list_sessions} | get {sessionId? (default: the active session), includeThoughts?} | search {query, limit?, matchesPerSession? (default 5), include? [patterns, notes]}: thought text in every session | resume {sessionId, reopen?} | export {sessionId? (default: active), format? json|markdown|cipher, or destination: a directory for the file layout} | delete {sessionId} | analyze {sessionId?} | extract_learnings {sessionId?, keyMoments? [{thoughtNumber, type: insight|decision|pivot|branch (patterns) or revision (anti-patterns), significance? 1-10, summary?, branchId?}], targetTypes? [pattern, anti-pattern, signal] (default [signal]), save? (keeps pattern and anti-pattern learnings as knowledge patterns)} | discovery {action: list|hide|show, toolName?}.",
+        "Sessions by subOperation: list, get, search (thought text), resume, export, delete, analyze, \
+         extract_learnings, discovery.",
     ),
     (
         "deep_analysis",
         Stage::InitComplete,
-        "Reasoning patterns, metrics, insights, cognitive load, decision points and timeline of a session. args: sessionId? (default: the active session), analysisType? (patterns | cognitive_load | decision_points | full), options? { includeTimeline?, includeTimelineEntries? (every thought in order; off by default), compareWith? [sessionIds] }.",
+        "Reasoning patterns, metrics, insights, cognitive load, decision points and timeline of a session.",
     ),
     (
         "thought",
         Stage::CipherLoaded,
-        "Record a thought. args: thought, nextThoughtNeeded, thoughtNumber?, totalThoughts?, isRevision?, revisesThought?, branchFromThought?, branchId?, needsMoreThoughts?, verbose?, includeGuide?, critique?, sessionTitle?, sessionTags?. It goes to the active session (a sessionId, if given, must name it: load_context switches).",
+        "Record one reasoning step; nextThoughtNeeded: false on the main chain completes the session.",
     ),
     (
         "read_thoughts",
         Stage::CipherLoaded,
-        "Read thoughts back. args: one of thoughtNumber | last | range [start, end] | branchId (default: last 5 main-chain thoughts); sessionId?.",
+        "Read thoughts back: one, the last n, a range or a branch (default the last 5).",
     ),
     (
         "get_structure",
         Stage::CipherLoaded,
-        "The shape of a session without text: main chain, branches, revisions. args: sessionId?.",
+        "A session's shape without text: main chain, branches, revisions.",
     ),
     (
         "mental_models",
         Stage::CipherLoaded,
-        "Structured reasoning frameworks. args: subOperation = get_model (modelId) | list_models (tag? or tags? [all must match]) | list_tags.",
+        "Structured reasoning frameworks by subOperation: get_model, list_models, list_tags.",
     ),
     (
         "knowledge",
         Stage::CipherLoaded,
-        "The knowledge garden. args: subOperation and its parameters: create_pattern {title, description, content, tags?, derivedFromSessions?, sessionId?: one more session it comes from} | get_pattern {id} | update_pattern {id, and what changes; sessionId? adds one session it comes from} | delete_pattern {id} | list_patterns {tags?, search?, limit?, offset?, sortBy?, sortOrder?, includeContent? (default true)} | list_tags | write_scratchpad {topic, content}: replaces the note of that topic | read_scratchpad {topic or id} | list_scratchpad {limit?, offset?, includeContent?} | delete_scratchpad {topic or id} | search {query, limit?, include? [patterns, notes]}.",
+        "Reusable patterns and scratchpad notes by subOperation: create_pattern, get_pattern, update_pattern, \
+         delete_pattern, list_patterns, list_tags, write_scratchpad, read_scratchpad, list_scratchpad, \
+         delete_scratchpad, search.",
     ),
 ];
 
@@ -171,39 +173,25 @@ pub struct Gateway {
 /// threads stay for everything else.
 const HEAVY_READS: usize = 6;
 
-/// The tool, listing the operations not in `hidden`.
+/// The tool, listing the operations not in `hidden`: the description says
+/// how to use it, the input schema gives each operation's parameters.
 fn tool_definition(hidden: &BTreeSet<String>) -> Tool {
-    let visible: Vec<&(&str, Stage, &str)> = OPERATIONS.iter().filter(|(n, _, _)| !hidden.contains(*n)).collect();
-    let names: Vec<&str> = visible.iter().map(|(n, _, _)| *n).collect();
     let mut description = String::from(
         "Thoughtbox: a durable reasoning ledger. Every thought you record is stored, linked to the thoughts before it, \
-         searchable and exportable. Call with { \"operation\": <name>, \"args\": { ... } }.\n\
-         Flow: start_new (new session) or load_context (resume) -> cipher -> thought ... with nextThoughtNeeded: false to finish.\n\
+         searchable and exportable. Call with { \"operation\": <name>, \"args\": { ... } }; each operation's args \
+         (types, required ones) are in the input schema at $defs.<operation>, or $defs.<operation>.<subOperation>.\n\
+         Flow: start_new (new session) or load_context (resume) -> cipher -> thought ... with nextThoughtNeeded: false \
+         to finish. An agent that has read the cipher guide before calls cipher with { \"brief\": true }, which \
+         unlocks the same without it.\n\
+         Sessions are handles: every answer about a session carries its sessionId; pass that sessionId back on later \
+         calls about the session (thought, read_thoughts, session ...). Several conversations may share one server \
+         process, so do not rely on the connection's current session.\n\
          Operations (minimum stage in brackets):\n",
     );
-    for (name, stage, what) in visible {
+    for (name, stage, what) in OPERATIONS.iter().filter(|(n, _, _)| !hidden.contains(*n)) {
         description.push_str(&format!("- {name} [{}]: {what}\n", stage.number()));
     }
-    let schema = json!({
-        "type": "object",
-        "properties": {
-            "operation": {
-                "type": "string",
-                "enum": names,
-                "description": "The operation to run."
-            },
-            "args": {
-                "type": "object",
-                "description": "The operation's parameters (see the tool description).",
-                "additionalProperties": true
-            }
-        },
-        "required": ["operation"]
-    });
-    let schema: Map<String, Value> = match schema {
-        Value::Object(m) => m,
-        _ => Map::new(),
-    };
+    let schema = params::input_schema(|operation| !hidden.contains(operation));
     Tool::new(TOOL_NAME, description, Arc::new(schema))
         .with_title("Thoughtbox reasoning ledger")
         .annotate(
@@ -468,6 +456,17 @@ impl Gateway {
             received: Some(names),
         })?;
         let usage = args.usage();
+        #[cfg(debug_assertions)]
+        let sub_operation = params::has_sub_operations(&operation)
+            .then(|| {
+                let keys: &[&str] = if operation == "knowledge" {
+                    &["subOperation", "operation", "action"]
+                } else {
+                    &["subOperation", "operation"]
+                };
+                args.peek_sub_operation(keys)
+            })
+            .flatten();
         let run = async {
             if self.with_conn(|c| c.hidden.contains(&operation)) {
                 return Err(Error::InvalidOperation {
@@ -489,15 +488,20 @@ impl Gateway {
                 });
             }
         };
-        // Debug builds (the tests) check the list the misspelling check uses.
+        // Debug builds (the tests, which run every operation) check that the
+        // operation reads no name its parameter type lacks: the schema and
+        // the misspelling check come from those types.
         #[cfg(debug_assertions)]
         if let Some(k) = usage
             .asked()
             .into_iter()
-            .find(|k| !args::FIELD_NAMES.contains(&k.as_str()))
+            .find(|k| params::takes(&operation, sub_operation.as_deref(), k) == Some(false))
         {
+            let at = sub_operation.as_deref().map(|s| format!(" {s}")).unwrap_or_default();
             return Err(Refused {
-                error: Error::Internal(format!("{operation} reads {k:?}, which is missing from FIELD_NAMES")),
+                error: Error::Internal(format!(
+                    "{operation}{at} reads {k:?}, which its parameter type in gateway::params lacks"
+                )),
                 received: None,
             });
         }

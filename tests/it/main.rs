@@ -14,6 +14,7 @@ mod knowledge;
 mod models;
 mod readme;
 mod roots;
+mod schema;
 #[cfg(unix)]
 mod stdio_kinds;
 mod stdout;
