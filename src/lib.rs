@@ -27,6 +27,7 @@ pub mod export;
 pub mod gateway;
 pub mod knowledge;
 pub mod limits;
+pub mod maintenance;
 pub mod memory;
 pub mod models;
 pub mod serve;

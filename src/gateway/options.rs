@@ -1,0 +1,33 @@
+//! What the gateway is told when the server starts (command-line options
+//! and their environment variables).
+
+use std::time::Duration;
+
+use crate::events::EventTarget;
+
+/// How the gateway serves, as the command line set it.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// Enforce progressive-disclosure stages.
+    pub stages: bool,
+    /// How long a critique (MCP sampling) may take before the thought is answered without it.
+    pub critique_timeout: Duration,
+    /// How long the client may take to answer `roots/list`.
+    pub roots_timeout: Duration,
+    /// The project of sessions created while no root is bound (`--project`).
+    pub default_project: Option<String>,
+    /// Where the event stream goes.
+    pub events: EventTarget,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions {
+            stages: true,
+            critique_timeout: Duration::from_secs(60),
+            roots_timeout: Duration::from_secs(10),
+            default_project: None,
+            events: EventTarget::Off,
+        }
+    }
+}
