@@ -913,16 +913,49 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
     refuse_misnamed_placement(&args)?;
     let input = thought_input(&args)?;
     let verbose = args.bool_opt(&["verbose"])?.unwrap_or(false);
-    let want_critique = input.critique_requested;
     let include_guide = input.include_guide.unwrap_or(false);
+    let want_critique = input.critique_requested;
     // Until this thought has set the current session, the next thought or
     // session switch this client sent waits (the critique comes after).
     let order = gw.session_order().await;
-    // The session named is the one written to, whatever this connection
-    // did before: a session id is the agent's handle, and one server
-    // process may serve several conversations. Without one, the
-    // connection's current session. (An empty id is no id: some clients
-    // fill every optional field.)
+    let placement = resolve_target(gw, &args).await?;
+    check_before_write(gw, &placement, &input)?;
+    let mut written = record(gw, placement, input).await?;
+    drop(order);
+    // Asked for once the thought is recorded, which it stays whatever
+    // happens to its critique.
+    let critique = if want_critique {
+        Some(super::critique::critique_thought(gw, ctx, &mut written.appended.thought).await)
+    } else {
+        None
+    };
+    let answer = answer(gw, written, critique, verbose, include_guide).await?;
+    answers::to_value(&answer)
+}
+
+/// Where a thought goes, decided before anything is written.
+struct Placement {
+    /// The session the call named with `sessionId`.
+    named: Option<String>,
+    target: Target,
+    /// The session this connection had closed, or lost to a deletion,
+    /// before this thought: said when the thought starts a new one.
+    closed_before: Option<String>,
+    deleted_before: Option<String>,
+}
+
+impl Placement {
+    fn creates_session(&self) -> bool {
+        matches!(self.target, Target::New(_))
+    }
+}
+
+/// The session a thought goes to: the one named is the one written to,
+/// whatever this connection did before, since a session id is the agent's
+/// handle and one server process may serve several conversations. Without
+/// one, the connection's current session; without that, a new session.
+async fn resolve_target(gw: &Gateway, args: &Args) -> Result<Placement> {
+    // An empty id is no id: some clients fill every optional field.
     let named = args
         .str_opt(&["sessionId", "session_id", "id"])?
         .filter(|id| !id.trim().is_empty())
@@ -934,34 +967,62 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
     let target = match &active {
         Some(id) => Target::Session(id.clone()),
         None => {
-            let mut new = new_session_from(&args, &["sessionTitle"], &["sessionTags"], false)?;
+            let mut new = new_session_from(args, &["sessionTitle"], &["sessionTags"], false)?;
             super::init_ops::scope_new_session(gw, &mut new);
             new.checked()?;
             Target::New(new)
         }
     };
-    refuse_stray_session_id(&args, active.as_deref(), true)?;
-    let creates_session = matches!(target, Target::New(_));
-    let closed_before = gw.closed_session();
-    let deleted_before = gw.deleted_session();
+    refuse_stray_session_id(args, active.as_deref(), true)?;
+    Ok(Placement {
+        named,
+        target,
+        closed_before: gw.closed_session(),
+        deleted_before: gw.deleted_session(),
+    })
+}
+
+/// Refuse what needs no ledger data before the write lock is waited for:
+/// another program may hold it for seconds.
+fn check_before_write(gw: &Gateway, placement: &Placement, input: &ThoughtInput) -> Result<()> {
     // A thought that also refers back is refused for that below (nothing
     // it refers to exists in a new session), as it was.
-    let refers_back = ReferenceBack::of(&input);
-    if creates_session
+    let refers_back = ReferenceBack::of(input);
+    if placement.creates_session()
         && !refers_back.refers()
         && let Some(n) = input.thought_number.filter(|n| *n > 1)
     {
-        return Err(numbered_without_session(n, closed_before));
+        return Err(numbered_without_session(n, placement.closed_before.clone()));
     }
-    // What needs no ledger data is refused before the write lock is waited
-    // for: another program may hold it for seconds.
-    if let Err(e) = domain::check_thought_input(&input) {
-        return Err(if creates_session {
+    domain::check_thought_input(input).map_err(|e| {
+        if placement.creates_session() {
             refers_back.explain(e, gw.closed_session())
         } else {
             e
-        });
-    }
+        }
+    })
+}
+
+/// A thought recorded, and what the connection knew before it.
+struct Written {
+    appended: Appended,
+    creates_session: bool,
+    closed_before: Option<String>,
+    deleted_before: Option<String>,
+}
+
+/// Write the thought, tell the event subscribers, and make its session
+/// this connection's current one (or its closed one, when the thought
+/// closed it).
+async fn record(gw: &Gateway, placement: Placement, input: ThoughtInput) -> Result<Written> {
+    let creates_session = placement.creates_session();
+    let Placement {
+        named,
+        target,
+        closed_before,
+        deleted_before,
+    } = placement;
+    let refers_back = ReferenceBack::of(&input);
     let appended = match gw.write(move |s| s.append_thought(target, input)).await {
         Ok(a) => a,
         Err(e) if creates_session => return Err(refers_back.explain(e, gw.closed_session())),
@@ -979,62 +1040,39 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
         }
     };
     gw.wrote();
-    let mut thought = appended.thought;
-    let session_id = thought.session_id.clone();
+    let (thought, session_id) = (&appended.thought, appended.thought.session_id.as_str());
     if creates_session {
-        gw.emit(EventType::SessionStarted, Some(&session_id), || {
+        gw.emit(EventType::SessionStarted, Some(session_id), || {
             events::session_started(&appended.session)
         });
     }
-    gw.emit(EventType::ThoughtAdded, Some(&session_id), || {
-        events::thought_added(&thought)
+    gw.emit(EventType::ThoughtAdded, Some(session_id), || {
+        events::thought_added(thought)
     });
     if thought.data.is_revision {
-        gw.emit(EventType::ThoughtRevised, Some(&session_id), || {
-            events::thought_revised(&thought)
+        gw.emit(EventType::ThoughtRevised, Some(session_id), || {
+            events::thought_revised(thought)
         });
     }
     if appended.new_branch {
-        gw.emit(EventType::BranchCreated, Some(&session_id), || {
-            events::branch_created(&thought)
+        gw.emit(EventType::BranchCreated, Some(session_id), || {
+            events::branch_created(thought)
         });
     }
     if appended.closed {
-        gw.emit(EventType::SessionCompleted, Some(&session_id), || {
+        gw.emit(EventType::SessionCompleted, Some(session_id), || {
             events::session_completed(&appended.session)
         });
-    }
-    if appended.closed {
-        gw.close_active_session(&session_id);
+        gw.close_active_session(session_id);
     } else {
-        gw.set_active_session(session_id.clone());
+        gw.set_active_session(session_id.to_string());
     }
-    drop(order);
-
-    // Asked for once the thought is recorded, which it stays whatever
-    // happens to its critique.
-    let critique = if want_critique {
-        Some(super::critique::critique_thought(gw, ctx, &mut thought).await)
-    } else {
-        None
-    };
-
-    let written = Written {
-        appended: Appended { thought, ..appended },
+    Ok(Written {
+        appended,
         creates_session,
         closed_before,
         deleted_before,
-    };
-    let answer = answer(gw, written, critique, verbose, include_guide).await?;
-    answers::to_value(&answer)
-}
-
-/// A thought recorded, and what the connection knew before it.
-struct Written {
-    appended: Appended,
-    creates_session: bool,
-    closed_before: Option<String>,
-    deleted_before: Option<String>,
+    })
 }
 
 /// The thought's answer: where it was recorded, what `verbose` adds, its
