@@ -46,8 +46,8 @@ pub(crate) struct StateAnswer {
     pub stage: u8,
     pub stage_name: &'static str,
     pub stages_enforced: bool,
-    /// `null` when no session is active.
-    pub active_session: Option<ActiveSession>,
+    #[serde(flatten)]
+    pub active: Active,
     pub available_operations: Vec<&'static str>,
     pub hidden_operations: std::collections::BTreeSet<String>,
     pub project: Value,
@@ -56,6 +56,25 @@ pub(crate) struct StateAnswer {
     pub database: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub active_session_cleared: Option<SessionCleared>,
+}
+
+/// `get_state`'s `activeSession` (`null` when no session is active), and
+/// its id as `sessionId`, the name every answer about a session gives it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Active {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    session_id: Option<String>,
+    active_session: Option<ActiveSession>,
+}
+
+impl From<Option<ActiveSession>> for Active {
+    fn from(active_session: Option<ActiveSession>) -> Active {
+        Active {
+            session_id: active_session.as_ref().map(|a| a.id.clone()),
+            active_session,
+        }
+    }
 }
 
 /// `get_state`'s `activeSession`.
@@ -578,6 +597,21 @@ mod tests {
         let mut none = None;
         add_note(&mut none, "alone");
         assert_eq!(none.as_deref(), Some("alone"));
+    }
+
+    #[test]
+    fn the_active_session_is_named_by_its_session_id_too() {
+        let active = Active::from(Some(ActiveSession {
+            id: "s".into(),
+            title: "t".into(),
+            thought_count: 2,
+            branch_count: 0,
+            status: "active",
+        }));
+        let v = to_value(&active).unwrap();
+        assert_eq!(v["sessionId"], "s");
+        assert_eq!(v["activeSession"]["id"], "s");
+        assert_eq!(to_value(&Active::from(None)).unwrap(), json!({ "activeSession": null }));
     }
 
     #[test]

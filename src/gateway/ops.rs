@@ -187,7 +187,7 @@ pub async fn get_state(gw: &Gateway) -> Result<Value> {
         stage: stage.number(),
         stage_name: stage.name(),
         stages_enforced: gw.options.stages,
-        active_session: active,
+        active: active.into(),
         available_operations: available,
         hidden_operations: hidden,
         project: super::init_ops::project_json(gw),
