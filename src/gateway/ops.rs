@@ -2,6 +2,10 @@
 
 use std::collections::HashMap;
 
+/// The answers' types, beside this module (also `session_ops`'s).
+#[path = "answers.rs"]
+pub(crate) mod answers;
+
 use rmcp::RoleServer;
 use rmcp::service::RequestContext;
 use serde_json::{Value, json};
@@ -12,7 +16,7 @@ use crate::content;
 use crate::domain::{self, NewSession, SessionFilter, Stage, Thought, ThoughtInput};
 use crate::error::{Error, Result};
 use crate::events::{self, EventType};
-use crate::store::{Structure, Target, ThoughtQuery};
+use crate::store::{Appended, Structure, Target, ThoughtQuery};
 
 /// A thought as answered to clients: every ThoughtData field plus its node id.
 pub(crate) fn thought_json(t: &Thought) -> Value {
@@ -122,20 +126,23 @@ pub async fn get_state(gw: &Gateway) -> Result<Value> {
                 // session's, whichever is higher (the stage check's rule).
                 stage = stage.max(session_stage.unwrap_or_default());
                 completed = s.completed_at.is_some();
-                json!({
-                    "id": s.id, "title": s.title, "thoughtCount": s.thought_count, "branchCount": s.branch_count,
-                    "status": if completed { "completed" } else { "active" },
+                Some(answers::ActiveSession {
+                    id: s.id,
+                    title: s.title,
+                    thought_count: s.thought_count,
+                    branch_count: s.branch_count,
+                    status: if completed { "completed" } else { "active" },
                 })
             }
             Err(Error::SessionNotFound { session_id }) => {
                 // Deleted elsewhere: say so, as a thought would have.
                 gw.clear_active_session_if(&session_id);
                 gone = Some(session_id);
-                Value::Null
+                None
             }
             Err(e) => return Err(e),
         },
-        None => Value::Null,
+        None => None,
     };
     let hidden = gw.with_conn(|c| c.hidden.clone());
     let available: Vec<&str> = OPERATIONS
@@ -149,7 +156,7 @@ pub async fn get_state(gw: &Gateway) -> Result<Value> {
             "The active session was deleted (perhaps by another process). Call thought to start a new session, \
              or start_new / load_context to choose one."
         }
-        _ if !gw.options.stages && active.is_null() => {
+        _ if !gw.options.stages && active.is_none() => {
             "No session is active: call start_new with a sessionTitle for new work, or load_context to continue \
              one (a thought sent now starts a session with a generated title)."
         }
@@ -170,28 +177,28 @@ pub async fn get_state(gw: &Gateway) -> Result<Value> {
         }
         // After a close: a title the agent chooses beats a generated one
         // (review 17-a: its runs piled up "Reasoning session <time>").
-        _ if active.is_null() => {
+        _ if active.is_none() => {
             "No session is active: call start_new with a sessionTitle for new work, or load_context to continue \
              one (a thought sent now starts a session with a generated title)."
         }
         _ => "Call thought to record the next step.",
     };
-    let mut state = json!({
-        "stage": stage.number(),
-        "stageName": stage.name(),
-        "stagesEnforced": gw.options.stages,
-        "activeSession": active,
-        "availableOperations": available,
-        "hiddenOperations": hidden,
-        "project": super::init_ops::project_json(gw),
-        "nextStep": next,
-        "server": { "name": env!("CARGO_PKG_NAME"), "version": env!("CARGO_PKG_VERSION") },
-        "database": gw.store.path().display().to_string(),
-    });
-    if let Some(id) = gone {
-        state["activeSessionCleared"] = json!({ "sessionId": id, "reason": "the session no longer exists" });
-    }
-    Ok(state)
+    answers::to_value(&answers::StateAnswer {
+        stage: stage.number(),
+        stage_name: stage.name(),
+        stages_enforced: gw.options.stages,
+        active: active.into(),
+        available_operations: available,
+        hidden_operations: hidden,
+        project: super::init_ops::project_json(gw),
+        next_step: next,
+        server: answers::ServerInfo::THIS,
+        database: gw.store.path().display().to_string(),
+        active_session_cleared: gone.map(|session_id| answers::SessionCleared {
+            session_id,
+            reason: "the session no longer exists",
+        }),
+    })
 }
 
 fn new_session_from(args: &Args, title_keys: &[&str], tag_keys: &[&str], flat_work: bool) -> Result<NewSession> {
@@ -313,24 +320,28 @@ pub async fn start_new(gw: &Gateway, args: Args) -> Result<Value> {
     // new one: say which one it may have meant (review 16-a).
     let (title, id) = (session.title.clone(), session.id.clone());
     let namesake = gw.blocking(move |s| s.session_titled(&title, &id)).await?;
-    let mut out = json!({
-        "sessionId": session.id,
-        "session": session,
-        "stage": stage.number(),
-        "message": format!(
+    let (same_title_session_id, note) = match namesake {
+        Some((other, updated)) => {
+            let note = format!(
+                "another session has this title ({other}, updated {updated}); to continue it instead, call \
+                 load_context with sessionId {other}"
+            );
+            (Some(other), Some(note))
+        }
+        None => (None, None),
+    };
+    answers::to_value(&answers::StartNewAnswer {
+        session_id: session.id.clone(),
+        message: format!(
             "Session \"{}\" created and active. Pass its sessionId on every later call about it.",
             session.title
         ),
-        "nextStep": next_step_in_session(gw, stage),
-    });
-    if let Some((other, updated)) = namesake {
-        out["note"] = json!(format!(
-            "another session has this title ({other}, updated {updated}); to continue it instead, call \
-             load_context with sessionId {other}"
-        ));
-        out["sameTitleSessionId"] = json!(other);
-    }
-    Ok(out)
+        session,
+        stage: stage.number(),
+        next_step: next_step_in_session(gw, stage),
+        note,
+        same_title_session_id,
+    })
 }
 
 /// What `load_context` shows of a session besides its row: the last five
@@ -338,7 +349,12 @@ pub async fn start_new(gw: &Gateway, args: Args) -> Result<Value> {
 /// branch ids, and the thought recorded last when it is on a branch: an
 /// agent that stopped on a branch learns where it was (review 16-a: it was
 /// told the main chain's next number only).
-type Restoration = (Vec<Value>, u32, Vec<String>, Option<Value>);
+struct Restoration {
+    recent: Vec<Value>,
+    current: u32,
+    branches: Vec<String>,
+    on_branch: Option<answers::LastOnBranch>,
+}
 
 fn recent_and_branches(s: &crate::store::Store, id: &str) -> Result<Restoration> {
     let recent = s.read_thoughts(id, &ThoughtQuery::Last(5))?;
@@ -346,16 +362,27 @@ fn recent_and_branches(s: &crate::store::Store, id: &str) -> Result<Restoration>
     let revised_by = s.revised_by_nodes(id, recent.iter().map(|t| t.node_id.as_str()))?;
     let recent = recent.iter().map(|t| read_thought_json(t, &revised_by)).collect();
     let on_branch = match s.last_recorded(id)? {
-        Some((node, number, Some(branch))) => {
+        Some((node_id, thought_number, Some(branch_id))) => {
             // The number the branch's next thought gets: after its highest,
             // which the thought recorded last need not be (review 16-c).
-            let highest = s.highest_number(id, Some(&branch))?.unwrap_or(number);
-            Some(json!({ "nodeId": node, "branchId": branch, "thoughtNumber": number,
-                         "nextThoughtNumber": highest.checked_add(1).filter(|n| *n <= crate::domain::MAX_THOUGHT_NUMBER) }))
+            let highest = s.highest_number(id, Some(&branch_id))?.unwrap_or(thought_number);
+            Some(answers::LastOnBranch {
+                node_id,
+                branch_id,
+                thought_number,
+                next_thought_number: highest
+                    .checked_add(1)
+                    .filter(|n| *n <= crate::domain::MAX_THOUGHT_NUMBER),
+            })
         }
         _ => None,
     };
-    Ok((recent, current, s.branch_ids(id)?, on_branch))
+    Ok(Restoration {
+        recent,
+        current,
+        branches: s.branch_ids(id)?,
+        on_branch,
+    })
 }
 
 /// Refuse, with SESSION_NOT_FOUND, the first of `ids` that names no
@@ -411,7 +438,7 @@ pub(crate) async fn open_session(gw: &Gateway, args: &Args, trigger: &str) -> Re
     // connection staying locked behind a stage it cannot reach (review
     // 14-a). A thought, once it can be written, reopens the session then.
     let mut unrecorded = None;
-    let (session, was_completed, (mut recent, current, branches, on_branch)) = match reopen {
+    let (session, was_completed, restoration) = match reopen {
         Ok(opened) => {
             if reopen_it {
                 gw.wrote();
@@ -437,39 +464,23 @@ pub(crate) async fn open_session(gw: &Gateway, args: &Args, trigger: &str) -> Re
     });
     gw.advance(Stage::InitComplete, trigger);
     let stage = gw.settle_session_stage(&session.id, reopen_it).await;
+    let Restoration {
+        mut recent,
+        current,
+        branches,
+        on_branch,
+    } = restoration;
     let mut preview = Preview::new(false);
     preview.apply(&mut recent, true);
-    let mut out = json!({
-        "sessionId": session.id,
-        "session": session,
-        "recentThoughts": recent,
-        "restorationInfo": {
-            "thoughtCount": session.thought_count,
-            "currentThoughtNumber": current,
-            "branchCount": session.branch_count,
-            // Their ids, so that an agent can go on with one at once.
-            "branches": branches,
-            "message": if current >= crate::domain::MAX_THOUGHT_NUMBER {
-                crate::domain::chain_full(None)
-            } else {
-                format!("Next thought will be #{}", current + 1)
-            },
-        },
-        "stage": stage.number(),
-        "nextStep": next_step_in_session(gw, stage),
-    });
-    if let Some(last) = on_branch {
-        out["restorationInfo"]["lastRecordedOnBranch"] = last;
-    }
-    preview.tell(&mut out);
-    if let Some(at) = was_completed {
-        out["reopened"] = json!(true);
-        out["previouslyCompletedAt"] = json!(at);
-    } else if let Some(at) = session.completed_at.as_deref() {
+    let mut next_step = next_step_in_session(gw, stage);
+    let mut note = None;
+    if was_completed.is_none()
+        && let Some(at) = session.completed_at.as_deref()
+    {
         // Open to read: the next step is a read, not a thought, which would
         // reopen a finished session (review 18-a).
-        out["nextStep"] = json!(completed_next_step(gw, stage));
-        out["note"] = json!(if reopen_it {
+        next_step = completed_next_step(gw, stage);
+        note = Some(if reopen_it {
             format!(
                 "the session was completed at {at} and could not be reopened now (see warning); it is open here \
                  to read, and a thought recorded here reopens it"
@@ -481,13 +492,37 @@ pub(crate) async fn open_session(gw: &Gateway, args: &Args, trigger: &str) -> Re
             )
         });
     }
-    if let Some(why) = unrecorded {
-        out["warning"] = json!(format!(
+    let warning = unrecorded.map(|why| {
+        format!(
             "the session is open on this connection, but the ledger could not record it ({why}); reads work, \
              and thoughts can be recorded once the ledger can be written again"
-        ));
-    }
-    Ok(out)
+        )
+    });
+    let restoration_info = answers::RestorationInfo {
+        thought_count: session.thought_count,
+        current_thought_number: current,
+        branch_count: session.branch_count,
+        branches,
+        message: if current >= crate::domain::MAX_THOUGHT_NUMBER {
+            crate::domain::chain_full(None)
+        } else {
+            format!("Next thought will be #{}", current + 1)
+        },
+        last_recorded_on_branch: on_branch,
+    };
+    answers::to_value(&answers::OpenAnswer {
+        session_id: session.id.clone(),
+        session,
+        recent_thoughts: recent,
+        restoration_info,
+        stage: stage.number(),
+        next_step,
+        truncated: preview.truncated(),
+        reopened: was_completed.is_some(),
+        previously_completed_at: was_completed,
+        note,
+        warning,
+    })
 }
 
 pub async fn load_context(gw: &Gateway, args: Args) -> Result<Value> {
@@ -540,20 +575,20 @@ pub(crate) fn session_filter(args: &Args) -> Result<SessionFilter> {
 pub async fn list_sessions(gw: &Gateway, args: Args) -> Result<Value> {
     let mut filter = session_filter(&args)?;
     let all = args.bool_opt(&["allProjects"])?.unwrap_or(false);
-    let mut scope = filter
+    let mut project = filter
         .tags
         .iter()
         .find_map(|t| t.strip_prefix("project:"))
-        .map_or(Value::Null, |p| json!(p));
+        .map(str::to_string);
     // The filter without the project the server or a bound root added.
     let mut unscoped = None;
     if !all
         && !filter.tags.iter().any(|t| t.starts_with("project:"))
-        && let Some((project, _)) = super::init_ops::current_project(gw)
+        && let Some((current, _)) = super::init_ops::current_project(gw)
     {
         unscoped = Some(filter.clone());
-        filter.tags.push(format!("project:{project}"));
-        scope = json!(project);
+        filter.tags.push(format!("project:{current}"));
+        project = Some(current);
     }
     let unsearchable = filter
         .search
@@ -570,10 +605,16 @@ pub async fn list_sessions(gw: &Gateway, args: Args) -> Result<Value> {
     let tags = filter.tags.clone();
     let page = gw.blocking(move |s| s.list_sessions(&filter)).await?;
     let empty = page.total == 0;
-    let mut out = serde_json::to_value(page).map_err(|e| Error::Internal(e.to_string()))?;
-    out["project"] = scope.clone();
+    let mut out = answers::SessionListAnswer {
+        page,
+        project,
+        note: None,
+        other_projects_total: None,
+        other_status_total: None,
+        other_spellings: None,
+    };
     if unsearchable {
-        out["note"] = json!(UNSEARCHABLE_NOTE);
+        out.note = Some(UNSEARCHABLE_NOTE.to_string());
     } else if empty && let Some(mut unscoped) = unscoped {
         // Nothing in this project: say whether other projects have some,
         // rather than let an agent conclude there is no history (review 14-c).
@@ -581,35 +622,38 @@ pub async fn list_sessions(gw: &Gateway, args: Args) -> Result<Value> {
         unscoped.offset = 0;
         let elsewhere = gw.blocking(move |s| s.list_sessions(&unscoped)).await?.total;
         if elsewhere > 0 {
-            out["note"] = json!(format!(
+            out.note = Some(format!(
                 "no session of project {} matches; {elsewhere} session(s) of other projects, or of none, do: \
                  pass allProjects: true to list them",
-                scope.as_str().unwrap_or_default()
+                out.project.as_deref().unwrap_or_default()
             ));
-            out["otherProjectsTotal"] = json!(elsewhere);
+            out.other_projects_total = Some(elsewhere);
         }
     }
     if empty
-        && out.get("note").is_none()
+        && out.note.is_none()
         && let Some(any) = any_status
     {
         let other = gw.blocking(move |s| s.list_sessions(&any)).await?.total;
         if other > 0 {
-            out["note"] = json!(format!(
+            out.note = Some(format!(
                 "no session with this status matches; {other} session(s) with the other status do: drop status \
                  to list them"
             ));
-            out["otherStatusTotal"] = json!(other);
+            out.other_status_total = Some(other);
         }
     }
-    if empty && out.get("note").is_none() && !tags.is_empty() {
+    if empty && out.note.is_none() && !tags.is_empty() {
         let spelled = gw.blocking(move |s| s.session_tag_spellings(&tags)).await?;
-        tell_tag_spellings(&mut out, "session", &spelled);
+        if let Some(said) = answers::TagSpellings::of("session", &spelled) {
+            out.note = Some(said.note);
+            out.other_spellings = Some(said.other_spellings);
+        }
     }
-    if empty && searched && out.get("note").is_none() {
-        out["note"] = json!(SEARCH_HERE_NOTE);
+    if empty && searched && out.note.is_none() {
+        out.note = Some(SEARCH_HERE_NOTE.to_string());
     }
-    Ok(out)
+    answers::to_value(&out)
 }
 
 /// For a list that matched nothing: the filter's tags that no `kind` (session
@@ -618,21 +662,10 @@ pub async fn list_sessions(gw: &Gateway, args: Args) -> Result<Value> {
 /// exactly; an agent recalling its tag in other capitals concluded there was
 /// no such session and started a duplicate (review 19-a).
 pub(crate) fn tell_tag_spellings(out: &mut Value, kind: &str, spelled: &[(String, Vec<String>)]) {
-    if spelled.is_empty() {
-        return;
+    if let Some(said) = answers::TagSpellings::of(kind, spelled) {
+        out["note"] = json!(said.note);
+        out["otherSpellings"] = json!(said.other_spellings);
     }
-    let said: Vec<String> = spelled
-        .iter()
-        .map(|(tag, other)| {
-            let other: Vec<String> = other.iter().map(|o| format!("{o:?}")).collect();
-            format!("not {tag:?} but {}", other.join(" or "))
-        })
-        .collect();
-    out["note"] = json!(format!(
-        "no {kind} matches; tags match exactly, letter case too, and {kind}s carry {}: list with that spelling",
-        said.join("; ")
-    ));
-    out["otherSpellings"] = Value::Object(spelled.iter().map(|(t, o)| (t.clone(), json!(o))).collect());
 }
 
 /// `cipher`: the notation guide, which unlocks stage 2. With `brief: true`
@@ -673,25 +706,14 @@ pub async fn cipher(gw: &Gateway, args: Args) -> Result<Value> {
         .filter(|(name, needs, _)| *needs == Stage::CipherLoaded && !hidden.contains(*name))
         .map(|(name, _, _)| *name)
         .collect();
-    let next = format!("{} are now available.", open.join(", "));
-    let mut out = if brief {
-        json!({
-            "stage": stage.number(),
-            "guideResource": "thoughtbox://cipher",
-            "guideBytes": content::CIPHER_GUIDE.len(),
-            "nextStep": next,
-        })
-    } else {
-        json!({
-            "stage": stage.number(),
-            "guide": content::CIPHER_GUIDE,
-            "nextStep": next,
-        })
-    };
-    if let Some(id) = session {
-        out["sessionId"] = json!(id);
-    }
-    Ok(out)
+    answers::to_value(&answers::CipherAnswer {
+        stage: stage.number(),
+        guide: (!brief).then_some(content::CIPHER_GUIDE),
+        guide_resource: brief.then_some("thoughtbox://cipher"),
+        guide_bytes: brief.then_some(content::CIPHER_GUIDE.len()),
+        next_step: format!("{} are now available.", open.join(", ")),
+        session_id: session,
+    })
 }
 
 fn thought_input(args: &Args) -> Result<ThoughtInput> {
@@ -891,16 +913,49 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
     refuse_misnamed_placement(&args)?;
     let input = thought_input(&args)?;
     let verbose = args.bool_opt(&["verbose"])?.unwrap_or(false);
-    let want_critique = input.critique_requested;
     let include_guide = input.include_guide.unwrap_or(false);
+    let want_critique = input.critique_requested;
     // Until this thought has set the current session, the next thought or
     // session switch this client sent waits (the critique comes after).
     let order = gw.session_order().await;
-    // The session named is the one written to, whatever this connection
-    // did before: a session id is the agent's handle, and one server
-    // process may serve several conversations. Without one, the
-    // connection's current session. (An empty id is no id: some clients
-    // fill every optional field.)
+    let placement = resolve_target(gw, &args).await?;
+    check_before_write(gw, &placement, &input)?;
+    let mut written = record(gw, placement, input).await?;
+    drop(order);
+    // Asked for once the thought is recorded, which it stays whatever
+    // happens to its critique.
+    let critique = if want_critique {
+        Some(super::critique::critique_thought(gw, ctx, &mut written.appended.thought).await)
+    } else {
+        None
+    };
+    let answer = answer(gw, written, critique, verbose, include_guide).await?;
+    answers::to_value(&answer)
+}
+
+/// Where a thought goes, decided before anything is written.
+struct Placement {
+    /// The session the call named with `sessionId`.
+    named: Option<String>,
+    target: Target,
+    /// The session this connection had closed, or lost to a deletion,
+    /// before this thought: said when the thought starts a new one.
+    closed_before: Option<String>,
+    deleted_before: Option<String>,
+}
+
+impl Placement {
+    fn creates_session(&self) -> bool {
+        matches!(self.target, Target::New(_))
+    }
+}
+
+/// The session a thought goes to: the one named is the one written to,
+/// whatever this connection did before, since a session id is the agent's
+/// handle and one server process may serve several conversations. Without
+/// one, the connection's current session; without that, a new session.
+async fn resolve_target(gw: &Gateway, args: &Args) -> Result<Placement> {
+    // An empty id is no id: some clients fill every optional field.
     let named = args
         .str_opt(&["sessionId", "session_id", "id"])?
         .filter(|id| !id.trim().is_empty())
@@ -912,34 +967,62 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
     let target = match &active {
         Some(id) => Target::Session(id.clone()),
         None => {
-            let mut new = new_session_from(&args, &["sessionTitle"], &["sessionTags"], false)?;
+            let mut new = new_session_from(args, &["sessionTitle"], &["sessionTags"], false)?;
             super::init_ops::scope_new_session(gw, &mut new);
             new.checked()?;
             Target::New(new)
         }
     };
-    refuse_stray_session_id(&args, active.as_deref(), true)?;
-    let creates_session = matches!(target, Target::New(_));
-    let closed_before = gw.closed_session();
-    let deleted_before = gw.deleted_session();
+    refuse_stray_session_id(args, active.as_deref(), true)?;
+    Ok(Placement {
+        named,
+        target,
+        closed_before: gw.closed_session(),
+        deleted_before: gw.deleted_session(),
+    })
+}
+
+/// Refuse what needs no ledger data before the write lock is waited for:
+/// another program may hold it for seconds.
+fn check_before_write(gw: &Gateway, placement: &Placement, input: &ThoughtInput) -> Result<()> {
     // A thought that also refers back is refused for that below (nothing
     // it refers to exists in a new session), as it was.
-    let refers_back = ReferenceBack::of(&input);
-    if creates_session
+    let refers_back = ReferenceBack::of(input);
+    if placement.creates_session()
         && !refers_back.refers()
         && let Some(n) = input.thought_number.filter(|n| *n > 1)
     {
-        return Err(numbered_without_session(n, closed_before));
+        return Err(numbered_without_session(n, placement.closed_before.clone()));
     }
-    // What needs no ledger data is refused before the write lock is waited
-    // for: another program may hold it for seconds.
-    if let Err(e) = domain::check_thought_input(&input) {
-        return Err(if creates_session {
+    domain::check_thought_input(input).map_err(|e| {
+        if placement.creates_session() {
             refers_back.explain(e, gw.closed_session())
         } else {
             e
-        });
-    }
+        }
+    })
+}
+
+/// A thought recorded, and what the connection knew before it.
+struct Written {
+    appended: Appended,
+    creates_session: bool,
+    closed_before: Option<String>,
+    deleted_before: Option<String>,
+}
+
+/// Write the thought, tell the event subscribers, and make its session
+/// this connection's current one (or its closed one, when the thought
+/// closed it).
+async fn record(gw: &Gateway, placement: Placement, input: ThoughtInput) -> Result<Written> {
+    let creates_session = placement.creates_session();
+    let Placement {
+        named,
+        target,
+        closed_before,
+        deleted_before,
+    } = placement;
+    let refers_back = ReferenceBack::of(&input);
     let appended = match gw.write(move |s| s.append_thought(target, input)).await {
         Ok(a) => a,
         Err(e) if creates_session => return Err(refers_back.explain(e, gw.closed_session())),
@@ -957,138 +1040,159 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
         }
     };
     gw.wrote();
-    let mut thought = appended.thought;
-    let session_id = thought.session_id.clone();
+    let (thought, session_id) = (&appended.thought, appended.thought.session_id.as_str());
     if creates_session {
-        gw.emit(EventType::SessionStarted, Some(&session_id), || {
+        gw.emit(EventType::SessionStarted, Some(session_id), || {
             events::session_started(&appended.session)
         });
     }
-    gw.emit(EventType::ThoughtAdded, Some(&session_id), || {
-        events::thought_added(&thought)
+    gw.emit(EventType::ThoughtAdded, Some(session_id), || {
+        events::thought_added(thought)
     });
     if thought.data.is_revision {
-        gw.emit(EventType::ThoughtRevised, Some(&session_id), || {
-            events::thought_revised(&thought)
+        gw.emit(EventType::ThoughtRevised, Some(session_id), || {
+            events::thought_revised(thought)
         });
     }
     if appended.new_branch {
-        gw.emit(EventType::BranchCreated, Some(&session_id), || {
-            events::branch_created(&thought)
+        gw.emit(EventType::BranchCreated, Some(session_id), || {
+            events::branch_created(thought)
         });
     }
     if appended.closed {
-        gw.emit(EventType::SessionCompleted, Some(&session_id), || {
+        gw.emit(EventType::SessionCompleted, Some(session_id), || {
             events::session_completed(&appended.session)
         });
-    }
-    if appended.closed {
-        gw.close_active_session(&session_id);
+        gw.close_active_session(session_id);
     } else {
-        gw.set_active_session(session_id.clone());
+        gw.set_active_session(session_id.to_string());
     }
-    drop(order);
+    Ok(Written {
+        appended,
+        creates_session,
+        closed_before,
+        deleted_before,
+    })
+}
 
-    // Asked for once the thought is recorded, which it stays whatever
-    // happens to its critique.
-    let critique = if want_critique {
-        Some(super::critique::critique_thought(gw, ctx, &mut thought).await)
-    } else {
-        None
-    };
-
-    let mut out = json!({
-        "sessionId": session_id,
-        "thoughtNumber": thought.data.thought_number,
-        "nodeId": thought.node_id,
-    });
+/// The thought's answer: where it was recorded, what `verbose` adds, its
+/// critique, and what the agent may not have expected (a new session, a
+/// close, a reopening, a fork point it did not mean).
+async fn answer(
+    gw: &Gateway,
+    written: Written,
+    critique: Option<super::critique::Outcome>,
+    verbose: bool,
+    include_guide: bool,
+) -> Result<answers::ThoughtAnswer> {
+    let Written {
+        appended,
+        creates_session,
+        closed_before,
+        deleted_before,
+    } = written;
+    let data = &appended.thought.data;
+    let session_id = appended.thought.session_id.clone();
+    let mut out = answers::ThoughtAnswer::new(
+        session_id.clone(),
+        data.thought_number,
+        appended.thought.node_id.clone(),
+    );
     if verbose {
         let sid = session_id.clone();
-        let branches = gw.blocking(move |s| s.branch_ids(&sid)).await?;
-        out["totalThoughts"] = json!(thought.data.total_thoughts);
-        out["nextThoughtNeeded"] = json!(thought.data.next_thought_needed);
-        out["branches"] = json!(branches);
-        out["thoughtHistoryLength"] = json!(appended.session.thought_count);
-        out["autoNumbered"] = json!(appended.auto_numbered);
+        out.progress = Some(answers::ThoughtProgress {
+            total_thoughts: data.total_thoughts,
+            next_thought_needed: data.next_thought_needed,
+            branches: gw.blocking(move |s| s.branch_ids(&sid)).await?,
+            thought_history_length: appended.session.thought_count,
+            auto_numbered: appended.auto_numbered,
+        });
     }
     // A critique asked for is answered in minimal answers too: it is what
     // the agent asked this call for, and it is made only once.
-    if let Some(critique) = critique {
-        critique.answer(&mut out);
-    }
+    out.critique = critique.and_then(answers::CritiqueAnswer::of);
     if creates_session {
         // No session was active: say so, so that an agent that meant to
         // continue one (deleted, closed or never started) notices.
-        out["sessionCreated"] = json!(true);
-        out["sessionTitle"] = json!(appended.session.title);
+        out.session_created = true;
+        out.session_title = Some(appended.session.title.clone());
         if let Some(previous) = closed_before.filter(|p| *p != session_id) {
-            out["previousSessionId"] = json!(previous);
-            super::add_note(
-                &mut out,
+            answers::add_note(
+                &mut out.note,
                 &format!(
                     "session {previous} was closed by nextThoughtNeeded: false, so this thought started a new \
                      session; to add to the closed one instead, call load_context with sessionId {previous}"
                 ),
             );
+            out.previous_session_id = Some(previous);
         } else if let Some(previous) = deleted_before.filter(|p| *p != session_id) {
-            out["previousSessionId"] = json!(previous);
-            super::add_note(
-                &mut out,
+            answers::add_note(
+                &mut out.note,
                 &format!(
                     "session {previous}, active on this connection, was deleted (perhaps by another process), so \
                      this thought started a new session"
                 ),
             );
+            out.previous_session_id = Some(previous);
         }
     }
-    if !thought.data.next_thought_needed && thought.data.branch_id.is_some() && !appended.closed {
-        super::add_note(
-            &mut out,
+    if !data.next_thought_needed && data.branch_id.is_some() && !appended.closed {
+        answers::add_note(
+            &mut out.note,
             "nextThoughtNeeded: false on a branch closes nothing: the session stays open, and closes with \
              nextThoughtNeeded: false on the main chain",
         );
     }
     if appended.closed {
-        out["sessionClosed"] = json!(true);
-        out["closedSessionId"] = json!(session_id);
+        out.session_closed = true;
+        out.closed_session_id = Some(session_id.clone());
     }
     if let Some(at) = &appended.reopened_from {
         // Closed elsewhere while this connection still had it active: the
         // agent learns that this thought reopened it, as load_context says.
-        out["reopened"] = json!(true);
-        out["previouslyCompletedAt"] = json!(at);
+        out.reopened = true;
+        out.previously_completed_at = Some(at.clone());
     }
-    // A new branch forks from a main-chain thought; an agent working on a
-    // branch that names a number of its branch forks from the main chain's
-    // thought of that number without knowing (review 16-a).
     if appended.new_branch
-        && let (Some(from), Some(own)) = (thought.data.branch_from_thought, thought.data.branch_id.clone())
+        && let Some(say) = fork_point_note(gw, &appended.thought).await?
     {
-        let sid = session_id.clone();
-        let mut others = gw
-            .blocking(move |s| s.branches_with_number(&sid, from, &own, 4))
-            .await?;
-        if !others.is_empty() {
-            // The branches written to last first; past three, "others".
-            let more = others.len() > 3;
-            others.truncate(3);
-            let say = format!(
-                "branch {} forks from main-chain thought {from}: branches fork from the main chain only, so \
-                 thought {from} of branch {}{} is not its fork point",
-                thought.data.branch_id.as_deref().unwrap_or_default(),
-                others.join(" or "),
-                if more { " (or of other branches)" } else { "" }
-            );
-            super::add_note(&mut out, &say);
-        }
+        answers::add_note(&mut out.note, &say);
     }
     if include_guide {
-        out["guide"] = json!(content::PATTERNS_GUIDE);
+        out.guide = Some(content::PATTERNS_GUIDE);
     }
     Ok(out)
 }
 
-fn read_query(args: &Args) -> Result<(ThoughtQuery, Value)> {
+/// For the first thought of a new branch: a new branch forks from a
+/// main-chain thought, and an agent working on a branch that names a
+/// number of its branch forks from the main chain's thought of that number
+/// without knowing (review 16-a). Says so when other branches hold that
+/// number.
+async fn fork_point_note(gw: &Gateway, thought: &Thought) -> Result<Option<String>> {
+    let (Some(from), Some(own)) = (thought.data.branch_from_thought, thought.data.branch_id.clone()) else {
+        return Ok(None);
+    };
+    let sid = thought.session_id.clone();
+    let mut others = gw
+        .blocking(move |s| s.branches_with_number(&sid, from, &own, 4))
+        .await?;
+    if others.is_empty() {
+        return Ok(None);
+    }
+    // The branches written to last first; past three, "others".
+    let more = others.len() > 3;
+    others.truncate(3);
+    Ok(Some(format!(
+        "branch {} forks from main-chain thought {from}: branches fork from the main chain only, so thought \
+         {from} of branch {}{} is not its fork point",
+        thought.data.branch_id.as_deref().unwrap_or_default(),
+        others.join(" or "),
+        if more { " (or of other branches)" } else { "" }
+    )))
+}
+
+fn read_query(args: &Args) -> Result<(ThoughtQuery, answers::QueryEcho)> {
     let number = args.pos_opt(&["thoughtNumber"])?;
     let last = args.pos_opt(&["last"])?;
     let branch = args.str_opt(&["branchId"])?;
@@ -1138,13 +1242,10 @@ fn read_query(args: &Args) -> Result<(ThoughtQuery, Value)> {
             details: Some(json!({ "modes": ["thoughtNumber", "last", "range", "branchId"] })),
         });
     }
-    Ok(if let Some(n) = number {
-        (
-            ThoughtQuery::Number(n),
-            json!({ "mode": "thoughtNumber", "thoughtNumber": n }),
-        )
+    let query = if let Some(n) = number {
+        ThoughtQuery::Number(n)
     } else if let Some(n) = last {
-        (ThoughtQuery::Last(n), json!({ "mode": "last", "last": n }))
+        ThoughtQuery::Last(n)
     } else if let Some((start, end)) = range {
         let (Some(start), Some(end)) = (start, end) else {
             return Err(Error::invalid("range", "range needs both start and end"));
@@ -1155,22 +1256,17 @@ fn read_query(args: &Args) -> Result<(ThoughtQuery, Value)> {
                 format!("range start {start} is after its end {end}"),
             ));
         }
-        (
-            ThoughtQuery::Range(start, end),
-            json!({ "mode": "range", "range": { "start": start, "end": end } }),
-        )
+        ThoughtQuery::Range(start, end)
     } else if let Some(b) = branch {
         domain::validate_branch_id("branchId", &b)?;
-        (
-            ThoughtQuery::Branch(b.clone()),
-            json!({ "mode": "branchId", "branchId": b }),
-        )
+        ThoughtQuery::Branch(b)
     } else {
-        (
-            ThoughtQuery::Last(5),
-            json!({ "mode": "last", "last": 5, "default": true }),
-        )
-    })
+        let query = ThoughtQuery::Last(5);
+        let echo = answers::QueryEcho::of(&query, true);
+        return Ok((query, echo));
+    };
+    let echo = answers::QueryEcho::of(&query, false);
+    Ok((query, echo))
 }
 
 pub async fn read_thoughts(gw: &Gateway, args: Args) -> Result<Value> {
@@ -1211,62 +1307,63 @@ pub async fn read_thoughts(gw: &Gateway, args: Args) -> Result<Value> {
     let mut thoughts = thoughts;
     let mut preview = Preview::new(full);
     preview.apply(&mut thoughts, newest_first);
-    let mut out = json!({
-        "sessionId": session_id,
-        "query": echo,
-        "count": thoughts.len(),
-        "thoughts": thoughts,
-    });
-    if !also_on.is_empty() {
-        out["alsoOnBranches"] = json!(also_on);
-    }
-    preview.tell(&mut out);
-    Ok(out)
+    answers::to_value(&answers::ReadThoughtsAnswer {
+        session_id,
+        query: echo,
+        count: thoughts.len(),
+        thoughts,
+        also_on_branches: also_on,
+        truncated: preview.truncated(),
+    })
 }
 
-/// GetStructureResponse (seed 000) plus seed 003's non-colliding fields.
-pub(crate) fn structure_json(session_id: &str, st: &Structure) -> Value {
-    let revisions: Vec<Value> = st
+/// A session's shape as `get_structure` answers it.
+fn structure_answer(session_id: String, st: Structure) -> answers::StructureAnswer {
+    let revisions: Vec<answers::RevisionShape> = st
         .revisions
-        .iter()
+        .into_iter()
         .filter_map(|s| {
-            s.revises.map(|r| {
-                let mut v = json!({ "thoughtNumber": s.number, "revises": r });
-                if let Some(b) = &s.branch_id {
-                    v["branchId"] = json!(b);
-                }
-                v
+            s.revises.map(|revises| answers::RevisionShape {
+                thought_number: s.number,
+                revises,
+                branch_id: s.branch_id,
             })
         })
         .collect();
-    let branch_list: Vec<Value> = st
+    let branches: Vec<answers::BranchShape> = st
         .branches
-        .iter()
-        .map(|b| {
-            json!({
-                "id": b.id,
-                "fromThought": b.from_thought,
-                "count": b.count,
-                "range": { "first": b.first, "last": b.last },
-            })
+        .into_iter()
+        .map(|b| answers::BranchShape {
+            id: b.id,
+            from_thought: b.from_thought,
+            count: b.count,
+            range: answers::Ends {
+                first: b.first,
+                last: b.last,
+            },
         })
         .collect();
     let (first, last) = (st.main_first, st.main_last);
-    json!({
-        "sessionId": session_id,
-        "mainChain": { "count": st.main_count, "range": { "first": first, "last": last },
-                       "length": st.main_count, "head": first, "tail": last },
-        "branches": branch_list,
-        "revisions": revisions,
-        "summary": {
-            "totalThoughts": st.thoughts,
-            "totalBranches": st.branches.len(),
-            "totalRevisions": revisions.len(),
+    answers::StructureAnswer {
+        session_id,
+        main_chain: answers::MainChain {
+            count: st.main_count,
+            range: answers::Ends { first, last },
+            length: st.main_count,
+            head: first,
+            tail: last,
         },
-        "totalThoughts": st.thoughts,
-        "branchCount": st.branches.len(),
-        "revisionCount": revisions.len(),
-    })
+        summary: answers::StructureSummary {
+            total_thoughts: st.thoughts,
+            total_branches: branches.len(),
+            total_revisions: revisions.len(),
+        },
+        total_thoughts: st.thoughts,
+        branch_count: branches.len(),
+        revision_count: revisions.len(),
+        branches,
+        revisions,
+    }
 }
 
 pub async fn get_structure(gw: &Gateway, args: Args) -> Result<Value> {
@@ -1274,5 +1371,5 @@ pub async fn get_structure(gw: &Gateway, args: Args) -> Result<Value> {
     refuse_stray_session_id(&args, Some(&session_id), false)?;
     let sid = session_id.clone();
     let structure = gw.blocking(move |s| s.structure(&sid)).await?;
-    Ok(structure_json(&session_id, &structure))
+    answers::to_value(&structure_answer(session_id, structure))
 }

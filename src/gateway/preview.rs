@@ -85,13 +85,6 @@ impl Preview {
                          answers one thought whole; full: true answers every text whole",
         })
     }
-
-    /// Add [`Preview::truncated`] to `answer` when something was cut.
-    pub fn tell(&self, answer: &mut Value) {
-        if let Some(t) = self.truncated() {
-            answer["truncated"] = serde_json::to_value(t).unwrap_or(Value::Null);
-        }
-    }
 }
 
 #[cfg(test)]
@@ -122,10 +115,9 @@ mod tests {
         assert_eq!(t["thought"].as_str().unwrap().chars().count(), PREVIEW_CHARS);
         assert_eq!(t["thoughtTruncated"], true);
         assert_eq!(t["thoughtChars"], PREVIEW_CHARS + 10);
-        let mut answer = json!({});
-        p.tell(&mut answer);
-        assert_eq!(answer["truncated"]["thoughts"], 1);
-        assert_eq!(answer["truncated"]["maxCharsPerThought"], PREVIEW_CHARS);
+        let said = serde_json::to_value(p.truncated()).unwrap();
+        assert_eq!(said["thoughts"], 1);
+        assert_eq!(said["maxCharsPerThought"], PREVIEW_CHARS);
     }
 
     #[test]

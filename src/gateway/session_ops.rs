@@ -1,11 +1,14 @@
 //! The `session` operation and its sub-operations.
 
+use std::collections::BTreeMap;
+
 use rmcp::RoleServer;
 use rmcp::service::RequestContext;
 use serde_json::{Value, json};
 
 use super::ops::{
-    open_session, read_thought_json, refuse_stray_session_id, refuse_unknown_sessions, session_arg, session_id_req,
+    answers, open_session, read_thought_json, refuse_stray_session_id, refuse_unknown_sessions, session_arg,
+    session_id_req,
 };
 use super::preview::Preview;
 use super::{AnswerBuffer, Args, Gateway};
@@ -67,45 +70,46 @@ async fn get(gw: &Gateway, args: Args) -> Result<Value> {
     refuse_stray_session_id(&args, Some(&id), false)?;
     if !include_thoughts {
         let session = gw.blocking(move |s| s.session(&id)).await?;
-        return Ok(json!({ "sessionId": session.id, "session": session }));
+        return answers::to_value(&answers::SessionGetAnswer {
+            session_id: session.id.clone(),
+            session,
+            thoughts: None,
+        });
     }
     // Read one thought at a time, as an export is, and given up as soon as
     // the text alone could no longer fit in one answer (a session of a
     // hundred thousand thoughts is refused without being loaded).
-    gw.heavy(move |s| {
-        s.with_session(&id, |snapshot| {
-            let mut main = Vec::new();
-            let mut branches = serde_json::Map::new();
-            let mut budget = super::TextBudget::default();
-            let mut preview = Preview::new(full);
-            let revised_by = snapshot.revised_by()?;
-            snapshot.each_thought(&mut |t| {
-                let mut v = read_thought_json(&t, &revised_by);
-                preview.one(&mut v);
-                budget.add_answered(&v)?;
-                match &t.data.branch_id {
-                    None => main.push(v),
-                    Some(b) => {
-                        if let Value::Array(list) =
-                            branches.entry(b.clone()).or_insert_with(|| Value::Array(Vec::new()))
-                        {
-                            list.push(v);
-                        }
+    let answer = gw
+        .heavy(move |s| {
+            s.with_session(&id, |snapshot| {
+                let mut main = Vec::new();
+                let mut branches: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+                let mut budget = super::TextBudget::default();
+                let mut preview = Preview::new(full);
+                let revised_by = snapshot.revised_by()?;
+                snapshot.each_thought(&mut |t| {
+                    let mut v = read_thought_json(&t, &revised_by);
+                    preview.one(&mut v);
+                    budget.add_answered(&v)?;
+                    match &t.data.branch_id {
+                        None => main.push(v),
+                        Some(b) => branches.entry(b.clone()).or_default().push(v),
                     }
-                }
-                Ok(())
-            })?;
-            let mut out = json!({
-                "sessionId": snapshot.session.id,
-                "session": snapshot.session,
-                "thoughts": main,
-                "branches": branches,
-            });
-            preview.tell(&mut out);
-            Ok(out)
+                    Ok(())
+                })?;
+                Ok(answers::SessionGetAnswer {
+                    session_id: snapshot.session.id.clone(),
+                    session: snapshot.session.clone(),
+                    thoughts: Some(answers::SessionThoughts {
+                        thoughts: main,
+                        branches,
+                        truncated: preview.truncated(),
+                    }),
+                })
+            })
         })
-    })
-    .await
+        .await?;
+    answers::to_value(&answer)
 }
 
 /// Matches of each session in a `session search` answer when
@@ -165,39 +169,34 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
     // (see the README's Search). Say when the answer stopped short, or may
     // have (more matches than the ranking looks at). Matches a session
     // leaves out are counted on it (`moreMatches`).
-    let limit_reached = more;
-    let mut out = json!({
-        "query": query,
-        "count": hits.len(),
-        "limit": limit,
-        "limitReached": limit_reached,
-        "sessions": hits,
-    });
-    if crate::store::fts_query(&query).is_none() {
-        out["note"] = json!(super::ops::UNSEARCHABLE_NOTE);
+    let note = if crate::store::fts_query(&query).is_none() {
+        Some(super::ops::UNSEARCHABLE_NOTE)
     } else if hits.is_empty() && crate::store::query_phrases(&query).len() > 1 {
         // Review 17-a: `kafka rebalances` found nothing, with no word on
         // why, when one thought said kafka and another rebalances. About
         // sessions only: patterns and notes beside it may have matched
         // (review 18-a said "nothing" next to a matching note).
-        out["note"] = json!(
+        Some(
             "no session matched every word: a match needs all the words in one thought, or in one session's \
-             title, description and tags together; search with fewer words to find them apart"
-        );
+             title, description and tags together; search with fewer words to find them apart",
+        )
     } else if hits.is_empty() {
         // What was searched, as list_sessions says when it finds nothing: a
         // session's domain is not (review 18-a searched for one).
-        out["note"] = json!(SEARCHED_NOTE);
-    }
-    if let Some(p) = pattern_hits {
-        out["patterns"] = json!(p.hits);
-        super::knowledge_ops::tell_more(&mut out, super::knowledge_ops::PATTERN_MORE, &p);
-    }
-    if let Some(n) = note_hits {
-        out["notes"] = json!(n.hits);
-        super::knowledge_ops::tell_more(&mut out, super::knowledge_ops::NOTE_MORE, &n);
-    }
-    Ok(out)
+        Some(SEARCHED_NOTE)
+    } else {
+        None
+    };
+    answers::to_value(&answers::SessionSearchAnswer {
+        query,
+        count: hits.len(),
+        limit,
+        limit_reached: more,
+        sessions: hits,
+        note,
+        patterns: pattern_hits.map(answers::PatternHits::from),
+        notes: note_hits.map(answers::NoteHits::from),
+    })
 }
 
 async fn export(gw: &Gateway, args: Args) -> Result<Value> {
@@ -252,15 +251,15 @@ async fn export(gw: &Gateway, args: Args) -> Result<Value> {
             json!({ "sessionId": session.session_id, "format": "json", "thoughtCount": session.thoughts,
                     "destination": summary.destination })
         });
-        return Ok(json!({
-            "sessionId": session.session_id,
-            "format": "json",
-            "destination": summary.destination,
-            "path": session.path,
-            "thoughts": session.thoughts,
-            "filesWritten": summary.files_written,
-            "filesUnchanged": summary.files_unchanged,
-        }));
+        return answers::to_value(&answers::ExportedToAnswer {
+            session_id: session.session_id.clone(),
+            format: "json",
+            destination: summary.destination.clone(),
+            path: session.path.clone(),
+            thoughts: session.thoughts,
+            files_written: summary.files_written,
+            files_unchanged: summary.files_unchanged,
+        });
     }
     let format = format.unwrap_or_default();
     // Markdown's and cipher's header lines. A JSON export always carries the
@@ -298,7 +297,11 @@ async fn export(gw: &Gateway, args: Args) -> Result<Value> {
         Some(&session.id),
         || json!({ "sessionId": session.id, "format": format.as_str(), "thoughtCount": session.thought_count }),
     );
-    Ok(json!({ "sessionId": session.id, "format": format.as_str(), "content": content }))
+    answers::to_value(&answers::ExportAnswer {
+        session_id: session.id,
+        format: format.as_str(),
+        content,
+    })
 }
 
 async fn delete(gw: &Gateway, args: Args) -> Result<Value> {
@@ -309,5 +312,9 @@ async fn delete(gw: &Gateway, args: Args) -> Result<Value> {
     let removed = gw.write(move |s| s.delete_session(&sid)).await?;
     gw.wrote();
     gw.session_deleted_here(&id);
-    Ok(json!({ "sessionId": id, "deleted": true, "thoughtsDeleted": removed }))
+    answers::to_value(&answers::DeleteAnswer {
+        session_id: id,
+        deleted: true,
+        thoughts_deleted: removed,
+    })
 }
