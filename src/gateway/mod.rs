@@ -5,6 +5,7 @@
 //! in this module; everything below it works with the domain and the store.
 
 mod analysis_ops;
+mod answers;
 mod args;
 mod critique;
 mod handler;
@@ -17,9 +18,11 @@ mod ops;
 mod options;
 pub mod params;
 mod preview;
+mod read_ops;
 mod refused;
 mod resources;
 mod session_ops;
+mod thought_ops;
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
@@ -615,9 +618,9 @@ impl Gateway {
             "cipher" => ops::cipher(self, args).await,
             "session" => session_ops::session(self, args, ctx).await,
             "deep_analysis" => analysis_ops::deep_analysis(self, args).await,
-            "thought" => ops::thought(self, args, ctx).await,
-            "read_thoughts" => ops::read_thoughts(self, args).await,
-            "get_structure" => ops::get_structure(self, args).await,
+            "thought" => thought_ops::thought(self, args, ctx).await,
+            "read_thoughts" => read_ops::read_thoughts(self, args).await,
+            "get_structure" => read_ops::get_structure(self, args).await,
             "mental_models" => models_ops::mental_models(self, args).await,
             "knowledge" => knowledge_ops::knowledge(self, args).await,
             other => Err(Error::operation(format!("unknown operation {other:?}"))),

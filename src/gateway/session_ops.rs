@@ -6,9 +6,9 @@ use rmcp::RoleServer;
 use rmcp::service::RequestContext;
 use serde_json::{Value, json};
 
+use super::answers;
 use super::ops::{
-    answers, open_session, read_thought_json, refuse_stray_session_id, refuse_unknown_sessions, session_arg,
-    session_id_req,
+    open_session, read_thought_json, refuse_stray_session_id, refuse_unknown_sessions, session_arg, session_id_req,
 };
 use super::preview::Preview;
 use super::{AnswerBuffer, Args, Gateway};

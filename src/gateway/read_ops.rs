@@ -1,0 +1,192 @@
+//! Reading a session back: `read_thoughts` and `get_structure`.
+
+use serde_json::{Value, json};
+
+use super::ops::{read_thought_json, refuse_stray_session_id, session_arg};
+use super::preview::Preview;
+use super::{Args, Gateway, answers};
+use crate::domain;
+use crate::error::{Error, Result};
+use crate::store::{Structure, ThoughtQuery};
+
+fn read_query(args: &Args) -> Result<(ThoughtQuery, answers::QueryEcho)> {
+    let number = args.pos_opt(&["thoughtNumber"])?;
+    let last = args.pos_opt(&["last"])?;
+    let branch = args.str_opt(&["branchId"])?;
+    // Its ends are read as fields of their own; a bad one is reported on
+    // `range`, the field the caller sent.
+    let ends = |r: Args| -> Result<(Option<u32>, Option<u32>)> {
+        let end = |key: &str| {
+            r.pos_opt(&[key]).map_err(|e| match e {
+                Error::InvalidPayload { message, details, .. } => Error::InvalidPayload {
+                    field: "range".into(),
+                    message: format!("range {message}"),
+                    details,
+                },
+                other => other,
+            })
+        };
+        Ok((end("start")?, end("end")?))
+    };
+    let range = match args.get_structured("range")? {
+        None => None,
+        Some(Value::Array(items)) if items.len() == 2 => Some(ends(Args::new(serde_json::Map::from_iter([
+            ("start".to_string(), items[0].clone()),
+            ("end".to_string(), items[1].clone()),
+        ])))?),
+        Some(Value::Object(m)) => Some(ends(Args::new(m))?),
+        Some(_) => {
+            return Err(Error::invalid(
+                "range",
+                "range must be [start, end] or { \"start\": s, \"end\": e }",
+            ));
+        }
+    };
+    let modes = [number.is_some(), last.is_some(), range.is_some(), branch.is_some()];
+    if modes.iter().filter(|m| **m).count() > 1 {
+        // The specification's query modes are exclusive; one thought of a
+        // branch is read with its branch (review 18-a: how was not said).
+        let how = match &branch {
+            Some(b) if number.is_some() || range.is_some() => format!(
+                ": to read thoughts of branch {}, read the branch with branchId alone (each thought carries its \
+                 thoughtNumber)",
+                super::clip(b)
+            ),
+            _ => String::new(),
+        };
+        return Err(Error::InvalidOperation {
+            message: format!("read_thoughts takes one of thoughtNumber, last, range or branchId, not several{how}"),
+            details: Some(json!({ "modes": ["thoughtNumber", "last", "range", "branchId"] })),
+        });
+    }
+    let query = if let Some(n) = number {
+        ThoughtQuery::Number(n)
+    } else if let Some(n) = last {
+        ThoughtQuery::Last(n)
+    } else if let Some((start, end)) = range {
+        let (Some(start), Some(end)) = (start, end) else {
+            return Err(Error::invalid("range", "range needs both start and end"));
+        };
+        if start > end {
+            return Err(Error::invalid(
+                "range",
+                format!("range start {start} is after its end {end}"),
+            ));
+        }
+        ThoughtQuery::Range(start, end)
+    } else if let Some(b) = branch {
+        domain::validate_branch_id("branchId", &b)?;
+        ThoughtQuery::Branch(b)
+    } else {
+        let query = ThoughtQuery::Last(5);
+        let echo = answers::QueryEcho::of(&query, true);
+        return Ok((query, echo));
+    };
+    let echo = answers::QueryEcho::of(&query, false);
+    Ok((query, echo))
+}
+
+pub async fn read_thoughts(gw: &Gateway, args: Args) -> Result<Value> {
+    let (query, echo) = read_query(&args)?;
+    // One thought asked for by number is answered whole; every other read
+    // is an overview, cut for a model unless `full: true`.
+    let full = args.bool_opt(&["full"])?.unwrap_or(false) || matches!(query, ThoughtQuery::Number(_));
+    let newest_first = matches!(query, ThoughtQuery::Last(_));
+    let session_id = session_arg(gw, &args)?;
+    refuse_stray_session_id(&args, Some(&session_id), false)?;
+    let sid = session_id.clone();
+    // Given up as soon as the text alone could no longer fit in one answer,
+    // before the rest is loaded (`last` or `range` may span a whole session).
+    let (thoughts, also_on, loaded) = gw
+        .blocking(move |s| {
+            let mut budget = super::TextBudget::default();
+            let thoughts = s.read_thoughts_checked(&sid, &query, &mut |t| budget.add(t))?;
+            let loaded = budget.bytes;
+            let revised_by = s.revised_by_nodes(&sid, thoughts.iter().map(|t| t.node_id.as_str()))?;
+            // A number names a main-chain thought; branches may hold the
+            // same number, which the agent may have meant (review 18-a).
+            let also_on = match query {
+                ThoughtQuery::Number(n) => s.branches_with_number(&sid, n, "", crate::store::MAX_BRANCHES_NAMED)?,
+                _ => Vec::new(),
+            };
+            let thoughts = thoughts
+                .iter()
+                .map(|t| read_thought_json(t, &revised_by))
+                .collect::<Vec<_>>();
+            Ok((thoughts, also_on, loaded))
+        })
+        .await?;
+    // Megabytes read and then cut are heavy work all the same: the memory
+    // they took goes back to the system (see crate::memory).
+    if loaded >= crate::memory::LARGE_ANSWER {
+        gw.release.heavy_work_done();
+    }
+    let mut thoughts = thoughts;
+    let mut preview = Preview::new(full);
+    preview.apply(&mut thoughts, newest_first);
+    answers::to_value(&answers::ReadThoughtsAnswer {
+        session_id,
+        query: echo,
+        count: thoughts.len(),
+        thoughts,
+        also_on_branches: also_on,
+        truncated: preview.truncated(),
+    })
+}
+
+/// A session's shape as `get_structure` answers it.
+fn structure_answer(session_id: String, st: Structure) -> answers::StructureAnswer {
+    let revisions: Vec<answers::RevisionShape> = st
+        .revisions
+        .into_iter()
+        .filter_map(|s| {
+            s.revises.map(|revises| answers::RevisionShape {
+                thought_number: s.number,
+                revises,
+                branch_id: s.branch_id,
+            })
+        })
+        .collect();
+    let branches: Vec<answers::BranchShape> = st
+        .branches
+        .into_iter()
+        .map(|b| answers::BranchShape {
+            id: b.id,
+            from_thought: b.from_thought,
+            count: b.count,
+            range: answers::Ends {
+                first: b.first,
+                last: b.last,
+            },
+        })
+        .collect();
+    let (first, last) = (st.main_first, st.main_last);
+    answers::StructureAnswer {
+        session_id,
+        main_chain: answers::MainChain {
+            count: st.main_count,
+            range: answers::Ends { first, last },
+            length: st.main_count,
+            head: first,
+            tail: last,
+        },
+        summary: answers::StructureSummary {
+            total_thoughts: st.thoughts,
+            total_branches: branches.len(),
+            total_revisions: revisions.len(),
+        },
+        total_thoughts: st.thoughts,
+        branch_count: branches.len(),
+        revision_count: revisions.len(),
+        branches,
+        revisions,
+    }
+}
+
+pub async fn get_structure(gw: &Gateway, args: Args) -> Result<Value> {
+    let session_id = session_arg(gw, &args)?;
+    refuse_stray_session_id(&args, Some(&session_id), false)?;
+    let sid = session_id.clone();
+    let structure = gw.blocking(move |s| s.structure(&sid)).await?;
+    answers::to_value(&structure_answer(session_id, structure))
+}
