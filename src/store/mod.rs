@@ -41,7 +41,7 @@ use crate::domain::Granularity;
 pub use checkpoint::WAL_RESTART_BYTES;
 pub use config::{Config, thought_logging_disabled};
 use files::{Media, Watched};
-pub(crate) use files::{absolute, file_uri, folder_of, may_be_database, real_path, with_suffix};
+pub(crate) use files::{absolute, file_uri, folder_of, may_be_database, real_path, remove_leftovers, with_suffix};
 pub use import::ImportOutcome;
 pub use knowledge::{KnowledgeItem, Saved};
 use open::{Found, inspect};

@@ -20,7 +20,7 @@
 //! validation take the same lock shared, when the tree has one, so they
 //! never read a tree halfway through an export. Where the file system has no
 //! locks, an export goes ahead without one (with a warning) and removes no
-//! leftovers; a leftover is removed only once it is [`files::LEFTOVER_AGE`] old,
+//! leftovers; a leftover is removed only once it is ten minutes old,
 //! since an export of an earlier version takes no lock.
 
 mod files;
@@ -42,7 +42,7 @@ use crate::error::{Error, Result};
 use crate::export::{ImportFitness, NextLinks, SessionSource};
 use crate::store::Store;
 
-pub(crate) use files::remove_leftovers;
+use crate::store::remove_leftovers;
 pub use files::{EXPORT_LOCK, lock_for_reading, remove_leftovers_of, write_atomic, write_atomic_with, write_file};
 use files::{
     create_private_dir, create_private_dirs, is_temporary_of, is_temporary_session_file, lock_for_export, refuse_link,
@@ -367,7 +367,7 @@ fn count(summary: &mut ExportSummary, written: bool) {
 /// large session's staging folder can take seconds on a busy disk, and an
 /// MCP client sends SIGKILL a few seconds after SIGTERM, which would leave
 /// the `-wal` file beside the database. A later export removes the folder
-/// (see [`files::LEFTOVER_AGE`]).
+/// once it is ten minutes old.
 fn discard_staging(store: &Store, summary: &mut ExportSummary) {
     if store.reads_stopped() {
         for staging in summary.discard.drain(..) {

@@ -8,6 +8,7 @@ use std::fs;
 use std::path::Path;
 
 use crate::error::{Error, Result};
+use crate::store::remove_leftovers;
 use crate::tree::{MANIFEST, io, is_session_id, thought_file_number};
 
 /// The lock file in a tree's root (see the module documentation).
@@ -133,46 +134,6 @@ pub(super) fn is_temporary_session_file(name: &str) -> bool {
         .and_then(|rest| rest.strip_suffix(".tmp"))
         .and_then(|rest| rest.rsplit_once('.'))
         .is_some_and(|(base, tag)| is_temporary_tag(tag) && (base == MANIFEST || thought_file_number(base).is_some()))
-}
-
-/// How old what an export left must be before another export removes it
-/// (an export of an older version, which takes no lock, may be running).
-pub(super) const LEFTOVER_AGE: std::time::Duration = std::time::Duration::from_secs(600);
-
-/// Remove what a killed export (or backup) left in `dir`: the entries whose
-/// names `ours` recognises, unchanged for [`LEFTOVER_AGE`]; directories only
-/// when `dirs` (a session's staging directory, whose name holds the session
-/// id). A run still writing one changes it far more often than that.
-pub(crate) fn remove_leftovers(dir: &Path, ours: impl Fn(&str) -> bool, dirs: bool) {
-    let Ok(entries) = fs::read_dir(dir) else { return };
-    for entry in entries.flatten() {
-        if !entry.file_name().to_str().is_some_and(&ours) {
-            continue;
-        }
-        let Ok(meta) = entry.metadata() else { continue };
-        if meta
-            .modified()
-            .ok()
-            .and_then(|m| m.elapsed().ok())
-            .is_none_or(|age| age < LEFTOVER_AGE)
-        {
-            continue;
-        }
-        let removed = if meta.is_dir() {
-            if !dirs {
-                continue;
-            }
-            fs::remove_dir_all(entry.path())
-        } else {
-            fs::remove_file(entry.path())
-        };
-        if removed.is_ok() {
-            tracing::info!(
-                "removed {}, left by an earlier run that did not finish",
-                entry.path().display()
-            );
-        }
-    }
 }
 
 pub(super) fn is_link(path: &Path) -> bool {

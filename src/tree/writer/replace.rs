@@ -9,9 +9,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::ExportSummary;
-use super::files::{is_link, is_temporary_session_file, remove_leftovers, temporary_name, write_private};
+use super::files::{is_link, is_temporary_session_file, temporary_name, write_private};
 use crate::domain::validate_branch_id;
 use crate::error::{Error, Result};
+use crate::store::remove_leftovers;
 use crate::tree::{MANIFEST, REFERENCE_BRANCH_DIR, io, thought_file_number};
 
 /// The changed files of a session folder, written beside the files they
