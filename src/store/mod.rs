@@ -14,8 +14,6 @@ pub mod cancel;
 mod checkpoint;
 mod config;
 mod files;
-#[cfg(test)]
-mod hand_edits;
 mod import;
 mod knowledge;
 mod open;
