@@ -10,17 +10,12 @@ use thoughtbox::store::{OpenOptionsStore, Store, Target};
 
 use crate::common::*;
 
-/// The binary with none of the variables that choose or configure the
-/// database, and no stdin.
+/// The binary with none of the variables it reads ([`SCRUBBED_ENV`]), and
+/// no stdin.
 fn scrubbed() -> std::process::Command {
     let mut cmd = std::process::Command::new(bin());
     cmd.stdin(std::process::Stdio::null());
-    for var in [
-        "THOUGHTBOX_DB",
-        "THOUGHTBOX_DATA_DIR",
-        "THOUGHTBOX_SYNC",
-        "THOUGHTBOX_STAGES",
-    ] {
+    for var in SCRUBBED_ENV {
         cmd.env_remove(var);
     }
     cmd

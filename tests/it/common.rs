@@ -17,20 +17,25 @@ pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_thoughtbox")
 }
 
+/// Every variable the binary reads, removed from the environment of the
+/// binary a test runs, so that a developer's own settings (a ledger, a
+/// stage gate, an event file) never reach a test.
+pub const SCRUBBED_ENV: &[&str] = &[
+    "THOUGHTBOX_DB",
+    "THOUGHTBOX_DATA_DIR",
+    "THOUGHTBOX_SYNC",
+    "THOUGHTBOX_STAGES",
+    "THOUGHTBOX_EVENTS",
+    "THOUGHTBOX_PROJECT",
+    "THOUGHTBOX_CRITIQUE_TIMEOUT_SECS",
+    "THOUGHTBOX_ROOTS_TIMEOUT_SECS",
+];
+
 /// A command for the binary with a scrubbed environment.
 pub fn command(db: &Path) -> Command {
     let mut cmd = Command::new(bin());
     cmd.arg("--db").arg(db);
-    for var in [
-        "THOUGHTBOX_DB",
-        "THOUGHTBOX_DATA_DIR",
-        "THOUGHTBOX_SYNC",
-        "THOUGHTBOX_STAGES",
-        "THOUGHTBOX_EVENTS",
-        "THOUGHTBOX_PROJECT",
-        "THOUGHTBOX_CRITIQUE_TIMEOUT_SECS",
-        "THOUGHTBOX_ROOTS_TIMEOUT_SECS",
-    ] {
+    for var in SCRUBBED_ENV {
         cmd.env_remove(var);
     }
     cmd.env("RUST_LOG", "warn");

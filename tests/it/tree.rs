@@ -670,15 +670,17 @@ fn modes(root: &Path) -> Vec<(PathBuf, u32)> {
 /// Run `thoughtbox --db DB ARGS` under `umask`, expecting success.
 #[cfg(unix)]
 fn ok_under_umask(umask: &str, db: &Path, args: &[&str]) {
-    let out = std::process::Command::new("sh")
+    let mut cmd = std::process::Command::new("sh");
+    for var in SCRUBBED_ENV {
+        cmd.env_remove(var);
+    }
+    let out = cmd
         .arg("-c")
         .arg(format!("umask {umask} && exec \"$0\" \"$@\""))
         .arg(bin())
         .arg("--db")
         .arg(db)
         .args(args)
-        .env_remove("THOUGHTBOX_DB")
-        .env_remove("THOUGHTBOX_DATA_DIR")
         .env("RUST_LOG", "warn")
         .stdin(std::process::Stdio::null())
         .output()
