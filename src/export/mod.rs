@@ -780,10 +780,8 @@ mod tests {
             store.append_thought(Target::Session(id.clone()), input).unwrap();
         };
         let plain = |text: &str, n: Option<u32>| ThoughtInput {
-            thought: text.into(),
-            next_thought_needed: true,
             thought_number: n,
-            ..Default::default()
+            ..ThoughtInput::text(text)
         };
         add(plain("Maybe the cache is stale", Some(3)));
         add(plain("We found the bug", Some(1)));

@@ -715,14 +715,7 @@ mod tests {
         }
         let s = store.create_session(NewSession::titled("repeats")).unwrap();
         store
-            .append_thought(
-                Target::Session(s.id),
-                ThoughtInput {
-                    thought: text.clone(),
-                    next_thought_needed: true,
-                    ..Default::default()
-                },
-            )
+            .append_thought(Target::Session(s.id), ThoughtInput::text(text.clone()))
             .unwrap();
         let listed = store
             .list_patterns(&PatternFilter {

@@ -191,11 +191,9 @@ mod tests {
         let (_dir, store) = temp_store();
         let sid = store.create_session(NewSession::titled("shared")).unwrap().id;
         let input = |branch: Option<&str>| ThoughtInput {
-            thought: "ours".into(),
-            next_thought_needed: true,
             branch_id: branch.map(String::from),
             branch_from_thought: branch.map(|_| 1),
-            ..Default::default()
+            ..ThoughtInput::text("ours")
         };
         store.append_thought(Target::Session(sid.clone()), input(None)).unwrap();
         // Thoughts written without moving the tails (a person with sqlite3;
@@ -233,11 +231,7 @@ mod tests {
         use crate::store::Target;
         let (_dir, store) = temp_store();
         let add = |sid: &str, text: &str| {
-            let input = ThoughtInput {
-                thought: text.into(),
-                next_thought_needed: true,
-                ..Default::default()
-            };
+            let input = ThoughtInput::text(text);
             store
                 .append_thought(Target::Session(sid.into()), input)
                 .unwrap()

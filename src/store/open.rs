@@ -487,11 +487,9 @@ mod tests {
         assert_eq!(tails, (Some(format!("{sid}:3")), Some(format!("{sid}:alt:1")), 0));
         drop(conn);
         let input = |branch: Option<&str>| ThoughtInput {
-            thought: "after the upgrade".into(),
-            next_thought_needed: true,
             branch_id: branch.map(String::from),
             branch_from_thought: branch.map(|_| 1),
-            ..Default::default()
+            ..ThoughtInput::text("after the upgrade")
         };
         let main = store.append_thought(Target::Session(sid.into()), input(None)).unwrap();
         assert_eq!(main.thought.node_id, format!("{sid}:4"));

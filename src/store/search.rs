@@ -465,11 +465,7 @@ mod tests {
         let s = store.create_session(NewSession::titled("full")).unwrap();
         store.index_pending(1000).unwrap();
         for i in 0..200 {
-            let input = ThoughtInput {
-                thought: format!("pending{i} words {}", "y".repeat(400)),
-                next_thought_needed: true,
-                ..Default::default()
-            };
+            let input = ThoughtInput::text(format!("pending{i} words {}", "y".repeat(400)));
             store.append_thought(Target::Session(s.id.clone()), input).unwrap();
         }
         // Every pooled connection at once, so that each gets the limit.
@@ -495,11 +491,7 @@ mod tests {
         use crate::store::Target;
         let (_d, store) = temp_store();
         let add = |session: &str, text: String| {
-            let input = ThoughtInput {
-                thought: text,
-                next_thought_needed: true,
-                ..Default::default()
-            };
+            let input = ThoughtInput::text(text);
             store
                 .append_thought(Target::Session(session.to_string()), input)
                 .unwrap();
@@ -533,11 +525,7 @@ mod tests {
 
     /// Appends one thought with `text` to `session`.
     fn add(store: &Store, session: &str, text: &str) {
-        let input = ThoughtInput {
-            thought: text.into(),
-            next_thought_needed: true,
-            ..Default::default()
-        };
+        let input = ThoughtInput::text(text);
         store
             .append_thought(crate::store::Target::Session(session.to_string()), input)
             .unwrap();
@@ -658,14 +646,7 @@ mod tests {
             "my re\u{301}sume\u{301}, мой дом",
         ] {
             store
-                .append_thought(
-                    Target::Session(s.id.clone()),
-                    ThoughtInput {
-                        thought: text.into(),
-                        next_thought_needed: true,
-                        ..Default::default()
-                    },
-                )
+                .append_thought(Target::Session(s.id.clone()), ThoughtInput::text(text))
                 .unwrap();
             if text.starts_with("indexed") {
                 store.index_all_pending().unwrap();
@@ -720,14 +701,7 @@ mod tests {
         ];
         for text in texts {
             store
-                .append_thought(
-                    Target::Session(s.id.clone()),
-                    ThoughtInput {
-                        thought: text.into(),
-                        next_thought_needed: true,
-                        ..Default::default()
-                    },
-                )
+                .append_thought(Target::Session(s.id.clone()), ThoughtInput::text(text))
                 .unwrap();
         }
         let numbers = |q: &str| -> Vec<u32> {
@@ -791,14 +765,7 @@ mod tests {
         ];
         let add = |text: &str| {
             store
-                .append_thought(
-                    Target::Session(s.id.clone()),
-                    ThoughtInput {
-                        thought: text.into(),
-                        next_thought_needed: true,
-                        ..Default::default()
-                    },
-                )
+                .append_thought(Target::Session(s.id.clone()), ThoughtInput::text(text))
                 .unwrap();
         };
         for text in texts {
@@ -912,14 +879,7 @@ mod tests {
         let (_d, store) = temp_store();
         let s = store.create_session(NewSession::titled("pending")).unwrap();
         store
-            .append_thought(
-                Target::Session(s.id.clone()),
-                ThoughtInput {
-                    thought: "a zebra crossing".into(),
-                    next_thought_needed: true,
-                    ..Default::default()
-                },
-            )
+            .append_thought(Target::Session(s.id.clone()), ThoughtInput::text("a zebra crossing"))
             .unwrap();
         // More pending thoughts than a search that may index reads itself,
         // all newer than the one that matches.
@@ -958,14 +918,7 @@ mod tests {
         let s = store.create_session(NewSession::titled("Cache design")).unwrap();
         for text in ["redis would work", "memcached is simpler", "redis cluster costs"] {
             store
-                .append_thought(
-                    crate::store::Target::Session(s.id.clone()),
-                    ThoughtInput {
-                        thought: text.into(),
-                        next_thought_needed: true,
-                        ..Default::default()
-                    },
-                )
+                .append_thought(crate::store::Target::Session(s.id.clone()), ThoughtInput::text(text))
                 .unwrap();
         }
         let hits = store.search_thoughts("redis", 10).unwrap();

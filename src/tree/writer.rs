@@ -605,12 +605,10 @@ mod tests {
                 .append_thought(
                     Target::Session(s.id.clone()),
                     ThoughtInput {
-                        thought: "x".into(),
-                        next_thought_needed: true,
                         thought_number: n,
                         branch_id: branch.map(str::to_string),
                         branch_from_thought: branch.map(|_| 1),
-                        ..Default::default()
+                        ..ThoughtInput::text("x")
                     },
                 )
                 .unwrap();
@@ -650,14 +648,6 @@ mod tests {
         assert_eq!((again.files_written, again.files_unchanged), (0, 6));
     }
 
-    fn thought(text: &str) -> ThoughtInput {
-        ThoughtInput {
-            thought: text.into(),
-            next_thought_needed: true,
-            ..Default::default()
-        }
-    }
-
     #[test]
     fn exports_into_one_tree_at_once_leave_it_whole() {
         let (dir, store) = temp_store();
@@ -673,7 +663,9 @@ mod tests {
                 });
             }
             for i in 0..300 {
-                store.append_thought(target.clone(), thought(&format!("{i}"))).unwrap();
+                store
+                    .append_thought(target.clone(), ThoughtInput::text(i.to_string()))
+                    .unwrap();
             }
         });
         let dirs = find_session_dirs(&out).unwrap();
@@ -701,7 +693,7 @@ mod tests {
         let (dir, store) = temp_store();
         let a = store.create_session(NewSession::titled("a")).unwrap();
         store
-            .append_thought(Target::Session(a.id.clone()), thought("one"))
+            .append_thought(Target::Session(a.id.clone()), ThoughtInput::text("one"))
             .unwrap();
         let out = dir.path().join("out");
         let summary = export_tree(&store, &out, &ExportOptions::default(), &mut |_, _| {}).unwrap();
@@ -809,7 +801,7 @@ mod tests {
             .map(|i| {
                 let s = store.create_session(NewSession::titled(format!("s{i}"))).unwrap();
                 store
-                    .append_thought(Target::Session(s.id.clone()), thought("x"))
+                    .append_thought(Target::Session(s.id.clone()), ThoughtInput::text("x"))
                     .unwrap();
                 s.id
             })
@@ -875,11 +867,7 @@ mod tests {
             store
                 .append_thought(
                     crate::store::Target::Session(s.id.clone()),
-                    crate::domain::ThoughtInput {
-                        thought: text.into(),
-                        next_thought_needed: true,
-                        ..Default::default()
-                    },
+                    crate::domain::ThoughtInput::text(text),
                 )
                 .unwrap();
         }
@@ -918,11 +906,9 @@ mod tests {
             .append_thought(
                 crate::store::Target::Session(s.id.clone()),
                 crate::domain::ThoughtInput {
-                    thought: "branch".into(),
-                    next_thought_needed: true,
                     branch_id: Some("alt".into()),
                     branch_from_thought: Some(1),
-                    ..Default::default()
+                    ..crate::domain::ThoughtInput::text("branch")
                 },
             )
             .unwrap();

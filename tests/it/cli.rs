@@ -93,14 +93,6 @@ pub fn fails(db: &Path, args: &[&str]) -> String {
     err
 }
 
-pub fn input(text: &str) -> ThoughtInput {
-    ThoughtInput {
-        thought: text.into(),
-        next_thought_needed: true,
-        ..Default::default()
-    }
-}
-
 /// A database with two sessions, one with a branch and a revision.
 fn small_ledger(db: &Path) -> (String, String) {
     let store = Store::open(db, OpenOptionsStore::default()).unwrap();
@@ -752,14 +744,7 @@ fn repair_on_a_sound_ledger() {
         let store = Store::open(&db, OpenOptionsStore::default()).unwrap();
         let s = store.create_session(NewSession::titled("sound")).unwrap();
         store
-            .append_thought(
-                Target::Session(s.id.clone()),
-                ThoughtInput {
-                    thought: "nothing to mend here".into(),
-                    next_thought_needed: true,
-                    ..Default::default()
-                },
-            )
+            .append_thought(Target::Session(s.id.clone()), input("nothing to mend here"))
             .unwrap();
     }
     let report = ok_json(&db, &["repair"]);

@@ -11,6 +11,7 @@ use rmcp::service::{RequestContext, RunningService};
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::{Map, Value, json};
+use thoughtbox::domain::ThoughtInput;
 use tokio::process::Command;
 
 pub fn bin() -> &'static str {
@@ -291,8 +292,19 @@ pub fn temp_db() -> (tempfile::TempDir, PathBuf) {
     (dir, db)
 }
 
+/// A thought of `text` that wants a next one, as the gateway's JSON.
 pub fn t(text: &str) -> Value {
     json!({ "thought": text, "nextThoughtNeeded": true })
+}
+
+/// The same thought as the library's input, for tests that seed a ledger
+/// through `Store` (`ThoughtInput { branch_id, ..input("x") }`).
+pub fn input(text: &str) -> ThoughtInput {
+    ThoughtInput {
+        thought: text.into(),
+        next_thought_needed: true,
+        ..Default::default()
+    }
 }
 
 /// The text of every message of a sampling request, one per line.

@@ -10,6 +10,8 @@ use thoughtbox::domain::{NewSession, SessionFilter, ThoughtInput};
 use thoughtbox::knowledge::{NewPattern, PatternFilter};
 use thoughtbox::store::{OpenOptionsStore, Store, Target};
 
+use crate::common::input;
+
 fn temp_store() -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().expect("temp dir");
     let store = Store::open(dir.path().join("t.db"), OpenOptionsStore::default()).expect("open store");
@@ -24,15 +26,13 @@ fn shell(store: &Store) -> Connection {
 }
 
 fn add(store: &Store, session: &str, text: &str, branch: Option<(&str, u32)>) -> String {
-    let input = ThoughtInput {
-        thought: text.into(),
-        next_thought_needed: true,
+    let new = ThoughtInput {
         branch_id: branch.map(|(b, _)| b.to_string()),
         branch_from_thought: branch.map(|(_, from)| from),
-        ..Default::default()
+        ..input(text)
     };
     store
-        .append_thought(Target::Session(session.to_string()), input)
+        .append_thought(Target::Session(session.to_string()), new)
         .expect("append")
         .thought
         .node_id
@@ -451,10 +451,8 @@ fn deleting_a_middle_thought_keeps_the_chain_whole() {
         .append_thought(
             Target::Session(s.clone()),
             ThoughtInput {
-                thought: "three, revised".into(),
-                next_thought_needed: true,
                 revises_thought: Some(3),
-                ..Default::default()
+                ..input("three, revised")
             },
         )
         .unwrap()
@@ -1060,11 +1058,9 @@ fn the_latest_view_follows_revisions_of_revisions() {
             .append_thought(
                 Target::Session(s.clone()),
                 ThoughtInput {
-                    thought: text.into(),
-                    next_thought_needed: true,
                     revises_thought: Some(of),
                     branch_id: branch.map(str::to_string),
-                    ..Default::default()
+                    ..input(text)
                 },
             )
             .expect("revision")
@@ -1180,11 +1176,9 @@ fn revision_links_that_disagree_are_refused() {
             .append_thought(
                 Target::Session(s.clone()),
                 ThoughtInput {
-                    thought: format!("revising {of}"),
-                    next_thought_needed: true,
                     revises_thought: Some(of),
                     branch_id: branch.map(str::to_string),
-                    ..Default::default()
+                    ..input(&format!("revising {of}"))
                 },
             )
             .expect("revision")
@@ -1516,10 +1510,8 @@ fn a_branch_thought_inserted_by_hand_gets_its_branch_from_repair() {
         .append_thought(
             Target::Session(s.clone()),
             ThoughtInput {
-                thought: "continued".into(),
-                next_thought_needed: true,
                 branch_id: Some("hb".into()),
-                ..Default::default()
+                ..input("continued")
             },
         )
         .expect("the branch continues");

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use thoughtbox::domain::{Critique, NewSession, ThoughtInput};
 use thoughtbox::store::{OpenOptionsStore, Store, Target};
 
-use crate::cli::{fails, input, ok, ok_json, run};
+use crate::cli::{fails, ok, ok_json, run};
 use crate::common::*;
 
 /// Every file under `root` (relative path -> bytes), config.json left out.

@@ -146,11 +146,7 @@ mod tests {
         let (_d, store) = temp_store();
         let s = store.create_session(NewSession::titled("long thoughts")).unwrap();
         let append = |len: usize, word: &str| {
-            let input = ThoughtInput {
-                thought: format!("{word} {}", "x".repeat(len)),
-                next_thought_needed: true,
-                ..Default::default()
-            };
+            let input = ThoughtInput::text(format!("{word} {}", "x".repeat(len)));
             store.append_thought(Target::Session(s.id.clone()), input).unwrap();
         };
         append(300 << 10, "huge");
