@@ -31,7 +31,7 @@ pub(super) fn no_note(id: &str) -> Error {
     )
 }
 
-/// The id of the note `topic` names: its slug, cut to [`MAX_SLUG`]. Two
+/// The id of the note `topic` names: its slug, cut to [`MAX_SLUG`](crate::knowledge::MAX_SLUG). Two
 /// topics can share that id: a long one cut to the other's whole slug, or
 /// two long ones that differ only past the cut. The id belongs to the
 /// first topic written there (so notes written before stay where they

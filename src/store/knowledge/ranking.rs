@@ -110,7 +110,7 @@ impl Ranked {
 }
 
 /// How many of a query's newest matches are read and ranked by score, as
-/// thought search ranks its newest [`super::search::CANDIDATES`]: reading
+/// thought search ranks its newest [`crate::store::search::CANDIDATES`]: reading
 /// and scoring every match cost ~0.5 s for a word in each of 50,000
 /// patterns (`cargo bench --bench patterns`).
 pub(super) const RANKED_MATCHES: usize = 1000;

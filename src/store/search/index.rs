@@ -55,7 +55,7 @@ impl Store {
 
     /// Index what is pending before a search, as far as another program's
     /// write lock allows (see [`Store::index_pending_for_search`]). A store
-    /// opened only to read ([`super::Access::Read`]) writes nothing: its
+    /// opened only to read ([`crate::store::Access::Read`]) writes nothing: its
     /// searches read the pending thoughts themselves.
     pub fn index_before_search(&self) -> Result<()> {
         if !self.opts.access.may_write() {
