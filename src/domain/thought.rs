@@ -32,6 +32,19 @@ pub struct ThoughtInput {
     pub critique_requested: bool,
 }
 
+#[cfg(test)]
+impl ThoughtInput {
+    /// A thought of `text` that wants a next one, nothing else set: what
+    /// most tests start from (`ThoughtInput { branch_id, ..ThoughtInput::text("x") }`).
+    pub(crate) fn text(text: impl Into<String>) -> ThoughtInput {
+        ThoughtInput {
+            thought: text.into(),
+            next_thought_needed: true,
+            ..Default::default()
+        }
+    }
+}
+
 /// Questions about a session's existing chains. `branch: None` is the main chain.
 pub trait ChainFacts {
     /// Highest thought number on the chain, if it has any thought.
@@ -414,11 +427,7 @@ pub(crate) mod tests {
     }
 
     fn text(t: &str) -> ThoughtInput {
-        ThoughtInput {
-            thought: t.into(),
-            next_thought_needed: true,
-            ..Default::default()
-        }
+        ThoughtInput::text(t)
     }
 
     #[test]

@@ -4,19 +4,29 @@
 //! Every renderer writes as it goes, taking one thought at a time from a
 //! [`SessionSource`]: a session streamed from the database
 //! ([`SessionSnapshot`]) is exported in memory that does not grow with it.
+//!
+//! This file holds what the formats share (the source of thoughts, `next`
+//! links, one-line text); each format has its file: `json`, `markdown`,
+//! `cipher`. What an import would refuse is checked in `fitness`.
 
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::io::Write;
 
-use serde::{Serialize, Serializer, ser::SerializeSeq};
+use serde::Serialize;
 
 use crate::domain::{Session, Thought, ThoughtData};
 use crate::error::{Error, Result};
 use crate::store::SessionSnapshot;
 
+mod cipher;
 mod fitness;
+mod json;
+mod markdown;
+
+use cipher::write_cipher;
 pub use fitness::ImportFitness;
+use json::write_json;
+use markdown::write_markdown;
 
 /// Export formats of `session export`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -291,83 +301,6 @@ fn json_written(e: serde_json::Error) -> Error {
     }
 }
 
-/// SessionExport v1.0 with its nodes streamed.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct StreamedExport<'a> {
-    version: &'static str,
-    session: &'a Session,
-    nodes: StreamedNodes<'a>,
-    exported_at: String,
-}
-
-struct StreamedNodes<'a> {
-    source: &'a dyn SessionSource,
-    next: NextLinks,
-    /// What an import would refuse, checked as the nodes go by (such a
-    /// session is not exported); `None` when it was checked before.
-    fitness: RefCell<Option<ImportFitness<'a>>>,
-    /// The source's own error, kept whole: serde passes only its text on.
-    failure: RefCell<Option<Error>>,
-}
-
-impl Serialize for StreamedNodes<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
-        let mut seq = serializer.serialize_seq(None)?;
-        let mut write_error = None;
-        let mut fitness = self.fitness.borrow_mut().take();
-        let walked = self
-            .source
-            .each_thought(&mut |t| {
-                if let Some(fitness) = &mut fitness {
-                    fitness.thought(&t)?;
-                }
-                seq.serialize_element(&self.next.node(t)).map_err(|e| {
-                    write_error = Some(e);
-                    Error::Internal("stopped writing".into())
-                })
-            })
-            .and_then(|()| fitness.map_or(Ok(()), |f| f.finish(self.next.prevs())));
-        if let Some(e) = write_error {
-            return Err(e);
-        }
-        if let Err(e) = walked {
-            let text = e.to_string();
-            *self.failure.borrow_mut() = Some(e);
-            return Err(serde::ser::Error::custom(text));
-        }
-        seq.end()
-    }
-}
-
-fn write_json<'a>(
-    out: &mut dyn Write,
-    layout: Layout,
-    source: &'a dyn SessionSource,
-    next: NextLinks,
-    fitness: Option<ImportFitness<'a>>,
-) -> Result<()> {
-    let doc = StreamedExport {
-        version: VERSION,
-        session: source.session(),
-        nodes: StreamedNodes {
-            source,
-            next,
-            fitness: RefCell::new(fitness),
-            failure: RefCell::new(None),
-        },
-        exported_at: crate::domain::now(),
-    };
-    let result = match layout {
-        Layout::Pretty => doc.serialize(&mut serde_json::Serializer::pretty(out)),
-        Layout::Compact => doc.serialize(&mut serde_json::Serializer::new(out)),
-    };
-    if let Some(e) = doc.nodes.failure.take() {
-        return Err(e);
-    }
-    result.map_err(json_written)
-}
-
 /// Call `f` with each thought and whether it starts a chain (the main
 /// chain, or a branch).
 fn each_in_chains(source: &dyn SessionSource, f: &mut dyn FnMut(&Thought, bool) -> Result<()>) -> Result<()> {
@@ -415,465 +348,12 @@ fn one_line(text: &str) -> String {
         .collect()
 }
 
-/// `text` on one line of the Markdown document's own (its title, tags, a
-/// critique's model), with raw HTML shown as text (review 13-f: a title
-/// `<textarea>` swallowed the page). A definition cannot start on such a
-/// line: it is a heading or follows other text.
-fn markdown_line(text: &str) -> String {
-    one_line(text).replace('<', "&lt;")
-}
-
-/// `text` on one line as a Markdown code span, which shows it as written:
-/// fenced by one backtick more than its longest run of them, and padded
-/// with a space on each side where CommonMark takes one away (text that
-/// starts or ends with a backtick, or with a space at both ends).
-fn code_span(text: &str) -> String {
-    let text = one_line(text);
-    if text.is_empty() {
-        return "` `".into();
-    }
-    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
-    let fence = "`".repeat(longest + 1);
-    let pad = text.starts_with('`')
-        || text.ends_with('`')
-        || (text.starts_with(' ') && text.ends_with(' ') && !text.trim_start_matches(' ').is_empty());
-    let pad = if pad { " " } else { "" };
-    format!("{fence}{pad}{text}{pad}{fence}")
-}
-
-/// `text` as a Markdown block quote, every line of it (CR, LF and CRLF all
-/// end a line in Markdown). Whatever block the text opens (an unclosed code
-/// fence, a list, a line that looks like this document's own headings)
-/// stays inside the quote: a block quote ends every block opened in it.
-///
-/// Two things a block quote does not contain, which [`neutralized`] takes
-/// out of the text first: a link reference definition (`[x]: https://...`)
-/// or footnote definition counts for the whole document, and would turn a
-/// `[x]` in another thought into a link; and raw HTML reaches the page as
-/// HTML, where an unclosed `<!--` or `<textarea>` swallows the rest of the
-/// document. Both are found by parsing the text as CommonMark, so code
-/// (fenced, indented or inline) is left exactly as it is.
-fn block_quote(out: &mut String, text: &str) {
-    let text = visible_controls(text.trim_end())
-        .replace("\r\n", "\n")
-        .replace('\r', "\n");
-    // Leading tabs as spaces: after `> ` a tab reaches only column 4 of the
-    // line, and tab-indented code would lose its indent.
-    let mut spaced = String::with_capacity(text.len());
-    for (i, line) in text.split('\n').enumerate() {
-        if i > 0 {
-            spaced.push('\n');
-        }
-        let rest = line.trim_start_matches([' ', '\t']);
-        let mut column = 0;
-        for c in line[..line.len() - rest.len()].chars() {
-            let width = if c == '\t' { 4 - column % 4 } else { 1 };
-            spaced.extend(std::iter::repeat_n(' ', width));
-            column += width;
-        }
-        spaced.push_str(rest);
-    }
-    for line in neutralized(&spaced).split('\n') {
-        out.push('>');
-        if !line.is_empty() {
-            out.push(' ');
-            out.push_str(line);
-        }
-        out.push('\n');
-    }
-    out.push('\n');
-}
-
-/// `text` with the `[` of every link reference or footnote definition
-/// escaped (`\[`, which shows as `[`) and the `<` of every piece of raw HTML
-/// written `&lt;` (it shows as `<`, as text), as a CommonMark parser with
-/// footnotes (GitHub's flavour) reads the text. Taking one out can make
-/// another appear (text that followed a definition), so it parses again
-/// until none is left.
-fn neutralized(text: &str) -> String {
-    use pulldown_cmark::{Event, Options, Parser, Tag};
-    let mut text = text.to_string();
-    // Each round removes at least one. The parser reports one definition
-    // per label, so a text repeating one label would take a round (a parse
-    // of the whole text) for each: after a few rounds, every `[` and `<`
-    // outside code is escaped in one pass instead (review 13-f).
-    for _ in 0..NEUTRALIZING_ROUNDS {
-        let mut brackets: Vec<usize> = Vec::new();
-        let mut angles: Vec<usize> = Vec::new();
-        let mut events = Parser::new_ext(&text, Options::ENABLE_FOOTNOTES).into_offset_iter();
-        for (event, range) in events.by_ref() {
-            match event {
-                Event::Html(_) | Event::InlineHtml(_) => {
-                    angles.extend(text[range.clone()].match_indices('<').map(|(i, _)| range.start + i));
-                }
-                Event::Start(Tag::FootnoteDefinition(_)) => {
-                    brackets.extend(text[range.clone()].find('[').map(|i| range.start + i));
-                }
-                _ => {}
-            }
-        }
-        for (_, def) in events.reference_definitions().iter() {
-            brackets.extend(text[def.span.clone()].find('[').map(|i| def.span.start + i));
-        }
-        if brackets.is_empty() && angles.is_empty() {
-            return text;
-        }
-        let mut edits: Vec<(usize, &str)> = brackets
-            .into_iter()
-            .map(|i| (i, "\\["))
-            .chain(angles.into_iter().map(|i| (i, "&lt;")))
-            .collect();
-        edits.sort_unstable();
-        edits.dedup_by_key(|(i, _)| *i);
-        for (at, with) in edits.into_iter().rev() {
-            text.replace_range(at..at + 1, with);
-        }
-    }
-    escaped_outside_code(&text)
-}
-
-/// Rounds of [`neutralized`] before it escapes everything outside code.
-const NEUTRALIZING_ROUNDS: usize = 4;
-
-/// `text` with every `[` and `<` outside code (blocks and spans) that is
-/// not escaped already written `\[` and `&lt;`: no definition and no HTML
-/// can start then. Links in the text show as text.
-fn escaped_outside_code(text: &str) -> String {
-    use pulldown_cmark::{Event, Options, Parser, Tag};
-    let mut code: Vec<std::ops::Range<usize>> = Vec::new();
-    for (event, range) in Parser::new_ext(text, Options::ENABLE_FOOTNOTES).into_offset_iter() {
-        if matches!(event, Event::Code(_) | Event::Start(Tag::CodeBlock(_))) {
-            code.push(range);
-        }
-    }
-    // In document order: one pass over both.
-    code.sort_unstable_by_key(|r| r.start);
-    let mut next_code = 0;
-    let mut backslashes = 0;
-    let mut out = String::with_capacity(text.len() + text.len() / 8);
-    for (i, c) in text.char_indices() {
-        while next_code < code.len() && code[next_code].end <= i {
-            next_code += 1;
-        }
-        let in_code = code.get(next_code).is_some_and(|r| r.start <= i);
-        let escaped = backslashes % 2 == 1;
-        backslashes = if c == '\\' { backslashes + 1 } else { 0 };
-        match c {
-            '[' if !escaped && !in_code => out.push_str("\\["),
-            '<' if !escaped && !in_code => out.push_str("&lt;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// A readable Markdown document with every chain. Each thought is a block
-/// quote (its own Markdown renders inside it), so no thought can change the
-/// structure around it.
-fn write_markdown(out: &mut dyn Write, source: &dyn SessionSource, include_metadata: bool) -> Result<()> {
-    let session = source.session();
-    let mut s = format!("# {}\n\n", markdown_line(&session.title));
-    if include_metadata {
-        s.push_str(&format!("- **Session:** {}\n", session.id));
-        if !session.tags.is_empty() {
-            // Each tag a code span: written as it is (no Markdown or HTML
-            // acts in one) and plainly one tag, commas and all (review:
-            // `a b, c,d, &lt;x>` read as four tags).
-            let tags: Vec<String> = session.tags.iter().map(|t| code_span(t)).collect();
-            s.push_str(&format!("- **Tags:** {}\n", tags.join(", ")));
-        }
-        s.push_str(&format!("- **Created:** {}\n", session.created_at));
-        s.push_str(&format!("- **Updated:** {}\n", session.updated_at));
-        s.push_str(&format!(
-            "- **Thoughts:** {} ({} {})\n",
-            session.thought_count,
-            session.branch_count,
-            if session.branch_count == 1 {
-                "branch"
-            } else {
-                "branches"
-            }
-        ));
-        s.push_str(&format!(
-            "- **Status:** {}\n",
-            if session.completed_at.is_some() {
-                "completed"
-            } else {
-                "active"
-            }
-        ));
-        if let Some(d) = session.description.as_deref().filter(|d| !d.is_empty()) {
-            s.push('\n');
-            block_quote(&mut s, d);
-        } else {
-            s.push('\n');
-        }
-    }
-    out.write_all(s.as_bytes()).map_err(written)?;
-    let revised_by = source.revised_by()?;
-    each_in_chains(source, &mut |t, first| {
-        let d = &t.data;
-        let mut s = String::new();
-        if first {
-            match &d.branch_id {
-                None => s.push_str("## Main chain\n\n"),
-                Some(b) => {
-                    let from = d.branch_from_thought.unwrap_or(0);
-                    s.push_str(&format!("## Branch `{b}` (from thought {from})\n\n"));
-                }
-            }
-        }
-        s.push_str(&format!("### Thought {}/{}", d.thought_number, d.total_thoughts));
-        if let Some(r) = d.revises_thought {
-            s.push_str(&format!(" (revises #{r})"));
-        }
-        if let Some(by) = revised_by.get(&t.node_id) {
-            let by: Vec<String> = by.iter().map(|n| format!("#{n}")).collect();
-            s.push_str(&format!(" (revised by {})", by.join(", ")));
-        }
-        s.push_str("\n\n");
-        block_quote(&mut s, &d.thought);
-        if let Some(c) = &d.critique {
-            s.push_str(&format!("**Critique** ({}):\n\n", markdown_line(&c.model)));
-            block_quote(&mut s, &c.text);
-        }
-        if d.critique_requested == Some(true) {
-            s.push_str("**Critique** asked for, none received.\n\n");
-        }
-        out.write_all(s.as_bytes()).map_err(written)
-    })
-}
-
-/// The length of the step prefix `<n><T>(<refs>)` a line of cipher starts
-/// with (the guide's grammar: a step number of one to three digits, not
-/// starting with 0; a step-type letter; references in parentheses, no
-/// spaces), when a space and some content follow it; else `None`, so that
-/// "1 thing" or "3D printing" is no step.
-fn step_prefix(line: &str) -> Option<usize> {
-    let digits = line.bytes().take_while(u8::is_ascii_digit).count();
-    if !(1..=3).contains(&digits) || line.starts_with('0') {
-        return None;
-    }
-    let rest = &line[digits..];
-    let mut end = digits + 1;
-    if !rest.starts_with(|c: char| "HEOAQPRXC".contains(c)) {
-        return None;
-    }
-    if let Some(refs) = line[end..].strip_prefix('(') {
-        let inside = refs.find(')')?;
-        if inside == 0 || refs[..inside].contains(char::is_whitespace) {
-            return None;
-        }
-        end += inside + 2;
-    }
-    let after = &line[end..];
-    (after.starts_with([' ', '\t']) && !after.trim().is_empty()).then_some(end)
-}
-
-/// Whether a thought is written in the cipher's step lines: its first line
-/// with something on it starts with a step prefix.
-fn in_steps(text: &str) -> bool {
-    text.lines()
-        .map(str::trim_start)
-        .find(|l| !l.is_empty())
-        .is_some_and(|l| step_prefix(l).is_some())
-}
-
-/// The step-type letter of the cipher notation for a thought in prose: `R`
-/// for a revision, else a guess from its wording (`O` when nothing fits).
-fn step_type(d: &ThoughtData) -> char {
-    if d.is_revision {
-        return 'R';
-    }
-    let text = d.thought.trim_start();
-    // Whole words and phrases, so that "explanation" is no plan and
-    // "unfounded" no evidence (review 16-e); a key ending in '*' is a word
-    // start.
-    let words: Vec<String> = text
-        .to_lowercase()
-        .split(|c: char| !(c.is_alphanumeric() || c == '\''))
-        .filter(|w| !w.is_empty())
-        .map(str::to_string)
-        .collect();
-    let padded = format!(" {} ", words.join(" "));
-    let has = |keys: &[&str]| {
-        keys.iter().any(|k| match k.strip_suffix('*') {
-            Some(start) => words.iter().any(|w| w.starts_with(start)),
-            None => padded.contains(&format!(" {k} ")),
-        })
-    };
-    if has(&[
-        "therefore",
-        "conclusion",
-        "conclude",
-        "so the answer",
-        "decision",
-        "decided",
-        "decide",
-    ]) {
-        'C'
-    } else if has(&["hypothes*", "maybe", "might be", "suspect"]) {
-        'H'
-    } else if has(&["assume", "assuming"]) {
-        'A'
-    } else if has(&["plan", "next step", "i will", "let's"]) {
-        'P'
-    } else if has(&["evidence", "found", "measured", "shows"]) {
-        'E'
-    } else if text.trim_end().ends_with('?') {
-        'Q'
-    } else {
-        'O'
-    }
-}
-
-/// Whether `c` belongs to the character before it on screen: a combining
-/// mark of any script (Thai vowels, Arabic harakat, Devanagari vowel signs,
-/// kana voicing marks...), a joiner, a variation selector, an emoji skin
-/// tone, or a Hangul jamo after the first.
-fn extends_previous(c: char) -> bool {
-    unicode_normalization::char::is_combining_mark(c)
-        || matches!(c, '\u{200c}' | '\u{200d}' | '\u{fe00}'..='\u{fe0f}' | '\u{1f3fb}'..='\u{1f3ff}'
-            | '\u{e0020}'..='\u{e007f}'
-            // Hangul vowel and final jamo, which follow an initial one.
-            | '\u{1160}'..='\u{11ff}' | '\u{d7b0}'..='\u{d7ff}')
-}
-
-fn regional_indicator(c: char) -> bool {
-    matches!(c, '\u{1f1e6}'..='\u{1f1ff}')
-}
-
-/// Between two lines of a thought on its one line of the cipher export: no
-/// symbol of the notation, and nothing a step's text would hold.
-const LINE_BREAK: &str = " ¦ ";
-
-/// `text` on one line, cut after about `max` characters: its whitespace
-/// runs as one space, and its line breaks (blank lines left out) as ` ¦ `,
-/// so that a thought's step lines stay apart (review 18: joined by spaces,
-/// "since v2.3 2H(.1) missing index" read as one clause). The cut never
-/// splits what shows as one character: an accent from its letter, an emoji
-/// sequence joined by U+200D, a flag.
-///
-/// A cut is marked `…[+N chars]`, N the characters of `text` after the
-/// last one shown, whitespace and line breaks included: what the reader
-/// does not see of the thought, not of its one-line form (which counted a
-/// run of spaces as one, and left out trailing ones).
-fn squash(text: &str, max: usize) -> String {
-    // Each character of the line, with how many characters of `text` it
-    // shows up to and including itself; `None` for the spaces and ` ¦ `
-    // that stand for whitespace. `visible_controls` maps character to
-    // character, so its positions are `text`'s.
-    let mut line: Vec<(char, Option<usize>)> = Vec::new();
-    // Whitespace since the last character shown: `Some(true)` when it
-    // held a line break.
-    let mut gap: Option<bool> = None;
-    let mut total = 0;
-    for (i, c) in visible_controls(text).chars().enumerate() {
-        total = i + 1;
-        let breaks = matches!(c, '\n' | '\r' | '\u{2028}' | '\u{2029}');
-        if breaks || c.is_whitespace() {
-            if !line.is_empty() {
-                gap = Some(gap.unwrap_or(false) || breaks);
-            }
-            continue;
-        }
-        if let Some(breaks) = gap.take() {
-            let between = if breaks { LINE_BREAK } else { " " };
-            line.extend(between.chars().map(|c| (c, None)));
-        }
-        line.push((c, Some(i + 1)));
-    }
-    let chars: Vec<char> = line.iter().map(|(c, _)| *c).collect();
-    if chars.len() <= max {
-        return chars.into_iter().collect();
-    }
-    let mut end = max;
-    // A flag is two regional indicators: do not keep half of one.
-    let indicators = chars[..end]
-        .iter()
-        .rev()
-        .take_while(|c| regional_indicator(**c))
-        .count();
-    if indicators % 2 == 1 && chars.get(end).copied().is_some_and(regional_indicator) {
-        end += 1;
-    }
-    while end < chars.len() && (extends_previous(chars[end]) || chars[end - 1] == '\u{200d}') {
-        end += 1;
-    }
-    // The cut ends on a character of the text, not on a space or half a
-    // ` ¦ ` standing for whitespace.
-    while end > 0 && line[end - 1].1.is_none() {
-        end -= 1;
-    }
-    let shown = line[..end].iter().rev().find_map(|(_, at)| *at).unwrap_or(0);
-    let cut: String = chars[..end].iter().collect();
-    // Not ` ..`, which in the cipher means "continued in the next thought".
-    format!("{cut} …[+{} chars]", total - shown)
-}
-
-/// The tags of a cipher header, one word: a tag's spaces become `_` and its
-/// commas `;`, so that no tag can read as more tags or as the header's
-/// other fields (`x n:99 done`).
-fn cipher_tags(tags: &[String]) -> String {
-    tags.iter()
-        .map(|t| {
-            one_line(t)
-                .split_whitespace()
-                .collect::<Vec<_>>()
-                .join("_")
-                .replace(',', ";")
-        })
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
-/// The session in cipher notation: one line per thought,
-/// `<n><T>(<refs>) <text>`, with `r@k` for a revision of thought k and
-/// `b@f` for a branch's fork point. A thought written in step lines keeps
-/// its own: `<n>(<refs>): <its steps>` (review 18: `1O 1O dashboard`, a
-/// second type letter before the thought's own step 1).
-fn write_cipher(out: &mut dyn Write, source: &dyn SessionSource, include_metadata: bool) -> Result<()> {
-    let session = source.session();
-    let mut s = format!("# {}\n", one_line(&session.title));
-    if include_metadata {
-        s.push_str(&format!(
-            "id:{} tags:{} n:{} b:{} {}\n",
-            session.id,
-            cipher_tags(&session.tags),
-            session.thought_count,
-            session.branch_count,
-            if session.completed_at.is_some() { "done" } else { "open" }
-        ));
-    }
-    out.write_all(s.as_bytes()).map_err(written)?;
-    each_in_chains(source, &mut |t, first| {
-        let d = &t.data;
-        let mut s = String::new();
-        if first {
-            match &d.branch_id {
-                Some(b) => s.push_str(&format!("\n## {b} b@{}\n", d.branch_from_thought.unwrap_or(0))),
-                None => s.push('\n'),
-            }
-        }
-        let refs = match d.revises_thought {
-            Some(r) => format!("(r@{r})"),
-            None => String::new(),
-        };
-        let text = squash(&d.thought, 200);
-        let n = d.thought_number;
-        s.push_str(&if in_steps(&d.thought) {
-            format!("{n}{refs}: {text}\n")
-        } else {
-            format!("{n}{}{refs} {text}\n", step_type(d))
-        });
-        out.write_all(s.as_bytes()).map_err(written)
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::Value;
 
+    use super::cipher::step_type;
+    use super::markdown::{block_quote, in_steps};
     use super::*;
 
     /// Render loaded thoughts as Markdown.
@@ -1100,16 +580,6 @@ mod tests {
         );
     }
 
-    /// The last resort of `neutralized`: every `[` and `<` outside code,
-    /// not escaped already, is.
-    #[test]
-    fn escaping_outside_code_leaves_code_and_escapes_alone() {
-        assert_eq!(
-            escaped_outside_code("a [b] `[c] <d>` \\[e <f> é[\n\n    [g] <h>\n\n```\n[i]: <j>\n```"),
-            "a \\[b] `[c] <d>` \\[e &lt;f> é\\[\n\n    [g] <h>\n\n```\n[i]: <j>\n```"
-        );
-    }
-
     /// Review 13-e: definitions a line-by-line check missed (a label over
     /// two lines, an escaped `]`, a tab after a quote marker, inside list
     /// items, after a backtick "fence" that is none), and raw HTML that
@@ -1283,67 +753,6 @@ mod tests {
         }
     }
 
-    /// Review 10-b: the cipher cut split a family emoji, a flag, and an
-    /// accent from its letter.
-    #[test]
-    fn the_cipher_cut_keeps_what_shows_as_one_character() {
-        let pad = "a".repeat(199);
-        let family = "\u{1f468}\u{200d}\u{1f469}\u{200d}\u{1f467}";
-        assert_eq!(
-            squash(&format!("{pad}{family} tail"), 200),
-            format!("{pad}{family} …[+5 chars]")
-        );
-        let flag = "\u{1f1ef}\u{1f1f5}";
-        assert_eq!(
-            squash(&format!("{pad}{flag} tail"), 200),
-            format!("{pad}{flag} …[+5 chars]")
-        );
-        assert_eq!(
-            squash(&format!("{pad}e\u{301}x"), 200),
-            format!("{pad}e\u{301} …[+1 chars]")
-        );
-        assert_eq!(squash(&format!("{pad}bc"), 200), format!("{pad}b …[+1 chars]"));
-        // Review 10-d: marks of other scripts, and Korean written as jamo.
-        for cluster in ["กิ", "بِ", "कि", "בּ", "\u{304b}\u{3099}", "\u{1100}\u{1161}\u{11a8}"] {
-            assert_eq!(
-                squash(&format!("{pad}{cluster}x"), 200),
-                format!("{pad}{cluster} …[+1 chars]"),
-                "{cluster:?}"
-            );
-        }
-        assert_eq!(squash("short  text\n", 200), "short text");
-    }
-
-    /// Review: a 156,000-character thought ending in a space showed 200
-    /// characters and `…[+155799 chars]`, counting its one-line form. N is
-    /// every character of the thought after the last one shown, whitespace
-    /// and line breaks included.
-    #[test]
-    fn the_cipher_cut_counts_the_characters_left_out() {
-        let long = format!("{} ", "x".repeat(155_999));
-        assert_eq!(squash(&long, 200), format!("{} …[+155800 chars]", "x".repeat(200)));
-        // Runs of whitespace after the cut count whole.
-        let pad = "a".repeat(199);
-        assert_eq!(
-            squash(&format!("{pad}b   c\n\n  d  "), 200),
-            format!("{pad}b …[+11 chars]")
-        );
-        // A cut that falls in a run of whitespace (or in the ` ¦ ` of a line
-        // break) ends on the character before it, and counts the run.
-        let pad = "a".repeat(198);
-        assert_eq!(squash(&format!("{pad}b   c"), 200), format!("{pad}b …[+4 chars]"));
-        assert_eq!(squash(&format!("{pad}b\r\n\tcd"), 200), format!("{pad}b …[+5 chars]"));
-        // Whitespace collapsed before the cut is not counted: it is shown, as one space.
-        let text = format!("{}    {}", "a".repeat(100), "b".repeat(150));
-        assert_eq!(
-            squash(&text, 200),
-            format!("{} {} …[+51 chars]", "a".repeat(100), "b".repeat(99))
-        );
-        // Control characters are shown one for one, so they count as one.
-        let text = format!("{}\u{1b}\u{1b}zz", "a".repeat(199));
-        assert_eq!(squash(&text, 200), format!("{}\u{241b} …[+3 chars]", "a".repeat(199)));
-    }
-
     #[test]
     fn markdown_and_cipher_include_branches() {
         let ts = vec![
@@ -1371,10 +780,8 @@ mod tests {
             store.append_thought(Target::Session(id.clone()), input).unwrap();
         };
         let plain = |text: &str, n: Option<u32>| ThoughtInput {
-            thought: text.into(),
-            next_thought_needed: true,
             thought_number: n,
-            ..Default::default()
+            ..ThoughtInput::text(text)
         };
         add(plain("Maybe the cache is stale", Some(3)));
         add(plain("We found the bug", Some(1)));

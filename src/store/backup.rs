@@ -43,7 +43,7 @@ impl Store {
         }
         if dest.is_dir() {
             // What interrupted backups into this directory left.
-            crate::tree::writer::remove_leftovers(
+            super::remove_leftovers(
                 dest,
                 |n| n.starts_with(".thoughtbox-backup-") && n.contains(".tmp-"),
                 false,
@@ -99,7 +99,7 @@ impl Store {
                         .map(|rest| rest.strip_suffix("-journal").unwrap_or(rest))
                         .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
                 };
-                crate::tree::writer::remove_leftovers(super::folder_of(&target), leftover, false);
+                super::remove_leftovers(super::folder_of(&target), leftover, false);
             }
             let mut tmp = target.as_os_str().to_owned();
             tmp.push(format!(".tmp-{}", std::process::id()));

@@ -135,11 +135,9 @@ mod tests {
             from.append_thought(
                 Target::Session(s.id.clone()),
                 ThoughtInput {
-                    thought: text.into(),
-                    next_thought_needed: true,
                     branch_id: branch.map(str::to_string),
                     branch_from_thought: branch.map(|_| 1),
-                    ..Default::default()
+                    ..ThoughtInput::text(text)
                 },
             )
             .unwrap();

@@ -1,58 +1,23 @@
 //! The knowledge garden tables: `knowledge_patterns` (+ tags) and
 //! `scratchpad_notes`, each with an FTS5 index kept in sync by triggers.
+//!
+//! This file saves, reads, updates and deletes patterns (a learning saved
+//! twice is kept once); notes are in `notes`, searching both by text in
+//! `ranking`, and `list_patterns` with its filters and pages in `listing`.
 
-use std::collections::HashSet;
+mod listing;
+mod notes;
+mod ranking;
 
-use rusqlite::{OptionalExtension, Row, ToSql, params};
+use rusqlite::{OptionalExtension, Row, params};
 use serde_json::json;
 
-use super::search::{QueryPlan, SNIPPET_TOKENS, Scorer, query_words};
-use super::snippet::best_snippet;
-use super::tag_filter::TagTable;
 use super::{Store, Tx};
-use crate::domain::{self, SortBy, SortOrder};
+use crate::domain;
 use crate::error::{Error, Result};
-use crate::knowledge::{
-    KnowledgeHit, KnowledgeHits, KnowledgePattern, NewPattern, NoteRef, PatternFilter, PatternListItem, PatternPage,
-    PatternUpdate, ScratchpadNote, TagCount, fallback_slug, full_slug, hashed_slug, note_uri, pattern_uri,
-    slug_or_fallback, slugify, unique_slug,
-};
+use crate::knowledge::{KnowledgePattern, NewPattern, PatternUpdate, slug_or_fallback, unique_slug};
 
 const PATTERN_COLUMNS: &str = "p.id, p.title, p.description, p.tags, p.content, p.derived_from_sessions, p.created_by, p.created_at, p.updated_at";
-const NOTE_COLUMNS: &str = "n.id, n.title, n.content, n.created_at, n.updated_at";
-/// A pattern's text, all fields, as a search by text reads it.
-const PATTERN_TEXT: &str = "(p.title || ' ' || p.description || ' ' || p.tags || ' ' || p.content)";
-
-/// A table the knowledge search reads: its index, its rows, the
-/// description, tags and content a hit's snippet comes from, and all its
-/// text as one expression.
-struct Searched {
-    fts: &'static str,
-    table: &'static str,
-    alias: &'static str,
-    fields: &'static str,
-    text: &'static str,
-    uri: fn(&str) -> String,
-}
-
-const PATTERNS: Searched = Searched {
-    fts: "knowledge_patterns_fts",
-    table: "knowledge_patterns",
-    alias: "p",
-    // Tags as stored (a JSON array): [`ranked_from_row`] makes them words.
-    fields: "p.description, p.tags, p.content",
-    text: PATTERN_TEXT,
-    uri: pattern_uri,
-};
-
-const NOTES: Searched = Searched {
-    fts: "scratchpad_notes_fts",
-    table: "scratchpad_notes",
-    alias: "n",
-    fields: "'', '', n.content",
-    text: "(n.title || ' ' || n.content)",
-    uri: note_uri,
-};
 
 /// A pattern or a note, as a resource listing shows it.
 #[derive(Debug, Clone, PartialEq)]
@@ -64,13 +29,6 @@ pub struct KnowledgeItem {
     pub description: String,
     /// Its place in creation order (pages continue after it).
     pub seq: i64,
-}
-
-/// The snippet of a pattern found by a search: from whichever of its
-/// fields holds the most of the query's words.
-fn pattern_snippet(p: &KnowledgePattern, words: &[String]) -> String {
-    let tags = p.tags.join(" ");
-    best_snippet(&[&p.title, &p.description, &tags, &p.content], words, SNIPPET_TOKENS)
 }
 
 fn pattern_from_row(r: &Row<'_>) -> rusqlite::Result<KnowledgePattern> {
@@ -89,28 +47,10 @@ fn pattern_from_row(r: &Row<'_>) -> rusqlite::Result<KnowledgePattern> {
     })
 }
 
-fn note_from_row(r: &Row<'_>) -> rusqlite::Result<ScratchpadNote> {
-    Ok(ScratchpadNote {
-        id: r.get(0)?,
-        title: r.get(1)?,
-        content: r.get(2)?,
-        created_at: r.get(3)?,
-        updated_at: r.get(4)?,
-    })
-}
-
 fn no_pattern(id: &str) -> Error {
     Error::invalid_with(
         "id",
         format!("no knowledge pattern with id '{id}' (list_patterns shows the ids)"),
-        json!({ "id": id }),
-    )
-}
-
-fn no_note(id: &str) -> Error {
-    Error::invalid_with(
-        "id",
-        format!("no scratchpad note with id '{id}' (list_scratchpad shows the ids)"),
         json!({ "id": id }),
     )
 }
@@ -243,389 +183,6 @@ fn misheaded_anti_pattern_tx(tx: &Tx<'_>, n: &NewPattern) -> Result<Option<Strin
     }
     Ok(None)
 }
-
-/// The id of the note `topic` names: its slug, cut to [`MAX_SLUG`]. Two
-/// topics can share that id: a long one cut to the other's whole slug, or
-/// two long ones that differ only past the cut. The id belongs to the
-/// first topic written there (so notes written before stay where they
-/// are); any other topic gets its own id, cut and ended with a hash of its
-/// whole slug ([`hashed_slug`]).
-fn note_id_tx(tx: &Tx<'_>, topic: &str) -> Result<String> {
-    let full = full_slug(topic);
-    if full.is_empty() {
-        return Ok(fallback_slug("note", topic));
-    }
-    let plain = slugify(topic);
-    let holder = get_note_tx(tx, &plain)?;
-    if holder.as_ref().is_some_and(|n| full_slug(&n.title) == full) {
-        return Ok(plain);
-    }
-    let hashed = hashed_slug(&full);
-    if holder.is_none() && get_note_tx(tx, &hashed)?.is_none() {
-        return Ok(plain);
-    }
-    Ok(hashed)
-}
-
-fn resolve_note(tx: &Tx<'_>, note: &NoteRef) -> Result<String> {
-    match note {
-        NoteRef::Id(id) => Ok(id.clone()),
-        NoteRef::Topic(topic) => note_id_tx(tx, topic),
-    }
-}
-
-fn get_note_tx(tx: &Tx<'_>, id: &str) -> Result<Option<ScratchpadNote>> {
-    Ok(tx
-        .prepare_cached(&format!(
-            "SELECT {NOTE_COLUMNS} FROM scratchpad_notes AS n WHERE n.id = ?1"
-        ))?
-        .query_row([id], note_from_row)
-        .optional()?)
-}
-
-/// A pattern or note found by a search, with the fields its score and
-/// snippet come from.
-struct Ranked {
-    seq: i64,
-    id: String,
-    title: String,
-    description: String,
-    tags: String,
-    content: String,
-}
-
-fn ranked_from_row(r: &Row<'_>) -> rusqlite::Result<Ranked> {
-    Ok(Ranked {
-        seq: r.get(0)?,
-        id: r.get(1)?,
-        title: r.get(2)?,
-        description: r.get(3)?,
-        tags: tag_words(&r.get::<_, String>(4)?),
-        content: r.get(5)?,
-    })
-}
-
-/// A pattern's tags (a JSON array) as words separated by spaces, as
-/// SQLite's `group_concat` over `json_each` gives them (nulls left out;
-/// only a hand edit stores tags that are not strings), read here: that
-/// subquery was half the cost of reading a match (~3 ms per 1,000). Not an
-/// array (a note has no tags): none.
-fn tag_words(json: &str) -> String {
-    let Ok(tags) = serde_json::from_str::<Vec<serde_json::Value>>(json) else {
-        return String::new();
-    };
-    let words: Vec<String> = tags
-        .into_iter()
-        .filter_map(|t| match t {
-            serde_json::Value::String(s) => Some(s),
-            serde_json::Value::Null => None,
-            serde_json::Value::Bool(b) => Some(u8::from(b).to_string()),
-            other => Some(other.to_string()),
-        })
-        .collect();
-    words.join(" ")
-}
-
-/// The text a match is scored by: all its fields, as the index holds them
-/// (tags as words). Both pattern searches build it here, so that a pattern
-/// scores the same in either.
-fn scored_text(title: &str, description: &str, tags: &str, content: &str) -> String {
-    format!("{title} {description} {tags} {content}")
-}
-
-impl Ranked {
-    fn text(&self) -> String {
-        scored_text(&self.title, &self.description, &self.tags, &self.content)
-    }
-}
-
-/// How many of a query's newest matches are read and ranked by score, as
-/// thought search ranks its newest [`super::search::CANDIDATES`]: reading
-/// and scoring every match cost ~0.5 s for a word in each of 50,000
-/// patterns (`cargo bench --bench patterns`).
-const RANKED_MATCHES: usize = 1000;
-
-/// A query's matches in one table, as both pattern searches order them.
-struct Ranking {
-    /// The newest matches, up to the bound, each with its score, best
-    /// first, ties to the newest.
-    ranked: Vec<(Ranked, f64)>,
-    /// Scores any match as it would score among the ranked ones.
-    scorer: Scorer,
-    /// The bound was reached: older matches may follow, below the oldest
-    /// ranked seq.
-    capped: Option<i64>,
-}
-
-/// The newest `bound` rows of `table` matching the query (`plan` has words
-/// for the index; `None` when it has none), scored with BM25 and the
-/// server's word weights, as thoughts and sessions are scored, best first.
-///
-/// Both pattern searches (`search` and `list_patterns`) score through here,
-/// so a pattern has the same score for the same query in either, whatever
-/// the page, limit or tags asked for (review 17-a: list_patterns answered
-/// FTS5's bm25, ~3e-6 beside search's ~0.4). A score depends on the pattern's
-/// own text and on what the [`Scorer`] fixes for the query: each word's
-/// weight in the index and the average length of the ranked matches, which
-/// are the query's newest `bound` matches whatever the filters. So a match
-/// older than those (read only when a page reaches it) scores as it would
-/// among them, and a tag filter changes no score.
-fn ranked_tx(tx: &Tx<'_>, table: &Searched, plan: &QueryPlan, text: &str, bound: usize) -> Result<Option<Ranking>> {
-    let Searched {
-        fts,
-        table: base,
-        alias: a,
-        fields,
-        text: all_text,
-        ..
-    } = table;
-    if plan.is_empty() {
-        return Ok(None);
-    }
-    let (mut clauses, mut values) = plan.text_conditions(all_text);
-    let sql = match &plan.fts {
-        // Newest first from the index itself (its rowids are the seqs), so
-        // the bound stops the read: rescoring keeps this order among equal
-        // scores.
-        Some(q) => {
-            clauses.push(format!("{fts} MATCH ?"));
-            values.push(q.clone());
-            format!(
-                "SELECT {a}.seq, {a}.id, {a}.title, {fields} FROM {fts} CROSS JOIN {base} AS {a} ON {a}.seq = {fts}.rowid
-                 WHERE {} ORDER BY {fts}.rowid DESC LIMIT {bound}",
-                clauses.join(" AND ")
-            )
-        }
-        // Only words of scripts written without spaces, which the index
-        // cannot find inside a run of letters: found by their text, newest
-        // first, and scored as the index's words are (review 19-a: they
-        // were listed unscored, newest first, whatever they held).
-        None => format!(
-            "SELECT {a}.seq, {a}.id, {a}.title, {fields} FROM {base} AS {a}
-             WHERE {} ORDER BY {a}.seq DESC LIMIT {bound}",
-            clauses.join(" AND ")
-        ),
-    };
-    let rows = tx
-        .prepare_cached(&sql)?
-        .query_map(rusqlite::params_from_iter(&values), ranked_from_row)?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    let texts: Vec<String> = rows.iter().map(Ranked::text).collect();
-    let (scorer, scores) = Scorer::rank(
-        tx,
-        text,
-        &texts,
-        &format!("SELECT coalesce(max(seq), 0) FROM {base}"),
-        fts,
-    )?;
-    let capped = (rows.len() >= bound).then(|| rows.last().map_or(0, |r| r.seq));
-    let mut ranked: Vec<(Ranked, f64)> = rows.into_iter().zip(scores).collect();
-    // Stable: equal scores stay newest first.
-    ranked.sort_by(|x, y| y.1.total_cmp(&x.1));
-    Ok(Some(Ranking { ranked, scorer, capped }))
-}
-
-/// The seqs of every pattern matching the query, newest first: from the
-/// index alone unless words must be found by their text. For counting and
-/// paging past the ranked matches: a pass over the index's entries, without
-/// reading or scoring the patterns (or, for a query of words found by their
-/// text only, a pass over the patterns).
-fn matched_seqs_tx(tx: &Tx<'_>, plan: &QueryPlan) -> Result<Vec<i64>> {
-    let fts = PATTERNS.fts;
-    let (mut clauses, mut values) = plan.text_conditions(PATTERN_TEXT);
-    if plan.fts.is_none() {
-        let sql = format!(
-            "SELECT p.seq FROM knowledge_patterns AS p WHERE {} ORDER BY p.seq DESC",
-            clauses.join(" AND ")
-        );
-        return Ok(tx
-            .prepare_cached(&sql)?
-            .query_map(rusqlite::params_from_iter(&values), |r| r.get(0))?
-            .collect::<rusqlite::Result<Vec<_>>>()?);
-    }
-    let join = if clauses.is_empty() {
-        String::new()
-    } else {
-        format!("CROSS JOIN knowledge_patterns AS p ON p.seq = {fts}.rowid")
-    };
-    clauses.push(format!("{fts} MATCH ?"));
-    values.push(plan.fts.clone().unwrap_or_default());
-    let sql = format!(
-        "SELECT {fts}.rowid FROM {fts} {join} WHERE {} ORDER BY {fts}.rowid DESC",
-        clauses.join(" AND ")
-    );
-    Ok(tx
-        .prepare_cached(&sql)?
-        .query_map(rusqlite::params_from_iter(&values), |r| r.get(0))?
-        .collect::<rusqlite::Result<Vec<_>>>()?)
-}
-
-/// The seqs of the patterns carrying every tag of `tags` (not empty), from
-/// the tag table and the id index alone: driven by the rarest tag's rows,
-/// each checked for the others. (Checking each match for its tags instead
-/// reads every matching pattern: ~0.3 s at 50,000; and SQLite, left to join
-/// the tag rows with a list of matches, took minutes there.)
-fn tagged_seqs_tx(tx: &Tx<'_>, tags: &[String]) -> Result<HashSet<i64>> {
-    // Deduplicated, rarest first.
-    let tags = PATTERN_TAGS.clauses(tx, tags, 0)?.values;
-    let mut sql = String::from(
-        "SELECT p.seq FROM knowledge_pattern_tags AS t CROSS JOIN knowledge_patterns AS p ON p.id = t.pattern_id
-         WHERE t.tag = ?",
-    );
-    for _ in 1..tags.len() {
-        sql.push_str(
-            " AND EXISTS (SELECT 1 FROM knowledge_pattern_tags AS tf WHERE tf.tag = ? AND tf.pattern_id = t.pattern_id)",
-        );
-    }
-    Ok(tx
-        .prepare_cached(&sql)?
-        .query_map(rusqlite::params_from_iter(&tags), |r| r.get(0))?
-        .collect::<rusqlite::Result<HashSet<_>>>()?)
-}
-
-/// The order of a list sorted by a field (`updatedAt` unless another is
-/// asked for), equal values in creation order, the same way round.
-fn pattern_order(filter: &PatternFilter) -> String {
-    let dir = match filter.sort_order {
-        SortOrder::Asc => "ASC",
-        SortOrder::Desc => "DESC",
-    };
-    match filter.sort_by {
-        Some(SortBy::CreatedAt) => format!("p.created_at {dir}, p.seq {dir}"),
-        Some(SortBy::Title) => format!("p.title COLLATE NOCASE {dir}, p.seq {dir}"),
-        Some(SortBy::UpdatedAt) | None => format!("p.updated_at {dir}, p.seq {dir}"),
-    }
-}
-
-fn page_of(patterns: Vec<PatternListItem>, total: u64, offset: u32) -> PatternPage {
-    PatternPage {
-        count: patterns.len(),
-        has_more: u64::from(offset) + (patterns.len() as u64) < total,
-        patterns,
-        total,
-    }
-}
-
-/// One page of a search with words for the index, best first unless
-/// `sortBy` is given.
-///
-/// The order is the [`ranked_tx`] ranking of the query's newest
-/// [`RANKED_MATCHES`] matches (as thought search ranks its newest), then
-/// any older matches, newest first: a page past the ranked ones reads and
-/// scores its own patterns only. With fewer matches than that (any garden
-/// of fewer patterns), every match is ranked. Tags filter that order; they
-/// change neither a pattern's place among the others nor its score.
-/// `total` counts every match carrying the tags, from the index and the
-/// tag table (a pass over their entries, not over the patterns).
-fn searched_page_tx(
-    tx: &Tx<'_>,
-    filter: &PatternFilter,
-    plan: &QueryPlan,
-    text: &str,
-    bound: usize,
-) -> Result<PatternPage> {
-    let Some(ranking) = ranked_tx(tx, &PATTERNS, plan, text, bound)? else {
-        return Ok(page_of(Vec::new(), 0, filter.offset));
-    };
-    let tagged = match filter.tags.as_slice() {
-        [] => None,
-        tags => Some(tagged_seqs_tx(tx, tags)?),
-    };
-    let keep = |seq: &i64| tagged.as_ref().is_none_or(|t| t.contains(seq));
-    let mut seqs: Vec<i64> = ranking.ranked.iter().map(|(r, _)| r.seq).filter(keep).collect();
-    if let Some(below) = ranking.capped {
-        seqs.extend(
-            matched_seqs_tx(tx, plan)?
-                .into_iter()
-                .filter(|seq| *seq < below && keep(seq)),
-        );
-    }
-    let total = seqs.len() as u64;
-    let page = match filter.sort_by {
-        None => seqs
-            .into_iter()
-            .skip(filter.offset as usize)
-            .take(filter.limit as usize)
-            .collect(),
-        Some(_) => sorted_page_tx(tx, filter, seqs, bound)?,
-    };
-    // The page's seqs, in order, as a JSON array (`key` is the place).
-    let page = serde_json::to_string(&page).map_err(|e| Error::Internal(e.to_string()))?;
-    let sql = format!(
-        "SELECT {PATTERN_COLUMNS} FROM json_each(?1) AS r
-         CROSS JOIN knowledge_patterns AS p ON p.seq = r.value ORDER BY r.key"
-    );
-    let words = query_words(text);
-    let patterns = tx
-        .prepare_cached(&sql)?
-        .query_map([page], |r| {
-            let pattern = pattern_from_row(r)?;
-            // Its text as the ranking read it (tags as stored, made words).
-            let tags = tag_words(&r.get::<_, String>(3)?);
-            let score = ranking.scorer.score(&scored_text(
-                &pattern.title,
-                &pattern.description,
-                &tags,
-                &pattern.content,
-            ));
-            Ok(PatternListItem {
-                snippet: Some(pattern_snippet(&pattern, &words)),
-                score: Some(score),
-                pattern,
-            })
-        })?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(page_of(patterns, total, filter.offset))
-}
-
-/// The seqs of one page of `matches` (seqs of patterns) in the order
-/// `filter` sorts by. Up to `few` matches (as many as are ranked) are read
-/// and sorted; more are found walking that order's index and keeping the
-/// matches until the page is full: sorting a word found in each of 50,000
-/// patterns read every one of them (~0.1 s), where the walk reads index
-/// entries alone, about as many as the page for so common a word.
-fn sorted_page_tx(tx: &Tx<'_>, filter: &PatternFilter, matches: Vec<i64>, few: usize) -> Result<Vec<i64>> {
-    let order = pattern_order(filter);
-    let (limit, offset) = (filter.limit as usize, filter.offset as usize);
-    if matches.len() <= few {
-        let matches = serde_json::to_string(&matches).map_err(|e| Error::Internal(e.to_string()))?;
-        return Ok(tx
-            .prepare_cached(&format!(
-                "SELECT p.seq FROM knowledge_patterns AS p WHERE p.seq IN (SELECT value FROM json_each(?1))
-                 ORDER BY {order} LIMIT {limit} OFFSET {offset}"
-            ))?
-            .query_map([matches], |r| r.get(0))?
-            .collect::<rusqlite::Result<Vec<_>>>()?);
-    }
-    let matches: HashSet<i64> = matches.into_iter().collect();
-    let mut walk = tx.prepare_cached(&format!("SELECT p.seq FROM knowledge_patterns AS p ORDER BY {order}"))?;
-    let mut rows = walk.query([])?;
-    let mut page = Vec::with_capacity(limit);
-    let mut skip = offset;
-    while page.len() < limit
-        && let Some(row) = rows.next()?
-    {
-        let seq: i64 = row.get(0)?;
-        if !matches.contains(&seq) {
-            continue;
-        }
-        if skip > 0 {
-            skip -= 1;
-        } else {
-            page.push(seq);
-        }
-    }
-    Ok(page)
-}
-
-/// Where patterns keep their tags, for filtering by them.
-const PATTERN_TAGS: TagTable = TagTable {
-    table: "knowledge_pattern_tags",
-    owner: "pattern_id",
-    id: "p.id",
-    rows: "knowledge_patterns",
-    seq: "seq",
-};
 
 impl Store {
     /// Create a pattern (already validated). Its id is the title's slug,
@@ -763,90 +320,6 @@ impl Store {
         })
     }
 
-    /// Patterns matching a PatternFilter.
-    /// Tags of `tags` no pattern carries, each with those patterns carry
-    /// that differ from it only in letter case.
-    pub fn pattern_tag_spellings(&self, tags: &[String]) -> Result<Vec<(String, Vec<String>)>> {
-        self.read(|tx| PATTERN_TAGS.other_spellings(tx, tags))
-    }
-
-    pub fn list_patterns(&self, filter: &PatternFilter) -> Result<PatternPage> {
-        self.list_patterns_ranking(filter, RANKED_MATCHES)
-    }
-
-    /// [`Store::list_patterns`], a search ranking the newest `bound` matches.
-    fn list_patterns_ranking(&self, filter: &PatternFilter, bound: usize) -> Result<PatternPage> {
-        let plan = filter.search.as_deref().map(QueryPlan::of);
-        match (&plan, &filter.search) {
-            // Nothing searchable in the text: nothing matches.
-            (Some(p), _) if p.is_empty() => Ok(PatternPage {
-                patterns: Vec::new(),
-                count: 0,
-                total: 0,
-                has_more: false,
-            }),
-            // Scored as `search` scores them.
-            (Some(p), Some(text)) => self.read(|tx| searched_page_tx(tx, filter, p, text, bound)),
-            _ => self.listed_page(filter),
-        }
-    }
-
-    /// A page of patterns without a search: every pattern (that carries the
-    /// tags), in the order asked for.
-    fn listed_page(&self, filter: &PatternFilter) -> Result<PatternPage> {
-        let order = pattern_order(filter);
-        let (limit, offset) = (filter.limit, filter.offset);
-        self.read(|tx| {
-            let tags = PATTERN_TAGS.clauses(tx, &filter.tags, u64::from(offset) + u64::from(limit))?;
-            let where_sql = |tag_clauses: &[String]| {
-                if tag_clauses.is_empty() {
-                    String::new()
-                } else {
-                    format!("WHERE {}", tag_clauses.join(" AND "))
-                }
-            };
-            let refs: Vec<&dyn ToSql> = tags.values.iter().map(|v| v as &dyn ToSql).collect();
-            let sql = format!(
-                "SELECT {PATTERN_COLUMNS} FROM knowledge_patterns AS p {} ORDER BY {order} LIMIT {limit} OFFSET {offset}",
-                where_sql(&tags.page)
-            );
-            let patterns = tx
-                .prepare_cached(&sql)?
-                .query_map(refs.as_slice(), |r| {
-                    Ok(PatternListItem {
-                        snippet: None,
-                        score: None,
-                        pattern: pattern_from_row(r)?,
-                    })
-                })?
-                .collect::<rusqlite::Result<Vec<_>>>()?;
-            let total = tags.total(
-                tx,
-                true,
-                &format!("SELECT count(*) FROM knowledge_patterns AS p {}", where_sql(&tags.count)),
-                refs.as_slice(),
-            )?;
-            Ok(page_of(patterns, total.max(0) as u64, offset))
-        })
-    }
-
-    /// Every pattern tag with its number of patterns, most used first.
-    pub fn pattern_tags(&self) -> Result<Vec<TagCount>> {
-        self.read(|tx| {
-            Ok(tx
-                .prepare_cached(
-                    "SELECT tag, count(*) AS n FROM knowledge_pattern_tags GROUP BY tag ORDER BY n DESC, tag",
-                )?
-                .query_map([], |r| {
-                    Ok(TagCount {
-                        name: r.get(0)?,
-                        count: r.get::<_, i64>(1)?.max(0) as u64,
-                    })
-                })?
-                .collect::<rusqlite::Result<Vec<_>>>()?)
-        })
-    }
-
     /// One page of the knowledge garden's items for resource listings:
     /// patterns, then notes, each newest created first, without their
     /// content. `after` is where the previous page stopped (the last item's
@@ -896,118 +369,15 @@ impl Store {
             Ok((items, more))
         })
     }
-
-    /// Patterns matching all words of `text`, best first, with snippets.
-    pub fn search_patterns(&self, text: &str, limit: u32) -> Result<KnowledgeHits> {
-        self.search_knowledge(&PATTERNS, text, limit, RANKED_MATCHES)
-    }
-
-    /// Run one of the knowledge searches: the best `limit` of the query's
-    /// newest `bound` matches, ranked by [`ranked_tx`] (words of scripts
-    /// written without spaces found by their text, and scored alike).
-    fn search_knowledge(&self, table: &Searched, text: &str, limit: u32, bound: usize) -> Result<KnowledgeHits> {
-        let plan = QueryPlan::of(text);
-        if plan.is_empty() {
-            return Ok(KnowledgeHits::default());
-        }
-        let words = query_words(text);
-        let hit = |r: Ranked, score: f64| KnowledgeHit {
-            uri: (table.uri)(&r.id),
-            snippet: best_snippet(&[&r.title, &r.description, &r.tags, &r.content], &words, SNIPPET_TOKENS),
-            id: r.id,
-            title: r.title,
-            score,
-        };
-        self.read(|tx| {
-            let Some(Ranking { ranked, capped, .. }) = ranked_tx(tx, table, &plan, text, bound)? else {
-                return Ok(KnowledgeHits::default());
-            };
-            let more = ranked.len() > limit as usize || capped.is_some();
-            Ok(KnowledgeHits {
-                hits: ranked
-                    .into_iter()
-                    .take(limit as usize)
-                    .map(|(r, score)| hit(r, score))
-                    .collect(),
-                more,
-                ranked_newest: capped.map(|_| bound),
-            })
-        })
-    }
-
-    /// Create or overwrite the note of a topic (already validated). Returns
-    /// the note and whether it was created.
-    pub fn write_note(&self, topic: &str, content: &str) -> Result<(ScratchpadNote, bool)> {
-        self.write(|tx| {
-            let now = domain::now();
-            let id = note_id_tx(tx, topic)?;
-            let created = get_note_tx(tx, &id)?.is_none();
-            tx.prepare_cached(
-                "INSERT INTO scratchpad_notes (id, title, content, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?4)
-                 ON CONFLICT (id) DO UPDATE SET title = excluded.title, content = excluded.content,
-                     updated_at = excluded.updated_at",
-            )?
-            .execute(params![id, topic, content, now])?;
-            let note = get_note_tx(tx, &id)?.ok_or_else(|| Error::Internal("note vanished".into()))?;
-            Ok((note, created))
-        })
-    }
-
-    /// `Ok` when the note exists, else the error [`Store::note`] gives,
-    /// without reading its content.
-    pub fn note_exists(&self, note: &NoteRef) -> Result<()> {
-        self.read(|tx| {
-            let id = resolve_note(tx, note)?;
-            let found: bool = tx
-                .prepare_cached("SELECT EXISTS (SELECT 1 FROM scratchpad_notes WHERE id = ?1)")?
-                .query_row([&id], |r| r.get(0))?;
-            if found { Ok(()) } else { Err(no_note(&id)) }
-        })
-    }
-
-    pub fn note(&self, note: &NoteRef) -> Result<ScratchpadNote> {
-        self.read(|tx| {
-            let id = resolve_note(tx, note)?;
-            get_note_tx(tx, &id)?.ok_or_else(|| no_note(&id))
-        })
-    }
-
-    pub fn delete_note(&self, note: &NoteRef) -> Result<ScratchpadNote> {
-        self.write(|tx| {
-            let id = resolve_note(tx, note)?;
-            let old = get_note_tx(tx, &id)?.ok_or_else(|| no_note(&id))?;
-            tx.prepare_cached("DELETE FROM scratchpad_notes WHERE id = ?1")?
-                .execute([&id])?;
-            Ok(old)
-        })
-    }
-
-    /// Notes, most recently updated first, and their total number.
-    pub fn list_notes(&self, limit: u32, offset: u32) -> Result<(Vec<ScratchpadNote>, u64)> {
-        self.read(|tx| {
-            let notes = tx
-                .prepare_cached(&format!(
-                    "SELECT {NOTE_COLUMNS} FROM scratchpad_notes AS n ORDER BY n.updated_at DESC, n.seq DESC
-                     LIMIT ?1 OFFSET ?2"
-                ))?
-                .query_map([limit, offset], note_from_row)?
-                .collect::<rusqlite::Result<Vec<_>>>()?;
-            let total: i64 = tx.query_row("SELECT count(*) FROM scratchpad_notes", [], |r| r.get(0))?;
-            Ok((notes, total.max(0) as u64))
-        })
-    }
-
-    /// Notes matching all words of `text`, best first, with snippets.
-    pub fn search_notes(&self, text: &str, limit: u32) -> Result<KnowledgeHits> {
-        self.search_knowledge(&NOTES, text, limit, RANKED_MATCHES)
-    }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::ranking::PATTERNS;
     use super::*;
     use crate::domain::NewSession;
-    use crate::knowledge::MAX_SLUG;
+    use crate::domain::{SortBy, SortOrder};
+    use crate::knowledge::{KnowledgeHit, PatternFilter, PatternPage};
     use crate::store::test_support::temp_store;
 
     fn p(title: &str, tags: &[&str], content: &str) -> NewPattern {
@@ -1330,84 +700,6 @@ mod tests {
         assert_eq!(both.derived_from_sessions, [kept.id.clone(), gone.id.clone()]);
     }
 
-    #[test]
-    fn notes_overwrite_by_topic() {
-        let (_d, store) = temp_store();
-        let (n, created) = store.write_note("API Design Ideas", "v1").unwrap();
-        assert!(created);
-        assert_eq!(n.id, "api-design-ideas");
-        let (m, created) = store.write_note("api design ideas", "v2 with pagination").unwrap();
-        assert!(!created);
-        assert_eq!(m.created_at, n.created_at);
-        assert_eq!(m.content, "v2 with pagination");
-        assert_eq!(store.list_notes(10, 0).unwrap().1, 1);
-        assert_eq!(
-            store.search_notes("pagination", 5).unwrap().hits[0].id,
-            "api-design-ideas"
-        );
-        assert!(store.search_notes("v1", 5).unwrap().hits.is_empty());
-        let id = |s: &str| NoteRef::Id(s.into());
-        store.delete_note(&id("api-design-ideas")).unwrap();
-        assert_eq!(
-            store.note(&id("api-design-ideas")).unwrap_err().code(),
-            "INVALID_PAYLOAD"
-        );
-    }
-
-    #[test]
-    fn long_topics_that_differ_past_the_cut_get_their_own_notes() {
-        let (_d, store) = temp_store();
-        let topic = |part: u32| {
-            format!("Meeting notes for the quarterly planning review of the infrastructure team - part {part}")
-        };
-        let (one, created) = store.write_note(&topic(1), "decisions").unwrap();
-        assert!(created);
-        // The first keeps the cut id notes of long topics always had.
-        assert_eq!(one.id, slugify(&topic(1)));
-        let (two, created) = store.write_note(&topic(2), "staffing").unwrap();
-        assert!(created, "a different topic is a different note");
-        assert_ne!(two.id, one.id);
-        assert!(two.id.len() <= MAX_SLUG);
-        let read = |part: u32| store.note(&NoteRef::Topic(topic(part))).unwrap();
-        assert_eq!(read(1).content, "decisions");
-        assert_eq!(read(2).content, "staffing");
-        // Writing again by topic updates the same notes.
-        let (again, created) = store.write_note(&topic(2), "staffing v2").unwrap();
-        assert!(!created);
-        assert_eq!(again.id, two.id);
-        // With part 1 gone, part 2 still finds its own note, not a new one.
-        store.delete_note(&NoteRef::Topic(topic(1))).unwrap();
-        let (again, created) = store.write_note(&topic(2), "staffing v3").unwrap();
-        assert!(!created);
-        assert_eq!(again.id, two.id);
-        assert_eq!(store.list_notes(10, 0).unwrap().1, 1);
-    }
-
-    #[test]
-    fn a_short_topic_never_takes_over_a_long_topics_note() {
-        let (_d, store) = temp_store();
-        // A 64-character slug, and a longer topic that starts with it.
-        let short = "Design notes for the billing service migration to the new ledger";
-        assert_eq!(slugify(short).len(), MAX_SLUG);
-        let long = format!("{short} - part 2");
-        let read = |t: &str| store.note(&NoteRef::Topic(t.into())).unwrap().content;
-        let (l, created) = store.write_note(&long, "long first").unwrap();
-        assert!(created);
-        let (s, created) = store.write_note(short, "short second").unwrap();
-        assert!(created, "a different topic is a different note");
-        assert_ne!(s.id, l.id);
-        assert_eq!(read(&long), "long first");
-        assert_eq!(read(short), "short second");
-        // And the other way round, in a fresh ledger.
-        let (_d2, store) = temp_store();
-        let read = |t: &str| store.note(&NoteRef::Topic(t.into())).unwrap().content;
-        store.write_note(short, "short first").unwrap();
-        store.write_note(&long, "long second").unwrap();
-        assert_eq!(read(short), "short first");
-        assert_eq!(read(&long), "long second");
-        assert_eq!(store.list_notes(10, 0).unwrap().1, 2);
-    }
-
     /// Patterns, notes and thoughts of a megabyte repeating the searched
     /// word: every search answers with a short snippet (FTS5's snippet()
     /// took minutes here, its cost growing with the square of the matches).
@@ -1423,14 +715,7 @@ mod tests {
         }
         let s = store.create_session(NewSession::titled("repeats")).unwrap();
         store
-            .append_thought(
-                Target::Session(s.id),
-                ThoughtInput {
-                    thought: text.clone(),
-                    next_thought_needed: true,
-                    ..Default::default()
-                },
-            )
+            .append_thought(Target::Session(s.id), ThoughtInput::text(text.clone()))
             .unwrap();
         let listed = store
             .list_patterns(&PatternFilter {
@@ -1461,29 +746,6 @@ mod tests {
         for s in snippets {
             assert!(s.starts_with("[word]") && s.len() < 200, "{s}");
         }
-    }
-
-    /// Tags read as words here are what SQLite's `json_each` makes of them.
-    #[test]
-    fn tag_words_are_sqlites_words() {
-        let (_d, store) = temp_store();
-        let conn = store.conn().unwrap();
-        for json in [
-            "[]",
-            r#"["ops"]"#,
-            r#"["a b","déjà-vu","数据库","say \"hi\"",""]"#,
-            r#"["x",null,3,2.5,true,["n"],{"k":1}]"#,
-        ] {
-            let sqlite: String = conn
-                .query_row(
-                    "SELECT coalesce(group_concat(value, ' '), '') FROM json_each(?1)",
-                    [json],
-                    |r| r.get(0),
-                )
-                .unwrap();
-            assert_eq!(tag_words(json), sqlite, "{json}");
-        }
-        assert_eq!(tag_words(""), "");
     }
 
     /// With more matches than the bound, the newest are ranked and the

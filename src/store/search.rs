@@ -9,17 +9,23 @@
 //! matching thoughts, scored here rather than with FTS5's `bm25()`: that
 //! function reads the whole posting list of every query word to count its
 //! documents (about 30 ms for a word in a million thoughts), whatever the
-//! candidate bound. Here each word's document count stops at [`DF_CAP`]; a
+//! candidate bound. Here each word's document count stops at [`rank::DF_CAP`]; a
 //! word that common has an inverse document frequency near zero anyway. So a
 //! search costs the same for a word found in a million thoughts as for one
 //! found in a thousand; a rare word is ranked exactly; ties go to the newest.
+//!
+//! This file runs the searches; reading the query is in `query`, scoring
+//! and picking in `rank`, keeping the index up to date in `index`.
+
+mod index;
+mod query;
+mod rank;
 
 use std::collections::HashMap;
 use std::time::Duration;
 
 use rusqlite::params;
 use serde::Serialize;
-use unicode_normalization::UnicodeNormalization;
 
 use super::Store;
 use super::sessions::{SESSION_COLUMNS, session_from_row};
@@ -27,14 +33,15 @@ use super::snippet::{QueryWords, best_snippet};
 use crate::domain::Session;
 use crate::error::Result;
 
+use index::PENDING_SCAN;
+pub use query::fts_query;
+pub(crate) use query::{QueryPlan, query_phrases, query_words, unspaced};
+use rank::{Pick, idfs, score_candidates};
+pub(super) use rank::{Scorer, rescore};
+
 /// How long a search waits for another program's write lock to index
 /// what is pending, before reading the pending thoughts itself.
 pub const SEARCH_INDEX_WAIT: Duration = Duration::from_millis(200);
-
-/// Pending thoughts a search reads itself, newest first (normally none: the
-/// server indexes right after its writes). A store opened only to read,
-/// which never indexes, reads them all.
-const PENDING_SCAN: i64 = 10_000;
 
 /// Tokens in a search snippet.
 pub(crate) const SNIPPET_TOKENS: usize = 16;
@@ -45,13 +52,6 @@ const OLDER_PROBE: i64 = 1000;
 
 /// How many of the newest matching thoughts are ranked.
 pub const CANDIDATES: i64 = 1000;
-
-/// Document counts stop here (see the module comment).
-pub const DF_CAP: i64 = 10_000;
-
-/// BM25 parameters (the usual values).
-const K1: f64 = 1.2;
-const B: f64 = 0.75;
 
 struct Candidate {
     rowid: i64,
@@ -73,428 +73,14 @@ fn candidate_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Candidate> {
     })
 }
 
-/// The query as groups of words that must stand together, in order: a
-/// span the user put in double quotes, or words joined by punctuation with
-/// no space between them (`1.2.3`, `user_id`, `foo.bar()`, `well-known`),
-/// which the index splits. The text is first composed (NFC), so a query
-/// typed with separate accents (`re\u{301}sume\u{301}`) finds what the index
-/// holds; a word keeps the accents that do not compose, as the index does.
-pub(crate) fn query_phrases(text: &str) -> Vec<Vec<String>> {
-    let text: String = text.nfc().collect();
-    let pieces: Vec<&str> = text.split('"').collect();
-    let mut phrases: Vec<Vec<String>> = Vec::new();
-    let mut add = |part: &str| {
-        let words: Vec<String> = super::snippet::tokens(part)
-            .into_iter()
-            .map(|(s, e)| part[s..e].to_string())
-            .collect();
-        if !words.is_empty() && !phrases.contains(&words) {
-            phrases.push(words);
-        }
-    };
-    for (i, piece) in pieces.iter().enumerate() {
-        // Odd pieces are quoted, if a quote closes them.
-        if i % 2 == 1 && i + 1 < pieces.len() {
-            add(piece);
-            continue;
-        }
-        for chunk in piece.split_whitespace() {
-            // Within a chunk, only the punctuation of names and numbers
-            // (`.`, `_`, `-`, an apostrophe, `::`) joins words; any other
-            // (`kafka,redis`, `read/write`, `error:timeout`) separates them.
-            let chars: Vec<(usize, char)> = chunk.char_indices().collect();
-            let mut start = 0;
-            for (k, &(at, c)) in chars.iter().enumerate() {
-                let double_colon =
-                    c == ':' && (chars.get(k + 1).is_some_and(|n| n.1 == ':') || k > 0 && chars[k - 1].1 == ':');
-                let joins = c.is_alphanumeric()
-                    || unicode_normalization::char::is_combining_mark(c)
-                    || matches!(c, '.' | '_' | '-' | '\'' | '\u{2019}')
-                    || double_colon;
-                if !joins {
-                    add(&chunk[start..at]);
-                    start = at + c.len_utf8();
-                }
-            }
-            add(&chunk[start..]);
-        }
-    }
-    phrases
-}
-
-/// One query group as FTS5 syntax: the words quoted as a phrase, or, when
-/// decomposing them (NFD) gives other text, either form: the index keeps the
-/// accents of Greek, Cyrillic and other scripts, and Korean written as
-/// separate jamo, as they were stored.
-fn fts_phrase(words: &[String]) -> String {
-    let composed = words.join(" ");
-    // Latin accents the index removes either way.
-    let decomposed: String = composed.nfd().collect();
-    if decomposed == composed || composed.chars().all(|c| !c.is_alphabetic() || super::snippet::latin(c)) {
-        format!("\"{composed}\"")
-    } else {
-        format!("(\"{composed}\" OR \"{decomposed}\")")
-    }
-}
-
-/// The query's words as the index sees them: letters and digits, lower-cased.
-pub(crate) fn query_words(text: &str) -> Vec<String> {
-    let mut words: Vec<String> = query_phrases(text)
-        .into_iter()
-        .flatten()
-        .map(|w| w.to_lowercase())
-        .collect();
-    words.sort();
-    words.dedup();
-    words
-}
-
-/// Whether `c` belongs to a script written without spaces between words
-/// (Chinese, Japanese, Thai, Lao, Khmer, Burmese), or to Korean, whose
-/// words carry their particles: the index keeps a run of such letters as
-/// one token, so a word inside the run is found by its text instead.
-pub(crate) fn unspaced(c: char) -> bool {
-    matches!(c,
-        '\u{0e00}'..='\u{0eff}'      // Thai, Lao
-        | '\u{1000}'..='\u{109f}'    // Myanmar
-        | '\u{1100}'..='\u{11ff}'    // Hangul Jamo
-        | '\u{1780}'..='\u{17ff}'    // Khmer
-        | '\u{3040}'..='\u{30ff}'    // Hiragana, Katakana
-        | '\u{3130}'..='\u{318f}'    // Hangul compatibility Jamo
-        | '\u{31f0}'..='\u{31ff}'    // Katakana extensions
-        | '\u{3400}'..='\u{4dbf}'    // CJK extension A
-        | '\u{4e00}'..='\u{9fff}'    // CJK unified ideographs
-        | '\u{ac00}'..='\u{d7af}'    // Hangul syllables
-        | '\u{f900}'..='\u{faff}'    // CJK compatibility ideographs
-        | '\u{ff66}'..='\u{ff9f}'    // half-width Katakana
-        | '\u{20000}'..='\u{3134f}') // CJK extensions B-G
-}
-
-/// A query split by how its words are found: the groups the index can
-/// match (as [`fts_query`] writes them, `None` when there are none), and
-/// the words of scripts written without spaces, found by their text
-/// ([`unspaced`]).
-pub(crate) struct QueryPlan {
-    pub fts: Option<String>,
-    pub fts_phrases: Vec<Vec<String>>,
-    /// Each word found by its text, composed (NFC) and decomposed (NFD).
-    pub texts: Vec<(String, String)>,
-}
-
-impl QueryPlan {
-    pub fn of(text: &str) -> QueryPlan {
-        let mut fts_phrases: Vec<Vec<String>> = Vec::new();
-        let mut texts: Vec<(String, String)> = Vec::new();
-        for phrase in query_phrases(text) {
-            if !phrase.iter().any(|w| w.chars().any(unspaced)) {
-                fts_phrases.push(phrase);
-                continue;
-            }
-            // A group with words of scripts without spaces: those words by
-            // their text, the others through the index, each on its own.
-            for w in phrase {
-                if w.chars().any(unspaced) {
-                    let decomposed: String = w.nfd().collect();
-                    if !texts.iter().any(|(c, _)| *c == w) {
-                        texts.push((w, decomposed));
-                    }
-                } else if !fts_phrases.contains(&vec![w.clone()]) {
-                    fts_phrases.push(vec![w]);
-                }
-            }
-        }
-        let fts = (!fts_phrases.is_empty()).then(|| {
-            fts_phrases
-                .iter()
-                .map(|words| fts_phrase(words))
-                .collect::<Vec<_>>()
-                .join(" ")
-        });
-        QueryPlan {
-            fts,
-            fts_phrases,
-            texts,
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.fts.is_none() && self.texts.is_empty()
-    }
-
-    /// Whether `text` holds the whole query, as the index and the text
-    /// search would find it (for thoughts not indexed yet).
-    fn holds(&self, text: &str) -> bool {
-        self.texts
-            .iter()
-            .all(|(c, d)| text.contains(c.as_str()) || text.contains(d.as_str()))
-            && self.fts_phrases.iter().all(|p| {
-                let words: Vec<String> = p.iter().map(|w| w.to_lowercase()).collect();
-                QueryWords::new(&words).counts(text).1.iter().all(|&n| n > 0) && super::snippet::holds_phrase(text, p)
-            })
-    }
-
-    /// The conditions for the words found by their text alone, each in
-    /// `column` (either form), and their values in order: for a search that
-    /// matches the index in its own FROM clause (to rank by bm25).
-    pub fn text_conditions(&self, column: &str) -> (Vec<String>, Vec<String>) {
-        let mut clauses = Vec::new();
-        let mut values = Vec::new();
-        for (composed, decomposed) in &self.texts {
-            clauses.push(format!("(instr({column}, ?) > 0 OR instr({column}, ?) > 0)"));
-            values.extend([composed.clone(), decomposed.clone()]);
-        }
-        (clauses, values)
-    }
-
-    /// The conditions that keep the rows holding the whole query, in SQL
-    /// with `?` placeholders, and their values in order: each text word in
-    /// `column` (either form), and the index's groups through `fts`, whose
-    /// rowids are `rowid`. One place for every search that reads a table.
-    pub fn conditions(&self, column: &str, rowid: &str, fts: &str) -> (Vec<String>, Vec<String>) {
-        let (mut clauses, mut values) = self.text_conditions(column);
-        if let Some(q) = &self.fts {
-            clauses.push(format!("{rowid} IN (SELECT rowid FROM {fts} WHERE {fts} MATCH ?)"));
-            values.push(q.clone());
-        }
-        (clauses, values)
-    }
-}
-
-/// The most text one indexing batch takes (unless its first thought alone
-/// is longer): about 3 ms of tokenizing here, so that an append waiting
-/// behind a batch waits about that long, however long the thoughts are
-/// (128 thoughts of 100 KB held one up for 150 ms).
-const INDEX_BATCH_BYTES: i64 = 256 << 10;
-
 /// How many of the newest thoughts a search for words of scripts written
 /// without spaces reads (about 0.2 s here): older ones are not searched,
 /// and the answer says it may have stopped short.
 pub const TEXT_SCAN: i64 = 100_000;
 
-/// Inverse document frequency, in the form that never goes negative.
-fn bm25_idf(total: f64, df: f64) -> f64 {
-    (1.0 + (total - df + 0.5) / (df + 0.5)).ln()
-}
-
 /// A session's own searchable text (title, description, tags), for the
 /// searches that read it rather than its index.
 pub(crate) const SESSION_TEXT: &str = "(s.title || ' ' || coalesce(s.description, '') || ' ' || s.tags)";
-
-/// The inverse document frequency of each word in the index `fts`, of
-/// documents counted by `total_sql` (document counts stop at [`DF_CAP`]).
-fn idfs(tx: &rusqlite::Connection, words: &[String], total_sql: &str, fts: &str) -> Result<Vec<f64>> {
-    let total: i64 = tx.query_row(total_sql, [], |r| r.get(0))?;
-    let mut df_stmt = tx.prepare_cached(&format!(
-        "SELECT count(*) FROM (SELECT rowid FROM {fts} WHERE {fts} MATCH ?1 LIMIT ?2)"
-    ))?;
-    words
-        .iter()
-        .map(|w| {
-            let df: i64 = df_stmt.query_row(params![format!("\"{w}\""), DF_CAP], |r| r.get(0))?;
-            Ok(bm25_idf(total as f64, df as f64))
-        })
-        .collect()
-}
-
-/// Records an FTS query matched (their texts, in the order FTS5 ranked
-/// them), scored as thoughts are: FTS5's own bm25 floors the weight of a
-/// word most records hold at 1e-6, which ranked a session's title below any
-/// passing mention in a thought, and put every knowledge note far below
-/// every pattern (review 16-e). `total_sql` counts the records (an upper
-/// bound is enough), `fts` is their index.
-pub(super) fn rescore(
-    tx: &rusqlite::Connection,
-    query: &str,
-    texts: &[String],
-    total_sql: &str,
-    fts: &str,
-) -> Result<Vec<f64>> {
-    Ok(Scorer::rank(tx, query, texts, total_sql, fts)?.1)
-}
-
-/// BM25 as thoughts are scored, with what a query's score depends on
-/// besides the text fixed once: each word's weight in the index, and the
-/// average length of the matches ranked together. A text scored later with
-/// the same scorer (a match beyond the ones ranked) scores as it would
-/// have among them.
-pub(super) struct Scorer {
-    words: QueryWords,
-    idf: Vec<f64>,
-    avg_len: f64,
-}
-
-impl Scorer {
-    /// The scorer of `query`, its lengths averaged over `texts` (records the
-    /// query matched; see [`rescore`] for `total_sql` and `fts`), and the
-    /// score of each of `texts`, in their order.
-    pub(super) fn rank(
-        tx: &rusqlite::Connection,
-        query: &str,
-        texts: &[String],
-        total_sql: &str,
-        fts: &str,
-    ) -> Result<(Scorer, Vec<f64>)> {
-        let words = query_words(query);
-        let idf = idfs(tx, &words, total_sql, fts)?;
-        let words = QueryWords::new(&words);
-        let counts: Vec<(usize, Vec<usize>)> = texts.iter().map(|t| words.counts(t)).collect();
-        let scorer = Scorer {
-            words,
-            idf,
-            avg_len: average_length(&counts),
-        };
-        let scores = counts.iter().map(|(len, tf)| scorer.bm25(*len, tf)).collect();
-        Ok((scorer, scores))
-    }
-
-    /// The score of a text the query matched.
-    pub(super) fn score(&self, text: &str) -> f64 {
-        let (len, tf) = self.words.counts(text);
-        self.bm25(len, &tf)
-    }
-
-    fn bm25(&self, len: usize, tf: &[usize]) -> f64 {
-        bm25(len, tf, &self.idf, self.avg_len)
-    }
-}
-
-/// The average length in tokens of texts counted by [`QueryWords::counts`]
-/// (1 at least, and for none).
-fn average_length(counts: &[(usize, Vec<usize>)]) -> f64 {
-    if counts.is_empty() {
-        return 1.0;
-    }
-    (counts.iter().map(|(l, _)| *l).sum::<usize>() as f64 / counts.len() as f64).max(1.0)
-}
-
-/// BM25 of a text of `len` tokens holding each query word `tf` times.
-/// Every text scored matched every word, so a word counts at least once
-/// even where the index folded it differently (diacritics) from this
-/// simple tokenizer.
-fn bm25(len: usize, tf: &[usize], idf: &[f64], avg_len: f64) -> f64 {
-    let norm = K1 * (1.0 - B + B * len as f64 / avg_len);
-    tf.iter()
-        .zip(idf)
-        .map(|(tf, idf)| {
-            let tf = (*tf as f64).max(1.0);
-            idf * tf * (K1 + 1.0) / (tf + norm)
-        })
-        .sum::<f64>()
-}
-
-/// Which of the ranked thought matches become hits.
-#[derive(Clone, Copy, Debug)]
-enum Pick<'k> {
-    /// The best ones.
-    Best(usize),
-    /// Up to `per_session` best matches of each of the best `sessions`
-    /// sessions (ranked by their best match), and of each session in `keep`
-    /// (those matching by their own fields, which may rank among them
-    /// whatever their thoughts score). Every match of a picked session is
-    /// counted, shown or not.
-    Sessions {
-        sessions: usize,
-        per_session: usize,
-        keep: &'k [String],
-    },
-}
-
-/// What a [`Pick`] kept of the ranked matches.
-struct Picked {
-    /// Best first, as ranked.
-    entries: Vec<(usize, f64)>,
-    /// Whether matches were left out that belong to sessions not picked
-    /// (for `Best`: whether any were left out at all).
-    more: bool,
-    /// `Sessions`: each picked session's matches among those ranked.
-    counts: HashMap<String, usize>,
-}
-
-impl Pick<'_> {
-    fn apply<'a>(self, mut scored: Vec<(usize, f64)>, session_of: impl Fn(usize) -> &'a str) -> Picked {
-        match self {
-            Pick::Best(n) => {
-                let more = scored.len() > n;
-                scored.truncate(n);
-                Picked {
-                    entries: scored,
-                    more,
-                    counts: HashMap::new(),
-                }
-            }
-            Pick::Sessions {
-                sessions,
-                per_session,
-                keep,
-            } => {
-                // Each session's share is taken from its own matches, not
-                // from a pool shared by all: a pool of 50 left one session
-                // of 120 matches with 47 of them and a count of 42 more
-                // (review 18-a).
-                let mut counts: HashMap<&str, usize> = HashMap::new();
-                let mut ranked_sessions = 0;
-                let mut entries = Vec::new();
-                let mut more = false;
-                for (i, score) in scored {
-                    let session = session_of(i);
-                    let count = match counts.get_mut(session) {
-                        Some(count) => count,
-                        None => {
-                            if !keep.iter().any(|k| k == session) {
-                                if ranked_sessions == sessions {
-                                    more = true;
-                                    continue;
-                                }
-                                ranked_sessions += 1;
-                            }
-                            counts.entry(session).or_insert(0)
-                        }
-                    };
-                    *count += 1;
-                    if *count <= per_session {
-                        entries.push((i, score));
-                    }
-                }
-                Picked {
-                    entries,
-                    more,
-                    counts: counts.into_iter().map(|(s, n)| (s.to_string(), n)).collect(),
-                }
-            }
-        }
-    }
-}
-
-/// BM25 of each candidate, best first, ties to the newest.
-fn score_candidates(candidates: &[Candidate], words: &QueryWords, idf: &[f64]) -> Vec<(usize, f64)> {
-    // Per candidate: its length in tokens and each query word's count,
-    // matched as the index matches words.
-    let counts: Vec<(usize, Vec<usize>)> = candidates.iter().map(|c| words.counts(&c.text)).collect();
-    let avg_len = average_length(&counts);
-    let mut scored: Vec<(usize, f64)> = counts
-        .iter()
-        .enumerate()
-        .map(|(i, (len, tf))| (i, bm25(*len, tf, idf, avg_len)))
-        .collect();
-    scored.sort_by(|a, b| {
-        b.1.total_cmp(&a.1)
-            .then(candidates[b.0].rowid.cmp(&candidates[a.0].rowid))
-    });
-    scored
-}
-
-/// Turn user text into an FTS5 query that matches all its words, each group
-/// of [`query_phrases`] as a phrase. Only letters and digits go in, each
-/// group quoted, so no input can be read as FTS syntax. `None` when the text has
-/// no letters or digits.
-pub fn fts_query(text: &str) -> Option<String> {
-    let phrases: Vec<String> = query_phrases(text).iter().map(|words| fts_phrase(words)).collect();
-    if phrases.is_empty() {
-        None
-    } else {
-        Some(phrases.join(" "))
-    }
-}
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -558,114 +144,6 @@ struct ThoughtSearch {
 }
 
 impl Store {
-    /// Index up to `max_rows` thoughts not yet in the full-text index.
-    /// Returns how many were indexed.
-    pub fn index_pending(&self, max_rows: i64) -> Result<usize> {
-        self.index_batch(max_rows, None)
-    }
-
-    /// [`Store::index_pending`] for a search about to run: it waits at most
-    /// [`SEARCH_INDEX_WAIT`] for another program's write transaction (a
-    /// `sqlite3` shell inside `BEGIN IMMEDIATE`). `None` when it cannot
-    /// index now: that lock is held, or writes are refused because the
-    /// ledger's files changed under the server (logged once, when seen).
-    /// The search then reads the thoughts still pending itself.
-    pub fn index_pending_for_search(&self, max_rows: i64) -> Result<Option<usize>> {
-        match self.index_batch(max_rows, Some(SEARCH_INDEX_WAIT)) {
-            Ok(n) => Ok(Some(n)),
-            Err(e) if e.is_busy() => {
-                tracing::debug!("another connection holds the write lock; pending thoughts are searched directly");
-                Ok(None)
-            }
-            Err(crate::error::Error::FilesChanged { .. }) => Ok(None),
-            // A full disk or a file system gone read-only: the search reads
-            // the pending thoughts itself, as a read-only store does.
-            Err(e) if e.is_file_system_refusal() => {
-                tracing::warn!("indexing before a search failed ({e}); pending thoughts are searched directly");
-                Ok(None)
-            }
-            Err(e) => Err(e),
-        }
-    }
-
-    /// Index what is pending before a search, as far as another program's
-    /// write lock allows (see [`Store::index_pending_for_search`]). A store
-    /// opened only to read ([`super::Access::Read`]) writes nothing: its
-    /// searches read the pending thoughts themselves.
-    pub fn index_before_search(&self) -> Result<()> {
-        if !self.opts.access.may_write() {
-            return Ok(());
-        }
-        loop {
-            match self.index_pending_for_search(2000)? {
-                Some(0) | None => return Ok(()),
-                Some(_) => {}
-            }
-        }
-    }
-
-    fn index_batch(&self, max_rows: i64, wait: Option<Duration>) -> Result<usize> {
-        let pending = self.read(|tx| {
-            Ok(tx
-                .prepare_cached(
-                    "SELECT (SELECT indexed_through FROM thoughts_fts_state WHERE id = 1) < COALESCE((SELECT MAX(id) FROM thoughts), 0)",
-                )?
-                .query_row([], |r| r.get::<_, bool>(0))?)
-        })?;
-        if !pending {
-            return Ok(0);
-        }
-        let batch = |tx: &super::Tx<'_>| -> Result<usize> {
-            let from: i64 = tx.query_row("SELECT indexed_through FROM thoughts_fts_state WHERE id = 1", [], |r| {
-                r.get(0)
-            })?;
-            // Up to max_rows thoughts, and up to INDEX_BATCH_BYTES of text
-            // (at least one thought): the writer thread runs a batch
-            // between two appends, which wait for it. octet_length reads a
-            // value's size without its text.
-            let mut through = None;
-            let mut bytes = 0;
-            let mut sizes =
-                tx.prepare_cached("SELECT id, octet_length(thought) FROM thoughts WHERE id > ?1 ORDER BY id LIMIT ?2")?;
-            let mut rows = sizes.query(params![from, max_rows])?;
-            while let Some(row) = rows.next()? {
-                bytes += row.get::<_, Option<i64>>(1)?.unwrap_or(0);
-                if through.is_some() && bytes > INDEX_BATCH_BYTES {
-                    break;
-                }
-                through = Some(row.get::<_, i64>(0)?);
-            }
-            drop(rows);
-            let Some(through) = through else { return Ok(0) };
-            let n = tx
-                .prepare_cached(
-                    "INSERT INTO thoughts_fts (rowid, thought) SELECT id, thought FROM thoughts WHERE id > ?1 AND id <= ?2",
-                )?
-                .execute(params![from, through])?;
-            tx.execute(
-                "UPDATE thoughts_fts_state SET indexed_through = ?1 WHERE id = 1",
-                [through],
-            )?;
-            Ok(n)
-        };
-        match wait {
-            Some(wait) => self.write_within(wait, batch),
-            None => self.write(batch),
-        }
-    }
-
-    /// Index everything pending, in batches.
-    pub fn index_all_pending(&self) -> Result<usize> {
-        let mut total = 0;
-        loop {
-            let n = self.index_pending(2000)?;
-            total += n;
-            if n == 0 {
-                return Ok(total);
-            }
-        }
-    }
-
     /// Thoughts matching all words of `text`, best first: BM25 over the
     /// newest [`CANDIDATES`] matches (see the module comment).
     pub fn search_thoughts(&self, text: &str, limit: u32) -> Result<Vec<ThoughtHit>> {
@@ -976,37 +454,6 @@ mod tests {
     use crate::domain::{NewSession, ThoughtInput};
     use crate::store::test_support::temp_store;
 
-    /// A batch stops at INDEX_BATCH_BYTES of text, so that long thoughts
-    /// do not hold the writer thread (and the appends behind it) for long;
-    /// a thought longer than that alone is still one batch.
-    #[test]
-    fn an_indexing_batch_is_bounded_by_text_as_well_as_rows() {
-        use crate::store::Target;
-        let (_d, store) = temp_store();
-        let s = store.create_session(NewSession::titled("long thoughts")).unwrap();
-        let append = |len: usize, word: &str| {
-            let input = ThoughtInput {
-                thought: format!("{word} {}", "x".repeat(len)),
-                next_thought_needed: true,
-                ..Default::default()
-            };
-            store.append_thought(Target::Session(s.id.clone()), input).unwrap();
-        };
-        append(300 << 10, "huge");
-        for _ in 0..5 {
-            append(100 << 10, "long");
-        }
-        append(10, "short");
-        // 300 KiB alone, then 100 + 100 KiB (a third would pass 256 KiB),
-        // twice, then the rest.
-        let batches: Vec<usize> = std::iter::from_fn(|| Some(store.index_pending(128).unwrap()))
-            .take_while(|&n| n > 0)
-            .collect();
-        assert_eq!(batches, [1, 2, 2, 2]);
-        assert_eq!(store.search_thoughts("short", 10).unwrap().len(), 1);
-        assert_eq!(store.search_thoughts("long", 10).unwrap().len(), 5);
-    }
-
     /// On a full disk the index cannot grow, and a search reads the pending
     /// thoughts itself rather than failing (review 14-a: every search
     /// failed, since a disk fills during a burst, which leaves the last
@@ -1018,11 +465,7 @@ mod tests {
         let s = store.create_session(NewSession::titled("full")).unwrap();
         store.index_pending(1000).unwrap();
         for i in 0..200 {
-            let input = ThoughtInput {
-                thought: format!("pending{i} words {}", "y".repeat(400)),
-                next_thought_needed: true,
-                ..Default::default()
-            };
+            let input = ThoughtInput::text(format!("pending{i} words {}", "y".repeat(400)));
             store.append_thought(Target::Session(s.id.clone()), input).unwrap();
         }
         // Every pooled connection at once, so that each gets the limit.
@@ -1040,76 +483,6 @@ mod tests {
         assert_eq!(store.search_thoughts("words", 300).unwrap().len(), 200);
     }
 
-    #[test]
-    fn user_text_never_becomes_fts_syntax() {
-        assert_eq!(fts_query("NEAR( \"x\" *").as_deref(), Some("\"NEAR\" \"x\""));
-        assert_eq!(fts_query("\" * ) ("), None);
-        assert_eq!(fts_query("naïve café").as_deref(), Some("\"naïve\" \"café\""));
-        // Review 10-b: joined words and quoted spans are phrases, and a
-        // query typed with separate accents is composed first.
-        assert_eq!(fts_query("bump 1.2.3").as_deref(), Some("\"bump\" \"1 2 3\""));
-        assert_eq!(
-            fts_query("user_id foo.bar() C++").as_deref(),
-            Some("\"user id\" \"foo bar\" \"C\"")
-        );
-        assert_eq!(
-            fts_query("\"cache invalidation\" now \"open").as_deref(),
-            Some("\"cache invalidation\" \"now\" \"open\"")
-        );
-        assert_eq!(fts_query("re\u{301}sume\u{301}").as_deref(), Some("\"résumé\""));
-        assert_eq!(
-            query_words("re\u{301}sume\u{301} \"Cache  x\""),
-            vec!["cache", "résumé", "x"]
-        );
-    }
-
-    fn cand(rowid: i64, text: &str) -> Candidate {
-        Candidate {
-            rowid,
-            session_id: "s".into(),
-            thought_number: rowid as u32,
-            branch_id: None,
-            node_id: format!("s:{rowid}"),
-            text: text.into(),
-        }
-    }
-
-    #[test]
-    fn bm25_prefers_frequent_and_rare_words_and_breaks_ties_newest_first() {
-        let words = vec!["cache".to_string(), "redis".to_string()];
-        let idf = vec![bm25_idf(1000.0, 900.0), bm25_idf(1000.0, 5.0)];
-        assert!(idf[1] > idf[0] && idf[0] > 0.0);
-        let c = vec![
-            cand(1, "cache redis"),
-            cand(2, "cache redis redis redis"),
-            cand(3, "cache cache cache redis"),
-            cand(4, "cache redis"),
-        ];
-        let order: Vec<i64> = score_candidates(&c, &QueryWords::new(&words), &idf)
-            .iter()
-            .map(|(i, _)| c[*i].rowid)
-            .collect();
-        // The rare word three times wins; a short text with the rare word once
-        // beats a longer one padded with the common word (length
-        // normalisation); equal texts: newest first.
-        assert_eq!(order, vec![2, 4, 1, 3]);
-        assert_eq!(query_words("Redis, REDIS and cache!"), vec!["and", "cache", "redis"]);
-    }
-
-    /// Many query words are counted as a few are: looked up rather than
-    /// compared one by one, with the same counts.
-    #[test]
-    fn many_words_are_counted_as_few_are() {
-        let text = "Redis cache misses; the CACHE warms slowly. Über alles, über den Cache.";
-        let few: Vec<String> = vec!["cache".into(), "über".into(), "redis".into()];
-        let mut many = few.clone();
-        many.extend((0..20).map(|i| format!("filler{i}")));
-        let (len_few, tf_few) = QueryWords::new(&few).counts(text);
-        let (len_many, tf_many) = QueryWords::new(&many).counts(text);
-        assert_eq!((len_few, &tf_few[..]), (12, &[3, 2, 1][..]));
-        assert_eq!((len_many, &tf_many[..3]), (12, &tf_few[..]));
-    }
-
     /// A session with many strong matches does not crowd out one with a
     /// single match (review 9-b: the older session was missing and
     /// `limitReached` false), and whether sessions were left out is told.
@@ -1118,11 +491,7 @@ mod tests {
         use crate::store::Target;
         let (_d, store) = temp_store();
         let add = |session: &str, text: String| {
-            let input = ThoughtInput {
-                thought: text,
-                next_thought_needed: true,
-                ..Default::default()
-            };
+            let input = ThoughtInput::text(text);
             store
                 .append_thought(Target::Session(session.to_string()), input)
                 .unwrap();
@@ -1156,11 +525,7 @@ mod tests {
 
     /// Appends one thought with `text` to `session`.
     fn add(store: &Store, session: &str, text: &str) {
-        let input = ThoughtInput {
-            thought: text.into(),
-            next_thought_needed: true,
-            ..Default::default()
-        };
+        let input = ThoughtInput::text(text);
         store
             .append_thought(crate::store::Target::Session(session.to_string()), input)
             .unwrap();
@@ -1265,39 +630,6 @@ mod tests {
         assert_eq!((titled.matches.len(), titled.more_matches), (2, None));
     }
 
-    /// The sessions picked for their thoughts are the best `sessions`; a
-    /// session matching by its own fields keeps its matches besides,
-    /// whatever they score, and each picked session is counted whole.
-    #[test]
-    fn a_pick_keeps_each_sessions_share_and_the_sessions_matching_by_fields() {
-        // Ranked entries (index, score), best first, and their sessions.
-        let sessions = ["a", "a", "b", "a", "c", "b", "c", "a"];
-        let scored: Vec<(usize, f64)> = (0..sessions.len()).map(|i| (i, 10.0 - i as f64)).collect();
-        let keep = vec!["c".to_string()];
-        let picked = Pick::Sessions {
-            sessions: 1,
-            per_session: 2,
-            keep: &keep,
-        }
-        .apply(scored.clone(), |i| sessions[i]);
-        let kept: Vec<usize> = picked.entries.iter().map(|(i, _)| *i).collect();
-        assert_eq!(kept, [0, 1, 4, 6]);
-        assert!(picked.more, "b was left out");
-        assert_eq!(picked.counts.get("a"), Some(&4));
-        assert_eq!(picked.counts.get("c"), Some(&2));
-        assert_eq!(picked.counts.get("b"), None);
-        let picked = Pick::Sessions {
-            sessions: 3,
-            per_session: 1,
-            keep: &[],
-        }
-        .apply(scored, |i| sessions[i]);
-        let kept: Vec<usize> = picked.entries.iter().map(|(i, _)| *i).collect();
-        assert_eq!(kept, [0, 2, 4]);
-        assert!(!picked.more);
-        assert_eq!(picked.counts.values().sum::<usize>(), sessions.len());
-    }
-
     /// While another program holds the write lock (a `sqlite3` shell inside
     /// `BEGIN IMMEDIATE`), pending thoughts cannot be indexed: a search reads
     /// them itself rather than failing after the busy timeout.
@@ -1314,14 +646,7 @@ mod tests {
             "my re\u{301}sume\u{301}, мой дом",
         ] {
             store
-                .append_thought(
-                    Target::Session(s.id.clone()),
-                    ThoughtInput {
-                        thought: text.into(),
-                        next_thought_needed: true,
-                        ..Default::default()
-                    },
-                )
+                .append_thought(Target::Session(s.id.clone()), ThoughtInput::text(text))
                 .unwrap();
             if text.starts_with("indexed") {
                 store.index_all_pending().unwrap();
@@ -1376,14 +701,7 @@ mod tests {
         ];
         for text in texts {
             store
-                .append_thought(
-                    Target::Session(s.id.clone()),
-                    ThoughtInput {
-                        thought: text.into(),
-                        next_thought_needed: true,
-                        ..Default::default()
-                    },
-                )
+                .append_thought(Target::Session(s.id.clone()), ThoughtInput::text(text))
                 .unwrap();
         }
         let numbers = |q: &str| -> Vec<u32> {
@@ -1447,14 +765,7 @@ mod tests {
         ];
         let add = |text: &str| {
             store
-                .append_thought(
-                    Target::Session(s.id.clone()),
-                    ThoughtInput {
-                        thought: text.into(),
-                        next_thought_needed: true,
-                        ..Default::default()
-                    },
-                )
+                .append_thought(Target::Session(s.id.clone()), ThoughtInput::text(text))
                 .unwrap();
         };
         for text in texts {
@@ -1568,14 +879,7 @@ mod tests {
         let (_d, store) = temp_store();
         let s = store.create_session(NewSession::titled("pending")).unwrap();
         store
-            .append_thought(
-                Target::Session(s.id.clone()),
-                ThoughtInput {
-                    thought: "a zebra crossing".into(),
-                    next_thought_needed: true,
-                    ..Default::default()
-                },
-            )
+            .append_thought(Target::Session(s.id.clone()), ThoughtInput::text("a zebra crossing"))
             .unwrap();
         // More pending thoughts than a search that may index reads itself,
         // all newer than the one that matches.
@@ -1614,14 +918,7 @@ mod tests {
         let s = store.create_session(NewSession::titled("Cache design")).unwrap();
         for text in ["redis would work", "memcached is simpler", "redis cluster costs"] {
             store
-                .append_thought(
-                    crate::store::Target::Session(s.id.clone()),
-                    ThoughtInput {
-                        thought: text.into(),
-                        next_thought_needed: true,
-                        ..Default::default()
-                    },
-                )
+                .append_thought(crate::store::Target::Session(s.id.clone()), ThoughtInput::text(text))
                 .unwrap();
         }
         let hits = store.search_thoughts("redis", 10).unwrap();

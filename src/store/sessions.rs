@@ -357,11 +357,7 @@ mod tests {
         let (_d, store) = temp_store();
         let s = store.create_session(NewSession::titled("staged")).unwrap();
         assert_eq!(store.session_stage(&s.id).unwrap(), Some(Stage::InitComplete));
-        let input = ThoughtInput {
-            thought: "first".into(),
-            next_thought_needed: true,
-            ..Default::default()
-        };
+        let input = ThoughtInput::text("first");
         store.append_thought(Target::Session(s.id.clone()), input).unwrap();
         assert_eq!(store.session_stage(&s.id).unwrap(), Some(Stage::CipherLoaded));
         let updated = store.session(&s.id).unwrap().updated_at;

@@ -143,20 +143,15 @@ mod tests {
             })
             .unwrap();
         let add = |input: ThoughtInput| store.append_thought(Target::Session(s.id.clone()), input).unwrap();
-        let t = |text: &str| ThoughtInput {
-            thought: text.into(),
-            next_thought_needed: true,
-            ..Default::default()
-        };
-        add(t("one"));
+        add(ThoughtInput::text("one"));
         add(ThoughtInput {
             revises_thought: Some(1),
-            ..t("fix")
+            ..ThoughtInput::text("fix")
         });
         add(ThoughtInput {
             branch_id: Some("x".into()),
             branch_from_thought: Some(1),
-            ..t("alt")
+            ..ThoughtInput::text("alt")
         });
         let st = store.stats(5).unwrap();
         assert_eq!(

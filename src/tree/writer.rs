@@ -20,8 +20,11 @@
 //! validation take the same lock shared, when the tree has one, so they
 //! never read a tree halfway through an export. Where the file system has no
 //! locks, an export goes ahead without one (with a warning) and removes no
-//! leftovers; a leftover is removed only once it is [`LEFTOVER_AGE`] old,
+//! leftovers; a leftover is removed only once it is ten minutes old,
 //! since an export of an earlier version takes no lock.
+
+mod files;
+mod replace;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs;
@@ -31,178 +34,21 @@ use serde::Serialize;
 
 use super::reader::find_session_dirs;
 use super::{
-    CONFIG, MANIFEST, MANIFEST_VERSION, ManifestMetadata, REFERENCE_BRANCH_DIR, SessionManifest, check_project,
-    check_session_id, io, is_session_id, project_from_tags, session_dir, thought_file, thought_file_number,
+    CONFIG, MANIFEST, MANIFEST_VERSION, ManifestMetadata, SessionManifest, check_project, check_session_id, io,
+    project_from_tags, session_dir, thought_file,
 };
 use crate::domain::{Granularity, partition_path, validate_branch_id};
 use crate::error::{Error, Result};
 use crate::export::{ImportFitness, NextLinks, SessionSource};
 use crate::store::Store;
 
-/// The lock file in a tree's root (see the module documentation).
-pub const EXPORT_LOCK: &str = ".thoughtbox-export.lock";
-
-/// Hold the tree at `root` for an export: the lock file is created if
-/// missing, and this waits for an export in progress to finish, saying so
-/// on the log, for at most `wait` (forever with `None`). Where the file
-/// system has no locks, the export goes ahead without one, with a warning;
-/// `None` is returned then, and nothing a killed export left is removed.
-fn lock_for_export(root: &Path, wait: Option<std::time::Duration>) -> Result<Option<fs::File>> {
-    let path = root.join(EXPORT_LOCK);
-    refuse_link(&path)?;
-    let unlocked = |why: String| {
-        tracing::warn!(
-            "exporting into {} without its lock ({why}): do not run another export into it at the same time",
-            root.display()
-        );
-        Ok(None)
-    };
-    let mut opts = fs::OpenOptions::new();
-    opts.create(true).truncate(false).write(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut opts, PRIVATE_FILE);
-    let file = match opts.open(&path) {
-        Ok(file) => file,
-        Err(e) => return unlocked(format!("creating {}: {e}", path.display())),
-    };
-    let started = std::time::Instant::now();
-    let mut told = false;
-    loop {
-        match file.try_lock() {
-            Ok(()) => return Ok(Some(file)),
-            Err(fs::TryLockError::WouldBlock) => {}
-            Err(fs::TryLockError::Error(e)) => return unlocked(format!("locking {}: {e}", path.display())),
-        }
-        if !told {
-            tracing::warn!(
-                "another export into {} is running; waiting for it to finish",
-                root.display()
-            );
-            told = true;
-        }
-        if wait.is_some_and(|w| started.elapsed() >= w) {
-            return Err(Error::io(
-                format!("exporting into {}", root.display()),
-                std::io::Error::new(
-                    std::io::ErrorKind::WouldBlock,
-                    format!(
-                        "another export into it is still running after {} s; try again once it has finished",
-                        started.elapsed().as_secs()
-                    ),
-                ),
-            ));
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-}
-
-/// Hold the tree that `dir` is (or is inside: a session directory, a
-/// project) for reading, if the tree has a lock file: waits for an export in
-/// progress to finish. A tree without one (written by another program, or
-/// on read-only media) is read as it is.
-pub fn lock_for_reading(dir: &Path) -> Option<fs::File> {
-    // A session directory is five levels below the tree's root (looked for
-    // from where a symlink points, too).
-    let real = fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-    let (root, file) = [real.as_path(), dir].into_iter().find_map(|start| {
-        start
-            .ancestors()
-            .take(6)
-            .find_map(|d| fs::File::open(d.join(EXPORT_LOCK)).ok().map(|f| (d.to_path_buf(), f)))
-    })?;
-    match file.try_lock_shared() {
-        Ok(()) => return Some(file),
-        Err(fs::TryLockError::WouldBlock) => {
-            tracing::warn!("an export into {} is running; waiting for it to finish", root.display());
-        }
-        Err(fs::TryLockError::Error(_)) => return None,
-    }
-    file.lock_shared().ok()?;
-    Some(file)
-}
-
-/// A name for a temporary file or directory beside `name`, unique to this
-/// call: `.{name}.{pid}-{n}.tmp`.
-fn temporary_name(name: &str) -> String {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    format!(".{name}.{}-{n}.tmp", std::process::id())
-}
-
-/// Whether `tag` is the `{pid}` or `{pid}-{n}` of a temporary name.
-fn is_temporary_tag(tag: &str) -> bool {
-    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    match tag.split_once('-') {
-        Some((pid, n)) => digits(pid) && digits(n),
-        None => digits(tag),
-    }
-}
-
-/// Whether `name` is a temporary name for `base`: `.{base}.{pid}.tmp` (a
-/// name of earlier versions) or `.{base}.{pid}-{n}.tmp`.
-fn is_temporary_of(name: &str, base: &str) -> bool {
-    name.strip_prefix('.')
-        .and_then(|rest| rest.strip_prefix(base))
-        .and_then(|rest| rest.strip_prefix('.'))
-        .and_then(|rest| rest.strip_suffix(".tmp"))
-        .is_some_and(is_temporary_tag)
-}
-
-/// The session id in `name` if it is the name of a session's staging
-/// directory: `.{sessionId}.{pid}[-{n}].tmp`.
-fn staging_session(name: &str) -> Option<&str> {
-    let (id, tag) = name.strip_prefix('.')?.strip_suffix(".tmp")?.split_once('.')?;
-    (is_session_id(id) && is_temporary_tag(tag)).then_some(id)
-}
-
-/// Whether `name` is a temporary name for a file of a session directory:
-/// its manifest or a numbered thought file.
-fn is_temporary_session_file(name: &str) -> bool {
-    name.strip_prefix('.')
-        .and_then(|rest| rest.strip_suffix(".tmp"))
-        .and_then(|rest| rest.rsplit_once('.'))
-        .is_some_and(|(base, tag)| is_temporary_tag(tag) && (base == MANIFEST || thought_file_number(base).is_some()))
-}
-
-/// How old what an export left must be before another export removes it
-/// (an export of an older version, which takes no lock, may be running).
-const LEFTOVER_AGE: std::time::Duration = std::time::Duration::from_secs(600);
-
-/// Remove what a killed export (or backup) left in `dir`: the entries whose
-/// names `ours` recognises, unchanged for [`LEFTOVER_AGE`]; directories only
-/// when `dirs` (a session's staging directory, whose name holds the session
-/// id). A run still writing one changes it far more often than that.
-pub(crate) fn remove_leftovers(dir: &Path, ours: impl Fn(&str) -> bool, dirs: bool) {
-    let Ok(entries) = fs::read_dir(dir) else { return };
-    for entry in entries.flatten() {
-        if !entry.file_name().to_str().is_some_and(&ours) {
-            continue;
-        }
-        let Ok(meta) = entry.metadata() else { continue };
-        if meta
-            .modified()
-            .ok()
-            .and_then(|m| m.elapsed().ok())
-            .is_none_or(|age| age < LEFTOVER_AGE)
-        {
-            continue;
-        }
-        let removed = if meta.is_dir() {
-            if !dirs {
-                continue;
-            }
-            fs::remove_dir_all(entry.path())
-        } else {
-            fs::remove_file(entry.path())
-        };
-        if removed.is_ok() {
-            tracing::info!(
-                "removed {}, left by an earlier run that did not finish",
-                entry.path().display()
-            );
-        }
-    }
-}
+use crate::store::remove_leftovers;
+pub use files::{EXPORT_LOCK, lock_for_reading, remove_leftovers_of, write_atomic, write_atomic_with, write_file};
+use files::{
+    create_private_dir, create_private_dirs, is_temporary_of, is_temporary_session_file, lock_for_export, refuse_link,
+    refuse_links_below, staging_session, temporary_name, write_private,
+};
+use replace::{Listed, Staged, remove_empty_folders, remove_session_files};
 
 /// What to export and where each session goes.
 #[derive(Debug, Clone, Default)]
@@ -521,7 +367,7 @@ fn count(summary: &mut ExportSummary, written: bool) {
 /// large session's staging folder can take seconds on a busy disk, and an
 /// MCP client sends SIGKILL a few seconds after SIGTERM, which would leave
 /// the `-wal` file beside the database. A later export removes the folder
-/// (see [`LEFTOVER_AGE`]).
+/// once it is ten minutes old.
 fn discard_staging(store: &Store, summary: &mut ExportSummary) {
     if store.reads_stopped() {
         for staging in summary.discard.drain(..) {
@@ -688,419 +534,13 @@ fn write_session_files(
     Ok(thoughts)
 }
 
-/// The changed files of a session folder, written beside the files they
-/// replace (`.{name}.{pid}-{n}.tmp`, which a later export removes if this
-/// one is killed) until [`Staged::place`] renames them all into place.
-/// Dropped before that, it removes them, and the branch folders it made.
-#[derive(Default)]
-struct Staged {
-    /// (temporary file, the file it replaces), in the order written.
-    files: Vec<(PathBuf, PathBuf)>,
-    made_dirs: Vec<PathBuf>,
-}
-
-impl Staged {
-    fn stage(&mut self, path: &Path, bytes: &[u8]) -> Result<()> {
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let tmp = path.with_file_name(temporary_name(&name));
-        // Listed first: a write cut short by a full disk is removed too.
-        self.files.push((tmp.clone(), path.to_path_buf()));
-        write_private(&tmp, bytes).map_err(io(format!("writing {}", tmp.display())))
-    }
-
-    /// Rename every staged file into place, in the order staged.
-    fn place(&mut self, summary: &mut ExportSummary) -> Result<()> {
-        let files = std::mem::take(&mut self.files);
-        let mut files = files.into_iter();
-        while let Some((tmp, path)) = files.next() {
-            if let Err(e) = fs::rename(&tmp, &path) {
-                self.files = std::iter::once((tmp, path.clone())).chain(files).collect();
-                return Err(Error::io(format!("moving {} into place", path.display()), e));
-            }
-            summary.files_written += 1;
-        }
-        self.made_dirs.clear();
-        Ok(())
-    }
-}
-
-impl Drop for Staged {
-    fn drop(&mut self) {
-        for (tmp, _) in self.files.drain(..) {
-            let _ = fs::remove_file(&tmp);
-        }
-        // Only succeeds when nothing else is in them.
-        for dir in self.made_dirs.drain(..).rev() {
-            let _ = fs::remove_dir(&dir);
-        }
-    }
-}
-
-/// The files an export wrote in a session folder: those its manifest.json
-/// lists, and numbered files that hold a thought of this session (a stray
-/// one the manifest missed). Only these are ever removed from it (review
-/// 11-c: numbered files and folders a user had put in a session folder
-/// were deleted). Names that are not thought files or branch ids are left
-/// out: a manifest is just a file in the tree, and names such as `../x`
-/// must not reach a path.
-#[derive(Debug, Default, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Listed {
-    #[serde(default)]
-    thought_files: Vec<String>,
-    #[serde(default)]
-    branch_files: BTreeMap<String, Vec<String>>,
-}
-
-impl Listed {
-    fn of(dir: &Path) -> Listed {
-        let Ok(bytes) = fs::read(dir.join(MANIFEST)) else {
-            return Listed::default();
-        };
-        let mut listed: Listed = serde_json::from_slice(&bytes).unwrap_or_default();
-        listed.thought_files.retain(|f| thought_file_number(f).is_some());
-        listed
-            .branch_files
-            .retain(|b, _| validate_branch_id("branchId", b).is_ok());
-        for files in listed.branch_files.values_mut() {
-            files.retain(|f| thought_file_number(f).is_some());
-        }
-        // Numbered files not listed that hold one of this session's nodes.
-        let Some(session) = dir.file_name().and_then(|n| n.to_str()) else {
-            return listed;
-        };
-        let of_session = |path: &Path| {
-            #[derive(serde::Deserialize)]
-            struct Node {
-                id: String,
-            }
-            fs::symlink_metadata(path).is_ok_and(|m| m.is_file())
-                && fs::read(path)
-                    .ok()
-                    .and_then(|b| serde_json::from_slice::<Node>(&b).ok())
-                    .is_some_and(|n| n.id.strip_prefix(session).is_some_and(|rest| rest.starts_with(':')))
-        };
-        // The numbered files in `folder` that `known` does not list and
-        // that hold a node of this session: only those are read (a large
-        // session's folder holds its whole manifest's worth of files).
-        let unlisted = |folder: &Path, known: &HashSet<&String>| -> Vec<String> {
-            if folder.ancestors().take_while(|a| *a != dir).any(is_link) {
-                return Vec::new();
-            }
-            let mut names: Vec<String> = fs::read_dir(folder)
-                .into_iter()
-                .flatten()
-                .flatten()
-                .filter_map(|e| e.file_name().to_str().map(str::to_string))
-                .filter(|n| thought_file_number(n).is_some() && !known.contains(n) && of_session(&folder.join(n)))
-                .collect();
-            names.sort();
-            names
-        };
-        let found = unlisted(dir, &listed.thought_files.iter().collect());
-        listed.thought_files.extend(found);
-        let branch_folders = |folder: &Path| -> Vec<String> {
-            if is_link(folder) {
-                return Vec::new();
-            }
-            fs::read_dir(folder)
-                .into_iter()
-                .flatten()
-                .flatten()
-                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-                .filter_map(|e| e.file_name().to_str().map(str::to_string))
-                .filter(|n| validate_branch_id("branchId", n).is_ok())
-                .collect()
-        };
-        let mut branches = branch_folders(dir);
-        branches.extend(branch_folders(&dir.join(REFERENCE_BRANCH_DIR)));
-        for b in branches {
-            let files = listed.branch_files.entry(b.clone()).or_default();
-            let mut found = {
-                let known: HashSet<&String> = files.iter().collect();
-                let mut found = unlisted(&dir.join(&b), &known);
-                found.extend(unlisted(&dir.join(REFERENCE_BRANCH_DIR).join(&b), &known));
-                found
-            };
-            found.sort();
-            found.dedup();
-            files.extend(found);
-        }
-        listed.branch_files.retain(|_, files| !files.is_empty());
-        listed
-    }
-
-    /// Remove the files listed here that `thought_files` / `branch_files`
-    /// (what was just written) no longer have, in the session folder, in
-    /// its branch folders and in the reference's `branches/{id}/` copies
-    /// (this layout keeps branches in `{id}/`, so those are stale), then
-    /// the branch folders left empty.
-    fn remove_stale(
-        &self,
-        dir: &Path,
-        thought_files: &[String],
-        branch_files: &BTreeMap<String, Vec<String>>,
-        summary: &mut ExportSummary,
-    ) -> Result<()> {
-        // Sets: a session's folder may list a hundred thousand files.
-        let kept: HashSet<&String> = thought_files.iter().collect();
-        for f in self.thought_files.iter().filter(|f| !kept.contains(f)) {
-            remove_written(dir, &dir.join(f), summary)?;
-        }
-        for (b, files) in &self.branch_files {
-            let now: Option<HashSet<&String>> = branch_files.get(b).map(|n| n.iter().collect());
-            for f in files {
-                if now.as_ref().is_none_or(|n| !n.contains(f)) {
-                    remove_written(dir, &dir.join(b).join(f), summary)?;
-                }
-                remove_written(dir, &dir.join(REFERENCE_BRANCH_DIR).join(b).join(f), summary)?;
-            }
-            if now.is_none() && !is_link(&dir.join(b)) {
-                // Only succeeds when nothing else is left in it.
-                let _ = fs::remove_dir(dir.join(b));
-            }
-            if !is_link(&dir.join(REFERENCE_BRANCH_DIR)) {
-                let _ = fs::remove_dir(dir.join(REFERENCE_BRANCH_DIR).join(b));
-            }
-        }
-        let _ = fs::remove_dir(dir.join(REFERENCE_BRANCH_DIR));
-        Ok(())
-    }
-}
-
-/// Remove a file an export wrote in session folder `dir`, if it is still
-/// a plain file (a link or a folder put in its place is left alone) and no
-/// folder between `dir` and it is a link (review 11-e: a `branches` link
-/// led the removal out of the tree).
-fn remove_written(dir: &Path, path: &Path, summary: &mut ExportSummary) -> Result<()> {
-    let through_link = path
-        .ancestors()
-        .skip(1)
-        .take_while(|a| *a != dir && a.starts_with(dir))
-        .any(is_link);
-    if through_link || is_link(dir) {
-        return Ok(());
-    }
-    match fs::symlink_metadata(path) {
-        Ok(m) if m.is_file() => {
-            fs::remove_file(path).map_err(io(format!("removing {}", path.display())))?;
-            summary.files_removed += 1;
-            Ok(())
-        }
-        _ => Ok(()),
-    }
-}
-
-fn is_link(path: &Path) -> bool {
-    fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
-}
-
-/// Refuse to write through a symbolic link inside the tree: an export
-/// writes, replaces and removes files only in the tree's own folders
-/// (review 11-c: a session folder linked to a user's folder had its files
-/// replaced and removed).
-fn refuse_link(path: &Path) -> Result<()> {
-    if is_link(path) {
-        return Err(Error::invalid(
-            "destination",
-            format!(
-                "{} is a symbolic link inside the export tree; an export writes only into the tree's own folders: \
-                 remove the link (or export elsewhere)",
-                path.display()
-            ),
-        ));
-    }
-    Ok(())
-}
-
-/// [`refuse_link`] for `path` and each folder between it and `root`.
-fn refuse_links_below(root: &Path, path: &Path) -> Result<()> {
-    for a in path.ancestors().take_while(|a| *a != root && a.starts_with(root)) {
-        refuse_link(a)?;
-    }
-    Ok(())
-}
-
-/// Remove a session exported earlier to another place: its manifest and
-/// numbered files, then its folder and the partition and project folders
-/// above it (up to `projects`) that nothing else is in.
-fn remove_session_files(dir: &Path, projects: &Path, summary: &mut ExportSummary) -> Result<()> {
-    // What killed exports left here goes too (once old enough to be
-    // nobody's), or the folder would stay for good holding only that
-    // (review 15-a): no export comes back to a folder its session left.
-    if !is_link(dir) {
-        remove_leftovers(dir, is_temporary_session_file, false);
-        let branch_folders = fs::read_dir(dir)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-            .filter(|e| {
-                e.file_name()
-                    .to_str()
-                    .is_some_and(|n| validate_branch_id("branchId", n).is_ok())
-            });
-        for folder in branch_folders {
-            remove_leftovers(&folder.path(), is_temporary_session_file, false);
-            // Only succeeds when nothing else is in it.
-            let _ = fs::remove_dir(folder.path());
-        }
-    }
-    Listed::of(dir).remove_stale(dir, &[], &BTreeMap::new(), summary)?;
-    let manifest = dir.join(MANIFEST);
-    if fs::symlink_metadata(&manifest).is_ok_and(|m| m.is_file()) {
-        fs::remove_file(&manifest).map_err(io(format!("removing {}", manifest.display())))?;
-        summary.files_removed += 1;
-    }
-    remove_empty_folders(dir, projects);
-    Ok(())
-}
-
-/// Remove `dir` and the folders above it, up to `projects` (kept), while
-/// they are empty: `remove_dir` fails on one that is not, ending the climb.
-fn remove_empty_folders(dir: &Path, projects: &Path) {
-    let mut folder = Some(dir);
-    while let Some(f) = folder.filter(|f| f.starts_with(projects) && *f != projects) {
-        if fs::remove_dir(f).is_err() {
-            break;
-        }
-        folder = f.parent();
-    }
-}
-
-/// The mode of the files an export writes (Unix): the ledger's own, as the
-/// database, its backups and the event files have, since an export holds
-/// the same thoughts (review: under umask 022 the tree was world-readable,
-/// 0644 files in 0755 folders, while the database beside it is 0600).
-#[cfg_attr(not(unix), allow(dead_code))]
-const PRIVATE_FILE: u32 = 0o600;
-/// The mode of the folders an export creates; folders that were there
-/// already (the user's) keep theirs.
-#[cfg_attr(not(unix), allow(dead_code))]
-const PRIVATE_DIR: u32 = 0o700;
-
-/// Create (or truncate) `path` with mode [`PRIVATE_FILE`], whatever the
-/// umask: set on the open file too, as a umask may narrow the mode given
-/// at creation.
-fn create_private(path: &Path) -> std::io::Result<fs::File> {
-    let mut opts = fs::OpenOptions::new();
-    opts.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut opts, PRIVATE_FILE);
-    let file = opts.open(path)?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        file.set_permissions(fs::Permissions::from_mode(PRIVATE_FILE))?;
-    }
-    Ok(file)
-}
-
-/// `fs::write` with mode [`PRIVATE_FILE`].
-fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write as _;
-    create_private(path)?.write_all(bytes)
-}
-
-/// Create the folder `dir` (its parent exists) with mode [`PRIVATE_DIR`],
-/// whatever the umask.
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    #[cfg(unix)]
-    let builder = {
-        let mut builder = fs::DirBuilder::new();
-        std::os::unix::fs::DirBuilderExt::mode(&mut builder, PRIVATE_DIR);
-        builder
-    };
-    #[cfg(not(unix))]
-    let builder = fs::DirBuilder::new();
-    builder.create(dir)?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        fs::set_permissions(dir, fs::Permissions::from_mode(PRIVATE_DIR))?;
-    }
-    Ok(())
-}
-
-/// `fs::create_dir_all` with mode [`PRIVATE_DIR`] for each folder it
-/// creates; those already there are left as they are.
-fn create_private_dirs(dir: &Path) -> std::io::Result<()> {
-    let missing: Vec<&Path> = dir
-        .ancestors()
-        .take_while(|a| !a.as_os_str().is_empty() && fs::metadata(a).is_err())
-        .collect();
-    for folder in missing.into_iter().rev() {
-        match create_private_dir(folder) {
-            Ok(()) => {}
-            // Made meanwhile by another exporter: not ours to change.
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && folder.is_dir() => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
-}
-
-/// Write `bytes` to `path` atomically unless it already holds them. Returns
-/// whether the file was written.
-pub fn write_file(path: &Path, bytes: &[u8]) -> Result<bool> {
-    if fs::read(path).is_ok_and(|old| old == bytes) {
-        return Ok(false);
-    }
-    write_atomic(path, bytes)?;
-    Ok(true)
-}
-
-/// Write to a temporary file beside `path` (named per call, so two writers
-/// never share one) and rename it over `path`.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    write_atomic_with(path, |w| {
-        w.write_all(bytes)
-            .map_err(io(format!("writing a temporary file beside {}", path.display())))
-    })
-}
-
-/// The temporary files that interrupted [`write_atomic_with`]s to `path`
-/// left beside it, once they are old enough to be nobody's (a single-file
-/// export stopped with Ctrl-C leaves one as large as the export).
-pub fn remove_leftovers_of(path: &Path) {
-    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
-        return;
-    };
-    remove_leftovers(crate::store::folder_of(path), |n| is_temporary_of(n, name), false);
-}
-
-/// [`write_atomic`] for content written piece by piece by `fill`: `path`
-/// gets all of it or keeps what it had.
-pub fn write_atomic_with(path: &Path, fill: impl FnOnce(&mut dyn std::io::Write) -> Result<()>) -> Result<()> {
-    use std::io::Write as _;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(temporary_name(&name));
-    let result = create_private(&tmp)
-        .map_err(io(format!("creating {}", tmp.display())))
-        .and_then(|file| {
-            let mut w = std::io::BufWriter::new(file);
-            fill(&mut w)?;
-            w.flush().map_err(io(format!("writing {}", tmp.display())))
-        })
-        .and_then(|()| fs::rename(&tmp, path).map_err(io(format!("moving {} into place", path.display()))));
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::domain::{NewSession, Session, Thought, ThoughtInput};
     use crate::store::Target;
     use crate::store::test_support::temp_store;
+    use crate::tree::REFERENCE_BRANCH_DIR;
     use crate::tree::reader::load_session;
 
     /// A session whose export fails before it is in place (a full disk, a
@@ -1165,12 +605,10 @@ mod tests {
                 .append_thought(
                     Target::Session(s.id.clone()),
                     ThoughtInput {
-                        thought: "x".into(),
-                        next_thought_needed: true,
                         thought_number: n,
                         branch_id: branch.map(str::to_string),
                         branch_from_thought: branch.map(|_| 1),
-                        ..Default::default()
+                        ..ThoughtInput::text("x")
                     },
                 )
                 .unwrap();
@@ -1210,14 +648,6 @@ mod tests {
         assert_eq!((again.files_written, again.files_unchanged), (0, 6));
     }
 
-    fn thought(text: &str) -> ThoughtInput {
-        ThoughtInput {
-            thought: text.into(),
-            next_thought_needed: true,
-            ..Default::default()
-        }
-    }
-
     #[test]
     fn exports_into_one_tree_at_once_leave_it_whole() {
         let (dir, store) = temp_store();
@@ -1233,7 +663,9 @@ mod tests {
                 });
             }
             for i in 0..300 {
-                store.append_thought(target.clone(), thought(&format!("{i}"))).unwrap();
+                store
+                    .append_thought(target.clone(), ThoughtInput::text(i.to_string()))
+                    .unwrap();
             }
         });
         let dirs = find_session_dirs(&out).unwrap();
@@ -1261,7 +693,7 @@ mod tests {
         let (dir, store) = temp_store();
         let a = store.create_session(NewSession::titled("a")).unwrap();
         store
-            .append_thought(Target::Session(a.id.clone()), thought("one"))
+            .append_thought(Target::Session(a.id.clone()), ThoughtInput::text("one"))
             .unwrap();
         let out = dir.path().join("out");
         let summary = export_tree(&store, &out, &ExportOptions::default(), &mut |_, _| {}).unwrap();
@@ -1369,7 +801,7 @@ mod tests {
             .map(|i| {
                 let s = store.create_session(NewSession::titled(format!("s{i}"))).unwrap();
                 store
-                    .append_thought(Target::Session(s.id.clone()), thought("x"))
+                    .append_thought(Target::Session(s.id.clone()), ThoughtInput::text("x"))
                     .unwrap();
                 s.id
             })
@@ -1435,11 +867,7 @@ mod tests {
             store
                 .append_thought(
                     crate::store::Target::Session(s.id.clone()),
-                    crate::domain::ThoughtInput {
-                        thought: text.into(),
-                        next_thought_needed: true,
-                        ..Default::default()
-                    },
+                    crate::domain::ThoughtInput::text(text),
                 )
                 .unwrap();
         }
@@ -1478,11 +906,9 @@ mod tests {
             .append_thought(
                 crate::store::Target::Session(s.id.clone()),
                 crate::domain::ThoughtInput {
-                    thought: "branch".into(),
-                    next_thought_needed: true,
                     branch_id: Some("alt".into()),
                     branch_from_thought: Some(1),
-                    ..Default::default()
+                    ..crate::domain::ThoughtInput::text("branch")
                 },
             )
             .unwrap();

@@ -954,7 +954,7 @@ async fn contradictory_sub_operations_and_parameters_are_refused() {
 /// already opened the session, answers without its recent thoughts instead.
 #[tokio::test]
 async fn an_answer_too_long_for_one_message_is_refused() {
-    use thoughtbox::domain::{NewSession, ThoughtInput};
+    use thoughtbox::domain::NewSession;
     use thoughtbox::store::{OpenOptionsStore, Store, Target};
     let (dir, db) = temp_db();
     let sid = {
@@ -963,11 +963,7 @@ async fn an_answer_too_long_for_one_message_is_refused() {
         // A quote takes two bytes in JSON and four more in the answer's text
         // copy: ~6 MB of message per thought.
         for i in 0..9 {
-            let input = ThoughtInput {
-                thought: format!("{i} {}", "\"".repeat(1_000_000)),
-                next_thought_needed: true,
-                ..Default::default()
-            };
+            let input = input(&format!("{i} {}", "\"".repeat(1_000_000)));
             store
                 .append_thought(Target::Session(session.id.clone()), input)
                 .unwrap();

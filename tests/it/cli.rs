@@ -10,17 +10,12 @@ use thoughtbox::store::{OpenOptionsStore, Store, Target};
 
 use crate::common::*;
 
-/// The binary with none of the variables that choose or configure the
-/// database, and no stdin.
+/// The binary with none of the variables it reads ([`SCRUBBED_ENV`]), and
+/// no stdin.
 fn scrubbed() -> std::process::Command {
     let mut cmd = std::process::Command::new(bin());
     cmd.stdin(std::process::Stdio::null());
-    for var in [
-        "THOUGHTBOX_DB",
-        "THOUGHTBOX_DATA_DIR",
-        "THOUGHTBOX_SYNC",
-        "THOUGHTBOX_STAGES",
-    ] {
+    for var in SCRUBBED_ENV {
         cmd.env_remove(var);
     }
     cmd
@@ -96,14 +91,6 @@ pub fn fails(db: &Path, args: &[&str]) -> String {
     let err = String::from_utf8(out.stderr).expect("utf-8 stderr");
     assert!(err.contains("thoughtbox: "), "no error message on stderr: {err}");
     err
-}
-
-pub fn input(text: &str) -> ThoughtInput {
-    ThoughtInput {
-        thought: text.into(),
-        next_thought_needed: true,
-        ..Default::default()
-    }
 }
 
 /// A database with two sessions, one with a branch and a revision.
@@ -757,14 +744,7 @@ fn repair_on_a_sound_ledger() {
         let store = Store::open(&db, OpenOptionsStore::default()).unwrap();
         let s = store.create_session(NewSession::titled("sound")).unwrap();
         store
-            .append_thought(
-                Target::Session(s.id.clone()),
-                ThoughtInput {
-                    thought: "nothing to mend here".into(),
-                    next_thought_needed: true,
-                    ..Default::default()
-                },
-            )
+            .append_thought(Target::Session(s.id.clone()), input("nothing to mend here"))
             .unwrap();
     }
     let report = ok_json(&db, &["repair"]);

@@ -11,26 +11,32 @@ use rmcp::service::{RequestContext, RunningService};
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::{Map, Value, json};
+use thoughtbox::domain::ThoughtInput;
 use tokio::process::Command;
 
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_thoughtbox")
 }
 
+/// Every variable the binary reads, removed from the environment of the
+/// binary a test runs, so that a developer's own settings (a ledger, a
+/// stage gate, an event file) never reach a test.
+pub const SCRUBBED_ENV: &[&str] = &[
+    "THOUGHTBOX_DB",
+    "THOUGHTBOX_DATA_DIR",
+    "THOUGHTBOX_SYNC",
+    "THOUGHTBOX_STAGES",
+    "THOUGHTBOX_EVENTS",
+    "THOUGHTBOX_PROJECT",
+    "THOUGHTBOX_CRITIQUE_TIMEOUT_SECS",
+    "THOUGHTBOX_ROOTS_TIMEOUT_SECS",
+];
+
 /// A command for the binary with a scrubbed environment.
 pub fn command(db: &Path) -> Command {
     let mut cmd = Command::new(bin());
     cmd.arg("--db").arg(db);
-    for var in [
-        "THOUGHTBOX_DB",
-        "THOUGHTBOX_DATA_DIR",
-        "THOUGHTBOX_SYNC",
-        "THOUGHTBOX_STAGES",
-        "THOUGHTBOX_EVENTS",
-        "THOUGHTBOX_PROJECT",
-        "THOUGHTBOX_CRITIQUE_TIMEOUT_SECS",
-        "THOUGHTBOX_ROOTS_TIMEOUT_SECS",
-    ] {
+    for var in SCRUBBED_ENV {
         cmd.env_remove(var);
     }
     cmd.env("RUST_LOG", "warn");
@@ -286,8 +292,19 @@ pub fn temp_db() -> (tempfile::TempDir, PathBuf) {
     (dir, db)
 }
 
+/// A thought of `text` that wants a next one, as the gateway's JSON.
 pub fn t(text: &str) -> Value {
     json!({ "thought": text, "nextThoughtNeeded": true })
+}
+
+/// The same thought as the library's input, for tests that seed a ledger
+/// through `Store` (`ThoughtInput { branch_id, ..input("x") }`).
+pub fn input(text: &str) -> ThoughtInput {
+    ThoughtInput {
+        thought: text.into(),
+        next_thought_needed: true,
+        ..Default::default()
+    }
 }
 
 /// The text of every message of a sampling request, one per line.

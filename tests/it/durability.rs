@@ -647,15 +647,11 @@ fn session_of(db: &Path, n: u32) -> String {
 
 /// A session of `n` thoughts, each with `pad` more characters of text.
 fn session_padded(db: &Path, n: u32, pad: u32) -> String {
-    use thoughtbox::domain::{NewSession, ThoughtInput};
+    use thoughtbox::domain::NewSession;
     use thoughtbox::store::{OpenOptionsStore, Store, Target};
     let store = Store::open(db, OpenOptionsStore::default()).unwrap();
     let session = store.create_session(NewSession::titled("big")).unwrap();
-    let input = ThoughtInput {
-        thought: "thought 1 of a long session".into(),
-        next_thought_needed: true,
-        ..Default::default()
-    };
+    let input = input("thought 1 of a long session");
     store
         .append_thought(Target::Session(session.id.clone()), input)
         .unwrap();

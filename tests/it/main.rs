@@ -9,6 +9,7 @@ mod core_flow;
 mod critique;
 mod durability;
 mod events;
+mod hand_edits;
 mod handles;
 mod knowledge;
 mod models;

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use thoughtbox::domain::{Critique, NewSession, ThoughtInput};
 use thoughtbox::store::{OpenOptionsStore, Store, Target};
 
-use crate::cli::{fails, input, ok, ok_json, run};
+use crate::cli::{fails, ok, ok_json, run};
 use crate::common::*;
 
 /// Every file under `root` (relative path -> bytes), config.json left out.
@@ -670,15 +670,17 @@ fn modes(root: &Path) -> Vec<(PathBuf, u32)> {
 /// Run `thoughtbox --db DB ARGS` under `umask`, expecting success.
 #[cfg(unix)]
 fn ok_under_umask(umask: &str, db: &Path, args: &[&str]) {
-    let out = std::process::Command::new("sh")
+    let mut cmd = std::process::Command::new("sh");
+    for var in SCRUBBED_ENV {
+        cmd.env_remove(var);
+    }
+    let out = cmd
         .arg("-c")
         .arg(format!("umask {umask} && exec \"$0\" \"$@\""))
         .arg(bin())
         .arg("--db")
         .arg(db)
         .args(args)
-        .env_remove("THOUGHTBOX_DB")
-        .env_remove("THOUGHTBOX_DATA_DIR")
         .env("RUST_LOG", "warn")
         .stdin(std::process::Stdio::null())
         .output()

@@ -1,15 +1,22 @@
 //! Tests of the ledger edited by hand, the way a person does it with the
 //! `sqlite3` shell: a connection of its own, foreign keys off (the shell's
 //! default), plain SQL. The triggers of migrations/V4 keep the derived data
-//! (search index, counters, chain tails, tag rows) right.
+//! (search index, counters, chain tails, tag rows) right. The ledger is
+//! read back through the library's public `Store`, and checked through a
+//! shell connection as a person would.
 
 use rusqlite::Connection;
+use thoughtbox::domain::{NewSession, SessionFilter, ThoughtInput};
+use thoughtbox::knowledge::{NewPattern, PatternFilter};
+use thoughtbox::store::{OpenOptionsStore, Store, Target};
 
-use super::Store;
-use super::test_support::temp_store;
-use crate::domain::{NewSession, SessionFilter, ThoughtInput};
-use crate::knowledge::{NewPattern, PatternFilter};
-use crate::store::Target;
+use crate::common::input;
+
+fn temp_store() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = Store::open(dir.path().join("t.db"), OpenOptionsStore::default()).expect("open store");
+    (dir, store)
+}
 
 /// A `sqlite3` shell on the store's file.
 fn shell(store: &Store) -> Connection {
@@ -19,15 +26,13 @@ fn shell(store: &Store) -> Connection {
 }
 
 fn add(store: &Store, session: &str, text: &str, branch: Option<(&str, u32)>) -> String {
-    let input = ThoughtInput {
-        thought: text.into(),
-        next_thought_needed: true,
+    let new = ThoughtInput {
         branch_id: branch.map(|(b, _)| b.to_string()),
         branch_from_thought: branch.map(|(_, from)| from),
-        ..Default::default()
+        ..input(text)
     };
     store
-        .append_thought(Target::Session(session.to_string()), input)
+        .append_thought(Target::Session(session.to_string()), new)
         .expect("append")
         .thought
         .node_id
@@ -36,7 +41,7 @@ fn add(store: &Store, session: &str, text: &str, branch: Option<(&str, u32)>) ->
 /// The full-text index agrees with the table it indexes.
 fn index_is_sound(store: &Store) {
     store.index_all_pending().expect("index");
-    let conn = store.conn().expect("conn");
+    let conn = shell(store);
     conn.execute(
         "INSERT INTO thoughts_fts (thoughts_fts, rank) VALUES ('integrity-check', 1)",
         [],
@@ -54,9 +59,7 @@ fn found(store: &Store, word: &str) -> Vec<String> {
 }
 
 fn counts(store: &Store, session: &str) -> (i64, i64, Option<String>) {
-    store
-        .conn()
-        .expect("conn")
+    shell(store)
         .query_row(
             "SELECT thought_count, branch_count, tail_node FROM sessions WHERE id = ?1",
             [session],
@@ -82,9 +85,7 @@ fn deleting_the_newest_thought() {
     assert_eq!(counts(&store, &s), (1, 0, Some(first.clone())));
     let again = add(&store, &s, "Replacement wombat", None);
     assert_eq!(again, second, "the number is free again");
-    let prev: Option<String> = store
-        .conn()
-        .unwrap()
+    let prev: Option<String> = shell(&store)
         .query_row("SELECT prev_node FROM thoughts WHERE node_id = ?1", [&again], |r| {
             r.get(0)
         })
@@ -148,7 +149,7 @@ fn deleting_a_session_with_foreign_keys_off() {
     shell(&store)
         .execute("DELETE FROM sessions WHERE id = ?1", [&gone])
         .unwrap();
-    let conn = store.conn().unwrap();
+    let conn = shell(&store);
     for table in ["thoughts", "branches", "session_tags"] {
         let left: i64 = conn
             .query_row(
@@ -437,8 +438,8 @@ fn tag_rows_written_twice_are_one() {
 /// imports whole.
 #[test]
 fn deleting_a_middle_thought_keeps_the_chain_whole() {
-    use crate::tree::importer::import_tree;
-    use crate::tree::writer::{ExportOptions, export_tree};
+    use thoughtbox::tree::importer::import_tree;
+    use thoughtbox::tree::writer::{ExportOptions, export_tree};
     let (dir, store) = temp_store();
     let s = store.create_session(NewSession::titled("m")).unwrap().id;
     let one = add(&store, &s, "one", None);
@@ -450,10 +451,8 @@ fn deleting_a_middle_thought_keeps_the_chain_whole() {
         .append_thought(
             Target::Session(s.clone()),
             ThoughtInput {
-                thought: "three, revised".into(),
-                next_thought_needed: true,
                 revises_thought: Some(3),
-                ..Default::default()
+                ..input("three, revised")
             },
         )
         .unwrap()
@@ -608,7 +607,7 @@ fn thought_numbers_set_out_of_range_are_refused() {
     )
     .expect("in range");
     let read = store
-        .read_thoughts(&s.id, &crate::store::ThoughtQuery::Last(2))
+        .read_thoughts(&s.id, &thoughtbox::store::ThoughtQuery::Last(2))
         .expect("the session reads");
     assert_eq!(read[0].data.total_thoughts, 7);
 }
@@ -742,7 +741,7 @@ fn repair_names_what_it_leaves_to_you() {
     let huge = format!("{s}:5");
     insert(&huge, None, 5, 99_999_999_999, Some(&twice));
     let err = store
-        .read_thoughts(&s, &crate::store::ThoughtQuery::Last(10))
+        .read_thoughts(&s, &thoughtbox::store::ThoughtQuery::Last(10))
         .expect_err("the session no longer reads");
     assert!(err.to_string().contains("`thoughtbox repair` names the rows"), "{err}");
     let report = store.repair().unwrap();
@@ -785,7 +784,9 @@ fn repair_names_what_it_leaves_to_you() {
     .unwrap();
     let report = store.repair().unwrap();
     assert!(report.left_for_you.is_empty(), "{report:?}");
-    let read = store.read_thoughts(&s, &crate::store::ThoughtQuery::Last(10)).unwrap();
+    let read = store
+        .read_thoughts(&s, &thoughtbox::store::ThoughtQuery::Last(10))
+        .unwrap();
     assert_eq!(read.iter().filter(|t| t.data.branch_id.is_none()).count(), 5);
 }
 
@@ -1006,7 +1007,7 @@ fn thought_text_over_the_limit_is_refused() {
     let s = store.create_session(NewSession::titled("long")).unwrap().id;
     let node = add(&store, &s, "short heron", None);
     let sh = shell(&store);
-    let limit = crate::domain::MAX_THOUGHT_BYTES;
+    let limit = thoughtbox::domain::MAX_THOUGHT_BYTES;
     // Counted in bytes: 'é' is two of them.
     let over = "é".repeat(limit / 2) + "x";
     let e = sh
@@ -1027,7 +1028,9 @@ fn thought_text_over_the_limit_is_refused() {
     let exact = "é".repeat(limit / 2);
     sh.execute("UPDATE thoughts SET thought = ?2 WHERE node_id = ?1", [&node, &exact])
         .unwrap();
-    let read = store.read_thoughts(&s, &crate::store::ThoughtQuery::Number(1)).unwrap();
+    let read = store
+        .read_thoughts(&s, &thoughtbox::store::ThoughtQuery::Number(1))
+        .unwrap();
     assert_eq!(read[0].data.thought, exact);
     // Such text from before version 9: repair names it.
     sh.execute_batch("DROP TRIGGER thoughts_text_checked_update").unwrap();
@@ -1055,11 +1058,9 @@ fn the_latest_view_follows_revisions_of_revisions() {
             .append_thought(
                 Target::Session(s.clone()),
                 ThoughtInput {
-                    thought: text.into(),
-                    next_thought_needed: true,
                     revises_thought: Some(of),
                     branch_id: branch.map(str::to_string),
-                    ..Default::default()
+                    ..input(text)
                 },
             )
             .expect("revision")
@@ -1175,11 +1176,9 @@ fn revision_links_that_disagree_are_refused() {
             .append_thought(
                 Target::Session(s.clone()),
                 ThoughtInput {
-                    thought: format!("revising {of}"),
-                    next_thought_needed: true,
                     revises_thought: Some(of),
                     branch_id: branch.map(str::to_string),
-                    ..Default::default()
+                    ..input(&format!("revising {of}"))
                 },
             )
             .expect("revision")
@@ -1235,7 +1234,9 @@ fn revision_links_that_disagree_are_refused() {
         [&s],
     )
     .unwrap();
-    let read = store.read_thoughts(&s, &crate::store::ThoughtQuery::Number(3)).unwrap();
+    let read = store
+        .read_thoughts(&s, &thoughtbox::store::ThoughtQuery::Number(3))
+        .unwrap();
     assert_eq!(read[0].data.revises_thought, Some(2));
     let latest: String = sh
         .query_row(
@@ -1464,7 +1465,7 @@ fn fork_points_written_by_hand_are_refused() {
     insert(None, 4, None, None, o(3)).expect("a main-chain thought");
     assert_eq!(
         store
-            .read_thoughts(&s, &crate::store::ThoughtQuery::Last(10))
+            .read_thoughts(&s, &thoughtbox::store::ThoughtQuery::Last(10))
             .unwrap()
             .len(),
         4
@@ -1509,10 +1510,8 @@ fn a_branch_thought_inserted_by_hand_gets_its_branch_from_repair() {
         .append_thought(
             Target::Session(s.clone()),
             ThoughtInput {
-                thought: "continued".into(),
-                next_thought_needed: true,
                 branch_id: Some("hb".into()),
-                ..Default::default()
+                ..input("continued")
             },
         )
         .expect("the branch continues");
@@ -1574,7 +1573,9 @@ fn critiques_of_another_shape_are_refused() {
     let good = r#"{"text":"fine","model":"m","timestamp":"2026-11-23T08:42:10.000Z","extra":true}"#;
     sh.execute("UPDATE thoughts SET critique = ?2 WHERE node_id = ?1", [&node, good])
         .unwrap();
-    let read = store.read_thoughts(&s, &crate::store::ThoughtQuery::Number(1)).unwrap();
+    let read = store
+        .read_thoughts(&s, &thoughtbox::store::ThoughtQuery::Number(1))
+        .unwrap();
     assert_eq!(read[0].data.critique.as_ref().map(|c| c.text.as_str()), Some("fine"));
     sh.execute("UPDATE thoughts SET critique = NULL WHERE node_id = ?1", [&node])
         .unwrap();

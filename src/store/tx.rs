@@ -1,0 +1,192 @@
+//! Transactions: [`Store::write`] (`BEGIN IMMEDIATE`, after checking the
+//! ledger's files are still the ones open) and [`Store::read`], both
+//! rolled back by [`Tx`]'s drop on an error or a panic, and the shorter
+//! busy timeout ([`ShortWait`]) a caller that must not wait long sets for
+//! one operation.
+
+use std::time::Duration;
+
+use rusqlite::Connection;
+
+use super::Store;
+use super::pool::BUSY_TIMEOUT;
+use crate::error::{Error, Result};
+
+/// A shorter busy timeout on a pooled connection for one operation, put
+/// back to [`BUSY_TIMEOUT`] when dropped, also on an error or a panic: a
+/// connection returned to the pool with the short wait would make later
+/// writes give up early.
+pub(super) struct ShortWait<'c>(&'c Connection);
+
+impl<'c> ShortWait<'c> {
+    pub(super) fn set(conn: &'c Connection, wait: Duration) -> Result<ShortWait<'c>> {
+        conn.busy_timeout(wait)?;
+        Ok(ShortWait(conn))
+    }
+}
+
+impl Drop for ShortWait<'_> {
+    fn drop(&mut self) {
+        if let Err(e) = self.0.busy_timeout(BUSY_TIMEOUT) {
+            tracing::warn!("could not restore the busy timeout: {e}");
+        }
+    }
+}
+
+/// A connection inside a transaction opened by [`Store::write`] or
+/// [`Store::read`]; it derefs to the connection.
+///
+/// Unlike `rusqlite::Transaction`, which parses `BEGIN` and `COMMIT` afresh
+/// every time, this runs them as cached statements: an append is a handful
+/// of cached statements, and parsing the two took a few percent of it.
+pub(crate) struct Tx<'c> {
+    conn: &'c Connection,
+}
+
+impl std::ops::Deref for Tx<'_> {
+    type Target = Connection;
+
+    fn deref(&self) -> &Connection {
+        self.conn
+    }
+}
+
+impl Drop for Tx<'_> {
+    /// Rolls back whatever did not commit: an error, a failed commit, a panic.
+    fn drop(&mut self) {
+        if !self.conn.is_autocommit()
+            && let Err(e) = self.conn.execute_batch("ROLLBACK")
+        {
+            tracing::warn!("rolling back a transaction failed: {e}");
+        }
+    }
+}
+
+impl<'c> Tx<'c> {
+    fn run<T>(conn: &'c Connection, begin: &str, commit: &str, f: impl FnOnce(&Tx<'c>) -> Result<T>) -> Result<T> {
+        conn.prepare_cached(begin)?.execute([])?;
+        let tx = Tx { conn };
+        let value = f(&tx)?;
+        match conn.prepare_cached(commit)?.execute([]) {
+            Ok(_) => Ok(value),
+            // A write's COMMIT that fails with an I/O error may have put the
+            // whole transaction in the WAL first (a full disk where the
+            // `-shm` cannot grow): say so rather than "nothing was written".
+            Err(e)
+                if begin == "BEGIN IMMEDIATE"
+                    && e.sqlite_error_code() == Some(rusqlite::ErrorCode::SystemIoFailure) =>
+            {
+                Err(Error::CommitUncertain(e))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+impl Store {
+    /// Run `f` in a `BEGIN IMMEDIATE` transaction and commit it; an error
+    /// (or a panic) in `f` rolls it back.
+    pub(crate) fn write<T>(&self, f: impl FnOnce(&Tx<'_>) -> Result<T>) -> Result<T> {
+        let conn = self.conn()?;
+        // Checked once the write lock is held: a file removed while this
+        // waited for it is seen.
+        Tx::run(&conn, "BEGIN IMMEDIATE", "COMMIT", |tx| {
+            self.check_files()?;
+            f(tx)
+        })
+    }
+
+    /// [`Store::write`], waiting at most `wait` for another connection's
+    /// write lock instead of the whole busy timeout.
+    pub(crate) fn write_within<T>(&self, wait: Duration, f: impl FnOnce(&Tx<'_>) -> Result<T>) -> Result<T> {
+        let conn = self.conn()?;
+        let _restore = ShortWait::set(&conn, wait)?;
+        Tx::run(&conn, "BEGIN IMMEDIATE", "COMMIT", |tx| {
+            self.check_files()?;
+            f(tx)
+        })
+    }
+
+    /// Run `f` in a read transaction (one consistent snapshot).
+    pub(crate) fn read<T>(&self, f: impl FnOnce(&Tx<'_>) -> Result<T>) -> Result<T> {
+        let conn = self.conn()?;
+        Tx::run(&conn, "BEGIN DEFERRED", "COMMIT", f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::OpenOptionsStore;
+    use crate::store::test_support::temp_store;
+
+    #[test]
+    fn a_failed_or_panicking_write_leaves_nothing_and_the_connection_usable() {
+        let (_dir, shared) = temp_store();
+        // One connection, so every write below runs on the same one.
+        let store = shared.dedicated().unwrap();
+        let insert = |tx: &Tx<'_>, key: &str| -> Result<()> {
+            tx.prepare_cached("INSERT INTO config (key, value) VALUES (?1, 'x')")?
+                .execute([key])?;
+            Ok(())
+        };
+        let failed = store.write(|tx| {
+            insert(tx, "failed")?;
+            Err::<(), _>(Error::Internal("refused".into()))
+        });
+        assert!(matches!(failed, Err(Error::Internal(_))));
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            store.write(|tx| -> Result<()> {
+                insert(tx, "panicked")?;
+                panic!("a bug in a write");
+            })
+        }));
+        assert!(panicked.is_err());
+        // A duplicate key fails inside SQLite; the transaction still ends.
+        assert!(store.write(|tx| insert(tx, "installId")).is_err());
+        store.write(|tx| insert(tx, "kept")).expect("the next write works");
+        for (key, present) in [("failed", false), ("panicked", false), ("kept", true)] {
+            assert_eq!(shared.config_value(key).unwrap().is_some(), present, "{key}");
+        }
+        let reads = store.read(|tx| Ok(tx.query_row("SELECT count(*) FROM config", [], |r| r.get::<_, i64>(0))?));
+        assert!(reads.unwrap() >= 5);
+    }
+
+    /// A short wait for the write lock is undone whatever happens inside it:
+    /// a pooled connection never goes back with it.
+    #[test]
+    fn a_short_wait_is_undone_after_errors_and_panics() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(
+            dir.path().join("t.db"),
+            OpenOptionsStore {
+                pool_size: Some(1),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let timeout = |store: &Store| -> i64 {
+            store
+                .conn()
+                .unwrap()
+                .query_row("PRAGMA busy_timeout", [], |r| r.get(0))
+                .unwrap()
+        };
+        assert_eq!(timeout(&store), BUSY_TIMEOUT.as_millis() as i64);
+        let failed: Result<()> = store.write_within(Duration::from_millis(5), |_| Err(Error::Internal("no".into())));
+        assert!(failed.is_err());
+        assert_eq!(timeout(&store), BUSY_TIMEOUT.as_millis() as i64);
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _: Result<()> = store.write_within(Duration::from_millis(5), |_| panic!("inside"));
+        }));
+        assert!(panicked.is_err());
+        assert_eq!(timeout(&store), BUSY_TIMEOUT.as_millis() as i64);
+        // Held elsewhere: the short wait gives up with a busy error.
+        let shell = Connection::open(dir.path().join("t.db")).unwrap();
+        shell.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let busy = store.write_within(Duration::from_millis(20), |_| Ok(())).unwrap_err();
+        assert!(busy.is_busy(), "{busy}");
+        shell.execute_batch("ROLLBACK").unwrap();
+        assert_eq!(timeout(&store), BUSY_TIMEOUT.as_millis() as i64);
+    }
+}
