@@ -13,7 +13,7 @@
 //! THOUGHTBOX_BENCH_PIN=B:S:W (Linux, needs `taskset`) places the bench on
 //! CPU B and starts each server the bare client starts on CPU S, then moves
 //! its ledger writer thread to CPU W (`S:W` puts the bench with the server).
-//! A server started on one CPU sees one CPU and does not poll. Held for the whole run, a placement takes the kernel's
+//! Held for the whole run, a placement takes the kernel's
 //! changes of placement out of the figures (BENCHMARKS.md, "Fourteenth round").
 //!
 //! Prints throughput, latency percentiles, first-vs-last-1000 medians, peak
@@ -347,7 +347,7 @@ fn taskset(args: &[&str]) {
 
 /// The command that starts a server: with THOUGHTBOX_BENCH_PIN set, the
 /// bench is placed on its CPU first and the server starts on its own (so it
-/// sees one CPU from its first instruction, and does not poll).
+/// sees one CPU from its first instruction).
 fn server_command() -> std::process::Command {
     match pinning() {
         None => std::process::Command::new(server_bin()),
@@ -762,8 +762,9 @@ fn available(program: &str) -> bool {
 /// takes ~50 times longer, so indexing runs every few hundred thoughts where
 /// a real run indexes after its last), and the rest, which is the request
 /// path of each call (reading and parsing the request, the checks, the
-/// append, the answer). The server runs under `taskset -c 0`: on one CPU it
-/// does not poll, whose spinning would count waiting as work. With
+/// append, the answer). The server runs under `taskset -c 0`, as builds
+/// that polled for the writer's answer did not poll on one CPU (their
+/// spinning would have counted waiting as work). With
 /// THOUGHTBOX_KEEP_CALLGRIND set, the dumps are kept for `callgrind_annotate`.
 fn instructions_run() {
     for program in ["valgrind", "callgrind_control", "callgrind_annotate", "taskset"] {

@@ -4,116 +4,25 @@
 //! off the async runtime. One writer per process means these never wait for
 //! each other's locks.
 //!
-//! Handing work to a sleeping thread and being woken when it is done costs
-//! two cross-CPU wake-ups; on a virtual machine each one is tens of
-//! microseconds, as much as the append itself. So both sides wait actively,
-//! for a bounded time, before they sleep:
-//!
-//! - the writer thread polls its queue for [`WRITER_SPIN`] after each job,
-//!   so a burst of thoughts finds it awake, then blocks on the channel;
-//! - the request task checks for its answer between `yield_now`s for
-//!   [`WAITER_SPIN`] (the runtime keeps serving other tasks and I/O
-//!   meanwhile), then awaits the answer like any future.
-//!
-//! Polling pays only while the other side runs on another CPU. When the
-//! CPUs are busy (a build, other tenants of the machine) the poller may
-//! hold the very CPU the other side waits for, until its time slice ends:
-//! with one CPU-bound program beside it on two CPUs, a server that always
-//! polled recorded 756-1,100 thoughts/s with a p99 of 4.4 ms, against
-//! 13,000/s and 0.2 ms without polling (BENCHMARKS.md). So each side polls
-//! only while polling works ([`Backoff`]): a wait that outlasts its window
-//! makes that side sleep straight away for the next 1, 2, 4 ... 256 waits,
-//! and a wait that ends within it starts over. With one CPU (an affinity
-//! mask, a container's quota) neither side polls.
+//! The hand-off is plain blocking: the thread sleeps on its channel until a
+//! job comes, and the request task awaits its answer on a oneshot. Neither
+//! side polls. Polling for a millisecond before sleeping saved a wake-up per
+//! side on an idle machine, but it burnt CPU on every thought (1.8x the
+//! whole per-thought CPU time of an in-memory Node server) and, on busy
+//! CPUs, held the very CPU the other side waited for (BENCHMARKS.md).
 //!
 //! A write that waits for another process's lock (busy_timeout) therefore
 //! never stalls the protocol thread.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
 use crate::error::{Error, Result};
 use crate::store::Store;
-
-/// How long the writer thread stays awake for the next job.
-const WRITER_SPIN: Duration = Duration::from_millis(1);
-/// How long a request task polls for its answer before it sleeps on it.
-const WAITER_SPIN: Duration = Duration::from_millis(1);
-
-/// Whether this process may run on two CPUs or more (its affinity mask and
-/// cgroup CPU quota allowing). On one, polling can only hold up the side it
-/// waits for: a thought took 2.2 ms (450/s) there when both sides polled.
-fn several_cpus() -> bool {
-    std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2)
-}
-
-/// The longest run of waits one side sleeps through without polling after
-/// polling kept failing: a failed poll can cost a time slice, so on busy
-/// CPUs the polls tried between runs must stay rarer than one wait in a
-/// hundred for the p99 not to show them.
-const MAX_SKIP: u32 = 256;
-
-/// Whether one side of the handoff polls, learnt from how polling went.
-/// Shared by the request tasks (relaxed atomics: a hint, not a lock).
-///
-/// A few failed polls happen anyway (a long job, a checkpoint, the odd
-/// time slice lost); they cost a little each and say nothing. Only when
-/// more than about one poll in five fails does this side stop polling:
-/// each failure adds [`FAILURE_COST`] to a debt that each success pays
-/// down by one, and a debt of [`DEBT_LIMIT`] starts a run of waits slept
-/// through without polling (1, 2, 4 ... [`MAX_SKIP`] as runs follow
-/// each other).
-#[derive(Debug, Default)]
-struct Backoff {
-    /// Waits left to sleep through without polling.
-    skip: AtomicU32,
-    debt: AtomicU32,
-    /// The length of the last such run (0 once polling works again).
-    run: AtomicU32,
-}
-
-const FAILURE_COST: u32 = 4;
-const DEBT_LIMIT: u32 = 16;
-
-impl Backoff {
-    /// Whether to poll for this wait.
-    fn poll_now(&self) -> bool {
-        let skip = self.skip.load(Ordering::Relaxed);
-        if skip == 0 {
-            return true;
-        }
-        self.skip.store(skip - 1, Ordering::Relaxed);
-        false
-    }
-
-    /// Polling got what it waited for.
-    fn worked(&self) {
-        let debt = self.debt.load(Ordering::Relaxed).saturating_sub(1);
-        self.debt.store(debt, Ordering::Relaxed);
-        if debt == 0 {
-            self.run.store(0, Ordering::Relaxed);
-        }
-    }
-
-    /// Polling ran out its window.
-    fn failed(&self) {
-        let debt = self.debt.load(Ordering::Relaxed) + FAILURE_COST;
-        if debt < DEBT_LIMIT {
-            self.debt.store(debt, Ordering::Relaxed);
-            return;
-        }
-        // Half the debt stays: failing again soon after the run starts a
-        // longer one.
-        self.debt.store(DEBT_LIMIT / 2, Ordering::Relaxed);
-        let run = (self.run.load(Ordering::Relaxed) * 2).clamp(1, MAX_SKIP);
-        self.run.store(run, Ordering::Relaxed);
-        self.skip.store(run, Ordering::Relaxed);
-    }
-}
 
 type Job = Box<dyn FnOnce(&Store) + Send>;
 
@@ -122,11 +31,6 @@ type Job = Box<dyn FnOnce(&Store) + Send>;
 pub struct Writer {
     jobs: Sender<Job>,
     closed: Arc<AtomicBool>,
-    /// How long a request polls for its answer ([`WAITER_SPIN`], or zero
-    /// on one CPU).
-    spin: Duration,
-    /// Whether requests poll at all, lately.
-    polling: Arc<Backoff>,
 }
 
 /// The writer thread itself, to close it at shutdown.
@@ -160,44 +64,26 @@ impl Writer {
     /// Start the thread, with a connection of its own to `store`'s ledger
     /// ([`Store::dedicated`]), held until the thread ends.
     pub fn start(store: &Store) -> Result<(Writer, WriterThread)> {
-        Writer::start_polling(store, several_cpus())
-    }
-
-    /// [`Writer::start`], with both sides polling before they sleep or not.
-    fn start_polling(store: &Store, polling: bool) -> Result<(Writer, WriterThread)> {
-        let (writer_spin, spin) = if polling {
-            (WRITER_SPIN, WAITER_SPIN)
-        } else {
-            (Duration::ZERO, Duration::ZERO)
-        };
         let store = store.dedicated()?;
         let (jobs, queue) = mpsc::channel::<Job>();
         let closed = Arc::new(AtomicBool::new(false));
         let flag = closed.clone();
         let handle = std::thread::Builder::new()
             .name("ledger-writer".into())
-            .spawn(move || serve(&store, &queue, &flag, writer_spin))
+            .spawn(move || serve(&store, &queue, &flag))
             .map_err(|e| Error::io("starting the writer thread", e))?;
         let thread = WriterThread {
             handle,
             closed: closed.clone(),
             wake: jobs.clone(),
         };
-        Ok((
-            Writer {
-                jobs,
-                closed,
-                spin,
-                polling: Arc::default(),
-            },
-            thread,
-        ))
+        Ok((Writer { jobs, closed }, thread))
     }
 
     /// Run `f` on the writer thread and wait for its result. Jobs run one
     /// at a time, in the order they were sent.
     pub async fn run<T: Send + 'static>(&self, f: impl FnOnce(&Store) -> Result<T> + Send + 'static) -> Result<T> {
-        let (tx, mut rx) = oneshot::channel();
+        let (tx, rx) = oneshot::channel();
         let job: Job = Box::new(move |store| {
             // The receiver is gone only when the request was cancelled.
             let _ = tx.send(f(store));
@@ -208,26 +94,8 @@ impl Writer {
         }
         self.jobs.send(job).map_err(|_| stopped())?;
         // The answer's sender is dropped unused only if the job panicked.
-        let failed = || Error::Internal("the write failed unexpectedly (see the server log)".into());
-        if !self.spin.is_zero() && self.polling.poll_now() {
-            let start = Instant::now();
-            loop {
-                match rx.try_recv() {
-                    Ok(result) => {
-                        self.polling.worked();
-                        return result;
-                    }
-                    Err(oneshot::error::TryRecvError::Closed) => return Err(failed()),
-                    Err(oneshot::error::TryRecvError::Empty) => {}
-                }
-                if start.elapsed() >= self.spin {
-                    self.polling.failed();
-                    break;
-                }
-                tokio::task::yield_now().await;
-            }
-        }
-        rx.await.map_err(|_| failed())?
+        rx.await
+            .map_err(|_| Error::Internal("the write failed unexpectedly (see the server log)".into()))?
     }
 }
 
@@ -273,52 +141,17 @@ fn run_job(store: &Store, job: Job) {
     }
 }
 
-/// The thread's loop: run jobs until the queue is empty after
-/// [`WriterThread::close_within`], or every handle is gone. After each job
-/// it polls for the next for `spin` (see [`Backoff`]).
-fn serve(store: &Store, queue: &Receiver<Job>, closed: &AtomicBool, spin: Duration) {
-    let polling = Backoff::default();
-    // When polling last ran out its window.
-    let mut gave_up: Option<Instant> = None;
-    // Asleep until a job arrives.
+/// The thread's loop: asleep on the queue until a job comes; runs jobs
+/// until the queue is empty after [`WriterThread::close_within`], or every
+/// handle is gone.
+fn serve(store: &Store, queue: &Receiver<Job>, closed: &AtomicBool) {
     while let Ok(job) = queue.recv() {
-        // A job that comes right after polling gave up was on its way: the
-        // other side ran late, which is what busy CPUs do (and polling may
-        // have held up). One that comes after a pause ends a quiet spell,
-        // which says nothing about polling.
-        if gave_up.take().is_some_and(|at| at.elapsed() < 2 * spin) {
-            polling.failed();
-        }
         run_job(store, job);
         if closed.load(Ordering::Acquire) {
             // What was accepted before the close is still done.
             while let Ok(job) = queue.try_recv() {
                 run_job(store, job);
             }
-            return;
-        }
-        if spin.is_zero() || !polling.poll_now() {
-            continue;
-        }
-        // Awake for the rest of a burst.
-        let mut idle_since = Instant::now();
-        loop {
-            match queue.try_recv() {
-                Ok(job) => {
-                    polling.worked();
-                    run_job(store, job);
-                    idle_since = Instant::now();
-                }
-                Err(TryRecvError::Disconnected) => return,
-                Err(TryRecvError::Empty) if closed.load(Ordering::Acquire) => return,
-                Err(TryRecvError::Empty) if idle_since.elapsed() >= spin => {
-                    gave_up = Some(Instant::now());
-                    break;
-                }
-                Err(TryRecvError::Empty) => std::hint::spin_loop(),
-            }
-        }
-        if closed.load(Ordering::Acquire) {
             return;
         }
     }
@@ -329,66 +162,22 @@ mod tests {
     use super::*;
     use crate::store::test_support::temp_store;
 
-    /// Both ways of waiting: polling (two CPUs or more) and sleeping (one).
     #[tokio::test(flavor = "current_thread")]
     async fn runs_jobs_in_order_on_its_own_thread() {
-        for polling in [true, false] {
-            let (_dir, store) = temp_store();
-            let (writer, thread) = Writer::start_polling(&store, polling).expect("start");
-            let here = std::thread::current().id();
-            let mut seen = Vec::new();
-            for i in 0..50 {
-                let (n, thread) = writer
-                    .run(move |_| Ok((i, std::thread::current().id())))
-                    .await
-                    .expect("job");
-                assert_ne!(thread, here, "the job ran on the runtime thread");
-                seen.push(n);
-            }
-            assert_eq!(seen, (0..50).collect::<Vec<_>>());
-            assert!(
-                thread.close_within(Duration::from_secs(5)).await,
-                "polling {polling}: not closed"
-            );
+        let (_dir, store) = temp_store();
+        let (writer, thread) = Writer::start(&store).expect("start");
+        let here = std::thread::current().id();
+        let mut seen = Vec::new();
+        for i in 0..50 {
+            let (n, thread) = writer
+                .run(move |_| Ok((i, std::thread::current().id())))
+                .await
+                .expect("job");
+            assert_ne!(thread, here, "the job ran on the runtime thread");
+            seen.push(n);
         }
-    }
-
-    /// The odd failed poll changes nothing; failures in a row stop polling
-    /// for runs of 1, 2, 4 ... waits; polls that work again end that.
-    #[test]
-    fn polling_stops_only_while_it_keeps_failing() {
-        let b = Backoff::default();
-        let polls = |b: &Backoff, n: usize| (0..n).filter(|_| b.poll_now()).count();
-        // One failure in eight (a long job now and then): polling goes on.
-        for _ in 0..100 {
-            b.failed();
-            for _ in 0..7 {
-                assert!(b.poll_now());
-                b.worked();
-            }
-        }
-        // Failing every time: runs without polling, each twice as long.
-        let mut runs = Vec::new();
-        for _ in 0..40 {
-            if b.poll_now() {
-                b.failed();
-                let run = b.skip.load(Ordering::Relaxed);
-                if run > 0 {
-                    runs.push(run);
-                }
-            }
-        }
-        assert_eq!(runs[..4], [1, 2, 4, 8], "{runs:?}");
-        assert!(runs.iter().all(|&r| r <= MAX_SKIP));
-        // Working again: once the run ends, polling resumes for good.
-        let left = b.skip.load(Ordering::Relaxed) as usize;
-        assert_eq!(polls(&b, left), 0);
-        for _ in 0..DEBT_LIMIT {
-            assert!(b.poll_now());
-            b.worked();
-        }
-        b.failed();
-        assert!(b.poll_now(), "one failure after a clean run stops nothing");
+        assert_eq!(seen, (0..50).collect::<Vec<_>>());
+        assert!(thread.close_within(Duration::from_secs(5)).await, "not closed");
     }
 
     /// A search whose client gave up stops indexing between two batches
@@ -440,7 +229,7 @@ mod tests {
             .await
             .expect_err("an error");
         assert!(err.to_string().contains("boom"));
-        // Longer than both spins: the task sleeps and is woken.
+        // The task sleeps until the thread answers.
         let v = writer
             .run(|_| {
                 std::thread::sleep(Duration::from_millis(20));
@@ -453,14 +242,8 @@ mod tests {
 
     #[tokio::test(flavor = "current_thread")]
     async fn closing_finishes_accepted_jobs_and_refuses_new_ones() {
-        for polling in [true, false] {
-            closing_finishes_accepted_jobs(polling).await;
-        }
-    }
-
-    async fn closing_finishes_accepted_jobs(polling: bool) {
         let (_dir, store) = temp_store();
-        let (writer, thread) = Writer::start_polling(&store, polling).expect("start");
+        let (writer, thread) = Writer::start(&store).expect("start");
         let done = Arc::new(AtomicBool::new(false));
         let flag = done.clone();
         // A job still running when shutdown starts (a handle stays alive, as

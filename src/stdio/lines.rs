@@ -236,9 +236,12 @@ fn with_version(line: &[u8]) -> Vec<u8> {
 /// Whether `line` holds something like `\uD83D` (which may still be half of
 /// a valid pair, or an escaped backslash followed by text).
 fn has_surrogate_escape(line: &[u8]) -> bool {
-    line.windows(4).any(|w| {
-        w[0] == b'\\' && w[1] == b'u' && (w[2] | 0x20) == b'd' && matches!(w[3] | 0x20, b'8' | b'9' | b'a'..=b'f')
-    })
+    // Most lines hold no backslash at all: `contains` finds that a word at
+    // a time, where the window scan tests every byte.
+    line.contains(&b'\\')
+        && line.windows(4).any(|w| {
+            w[0] == b'\\' && w[1] == b'u' && (w[2] | 0x20) == b'd' && matches!(w[3] | 0x20, b'8' | b'9' | b'a'..=b'f')
+        })
 }
 
 /// Replace every `\uXXXX` escape inside a JSON string that is half of a
