@@ -17,7 +17,6 @@ mod lines;
 mod transport;
 
 pub(crate) use envelope::first_duplicate_key;
-pub use lines::repair_surrogates;
 pub use transport::StdioTransport;
 pub(crate) use transport::expected_params;
 

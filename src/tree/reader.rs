@@ -152,7 +152,7 @@ fn parse_time(s: &str) -> Option<(i64, String)> {
 fn parse_repairing<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> serde_json::Result<(T, usize)> {
     match serde_json::from_slice(bytes) {
         Ok(v) => Ok((v, 0)),
-        Err(e) => match crate::stdio::repair_surrogates(bytes) {
+        Err(e) => match crate::json_text::repair_surrogates(bytes) {
             Some((fixed, n)) => serde_json::from_slice(&fixed).map(|v| (v, n)).map_err(|_| e),
             None => Err(e),
         },
