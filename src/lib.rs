@@ -32,6 +32,7 @@ pub mod maintenance;
 pub mod memory;
 pub mod models;
 pub mod serve;
+pub mod shutdown;
 pub mod stdio;
 pub mod store;
 pub mod tree;

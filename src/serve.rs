@@ -10,6 +10,7 @@ use crate::error::{Error, Result};
 use crate::gateway::Gateway;
 pub use crate::gateway::ServeOptions;
 use crate::maintenance::Maintenance;
+use crate::shutdown::Shutdown;
 use crate::store::Store;
 use crate::writer::Writer;
 
@@ -96,8 +97,8 @@ async fn signalled_after(mut seen: tokio::sync::watch::Receiver<u32>, before: u3
 
 /// The client's input, noting its end: the client is gone, and the MCP
 /// library's cancels of the requests still running from then on are the
-/// shutdown's, not the client's (see [`crate::store::cancel::shutting_down`]).
-struct EndOfInput<R>(R);
+/// shutdown's, not the client's (see [`Shutdown`]).
+struct EndOfInput<R>(R, Arc<Shutdown>);
 
 impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for EndOfInput<R> {
     fn poll_read(
@@ -108,7 +109,7 @@ impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for EndOfInput<R> {
         let before = buf.filled().len();
         let read = std::pin::Pin::new(&mut self.0).poll_read(cx, buf);
         if matches!(read, std::task::Poll::Ready(Ok(()))) && buf.filled().len() == before && buf.remaining() > 0 {
-            crate::store::cancel::begin_shutdown();
+            self.1.begin();
         }
         read
     }
@@ -135,9 +136,17 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
         let maintenance = Maintenance::start(store.clone(), writer.clone());
         let release = Arc::new(crate::memory::Release::default());
         let releasing = release.spawn();
-        let gateway = Gateway::new(store.clone(), writer, options, maintenance.signal(), release);
+        let shutdown = Arc::new(Shutdown::default());
+        let gateway = Gateway::new(
+            store.clone(),
+            writer,
+            options,
+            maintenance.signal(),
+            release,
+            shutdown.clone(),
+        );
         let (input, output, stdout_gone) = crate::stdio::streams();
-        let transport = crate::stdio::StdioTransport::new(EndOfInput(input), output);
+        let transport = crate::stdio::StdioTransport::new(EndOfInput(input, shutdown.clone()), output);
         let stopped_reading = stdout_gone.clone();
         let gone_before_initialize = stdout_gone.clone();
         // How many signals have come. The wait for `initialize`, the session
@@ -189,6 +198,7 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
             session_started.set(true);
             let cancel = service.cancellation_token();
             let reads = store.clone();
+            let stopping = shutdown.clone();
             let stopper = tokio::spawn(async move {
                 tokio::select! {
                     _ = signalled(signal_in_session) => {}
@@ -198,7 +208,7 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
                 }
                 // Told to stop: long reads in flight end now (with an
                 // error answer) rather than hold up the exit.
-                crate::store::cancel::begin_shutdown();
+                stopping.begin();
                 reads.interrupt_running();
                 cancel.cancel();
             });
@@ -245,7 +255,7 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
         // them first, then wait until they have let go of the store, since
         // the pool's connections close (and the last of them removes the
         // WAL) only with its last clone.
-        crate::store::cancel::begin_shutdown();
+        shutdown.begin();
         store.interrupt_running();
         // A second signal ends the waits below and skips the final
         // checkpoint: what was acknowledged is committed already. After one
@@ -353,12 +363,13 @@ mod tests {
     /// The input's end, not before, marks the server as stopping.
     #[tokio::test]
     async fn the_end_of_input_marks_the_shutdown() {
-        let mut input = EndOfInput(&b"{\"jsonrpc\":\"2.0\"}\n"[..]);
+        let shutdown = Arc::new(Shutdown::default());
+        let mut input = EndOfInput(&b"{\"jsonrpc\":\"2.0\"}\n"[..], shutdown.clone());
         let mut first = [0u8; 4];
         input.read_exact(&mut first).await.expect("read");
-        assert!(!crate::store::cancel::shutting_down());
+        assert!(!shutdown.begun());
         let mut rest = Vec::new();
         input.read_to_end(&mut rest).await.expect("read");
-        assert!(crate::store::cancel::shutting_down());
+        assert!(shutdown.begun());
     }
 }

@@ -272,7 +272,8 @@ async fn request_critique(
     params: CreateMessageRequestParams,
 ) -> Result<Critique> {
     let call = tokio::time::timeout(gw.options.critique_timeout, ctx.peer.create_message(params));
-    let result = super::from_client(ctx, call)
+    let result = gw
+        .ask_client(ctx, call)
         .await
         .ok_or_else(|| {
             Error::SamplingNotSupported(

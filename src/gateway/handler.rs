@@ -18,6 +18,7 @@ use super::message::{bounded_error, fits_one_message, message_bytes};
 use super::{Gateway, Refused, TOOL_NAME, clip, mrtr, resources, tool_definition};
 use crate::error::Error;
 use crate::memory::LARGE_ANSWER;
+use crate::shutdown::Shutdown;
 use crate::store::cancel::Cancel;
 
 impl ServerHandler for Gateway {
@@ -80,7 +81,7 @@ impl ServerHandler for Gateway {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> std::result::Result<ReadResourceResponse, McpError> {
-        cancellable(&context, resources::read_resource(self, &request.uri))
+        cancellable(&context, &self.shutdown, resources::read_resource(self, &request.uri))
             .await
             .map(Into::into)
     }
@@ -121,6 +122,7 @@ impl ServerHandler for Gateway {
         }
         let (answer, changed) = cancellable(
             &context,
+            &self.shutdown,
             CHANGED.scope(std::cell::Cell::new(false), async {
                 let answer = mrtr::call(self, request, &context).await;
                 (answer, CHANGED.with(std::cell::Cell::get))
@@ -207,20 +209,27 @@ pub(crate) fn request_cancelled() -> bool {
 /// or by the shutdown) or the server is stopping, since the client's
 /// answer can no longer come or be used (stdin closed: rmcp would otherwise
 /// wait up to 5 s for this request's own answer, past a client's SIGKILL).
-pub(crate) async fn from_client<T>(
-    ctx: &RequestContext<RoleServer>,
-    call: impl std::future::Future<Output = T>,
-) -> Option<T> {
-    tokio::select! {
-        answer = call => Some(answer),
-        () = ctx.ct.cancelled() => None,
-        () = crate::store::cancel::shutdown_begun() => None,
+impl Gateway {
+    pub(crate) async fn ask_client<T>(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        call: impl std::future::Future<Output = T>,
+    ) -> Option<T> {
+        tokio::select! {
+            answer = call => Some(answer),
+            () = ctx.ct.cancelled() => None,
+            () = self.shutdown.wait() => None,
+        }
     }
 }
 
 /// Run `work`, a request's handling, so that its reads stop when the client
 /// cancels the request (`notifications/cancelled`, which fires `ct`).
-async fn cancellable<T>(ctx: &RequestContext<RoleServer>, work: impl std::future::Future<Output = T>) -> T {
+async fn cancellable<T>(
+    ctx: &RequestContext<RoleServer>,
+    shutdown: &Shutdown,
+    work: impl std::future::Future<Output = T>,
+) -> T {
     let cancel = Cancel::new();
     let work = REQUEST_CANCEL.scope(cancel.clone(), work);
     tokio::pin!(work);
@@ -229,7 +238,7 @@ async fn cancellable<T>(ctx: &RequestContext<RoleServer>, work: impl std::future
         () = ctx.ct.cancelled() => {
             // At shutdown the MCP library cancels every request; the
             // shutdown stops their reads itself, and says why.
-            if crate::store::cancel::shutting_down() {
+            if shutdown.begun() {
                 return work.await;
             }
             tracing::info!(id = %ctx.id, "the client cancelled its request: stopping its reads");

@@ -188,7 +188,7 @@ async fn client_roots(gw: &Gateway, ctx: Option<&RequestContext<RoleServer>>) ->
     }
     let timeout = gw.options.roots_timeout;
     let call = tokio::time::timeout(timeout, ctx.peer.list_roots());
-    let answer = super::from_client(ctx, call).await.ok_or_else(|| {
+    let answer = gw.ask_client(ctx, call).await.ok_or_else(|| {
         roots_error(
             "ROOTS_FAILED",
             "the request was cancelled, or the server is stopping, before the client answered roots/list".into(),

@@ -34,7 +34,7 @@ use serde_json::{Map, Value, json};
 
 pub use args::Args;
 use handler::REQUEST_CANCEL;
-pub(crate) use handler::{changed_something, from_client, request_cancelled};
+pub(crate) use handler::{changed_something, request_cancelled};
 pub(crate) use message::{AnswerBuffer, TextBudget, add_note, answer_too_long, clip};
 pub use options::ServeOptions;
 pub use refused::Refused;
@@ -46,6 +46,7 @@ use crate::error::{Error, Result};
 use crate::events::{self, EventType, Events};
 use crate::maintenance::WriteSignal;
 use crate::memory::Release;
+use crate::shutdown::Shutdown;
 use crate::store::Store;
 use crate::store::cancel::Cancel;
 use crate::writer::Writer;
@@ -176,6 +177,9 @@ pub struct Gateway {
     heavy: Arc<tokio::sync::Semaphore>,
     /// Told when heavy work ends (see [`crate::memory`]).
     release: Arc<Release>,
+    /// The server's stopping: requests cancelled then are not the client's
+    /// doing, and waits for the client end.
+    pub(crate) shutdown: Arc<Shutdown>,
 }
 
 /// How many heavy reads run at once: two of the blocking pool's eight
@@ -219,6 +223,7 @@ impl Gateway {
         options: ServeOptions,
         writes: Arc<WriteSignal>,
         release: Arc<Release>,
+        shutdown: Arc<Shutdown>,
     ) -> Gateway {
         // The ledger's `disableThoughtLogging` keeps thought text out of the event stream.
         let quiet_text = crate::store::thought_logging_disabled(store.config_value("disableThoughtLogging"));
@@ -233,6 +238,7 @@ impl Gateway {
             session_order: Arc::default(),
             heavy: Arc::new(tokio::sync::Semaphore::new(HEAVY_READS)),
             release,
+            shutdown,
         }
     }
 

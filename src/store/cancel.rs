@@ -76,39 +76,6 @@ impl Cancel {
     }
 }
 
-/// Set once the server is stopping (a signal, stdin closing): the MCP
-/// library then cancels every request in flight, which is the shutdown's
-/// doing, not a client's, and is handled as such (see
-/// [`crate::store::Store::interrupt_running`]).
-static SHUTTING_DOWN: AtomicBool = AtomicBool::new(false);
-
-/// Wakes [`shutdown_begun`].
-static SHUTDOWN_BEGUN: tokio::sync::Notify = tokio::sync::Notify::const_new();
-
-/// Note that the server is stopping.
-pub fn begin_shutdown() {
-    SHUTTING_DOWN.store(true, Ordering::Relaxed);
-    SHUTDOWN_BEGUN.notify_waiters();
-}
-
-/// Resolves once the server is stopping (at once if it already is): for
-/// waits on the client, whose answer cannot come once stdin has closed.
-pub async fn shutdown_begun() {
-    let notified = SHUTDOWN_BEGUN.notified();
-    tokio::pin!(notified);
-    // Registered before the flag is read, so a shutdown in between is seen.
-    notified.as_mut().enable();
-    if shutting_down() {
-        return;
-    }
-    notified.await;
-}
-
-/// Whether the server is stopping.
-pub fn shutting_down() -> bool {
-    SHUTTING_DOWN.load(Ordering::Relaxed)
-}
-
 /// The cancellation of the scope this thread runs in, if any.
 pub(crate) fn current() -> Option<Arc<Cancel>> {
     CURRENT.with(|c| c.borrow().clone())
