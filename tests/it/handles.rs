@@ -321,3 +321,29 @@ async fn overview_reads_cut_long_thoughts_and_say_how_to_read_them_whole() {
     assert!(got.get("truncated").is_none());
     s.stop().await;
 }
+
+/// The new parameters refuse what they cannot read, change nothing, and
+/// the server keeps serving.
+#[tokio::test]
+async fn bad_handles_and_flags_are_refused_and_change_nothing() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    let sid = s.ready("flags").await;
+    s.thought(t("one")).await;
+    for (operation, args, field) in [
+        ("read_thoughts", json!({ "sessionId": sid, "full": "maybe" }), "full"),
+        (
+            "session",
+            json!({ "subOperation": "get", "sessionId": sid, "full": 3 }),
+            "full",
+        ),
+        ("cipher", json!({ "sessionId": "  " }), "sessionId"),
+    ] {
+        let e = s.err(operation, args, "INVALID_PAYLOAD").await;
+        assert_eq!(e["details"]["field"], field, "{e}");
+    }
+    let read = s.ok("read_thoughts", json!({ "sessionId": sid })).await;
+    assert_eq!(read["count"], 1);
+    assert_eq!(s.ok("get_state", Value::Null).await["stage"], 2);
+    s.stop().await;
+}
