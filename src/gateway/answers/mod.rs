@@ -8,6 +8,11 @@
 //! Thoughts are carried as `thought_json` answers them (their ThoughtData
 //! fields plus `nodeId`), since [`Preview`](crate::gateway::preview::Preview)
 //! cuts their text in place.
+//!
+//! The answers of the other operations are in the files beside this one,
+//! one per family of operations.
+
+pub(crate) mod models;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
