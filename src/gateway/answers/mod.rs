@@ -12,6 +12,7 @@
 //! The answers of the other operations are in the files beside this one,
 //! one per family of operations.
 
+pub(crate) mod analysis;
 pub(crate) mod models;
 
 use std::collections::BTreeMap;
@@ -33,16 +34,7 @@ pub(crate) fn to_value(answer: &impl Serialize) -> Result<Value> {
     serde_json::to_value(answer).map_err(|e| Error::Internal(format!("serializing an answer: {e}")))
 }
 
-/// Add `say` to an answer's `note`, after what it already says (as
-/// [`add_note`](crate::gateway::add_note) does on an untyped answer): two notes of one
-/// answer both reach the agent.
-pub(crate) fn add_note(note: &mut Option<String>, say: &str) {
-    *note = Some(match note.take() {
-        Some(n) if n.ends_with('.') => format!("{n} {say}"),
-        Some(n) => format!("{n}; {say}"),
-        None => say.to_string(),
-    });
-}
+pub(crate) use super::add_note;
 
 /// `get_state`.
 #[derive(Debug, Serialize)]
@@ -591,13 +583,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn notes_join_as_the_untyped_answers_join_them() {
-        for first in ["one.", "one"] {
-            let mut typed = Some(first.to_string());
-            add_note(&mut typed, "two");
-            let mut untyped = json!({ "note": first });
-            crate::gateway::add_note(&mut untyped, "two");
-            assert_eq!(json!(typed), untyped["note"]);
+    fn notes_join_after_what_is_said() {
+        for (first, joined) in [("one.", "one. two"), ("one", "one; two")] {
+            let mut note = Some(first.to_string());
+            add_note(&mut note, "two");
+            assert_eq!(note.as_deref(), Some(joined));
         }
         let mut none = None;
         add_note(&mut none, "alone");
