@@ -13,6 +13,7 @@
 //! one per family of operations.
 
 pub(crate) mod analysis;
+pub(crate) mod knowledge;
 pub(crate) mod models;
 
 use std::collections::BTreeMap;
@@ -648,24 +649,6 @@ mod tests {
         assert_eq!(v["critique"], Value::Null);
         assert_eq!(v["critiqueError"]["code"], "SAMPLING_NOT_SUPPORTED");
         assert!(CritiqueAnswer::of(Outcome::Asked).is_none());
-    }
-
-    #[test]
-    fn knowledge_found_beside_sessions_is_named_as_knowledge_search_names_it() {
-        let found = || KnowledgeHits {
-            hits: Vec::new(),
-            more: true,
-            ranked_newest: Some(7),
-        };
-        let patterns = to_value(&PatternHits::from(found())).unwrap();
-        let notes = to_value(&NoteHits::from(found())).unwrap();
-        for (v, (more, ranked)) in [
-            (patterns, crate::gateway::knowledge_ops::PATTERN_MORE),
-            (notes, crate::gateway::knowledge_ops::NOTE_MORE),
-        ] {
-            assert_eq!(v[more], true);
-            assert_eq!(v[ranked], 7);
-        }
     }
 
     #[test]
