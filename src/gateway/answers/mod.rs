@@ -13,6 +13,7 @@
 //! one per family of operations.
 
 pub(crate) mod analysis;
+pub(crate) mod init;
 pub(crate) mod knowledge;
 pub(crate) mod models;
 
@@ -48,7 +49,8 @@ pub(crate) struct StateAnswer {
     pub active: Active,
     pub available_operations: Vec<&'static str>,
     pub hidden_operations: std::collections::BTreeSet<String>,
-    pub project: Value,
+    /// `null` when the connection has none.
+    pub project: Option<init::ProjectInfo>,
     pub next_step: &'static str,
     pub server: ServerInfo,
     pub database: String,
