@@ -4,8 +4,9 @@
 
 use serde_json::{Value, json};
 
+use super::answers::analysis::{DeepAnalysisAnswer, ExtractionAnswer, SavedPatterns};
 use super::ops::{refuse_stray_session_id, session_arg};
-use super::{Args, Gateway};
+use super::{Args, Gateway, answers};
 use crate::analysis::{
     self, AnalysisType, DeepOptions, ExtractedLearning, KeyMoment, LearningType, MomentKind, compare,
 };
@@ -18,15 +19,11 @@ use crate::store::Saved;
 const MAX_COMPARE: usize = 10;
 const MAX_KEY_MOMENTS: usize = 100;
 
-fn to_value<T: serde::Serialize>(v: &T) -> Result<Value> {
-    serde_json::to_value(v).map_err(|e| Error::Internal(e.to_string()))
-}
-
 pub async fn analyze(gw: &Gateway, args: Args) -> Result<Value> {
     let id = session_arg(gw, &args)?;
     refuse_stray_session_id(&args, Some(&id), false)?;
     let (session, thoughts, critiques) = gw.heavy(move |s| s.analysis_input(&id)).await?;
-    to_value(&analysis::session_analysis(&session, &thoughts, critiques))
+    answers::to_value(&analysis::session_analysis(&session, &thoughts, critiques))
 }
 
 /// Prefix the field of a payload error with where it sits in a list.
@@ -152,7 +149,7 @@ pub async fn extract_learnings(gw: &Gateway, args: Args) -> Result<Value> {
     let now = domain::now();
     // The analysis reads on the blocking pool; saving its patterns is a
     // write, for the writer thread.
-    let (extraction, to_save) = gw
+    let (mut extraction, to_save) = gw
         .heavy(move |s| {
             let (session, thoughts, critiques) = s.analysis_input(&id)?;
             let x = analysis::extract_learnings(&session, &thoughts, critiques, &moments, &targets, &now)?;
@@ -184,37 +181,42 @@ pub async fn extract_learnings(gw: &Gateway, args: Args) -> Result<Value> {
     } else {
         Vec::new()
     };
-    let mut out = to_value(&extraction)?;
     // Key moments with the default targetTypes (the signal only) gave no
     // learning from them and saved nothing, without a word (review 16-a).
     if moments_given && !given_targets {
         let say = "keyMoments were given, but targetTypes defaults to [\"signal\"] (the session's outcome only): pass \
                    targetTypes: [\"pattern\", \"anti-pattern\"] to extract learnings from them (and save: true to \
                    keep them as knowledge patterns)";
-        super::add_note(&mut out, say);
+        answers::add_note(&mut extraction.note, say);
     }
-    if save {
+    let saved = save.then(|| {
         gw.wrote();
         // Every learning's pattern id; those saved by an earlier call (the
         // same learning of the same session) also under alreadySaved.
-        let ids = |keep: fn(Saved) -> bool| -> Vec<&String> {
-            saved.iter().filter(|(_, how)| keep(*how)).map(|(p, _)| &p.id).collect()
+        let ids = |keep: fn(Saved) -> bool| -> Vec<String> {
+            saved
+                .iter()
+                .filter(|(_, how)| keep(*how))
+                .map(|(p, _)| p.id.clone())
+                .collect()
         };
-        out["savedPatterns"] = json!(ids(|_| true));
-        out["alreadySaved"] = json!(ids(|how| how != Saved::Created));
         let retitled = ids(|how| how == Saved::Retitled);
         if !retitled.is_empty() {
             // Saved before, so also under alreadySaved: no copy was made.
             let say = format!(
                 "{} (listed in retitled): saved by an earlier call headed \"Avoid:\" with the correction or the \
                  moment's summary, now titled and headed with the belief revised (ids kept)",
-                retitled.iter().map(|id| id.as_str()).collect::<Vec<_>>().join(", ")
+                retitled.join(", ")
             );
-            out["retitled"] = json!(retitled);
-            super::add_note(&mut out, &say);
+            answers::add_note(&mut extraction.note, &say);
         }
-    }
-    Ok(out)
+        SavedPatterns {
+            saved_patterns: ids(|_| true),
+            already_saved: ids(|how| how != Saved::Created),
+            retitled,
+        }
+    });
+    answers::to_value(&ExtractionAnswer { extraction, saved })
 }
 
 fn deep_options(args: &Args) -> Result<(DeepOptions, Vec<String>)> {
@@ -286,16 +288,16 @@ pub async fn deep_analysis(gw: &Gateway, args: Args) -> Result<Value> {
             Ok((base, comparisons, missing))
         })
         .await?;
-    let mut out = to_value(&result)?;
-    if !comparisons.is_empty() {
-        out["comparison"] = to_value(&comparisons)?;
-    }
-    if !missing.is_empty() {
-        out["compareWithNotFound"] = json!(missing);
-        out["note"] = json!(format!(
+    let note = (!missing.is_empty()).then(|| {
+        format!(
             "no session has the id {}: left out of the comparison",
             missing.join(", ")
-        ));
-    }
-    Ok(out)
+        )
+    });
+    answers::to_value(&DeepAnalysisAnswer {
+        analysis: result,
+        comparison: comparisons,
+        compare_with_not_found: missing,
+        note,
+    })
 }

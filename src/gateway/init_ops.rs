@@ -18,7 +18,11 @@ use rmcp::model::{ListRootsResult, Root};
 use rmcp::service::RequestContext;
 use serde_json::{Value, json};
 
-use super::{Args, BoundRoot, Gateway, OPERATIONS, mrtr};
+use super::answers::init::{
+    BindRootAnswer, DiscoveryAnswer, NavigateAnswer, Navigated, OptionalOperation, ProjectInfo, RootListed, RootRef,
+    RootsAnswer, TagValue, Target,
+};
+use super::{Args, BoundRoot, Gateway, OPERATIONS, answers, mrtr};
 use crate::domain::{NewSession, SessionFilter};
 use crate::error::{Error, Result};
 
@@ -41,16 +45,13 @@ pub(crate) fn current_project(gw: &Gateway) -> Option<(String, &'static str)> {
 }
 
 /// The project as `get_state` shows it.
-pub(crate) fn project_json(gw: &Gateway) -> Value {
+pub(crate) fn project_json(gw: &Gateway) -> Option<ProjectInfo> {
     let root = gw.with_conn(|c| c.root.clone());
-    match current_project(gw) {
-        None => Value::Null,
-        Some((name, source)) => json!({
-            "name": name,
-            "source": source,
-            "rootUri": root.map(|r| r.uri),
-        }),
-    }
+    current_project(gw).map(|(name, source)| ProjectInfo {
+        name,
+        source,
+        root_uri: root.map(|r| r.uri),
+    })
 }
 
 /// Tag a session about to be created with the connection's project, unless
@@ -210,12 +211,14 @@ async fn client_roots(gw: &Gateway, ctx: Option<&RequestContext<RoleServer>>) ->
     }
 }
 
-fn root_json(root: &Root, bound: Option<&BoundRoot>) -> Value {
-    json!({
-        "uri": root.uri,
-        "name": root_name(root),
-        "bound": bound.is_some_and(|b| b.uri == root.uri),
-    })
+fn root_listed(root: &Root, bound: Option<&BoundRoot>) -> RootListed {
+    RootListed {
+        root: RootRef {
+            uri: root.uri.clone(),
+            name: root_name(root),
+        },
+        bound: bound.is_some_and(|b| b.uri == root.uri),
+    }
 }
 
 pub async fn list_roots(gw: &Gateway, ctx: Option<&RequestContext<RoleServer>>) -> Result<Value> {
@@ -226,12 +229,12 @@ pub async fn list_roots(gw: &Gateway, ctx: Option<&RequestContext<RoleServer>>) 
         (n, Some(b)) => format!("Found {n} root(s); bound to {}.", b.name),
         (n, None) => format!("Found {n} root(s); bind_root with a rootUri makes one this connection's project."),
     };
-    Ok(json!({
-        "roots": roots.iter().map(|r| root_json(r, bound.as_ref())).collect::<Vec<_>>(),
-        "count": roots.len(),
-        "boundRoot": bound.map(|b| json!({ "uri": b.uri, "name": b.name })),
-        "message": message,
-    }))
+    answers::to_value(&RootsAnswer {
+        roots: roots.iter().map(|r| root_listed(r, bound.as_ref())).collect(),
+        count: roots.len(),
+        bound_root: bound.map(RootRef::from),
+        message,
+    })
 }
 
 pub async fn bind_root(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleServer>>) -> Result<Value> {
@@ -291,13 +294,19 @@ pub async fn bind_root(gw: &Gateway, args: Args, ctx: Option<&RequestContext<Rol
         name: root_name(root),
     };
     let previous = gw.with_conn(|c| c.root.replace(bound.clone()));
-    Ok(json!({
-        "boundRoot": { "uri": bound.uri, "name": bound.name },
-        "project": bound.name,
-        "previousRoot": previous.map(|p| json!({ "uri": p.uri, "name": p.name })),
-        "message": format!("Bound to root {}: new sessions get the tag project:{}.", bound.name, bound.name),
-        "nextSteps": ["start_new to begin a session in this project", "list_sessions to see its sessions"],
-    }))
+    answers::to_value(&BindRootAnswer {
+        message: format!(
+            "Bound to root {}: new sessions get the tag project:{}.",
+            bound.name, bound.name
+        ),
+        project: bound.name.clone(),
+        bound_root: RootRef::from(bound),
+        previous_root: previous.map(RootRef::from),
+        next_steps: [
+            "start_new to begin a session in this project",
+            "list_sessions to see its sessions",
+        ],
+    })
 }
 
 /// `navigate`: the sessions of a project (and task, and aspect: all given
@@ -314,11 +323,6 @@ pub async fn navigate(gw: &Gateway, args: Args) -> Result<Value> {
             parts.push((key, v.to_string()));
         }
     }
-    let counts = |v: Vec<(String, u64)>| -> Vec<Value> {
-        v.into_iter()
-            .map(|(name, sessions)| json!({ "name": name, "sessions": sessions }))
-            .collect()
-    };
     if !parts.iter().any(|(k, _)| *k == "project") {
         match current_project(gw) {
             Some((p, _)) => parts.insert(0, ("project", p)),
@@ -326,15 +330,16 @@ pub async fn navigate(gw: &Gateway, args: Args) -> Result<Value> {
                 // No project to look at: the ledger's projects, to choose
                 // one (review 16-e: an agent could not find them).
                 let projects = gw.blocking(|s| s.tag_values(&[], "project:")).await?;
-                return Ok(json!({
-                    "target": { "project": null, "task": null, "aspect": null },
-                    "message": format!(
+                return answers::to_value(&NavigateAnswer {
+                    target: Target::default(),
+                    message: format!(
                         "No project chosen: the ledger has {} project(s); call navigate with target.project to look \
                          at one (or bind_root, or start the server with --project)",
                         projects.len()
                     ),
-                    "projects": counts(projects),
-                }));
+                    found: None,
+                    projects: Some(TagValue::all(projects)),
+                });
             }
             None => {
                 return Err(Error::invalid(
@@ -367,43 +372,43 @@ pub async fn navigate(gw: &Gateway, args: Args) -> Result<Value> {
     let path = parts.iter().map(|(_, v)| v.as_str()).collect::<Vec<_>>().join("/");
     let part = |k: &str| parts.iter().find(|(p, _)| *p == k).map(|(_, v)| v.clone());
     let nothing_here = page.total == 0 && tasks.is_empty();
-    let mut out = json!({
-        "target": { "project": part("project"), "task": part("task"), "aspect": part("aspect") },
-        "path": path,
-        "message": format!("Navigated to {path}: {} session(s).", page.total),
-        "sessions": page.sessions,
-        "count": page.count,
-        "total": page.total,
-        "hasMore": page.has_more,
-        "tasks": counts(tasks),
-        "aspects": counts(aspects),
-    });
+    let mut out = NavigateAnswer {
+        target: Target {
+            project: part("project"),
+            task: part("task"),
+            aspect: part("aspect"),
+        },
+        message: format!("Navigated to {path}: {} session(s).", page.total),
+        found: None,
+        projects: None,
+    };
     if nothing_here {
         // A project no session has: the ones there are.
         let projects = gw.blocking(|s| s.tag_values(&[], "project:")).await?;
-        out["message"] = json!(format!(
-            "No session is in {path}; the ledger's projects are listed in projects"
-        ));
-        out["projects"] = json!(counts(projects));
+        out.message = format!("No session is in {path}; the ledger's projects are listed in projects");
+        out.projects = Some(TagValue::all(projects));
     }
-    Ok(out)
+    out.found = Some(Navigated {
+        path,
+        page,
+        tasks: TagValue::all(tasks),
+        aspects: TagValue::all(aspects),
+    });
+    answers::to_value(&out)
 }
 
-fn discovery_listing(gw: &Gateway) -> Value {
-    let hidden = gw.with_conn(|c| c.hidden.clone());
-    let optional: Vec<Value> = OPTIONAL_OPERATIONS
+/// Every optional operation, and whether it is in `hidden`.
+fn optional_operations(hidden: &std::collections::BTreeSet<String>) -> Vec<OptionalOperation> {
+    OPTIONAL_OPERATIONS
         .iter()
         .filter_map(|name| OPERATIONS.iter().find(|(n, _, _)| n == name))
-        .map(|(name, stage, what)| {
-            json!({
-                "name": name,
-                "hidden": hidden.contains(*name),
-                "minimumStage": stage.number(),
-                "description": what,
-            })
+        .map(|(name, stage, what)| OptionalOperation {
+            name,
+            hidden: hidden.contains(*name),
+            minimum_stage: stage.number(),
+            description: what,
         })
-        .collect();
-    json!({ "optionalOperations": optional, "hidden": hidden })
+        .collect()
 }
 
 /// `session discovery`: list, hide or show the optional operations of this connection.
@@ -416,11 +421,15 @@ pub async fn discovery(gw: &Gateway, args: Args, ctx: Option<&RequestContext<Rol
         )?
         .ok_or_else(|| Error::invalid("action", "discovery needs action: list, hide or show"))?;
     if action == "list" {
-        let mut out = discovery_listing(gw);
-        out["action"] = json!("list");
-        out["success"] = json!(true);
-        out["message"] = json!("Optional operations of this connection; hide the ones you do not need.");
-        return Ok(out);
+        let hidden = gw.with_conn(|c| c.hidden.clone());
+        return answers::to_value(&DiscoveryAnswer {
+            action,
+            success: true,
+            optional_operations: Some(optional_operations(&hidden)),
+            hidden,
+            changed: None,
+            message: "Optional operations of this connection; hide the ones you do not need.".into(),
+        });
     }
     let name = args.str_req(&["toolName", "tool", "name"])?.trim().to_string();
     if !OPTIONAL_OPERATIONS.contains(&name.as_str()) {
@@ -448,18 +457,20 @@ pub async fn discovery(gw: &Gateway, args: Args, ctx: Option<&RequestContext<Rol
     }
     // The change and what is hidden now; `action: list` gives the whole
     // catalogue (each answer repeated it: ~4 KB; review 16-e).
-    let hidden = gw.with_conn(|c| c.hidden.clone());
-    let mut out = json!({ "hidden": hidden });
-    out["action"] = json!(action);
-    out["success"] = json!(true);
-    out["changed"] = json!(changed);
-    out["message"] = json!(match (action.as_str(), changed) {
+    let message = match (action.as_str(), changed) {
         ("hide", true) => format!("{name} is hidden on this connection."),
         ("hide", false) => format!("{name} was already hidden."),
         (_, true) => format!("{name} is available again."),
         _ => format!("{name} was not hidden."),
-    });
-    Ok(out)
+    };
+    answers::to_value(&DiscoveryAnswer {
+        action,
+        success: true,
+        optional_operations: None,
+        hidden: gw.with_conn(|c| c.hidden.clone()),
+        changed: Some(changed),
+        message,
+    })
 }
 
 #[cfg(test)]

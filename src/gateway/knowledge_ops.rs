@@ -4,14 +4,15 @@
 
 use serde_json::{Value, json};
 
+use super::answers::knowledge::{
+    DeletedAnswer, KnowledgeSearchAnswer, NoteListAnswer, NoteView, NoteWrittenAnswer, PatternListAnswer,
+    PatternTagsAnswer, PatternView,
+};
 use super::ops::refuse_unknown_sessions;
-use super::{Args, Gateway};
+use super::{Args, Gateway, answers};
 use crate::domain::{SortOrder, Stage};
 use crate::error::{Error, Result};
-use crate::knowledge::{
-    KnowledgeHits, KnowledgePattern, NewPattern, NoteRef, PatternFilter, PatternUpdate, ScratchpadNote, check_content,
-    check_topic, is_slug, note_uri, pattern_uri,
-};
+use crate::knowledge::{NewPattern, NoteRef, PatternFilter, PatternUpdate, check_content, check_topic, is_slug};
 
 pub const SUB_OPERATIONS: &[&str] = &[
     "create_pattern",
@@ -27,18 +28,6 @@ pub const SUB_OPERATIONS: &[&str] = &[
     "search",
 ];
 
-fn pattern_json(p: &KnowledgePattern) -> Value {
-    let mut v = serde_json::to_value(p).unwrap_or_else(|_| json!({}));
-    v["uri"] = json!(pattern_uri(&p.id));
-    v
-}
-
-fn note_json(n: &ScratchpadNote) -> Value {
-    let mut v = serde_json::to_value(n).unwrap_or_else(|_| json!({}));
-    v["uri"] = json!(note_uri(&n.id));
-    v
-}
-
 pub async fn knowledge(gw: &Gateway, args: Args) -> Result<Value> {
     let (name, args) = args.sub_operation_named(&["subOperation", "operation", "action"])?;
     let Some(name) = name else {
@@ -53,7 +42,7 @@ pub async fn knowledge(gw: &Gateway, args: Args) -> Result<Value> {
         "get_pattern" => {
             let id = pattern_id(&args)?;
             let p = gw.blocking(move |s| s.pattern(&id)).await?;
-            Ok(pattern_json(&p))
+            answers::to_value(&PatternView::of(&p))
         }
         "update_pattern" => update_pattern(gw, args).await,
         "delete_pattern" => {
@@ -63,39 +52,37 @@ pub async fn knowledge(gw: &Gateway, args: Args) -> Result<Value> {
             gw.blocking(move |s| s.pattern_exists(&known)).await?;
             let p = gw.write(move |s| s.delete_pattern(&id)).await?;
             gw.wrote();
-            Ok(json!({ "id": p.id, "title": p.title, "deleted": true }))
+            answers::to_value(&DeletedAnswer {
+                id: p.id,
+                title: p.title,
+                deleted: true,
+            })
         }
         "list_patterns" => list_patterns(gw, args).await,
         "list_tags" => {
             let tags = gw.blocking(|s| s.pattern_tags()).await?;
-            Ok(json!({ "count": tags.len(), "tags": tags }))
+            answers::to_value(&PatternTagsAnswer {
+                count: tags.len(),
+                tags,
+            })
         }
         "write_scratchpad" => write_scratchpad(gw, args).await,
         "read_scratchpad" => {
             let id = note_ref(gw, &args).await?;
             let n = gw.blocking(move |s| s.note(&id)).await?;
-            Ok(note_json(&n))
+            answers::to_value(&NoteView::of(&n, true))
         }
         "list_scratchpad" => {
             let limit = args.int_opt(&["limit"], 1, 100)?.unwrap_or(20) as u32;
             let offset = args.int_opt(&["offset"], 0, i64::from(u32::MAX))?.unwrap_or(0) as u32;
             let with_content = args.bool_opt(&["includeContent"])?.unwrap_or(true);
             let (notes, total) = gw.blocking(move |s| s.list_notes(limit, offset)).await?;
-            Ok(json!({
-                "notes": notes
-                    .iter()
-                    .map(|n| {
-                        let mut v = note_json(n);
-                        if !with_content && let Some(fields) = v.as_object_mut() {
-                            fields.remove("content");
-                        }
-                        v
-                    })
-                    .collect::<Vec<_>>(),
-                "count": notes.len(),
-                "total": total,
-                "hasMore": u64::from(offset) + (notes.len() as u64) < total,
-            }))
+            answers::to_value(&NoteListAnswer {
+                notes: notes.iter().map(|n| NoteView::of(n, with_content)).collect(),
+                count: notes.len(),
+                total,
+                has_more: u64::from(offset) + (notes.len() as u64) < total,
+            })
         }
         "delete_scratchpad" => {
             let id = note_ref(gw, &args).await?;
@@ -104,7 +91,11 @@ pub async fn knowledge(gw: &Gateway, args: Args) -> Result<Value> {
             gw.blocking(move |s| s.note_exists(&known)).await?;
             let n = gw.write(move |s| s.delete_note(&id)).await?;
             gw.wrote();
-            Ok(json!({ "id": n.id, "title": n.title, "deleted": true }))
+            answers::to_value(&DeletedAnswer {
+                id: n.id,
+                title: n.title,
+                deleted: true,
+            })
         }
         "search" => search(gw, args).await,
         other => Err(super::unknown_name(
@@ -231,7 +222,7 @@ async fn create_pattern(gw: &Gateway, args: Args) -> Result<Value> {
     refuse_unknown_sessions(gw, new.derived_from_sessions.clone()).await?;
     let p = gw.write(move |s| s.create_pattern(new)).await?;
     gw.wrote();
-    Ok(pattern_json(&p))
+    answers::to_value(&PatternView::of(&p))
 }
 
 /// The fields update_pattern changes, as it names them.
@@ -354,7 +345,7 @@ async fn update_pattern(gw: &Gateway, args: Args) -> Result<Value> {
     refuse_unknown_sessions(gw, added).await?;
     let p = gw.write(move |s| s.update_pattern(&id, upd)).await?;
     gw.wrote();
-    Ok(pattern_json(&p))
+    answers::to_value(&PatternView::of(&p))
 }
 
 async fn list_patterns(gw: &Gateway, args: Args) -> Result<Value> {
@@ -378,33 +369,21 @@ async fn list_patterns(gw: &Gateway, args: Args) -> Result<Value> {
     let tags = filter.tags.clone();
     let page = gw.blocking(move |s| s.list_patterns(&filter)).await?;
     let empty = page.total == 0;
-    let patterns: Vec<Value> = page
-        .patterns
-        .iter()
-        .map(|item| {
-            let mut v = pattern_json(&item.pattern);
-            if !with_content && let Some(fields) = v.as_object_mut() {
-                fields.remove("content");
-            }
-            if let Some(snippet) = &item.snippet {
-                v["snippet"] = json!(snippet);
-            }
-            if let Some(score) = item.score {
-                v["score"] = json!(score);
-            }
-            v
-        })
-        .collect();
-    let mut out = json!({
-        "patterns": patterns,
-        "count": page.count,
-        "total": page.total,
-        "hasMore": page.has_more,
-    });
-    if unsearchable {
-        out["note"] = json!(super::ops::UNSEARCHABLE_NOTE);
-    } else if empty && !tags.is_empty() {
+    let mut out = answers::to_value(&PatternListAnswer {
+        patterns: page
+            .patterns
+            .iter()
+            .map(|item| PatternView::item(item, with_content))
+            .collect(),
+        count: page.count,
+        total: page.total,
+        has_more: page.has_more,
+        note: unsearchable.then_some(super::ops::UNSEARCHABLE_NOTE),
+    })?;
+    if !unsearchable && empty && !tags.is_empty() {
         let spelled = gw.blocking(move |s| s.pattern_tag_spellings(&tags)).await?;
+        // Said as `list_sessions` says it, by the helper of ops.rs, which
+        // takes the answer as JSON.
         super::ops::tell_tag_spellings(&mut out, "pattern", &spelled);
     }
     Ok(out)
@@ -429,11 +408,11 @@ async fn write_scratchpad(gw: &Gateway, args: Args) -> Result<Value> {
     check_content(&content, true)?;
     let (note, created) = gw.write(move |s| s.write_note(&topic, &content)).await?;
     gw.wrote();
-    let mut v = note_json(&note);
-    v["created"] = json!(created);
-    // A note is one per topic: writing the topic again replaces its text.
-    v["replaced"] = json!(!created);
-    Ok(v)
+    answers::to_value(&NoteWrittenAnswer {
+        note: NoteView::of(&note, true),
+        created,
+        replaced: !created,
+    })
 }
 
 /// Search patterns and notes together (`include` narrows it to one of them).
@@ -457,56 +436,20 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
     let q = query.clone();
     let (patterns, notes) = gw
         .heavy(move |s| {
-            let p = if want_p {
-                s.search_patterns(&q, limit)?
-            } else {
-                KnowledgeHits::default()
-            };
-            let n = if want_n {
-                s.search_notes(&q, limit)?
-            } else {
-                KnowledgeHits::default()
-            };
+            let p = want_p.then(|| s.search_patterns(&q, limit)).transpose()?;
+            let n = want_n.then(|| s.search_notes(&q, limit)).transpose()?;
             Ok((p, n))
         })
         .await?;
-    let mut out = json!({
-        "query": query,
-        "count": patterns.hits.len() + notes.hits.len(),
-        "patterns": patterns.hits,
-        "notes": notes.hits,
-        "limit": limit,
-        "limitReached": patterns.more || notes.more,
-    });
-    if want_p {
-        tell_more(&mut out, PATTERN_MORE, &patterns);
-    }
-    if want_n {
-        tell_more(&mut out, NOTE_MORE, &notes);
-    }
-    if crate::store::fts_query(&query).is_none() {
-        out["note"] = json!(super::ops::UNSEARCHABLE_NOTE);
-    } else if let Some(bound) = patterns.ranked_newest.or(notes.ranked_newest) {
-        out["note"] = json!(format!(
+    let unsearchable = crate::store::fts_query(&query).is_none();
+    let mut out = KnowledgeSearchAnswer::new(query, limit, patterns, notes);
+    if unsearchable {
+        out.note = Some(super::ops::UNSEARCHABLE_NOTE.to_string());
+    } else if let Some(bound) = out.patterns_ranked_newest.or(out.notes_ranked_newest) {
+        out.note = Some(format!(
             "more than {bound} matched: these are the best of the newest {bound}, and an older one may score higher; \
              add words to narrow the search, or page through every match with list_patterns {{ search }}"
         ));
     }
-    Ok(out)
-}
-
-/// The answer's fields saying that patterns, or notes, stopped short.
-pub(super) const PATTERN_MORE: (&str, &str) = ("morePatterns", "patternsRankedNewest");
-pub(super) const NOTE_MORE: (&str, &str) = ("moreNotes", "notesRankedNewest");
-
-/// Say beside a search's `patterns` or `notes` whether that kind stopped
-/// short (`morePatterns`, `moreNotes`: more matched than `limit`), and, when
-/// more matched than the search ranks, how many of the newest were ranked
-/// (`patternsRankedNewest`, `notesRankedNewest`): the two names are
-/// [`PATTERN_MORE`] or [`NOTE_MORE`].
-pub(super) fn tell_more(out: &mut Value, (more, ranked): (&str, &str), found: &KnowledgeHits) {
-    out[more] = json!(found.more);
-    if let Some(bound) = found.ranked_newest {
-        out[ranked] = json!(bound);
-    }
+    answers::to_value(&out)
 }

@@ -109,8 +109,8 @@ pub(crate) fn answer_too_long() -> Error {
 
 /// Add `say` to an answer's `note`, after what it already says: two
 /// notes of one answer both reach the agent.
-pub(crate) fn add_note(out: &mut Value, say: &str) {
-    out["note"] = json!(match out["note"].as_str() {
+pub(crate) fn add_note(note: &mut Option<String>, say: &str) {
+    *note = Some(match note.take() {
         Some(n) if n.ends_with('.') => format!("{n} {say}"),
         Some(n) => format!("{n}; {say}"),
         None => say.to_string(),

@@ -2,7 +2,8 @@
 
 use serde_json::{Value, json};
 
-use super::{Args, Gateway};
+use super::answers::models::{ModelAnswer, ModelListAnswer, ModelSummary, ModelTag, ModelTagsAnswer};
+use super::{Args, Gateway, answers};
 use crate::domain::Stage;
 use crate::error::{Error, Result};
 use crate::models;
@@ -22,19 +23,22 @@ pub async fn mental_models(gw: &Gateway, args: Args) -> Result<Value> {
         "get_model" => get_model(&args),
         "list_models" => list_models(&args),
         "list_tags" => {
-            let tags: Vec<Value> = models::catalog()
+            let tags: Vec<ModelTag> = models::catalog()
                 .tags
                 .iter()
-                .map(|t| {
-                    let n = models::catalog()
+                .map(|tag| ModelTag {
+                    tag,
+                    model_count: models::catalog()
                         .models
                         .iter()
-                        .filter(|m| m.tags.contains(&t.name))
-                        .count();
-                    json!({ "name": t.name, "description": t.description, "modelCount": n })
+                        .filter(|m| m.tags.contains(&tag.name))
+                        .count(),
                 })
                 .collect();
-            Ok(json!({ "count": tags.len(), "tags": tags }))
+            answers::to_value(&ModelTagsAnswer {
+                count: tags.len(),
+                tags,
+            })
         }
         other => Err(super::unknown_name(
             "mental_models sub-operation",
@@ -65,15 +69,11 @@ fn get_model(args: &Args) -> Result<Value> {
             }
         },
     };
-    let m = models::require(field, name.trim())?;
-    Ok(json!({
-        "name": m.name,
-        "title": m.title,
-        "description": m.description,
-        "tags": m.tags,
-        "content": m.content,
-        "uri": models::uri(&m.name),
-    }))
+    let model = models::require(field, name.trim())?;
+    answers::to_value(&ModelAnswer {
+        model,
+        uri: models::uri(&model.name),
+    })
 }
 
 /// `tag` (one) and `tags` (all must match) combine; `filter` answers the tag
@@ -92,13 +92,10 @@ fn list_models(args: &Args) -> Result<Value> {
         }
     }
     let found = models::with_tags(field, &tags)?;
-    let list: Vec<Value> = found
-        .iter()
-        .map(|m| json!({ "name": m.name, "title": m.title, "description": m.description, "tags": m.tags }))
-        .collect();
-    Ok(json!({
-        "models": list,
-        "count": list.len(),
-        "filter": if tags.is_empty() { Value::Null } else { json!(tags.join(",")) },
-    }))
+    let models: Vec<ModelSummary> = found.into_iter().map(ModelSummary::from).collect();
+    answers::to_value(&ModelListAnswer {
+        count: models.len(),
+        models,
+        filter: (!tags.is_empty()).then(|| tags.join(",")),
+    })
 }

@@ -1,16 +1,30 @@
 //! The answers of the session operations (`get_state`, `start_new`,
 //! `load_context`, `list_sessions`, `cipher`, `thought`, `read_thoughts`,
-//! `get_structure`, `session ...`), one type each: a client's fields are
-//! read here, in one place, rather than across `json!` blocks. An answer
-//! about one session names it in a top-level `sessionId`, the handle an
-//! agent passes on its next call.
+//! `get_structure`, `session list`, `session resume`), one type each, and
+//! those of the other `session` sub-operations (in `session.rs`, re-exported
+//! here): a client's fields are read here, in one place, rather than across
+//! `json!` blocks. An answer about one session names it in a top-level
+//! `sessionId`, the handle an agent passes on its next call.
 //!
 //! Thoughts are carried as `thought_json` answers them (their ThoughtData
 //! fields plus `nodeId`), since [`Preview`](crate::gateway::preview::Preview)
 //! cuts their text in place.
+//!
+//! The answers of the other operations are in the files beside this one,
+//! one per family of operations, named by their module.
+
+pub(crate) mod analysis;
+pub(crate) mod init;
+pub(crate) mod knowledge;
+pub(crate) mod models;
+mod session;
+
+pub(crate) use session::{
+    DeleteAnswer, ExportAnswer, ExportedToAnswer, NoteHits, PatternHits, SessionGetAnswer, SessionSearchAnswer,
+    SessionThoughts,
+};
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -19,8 +33,7 @@ use crate::domain::{Critique, Session};
 use crate::error::{Error, Result};
 use crate::gateway::critique::Outcome;
 use crate::gateway::preview::Truncated;
-use crate::knowledge::{KnowledgeHit, KnowledgeHits};
-use crate::store::{SessionHits, SessionPage, ThoughtQuery};
+use crate::store::{SessionPage, ThoughtQuery};
 
 /// `answer` as the gateway's call path takes it: every answer is
 /// serialized here.
@@ -28,16 +41,7 @@ pub(crate) fn to_value(answer: &impl Serialize) -> Result<Value> {
     serde_json::to_value(answer).map_err(|e| Error::Internal(format!("serializing an answer: {e}")))
 }
 
-/// Add `say` to an answer's `note`, after what it already says (as
-/// [`add_note`](crate::gateway::add_note) does on an untyped answer): two notes of one
-/// answer both reach the agent.
-pub(crate) fn add_note(note: &mut Option<String>, say: &str) {
-    *note = Some(match note.take() {
-        Some(n) if n.ends_with('.') => format!("{n} {say}"),
-        Some(n) => format!("{n}; {say}"),
-        None => say.to_string(),
-    });
-}
+pub(crate) use super::add_note;
 
 /// `get_state`.
 #[derive(Debug, Serialize)]
@@ -50,7 +54,8 @@ pub(crate) struct StateAnswer {
     pub active: Active,
     pub available_operations: Vec<&'static str>,
     pub hidden_operations: std::collections::BTreeSet<String>,
-    pub project: Value,
+    /// `null` when the connection has none.
+    pub project: Option<init::ProjectInfo>,
     pub next_step: &'static str,
     pub server: ServerInfo,
     pub database: String,
@@ -466,119 +471,6 @@ pub(crate) struct StructureSummary {
     pub total_revisions: usize,
 }
 
-/// `session get`.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct SessionGetAnswer {
-    pub session_id: String,
-    pub session: Session,
-    /// Unless `includeThoughts: false`.
-    #[serde(flatten)]
-    pub thoughts: Option<SessionThoughts>,
-}
-
-/// A session's thoughts: the main chain's, and each branch's by its id.
-#[derive(Debug, Serialize)]
-pub(crate) struct SessionThoughts {
-    pub thoughts: Vec<Value>,
-    pub branches: BTreeMap<String, Vec<Value>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub truncated: Option<Truncated>,
-}
-
-/// `session search`.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct SessionSearchAnswer {
-    pub query: String,
-    pub count: usize,
-    pub limit: u32,
-    /// The answer stopped at `limit` sessions, or may have.
-    pub limit_reached: bool,
-    pub sessions: Vec<SessionHits>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub note: Option<&'static str>,
-    /// With `include: ["patterns"]`.
-    #[serde(flatten)]
-    pub patterns: Option<PatternHits>,
-    /// With `include: ["notes"]`.
-    #[serde(flatten)]
-    pub notes: Option<NoteHits>,
-}
-
-/// Patterns found beside sessions, named as `knowledge search` names them.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct PatternHits {
-    pub patterns: Vec<KnowledgeHit>,
-    pub more_patterns: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub patterns_ranked_newest: Option<usize>,
-}
-
-impl From<KnowledgeHits> for PatternHits {
-    fn from(found: KnowledgeHits) -> PatternHits {
-        PatternHits {
-            patterns: found.hits,
-            more_patterns: found.more,
-            patterns_ranked_newest: found.ranked_newest,
-        }
-    }
-}
-
-/// Notes found beside sessions, named as `knowledge search` names them.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct NoteHits {
-    pub notes: Vec<KnowledgeHit>,
-    pub more_notes: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub notes_ranked_newest: Option<usize>,
-}
-
-impl From<KnowledgeHits> for NoteHits {
-    fn from(found: KnowledgeHits) -> NoteHits {
-        NoteHits {
-            notes: found.hits,
-            more_notes: found.more,
-            notes_ranked_newest: found.ranked_newest,
-        }
-    }
-}
-
-/// `session export` with a destination: the files written.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct ExportedToAnswer {
-    pub session_id: String,
-    /// Always `json`: the directory layout is made of JSON files.
-    pub format: &'static str,
-    pub destination: PathBuf,
-    pub path: PathBuf,
-    pub thoughts: u64,
-    pub files_written: u64,
-    pub files_unchanged: u64,
-}
-
-/// `session export` without a destination: the export itself.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct ExportAnswer {
-    pub session_id: String,
-    pub format: &'static str,
-    /// The JSON export as an object; markdown and cipher as text.
-    pub content: Value,
-}
-
-/// `session delete`.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct DeleteAnswer {
-    pub session_id: String,
-    pub deleted: bool,
-    pub thoughts_deleted: u64,
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -586,13 +478,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn notes_join_as_the_untyped_answers_join_them() {
-        for first in ["one.", "one"] {
-            let mut typed = Some(first.to_string());
-            add_note(&mut typed, "two");
-            let mut untyped = json!({ "note": first });
-            crate::gateway::add_note(&mut untyped, "two");
-            assert_eq!(json!(typed), untyped["note"]);
+    fn notes_join_after_what_is_said() {
+        for (first, joined) in [("one.", "one. two"), ("one", "one; two")] {
+            let mut note = Some(first.to_string());
+            add_note(&mut note, "two");
+            assert_eq!(note.as_deref(), Some(joined));
         }
         let mut none = None;
         add_note(&mut none, "alone");
@@ -653,24 +543,6 @@ mod tests {
         assert_eq!(v["critique"], Value::Null);
         assert_eq!(v["critiqueError"]["code"], "SAMPLING_NOT_SUPPORTED");
         assert!(CritiqueAnswer::of(Outcome::Asked).is_none());
-    }
-
-    #[test]
-    fn knowledge_found_beside_sessions_is_named_as_knowledge_search_names_it() {
-        let found = || KnowledgeHits {
-            hits: Vec::new(),
-            more: true,
-            ranked_newest: Some(7),
-        };
-        let patterns = to_value(&PatternHits::from(found())).unwrap();
-        let notes = to_value(&NoteHits::from(found())).unwrap();
-        for (v, (more, ranked)) in [
-            (patterns, crate::gateway::knowledge_ops::PATTERN_MORE),
-            (notes, crate::gateway::knowledge_ops::NOTE_MORE),
-        ] {
-            assert_eq!(v[more], true);
-            assert_eq!(v[ranked], 7);
-        }
     }
 
     #[test]
