@@ -33,6 +33,9 @@ struct Tracking {
     /// `newWork`): their unread fields are reported as `options.x`.
     /// With the object as given, for [`Args::stray_session_id`].
     nested: Vec<Nested>,
+    /// Names inside object parameters that a parameter type did not take
+    /// (`newWork.colour`), from [`Args::parse`].
+    ignored_nested: Vec<String>,
 }
 
 /// An object parameter read as arguments of its own: its name (`options`,
@@ -47,6 +50,7 @@ impl Tracking {
                 unread.extend(child.unread().into_iter().map(|k| format!("{key}.{k}")));
             }
         }
+        unread.extend(self.ignored_nested.iter().cloned());
         unread
     }
 }
@@ -215,7 +219,7 @@ fn no_nul(key: &str, s: &str) -> Result<String> {
 
 /// Whether two spellings of one field say the same thing, as the lenient
 /// readers below take them (`7` and `"7"`, `true` and `"true"`).
-fn same_meaning(a: &Value, b: &Value) -> bool {
+pub(super) fn same_meaning(a: &Value, b: &Value) -> bool {
     // A list of one is that one (`tag: "a"` beside `tags: ["a"]`). Case
     // counts: tags, titles and URIs are kept as given (review 14-e); a
     // session id is read in either case, so two spellings of one agree.
@@ -439,6 +443,23 @@ impl Args {
     /// `args`) that nothing has read or taken, in name order.
     pub fn unread(&self) -> Vec<String> {
         self.usage().unread()
+    }
+
+    /// The arguments as operation `key`'s parameter type (see
+    /// [`super::params::parse`]): what the type took counts as read, and
+    /// what it ignored is reported as unread.
+    pub fn parse<T: serde::de::DeserializeOwned>(&self, key: &str) -> Result<T> {
+        let (parsed, ignored) = super::params::parse::<T>(key, Value::Object(self.map.clone()))?;
+        if let Ok(mut t) = self.tracking.lock() {
+            for name in self.map.keys() {
+                if !ignored.contains(name) {
+                    Tracking::note(&mut t.read, name);
+                }
+            }
+            t.ignored_nested
+                .extend(ignored.into_iter().filter(|i| !self.map.contains_key(i)));
+        }
+        Ok(parsed)
     }
 
     /// [`Args::get`] for an object or list parameter: a string holding one
