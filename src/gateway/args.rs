@@ -449,15 +449,32 @@ impl Args {
     /// [`super::params::parse`]): what the type took counts as read, and
     /// what it ignored is reported as unread.
     pub fn parse<T: serde::de::DeserializeOwned>(&self, key: &str) -> Result<T> {
+        self.parse_leaving(key, &[])
+    }
+
+    /// [`Args::parse`], but the parameters `left` (and what is inside them)
+    /// count as read only when the operation reads them through these
+    /// args: those it uses in some calls only (a thought's session title,
+    /// used when the thought starts a session).
+    pub fn parse_leaving<T: serde::de::DeserializeOwned>(&self, key: &str, left: &[&str]) -> Result<T> {
         let (parsed, ignored) = super::params::parse::<T>(key, Value::Object(self.map.clone()))?;
+        let under_left = |path: &str| {
+            left.iter().any(|l| {
+                path.strip_prefix(l)
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
+            })
+        };
         if let Ok(mut t) = self.tracking.lock() {
             for name in self.map.keys() {
-                if !ignored.contains(name) {
+                if !ignored.contains(name) && !under_left(name) {
                     Tracking::note(&mut t.read, name);
                 }
             }
-            t.ignored_nested
-                .extend(ignored.into_iter().filter(|i| !self.map.contains_key(i)));
+            t.ignored_nested.extend(
+                ignored
+                    .into_iter()
+                    .filter(|i| !self.map.contains_key(i) && !under_left(i)),
+            );
         }
         Ok(parsed)
     }
@@ -949,6 +966,24 @@ mod tests {
         assert_eq!(rest.get("nul"), None);
         // The handle taken before answers for everything done since.
         assert_eq!(kept.unread(), ["extra", "flat"]);
+    }
+
+    #[test]
+    fn a_typed_parse_reports_what_its_type_ignored() {
+        use crate::gateway::params::{ReadThoughts, Thought};
+        let a = args(json!({ "thoughtNumber": "2", "colour": "blue", "sessionId": "s" }));
+        let p: ReadThoughts = a.parse("read_thoughts").unwrap();
+        assert_eq!(p.thought_number, Some(2));
+        assert_eq!(a.unread(), ["colour"]);
+        // Parameters left to be read later count only once read.
+        let a = args(json!({
+            "thought": "x", "nextThoughtNeeded": "true", "sessionTitle": "t", "newWork": { "colour": 1 },
+        }));
+        let p: Thought = a.parse_leaving("thought", &["sessionTitle", "newWork"]).unwrap();
+        assert!(p.next_thought_needed);
+        assert_eq!(a.unread(), ["newWork", "sessionTitle"]);
+        let _ = a.get("sessionTitle");
+        assert_eq!(a.unread(), ["newWork"]);
     }
 
     #[test]
