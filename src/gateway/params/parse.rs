@@ -19,9 +19,10 @@ pub fn schema_of_op(key: &str) -> Option<&'static Value> {
 /// `value` with what some clients send in place of a parameter's type put
 /// in that type, where `schema` (an object schema) says which: a decimal
 /// string or a whole float becomes an integer, `"true"`/`"false"` a
-/// boolean, JSON text of an object or list that object or list. Nothing
-/// else changes; what still does not fit is for the deserializer to
-/// refuse, naming the field.
+/// boolean, JSON text of an object or list that object or list, and one
+/// plain string a list of one where a list of strings goes. Nothing else
+/// changes; what still does not fit is for the deserializer to refuse,
+/// naming the field.
 pub fn normalise(schema: &Value, value: Value) -> Value {
     let wanted = schema.get("type").and_then(Value::as_str);
     match (wanted, value) {
@@ -40,36 +41,34 @@ pub fn normalise(schema: &Value, value: Value) -> Value {
             "false" => Value::Bool(false),
             _ => Value::String(s),
         },
-        // JSON text naming a key twice is left as text (and so refused):
-        // which of the two values a JSON reader keeps is not defined.
-        (Some(kind @ ("object" | "array")), Value::String(s)) => match serde_json::from_str::<Value>(&s) {
-            Ok(v @ Value::Object(_)) if kind == "object" && crate::stdio::first_duplicate_key(&s).is_none() => {
-                normalise(schema, v)
-            }
-            Ok(v @ Value::Array(_)) if kind == "array" && crate::stdio::first_duplicate_key(&s).is_none() => {
-                normalise(schema, v)
-            }
-            // One plain string where a list of strings goes is a list of
-            // one (`sessionTags: "draft"`); text that looks like JSON but
-            // does not parse is not guessed at.
-            Err(_)
-                if kind == "array"
+        (Some(kind @ ("object" | "array")), Value::String(s)) => {
+            // JSON text naming a key twice is left as text (and so
+            // refused): which of the two values a reader keeps is not defined.
+            let parsed = serde_json::from_str::<Value>(&s)
+                .ok()
+                .filter(|_| crate::stdio::first_duplicate_key(&s).is_none());
+            let looks_like_json = s.trim_start().starts_with(['[', '{']) && s.contains('"');
+            match parsed {
+                Some(v @ Value::Object(_)) if kind == "object" => normalise(schema, v),
+                Some(v @ Value::Array(_)) if kind == "array" => normalise(schema, v),
+                // One plain string where a list of strings goes is a list
+                // of one (`sessionTags: "draft"`); text that looks like JSON
+                // but is not a list is not guessed at.
+                _ if kind == "array"
                     && schema.pointer("/items/type").is_some_and(|t| t == "string")
-                    && !(s.trim_start().starts_with(['[', '{']) && s.contains('"')) =>
-            {
-                Value::Array(vec![Value::String(s)])
+                    && !looks_like_json =>
+                {
+                    Value::Array(vec![Value::String(s)])
+                }
+                _ => Value::String(s),
             }
-            _ => Value::String(s),
-        },
+        }
         (_, Value::Object(map)) => {
             let properties = schema.get("properties").and_then(Value::as_object);
             Value::Object(
                 map.into_iter()
                     .map(|(k, v)| match properties.and_then(|p| p.get(&k)) {
-                        Some(property) => {
-                            let v = normalise(property, v);
-                            (k, v)
-                        }
+                        Some(property) => (k, normalise(property, v)),
                         None => (k, v),
                     })
                     .collect(),
@@ -271,6 +270,8 @@ mod tests {
         let thought = schema_of_op("thought").unwrap();
         let v = normalise(thought, json!({ "sessionTags": "draft", "sessionTitle": "[x]" }));
         assert_eq!(v, json!({ "sessionTags": ["draft"], "sessionTitle": "[x]" }));
+        let v = normalise(thought, json!({ "sessionTags": "7" }));
+        assert_eq!(v, json!({ "sessionTags": ["7"] }));
         let v = normalise(thought, json!({ "sessionTags": "[\"a\", \"b\"]" }));
         assert_eq!(v, json!({ "sessionTags": ["a", "b"] }));
         let v = normalise(
