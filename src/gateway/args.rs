@@ -33,6 +33,9 @@ struct Tracking {
     /// `newWork`): their unread fields are reported as `options.x`.
     /// With the object as given, for [`Args::stray_session_id`].
     nested: Vec<Nested>,
+    /// Names inside object parameters that a parameter type did not take
+    /// (`newWork.colour`), from [`Args::parse`].
+    ignored_nested: Vec<String>,
 }
 
 /// An object parameter read as arguments of its own: its name (`options`,
@@ -47,6 +50,7 @@ impl Tracking {
                 unread.extend(child.unread().into_iter().map(|k| format!("{key}.{k}")));
             }
         }
+        unread.extend(self.ignored_nested.iter().cloned());
         unread
     }
 }
@@ -215,7 +219,7 @@ fn no_nul(key: &str, s: &str) -> Result<String> {
 
 /// Whether two spellings of one field say the same thing, as the lenient
 /// readers below take them (`7` and `"7"`, `true` and `"true"`).
-fn same_meaning(a: &Value, b: &Value) -> bool {
+pub(super) fn same_meaning(a: &Value, b: &Value) -> bool {
     // A list of one is that one (`tag: "a"` beside `tags: ["a"]`). Case
     // counts: tags, titles and URIs are kept as given (review 14-e); a
     // session id is read in either case, so two spellings of one agree.
@@ -439,6 +443,40 @@ impl Args {
     /// `args`) that nothing has read or taken, in name order.
     pub fn unread(&self) -> Vec<String> {
         self.usage().unread()
+    }
+
+    /// The arguments as operation `key`'s parameter type (see
+    /// [`super::params::parse`]): what the type took counts as read, and
+    /// what it ignored is reported as unread.
+    pub fn parse<T: serde::de::DeserializeOwned>(&self, key: &str) -> Result<T> {
+        self.parse_leaving(key, &[])
+    }
+
+    /// [`Args::parse`], but the parameters `left` (and what is inside them)
+    /// count as read only when the operation reads them through these
+    /// args: those it uses in some calls only (a thought's session title,
+    /// used when the thought starts a session).
+    pub fn parse_leaving<T: serde::de::DeserializeOwned>(&self, key: &str, left: &[&str]) -> Result<T> {
+        let (parsed, ignored) = super::params::parse::<T>(key, Value::Object(self.map.clone()))?;
+        let under_left = |path: &str| {
+            left.iter().any(|l| {
+                path.strip_prefix(l)
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
+            })
+        };
+        if let Ok(mut t) = self.tracking.lock() {
+            for name in self.map.keys() {
+                if !ignored.contains(name) && !under_left(name) {
+                    Tracking::note(&mut t.read, name);
+                }
+            }
+            t.ignored_nested.extend(
+                ignored
+                    .into_iter()
+                    .filter(|i| !self.map.contains_key(i) && !under_left(i)),
+            );
+        }
+        Ok(parsed)
     }
 
     /// [`Args::get`] for an object or list parameter: a string holding one
@@ -928,6 +966,24 @@ mod tests {
         assert_eq!(rest.get("nul"), None);
         // The handle taken before answers for everything done since.
         assert_eq!(kept.unread(), ["extra", "flat"]);
+    }
+
+    #[test]
+    fn a_typed_parse_reports_what_its_type_ignored() {
+        use crate::gateway::params::{ReadThoughts, Thought};
+        let a = args(json!({ "thoughtNumber": "2", "colour": "blue", "sessionId": "s" }));
+        let p: ReadThoughts = a.parse("read_thoughts").unwrap();
+        assert_eq!(p.thought_number, Some(2));
+        assert_eq!(a.unread(), ["colour"]);
+        // Parameters left to be read later count only once read.
+        let a = args(json!({
+            "thought": "x", "nextThoughtNeeded": "true", "sessionTitle": "t", "newWork": { "colour": 1 },
+        }));
+        let p: Thought = a.parse_leaving("thought", &["sessionTitle", "newWork"]).unwrap();
+        assert!(p.next_thought_needed);
+        assert_eq!(a.unread(), ["newWork", "sessionTitle"]);
+        let _ = a.get("sessionTitle");
+        assert_eq!(a.unread(), ["newWork"]);
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use serde_json::{Value, json};
 
 use super::preview::Preview;
-use super::{Args, Gateway, OPERATIONS, answers};
+use super::{Args, Gateway, OPERATIONS, answers, params};
 use crate::content;
 use crate::domain::{self, NewSession, SessionFilter, Stage, Thought};
 use crate::error::{Error, Result};
@@ -44,7 +44,13 @@ pub(crate) fn session_id_req(args: &Args) -> Result<String> {
 
 /// The session id named in `args`, or the connection's active session.
 pub(crate) fn session_arg(gw: &Gateway, args: &Args) -> Result<String> {
-    match args.str_opt(&["sessionId", "session_id", "id"])? {
+    session_or_active(gw, args.str_opt(&["sessionId", "session_id", "id"])?, args)
+}
+
+/// The session `given` (a typed `sessionId`), else the connection's
+/// current one; `args` tells a session named under an unknown name apart.
+pub(crate) fn session_or_active(gw: &Gateway, given: Option<String>, args: &Args) -> Result<String> {
+    match given {
         Some(id) if !id.trim().is_empty() => Ok(domain::canonical_session_id(&id)),
         Some(_) => Err(Error::invalid("sessionId", "sessionId must not be empty")),
         // A session named under a name this does not know: not the active
@@ -673,10 +679,12 @@ pub(crate) fn tell_tag_spellings(out: &mut Value, kind: &str, spelled: &[(String
 /// the stage is unlocked without the guide (~9 KB, twice in each answer),
 /// for an agent resuming work that has read it before (review 16-a).
 pub async fn cipher(gw: &Gateway, args: Args) -> Result<Value> {
-    let brief = args.bool_opt(&["brief"])?.unwrap_or(false);
+    let params: params::Cipher = args.parse("cipher")?;
+    let brief = params.brief.unwrap_or(false);
+    let named = params.session_id.is_some();
     // The session named, else the current one, keeps the stage too, for a
     // later connection that comes back with its id.
-    let session = match args.str_opt(&["sessionId", "session_id"])? {
+    let session = match params.session_id {
         Some(id) if !id.trim().is_empty() => Some(domain::canonical_session_id(&id)),
         Some(_) => return Err(Error::invalid("sessionId", "sessionId must not be empty")),
         None => gw.active_session(),
@@ -686,7 +694,7 @@ pub async fn cipher(gw: &Gateway, args: Args) -> Result<Value> {
         match raised {
             Ok(true) => gw.wrote(),
             // Named but unknown: said, rather than a stage given to nothing.
-            Ok(false) if args.has("sessionId") || args.has("session_id") => {
+            Ok(false) if named => {
                 return Err(Error::session_not_found(session.unwrap_or_default()));
             }
             Ok(false) => {}

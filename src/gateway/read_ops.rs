@@ -2,45 +2,33 @@
 
 use serde_json::{Value, json};
 
-use super::ops::{read_thought_json, refuse_stray_session_id, session_arg};
+use super::ops::{read_thought_json, refuse_stray_session_id, session_or_active};
 use super::preview::Preview;
-use super::{Args, Gateway, answers};
+use super::{Args, Gateway, answers, params};
 use crate::domain;
 use crate::error::{Error, Result};
 use crate::store::{Structure, ThoughtQuery};
 
-fn read_query(args: &Args) -> Result<(ThoughtQuery, answers::QueryEcho)> {
-    let number = args.pos_opt(&["thoughtNumber"])?;
-    let last = args.pos_opt(&["last"])?;
-    let branch = args.str_opt(&["branchId"])?;
-    // Its ends are read as fields of their own; a bad one is reported on
-    // `range`, the field the caller sent.
-    let ends = |r: Args| -> Result<(Option<u32>, Option<u32>)> {
-        let end = |key: &str| {
-            r.pos_opt(&[key]).map_err(|e| match e {
-                Error::InvalidPayload { message, details, .. } => Error::InvalidPayload {
-                    field: "range".into(),
-                    message: format!("range {message}"),
-                    details,
-                },
-                other => other,
-            })
-        };
-        Ok((end("start")?, end("end")?))
-    };
-    let range = match args.get_structured("range")? {
-        None => None,
-        Some(Value::Array(items)) if items.len() == 2 => Some(ends(Args::new(serde_json::Map::from_iter([
-            ("start".to_string(), items[0].clone()),
-            ("end".to_string(), items[1].clone()),
-        ])))?),
-        Some(Value::Object(m)) => Some(ends(Args::new(m))?),
-        Some(_) => {
-            return Err(Error::invalid(
-                "range",
-                "range must be [start, end] or { \"start\": s, \"end\": e }",
-            ));
+fn read_query(p: &params::ReadThoughts) -> Result<(ThoughtQuery, answers::QueryEcho)> {
+    let number = params::thought_number("thoughtNumber", p.thought_number)?;
+    let last = params::thought_number("last", p.last)?;
+    let branch = p.branch_id.clone();
+    // A bad end is reported on `range`, the field the caller sent.
+    let range = match p.range.map(params::ThoughtRange::ends) {
+        Some((start, end)) => {
+            let end_of = |name: &str, n: u32| {
+                params::thought_number(name, Some(n)).map(|_| n).map_err(|e| match e {
+                    Error::InvalidPayload { message, details, .. } => Error::InvalidPayload {
+                        field: "range".into(),
+                        message: format!("range {message}"),
+                        details,
+                    },
+                    other => other,
+                })
+            };
+            Some((end_of("start", start)?, end_of("end", end)?))
         }
+        None => None,
     };
     let modes = [number.is_some(), last.is_some(), range.is_some(), branch.is_some()];
     if modes.iter().filter(|m| **m).count() > 1 {
@@ -64,9 +52,6 @@ fn read_query(args: &Args) -> Result<(ThoughtQuery, answers::QueryEcho)> {
     } else if let Some(n) = last {
         ThoughtQuery::Last(n)
     } else if let Some((start, end)) = range {
-        let (Some(start), Some(end)) = (start, end) else {
-            return Err(Error::invalid("range", "range needs both start and end"));
-        };
         if start > end {
             return Err(Error::invalid(
                 "range",
@@ -86,13 +71,30 @@ fn read_query(args: &Args) -> Result<(ThoughtQuery, answers::QueryEcho)> {
     Ok((query, echo))
 }
 
+/// The arguments of `read_thoughts`; a range in neither form is said as
+/// the two forms it takes.
+fn read_params(args: &Args) -> Result<params::ReadThoughts> {
+    args.parse("read_thoughts").map_err(|e| match e {
+        Error::InvalidPayload { field, .. }
+            if field == "range" || field.starts_with("range.") || field.starts_with("range[") =>
+        {
+            Error::invalid(
+                "range",
+                "range must be [start, end] or { \"start\": s, \"end\": e }, each a whole number",
+            )
+        }
+        other => other,
+    })
+}
+
 pub async fn read_thoughts(gw: &Gateway, args: Args) -> Result<Value> {
-    let (query, echo) = read_query(&args)?;
+    let p = read_params(&args)?;
+    let (query, echo) = read_query(&p)?;
     // One thought asked for by number is answered whole; every other read
     // is an overview, cut for a model unless `full: true`.
-    let full = args.bool_opt(&["full"])?.unwrap_or(false) || matches!(query, ThoughtQuery::Number(_));
+    let full = p.full.unwrap_or(false) || matches!(query, ThoughtQuery::Number(_));
     let newest_first = matches!(query, ThoughtQuery::Last(_));
-    let session_id = session_arg(gw, &args)?;
+    let session_id = session_or_active(gw, p.session_id, &args)?;
     refuse_stray_session_id(&args, Some(&session_id), false)?;
     let sid = session_id.clone();
     // Given up as soon as the text alone could no longer fit in one answer,
@@ -184,7 +186,8 @@ fn structure_answer(session_id: String, st: Structure) -> answers::StructureAnsw
 }
 
 pub async fn get_structure(gw: &Gateway, args: Args) -> Result<Value> {
-    let session_id = session_arg(gw, &args)?;
+    let p: params::GetStructure = args.parse("get_structure")?;
+    let session_id = session_or_active(gw, p.session_id, &args)?;
     refuse_stray_session_id(&args, Some(&session_id), false)?;
     let sid = session_id.clone();
     let structure = gw.blocking(move |s| s.structure(&sid)).await?;

@@ -7,37 +7,26 @@ use rmcp::service::RequestContext;
 use serde_json::{Value, json};
 
 use super::ops::{new_session_from, refuse_stray_session_id, refuse_unknown_sessions};
-use super::{Args, Gateway, answers};
+use super::{Args, Gateway, answers, params};
 use crate::content;
 use crate::domain::{self, Thought, ThoughtInput};
 use crate::error::{Error, Result};
 use crate::events::{self, EventType};
 use crate::store::{Appended, Target};
 
-fn thought_input(args: &Args) -> Result<ThoughtInput> {
-    let thought = match args.get("thought") {
-        Some(Value::String(s)) => s.clone(),
-        Some(_) => return Err(Error::invalid("thought", "thought must be a string")),
-        None => {
-            return Err(Error::invalid(
-                "thought",
-                "thought is required: the text of this reasoning step",
-            ));
-        }
-    };
-    let branch_id = args.str_opt(&["branchId"])?;
+fn thought_input(p: &params::Thought) -> Result<ThoughtInput> {
     Ok(ThoughtInput {
-        thought,
-        next_thought_needed: args.bool_req(&["nextThoughtNeeded"])?,
-        thought_number: args.pos_opt(&["thoughtNumber"])?,
-        total_thoughts: args.pos_opt(&["totalThoughts"])?,
-        is_revision: args.bool_opt(&["isRevision"])?,
-        revises_thought: args.pos_opt(&["revisesThought"])?,
-        branch_from_thought: args.pos_opt(&["branchFromThought"])?,
-        branch_id,
-        needs_more_thoughts: args.bool_opt(&["needsMoreThoughts"])?,
-        include_guide: args.bool_opt(&["includeGuide"])?,
-        critique_requested: args.bool_opt(&["critique"])?.unwrap_or(false),
+        thought: p.thought.clone(),
+        next_thought_needed: p.next_thought_needed,
+        thought_number: params::thought_number("thoughtNumber", p.thought_number)?,
+        total_thoughts: params::thought_number("totalThoughts", p.total_thoughts)?,
+        is_revision: p.is_revision,
+        revises_thought: params::thought_number("revisesThought", p.revises_thought)?,
+        branch_from_thought: params::thought_number("branchFromThought", p.branch_from_thought)?,
+        branch_id: p.branch_id.clone(),
+        needs_more_thoughts: p.needs_more_thoughts,
+        include_guide: p.include_guide,
+        critique_requested: p.critique.unwrap_or(false),
     })
 }
 
@@ -209,14 +198,20 @@ fn refuse_misnamed_placement(args: &Args) -> Result<()> {
 
 pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleServer>>) -> Result<Value> {
     refuse_misnamed_placement(&args)?;
-    let input = thought_input(&args)?;
-    let verbose = args.bool_opt(&["verbose"])?.unwrap_or(false);
+    // What a new session is made of counts as used only when the thought
+    // starts one (read through `args` then).
+    let p: params::Thought = args.parse_leaving(
+        "thought",
+        &["sessionTitle", "sessionTags", "description", "domain", "newWork"],
+    )?;
+    let input = thought_input(&p)?;
+    let verbose = p.verbose.unwrap_or(false);
     let include_guide = input.include_guide.unwrap_or(false);
     let want_critique = input.critique_requested;
     // Until this thought has set the current session, the next thought or
     // session switch this client sent waits (the critique comes after).
     let order = gw.session_order().await;
-    let placement = resolve_target(gw, &args).await?;
+    let placement = resolve_target(gw, p.session_id, &args).await?;
     check_before_write(gw, &placement, &input)?;
     let mut written = record(gw, placement, input).await?;
     drop(order);
@@ -252,10 +247,9 @@ impl Placement {
 /// whatever this connection did before, since a session id is the agent's
 /// handle and one server process may serve several conversations. Without
 /// one, the connection's current session; without that, a new session.
-async fn resolve_target(gw: &Gateway, args: &Args) -> Result<Placement> {
+async fn resolve_target(gw: &Gateway, session_id: Option<String>, args: &Args) -> Result<Placement> {
     // An empty id is no id: some clients fill every optional field.
-    let named = args
-        .str_opt(&["sessionId", "session_id", "id"])?
+    let named = session_id
         .filter(|id| !id.trim().is_empty())
         .map(|id| domain::canonical_session_id(&id));
     if let Some(id) = &named {

@@ -1438,3 +1438,60 @@ async fn refusals_do_not_wait_for_another_programs_write_lock() {
     assert!(!logged.contains("could not record the access"), "{logged}");
     assert!(!logged.contains("locked"), "{logged}");
 }
+
+/// The typed operations take what clients send in place of a parameter's
+/// type (decimal strings, "true", JSON text of a list), refuse what does not
+/// fit naming the field, and name what their type did not take.
+#[tokio::test]
+async fn typed_operations_take_lenient_forms_and_name_bad_fields() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    let sid = s.ready("Typed").await;
+    for text in ["one", "two", "three"] {
+        s.thought(t(text)).await;
+    }
+    let r = s
+        .ok(
+            "read_thoughts",
+            json!({ "range": "[2, 3]", "full": "true", "sessionId": sid, "session_id": sid }),
+        )
+        .await;
+    assert_eq!(r["count"], 2, "{r}");
+    assert!(r.get("ignoredArguments").is_none(), "{r}");
+    let r = s
+        .call("read_thoughts", json!({ "thoughtNumber": "2", "colour": "blue" }))
+        .await
+        .unwrap();
+    assert_eq!(r["thoughts"][0]["thoughtNumber"], 2, "{r}");
+    assert_eq!(r["ignoredArguments"], json!(["colour"]), "{r}");
+    let e = s
+        .err("read_thoughts", json!({ "last": "some" }), "INVALID_PAYLOAD")
+        .await;
+    assert_eq!(e["details"]["field"], "last", "{e}");
+    let e = s
+        .err("read_thoughts", json!({ "range": { "start": 1 } }), "INVALID_PAYLOAD")
+        .await;
+    assert_eq!(e["details"]["field"], "range", "{e}");
+    let e = s
+        .err("get_structure", json!({ "sessionId": 7 }), "INVALID_PAYLOAD")
+        .await;
+    assert_eq!(e["details"]["field"], "sessionId", "{e}");
+    let r = s.ok("cipher", json!({ "brief": "true" })).await;
+    assert!(r.get("guide").is_none(), "{r}");
+    let r = s
+        .ok(
+            "thought",
+            json!({ "thought": "four", "nextThoughtNeeded": "true", "thoughtNumber": "4" }),
+        )
+        .await;
+    assert_eq!(r["thoughtNumber"], 4, "{r}");
+    let e = s
+        .err(
+            "thought",
+            json!({ "thought": "five", "nextThoughtNeeded": "perhaps" }),
+            "INVALID_PAYLOAD",
+        )
+        .await;
+    assert_eq!(e["details"]["field"], "nextThoughtNeeded", "{e}");
+    s.stop().await;
+}

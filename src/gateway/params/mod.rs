@@ -13,6 +13,7 @@
 
 mod init;
 mod knowledge;
+mod parse;
 mod session;
 mod thought;
 
@@ -27,6 +28,7 @@ use serde_json::{Map, Value, json};
 
 pub use init::*;
 pub use knowledge::*;
+pub use parse::{normalise, parse, schema_of_op, thought_number};
 pub use session::*;
 pub use thought::*;
 

@@ -1,0 +1,342 @@
+//! Reading an operation's arguments into its parameter type: one
+//! normalisation pass driven by the operation's generated schema (the
+//! leniency clients rely on), then serde, with the path of a bad field
+//! (serde_path_to_error) and the names nothing took (serde_ignored).
+
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use super::full_schema;
+use crate::domain::json_kind as type_name;
+use crate::error::{Error, Result};
+
+/// The schema of one operation (`read_thoughts`) or sub-operation
+/// (`session.get`), as the tool lists it.
+pub fn schema_of_op(key: &str) -> Option<&'static Value> {
+    full_schema().get("$defs")?.get(key)
+}
+
+/// `value` with what some clients send in place of a parameter's type put
+/// in that type, where `schema` (an object schema) says which: a decimal
+/// string or a whole float becomes an integer, `"true"`/`"false"` a
+/// boolean, JSON text of an object or list that object or list, and one
+/// plain string a list of one where a list of strings goes. Nothing else
+/// changes; what still does not fit is for the deserializer to refuse,
+/// naming the field.
+pub fn normalise(schema: &Value, value: Value) -> Value {
+    let wanted = schema.get("type").and_then(Value::as_str);
+    match (wanted, value) {
+        (Some("integer"), Value::String(s)) => match s.trim().parse::<i64>() {
+            Ok(i) => Value::from(i),
+            Err(_) => Value::String(s),
+        },
+        (Some("integer"), Value::Number(n)) if n.as_i64().is_none() && n.as_u64().is_none() => {
+            match n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15) {
+                Some(f) => Value::from(f as i64),
+                None => Value::Number(n),
+            }
+        }
+        (Some("boolean"), Value::String(s)) => match s.trim() {
+            "true" => Value::Bool(true),
+            "false" => Value::Bool(false),
+            _ => Value::String(s),
+        },
+        (Some(kind @ ("object" | "array")), Value::String(s)) => {
+            // JSON text naming a key twice is left as text (and so
+            // refused): which of the two values a reader keeps is not defined.
+            let parsed = serde_json::from_str::<Value>(&s)
+                .ok()
+                .filter(|_| crate::stdio::first_duplicate_key(&s).is_none());
+            let looks_like_json = s.trim_start().starts_with(['[', '{']) && s.contains('"');
+            match parsed {
+                Some(v @ Value::Object(_)) if kind == "object" => normalise(schema, v),
+                Some(v @ Value::Array(_)) if kind == "array" => normalise(schema, v),
+                // One plain string where a list of strings goes is a list
+                // of one (`sessionTags: "draft"`); text that looks like JSON
+                // but is not a list is not guessed at.
+                _ if kind == "array"
+                    && schema.pointer("/items/type").is_some_and(|t| t == "string")
+                    && !looks_like_json =>
+                {
+                    Value::Array(vec![Value::String(s)])
+                }
+                _ => Value::String(s),
+            }
+        }
+        (_, Value::Object(map)) => {
+            let properties = schema.get("properties").and_then(Value::as_object);
+            Value::Object(
+                map.into_iter()
+                    .map(|(k, v)| match properties.and_then(|p| p.get(&k)) {
+                        Some(property) => (k, normalise(property, v)),
+                        None => (k, v),
+                    })
+                    .collect(),
+            )
+        }
+        (_, Value::Array(items)) => match schema.get("items") {
+            Some(item) => Value::Array(items.into_iter().map(|v| normalise(item, v)).collect()),
+            None => Value::Array(items),
+        },
+        (_, other) => other,
+    }
+}
+
+/// The arguments of operation `key` (`read_thoughts`, `session.get`) as
+/// its parameter type `T`, with the names nothing took (`colour`,
+/// `newWork.colour`). A field of the wrong type, or a required one
+/// missing, is `INVALID_PAYLOAD` naming the field's path.
+pub fn parse<T: DeserializeOwned>(key: &str, value: Value) -> Result<(T, Vec<String>)> {
+    let schema = schema_of_op(key).ok_or_else(|| Error::Internal(format!("no parameter schema for {key}")))?;
+    let value = normalise(schema, value);
+    no_nul("", &value)?;
+    let value = one_name_each::<T>(schema, value)?;
+    let mut ignored = Vec::new();
+    let mut track = serde_path_to_error::Track::new();
+    let de = serde_path_to_error::Deserializer::new(&value, &mut track);
+    let parsed = serde_ignored::deserialize(de, |path| ignored.push(path.to_string()));
+    match parsed {
+        Ok(t) => Ok((t, ignored)),
+        Err(e) => Err(payload_error(schema, &value, &track.path().to_string(), &e.to_string())),
+    }
+}
+
+/// A thought number or count: 1 to the largest thought number (the
+/// schema says at least 1; serde takes any u32).
+pub fn thought_number(field: &str, value: Option<u32>) -> Result<Option<u32>> {
+    let max = crate::domain::MAX_THOUGHT_NUMBER;
+    match value {
+        Some(n) if n < 1 || n > max => Err(Error::invalid(
+            field,
+            format!("{field} must be between 1 and {max}, got {n}"),
+        )),
+        other => Ok(other),
+    }
+}
+
+/// A string anywhere in the arguments holding U+0000: no text a client
+/// means to record has one, and SQLite's text functions stop at it.
+fn no_nul(at: &str, value: &Value) -> Result<()> {
+    let join = |k: &str| {
+        if at.is_empty() {
+            k.to_string()
+        } else {
+            format!("{at}.{k}")
+        }
+    };
+    match value {
+        Value::String(s) if s.contains('\0') => Err(Error::invalid(
+            at,
+            format!("{at} must not contain NUL characters (U+0000)"),
+        )),
+        Value::Object(map) => map.iter().try_for_each(|(k, v)| no_nul(&join(k), v)),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .try_for_each(|(i, v)| no_nul(&format!("{at}[{i}]"), v)),
+        _ => Ok(()),
+    }
+}
+
+/// Two names of one parameter (`sessionId` and `session_id`): the same
+/// value is that value, once; different values are refused, since which
+/// one the caller meant is anyone's guess. Serde would refuse both as a
+/// duplicate; which names are one parameter is found by asking it.
+fn one_name_each<T: DeserializeOwned>(schema: &Value, value: Value) -> Result<Value> {
+    let Value::Object(mut map) = value else {
+        return Ok(value);
+    };
+    let names = super::field_names::<T>();
+    let mut given: Vec<&str> = names.iter().copied().filter(|n| map.contains_key(*n)).collect();
+    // The documented name first: it is the one kept, and the one an error
+    // is reported on.
+    let documented = |n: &str| schema.get("properties").and_then(|p| p.get(n)).is_some();
+    given.sort_by_key(|n| !documented(n));
+    let same_parameter = |a: &str, b: &str, v: &Value| {
+        let probe = Map::from_iter([(a.to_string(), v.clone()), (b.to_string(), v.clone())]);
+        serde_json::from_value::<T>(Value::Object(probe))
+            .err()
+            .is_some_and(|e| e.to_string().starts_with("duplicate field"))
+    };
+    let mut dropped: Vec<&str> = Vec::new();
+    for (i, first) in given.iter().enumerate() {
+        for second in &given[i + 1..] {
+            if dropped.contains(first) || dropped.contains(second) {
+                continue;
+            }
+            let (Some(a), Some(b)) = (map.get(*first), map.get(*second)) else {
+                continue;
+            };
+            if !same_parameter(first, second, a) {
+                continue;
+            }
+            if !super::super::args::same_meaning(a, b) {
+                return Err(Error::invalid_with(
+                    *first,
+                    format!(
+                        "{first} and {second} are two names of one parameter, given different values ({} and {}); \
+                         give one (nothing was done)",
+                        super::super::clip(&a.to_string()),
+                        super::super::clip(&b.to_string())
+                    ),
+                    serde_json::json!({ "conflictsWith": second }),
+                ));
+            }
+            dropped.push(second);
+        }
+    }
+    for name in dropped {
+        map.remove(name);
+    }
+    Ok(Value::Object(map))
+}
+
+/// The deserializer's complaint as `INVALID_PAYLOAD` on the field it
+/// concerns, said as the parameter's type says it where that is known.
+fn payload_error(schema: &Value, value: &Value, path: &str, message: &str) -> Error {
+    // Serde names a missing or repeated field in its message, at the path
+    // of the object that lacks it.
+    let named = message
+        .split('`')
+        .nth(1)
+        .filter(|_| message.starts_with("missing field") || message.starts_with("duplicate field"));
+    let field = match (path, named) {
+        (".", Some(name)) => name.to_string(),
+        (_, Some(name)) => format!("{path}.{name}"),
+        _ => path.to_string(),
+    };
+    let property = schema.get("properties").and_then(|p| p.get(&field));
+    if message.starts_with("missing field") {
+        // What the parameter is, as the schema says it.
+        let what = property
+            .and_then(|p| p.get("description"))
+            .and_then(Value::as_str)
+            .map(|d| format!(": {}", d.trim_end_matches('.')))
+            .unwrap_or_default();
+        return Error::invalid(field.clone(), format!("{field} is required{what}"));
+    }
+    let given = value.get(&field);
+    let said = match (property.and_then(|p| p.get("type")).and_then(Value::as_str), given) {
+        (Some("integer"), Some(v @ Value::Number(n))) if n.as_f64().is_some_and(|f| f.fract() == 0.0) => {
+            format!("{field} is out of range, got {v}")
+        }
+        (Some("integer"), Some(v)) => format!("{field} must be a whole number, got {}", clipped(v)),
+        (Some("boolean"), Some(v)) => format!("{field} must be true or false, got {}", clipped(v)),
+        (Some("string"), Some(v)) if !v.is_string() => format!("{field} must be a string, got {}", type_name(v)),
+        _ => format!("{field}: {message}"),
+    };
+    Error::invalid(field, said)
+}
+
+fn clipped(v: &Value) -> String {
+    super::super::clip(&v.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::super::{Cipher, ReadThoughts, Thought, ThoughtRange};
+    use super::*;
+
+    fn field(e: Error) -> (String, String) {
+        match e {
+            Error::InvalidPayload { field, message, .. } => (field, message),
+            other => panic!("not a payload error: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn normalise_follows_the_schema_types() {
+        let schema = schema_of_op("read_thoughts").unwrap();
+        let v = normalise(
+            schema,
+            json!({ "thoughtNumber": " 3 ", "full": "true", "range": "[1, 2]", "branchId": "7", "last": 2.0 }),
+        );
+        assert_eq!(
+            v,
+            json!({ "thoughtNumber": 3, "full": true, "range": [1, 2], "branchId": "7", "last": 2 })
+        );
+        // What does not fit its type is left for the deserializer to refuse.
+        let v = normalise(
+            schema,
+            json!({ "thoughtNumber": "three", "full": "yes", "range": "{1" }),
+        );
+        assert_eq!(v, json!({ "thoughtNumber": "three", "full": "yes", "range": "{1" }));
+        // Names the schema lacks are left alone.
+        let v = normalise(schema, json!({ "colour": "1", "verbose": "true" }));
+        assert_eq!(v, json!({ "colour": "1", "verbose": "true" }));
+        // One string where a list of strings goes is a list of one.
+        let thought = schema_of_op("thought").unwrap();
+        let v = normalise(thought, json!({ "sessionTags": "draft", "sessionTitle": "[x]" }));
+        assert_eq!(v, json!({ "sessionTags": ["draft"], "sessionTitle": "[x]" }));
+        let v = normalise(thought, json!({ "sessionTags": "7" }));
+        assert_eq!(v, json!({ "sessionTags": ["7"] }));
+        let v = normalise(thought, json!({ "sessionTags": "[\"a\", \"b\"]" }));
+        assert_eq!(v, json!({ "sessionTags": ["a", "b"] }));
+        let v = normalise(
+            thought,
+            json!({ "sessionTags": "[\"a\"", "newWork": "{\"task\":\"a\",\"task\":\"b\"}" }),
+        );
+        assert_eq!(
+            v,
+            json!({ "sessionTags": "[\"a\"", "newWork": "{\"task\":\"a\",\"task\":\"b\"}" })
+        );
+        // A range's ends are integers too.
+        let v = normalise(schema, json!({ "range": ["1", "2"] }));
+        assert_eq!(v, json!({ "range": [1, 2] }));
+    }
+
+    #[test]
+    fn parse_reads_the_type_and_reports_what_it_ignored() {
+        let (r, ignored): (ReadThoughts, _) = parse(
+            "read_thoughts",
+            json!({ "range": "[2, 4]", "full": "false", "colour": "blue" }),
+        )
+        .unwrap();
+        assert_eq!(r.range.map(ThoughtRange::ends), Some((2, 4)));
+        assert_eq!(r.full, Some(false));
+        assert_eq!(ignored, ["colour"]);
+        let (c, ignored): (Cipher, _) = parse("cipher", json!({ "brief": "true" })).unwrap();
+        assert_eq!(c.brief, Some(true));
+        assert!(ignored.is_empty());
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let e = parse::<ReadThoughts>("read_thoughts", json!({ "thoughtNumber": "three" })).unwrap_err();
+        assert_eq!(
+            field(e),
+            (
+                "thoughtNumber".into(),
+                "thoughtNumber must be a whole number, got \"three\"".into()
+            )
+        );
+        let e = parse::<ReadThoughts>("read_thoughts", json!({ "full": "yes" })).unwrap_err();
+        assert_eq!(field(e).0, "full");
+        let e = parse::<ReadThoughts>("read_thoughts", json!({ "last": -1 })).unwrap_err();
+        assert_eq!(field(e), ("last".into(), "last is out of range, got -1".into()));
+        let e = parse::<ReadThoughts>("read_thoughts", json!({ "last": 1.5 })).unwrap_err();
+        assert_eq!(field(e), ("last".into(), "last must be a whole number, got 1.5".into()));
+        let e = parse::<Thought>("thought", json!({ "thought": "x" })).unwrap_err();
+        let (name, message) = field(e);
+        assert_eq!(name, "nextThoughtNeeded");
+        assert!(
+            message.starts_with("nextThoughtNeeded is required: Whether another thought follows"),
+            "{message}"
+        );
+        let e = parse::<Cipher>("cipher", json!({ "sessionId": "a\u{0}b" })).unwrap_err();
+        assert_eq!(field(e).0, "sessionId");
+    }
+
+    #[test]
+    fn two_names_of_one_parameter_must_agree() {
+        let (r, _): (ReadThoughts, _) = parse("read_thoughts", json!({ "sessionId": "s", "session_id": "s" })).unwrap();
+        assert_eq!(r.session_id.as_deref(), Some("s"));
+        let e = parse::<ReadThoughts>("read_thoughts", json!({ "sessionId": "s", "id": "t" })).unwrap_err();
+        assert!(matches!(
+            e,
+            Error::InvalidPayload { field, details: Some(d), .. } if field == "sessionId" && d["conflictsWith"] == "id"
+        ));
+    }
+}
