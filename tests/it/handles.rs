@@ -344,6 +344,11 @@ async fn bad_handles_and_flags_are_refused_and_change_nothing() {
     }
     let read = s.ok("read_thoughts", json!({ "sessionId": sid })).await;
     assert_eq!(read["count"], 1);
+    // The range's lenient forms still read: decimal text in either form.
+    for range in [json!(["1", "1"]), json!({ "start": "1", "end": 1 })] {
+        let read = s.ok("read_thoughts", json!({ "sessionId": sid, "range": range })).await;
+        assert_eq!(read["count"], 1, "{range}");
+    }
     assert_eq!(s.ok("get_state", Value::Null).await["stage"], 2);
     s.stop().await;
 }

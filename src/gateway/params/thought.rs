@@ -63,7 +63,28 @@ pub struct Thought {
 #[serde(untagged)]
 pub enum ThoughtRange {
     Pair([u32; 2]),
-    Ends { start: u32, end: u32 },
+    Ends {
+        #[serde(deserialize_with = "whole_number")]
+        start: u32,
+        #[serde(deserialize_with = "whole_number")]
+        end: u32,
+    },
+}
+
+/// An end of the object form, which the schema-driven normalisation does
+/// not see (the schema describes the pair): a number or its decimal text,
+/// as every integer parameter takes.
+fn whole_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Given {
+        Number(u32),
+        Text(String),
+    }
+    match Given::deserialize(d)? {
+        Given::Number(n) => Ok(n),
+        Given::Text(t) => t.trim().parse().map_err(serde::de::Error::custom),
+    }
 }
 
 impl ThoughtRange {
