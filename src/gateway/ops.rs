@@ -35,11 +35,16 @@ pub(crate) fn read_thought_json(t: &Thought, revised_by: &HashMap<String, Vec<u3
 /// The session id `args` must name (`sessionId`), in the form the ledger
 /// stores ([`domain::canonical_session_id`]).
 pub(crate) fn session_id_req(args: &Args) -> Result<String> {
-    let id = args.str_req(&["sessionId", "session_id", "id"])?;
+    session_id_given(&args.str_req(&["sessionId", "session_id", "id"])?)
+}
+
+/// A typed required `sessionId`, canonical; blank is refused as
+/// [`session_id_req`] refuses it.
+pub(crate) fn session_id_given(id: &str) -> Result<String> {
     if id.trim().is_empty() {
         return Err(Error::invalid("sessionId", "sessionId must not be empty"));
     }
-    Ok(domain::canonical_session_id(&id))
+    Ok(domain::canonical_session_id(id))
 }
 
 /// The session id named in `args`, or the connection's active session.
@@ -415,8 +420,10 @@ pub(crate) async fn refuse_unknown_sessions(gw: &Gateway, ids: Vec<String>) -> R
 /// new connection reaches the session reads through `load_context` only
 /// (review 16-a).
 pub(crate) async fn open_session(gw: &Gateway, args: &Args, trigger: &str) -> Result<Value> {
-    let id = session_id_req(args)?;
-    let reopen_it = args.bool_opt(&["reopen"])?.unwrap_or(true);
+    // `session resume` is keyed `session.resume` in the schema.
+    let p: params::LoadContext = args.parse(&trigger.replace(' ', "."))?;
+    let id = session_id_given(&p.session_id)?;
+    let reopen_it = p.reopen.unwrap_or(true);
     refuse_stray_session_id(args, Some(&id), false)?;
     let order = gw.session_order().await;
     // To read only, nothing is written: no wait behind another program's
