@@ -32,14 +32,8 @@ pub(crate) fn read_thought_json(t: &Thought, revised_by: &HashMap<String, Vec<u3
     v
 }
 
-/// The session id `args` must name (`sessionId`), in the form the ledger
-/// stores ([`domain::canonical_session_id`]).
-pub(crate) fn session_id_req(args: &Args) -> Result<String> {
-    session_id_given(&args.str_req(&["sessionId", "session_id", "id"])?)
-}
-
-/// A typed required `sessionId`, canonical; blank is refused as
-/// [`session_id_req`] refuses it.
+/// A required `sessionId` as the typed parameters read it, in the form
+/// the ledger stores ([`domain::canonical_session_id`]); blank is refused.
 pub(crate) fn session_id_given(id: &str) -> Result<String> {
     if id.trim().is_empty() {
         return Err(Error::invalid("sessionId", "sessionId must not be empty"));

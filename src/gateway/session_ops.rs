@@ -8,10 +8,11 @@ use serde_json::{Value, json};
 
 use super::answers;
 use super::ops::{
-    open_session, read_thought_json, refuse_stray_session_id, refuse_unknown_sessions, session_arg, session_id_req,
+    open_session, read_thought_json, refuse_stray_session_id, refuse_unknown_sessions, session_arg, session_id_given,
+    session_or_active,
 };
 use super::preview::Preview;
-use super::{AnswerBuffer, Args, Gateway};
+use super::{AnswerBuffer, Args, Gateway, params};
 use crate::error::{Error, Result};
 use crate::events::EventType;
 use crate::export::{self, Format, Layout};
@@ -61,12 +62,13 @@ pub async fn session(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
 }
 
 async fn get(gw: &Gateway, args: Args) -> Result<Value> {
-    let id = session_arg(gw, &args)?;
+    let p: params::SessionGet = args.parse("session.get")?;
+    let id = session_or_active(gw, p.session_id, &args)?;
     // Every thought's text is most of the answer (~140 KB for 200 thoughts
     // of 500 characters, past some clients' limit for one tool answer):
     // `includeThoughts: false` answers the session alone.
-    let include_thoughts = args.bool_opt(&["includeThoughts"])?.unwrap_or(true);
-    let full = args.bool_opt(&["full"])?.unwrap_or(false);
+    let include_thoughts = p.include_thoughts.unwrap_or(true);
+    let full = p.full.unwrap_or(false);
     refuse_stray_session_id(&args, Some(&id), false)?;
     if !include_thoughts {
         let session = gw.blocking(move |s| s.session(&id)).await?;
@@ -305,7 +307,8 @@ async fn export(gw: &Gateway, args: Args) -> Result<Value> {
 }
 
 async fn delete(gw: &Gateway, args: Args) -> Result<Value> {
-    let id = session_id_req(&args)?;
+    let p: params::SessionDelete = args.parse("session.delete")?;
+    let id = session_id_given(&p.session_id)?;
     refuse_stray_session_id(&args, Some(&id), false)?;
     refuse_unknown_sessions(gw, vec![id.clone()]).await?;
     let sid = id.clone();
