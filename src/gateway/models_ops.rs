@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 
 use super::answers::models::{ModelAnswer, ModelListAnswer, ModelSummary, ModelTag, ModelTagsAnswer};
-use super::{Args, Gateway, answers};
+use super::{Args, Gateway, answers, params};
 use crate::domain::Stage;
 use crate::error::{Error, Result};
 use crate::models;
@@ -23,6 +23,7 @@ pub async fn mental_models(gw: &Gateway, args: Args) -> Result<Value> {
         "get_model" => get_model(&args),
         "list_models" => list_models(&args),
         "list_tags" => {
+            let _: params::ListModelTags = args.parse("mental_models.list_tags")?;
             let tags: Vec<ModelTag> = models::catalog()
                 .tags
                 .iter()
@@ -56,20 +57,23 @@ pub async fn mental_models(gw: &Gateway, args: Args) -> Result<Value> {
 }
 
 fn get_model(args: &Args) -> Result<Value> {
-    let (field, name) = match args.str_opt(&["modelId"])? {
-        Some(n) => ("modelId", n),
-        None => match args.str_opt(&["model", "name"])? {
-            Some(n) => ("model", n),
-            None => {
-                return Err(Error::invalid_with(
-                    "modelId",
-                    format!("get_model needs modelId: one of {}", models::names().join(", ")),
-                    json!({ "validModels": models::names() }),
-                ));
-            }
-        },
+    let named = |args: &Args| ["modelId", "model", "name"].iter().any(|k| args.get(k).is_some());
+    let p: params::GetModel = args.parse("mental_models.get_model").map_err(|e| match e {
+        // No model named: said with the models there are.
+        Error::InvalidPayload { ref field, .. } if field == "modelId" && !named(args) => Error::invalid_with(
+            "modelId",
+            format!("get_model needs modelId: one of {}", models::names().join(", ")),
+            json!({ "validModels": models::names() }),
+        ),
+        other => other,
+    })?;
+    // An unknown name is said on the name it was given under.
+    let field = if args.get("modelId").is_some() {
+        "modelId"
+    } else {
+        "model"
     };
-    let model = models::require(field, name.trim())?;
+    let model = models::require(field, p.model_id.trim())?;
     answers::to_value(&ModelAnswer {
         model,
         uri: models::uri(&model.name),
@@ -79,13 +83,14 @@ fn get_model(args: &Args) -> Result<Value> {
 /// `tag` (one) and `tags` (all must match) combine; `filter` answers the tag
 /// filter as a string (tags joined with ",") or null.
 fn list_models(args: &Args) -> Result<Value> {
+    let p: params::ListModels = args.parse("mental_models.list_models")?;
     let mut tags: Vec<String> = Vec::new();
     let mut field = "tags";
-    if let Some(t) = args.str_opt(&["tag"])? {
+    if let Some(t) = p.tag {
         field = "tag";
         tags.push(t.trim().to_string());
     }
-    for t in args.str_list_opt(&["tags"])?.unwrap_or_default() {
+    for t in p.tags.unwrap_or_default() {
         let t = t.trim().to_string();
         if !tags.contains(&t) {
             tags.push(t);
