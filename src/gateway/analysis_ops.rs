@@ -5,8 +5,8 @@
 use serde_json::{Value, json};
 
 use super::answers::analysis::{DeepAnalysisAnswer, ExtractionAnswer, SavedPatterns};
-use super::ops::{refuse_stray_session_id, session_arg};
-use super::{Args, Gateway, answers};
+use super::ops::{refuse_stray_session_id, session_arg, session_or_active};
+use super::{Args, Gateway, answers, params};
 use crate::analysis::{
     self, AnalysisType, DeepOptions, ExtractedLearning, KeyMoment, LearningType, MomentKind, compare,
 };
@@ -219,23 +219,53 @@ pub async fn extract_learnings(gw: &Gateway, args: Args) -> Result<Value> {
     answers::to_value(&ExtractionAnswer { extraction, saved })
 }
 
-fn deep_options(args: &Args) -> Result<(DeepOptions, Vec<String>)> {
-    let analysis_type = args
-        .enum_opt(&["analysisType"], AnalysisType::parse, AnalysisType::NAMES)?
-        .unwrap_or_default();
-    let options = args.object_opt(&["options"])?.unwrap_or_default();
-    let pick = |keys: &[&str]| -> Result<Option<bool>> {
-        match options.bool_opt(keys)? {
-            Some(b) => Ok(Some(b)),
-            None => args.bool_opt(keys),
+/// The arguments of `deep_analysis`. A bad field inside `options` is
+/// reported on its own name (`includeTimeline`, `compareWith`), as it was
+/// when `options` was read as arguments of its own.
+fn deep_params(args: &Args) -> Result<params::DeepAnalysis> {
+    let p = args.parse_leaving("deep_analysis", &["options"]).map_err(|e| match e {
+        Error::InvalidPayload {
+            field,
+            message,
+            details,
+        } if field.starts_with("options.") => Error::InvalidPayload {
+            field: field["options.".len()..]
+                .split('[')
+                .next()
+                .unwrap_or_default()
+                .to_string(),
+            message,
+            details,
+        },
+        other => other,
+    })?;
+    // `options` is also read as arguments of its own, so that a misspelt
+    // name in it is refused, and a session id under a name it does not
+    // take is named (`options.sid`), as for the flat arguments.
+    if let Some(options) = args.object_opt(&["options"])? {
+        for name in ["includeTimeline", "includeTimelineEntries", "compareWith"] {
+            options.get(name);
         }
+    }
+    Ok(p)
+}
+
+fn deep_options(p: params::DeepAnalysis) -> Result<(DeepOptions, Vec<String>)> {
+    use params::AnalysisTypeName as Name;
+    let analysis_type = match p.analysis_type {
+        Some(Name::Patterns) => AnalysisType::Patterns,
+        Some(Name::CognitiveLoad) => AnalysisType::CognitiveLoad,
+        Some(Name::DecisionPoints) => AnalysisType::DecisionPoints,
+        Some(Name::Full) | None => AnalysisType::Full,
     };
-    let include_timeline = pick(&["includeTimeline"])?.unwrap_or(true);
-    let timeline_entries = pick(&["includeTimelineEntries"])?.unwrap_or(false);
-    let mut compare_with = match options.str_list_opt(&["compareWith"])? {
-        Some(c) => c,
-        None => args.str_list_opt(&["compareWith"])?.unwrap_or_default(),
-    };
+    // What `options` says comes first, then the same name given flat.
+    let options = p.options.unwrap_or_default();
+    let include_timeline = options.include_timeline.or(p.include_timeline).unwrap_or(true);
+    let timeline_entries = options
+        .include_timeline_entries
+        .or(p.include_timeline_entries)
+        .unwrap_or(false);
+    let mut compare_with = options.compare_with.or(p.compare_with).unwrap_or_default();
     // Each session once (review 16-e: one id named eleven times was "more
     // than 10 sessions").
     let mut seen = std::collections::HashSet::new();
@@ -260,8 +290,9 @@ fn deep_options(args: &Args) -> Result<(DeepOptions, Vec<String>)> {
 }
 
 pub async fn deep_analysis(gw: &Gateway, args: Args) -> Result<Value> {
-    let id = session_arg(gw, &args)?;
-    let (options, compare_with) = deep_options(&args)?;
+    let mut p = deep_params(&args)?;
+    let id = session_or_active(gw, p.session_id.take(), &args)?;
+    let (options, compare_with) = deep_options(p)?;
     refuse_stray_session_id(&args, Some(&id), false)?;
     let now = domain::now();
     let (result, comparisons, missing) = gw

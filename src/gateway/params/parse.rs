@@ -94,7 +94,16 @@ pub fn parse<T: DeserializeOwned>(key: &str, value: Value) -> Result<(T, Vec<Str
     let mut ignored = Vec::new();
     let mut track = serde_path_to_error::Track::new();
     let de = serde_path_to_error::Deserializer::new(&value, &mut track);
-    let parsed = serde_ignored::deserialize(de, |path| ignored.push(path.to_string()));
+    // serde_ignored says a step through an Option as `?` (`options.?.x`).
+    let parsed = serde_ignored::deserialize(de, |path| {
+        ignored.push(
+            path.to_string()
+                .split('.')
+                .filter(|s| *s != "?")
+                .collect::<Vec<_>>()
+                .join("."),
+        )
+    });
     match parsed {
         Ok(t) => Ok((t, ignored)),
         Err(e) => Err(payload_error(schema, &value, &track.path().to_string(), &e.to_string())),
@@ -205,7 +214,12 @@ fn payload_error(schema: &Value, value: &Value, path: &str, message: &str) -> Er
         (_, Some(name)) => format!("{path}.{name}"),
         _ => path.to_string(),
     };
-    let property = schema.get("properties").and_then(|p| p.get(&field));
+    let property = at_path(
+        schema,
+        &field,
+        |s, name| s.get("properties")?.get(name),
+        |s| s.get("items"),
+    );
     if message.starts_with("missing field") {
         // What the parameter is, as the schema says it.
         let what = property
@@ -215,7 +229,15 @@ fn payload_error(schema: &Value, value: &Value, path: &str, message: &str) -> Er
             .unwrap_or_default();
         return Error::invalid(field.clone(), format!("{field} is required{what}"));
     }
-    let given = value.get(&field);
+    let given = at_path(value, &field, |v, name| v.get(name), |_| None);
+    if let (Some(Value::Array(allowed)), Some(Value::String(s))) = (property.and_then(|p| p.get("enum")), given) {
+        let names: Vec<&str> = allowed.iter().filter_map(Value::as_str).collect();
+        return Error::invalid_with(
+            field.clone(),
+            format!("{field} must be one of {}, got {s:?}", names.join(", ")),
+            serde_json::json!({ "allowed": names }),
+        );
+    }
     let said = match (property.and_then(|p| p.get("type")).and_then(Value::as_str), given) {
         (Some("integer"), Some(v @ Value::Number(n))) if n.as_f64().is_some_and(|f| f.fract() == 0.0) => {
             format!("{field} is out of range, got {v}")
@@ -223,9 +245,33 @@ fn payload_error(schema: &Value, value: &Value, path: &str, message: &str) -> Er
         (Some("integer"), Some(v)) => format!("{field} must be a whole number, got {}", clipped(v)),
         (Some("boolean"), Some(v)) => format!("{field} must be true or false, got {}", clipped(v)),
         (Some("string"), Some(v)) if !v.is_string() => format!("{field} must be a string, got {}", type_name(v)),
+        (Some("object"), Some(v)) if !v.is_object() => format!("{field} must be an object, got {}", type_name(v)),
+        (Some("array"), Some(v)) if !v.is_array() => format!("{field} must be a list, got {}", type_name(v)),
         _ => format!("{field}: {message}"),
     };
     Error::invalid(field, said)
+}
+
+/// What sits at `path` (`options.includeTimeline`, `tags[0]`) under
+/// `root`: `field` steps into a name, `item` into a list's item.
+fn at_path<'a>(
+    root: &'a Value,
+    path: &str,
+    field: impl Fn(&'a Value, &str) -> Option<&'a Value>,
+    item: impl Fn(&'a Value) -> Option<&'a Value>,
+) -> Option<&'a Value> {
+    path.split('.').try_fold(root, |at, step| {
+        let (name, indexes) = step.split_once('[').map_or((step, ""), |(n, rest)| (n, rest));
+        let mut at = if name.is_empty() { at } else { field(at, name)? };
+        for index in indexes.split('[') {
+            let Some(i) = index.strip_suffix(']') else { continue };
+            at = match at {
+                Value::Array(items) => items.get(i.parse::<usize>().ok()?)?,
+                other => item(other)?,
+            };
+        }
+        Some(at)
+    })
 }
 
 fn clipped(v: &Value) -> String {
@@ -236,7 +282,7 @@ fn clipped(v: &Value) -> String {
 mod tests {
     use serde_json::json;
 
-    use super::super::{Cipher, ReadThoughts, Thought, ThoughtRange};
+    use super::super::{Cipher, DeepAnalysis, ReadThoughts, Thought, ThoughtRange};
     use super::*;
 
     fn field(e: Error) -> (String, String) {
@@ -327,6 +373,47 @@ mod tests {
         );
         let e = parse::<Cipher>("cipher", json!({ "sessionId": "a\u{0}b" })).unwrap_err();
         assert_eq!(field(e).0, "sessionId");
+        // Inside an object parameter, said as its property's type says it.
+        let e = parse::<DeepAnalysis>("deep_analysis", json!({ "options": { "includeTimeline": 2 } })).unwrap_err();
+        assert_eq!(
+            field(e),
+            (
+                "options.includeTimeline".into(),
+                "options.includeTimeline must be true or false, got 2".into()
+            )
+        );
+        let e = parse::<DeepAnalysis>("deep_analysis", json!({ "options": { "compareWith": [1] } })).unwrap_err();
+        assert_eq!(
+            field(e),
+            (
+                "options.compareWith[0]".into(),
+                "options.compareWith[0] must be a string, got a number".into()
+            )
+        );
+        let e = parse::<DeepAnalysis>("deep_analysis", json!({ "options": "full" })).unwrap_err();
+        assert_eq!(
+            field(e),
+            ("options".into(), "options must be an object, got a string".into())
+        );
+        // A name outside a fixed set lists the set.
+        let e = parse::<DeepAnalysis>("deep_analysis", json!({ "analysisType": "vibes" })).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::InvalidPayload { ref field, ref message, details: Some(ref d) }
+                    if field == "analysisType"
+                        && message == "analysisType must be one of patterns, cognitive_load, decision_points, full, got \"vibes\""
+                        && d["allowed"][0] == "patterns"
+            ),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn names_ignored_inside_an_optional_object_are_paths() {
+        let (_, ignored): (DeepAnalysis, _) =
+            parse("deep_analysis", json!({ "options": { "colour": "red" } })).unwrap();
+        assert_eq!(ignored, ["options.colour"]);
     }
 
     #[test]
