@@ -31,6 +31,10 @@ use serde_json::{Map, Value, json};
 use thoughtbox::domain::NewSession;
 use thoughtbox::store::{OpenOptionsStore, Store};
 
+#[path = "common/text.rs"]
+mod thought_text;
+use thought_text::text;
+
 type Client = RunningService<RoleClient, ()>;
 
 const THOUGHTS: usize = 10_000;
@@ -96,42 +100,6 @@ fn peak_rss_kib(pid: u32) -> Option<u64> {
         .nth(1)?
         .parse()
         .ok()
-}
-
-/// A thought of about 550 characters, different each time.
-fn text(i: usize) -> String {
-    let mut s = format!("Step {i}: ");
-    let words = [
-        "the",
-        "cache",
-        "invalidation",
-        "fails",
-        "when",
-        "token",
-        "refresh",
-        "races",
-        "with",
-        "logout",
-        "so",
-        "we",
-        "measure",
-        "latency",
-        "under",
-        "load",
-        "and",
-        "compare",
-        "against",
-        "baseline",
-        "before",
-        "deciding",
-    ];
-    let mut k = i;
-    while s.len() < 550 {
-        s.push_str(words[k % words.len()]);
-        s.push(' ');
-        k = k.wrapping_mul(31).wrapping_add(7);
-    }
-    s
 }
 
 /// Throughput, latency percentiles and first-vs-last-1,000 medians of a run.

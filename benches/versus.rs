@@ -47,7 +47,12 @@ fn main() {
 }
 
 #[cfg(target_os = "linux")]
+#[path = "common/text.rs"]
+mod thought_text;
+
+#[cfg(target_os = "linux")]
 mod linux {
+    use super::thought_text::text;
     use std::io::{BufRead, BufReader, Write};
     use std::path::{Path, PathBuf};
     use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -106,48 +111,6 @@ mod linux {
                 .expect("package.json is JSON");
         println!("theirs: {PACKAGE}@{}", installed["version"].as_str().unwrap_or("?"));
         script
-    }
-
-    /// ~550 characters of prose, different for every `i`, the same for both
-    /// servers.
-    fn text(i: usize) -> String {
-        const WORDS: [&str; 24] = [
-            "the",
-            "cache",
-            "invalidation",
-            "fails",
-            "when",
-            "token",
-            "refresh",
-            "races",
-            "with",
-            "logout",
-            "so",
-            "we",
-            "measure",
-            "latency",
-            "under",
-            "load",
-            "and",
-            "compare",
-            "against",
-            "baseline",
-            "before",
-            "deciding",
-            "which",
-            "path",
-        ];
-        let mut state = (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        let mut s = format!("Step {i}:");
-        while s.len() < 550 {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            s.push(' ');
-            s.push_str(WORDS[(state % WORDS.len() as u64) as usize]);
-        }
-        s.push('.');
-        s
     }
 
     #[derive(Clone, Copy, PartialEq)]
