@@ -38,6 +38,25 @@ mod glibc {
         /// arena, and the free whole pages inside every arena, to the
         /// system. Takes each arena's lock in turn; no precondition.
         pub safe fn malloc_trim(pad: usize) -> std::ffi::c_int;
+        /// mallopt(3): set one of the allocator's parameters.
+        pub safe fn mallopt(param: std::ffi::c_int, value: std::ffi::c_int) -> std::ffi::c_int;
+    }
+    /// malloc.h's M_MMAP_THRESHOLD.
+    pub const M_MMAP_THRESHOLD: std::ffi::c_int = -3;
+}
+
+/// Blocks of this many bytes or more get pages of their own, returned to
+/// the system the moment they are freed.
+pub const OWN_PAGES: usize = 1 << 20;
+
+/// Serve large blocks (an answer of megabytes, a session's texts) from
+/// pages of their own, at a fixed threshold: glibc otherwise raises its
+/// threshold to the largest block freed so far (up to 32 MiB), after which
+/// such blocks come from the arenas and stay there until a trim.
+pub fn large_blocks_own_pages() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    if glibc::mallopt(glibc::M_MMAP_THRESHOLD, OWN_PAGES as std::ffi::c_int) != 1 {
+        tracing::debug!("the allocator kept its own threshold for large blocks");
     }
 }
 

@@ -119,6 +119,7 @@ impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for EndOfInput<R> {
 /// arrives, then index, checkpoint and close the database so that the
 /// database file alone holds the whole ledger.
 pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
+    crate::memory::large_blocks_own_pages();
     // One client: the protocol runs on one thread, so requests never hop
     // between executor threads. SQLite work runs off the runtime: appends,
     // indexing and the WAL restart on the writer thread, reads and the rest
@@ -142,11 +143,12 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
             writer,
             options,
             maintenance.signal(),
-            release,
+            release.clone(),
             shutdown.clone(),
         );
         let (input, output, stdout_gone) = crate::stdio::streams();
-        let transport = crate::stdio::StdioTransport::new(EndOfInput(input, shutdown.clone()), output);
+        let transport =
+            crate::stdio::StdioTransport::new(EndOfInput(input, shutdown.clone()), output).releasing(release.clone());
         let stopped_reading = stdout_gone.clone();
         let gone_before_initialize = stdout_gone.clone();
         // How many signals have come. The wait for `initialize`, the session

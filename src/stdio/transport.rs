@@ -20,6 +20,7 @@ use tokio::sync::Mutex;
 
 use super::envelope::{self, Problem};
 use super::lines::{Incoming, Lines};
+use crate::memory::{LARGE_ANSWER, Release};
 
 /// MCP over a pair of byte streams (stdin and stdout when serving).
 pub struct StdioTransport<R, W> {
@@ -31,6 +32,9 @@ pub struct StdioTransport<R, W> {
     /// saying how a session starts: someone trying the server by hand
     /// (`echo '{...tools/list}' | thoughtbox`) learns to send `initialize`.
     introduced: bool,
+    /// Told when a large message has been written and freed, so that its
+    /// memory goes back to the system after it rather than before.
+    release: Option<Arc<Release>>,
 }
 
 impl<R: AsyncRead + Unpin, W> StdioTransport<R, W> {
@@ -39,7 +43,15 @@ impl<R: AsyncRead + Unpin, W> StdioTransport<R, W> {
             lines: Lines::new(input),
             out: Arc::new(Mutex::new(output)),
             introduced: false,
+            release: None,
         }
+    }
+
+    /// Note every message of [`LARGE_ANSWER`] bytes or more as heavy work
+    /// once it is written (see [`crate::memory`]).
+    pub fn releasing(mut self, release: Arc<Release>) -> Self {
+        self.release = Some(release);
+        self
     }
 }
 
@@ -111,9 +123,16 @@ where
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let out = self.out.clone();
+        let release = self.release.clone();
         async move {
             let bytes = serde_json::to_vec(&item).map_err(io::Error::other)?;
-            write_line(&out, bytes).await
+            drop(item);
+            let large = bytes.len() >= LARGE_ANSWER;
+            let written = write_line(&out, bytes).await;
+            if large && let Some(release) = release {
+                release.heavy_work_done();
+            }
+            written
         }
     }
 

@@ -1007,11 +1007,12 @@ async fn memory_freed_by_heavy_reads_goes_back_to_the_system() {
         assert_eq!(r["thoughts"].as_array().map(Vec::len), Some(5000));
     }
     // Given back a moment after the last one (at most 20 s here, for a
-    // slow machine). What stays is each connection's page cache (2 MiB
-    // each, SQLite's default, filled by the reads) and the like; what went
-    // back was the analyses' peak, about 60 MiB here.
-    let kept = idle + 28 * 1024;
-    let mut now = anonymous_kib(s.pid);
+    // slow machine): at least half of what the reads added. What stays is
+    // each connection's page cache (2 MiB each, SQLite's default, filled
+    // by the reads), the allocator's fragments and the like.
+    let peak = anonymous_kib(s.pid);
+    let kept = idle + (peak - idle) / 2;
+    let mut now = peak;
     for _ in 0..200 {
         if now < kept {
             break;
@@ -1021,7 +1022,7 @@ async fn memory_freed_by_heavy_reads_goes_back_to_the_system() {
     }
     assert!(
         now < kept,
-        "idle before: {idle} KiB of anonymous memory; after the reads: {now} KiB"
+        "anonymous memory: {idle} KiB idle, {peak} KiB after the reads, {now} KiB a while later"
     );
     s.stop().await;
 }
