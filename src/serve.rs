@@ -132,6 +132,13 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
         .map_err(|e| Error::io("starting the async runtime", e))?;
     let result = runtime.block_on(async move {
         tracing::info!(db = %store.path().display(), "thoughtbox serving MCP on stdio");
+        // Someone who ran it by hand sees a server that seems to hang.
+        if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+            tracing::info!(
+                "waiting for an MCP client on stdin; configure one to start thoughtbox (see the README), \
+                 or press Ctrl-D or Ctrl-C to stop"
+            );
+        }
         let store = store.watching_files()?;
         let (writer, writer_thread) = Writer::start(&store)?;
         let maintenance = Maintenance::start(store.clone(), writer.clone());
