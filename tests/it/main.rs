@@ -13,9 +13,9 @@ mod hand_edits;
 mod handles;
 mod knowledge;
 mod models;
-mod readme;
 mod roots;
 mod schema;
+mod schema_doc;
 #[cfg(unix)]
 mod stdio_kinds;
 mod stdout;
