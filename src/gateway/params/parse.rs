@@ -292,6 +292,19 @@ mod tests {
         }
     }
 
+    /// serde words a missing and a repeated field this way, and
+    /// `payload_error` and `one_name_each` read those two words: a serde
+    /// that words them otherwise fails here, not silently in the field a
+    /// client is told about.
+    #[test]
+    fn serde_words_missing_and_repeated_fields_as_read_here() {
+        let missing = serde_json::from_value::<Thought>(json!({ "nextThoughtNeeded": true })).unwrap_err();
+        assert!(missing.to_string().starts_with("missing field `thought`"), "{missing}");
+        let repeated =
+            serde_json::from_value::<Cipher>(json!({ "sessionId": "a", "session_id": "a" })).map(|_| ()).unwrap_err();
+        assert!(repeated.to_string().starts_with("duplicate field"), "{repeated}");
+    }
+
     #[test]
     fn normalise_follows_the_schema_types() {
         let schema = schema_of_op("read_thoughts").unwrap();
