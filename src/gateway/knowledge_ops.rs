@@ -9,7 +9,7 @@ use super::answers::knowledge::{
     PatternTagsAnswer, PatternView,
 };
 use super::ops::refuse_unknown_sessions;
-use super::{Args, Gateway, answers};
+use super::{Args, Gateway, answers, params};
 use crate::domain::{SortOrder, Stage};
 use crate::error::{Error, Result};
 use crate::knowledge::{NewPattern, NoteRef, PatternFilter, PatternUpdate, check_content, check_topic, is_slug};
@@ -40,13 +40,15 @@ pub async fn knowledge(gw: &Gateway, args: Args) -> Result<Value> {
     let out = match name.as_str() {
         "create_pattern" => create_pattern(gw, args).await,
         "get_pattern" => {
-            let id = pattern_id(&args)?;
+            let p: params::PatternRef = args.parse("knowledge.get_pattern")?;
+            let id = slug("id", &p.id, "pattern")?;
             let p = gw.blocking(move |s| s.pattern(&id)).await?;
             answers::to_value(&PatternView::of(&p))
         }
         "update_pattern" => update_pattern(gw, args).await,
         "delete_pattern" => {
-            let id = pattern_id(&args)?;
+            let p: params::PatternRef = args.parse("knowledge.delete_pattern")?;
+            let id = slug("id", &p.id, "pattern")?;
             // Unknown: refused at once, not after waiting for the write lock.
             let known = id.clone();
             gw.blocking(move |s| s.pattern_exists(&known)).await?;
@@ -60,6 +62,7 @@ pub async fn knowledge(gw: &Gateway, args: Args) -> Result<Value> {
         }
         "list_patterns" => list_patterns(gw, args).await,
         "list_tags" => {
+            let _: params::ListPatternTags = args.parse("knowledge.list_tags")?;
             let tags = gw.blocking(|s| s.pattern_tags()).await?;
             answers::to_value(&PatternTagsAnswer {
                 count: tags.len(),
@@ -68,14 +71,15 @@ pub async fn knowledge(gw: &Gateway, args: Args) -> Result<Value> {
         }
         "write_scratchpad" => write_scratchpad(gw, args).await,
         "read_scratchpad" => {
-            let id = note_ref(gw, &args).await?;
+            let id = note_ref(gw, args.parse("knowledge.read_scratchpad")?).await?;
             let n = gw.blocking(move |s| s.note(&id)).await?;
             answers::to_value(&NoteView::of(&n, true))
         }
         "list_scratchpad" => {
-            let limit = args.int_opt(&["limit"], 1, 100)?.unwrap_or(20) as u32;
-            let offset = args.int_opt(&["offset"], 0, i64::from(u32::MAX))?.unwrap_or(0) as u32;
-            let with_content = args.bool_opt(&["includeContent"])?.unwrap_or(true);
+            let p: params::ListScratchpad = args.parse("knowledge.list_scratchpad")?;
+            let limit = page_size("limit", p.limit, 20)?;
+            let offset = p.offset.unwrap_or(0);
+            let with_content = p.include_content.unwrap_or(true);
             let (notes, total) = gw.blocking(move |s| s.list_notes(limit, offset)).await?;
             answers::to_value(&NoteListAnswer {
                 notes: notes.iter().map(|n| NoteView::of(n, with_content)).collect(),
@@ -85,7 +89,7 @@ pub async fn knowledge(gw: &Gateway, args: Args) -> Result<Value> {
             })
         }
         "delete_scratchpad" => {
-            let id = note_ref(gw, &args).await?;
+            let id = note_ref(gw, args.parse("knowledge.delete_scratchpad")?).await?;
             // Unknown: refused at once, not after waiting for the write lock.
             let known = id.clone();
             gw.blocking(move |s| s.note_exists(&known)).await?;
@@ -113,46 +117,46 @@ pub async fn knowledge(gw: &Gateway, args: Args) -> Result<Value> {
     Ok(out)
 }
 
-fn slug_arg(args: &Args, keys: &[&str], what: &str) -> Result<String> {
-    let id = args.str_req(keys)?.trim().to_string();
+/// A pattern's or note's id: lower-case letters, digits and `-`.
+fn slug(field: &str, given: &str, what: &str) -> Result<String> {
+    let id = given.trim().to_string();
     if !is_slug(&id) {
         return Err(Error::invalid(
-            keys[0],
-            format!(
-                "{} must be a {what} id: lower-case letters, digits and '-' (got {id:?})",
-                keys[0]
-            ),
+            field,
+            format!("{field} must be a {what} id: lower-case letters, digits and '-' (got {id:?})"),
         ));
     }
     Ok(id)
 }
 
-fn pattern_id(args: &Args) -> Result<String> {
-    slug_arg(args, &["id", "patternId"], "pattern")
-}
-
-/// A note is named by its `id`, or by its `topic`.
-fn note_id(args: &Args) -> Result<NoteRef> {
-    if args.has("id") || args.has("noteId") {
-        return slug_arg(args, &["id", "noteId"], "note").map(NoteRef::Id);
-    }
-    match args.str_opt(&["topic", "title"])? {
-        Some(t) => Ok(NoteRef::Topic(check_topic("topic", &t)?)),
-        None => Err(Error::invalid("id", "give the note's id (or its topic)")),
+/// A page size within the schema's 1-100.
+fn page_size(field: &str, given: Option<u32>, default: u32) -> Result<u32> {
+    match given {
+        None => Ok(default),
+        Some(n @ 1..=100) => Ok(n),
+        Some(n) => Err(Error::invalid(
+            field,
+            format!("{field} must be between 1 and 100, got {n}"),
+        )),
     }
 }
 
-/// [`note_id`], and when both an id and a topic are given, they must name
-/// the same note: a delete naming two notes is refused, not guessed at.
-async fn note_ref(gw: &Gateway, args: &Args) -> Result<NoteRef> {
-    let note = note_id(args)?;
-    if let NoteRef::Id(id) = &note
-        && let Some(topic) = args.str_opt(&["topic", "title"])?
-    {
+/// A note is named by its `id`, or by its `topic`; both must name the same
+/// note: a delete naming two notes is refused, not guessed at.
+async fn note_ref(gw: &Gateway, p: params::NoteRef) -> Result<NoteRef> {
+    let topic = p.topic.filter(|t| !t.trim().is_empty() || p.id.is_none());
+    let Some(id) = p.id else {
+        return match topic {
+            Some(t) => Ok(NoteRef::Topic(check_topic("topic", &t)?)),
+            None => Err(Error::invalid("id", "give the note's id (or its topic)")),
+        };
+    };
+    let id = slug("id", &id, "note")?;
+    if let Some(topic) = topic {
         let by_topic = NoteRef::Topic(check_topic("topic", &topic)?);
         let named = match gw.blocking(move |s| s.note(&by_topic)).await {
             Ok(n) => Some(n.id),
-            Err(e) if e.code() == "INVALID_PAYLOAD" => None,
+            Err(Error::InvalidPayload { .. }) => None,
             Err(e) => return Err(e),
         };
         if named.as_deref() != Some(id.as_str()) {
@@ -166,21 +170,19 @@ async fn note_ref(gw: &Gateway, args: &Args) -> Result<NoteRef> {
             ));
         }
     }
-    Ok(note)
+    Ok(NoteRef::Id(id))
 }
 
 /// Session ids in the form the ledger stores (upper-case UUIDs lowered).
-fn derived_sessions(args: &Args) -> Result<Option<Vec<String>>> {
-    Ok(args
-        .str_list_opt(&["derivedFromSessions"])?
-        .map(|ids| ids.iter().map(|id| crate::domain::canonical_session_id(id)).collect()))
+fn derived_sessions(ids: Option<Vec<String>>) -> Option<Vec<String>> {
+    ids.map(|ids| ids.iter().map(|id| crate::domain::canonical_session_id(id)).collect())
 }
 
 /// `sessionId` on a pattern: the one session it comes from, added to
 /// `derivedFromSessions` (an agent that names the session it is working in
 /// means that link, and would otherwise find it missing).
-fn derived_session(args: &Args) -> Result<Option<String>> {
-    match args.str_opt(&["sessionId", "session_id"])? {
+fn derived_session(id: Option<String>) -> Result<Option<String>> {
+    match id {
         Some(id) if id.trim().is_empty() => Err(Error::invalid(
             "sessionId",
             "sessionId must name a session (or leave it out)",
@@ -189,9 +191,25 @@ fn derived_session(args: &Args) -> Result<Option<String>> {
     }
 }
 
+/// The parameters `key`'s schema requires (the sub-operation's own name
+/// aside).
+fn required_of(key: &str) -> Vec<&'static str> {
+    params::schema_of_op(key)
+        .and_then(|s| s.get("required"))
+        .and_then(Value::as_array)
+        .map(|names| {
+            names
+                .iter()
+                .filter_map(Value::as_str)
+                .filter(|n| *n != "subOperation")
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 async fn create_pattern(gw: &Gateway, args: Args) -> Result<Value> {
     // Every required field missing is named at once, not one per call.
-    let missing: Vec<&str> = ["title", "description", "content"]
+    let missing: Vec<&str> = required_of("knowledge.create_pattern")
         .into_iter()
         .filter(|k| !args.has(k))
         .collect();
@@ -202,21 +220,22 @@ async fn create_pattern(gw: &Gateway, args: Args) -> Result<Value> {
             json!({ "missing": missing }),
         ));
     }
+    let p: params::CreatePattern = args.parse("knowledge.create_pattern")?;
     let new = NewPattern {
-        title: args.str_req(&["title"])?,
-        description: args.str_req(&["description"])?,
-        content: args.str_req(&["content"])?,
-        tags: args.str_list_opt(&["tags"])?.unwrap_or_default(),
+        title: p.title,
+        description: p.description,
+        content: p.content,
+        tags: p.tags.unwrap_or_default(),
         derived_from_sessions: {
-            let mut sessions = derived_sessions(&args)?.unwrap_or_default();
-            if let Some(one) = derived_session(&args)?
+            let mut sessions = derived_sessions(p.derived_from_sessions).unwrap_or_default();
+            if let Some(one) = derived_session(p.session_id)?
                 && !sessions.contains(&one)
             {
                 sessions.push(one);
             }
             sessions
         },
-        created_by: args.str_opt(&["createdBy"])?,
+        created_by: p.created_by,
     }
     .validated()?;
     refuse_unknown_sessions(gw, new.derived_from_sessions.clone()).await?;
@@ -225,16 +244,14 @@ async fn create_pattern(gw: &Gateway, args: Args) -> Result<Value> {
     answers::to_value(&PatternView::of(&p))
 }
 
-/// The fields update_pattern changes, as it names them.
-const UPDATE_FIELDS: &[&str] = &[
-    "title",
-    "description",
-    "content",
-    "tags",
-    "derivedFromSessions",
-    "sessionId",
-    "createdBy",
-];
+/// The fields update_pattern changes, as its schema names them.
+fn update_fields() -> Vec<&'static str> {
+    params::schema_of_op("knowledge.update_pattern")
+        .and_then(|s| s.get("properties"))
+        .and_then(Value::as_object)
+        .map(|p| p.keys().map(String::as_str).filter(|k| *k != "id").collect())
+        .unwrap_or_default()
+}
 
 /// Other names agents give the fields update_pattern changes (folded:
 /// lower case, without `_`, `-` or spaces).
@@ -264,7 +281,8 @@ const UPDATE_SYNONYMS: &[(&str, &[&str])] = &[
 /// The update_pattern field `name` most likely means: one misspelt, or
 /// another name for it.
 fn meant_update_field(name: &str) -> Option<&'static str> {
-    if let Some(meant) = super::args::misspelling_of(name, false).filter(|m| UPDATE_FIELDS.contains(m)) {
+    let fields = update_fields();
+    if let Some(meant) = super::args::misspelling_of(name, false).filter(|m| fields.contains(m)) {
         return Some(meant);
     }
     let folded = super::args::folded(name);
@@ -275,7 +293,7 @@ fn meant_update_field(name: &str) -> Option<&'static str> {
         .or_else(|| {
             // Two letters wrong, missing, extra or swapped (`contnet`).
             let given: Vec<char> = folded.chars().collect();
-            UPDATE_FIELDS
+            fields
                 .iter()
                 .map(|f| {
                     (
@@ -292,7 +310,7 @@ fn meant_update_field(name: &str) -> Option<&'static str> {
 /// An update_pattern that changes nothing but was given names it does not
 /// take (`body`): refused naming the first such name (one it can tell the
 /// meaning of first), and the field meant, rather than as an update with
-/// no field, which named `title` (review 17-a).
+/// no field, which would name `title`.
 fn unknown_update_field(unread: &[String]) -> Option<Error> {
     let (name, meant) = unread
         .iter()
@@ -302,10 +320,10 @@ fn unknown_update_field(unread: &[String]) -> Option<Error> {
         Some(m) => format!("{name} is not a parameter of update_pattern; did you mean {m}? (nothing was changed)"),
         None => format!(
             "{name} is not a parameter of update_pattern, which changes {} (nothing was changed)",
-            UPDATE_FIELDS.join(", ")
+            update_fields().join(", ")
         ),
     };
-    let mut details = json!({ "parameters": UPDATE_FIELDS });
+    let mut details = json!({ "parameters": update_fields() });
     if let Some(m) = meant {
         details["didYouMean"] = json!(m);
     }
@@ -313,15 +331,16 @@ fn unknown_update_field(unread: &[String]) -> Option<Error> {
 }
 
 async fn update_pattern(gw: &Gateway, args: Args) -> Result<Value> {
-    let id = pattern_id(&args)?;
+    let p: params::UpdatePattern = args.parse("knowledge.update_pattern")?;
+    let id = slug("id", &p.id, "pattern")?;
     let upd = PatternUpdate {
-        title: args.str_opt(&["title"])?,
-        description: args.str_opt(&["description"])?,
-        content: args.str_opt(&["content"])?,
-        tags: args.str_list_opt(&["tags"])?,
-        derived_from_sessions: derived_sessions(&args)?,
-        add_derived_session: derived_session(&args)?,
-        created_by: args.str_opt(&["createdBy"])?,
+        title: p.title,
+        description: p.description,
+        content: p.content,
+        tags: p.tags,
+        derived_from_sessions: derived_sessions(p.derived_from_sessions),
+        add_derived_session: derived_session(p.session_id)?,
+        created_by: p.created_by,
     };
     if upd.is_empty()
         && let Some(err) = unknown_update_field(&args.unread())
@@ -349,19 +368,28 @@ async fn update_pattern(gw: &Gateway, args: Args) -> Result<Value> {
 }
 
 async fn list_patterns(gw: &Gateway, args: Args) -> Result<Value> {
-    let args = args.object_opt(&["filter", "filters"])?.unwrap_or(args);
-    let (sort_by, sort_order) = args.sort_opt()?;
+    let p: params::ListPatterns = args.parse("knowledge.list_patterns")?;
+    // The filter as one object, or its fields flat.
+    let f = p.filter.unwrap_or(params::PatternFilter {
+        tags: p.tags,
+        search: p.search,
+        limit: p.limit,
+        offset: p.offset,
+        sort_by: p.sort_by,
+        sort_order: p.sort_order,
+        include_content: p.include_content,
+    });
     let filter = PatternFilter {
-        tags: args.tag_filter(&["tags", "tag"])?,
-        search: args.search_opt(&["search", "query"])?,
-        limit: args.int_opt(&["limit"], 1, 100)?.unwrap_or(20) as u32,
-        offset: args.int_opt(&["offset"], 0, i64::from(u32::MAX))?.unwrap_or(0) as u32,
-        sort_by,
-        sort_order: sort_order.unwrap_or(SortOrder::Desc),
+        tags: params::tag_filter(f.tags)?,
+        search: params::search_text("search", f.search)?,
+        limit: page_size("limit", f.limit, 20)?,
+        offset: f.offset.unwrap_or(0),
+        sort_by: f.sort_by.map(Into::into),
+        sort_order: f.sort_order.map_or(SortOrder::Desc, Into::into),
     };
     // `includeContent: false`: a page without each pattern's text (a page
-    // of extracted learnings ran to ~1.2 KB each; review 16-e).
-    let with_content = args.bool_opt(&["includeContent"])?.unwrap_or(true);
+    // of extracted learnings runs to ~1.2 KB a pattern).
+    let with_content = f.include_content.unwrap_or(true);
     let unsearchable = filter
         .search
         .as_deref()
@@ -390,21 +418,9 @@ async fn list_patterns(gw: &Gateway, args: Args) -> Result<Value> {
 }
 
 async fn write_scratchpad(gw: &Gateway, args: Args) -> Result<Value> {
-    // A note's topic, or its title where no topic is given (the answer
-    // shows it as `title`); both together are the topic and a title unused.
-    // An empty topic is none (clients fill every optional field with "").
-    let topic = match args.str_opt(&["topic"])?.filter(|t| !t.trim().is_empty()) {
-        Some(t) => check_topic("topic", &t)?,
-        None => match args.str_opt(&["title"])? {
-            Some(t) => check_topic("title", &t)?,
-            None => return Err(Error::invalid("topic", "topic is required")),
-        },
-    };
-    let content = match args.get("content") {
-        Some(Value::String(c)) => c.clone(),
-        Some(_) => return Err(Error::invalid("content", "content must be a string")),
-        None => return Err(Error::invalid("content", "content is required")),
-    };
+    let p: params::WriteScratchpad = args.parse("knowledge.write_scratchpad")?;
+    let topic = check_topic("topic", &p.topic)?;
+    let content = p.content;
     check_content(&content, true)?;
     let (note, created) = gw.write(move |s| s.write_note(&topic, &content)).await?;
     gw.wrote();
@@ -417,21 +433,16 @@ async fn write_scratchpad(gw: &Gateway, args: Args) -> Result<Value> {
 
 /// Search patterns and notes together (`include` narrows it to one of them).
 async fn search(gw: &Gateway, args: Args) -> Result<Value> {
-    let query = args.search_req(&["query", "q"])?;
-    let limit = args.int_opt(&["limit"], 1, 100)?.unwrap_or(10) as u32;
-    let include = args
-        .str_list_opt(&["include"])?
-        .unwrap_or_else(|| vec!["patterns".into(), "notes".into()]);
-    if let Some(bad) = include.iter().find(|i| !matches!(i.as_str(), "patterns" | "notes")) {
-        return Err(Error::invalid_with(
-            "include",
-            format!("include may hold patterns and notes; got {bad:?}"),
-            json!({ "allowed": ["patterns", "notes"] }),
-        ));
-    }
+    let p: params::KnowledgeSearch = args.parse("knowledge.search")?;
+    let query = params::search_text("query", Some(p.query))?
+        .ok_or_else(|| Error::invalid("query", "query must not be blank"))?;
+    let limit = page_size("limit", p.limit, 10)?;
+    let include = p
+        .include
+        .unwrap_or_else(|| vec![params::KnowledgeInclude::Patterns, params::KnowledgeInclude::Notes]);
     let (want_p, want_n) = (
-        include.iter().any(|i| i == "patterns"),
-        include.iter().any(|i| i == "notes"),
+        include.contains(&params::KnowledgeInclude::Patterns),
+        include.contains(&params::KnowledgeInclude::Notes),
     );
     let q = query.clone();
     let (patterns, notes) = gw

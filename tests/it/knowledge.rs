@@ -407,7 +407,7 @@ async fn knowledge_bad_input_changes_nothing() {
                 json!({ "title": "t", "description": "d", "content": "c", "tags": [1] }),
             ),
             "INVALID_PAYLOAD",
-            Some("tags"),
+            Some("tags[0]"),
         ),
         (
             k(
@@ -547,7 +547,7 @@ async fn knowledge_bad_input_changes_nothing() {
         (
             k("search", json!({ "query": "x", "include": ["sessions"] })),
             "INVALID_PAYLOAD",
-            Some("include"),
+            Some("include[0]"),
         ),
     ];
     for (args, code, field) in cases {

@@ -419,6 +419,50 @@ macro_rules! names_enum {
 }
 pub(crate) use names_enum;
 
+/// A tag filter as the store takes it: each tag trimmed, blanks dropped,
+/// within [`crate::domain::check_tag_filter`]'s bounds.
+pub fn tag_filter(tags: Option<Vec<String>>) -> crate::error::Result<Vec<String>> {
+    let tags: Vec<String> = tags
+        .unwrap_or_default()
+        .into_iter()
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty())
+        .collect();
+    crate::domain::check_tag_filter(&tags)?;
+    Ok(tags)
+}
+
+/// Search text: blank is none (clients fill optional fields with ""), the
+/// rest within [`crate::domain::check_search`]'s limits.
+pub fn search_text(field: &str, text: Option<String>) -> crate::error::Result<Option<String>> {
+    match text.filter(|t| !t.trim().is_empty()) {
+        Some(t) => {
+            crate::domain::check_search(field, &t)?;
+            Ok(Some(t))
+        }
+        None => Ok(None),
+    }
+}
+
+impl From<SortByName> for crate::domain::SortBy {
+    fn from(name: SortByName) -> Self {
+        match name {
+            SortByName::CreatedAt => crate::domain::SortBy::CreatedAt,
+            SortByName::UpdatedAt => crate::domain::SortBy::UpdatedAt,
+            SortByName::Title => crate::domain::SortBy::Title,
+        }
+    }
+}
+
+impl From<SortOrderName> for crate::domain::SortOrder {
+    fn from(name: SortOrderName) -> Self {
+        match name {
+            SortOrderName::Asc => crate::domain::SortOrder::Asc,
+            SortOrderName::Desc => crate::domain::SortOrder::Desc,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -300,8 +300,9 @@ mod tests {
     fn serde_words_missing_and_repeated_fields_as_read_here() {
         let missing = serde_json::from_value::<Thought>(json!({ "nextThoughtNeeded": true })).unwrap_err();
         assert!(missing.to_string().starts_with("missing field `thought`"), "{missing}");
-        let repeated =
-            serde_json::from_value::<Cipher>(json!({ "sessionId": "a", "session_id": "a" })).map(|_| ()).unwrap_err();
+        let repeated = serde_json::from_value::<Cipher>(json!({ "sessionId": "a", "session_id": "a" }))
+            .map(|_| ())
+            .unwrap_err();
         assert!(repeated.to_string().starts_with("duplicate field"), "{repeated}");
     }
 
