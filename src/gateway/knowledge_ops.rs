@@ -292,7 +292,7 @@ fn meant_update_field(name: &str) -> Option<&'static str> {
 /// An update_pattern that changes nothing but was given names it does not
 /// take (`body`): refused naming the first such name (one it can tell the
 /// meaning of first), and the field meant, rather than as an update with
-/// no field, which named `title` (review 17-a).
+/// no field, which would name `title`.
 fn unknown_update_field(unread: &[String]) -> Option<Error> {
     let (name, meant) = unread
         .iter()
@@ -360,7 +360,7 @@ async fn list_patterns(gw: &Gateway, args: Args) -> Result<Value> {
         sort_order: sort_order.unwrap_or(SortOrder::Desc),
     };
     // `includeContent: false`: a page without each pattern's text (a page
-    // of extracted learnings ran to ~1.2 KB each; review 16-e).
+    // of extracted learnings run to ~1.2 KB each).
     let with_content = args.bool_opt(&["includeContent"])?.unwrap_or(true);
     let unsearchable = filter
         .search
