@@ -14,7 +14,7 @@
 //! CPU B and starts each server the bare client starts on CPU S, then moves
 //! its ledger writer thread to CPU W (`S:W` puts the bench with the server).
 //! Held for the whole run, a placement takes the kernel's
-//! changes of placement out of the figures (BENCHMARKS.md, "Fourteenth round").
+//! changes of placement out of the figures.
 //!
 //! Prints throughput, latency percentiles, first-vs-last-1000 medians, peak
 //! RSS of the server, and start-up time to `initialize` answered.

@@ -396,7 +396,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             let store = cli.db.open_present(Access::Copy)?;
             let written = store.backup_to(&dest)?;
             // The file written on stdout, for a script to capture (a
-            // directory DEST gets a name with the time in it; review 17-a).
+            // directory DEST gets a name with the time in it).
             println!("{}", written.display());
             Ok(ExitCode::SUCCESS)
         }
@@ -446,7 +446,7 @@ mod tests {
             assert_eq!(options.critique_timeout, Duration::from_secs(5), "{args:?}");
         }
         // A project no session could be tagged with is refused at start,
-        // not at every start_new (review 14-b).
+        // not at every start_new.
         let long = "p".repeat(300);
         for bad in [long.as_str(), "a\u{0}b"] {
             let cli = parse(&["--project", bad]).expect("parse");

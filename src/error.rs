@@ -320,7 +320,7 @@ mod tests {
     }
 
     /// A full disk says what to do; a commit the file system failed says
-    /// the write may be there (review 14-a: answered "failed", it was in the
+    /// the write may be there (a commit answered "failed" can be in the
     /// ledger after a restart).
     #[test]
     fn disk_failures_say_what_happened_to_the_write() {

@@ -211,11 +211,11 @@ impl Events {
                             Err((sent, e)) => {
                                 // A full disk may take part of a line: the
                                 // next event starts a line of its own, so that
-                                // only the fragment is no JSON (review 14-a).
-                                // Not cut back out: another server may have
-                                // appended to the same file meanwhile (14-d).
-                                // Nothing written leaves things as they were
-                                // (14-e: an empty line otherwise).
+                                // only the fragment is no JSON. Not cut back
+                                // out: another server may have appended to the
+                                // same file meanwhile. Nothing written leaves
+                                // things as they were (an empty line
+                                // otherwise).
                                 if sent > 0 {
                                     self.torn.store(line.as_bytes()[sent - 1] != b'\n', Ordering::Relaxed);
                                 }

@@ -6,9 +6,9 @@
 //! shared `-shm`, the runtime's epoll, event and signal descriptors, the
 //! three standard streams and the event stream. Under a limit too low for
 //! that, a connection the pool opens under load fails with "unable to open
-//! database file" and the pool retries it for 30 s before the call fails
-//! (review 14-a), and under a lower one still the runtime cannot set up
-//! its signal handlers and the process panics.
+//! database file" and the pool retries it for 30 s before the call fails, and
+//! under a lower one still the runtime cannot set up its signal handlers and
+//! the process panics.
 
 use crate::error::{Error, Result};
 

@@ -35,8 +35,8 @@ const CHECKPOINT_WAIT: Duration = Duration::from_millis(200);
 const CHECKPOINT_RETRY_MAX: Duration = Duration::from_secs(30);
 /// The size of a WAL kept from emptying at which the log warns, and again
 /// at each doubling: a read transaction left open (a `sqlite3` shell inside
-/// `BEGIN`) lets it grow by every write for as long as it stays (review
-/// 15-b: 85 MB after 4,000 thoughts, said once at the info level).
+/// `BEGIN`) lets it grow by every write for as long as it stays (85 MB after
+/// 4,000 thoughts, too much for one line at the info level).
 const WAL_WARN_BYTES: u64 = 64 << 20;
 
 /// At shutdown, indexing stops after this long (between two batches).
@@ -168,8 +168,8 @@ impl Maintenance {
             let mut seen = sig.count();
             // Whether the log said the WAL could not be emptied, and has not
             // yet said that it was: said once, however many bursts pass
-            // while a reader stays (review 10-c saw it once per write, about
-            // 1,200 lines an hour, and the all-clear never came).
+            // while a reader stays (once per write was about 1,200 lines an
+            // hour), so that the all-clear can follow.
             let mut told = false;
             let mut warn_at = WAL_WARN_BYTES;
             'outer: loop {

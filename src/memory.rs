@@ -4,12 +4,12 @@
 //! the thread's next allocations. A server answers a whole-session
 //! analysis, an export or a long read on one of its blocking threads, and
 //! each thread's arena kept the peak of the largest such work it ever did:
-//! a soak test's server grew to 267 MiB in four arenas and stayed there,
-//! idle, though it used 20 MiB (soak test 21; `malloc_trim` through a
-//! debugger brought it back to 21 MiB). So after such work, once no more
-//! has come for [`QUIET`], the free pages of every arena are returned
-//! ([`release_freed`]). Other allocators (musl's, macOS's) return memory
-//! by themselves; there this does nothing.
+//! a server driven by `benches/soak` grew to 267 MiB in four arenas and stayed
+//! there, idle, though it used 20 MiB (`malloc_trim` through a debugger
+//! brought it back to 21 MiB). So after such work, once no more has come for
+//! [`QUIET`], the free pages of every arena are returned ([`release_freed`]).
+//! Other allocators (musl's, macOS's) return memory by themselves; there this
+//! does nothing.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -149,8 +149,7 @@ mod tests {
     }
 
     /// A burst of heavy work is followed by one trim, once it has stopped
-    /// for QUIET; a wake-up it left behind trims nothing more (code review
-    /// 21-b saw two).
+    /// for QUIET; a wake-up it left behind trims nothing more.
     #[tokio::test(start_paused = true)]
     async fn a_burst_is_trimmed_once_after_it() {
         let release = Arc::new(Release::default());
@@ -169,7 +168,8 @@ mod tests {
     }
 
     /// Heavy work that never pauses for QUIET is trimmed all the same,
-    /// every MAX_DELAY (code review 21-b: never, with one call each 700 ms).
+    /// every MAX_DELAY (else one call each 700 ms would keep it from ever
+    /// trimming).
     #[tokio::test(start_paused = true)]
     async fn work_that_never_pauses_is_trimmed_all_the_same() {
         let release = Arc::new(Release::default());

@@ -123,8 +123,8 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
     // One client: the protocol runs on one thread, so requests never hop
     // between executor threads. SQLite work runs off the runtime: appends,
     // indexing and the WAL restart on the writer thread, reads and the rest
-    // on the blocking pool. Eight of those: review 9-c saw a one-thought
-    // read wait 19 s behind four long analyses with four.
+    // on the blocking pool. Eight of those: with four, a one-thought read
+    // waited 19 s behind four long analyses.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .max_blocking_threads(8)
         .enable_all()
@@ -170,8 +170,8 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
                 // The same signal twice in a row is one request to stop: a
                 // closing terminal sends SIGHUP to the job and the shell
                 // sends it again, a launcher may forward the Ctrl-C its group
-                // also got (review 13-f: a second signal 1-5 ms later
-                // skipped the final checkpoint).
+                // also got (a second signal 1-5 ms later must not skip the
+                // final checkpoint).
                 if last.is_some_and(|at| at.elapsed() < SIGNAL_ECHO) {
                     continue;
                 }
@@ -260,10 +260,10 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
         // closes), and those still queued for the blocking pool, hold read
         // transactions that would keep the final checkpoint from emptying
         // the WAL, and would hold up the maintenance task's last jobs
-        // behind them (review 13-d: 30 s behind 500 queued analyses): stop
-        // them first, then wait until they have let go of the store, since
-        // the pool's connections close (and the last of them removes the
-        // WAL) only with its last clone.
+        // behind them (30 s behind 500 queued analyses): stop them first,
+        // then wait until they have let go of the store, since the pool's
+        // connections close (and the last of them removes the WAL) only with
+        // its last clone.
         shutdown.begin();
         store.interrupt_running();
         // A second signal ends the waits below and skips the final

@@ -181,8 +181,8 @@ mod tests {
     }
 
     /// A search whose client gave up stops indexing between two batches
-    /// (review 9-c: a cancelled search over a backlog of a million thoughts
-    /// indexed on for 10 s); what is left is indexed later.
+    /// (a cancelled search over a backlog of a million thoughts indexed on
+    /// for 10 s); what is left is indexed later.
     #[tokio::test(flavor = "current_thread")]
     async fn indexing_for_a_cancelled_request_stops_between_batches() {
         use crate::domain::{NewSession, ThoughtInput};

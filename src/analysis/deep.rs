@@ -194,8 +194,8 @@ pub struct Insight {
 
 /// Thoughts listed per insight. The dominant pattern of a long session
 /// covers most of its thoughts: listed whole, 200,000 of them made the
-/// answer too long to send at all, and even 100 were half of a 10 KB
-/// answer (review 17-a); the rest are in the timeline and an export.
+/// answer too long to send at all, and even 100 were half of a 10 KB answer;
+/// the rest are in the timeline and an export.
 pub const MAX_RELATED: usize = 20;
 /// Entries listed in `transitions`, `decisionPoints` and `timeline.entries`
 /// (the first ones), for the same reason; each says how many there were
@@ -718,9 +718,9 @@ mod tests {
         assert!(r.cognitive_load.as_ref().is_none_or(|c| c.complexity_score <= 100));
     }
 
-    /// A session of thousands of thoughts (review 9-b: one of 210,000 could
-    /// never be analysed, its answer being over 16 MiB) lists the first
-    /// ones of every list that grows with it, and says how many there were.
+    /// A session of thousands of thoughts (one of 210,000 would otherwise
+    /// answer over 16 MiB, too long to send) lists the first ones of every
+    /// list that grows with it, and says how many there were.
     #[test]
     fn lists_that_grow_with_the_session_are_cut_and_counted() {
         let texts: Vec<String> = (1..=3000).map(|i| format!("step {i}")).collect();

@@ -189,8 +189,8 @@ fn chain_label(branch: Option<&str>) -> String {
 /// The thought a `branch` key moment (the `i`th) given without `branchId`
 /// means: thought `number` of the one branch that has one, and a note
 /// saying so. Refused (`keyMoments[i].branchId`) when no branch or several
-/// have it: the main chain's thought of that number was used, for a moment
-/// about a branch (review 17-a).
+/// have it: the main chain's thought of that number would be used for a
+/// moment about a branch.
 fn branch_of<'a>(session: &Session, thoughts: &'a [Thought], i: usize, number: u32) -> Result<(&'a Thought, String)> {
     let mut branches: Vec<&str> = Vec::new();
     let mut found: Option<&'a Thought> = None;
@@ -376,8 +376,8 @@ pub fn extract_learnings(
             let branch = t.data.branch_id.as_deref();
             // The moment names the revision, or the thought revised (then
             // its newest revision is the correction); a thought that is
-            // neither gives no anti-pattern (review 16-e: it was stored as
-            // one, and a revised thought's correction was left out).
+            // neither gives no anti-pattern (it would be stored as one, and a
+            // revised thought's correction left out).
             let (revised, correction) = match t.data.revises_thought {
                 Some(r) => (find(thoughts, r, branch), *t),
                 None => match thoughts
@@ -413,9 +413,9 @@ pub fn extract_learnings(
             }
             seen.push(key);
             // "Avoid: ..." names what was believed, whichever of the two
-            // thoughts the moment names; the summary is the lesson (review
-            // 18: a moment naming the revision was titled with the
-            // correction, telling later readers to avoid the right answer).
+            // thoughts the moment names; the summary is the lesson (titled
+            // with the correction, it would tell later readers to avoid the
+            // right answer).
             let title = match revised {
                 Some(r) => excerpt(first_line(&r.data.thought), 80),
                 // The thought revised is gone (a hand edit): named, not quoted.
@@ -584,7 +584,7 @@ mod tests {
 
     /// A revision moment naming the thought revised takes its newest
     /// revision as the correction; one naming a thought that is neither
-    /// revised nor a revision gives nothing, and a note (review 16-e).
+    /// revised nor a revision gives nothing, and a note.
     #[test]
     fn a_revision_moment_on_the_revised_thought_or_on_neither() {
         let moments = [moment(2, MomentKind::Revision), moment(1, MomentKind::Revision)];
@@ -610,7 +610,7 @@ mod tests {
     /// An anti-pattern's title and "Avoid:" heading are the belief revised,
     /// whether the moment names the revision or the thought revised, and
     /// with or without a summary (that is the lesson); naming the revision
-    /// titled it with the correction (review 18).
+    /// once titled it with the correction.
     #[test]
     fn an_anti_pattern_is_titled_with_the_belief_revised() {
         let ts = revising();
@@ -699,7 +699,7 @@ mod tests {
 
     /// A branch moment without branchId: the one branch with that thought,
     /// said in the note; none or several refused, naming the moment's
-    /// branchId (it took the main chain's thought; review 17-a).
+    /// branchId (else it would take the main chain's thought).
     #[test]
     fn a_branch_moment_without_branch_id() {
         let ts = branching();

@@ -354,8 +354,8 @@ fn search_text(s: &str) -> std::result::Result<String, String> {
 }
 
 /// A session id not found that is the start of one or more (ids are often
-/// shown cut): the error names them, as the gateway's answer does (review
-/// 16-e: the command line said only "session not found").
+/// shown cut): the error names them, as the gateway's answer does, rather
+/// than a bare "session not found".
 pub(crate) fn name_sessions_meant(store: &crate::store::Store, e: Error) -> Error {
     let Error::SessionNotFound { session_id } = &e else {
         return e;
@@ -389,8 +389,8 @@ pub(crate) fn name_sessions_meant(store: &crate::store::Store, e: Error) -> Erro
 mod tests {
     use super::*;
 
-    /// Review 10-b: `sessions show` sent a thought's escape sequences (clear
-    /// the screen, OSC 52 to set the clipboard) straight to the terminal.
+    /// A thought's escape sequences (clear the screen, OSC 52 to set the
+    /// clipboard) must not reach the terminal `sessions show` writes to.
     #[test]
     fn text_for_a_terminal_cannot_drive_it() {
         let text = "clear\u{1b}[2J\u{1b}]52;c;ZWNobw==\u{7} csi\u{9b}31m é\u{85}ü\r\n\tend\u{7f}";
@@ -406,8 +406,9 @@ mod tests {
         );
     }
 
-    /// Review: cells were padded by characters, so a CJK or emoji title
-    /// (two columns a character) pushed the columns after it out of line.
+    /// Cells are padded by display width: padded by characters, a CJK or
+    /// emoji title (two columns a character) would push the columns after it
+    /// out of line.
     #[test]
     fn tables_align_on_terminal_columns() {
         let t = table(

@@ -28,8 +28,8 @@ pub fn export(db: &DbArgs, args: ExportArgs) -> Result<ExitCode> {
     };
     let store = db.open_existing()?;
     // A shortened id (ids are often shown cut) names the sessions it may
-    // mean, as `export --format` and `sessions show` do (review 17-a: the
-    // tree export refused it as no lower-case UUID).
+    // mean, as `export --format` and `sessions show` do (rather than refuse
+    // it as no lower-case UUID).
     for id in &args.sessions {
         if !crate::tree::is_session_id(id) {
             let meant = super::name_sessions_meant(&store, Error::session_not_found(id));

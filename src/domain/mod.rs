@@ -41,15 +41,15 @@ pub fn canonical_session_id(id: &str) -> String {
 }
 
 /// The longest search text, in characters and in words. People and agents
-/// search with a few words; a query of thousands (review 11-c: 100,000 words
-/// kept the server busy for minutes, and ~1,000 words of Chinese made
-/// SQLite refuse the statement) is refused instead.
+/// search with a few words; a query of thousands is refused instead (100,000
+/// words kept the server busy for minutes, and ~1,000 words of Chinese made
+/// SQLite refuse the statement).
 pub const MAX_SEARCH_CHARS: usize = 1_000;
 pub const MAX_SEARCH_WORDS: usize = 64;
 
 /// Refuse a search text over [`MAX_SEARCH_CHARS`] or [`MAX_SEARCH_WORDS`]
 /// (words counted as the index splits them: runs of letters and digits, so
-/// `a:b:c` is three; review 11-e).
+/// `a:b:c` is three).
 pub fn check_search(field: &str, text: &str) -> crate::error::Result<()> {
     let chars = text.chars().count();
     let words = text
@@ -69,8 +69,8 @@ pub fn check_search(field: &str, text: &str) -> crate::error::Result<()> {
 }
 
 /// Refuse a tag filter of more than [`MAX_TAGS`] tags: a session or a
-/// pattern has no more, so it could match nothing (review 11-c: 100,000
-/// tags overflowed SQLite's variables).
+/// pattern has no more, so it could match nothing (and 100,000 tags would
+/// overflow SQLite's variables).
 pub fn check_tag_filter(tags: &[String]) -> crate::error::Result<()> {
     if tags.len() > MAX_TAGS {
         return Err(crate::Error::invalid(

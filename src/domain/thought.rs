@@ -157,8 +157,8 @@ pub fn is_blank(text: &str) -> bool {
 ///
 /// [`plan_thought`] runs it first; a server runs it again before it waits
 /// for the write lock, so that such a thought is refused at once even while
-/// another program holds the lock (review 20-c: it waited for the busy
-/// timeout, then got "database is locked" instead of the field at fault).
+/// another program holds the lock (else it waits for the busy timeout, then
+/// gets "database is locked" instead of the field at fault).
 pub fn check_thought_input(input: &ThoughtInput) -> Result<()> {
     if is_blank(&input.thought) {
         return Err(Error::invalid(
@@ -245,7 +245,7 @@ pub fn plan_thought(
             None => {
                 let Some(from) = input.branch_from_thought else {
                     // `main` is how reads name the main chain: an agent
-                    // sending it means that chain (review 16-a).
+                    // sending it means that chain.
                     let main = if b == "main" {
                         " (for the main chain itself, leave branchId out)"
                     } else {
@@ -329,7 +329,7 @@ pub fn plan_thought(
         None => None,
         Some(r) if r == number => {
             // On a branch the numbers are the branch's own: an agent asking
-            // for a main-chain thought gets told where it is (review 17-a).
+            // for a main-chain thought gets told where it is.
             let how = match branch {
                 Some(_) => format!(
                     " (revisions are numbered within their own chain, and this thought is number {number} of {}; \
@@ -633,7 +633,7 @@ pub(crate) mod tests {
             .unwrap_err();
         assert_eq!(err.details().unwrap()["field"], "branchFromThought");
         // A branch thought revising its own number is told that numbers are
-        // the branch's own, and how to revise the main chain's (review 17-a).
+        // the branch's own, and how to revise the main chain's.
         let err = l
             .add(ThoughtInput {
                 branch_id: Some("x".into()),

@@ -18,8 +18,7 @@ pub(super) fn step_type(d: &ThoughtData) -> char {
     }
     let text = d.thought.trim_start();
     // Whole words and phrases, so that "explanation" is no plan and
-    // "unfounded" no evidence (review 16-e); a key ending in '*' is a word
-    // start.
+    // "unfounded" no evidence; a key ending in '*' is a word start.
     let words: Vec<String> = text
         .to_lowercase()
         .split(|c: char| !(c.is_alphanumeric() || c == '\''))
@@ -80,10 +79,10 @@ pub(super) const LINE_BREAK: &str = " ¦ ";
 
 /// `text` on one line, cut after about `max` characters: its whitespace
 /// runs as one space, and its line breaks (blank lines left out) as ` ¦ `,
-/// so that a thought's step lines stay apart (review 18: joined by spaces,
-/// "since v2.3 2H(.1) missing index" read as one clause). The cut never
-/// splits what shows as one character: an accent from its letter, an emoji
-/// sequence joined by U+200D, a flag.
+/// so that a thought's step lines stay apart (joined by spaces, "since v2.3
+/// 2H(.1) missing index" would read as one clause). The cut never splits what
+/// shows as one character: an accent from its letter, an emoji sequence
+/// joined by U+200D, a flag.
 ///
 /// A cut is marked `…[+N chars]`, N the characters of `text` after the
 /// last one shown, whitespace and line breaks included: what the reader
@@ -161,8 +160,8 @@ pub(super) fn cipher_tags(tags: &[String]) -> String {
 /// The session in cipher notation: one line per thought,
 /// `<n><T>(<refs>) <text>`, with `r@k` for a revision of thought k and
 /// `b@f` for a branch's fork point. A thought written in step lines keeps
-/// its own: `<n>(<refs>): <its steps>` (review 18: `1O 1O dashboard`, a
-/// second type letter before the thought's own step 1).
+/// its own: `<n>(<refs>): <its steps>` (not `1O 1O dashboard`, a second type
+/// letter before the thought's own step 1).
 pub(super) fn write_cipher(out: &mut dyn Write, source: &dyn SessionSource, include_metadata: bool) -> Result<()> {
     let session = source.session();
     let mut s = format!("# {}\n", one_line(&session.title));
@@ -205,8 +204,8 @@ pub(super) fn write_cipher(out: &mut dyn Write, source: &dyn SessionSource, incl
 mod tests {
     use super::*;
 
-    /// Review 10-b: the cipher cut split a family emoji, a flag, and an
-    /// accent from its letter.
+    /// The cipher cut must not split a family emoji, a flag, or an accent
+    /// from its letter.
     #[test]
     fn the_cipher_cut_keeps_what_shows_as_one_character() {
         let pad = "a".repeat(199);
@@ -225,7 +224,7 @@ mod tests {
             format!("{pad}e\u{301} …[+1 chars]")
         );
         assert_eq!(squash(&format!("{pad}bc"), 200), format!("{pad}b …[+1 chars]"));
-        // Review 10-d: marks of other scripts, and Korean written as jamo.
+        // Likewise marks of other scripts, and Korean written as jamo.
         for cluster in ["กิ", "بِ", "कि", "בּ", "\u{304b}\u{3099}", "\u{1100}\u{1161}\u{11a8}"] {
             assert_eq!(
                 squash(&format!("{pad}{cluster}x"), 200),
@@ -236,10 +235,10 @@ mod tests {
         assert_eq!(squash("short  text\n", 200), "short text");
     }
 
-    /// Review: a 156,000-character thought ending in a space showed 200
-    /// characters and `…[+155799 chars]`, counting its one-line form. N is
-    /// every character of the thought after the last one shown, whitespace
-    /// and line breaks included.
+    /// A 156,000-character thought ending in a space shows 200 characters and
+    /// `…[+155800 chars]`, not a count of its one-line form: N is every
+    /// character of the thought after the last one shown, whitespace and line
+    /// breaks included.
     #[test]
     fn the_cipher_cut_counts_the_characters_left_out() {
         let long = format!("{} ", "x".repeat(155_999));

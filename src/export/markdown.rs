@@ -9,9 +9,9 @@ use super::{SessionSource, each_in_chains, one_line, visible_controls, written};
 use crate::error::Result;
 
 /// `text` on one line of the Markdown document's own (its title, tags, a
-/// critique's model), with raw HTML shown as text (review 13-f: a title
-/// `<textarea>` swallowed the page). A definition cannot start on such a
-/// line: it is a heading or follows other text.
+/// critique's model), with raw HTML shown as text (a title `<textarea>` would
+/// swallow the page). A definition cannot start on such a line: it is a
+/// heading or follows other text.
 pub(super) fn markdown_line(text: &str) -> String {
     one_line(text).replace('<', "&lt;")
 }
@@ -89,7 +89,7 @@ pub(super) fn neutralized(text: &str) -> String {
     // Each round removes at least one. The parser reports one definition
     // per label, so a text repeating one label would take a round (a parse
     // of the whole text) for each: after a few rounds, every `[` and `<`
-    // outside code is escaped in one pass instead (review 13-f).
+    // outside code is escaped in one pass instead.
     for _ in 0..NEUTRALIZING_ROUNDS {
         let mut brackets: Vec<usize> = Vec::new();
         let mut angles: Vec<usize> = Vec::new();
@@ -170,8 +170,8 @@ pub(super) fn write_markdown(out: &mut dyn Write, source: &dyn SessionSource, in
         s.push_str(&format!("- **Session:** {}\n", session.id));
         if !session.tags.is_empty() {
             // Each tag a code span: written as it is (no Markdown or HTML
-            // acts in one) and plainly one tag, commas and all (review:
-            // `a b, c,d, &lt;x>` read as four tags).
+            // acts in one) and plainly one tag, commas and all (`a b, c,d,
+            // &lt;x>` would read as four tags).
             let tags: Vec<String> = session.tags.iter().map(|t| code_span(t)).collect();
             s.push_str(&format!("- **Tags:** {}\n", tags.join(", ")));
         }

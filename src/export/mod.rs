@@ -466,9 +466,9 @@ mod tests {
         assert!(nodes[1].next.is_empty());
     }
 
-    /// Review 10-b: a thought that opened a code fence or an HTML comment
-    /// swallowed every thought after it, and one could imitate the
-    /// document's headings; a title with a line break added header lines.
+    /// A thought that opens a code fence or an HTML comment must not swallow
+    /// every thought after it, nor imitate the document's headings; a title
+    /// with a line break must not add header lines.
     #[test]
     fn a_thought_cannot_change_the_markdown_around_it() {
         let ts = vec![
@@ -519,9 +519,9 @@ mod tests {
         assert!(c.starts_with("# Title ## Main chain\nid:s tags:a_b "), "{c}");
     }
 
-    /// Review: tags ["a b", "c,d", "<x>"] were written `a b, c,d, &lt;x>`,
-    /// four tags to a reader. Each is a code span, read back as exactly
-    /// the tag, whatever backticks, spaces or HTML it holds.
+    /// Tags ["a b", "c,d", "<x>"] written `a b, c,d, &lt;x>` would be four
+    /// tags to a reader: each is a code span, read back as exactly the tag,
+    /// whatever backticks, spaces or HTML it holds.
     #[test]
     fn markdown_tags_read_back_one_by_one() {
         let mut s = session();
@@ -559,10 +559,9 @@ mod tests {
         assert_eq!(spans, s.tags, "{line}");
     }
 
-    /// Review 10-b: a link reference definition in one thought made a
-    /// `[x]` in every other thought a link. Its `[` is escaped where a
-    /// CommonMark parser reads a definition, and nowhere else (in code a
-    /// `\` would show).
+    /// A link reference definition in one thought would make a `[x]` in every
+    /// other thought a link: its `[` is escaped where a CommonMark parser
+    /// reads a definition, and nowhere else (in code a `\` would show).
     #[test]
     fn a_link_definition_in_a_thought_reaches_no_other_thought() {
         let mut quoted = String::new();
@@ -580,12 +579,12 @@ mod tests {
         );
     }
 
-    /// Review 13-e: definitions a line-by-line check missed (a label over
-    /// two lines, an escaped `]`, a tab after a quote marker, inside list
-    /// items, after a backtick "fence" that is none), and raw HTML that
-    /// swallows the rest of the page. The whole document, parsed as
-    /// CommonMark, defines nothing and holds no HTML, whatever the thoughts,
-    /// description and critique hold.
+    /// Definitions a line-by-line check misses (a label over two lines, an
+    /// escaped `]`, a tab after a quote marker, inside list items, after a
+    /// backtick "fence" that is none), and raw HTML that swallows the rest of
+    /// the page. The whole document, parsed as CommonMark, defines nothing
+    /// and holds no HTML, whatever the thoughts, description and critique
+    /// hold.
     #[test]
     fn no_thought_defines_links_or_writes_html_into_the_document() {
         let attacks = [
@@ -623,8 +622,8 @@ mod tests {
         if let Some(c) = ts[0].data.critique.as_mut() {
             c.model = "<b>model".into();
         }
-        // One label defined again and again: the parser reports one per
-        // label (review 13-f: each took a parse of the whole text).
+        // One label defined again and again: the parser reports one per label
+        // (so each would take a parse of the whole text).
         ts[1].data.thought = "[x]: http://evil-dup\n\n".repeat(4000);
         let md = markdown(&s, &ts, true);
         let mut events =
@@ -656,10 +655,10 @@ mod tests {
         assert!(md.contains("> \\[multi\n> line]: http://evil-1\n"), "{md}");
     }
 
-    /// Review 13-e: control characters reached the files raw (an escape
-    /// sequence acts on the terminal that shows the file); a tag could add
-    /// fields to the cipher header; a thought's text could make itself a
-    /// revision in the cipher.
+    /// Control characters must not reach the files raw (an escape sequence
+    /// acts on the terminal that shows the file), a tag must not add fields
+    /// to the cipher header, nor a thought's text make itself a revision in
+    /// the cipher.
     #[test]
     fn exports_show_control_characters_and_keep_the_cipher_header_whole() {
         let ts = vec![
@@ -687,8 +686,8 @@ mod tests {
 
     /// A thought written as the guide teaches keeps its own step prefixes,
     /// after its number and the ledger's references, without a second type
-    /// letter; its lines are joined by ` ¦ `, not run together (review 18:
-    /// `1O 1O dashboard: ... since v2.3 2H(.1) missing index ...`).
+    /// letter; its lines are joined by ` ¦ `, not run together (not `1O 1O
+    /// dashboard: ... since v2.3 2H(.1) missing index ...`).
     #[test]
     fn a_thought_in_step_lines_keeps_its_steps_apart() {
         let mut revision = thought(
@@ -851,8 +850,8 @@ mod tests {
                         (None, 2),
                         (None, 3),
                         (None, 4),
-                        // Branches in creation order, not by name
-                        // (review 18).
+                        // Branches in creation order, not by name, as every
+                        // other answer lists them.
                         (Some("zeta".into()), 2),
                         (Some("alpha".into()), 2)
                     ]
@@ -900,7 +899,7 @@ mod tests {
     }
 
     /// Step letters come from whole words: "explanation" is no plan,
-    /// "unfounded" no evidence, and a decision is a conclusion (review 16-e).
+    /// "unfounded" no evidence, and a decision is a conclusion.
     #[test]
     fn step_letters_read_whole_words() {
         let letter = |text: &str| step_type(&thought(1, 1, None, None, text).data);

@@ -49,8 +49,8 @@ fn key_moment(args: &Args, i: usize, v: &Value) -> Result<KeyMoment> {
             "each key moment is an object { thoughtNumber, type, significance?, summary?, branchId? }",
         ));
     };
-    // Misspelt names refused, unread ones named: a `branch_id` ignored
-    // saved a pattern from the main chain's thought (review 14-e).
+    // Misspelt names refused, unread ones named: a `branch_id` ignored would
+    // save a pattern from the main chain's thought.
     let a = args.nested_object(&format!("keyMoments[{i}]"), map.clone())?;
     let parse = || -> Result<KeyMoment> {
         let thought_number = a
@@ -166,7 +166,7 @@ pub async fn extract_learnings(gw: &Gateway, args: Args) -> Result<Value> {
                             "anti-pattern"
                         };
                         // With the session's project, so that a project's
-                        // learnings can be listed by tag (review 16-e).
+                        // learnings can be listed by tag.
                         let mut tags = vec!["learning".to_string(), kind.to_string()];
                         tags.extend(session.tags.iter().filter(|t| t.starts_with("project:")).cloned());
                         as_pattern(l, &session.id, tags).validated()
@@ -181,8 +181,8 @@ pub async fn extract_learnings(gw: &Gateway, args: Args) -> Result<Value> {
     } else {
         Vec::new()
     };
-    // Key moments with the default targetTypes (the signal only) gave no
-    // learning from them and saved nothing, without a word (review 16-a).
+    // Key moments with the default targetTypes (the signal only) give no
+    // learning from them and save nothing: said in a note.
     if moments_given && !given_targets {
         let say = "keyMoments were given, but targetTypes defaults to [\"signal\"] (the session's outcome only): pass \
                    targetTypes: [\"pattern\", \"anti-pattern\"] to extract learnings from them (and save: true to \
@@ -266,8 +266,8 @@ fn deep_options(p: params::DeepAnalysis) -> Result<(DeepOptions, Vec<String>)> {
         .or(p.include_timeline_entries)
         .unwrap_or(false);
     let mut compare_with = options.compare_with.or(p.compare_with).unwrap_or_default();
-    // Each session once (review 16-e: one id named eleven times was "more
-    // than 10 sessions").
+    // Each session once (one id named eleven times is not "more than 10
+    // sessions").
     let mut seen = std::collections::HashSet::new();
     compare_with.retain(|c| seen.insert(domain::canonical_session_id(c)));
     if compare_with.len() > MAX_COMPARE {
@@ -301,8 +301,8 @@ pub async fn deep_analysis(gw: &Gateway, args: Args) -> Result<Value> {
             let base = analysis::deep_analysis(&session, &thoughts, options, &now);
             let mut comparisons = Vec::with_capacity(compare_with.len());
             // A session to compare with that is gone (deleted meanwhile, or
-            // mistyped) is named, and the rest answered (review 16-e: it
-            // failed the whole analysis).
+            // mistyped) is named, and the rest answered, rather than failing
+            // the whole analysis.
             let mut missing = Vec::new();
             for other in &compare_with {
                 let (os, ot) = match s.session_thoughts(other) {

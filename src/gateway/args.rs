@@ -221,8 +221,8 @@ fn no_nul(key: &str, s: &str) -> Result<String> {
 /// readers below take them (`7` and `"7"`, `true` and `"true"`).
 pub(super) fn same_meaning(a: &Value, b: &Value) -> bool {
     // A list of one is that one (`tag: "a"` beside `tags: ["a"]`). Case
-    // counts: tags, titles and URIs are kept as given (review 14-e); a
-    // session id is read in either case, so two spellings of one agree.
+    // counts: tags, titles and URIs are kept as given; a session id is read
+    // in either case, so two spellings of one agree.
     let text = |s: &str| {
         let id = crate::domain::canonical_session_id(s);
         if crate::tree::is_session_id(&id) {
@@ -409,8 +409,8 @@ impl Args {
     ///
     /// Object parameters read as arguments of their own (`options`) are
     /// looked into too, and such an id is named by its path
-    /// (`options.sid`): `deep_analysis {options: {sid}}` analysed the active
-    /// session (review 17-a).
+    /// (`options.sid`): `deep_analysis {options: {sid}}` would otherwise
+    /// analyse the active session.
     pub fn stray_session_id(&self, using: Option<&str>) -> Option<(String, String)> {
         let t = self.tracking.lock().ok()?;
         // Every key of the map was given (`new`, `insert`); one taken out
@@ -869,7 +869,7 @@ mod tests {
             // Or one of them with more around it.
             ("revisesThoughtNumber", Some("revisesThought")),
             ("currentSessionId", Some("sessionId")),
-            // Other names are only reported unused (review 14-e).
+            // Other names are only reported unused.
             ("metadata", None),
             ("types", None),
             ("created", None),
@@ -877,8 +877,8 @@ mod tests {
         ] {
             assert_eq!(misspelling_of(given, true), meant, "{given}");
         }
-        // The placement rule is for `thought` only (review 14-f: `total` on
-        // list_sessions was refused with a hint to totalThoughts).
+        // The placement rule is for `thought` only (`total` on list_sessions
+        // is no misspelt totalThoughts).
         for (given, meant) in [
             ("total", None),
             ("derivedFromSessionIds", None),

@@ -97,8 +97,8 @@ fn percent_decode(s: &str) -> String {
 /// A root's name: the one the client gave, else the last segment of its
 /// URI; made fit to be a project (the tag of every session created while it
 /// is bound): control characters become spaces, and it is cut to
-/// [`domain::MAX_PROJECT_CHARS`] (review 14-b: a 300-character root name
-/// made every later `start_new` fail on a tag the caller never sent).
+/// [`domain::MAX_PROJECT_CHARS`] (a 300-character root name would make every
+/// later `start_new` fail on a tag the caller never sent).
 pub(crate) fn root_name(root: &Root) -> String {
     let given = root.name.as_deref().map(str::trim).filter(|n| !n.is_empty());
     let raw = match given {
@@ -327,8 +327,8 @@ pub async fn navigate(gw: &Gateway, args: Args) -> Result<Value> {
         match current_project(gw) {
             Some((p, _)) => parts.insert(0, ("project", p)),
             None if parts.is_empty() => {
-                // No project to look at: the ledger's projects, to choose
-                // one (review 16-e: an agent could not find them).
+                // No project to look at: the ledger's projects, to choose one
+                // (else an agent cannot find them).
                 let projects = gw.blocking(|s| s.tag_values(&[], "project:")).await?;
                 return answers::to_value(&NavigateAnswer {
                     target: Target::default(),
@@ -456,7 +456,7 @@ pub async fn discovery(gw: &Gateway, args: Args, ctx: Option<&RequestContext<Rol
         }
     }
     // The change and what is hidden now; `action: list` gives the whole
-    // catalogue (each answer repeated it: ~4 KB; review 16-e).
+    // catalogue (repeated in each answer, it is ~4 KB).
     let message = match (action.as_str(), changed) {
         ("hide", true) => format!("{name} is hidden on this connection."),
         ("hide", false) => format!("{name} was already hidden."),

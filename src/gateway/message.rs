@@ -191,8 +191,8 @@ const MAX_ERROR_MESSAGE: usize = 1000;
 /// Characters of each string in an error's details kept.
 const MAX_DETAIL: usize = 200;
 
-/// Details that are the server's own text, never a repeated input: kept
-/// whole (a stage error's suggestion was cut mid-word, review 16-a).
+/// Details that are the server's own text, never a repeated input: kept whole
+/// (cut, a stage error's suggestion would end mid-word).
 const OWN_DETAILS: &[&str] = &["suggestion"];
 
 fn clip_strings(value: &mut Value) {
@@ -254,8 +254,8 @@ mod tests {
         assert_eq!(payload["code"], "INVALID_OPERATION");
         assert!(payload["message"].as_str().unwrap().len() < 1200);
         assert!(payload.get("details").is_none());
-        // Review 9-a: 30,000 characters were repeated whole, and past 64 KiB
-        // the details (with `field`) went.
+        // A repeated input of 30,000 characters is cut too, and past 64 KiB
+        // the details (with `field`) stay.
         for long in [30_000, 40_000] {
             let e = Error::invalid_with(
                 "last",

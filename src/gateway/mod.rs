@@ -270,8 +270,8 @@ impl Gateway {
     /// searches): at most [`HEAVY_READS`] run at once, so that the blocking
     /// pool always has threads for the quick reads (`get_state`, one page of
     /// a list, the last thoughts) of a client that sent hundreds of heavy
-    /// ones without waiting (review 13-d: `get_state` waited 24 s behind
-    /// 300 analyses).
+    /// ones without waiting (without the bound, `get_state` waited 24 s
+    /// behind 300 analyses).
     pub(crate) async fn heavy<T: Send + 'static>(
         &self,
         f: impl FnOnce(&Store) -> Result<T> + Send + 'static,

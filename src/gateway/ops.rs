@@ -23,7 +23,7 @@ pub(crate) fn thought_json(t: &Thought) -> Value {
 
 /// [`thought_json`] with `revisedBy`, the numbers of the thoughts revising
 /// it (on its chain, oldest first), when it was revised: read back later, a
-/// corrected thought says so (review 16-a).
+/// corrected thought says so.
 pub(crate) fn read_thought_json(t: &Thought, revised_by: &HashMap<String, Vec<u32>>) -> Value {
     let mut v = thought_json(t);
     if let Some(by) = revised_by.get(&t.node_id) {
@@ -53,8 +53,8 @@ pub(crate) fn session_or_active(gw: &Gateway, given: Option<String>, args: &Args
         Some(id) if !id.trim().is_empty() => Ok(domain::canonical_session_id(&id)),
         Some(_) => Err(Error::invalid("sessionId", "sessionId must not be empty")),
         // A session named under a name this does not know: not the active
-        // one in its place (review 14-d: `sessionUUID` exported the active
-        // session).
+        // one in its place (a misspelt `sessionUUID` would otherwise export
+        // the active session).
         None if let Some(k) = args.unknown_like("session") => Err(Error::invalid_with(
             k.clone(),
             format!("{k} is not a parameter: name the session with sessionId (nothing was done)"),
@@ -62,7 +62,7 @@ pub(crate) fn session_or_active(gw: &Gateway, given: Option<String>, args: &Args
         )),
         None => gw.active_session().ok_or_else(|| match gw.closed_session() {
             // Right after a close an agent reads, exports or analyses what it
-            // closed: name it (review 18-a: every such call answered without it).
+            // closed: name it, or the call answers without it.
             Some(closed) => Error::invalid_with(
                 "sessionId",
                 format!(
@@ -83,9 +83,9 @@ pub(crate) fn session_or_active(gw: &Gateway, given: Option<String>, args: &Args
 /// `target`), once it has read its parameters and before it does anything,
 /// when that id is not the session the call acts on (`using`; for a
 /// `thought`, the active session, none when the thought would start one):
-/// ignored, the call would answer for the active session, or file a
-/// thought there for good (review 17-a). The session in use itself, given
-/// once more, is only named in `ignoredArguments`.
+/// ignored, the call would answer for the active session, or file a thought
+/// there for good. The session in use itself, given once more, is only named
+/// in `ignoredArguments`.
 pub(crate) fn refuse_stray_session_id(args: &Args, using: Option<&str>, thought: bool) -> Result<()> {
     let Some((k, id)) = args.stray_session_id(using) else {
         return Ok(());
@@ -177,7 +177,7 @@ pub async fn get_state(gw: &Gateway) -> Result<Value> {
             "Call cipher to load the notation guide and unlock thought (cipher with brief: true if you have read it)."
         }
         // After a close: a title the agent chooses beats a generated one
-        // (review 17-a: its runs piled up "Reasoning session <time>").
+        // (else its runs pile up "Reasoning session <time>").
         _ if active.is_none() => {
             "No session is active: call start_new with a sessionTitle for new work, or load_context to continue \
              one (a thought sent now starts a session with a generated title)."
@@ -238,9 +238,9 @@ pub(super) fn new_session_from(
     };
     for key in ["project", "task", "aspect"] {
         let nested = work.as_ref().and_then(|w| w.str_opt(&[key]).transpose()).transpose()?;
-        // Flat too on start_new, as list_sessions takes them (review 14-e);
-        // not on a thought, whose session title and tags are sessionTitle
-        // and sessionTags.
+        // Flat too on start_new, as list_sessions takes them; not on a
+        // thought, whose session title and tags are sessionTitle and
+        // sessionTags.
         let flat = if flat_work { text(args.peek(key)) } else { None };
         match (flat, nested) {
             (Some(Some(f)), Some(n)) if f != n.trim() => {
@@ -285,8 +285,8 @@ pub(super) fn new_session_from(
 }
 
 /// What a connection whose session is completed (opened to read by
-/// `load_context`) calls next: reads its stage allows (code review 18:
-/// read_thoughts was suggested at stage 1, which refuses it).
+/// `load_context`) calls next: reads its stage allows (not read_thoughts at
+/// stage 1, which refuses it).
 fn completed_next_step(gw: &Gateway, stage: Stage) -> &'static str {
     if gw.options.stages && stage < Stage::CipherLoaded {
         "The session is completed and open here to read: session export and deep_analysis read it now; call \
@@ -323,7 +323,7 @@ pub async fn start_new(gw: &Gateway, args: Args) -> Result<Value> {
     gw.advance(Stage::InitComplete, "start_new");
     let stage = gw.settle_session_stage(&session.id, true).await;
     // An agent that meant to go on with a session it named again gets a
-    // new one: say which one it may have meant (review 16-a).
+    // new one: say which one it may have meant.
     let (title, id) = (session.title.clone(), session.id.clone());
     let namesake = gw.blocking(move |s| s.session_titled(&title, &id)).await?;
     let (same_title_session_id, note) = match namesake {
@@ -353,8 +353,8 @@ pub async fn start_new(gw: &Gateway, args: Args) -> Result<Value> {
 /// What `load_context` shows of a session besides its row: the last five
 /// main-chain thoughts (as answered), the highest main-chain number, the
 /// branch ids, and the thought recorded last when it is on a branch: an
-/// agent that stopped on a branch learns where it was (review 16-a: it was
-/// told the main chain's next number only).
+/// agent that stopped on a branch learns where it was, not only the main
+/// chain's next number.
 struct Restoration {
     recent: Vec<Value>,
     current: u32,
@@ -370,7 +370,7 @@ fn recent_and_branches(s: &crate::store::Store, id: &str) -> Result<Restoration>
     let on_branch = match s.last_recorded(id)? {
         Some((node_id, thought_number, Some(branch_id))) => {
             // The number the branch's next thought gets: after its highest,
-            // which the thought recorded last need not be (review 16-c).
+            // which the thought recorded last need not be.
             let highest = s.highest_number(id, Some(&branch_id))?.unwrap_or(thought_number);
             Some(answers::LastOnBranch {
                 node_id,
@@ -393,8 +393,8 @@ fn recent_and_branches(s: &crate::store::Store, id: &str) -> Result<Restoration>
 
 /// Refuse, with SESSION_NOT_FOUND, the first of `ids` that names no
 /// session, by reading: before a write that would check the same, so that
-/// the answer comes at once rather than after waiting for another
-/// program's write lock (review 20-c). The write checks again.
+/// the answer comes at once rather than after waiting for another program's
+/// write lock. The write checks again.
 pub(crate) async fn refuse_unknown_sessions(gw: &Gateway, ids: Vec<String>) -> Result<()> {
     if ids.is_empty() {
         return Ok(());
@@ -411,8 +411,7 @@ pub(crate) async fn refuse_unknown_sessions(gw: &Gateway, ids: Vec<String>) -> R
 /// Open a session on this connection: the answer of `load_context` and
 /// `session resume`. `reopen: false` opens a completed session to read it
 /// without reopening it (its next thought here still does, and says so): a
-/// new connection reaches the session reads through `load_context` only
-/// (review 16-a).
+/// new connection reaches the session reads through `load_context` only.
 pub(crate) async fn open_session(gw: &Gateway, args: &Args, trigger: &str) -> Result<Value> {
     // `session resume` is keyed `session.resume` in the schema.
     let p: params::LoadContext = args.parse(&trigger.replace(' ', "."))?;
@@ -421,8 +420,8 @@ pub(crate) async fn open_session(gw: &Gateway, args: &Args, trigger: &str) -> Re
     refuse_stray_session_id(args, Some(&id), false)?;
     let order = gw.session_order().await;
     // To read only, nothing is written: no wait behind another program's
-    // write lock (review 16-c: an import or an open sqlite3 shell kept a
-    // reader out for the busy timeout, then refused it).
+    // write lock (an import or an open sqlite3 shell would keep a reader out
+    // for the busy timeout, then refuse it).
     let reopen = if reopen_it {
         refuse_unknown_sessions(gw, vec![id.clone()]).await?;
         let id = id.clone();
@@ -443,8 +442,8 @@ pub(crate) async fn open_session(gw: &Gateway, args: &Args, trigger: &str) -> Re
     // On a full disk or a file system gone read-only, noting the access
     // (and reopening a completed session) cannot be written; the session
     // is still opened for reading, rather than every read of this
-    // connection staying locked behind a stage it cannot reach (review
-    // 14-a). A thought, once it can be written, reopens the session then.
+    // connection staying locked behind a stage it cannot reach. A thought,
+    // once it can be written, reopens the session then.
     let mut unrecorded = None;
     let (session, was_completed, restoration) = match reopen {
         Ok(opened) => {
@@ -486,7 +485,7 @@ pub(crate) async fn open_session(gw: &Gateway, args: &Args, trigger: &str) -> Re
         && let Some(at) = session.completed_at.as_deref()
     {
         // Open to read: the next step is a read, not a thought, which would
-        // reopen a finished session (review 18-a).
+        // reopen a finished session.
         next_step = completed_next_step(gw, stage);
         note = Some(if reopen_it {
             format!(
@@ -554,8 +553,8 @@ pub(crate) fn session_filter(args: &Args) -> Result<SessionFilter> {
         Some(nested) => nested,
         None => args.clone(),
     };
-    // `tag` and `query`, the names other operations use, were ignored here
-    // and listed every session (review 16-a).
+    // `tag` and `query`, the names other operations use, are read here too;
+    // ignored, they listed every session.
     let mut tags = args.tag_filter(&["tags", "tag"])?;
     for key in ["project", "task", "aspect"] {
         if let Some(v) = args.str_opt(&[key])?.filter(|v| !v.trim().is_empty()) {
@@ -603,7 +602,8 @@ pub async fn list_sessions(gw: &Gateway, args: Args) -> Result<Value> {
         .as_deref()
         .is_some_and(|q| crate::store::fts_query(q).is_none());
     let searched = filter.search.is_some();
-    // The same filter with any status, for an empty answer (review 16-d).
+    // The same filter with any status, for an empty answer, to say what other
+    // statuses hold.
     let any_status = filter.status.map(|_| SessionFilter {
         status: None,
         limit: 1,
@@ -625,7 +625,7 @@ pub async fn list_sessions(gw: &Gateway, args: Args) -> Result<Value> {
         out.note = Some(UNSEARCHABLE_NOTE.to_string());
     } else if empty && let Some(mut unscoped) = unscoped {
         // Nothing in this project: say whether other projects have some,
-        // rather than let an agent conclude there is no history (review 14-c).
+        // rather than let an agent conclude there is no history.
         unscoped.limit = 1;
         unscoped.offset = 0;
         let elsewhere = gw.blocking(move |s| s.list_sessions(&unscoped)).await?.total;
@@ -668,7 +668,7 @@ pub async fn list_sessions(gw: &Gateway, args: Args) -> Result<Value> {
 /// or pattern) carries but that others carry in another letter case, as a
 /// `note` and `otherSpellings` (`{"Q3 Plan": ["q3 plan"]}`). Tags match
 /// exactly; an agent recalling its tag in other capitals concluded there was
-/// no such session and started a duplicate (review 19-a).
+/// no such session and started a duplicate.
 pub(crate) fn tell_tag_spellings(out: &mut Value, kind: &str, spelled: &[(String, Vec<String>)]) {
     if let Some(said) = answers::TagSpellings::of(kind, spelled) {
         out["note"] = json!(said.note);
@@ -678,7 +678,7 @@ pub(crate) fn tell_tag_spellings(out: &mut Value, kind: &str, spelled: &[(String
 
 /// `cipher`: the notation guide, which unlocks stage 2. With `brief: true`
 /// the stage is unlocked without the guide (~9 KB, twice in each answer),
-/// for an agent resuming work that has read it before (review 16-a).
+/// for an agent resuming work that has read it before.
 pub async fn cipher(gw: &Gateway, args: Args) -> Result<Value> {
     let params: params::Cipher = args.parse("cipher")?;
     let brief = params.brief.unwrap_or(false);
@@ -708,8 +708,7 @@ pub async fn cipher(gw: &Gateway, args: Args) -> Result<Value> {
         session.as_deref(),
         || json!({ "stage": stage.number() }),
     );
-    // The operations this stage opens, but those this connection has
-    // hidden (review 16-e).
+    // The operations this stage opens, but those this connection has hidden.
     let hidden = gw.with_conn(|c| c.hidden.clone());
     let open: Vec<&str> = OPERATIONS
         .iter()

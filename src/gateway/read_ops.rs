@@ -33,7 +33,7 @@ fn read_query(p: &params::ReadThoughts) -> Result<(ThoughtQuery, answers::QueryE
     let modes = [number.is_some(), last.is_some(), range.is_some(), branch.is_some()];
     if modes.iter().filter(|m| **m).count() > 1 {
         // The specification's query modes are exclusive; one thought of a
-        // branch is read with its branch (review 18-a: how was not said).
+        // branch is read with its branch, and the refusal says how.
         let how = match &branch {
             Some(b) if number.is_some() || range.is_some() => format!(
                 ": to read thoughts of branch {}, read the branch with branchId alone (each thought carries its \
@@ -106,7 +106,7 @@ pub async fn read_thoughts(gw: &Gateway, args: Args) -> Result<Value> {
             let loaded = budget.bytes;
             let revised_by = s.revised_by_nodes(&sid, thoughts.iter().map(|t| t.node_id.as_str()))?;
             // A number names a main-chain thought; branches may hold the
-            // same number, which the agent may have meant (review 18-a).
+            // same number, which the agent may have meant: they are named.
             let also_on = match query {
                 ThoughtQuery::Number(n) => s.branches_with_number(&sid, n, "", crate::store::MAX_BRANCHES_NAMED)?,
                 _ => Vec::new(),

@@ -8,8 +8,8 @@ use crate::error::Error;
 
 /// `unknown {what} "given"`, naming the valid names under `keys.1` and,
 /// when `given` misspells one of them ([`args::name_meant`]: `startNew`,
-/// `readThoughts`), that one as `didYouMean` (review 19-a: only the list
-/// was given).
+/// `readThoughts`), that one as `didYouMean` (the list alone leaves the agent
+/// to find it).
 pub(crate) fn unknown_name(what: &str, given: &str, valid: &[&'static str], keys: (&str, &str)) -> Error {
     let meant = args::name_meant(given, valid);
     let mut details = json!({ keys.0: given, keys.1: valid });
@@ -28,7 +28,7 @@ impl Gateway {
     /// A session id not found that starts some (an agent shortened it, as
     /// ids are often shown cut) or is one in other case: the answer names
     /// them (`didYouMean` when one, `candidates` up to five), rather than a
-    /// bare `SESSION_NOT_FOUND` (review 16-a).
+    /// bare `SESSION_NOT_FOUND`.
     pub(super) async fn name_sessions_meant(&self, given: &str, payload: &mut Value) {
         let prefix = given.to_string();
         let Ok(found) = self.blocking(move |s| s.sessions_meant(&prefix, 5)).await else {
@@ -71,8 +71,7 @@ impl Gateway {
 
 /// Names of ignored arguments an answer lists at most, and the characters
 /// of each it shows: the names are the client's, and an answer that echoed
-/// them whole (one name of a megabyte, or 100,000 names) would be as long
-/// (review 17-a).
+/// them whole (one name of a megabyte, or 100,000 names) would be as long.
 const MAX_IGNORED_SHOWN: usize = 20;
 const MAX_IGNORED_NAME: usize = 64;
 

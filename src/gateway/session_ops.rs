@@ -129,9 +129,9 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
     let query = args.search_req(&["query", "q"])?;
     let limit = args.int_opt(&["limit"], 1, 100)?.unwrap_or(10) as u32;
     // At most this many matches per session, best first: a search over
-    // ten sessions answered ~18 KB, most of it six snippets each (review 16-a).
-    // Five by default: one session with many matches answered 50 of them,
-    // ~7 KB (review 17-a); `moreMatches` says how many were left out.
+    // ten sessions answered ~18 KB, most of it six snippets each. Five by
+    // default: one session with many matches answered 50 of them, ~7 KB;
+    // `moreMatches` says how many were left out.
     let per_session = args
         .int_opt(&["matchesPerSession"], 1, 100)?
         .map_or(DEFAULT_MATCHES_PER_SESSION, |n| n as u32);
@@ -149,7 +149,7 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
     // Thoughts still waiting for the full-text index are indexed first, by
     // the writer thread like every other write of this server.
     // Not past a shutdown either: a backlog of 250,000 long thoughts took
-    // 7.5 s to index, and held up the exit that long (review 12-a).
+    // 7.5 s to index, and held up the exit that long.
     let store = gw.store.clone();
     gw.writer
         .index_unless_locked_or(move || super::request_cancelled() || store.reads_stopped())
@@ -174,17 +174,16 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
     let note = if crate::store::fts_query(&query).is_none() {
         Some(super::ops::UNSEARCHABLE_NOTE)
     } else if hits.is_empty() && crate::store::query_phrases(&query).len() > 1 {
-        // Review 17-a: `kafka rebalances` found nothing, with no word on
-        // why, when one thought said kafka and another rebalances. About
-        // sessions only: patterns and notes beside it may have matched
-        // (review 18-a said "nothing" next to a matching note).
+        // Says why `kafka rebalances` finds nothing when one thought says
+        // kafka and another rebalances. About sessions only: patterns and
+        // notes beside it may have matched.
         Some(
             "no session matched every word: a match needs all the words in one thought, or in one session's \
              title, description and tags together; search with fewer words to find them apart",
         )
     } else if hits.is_empty() {
         // What was searched, as list_sessions says when it finds nothing: a
-        // session's domain is not (review 18-a searched for one).
+        // session's domain is not, though agents search for one.
         Some(SEARCHED_NOTE)
     } else {
         None

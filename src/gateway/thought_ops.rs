@@ -125,8 +125,7 @@ impl ReferenceBack {
 /// The refusal of a thought numbered `n` (above 1) sent with no session
 /// active: it would start a new session at #n, a session of one stray
 /// thought, when the agent meant to go on with the one it closed (`closed`)
-/// or another (review 17-a). Said as a reference back is
-/// ([`ReferenceBack::explain`]).
+/// or another. Said as a reference back is ([`ReferenceBack::explain`]).
 fn numbered_without_session(n: u32, closed: Option<String>) -> Error {
     let (why, how) = match &closed {
         Some(id) => (
@@ -459,8 +458,7 @@ async fn answer(
 /// For the first thought of a new branch: a new branch forks from a
 /// main-chain thought, and an agent working on a branch that names a
 /// number of its branch forks from the main chain's thought of that number
-/// without knowing (review 16-a). Says so when other branches hold that
-/// number.
+/// without knowing. Says so when other branches hold that number.
 async fn fork_point_note(gw: &Gateway, thought: &Thought) -> Result<Option<String>> {
     let (Some(from), Some(own)) = (thought.data.branch_from_thought, thought.data.branch_id.clone()) else {
         return Ok(None);

@@ -135,7 +135,7 @@ pub fn tag_names() -> Vec<&'static str> {
 /// The model called `name`, or `INVALID_PAYLOAD` listing the valid names.
 pub fn require(field: &str, name: &str) -> Result<&'static MentalModel> {
     // Also by its title or another spelling of its name (`Five Whys`,
-    // `five_whys`, `FIVE-WHYS`): review 16-e.
+    // `five_whys`, `FIVE-WHYS`), as agents write it.
     let folded: String = name
         .trim()
         .chars()

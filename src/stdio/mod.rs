@@ -280,9 +280,9 @@ mod unix {
 
     /// Tell `gone` as soon as the client closes its end of stdout, when
     /// stdout is a pipe or a socket: a write would find out only at the
-    /// next answer, and an idle server would wait for its client forever
-    /// (review 12-a). A thread sleeps in `poll` on fd 1 asking for no
-    /// event, so only the error or hang-up of a closed peer wakes it.
+    /// next answer, and an idle server would wait for its client forever. A
+    /// thread sleeps in `poll` on fd 1 asking for no event, so only the error
+    /// or hang-up of a closed peer wakes it.
     pub(super) fn watch_stdout(gone: &std::sync::Arc<super::StdoutGone>) {
         let stdout = std::io::stdout();
         let Some((fd, _)) = probe(stdout.as_fd()) else {

@@ -508,8 +508,8 @@ mod tests {
 
     /// Version 12 refuses deleting or blanking the installId; a ledger
     /// from before may lack one. Two ledgers without one are not the same
-    /// ledger (review 19: a backup replaced the other's four sessions), nor
-    /// is one without it a backup of one with it, or the other way round.
+    /// ledger (else a backup of one replaces the other's sessions), nor is
+    /// one without it a backup of one with it, or the other way round.
     #[test]
     fn a_missing_install_id_matches_nothing() {
         let (dir, store) = temp_store();

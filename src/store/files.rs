@@ -59,8 +59,8 @@ impl Media {
             // A read-only mount of a file system another mount can write
             // (a bind mount): a server starting there meanwhile would
             // change pages under an immutable read, which then gives a
-            // damaged backup or export while saying it succeeded (review
-            // 15-a), and without a -shm there are no locks to share.
+            // damaged backup or export while saying it succeeded, and without
+            // a -shm there are no locks to share.
             _ => Err(Error::invalid(
                 "db",
                 format!(
@@ -142,7 +142,7 @@ fn on_read_only_mount(path: &Path) -> bool {
 pub(crate) fn file_uri(path: &Path, query: &str) -> String {
     // `file://` and an empty authority before an absolute path: after a
     // bare `file:`, a path starting `//` (`//tmp/x`) would be read as the
-    // authority `tmp` (review 15-a).
+    // authority `tmp`.
     let absolute = path.as_os_str().as_encoded_bytes().starts_with(b"/");
     let mut uri = String::from(if absolute { "file://" } else { "file:" });
     for &b in path.as_os_str().as_encoded_bytes() {

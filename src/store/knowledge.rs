@@ -149,10 +149,10 @@ fn same_anti_pattern_other_source_tx(tx: &Tx<'_>, n: &NewPattern, older: &str) -
 }
 
 /// An anti-pattern `extract_learnings` saved before its "Avoid:" heading
-/// named the belief revised (review 18), the same learning as `n`: by the
-/// same author, its content the same below the heading line, and its title
-/// still the one that heading gave it (a title someone changed since is
-/// theirs, and left alone). Its id (the oldest, if several).
+/// named the belief revised, the same learning as `n`: by the same author,
+/// its content the same below the heading line, and its title still the one
+/// that heading gave it (a title someone changed since is theirs, and left
+/// alone). Its id (the oldest, if several).
 fn misheaded_anti_pattern_tx(tx: &Tx<'_>, n: &NewPattern) -> Result<Option<String>> {
     const AVOID: &str = "# Avoid: ";
     let (Some(body_at), true) = (
@@ -198,7 +198,7 @@ impl Store {
     /// An anti-pattern saved in the older wording, headed "Avoid:" with
     /// the correction or the moment's summary, is the same learning: it
     /// is retitled in place ([`Saved::Retitled`]) rather than kept beside
-    /// a copy that says the opposite (review 18).
+    /// a copy that says the opposite.
     pub fn create_patterns_once(&self, new: &[NewPattern]) -> Result<Vec<(KnowledgePattern, Saved)>> {
         self.write(|tx| {
             let now = domain::now();
@@ -411,8 +411,8 @@ mod tests {
 
     /// An anti-pattern saved headed "Avoid: <the correction>" is retitled
     /// when the same learning is saved headed with the belief revised; one
-    /// whose title was changed since, or whose body differs, is not the
-    /// same learning (review 18).
+    /// whose title was changed since, or whose body differs, is not the same
+    /// learning.
     #[test]
     fn an_anti_pattern_saved_with_the_inverted_heading_is_retitled_in_place() {
         let (_d, store) = temp_store();
@@ -569,8 +569,8 @@ mod tests {
         .unwrap();
     }
 
-    /// Review 10-b: a Chinese or Japanese word inside a run of such
-    /// letters (one token to the index) was never found in the garden.
+    /// A Chinese or Japanese word inside a run of such letters (one token to
+    /// the index) is found in the garden too.
     #[test]
     fn words_inside_runs_of_unspaced_letters_are_found() {
         let (_d, store) = temp_store();
@@ -596,9 +596,9 @@ mod tests {
         assert_eq!((one.hits.len(), one.more, one.ranked_newest), (1, false, None));
         let first = store.search_patterns("缓存", 1).unwrap();
         assert_eq!((first.hits.len(), first.more, first.ranked_newest), (1, true, None));
-        // Ranked as the index's words are (review 19-a: listed newest
-        // first with score 0): the pattern holding it most comes first,
-        // though the other is newer; list_patterns scores them alike.
+        // Ranked as the index's words are (not newest first with score 0):
+        // the pattern holding it most comes first, though the other is newer;
+        // list_patterns scores them alike.
         store
             .create_pattern(p("数据库设计模式", &[], "数据库 数据库 数据库 设计"))
             .unwrap();
@@ -893,7 +893,7 @@ mod tests {
     }
 
     /// A word every note holds: FTS5's bm25 gave the notes ~1e-6 beside
-    /// patterns at ~1; scored as thoughts are, they compare (review 16-e).
+    /// patterns at ~1; scored as thoughts are, they compare.
     #[test]
     fn notes_and_patterns_are_scored_alike() {
         let (_d, store) = temp_store();

@@ -74,7 +74,7 @@ fn inspect_in(conn: &Connection, path: &Path) -> Result<Found> {
     let unreadable = |e: rusqlite::Error| {
         // The file system failing (a full disk where the -shm cannot be
         // made, no free inodes, a read-only mount) is not a damaged file:
-        // say what the system said (review 14-a).
+        // say what the system said, since the file needs no repair.
         if matches!(
             e.sqlite_error_code(),
             Some(
@@ -272,8 +272,8 @@ impl Store {
                 Found::Other { tables, history: false } => return Err(foreign_tables(tables)),
                 // Nothing to read yet, unless a thoughtbox has used the file
                 // (its lock file is there) and may be creating the ledger
-                // right now: then look again under the lock (review 13-a: a
-                // `stats` started with a new server said "empty").
+                // right now: then look again under the lock (else a `stats`
+                // started with a new server says "empty").
                 Found::Fresh if access.needs_ledger() && !with_suffix(&real_path(&path), ".lock").exists() => {
                     return Err(holds_no_ledger());
                 }

@@ -410,7 +410,7 @@ const MAX_LINK_PASSES: usize = 10;
 /// node (see [`fix_links`]). The thoughts to relink are found first
 /// (MATERIALIZED): SQLite 3.53 otherwise looks up `before`, a pass over the
 /// chain, for every thought of the ledger, which took 192 s for 31,000
-/// thoughts on chains of 1,200 (review 20-c), the write lock held all along.
+/// thoughts on chains of 1,200, the write lock held all along.
 const RELINK_FOLLOWERS: &str = "WITH followers AS MATERIALIZED (
      SELECT t.id, t.session_id, t.branch_id
      FROM thoughts AS t
@@ -554,8 +554,8 @@ impl Store {
             // refilled after this transaction in the small batches the
             // server indexes new thoughts in: rebuilding it here took ~10 s
             // per 300 MB of thought text, and every server's writes waited
-            // that long behind it (review 20-c), giving up at 10 s.
-            // Searches meanwhile read the thoughts not yet indexed.
+            // that long behind it, giving up at 10 s. Searches meanwhile read
+            // the thoughts not yet indexed.
             for index in ["sessions_fts", "knowledge_patterns_fts", "scratchpad_notes_fts"] {
                 tx.execute(&format!("INSERT INTO {index} ({index}) VALUES ('rebuild')"), [])?;
             }
@@ -595,7 +595,7 @@ impl Store {
             // One pass over the branch thoughts, the branch row's lookup
             // first: it was a subquery over the whole branch for each of
             // its thoughts, which took 42 s on branches of 1,200 long
-            // thoughts (review 20-c), while every server's writes waited.
+            // thoughts, while every server's writes waited.
             r.branches_restored += count(
                 "INSERT OR IGNORE INTO branches (session_id, branch_id, from_thought, origin_node, created_at)
                  SELECT t.session_id, t.branch_id, t.branch_from_thought, t.branch_origin, t.created_at

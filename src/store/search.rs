@@ -265,7 +265,7 @@ impl Store {
     /// Sessions whose title, description or tags match all words of `text`,
     /// best first: the newest [`CANDIDATES`] of them ranked, as thoughts are
     /// (a word in most sessions' descriptions had FTS5 score every one of
-    /// them: 25 ms a search at 16,000 sessions, growing; soak test 21).
+    /// them: 25 ms a search at 16,000 sessions, growing).
     pub fn search_session_fields(&self, text: &str, limit: u32) -> Result<Vec<(Session, f64)>> {
         let plan = QueryPlan::of(text);
         if plan.is_empty() {
@@ -413,7 +413,7 @@ impl Store {
         // OLDER_PROBE of them for each session answered (at most 100), and
         // a session larger than that, with none older among them, counts
         // as "at least" too (a whole probe of a 300,000-thought session
-        // took 36 ms; code review 18).
+        // took 36 ms).
         if let Some(below) = found.older_missing {
             self.read(|tx| {
                 let mut older = tx.prepare_cached(
@@ -455,9 +455,9 @@ mod tests {
     use crate::store::test_support::temp_store;
 
     /// On a full disk the index cannot grow, and a search reads the pending
-    /// thoughts itself rather than failing (review 14-a: every search
-    /// failed, since a disk fills during a burst, which leaves the last
-    /// thoughts pending). `max_page_count` makes the file "full" here.
+    /// thoughts itself rather than failing (a disk fills during a burst,
+    /// which leaves the last thoughts pending). `max_page_count` makes the
+    /// file "full" here.
     #[test]
     fn a_search_on_a_full_disk_reads_pending_thoughts_itself() {
         use crate::store::Target;
@@ -484,8 +484,8 @@ mod tests {
     }
 
     /// A session with many strong matches does not crowd out one with a
-    /// single match (review 9-b: the older session was missing and
-    /// `limitReached` false), and whether sessions were left out is told.
+    /// single match (else the older session goes missing with `limitReached`
+    /// false), and whether sessions were left out is told.
     #[test]
     fn every_matching_session_is_found_and_a_cut_is_told() {
         use crate::store::Target;
@@ -531,10 +531,10 @@ mod tests {
             .unwrap();
     }
 
-    /// Review 18-a: one session with 120 matches and one with 3. A pool of
-    /// max(20, 5 × limit) matches shared by all sessions answered 5 of the
-    /// 120 with 42 more, or 47 of them with none said to be missing. Each
-    /// session now keeps its own best matches, and counts every other.
+    /// One session with 120 matches and one with 3: a pool of max(20, 5 ×
+    /// limit) matches shared by all sessions would answer 5 of the 120 with
+    /// 42 more, or 47 of them with none said to be missing, so each session
+    /// keeps its own best matches, and counts every other.
     #[test]
     fn each_session_keeps_its_best_matches_and_counts_the_rest() {
         let (_d, store) = temp_store();
@@ -681,9 +681,9 @@ mod tests {
         assert_eq!(pending, 0);
     }
 
-    /// Review 10-b: versions, identifiers and quoted spans match as
-    /// phrases, in the index and among thoughts not indexed yet alike; a
-    /// query typed with separate accents finds its word.
+    /// Versions, identifiers and quoted spans match as phrases, in the index
+    /// and among thoughts not indexed yet alike; a query typed with separate
+    /// accents finds its word.
     #[test]
     fn joined_and_quoted_words_match_in_order() {
         use crate::store::Target;
@@ -721,7 +721,7 @@ mod tests {
             assert_eq!(numbers("cache invalidation"), [3, 4]);
             assert_eq!(numbers("user_id"), [5]);
             assert_eq!(numbers("re\u{301}sume\u{301}"), [6]);
-            // Review 10-d: a list written without spaces is still a list.
+            // A list written without spaces is still a list.
             for q in ["kafka,redis", "redis/kafka", "queue:redis", "kafka+redis|queue"] {
                 assert_eq!(numbers(q), [7], "{q}");
             }
@@ -739,11 +739,11 @@ mod tests {
         check();
     }
 
-    /// Review 10-b: a word inside a run of Chinese, Japanese, Korean or
-    /// Thai letters (one token to the index) was never found. Such words
-    /// are found by their text, among thoughts indexed or not, in session
-    /// fields and in the session list's filter; other words of the same
-    /// query still go through the index.
+    /// A word inside a run of Chinese, Japanese, Korean or Thai letters is
+    /// one token to the index, which cannot find it: such words are found by
+    /// their text, among thoughts indexed or not, in session fields and in
+    /// the session list's filter; other words of the same query still go
+    /// through the index.
     #[test]
     fn words_of_scripts_without_spaces_are_found_inside_runs() {
         use crate::domain::SessionFilter;
@@ -788,8 +788,8 @@ mod tests {
         assert_eq!(numbers("ภาษาไทย"), [4]);
         assert_eq!(numbers("数据库 cache"), [5]);
         assert_eq!(numbers("数据库 missing"), Vec::<u32>::new());
-        // Review 10-d: the Latin words of a quoted span beside such words
-        // still go through the index (whole words, any case).
+        // The Latin words of a quoted span beside such words still go through
+        // the index (whole words, any case).
         assert_eq!(numbers("\"CACHE 数据库\""), [5]);
         assert_eq!(numbers("\"cach 数据库\""), Vec::<u32>::new());
         // The snippet marks the word inside its run of letters.
@@ -825,9 +825,9 @@ mod tests {
         assert_eq!(listed("!!"), 0);
     }
 
-    /// Review 10-b: a session matching by its title scored ~1e-6 (FTS5's
-    /// floor for a word most sessions hold), below any passing mention in a
-    /// thought. It is now scored as thoughts are.
+    /// A session matching by its title is scored as thoughts are: FTS5 gave
+    /// ~1e-6 (its floor for a word most sessions hold), below any passing
+    /// mention in a thought.
     #[test]
     fn a_title_match_is_scored_as_a_thought_match_is() {
         let (_d, store) = temp_store();
@@ -846,8 +846,8 @@ mod tests {
 
     /// Sessions matching by their own fields are ranked among the newest
     /// CANDIDATES of them, as thoughts are: a word in every session's
-    /// description costs a bounded search (soak test 21), and the best of
-    /// those comes first, ties to the newest.
+    /// description costs a bounded search, and the best of those comes first,
+    /// ties to the newest.
     #[test]
     fn session_fields_are_ranked_among_the_newest_matches() {
         let (_d, store) = temp_store();

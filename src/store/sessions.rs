@@ -235,9 +235,9 @@ impl Store {
     /// starts with `given` in lower case (an id given shortened or in upper
     /// case; a range over the primary key), else those titled `given`,
     /// letter case aside, through the title index (agents remember a
-    /// session by its title; review 18-a). Text that cannot start an id
-    /// (under 4 characters, or not hex digits and `-`) is only a title;
-    /// one that can (`2024-06-01`, `cafe`) is a title when no id starts so.
+    /// session by its title). Text that cannot start an id (under 4
+    /// characters, or not hex digits and `-`) is only a title; one that can
+    /// (`2024-06-01`, `cafe`) is a title when no id starts so.
     pub fn sessions_meant(&self, given: &str, limit: u32) -> Result<SessionsMeant> {
         let given = given.trim();
         if given.is_empty() {
@@ -373,7 +373,7 @@ mod tests {
 
     /// A list by status counts and pages the completed sessions along their
     /// own index, and the open ones as all less those: neither reads every
-    /// session row (soak test 21: 15 ms at 16,000 sessions, growing).
+    /// session row (reading them took 15 ms at 16,000 sessions, growing).
     #[test]
     fn lists_by_status_count_without_reading_every_session() {
         let (_d, store) = temp_store();
@@ -449,9 +449,9 @@ mod tests {
         }
     }
 
-    /// Review 10-b: a 3 MiB description made every list and search answer
-    /// too long for one message. Oversized fields are refused, naming the
-    /// field, and nothing is created.
+    /// A 3 MiB description would make every list and search answer too long
+    /// for one message: oversized fields are refused, naming the field, and
+    /// nothing is created.
     #[test]
     fn oversized_descriptions_and_tags_are_refused() {
         let (_d, store) = temp_store();

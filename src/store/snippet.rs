@@ -271,7 +271,7 @@ pub fn snippet(text: &str, words: &[String], width: usize) -> Option<String> {
 /// first non-empty field when none holds one.
 pub fn best_snippet(texts: &[&str], words: &[String], width: usize) -> String {
     // Most query words, then most matches: a note's content saying "tenant"
-    // four times beats its title saying it once (review 16-e).
+    // four times beats its title saying it once.
     let mut best: Option<((usize, usize), String)> = None;
     for text in texts {
         if let Some(s) = snippet(text, words, width) {
@@ -434,7 +434,7 @@ mod tests {
     }
 
     /// Fields with the same words: the one with more matches gives the
-    /// snippet (review 16-e: a note's title won over its content).
+    /// snippet (not a note's title over its content).
     #[test]
     fn the_field_with_more_matches_gives_the_snippet() {
         let s = best_snippet(

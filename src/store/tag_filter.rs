@@ -133,8 +133,8 @@ impl TagTable {
         // that many rows anyway. Beside another tag, a tag is counted only
         // up to `common` at first: past it, it is not the one to start from
         // unless they all are (a server's `project:` tag on every one of
-        // its sessions was counted whole for every list; soak test 21).
-        // Alone, its count is the list's total.
+        // its sessions was counted whole for every list). Alone, its count is
+        // the list's total.
         let mut counted = Vec::with_capacity(tags.len());
         {
             let mut count = tx.prepare_cached(&format!(

@@ -55,7 +55,7 @@ pub struct SessionSnapshot<'a> {
 /// For each thought of the session that has been revised, the numbers of
 /// the thoughts revising it (on its chain), in the order recorded: what a
 /// read shows as `revisedBy`, so that a thought read back says it was
-/// corrected (review 16-a). One pass over the session's revisions.
+/// corrected. One pass over the session's revisions.
 fn revised_by_tx(conn: &rusqlite::Connection, session_id: &str) -> Result<HashMap<String, Vec<u32>>> {
     let mut by: HashMap<String, Vec<u32>> = HashMap::new();
     let mut stmt = conn.prepare_cached(
@@ -101,10 +101,10 @@ impl SessionSnapshot<'_> {
 
     /// Call `f` with every thought, the main chain by number, then each
     /// branch by number, the branches in creation order: the order
-    /// `get_structure` and `restorationInfo` list them in (review 18: the
-    /// exports had them by name). One walk of the chain index per chain, so
-    /// that the thoughts stream instead of being sorted. Stops at the first
-    /// error `f` returns, and returns it.
+    /// `get_structure` and `restorationInfo` list them in (the exports too,
+    /// not by name). One walk of the chain index per chain, so that the
+    /// thoughts stream instead of being sorted. Stops at the first error `f`
+    /// returns, and returns it.
     pub fn each_thought(&self, f: &mut dyn FnMut(Thought) -> Result<()>) -> Result<()> {
         let mut main = self.conn.prepare_cached(&format!(
             "SELECT {THOUGHT_COLUMNS} FROM thoughts WHERE session_id = ?1 AND branch_id IS NULL
@@ -240,8 +240,8 @@ impl ChainFacts for TxFacts<'_, '_> {
         // ...unless another writer on the file (an older thoughtbox, or a
         // person with sqlite3) appended without moving it, or set it by
         // hand: then a row on this chain follows the tail, the tail is no
-        // thought of this chain (review 15-b: the next thought followed a
-        // node that did not exist), or the chain has rows but no tail.
+        // thought of this chain (the next thought would follow a node that
+        // does not exist), or the chain has rows but no tail.
         let stale: bool = match &tail {
             Some(t) => self
                 .tx
@@ -650,7 +650,7 @@ impl Store {
             let mut stmt =
                 // As in revised_by_tx: a revision is a row of the session with
                 // revises_thought (a link set by hand into another session's
-                // thought is not one of its revisions; review 16-d).
+                // thought is not one of its revisions).
                 tx.prepare_cached(
                     "SELECT thought_number FROM thoughts
                      WHERE revises_node = ?1 AND revises_thought IS NOT NULL AND session_id = ?2 ORDER BY id",
@@ -728,8 +728,7 @@ pub const MAX_BRANCHES_NAMED: u32 = 20;
 
 /// From the branch rows, one probe of the chain index (session, branch,
 /// number) each: read from the thoughts, it went through every branch
-/// thought of the session (31 ms for 300,000; code review 18), and every
-/// read by number asks.
+/// thought of the session (31 ms for 300,000), and every read by number asks.
 const BRANCHES_WITH_NUMBER: &str = "SELECT b.branch_id FROM branches AS b
      WHERE b.session_id = ?1 AND b.branch_id <> ?3
        AND EXISTS (SELECT 1 FROM thoughts AS t WHERE t.session_id = b.session_id
@@ -854,8 +853,8 @@ mod tests {
     }
 
     /// The structure and the analyses' input each come from one moment,
-    /// while another connection appends (review 13-a saw their parts
-    /// disagree when each part was a transaction of its own).
+    /// while another connection appends (as transactions of their own, their
+    /// parts could disagree).
     #[test]
     fn structure_and_analysis_input_agree_with_themselves_during_appends() {
         let (_d, store) = temp_store();

@@ -249,8 +249,8 @@ mod tests {
         assert!(check_project("../x").is_err());
         assert!(check_project("..").is_err());
         assert!(check_project("ok_1.2").is_ok());
-        // Review 10-b: names in other scripts became dashes, and different
-        // projects shared one folder.
+        // Names in other scripts are kept, not turned into dashes, so
+        // different projects do not share one folder.
         assert_eq!(project_from_tags(&["project:数据库".into()]), "数据库");
         assert_eq!(project_from_tags(&["project:проект сервис".into()]), "проект-сервис");
         assert_eq!(project_from_tags(&["project:cafe\u{301}".into()]), "café");

@@ -871,9 +871,9 @@ mod tests {
         assert!(report.result.errors.join("\n").contains("empty"), "{report:?}");
     }
 
-    /// Review 10-b: Node.js writes text cut in the middle of an emoji as a
-    /// lone surrogate escape, and a NUL as it is. Either made the whole
-    /// session invalid; now that character becomes U+FFFD, with a warning.
+    /// Node.js writes text cut in the middle of an emoji as a lone surrogate
+    /// escape, and a NUL as it is: that character becomes U+FFFD, with a
+    /// warning, rather than making the whole session invalid.
     #[test]
     fn lone_surrogates_and_nul_in_a_thought_cost_that_character_only() {
         let tmp = tempfile::tempdir().unwrap();
@@ -908,9 +908,9 @@ mod tests {
         assert!(report.result.errors.join("\n").contains("NUL"), "{report:?}");
     }
 
-    /// Review 10-d: an import took 3 MiB descriptions the server refuses,
-    /// and every list and search answer was then too long. What is over the
-    /// server's limits is cut, with a warning; the session is kept.
+    /// An import must not take 3 MiB descriptions the server refuses, which
+    /// make every list and search answer too long: what is over the server's
+    /// limits is cut, with a warning; the session is kept.
     #[test]
     fn metadata_over_the_limits_is_cut_with_a_warning() {
         let tmp = tempfile::tempdir().unwrap();

@@ -254,7 +254,7 @@ fn export_locked(
 
 /// An export writes `config.json` in the tree's root: refuse a destination
 /// whose `config.json` is not a Thoughtbox tree's (a project folder's own),
-/// rather than replace it.
+/// rather than replace it (docs/decisions/0051).
 fn check_config_is_ours(dest: &Path) -> Result<()> {
     let path = dest.join(CONFIG);
     let bytes = match fs::read(&path) {
@@ -264,12 +264,11 @@ fn check_config_is_ours(dest: &Path) -> Result<()> {
     };
     // Only a config.json of our own says the directory is a tree: session
     // folders beside another program's config.json prove nothing, since an
-    // export into the parent directory can put them there (review 11-c:
-    // exporting into ~ made ~/projects/app look like a tree, and the next
-    // export replaced the app's config.json).
-    // Ours only when it has the shape of a tree's config.json: an
-    // installId and a known partition granularity side by side (review
-    // 11-e: a key or a word named `installId` alone is found in other
+    // export into the parent directory can put them there (exporting into ~
+    // would make ~/projects/app look like a tree, and the next export replace
+    // the app's config.json). Ours only when it has the shape of a tree's
+    // config.json: an installId and a known partition granularity side by
+    // side (a key or a word named `installId` alone is found in other
     // programs' files too). A tree whose own config.json was damaged is
     // refused; the message says to delete that file.
     if is_tree_config(&bytes) {
@@ -473,7 +472,7 @@ fn write_session_files(
     // Rows a ledger may hold from before the schema's checks, edited by
     // hand into what an import refuses: the session is left out and named,
     // rather than written as a tree that `validate` and `import` refuse, or
-    // with one thought written over another (review 15-b).
+    // with one thought written over another.
     let mut fitness = ImportFitness::new(session)?;
     source.each_thought(&mut |t| {
         thoughts += 1;
@@ -769,7 +768,7 @@ mod tests {
     }
 
     /// A session moved to another partition leaves no folder behind that
-    /// holds only what a killed export left (review 15-a).
+    /// holds only what a killed export left.
     #[test]
     fn a_session_that_moves_takes_the_leftovers_of_its_old_folder() {
         let (_dir, store, _a, out, session_dir) = one_session_exported();
@@ -853,10 +852,10 @@ mod tests {
         export_tree(&store, &out, &impatient, &mut |_, _| {}).unwrap();
     }
 
-    /// Review 11-c: a symbolic link planted inside a tree (a session
-    /// folder, a branch folder, the lock file) made a re-export replace and
-    /// remove files outside it. The export refuses, naming the link, and
-    /// the files it points to are left as they were.
+    /// A symbolic link planted inside a tree (a session folder, a branch
+    /// folder, the lock file) must not make a re-export replace and remove
+    /// files outside it: the export refuses, naming the link, and the files
+    /// it points to are left as they were.
     #[cfg(unix)]
     #[test]
     fn an_export_never_writes_through_a_link_inside_its_tree() {
@@ -915,8 +914,8 @@ mod tests {
         symlink(&victim, session_dir.join("alt")).unwrap();
         assert!(export_tree(&store, &out, &named, &mut |_, _| {}).is_err());
         untouched();
-        // Review 11-e: `branches` (the reference's branch folder) as a link
-        // to a folder holding branch-named folders of the user's.
+        // Also `branches` (the reference's branch folder) as a link to a
+        // folder holding branch-named folders of the user's.
         fs::remove_file(session_dir.join("alt")).unwrap();
         export_tree(&store, &out, &named, &mut |_, _| {}).unwrap();
         let theirs = dir.path().join("theirs");
@@ -982,9 +981,8 @@ mod tests {
         assert!(find_session_dirs(&out).unwrap().contains(&lost));
         // Also when that folder is named on its own (validate DIR/...).
         assert_eq!(find_session_dirs(&lost).unwrap(), vec![lost.clone()]);
-        // Review 11-c: session folders beside another program's config.json
-        // (which an export into the parent directory puts there) do not make
-        // it a tree.
+        // Session folders beside another program's config.json (which an
+        // export into the parent directory puts there) do not make it a tree.
         let home = dir.path().join("home");
         let app = home.join("projects/app");
         fs::create_dir_all(&app).unwrap();
@@ -1007,8 +1005,8 @@ mod tests {
             fs::read_to_string(app.join(CONFIG)).unwrap(),
             r#"{"name":"app","dbPassword":"hunter2"}"#
         );
-        // Review 11-e: naming `installId` (a key, a value, a comment) does
-        // not make a file ours; the shape of a tree's config.json does.
+        // Naming `installId` (a key, a value, a comment) does not make a file
+        // ours; the shape of a tree's config.json does.
         for theirs in [
             r#"{"name":"app","installId":"abc-123","apiKey":"sk-SECRET"}"#,
             r#"{"name":"app","telemetry":{"installId":"abc"},"sessionPartitionGranularity":"monthly"}"#,

@@ -121,7 +121,7 @@ async fn extract_learnings_from_key_moments() {
         { "thoughtNumber": 3, "type": "revision", "summary": "Restarts were underestimated" },
     ]);
     // Key moments with the default targetTypes: the signal only, and a note
-    // saying how to get learnings from them (review 16-a).
+    // saying how to get learnings from them.
     let x = s
         .ok(
             "session",
@@ -196,7 +196,7 @@ async fn extract_learnings_from_key_moments() {
             .starts_with("A pattern extracted from session"),
         "{p}"
     );
-    // An anti-pattern's description reads "An anti-pattern" (review 17-a).
+    // An anti-pattern's description reads "An anti-pattern".
     let anti = s
         .ok(
             "session",
@@ -339,7 +339,7 @@ async fn deep_analysis_compares_sessions_side_by_side() {
     assert_eq!(cmp["differences"]["linearityScore"], 0.5);
     assert_eq!(cmp["differences"]["explorationDepth"], -2);
     // A session named twice is compared once; one that does not exist is
-    // named and left out, and the rest answered (review 16-e).
+    // named and left out, and the rest answered.
     let missing = "00000000-0000-4000-8000-000000000000";
     let d = s
         .ok(
@@ -520,7 +520,7 @@ async fn analysis_stages() {
 }
 
 /// A client that sends many analyses without waiting still gets its quick
-/// reads answered at once (review 13-d: `get_state` waited 24 s behind 300
+/// reads answered at once (unbounded, `get_state` waited 24 s behind 300
 /// analyses): heavy reads take at most six of the eight storage threads.
 #[tokio::test]
 async fn quick_reads_are_not_queued_behind_many_analyses() {
@@ -558,7 +558,7 @@ async fn quick_reads_are_not_queued_behind_many_analyses() {
 }
 
 /// Saved learnings carry their session's project, so that a project's
-/// learnings can be listed by tag (review 16-e).
+/// learnings can be listed by tag.
 #[tokio::test]
 async fn saved_learnings_carry_the_sessions_project() {
     let (_d, db) = temp_db();
@@ -606,7 +606,7 @@ async fn saved_learnings_carry_the_sessions_project() {
 /// A branch key moment without branchId: used main-chain thought #n
 /// silently. Now the one branch with a thought n is used (the note says
 /// so); no branch or several is refused naming the moment's branchId, and
-/// nothing is saved (review 17-a).
+/// nothing is saved.
 #[tokio::test]
 async fn a_branch_moment_without_branch_id_takes_the_only_branch_or_is_refused() {
     let (_d, db) = temp_db();
@@ -669,7 +669,7 @@ async fn a_branch_moment_without_branch_id_takes_the_only_branch_or_is_refused()
 /// revised>", whether the moment names the revision or the thought revised;
 /// naming the revision headed it with the correction, telling later agents
 /// to avoid the right answer. Saving again retitles, in place, one saved
-/// with that inverted heading (review 18).
+/// with that inverted heading.
 #[tokio::test]
 async fn an_anti_pattern_is_headed_with_the_belief_revised() {
     let (_d, db) = temp_db();

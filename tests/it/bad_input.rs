@@ -566,7 +566,7 @@ async fn search_text_is_never_fts_syntax() {
 
 /// A misspelt parameter name is refused before anything is done, naming the
 /// parameter meant: ignored, `branch_id` or `sessionID` on a `thought` filed
-/// it for good on the main chain or in the active session (review 14-c).
+/// it for good on the main chain or in the active session.
 #[tokio::test]
 async fn misspelt_parameters_are_refused_and_change_nothing() {
     let (_d, db) = temp_db();
@@ -599,7 +599,7 @@ async fn misspelt_parameters_are_refused_and_change_nothing() {
             "thougthNumber",
             "thoughtNumber",
         ),
-        // Part of a name, as agents shorten them (review 14-d).
+        // Part of a name, as agents shorten them.
         (
             json!({ "thought": "x", "nextThoughtNeeded": true, "session": other }),
             "session",
@@ -666,7 +666,7 @@ async fn misspelt_parameters_are_refused_and_change_nothing() {
         .await;
     assert!(r.get("ignoredArguments").is_none(), "{r}");
     // Filter tags are read as sessions keep them: trimmed, blanks left out
-    // (review 14-b: `tags: ""` matched no session).
+    // (so `tags: ""` matches every session, not none).
     s.ok("start_new", json!({ "sessionTitle": "tagged", "tags": ["a"] }))
         .await;
     s.ok("load_context", json!({ "sessionId": sid })).await;
@@ -701,8 +701,8 @@ async fn misspelt_parameters_are_refused_and_change_nothing() {
         .await;
     assert_eq!(got["session"]["thoughtCount"], 0);
     assert_eq!(s.ok("get_state", json!({})).await["activeSession"]["id"], sid.as_str());
-    // Review 14-e: a session under another name, a misspelt field in an
-    // object parameter or a key moment, are refused too.
+    // A session under another name, a misspelt field in an object parameter
+    // or a key moment, are refused too.
     let e = s
         .err(
             "thought",
@@ -724,9 +724,9 @@ async fn misspelt_parameters_are_refused_and_change_nothing() {
         )
         .await;
     assert_eq!(e["details"]["didYouMean"], "keyMoments[0].branchId", "{e}");
-    // Review 14-f: a branch under another name is refused; a name that only
-    // mentions the session is reported unused; `total` on a list is no
-    // misspelling of a thought's totalThoughts.
+    // A branch under another name is refused; a name that only mentions the
+    // session is reported unused; `total` on a list is no misspelling of a
+    // thought's totalThoughts.
     let e = s
         .err(
             "thought",
@@ -779,7 +779,7 @@ async fn misspelt_parameters_are_refused_and_change_nothing() {
         r["ignoredArguments"],
         json!(["confidence", "metadata", "sessionSummary"])
     );
-    // Inside an object parameter too (review 14-b: nothing was said).
+    // Inside an object parameter too, or nothing would say so.
     let r = s
         .call("deep_analysis", json!({ "options": { "includeTimelineEntrys": true } }))
         .await
@@ -1034,7 +1034,7 @@ async fn parameters_sent_as_json_text_are_understood() {
     let e = s.call_raw(m).await.unwrap_err();
     assert!(e["message"].as_str().unwrap().contains("does not parse"), "{e}");
     // JSON text naming a key twice is refused as the request would be
-    // (review 14-b: the last value won, and `get` then `delete` deleted).
+    // (else the last value wins, and `get` then `delete` deletes).
     let victim = s.ok("start_new", json!({ "sessionTitle": "Victim" })).await["session"]["id"]
         .as_str()
         .unwrap()
@@ -1081,9 +1081,9 @@ async fn parameters_sent_as_json_text_are_understood() {
     let e = s.err("load_context", json!({ "sid": "x" }), "INVALID_PAYLOAD").await;
     assert_eq!(e["details"]["field"], "sessionId");
     assert_eq!(e["details"]["receivedArguments"], json!(["sid"]));
-    // Search texts and tag filters past their limits (review 11-c: a query
-    // of 100,000 words kept the server busy for minutes).
-    // Words as the index splits them: `a:b:c` is three.
+    // Search texts and tag filters past their limits (a query of 100,000
+    // words would keep the server busy for minutes). Words as the index
+    // splits them: `a:b:c` is three.
     let words = vec!["word"; 65].join(":");
     let long = "x".repeat(1_001);
     for (op, args) in [
@@ -1152,8 +1152,8 @@ async fn parameters_sent_as_json_text_are_understood() {
 /// `target`, in another case, nested in a sub-operation's `args`) is
 /// refused, naming the argument and `sessionId`, when it is not the session
 /// the call uses: it was ignored, and the thought filed in the active
-/// session, the read answered for it (review 17-a). Nothing is written. The
-/// session in use named once more is only an ignored argument.
+/// session, the read answered for it. Nothing is written. The session in use
+/// named once more is only an ignored argument.
 #[tokio::test]
 async fn a_session_id_under_another_name_is_refused_and_changes_nothing() {
     let (dir, db) = temp_db();
@@ -1274,9 +1274,9 @@ async fn a_session_id_under_another_name_is_refused_and_changes_nothing() {
     s.stop().await;
 }
 
-/// `ignoredArguments` stays short whatever was sent (review 17-a: one name
-/// of a megabyte, or 100,000 names, were echoed whole): each name is cut,
-/// and past twenty the answer counts the rest in `ignoredArgumentsMore`.
+/// `ignoredArguments` stays short whatever was sent (one name of a megabyte,
+/// or 100,000 names, are not echoed whole): each name is cut, and past twenty
+/// the answer counts the rest in `ignoredArgumentsMore`.
 #[tokio::test]
 async fn ignored_arguments_are_named_briefly() {
     let (_d, db) = temp_db();
@@ -1317,11 +1317,11 @@ async fn ignored_arguments_are_named_briefly() {
 }
 
 /// What can be refused without reading the ledger, or by reading it only,
-/// is refused at once while another program holds the write lock (review
-/// 20-c: a blank or oversized thought waited for the busy timeout, then got
-/// "database is locked" instead of the field at fault; an unknown session
-/// id waited the same before SESSION_NOT_FOUND). The refusals write
-/// nothing, and the server goes on once the lock is let go.
+/// is refused at once while another program holds the write lock (else a
+/// blank or oversized thought waits for the busy timeout, then gets "database
+/// is locked" instead of the field at fault; an unknown session id waits the
+/// same before SESSION_NOT_FOUND). The refusals write nothing, and the server
+/// goes on once the lock is let go.
 #[tokio::test]
 async fn refusals_do_not_wait_for_another_programs_write_lock() {
     let (d, db) = temp_db();

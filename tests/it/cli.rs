@@ -49,8 +49,8 @@ pub fn ok_json(db: &Path, args: &[&str]) -> Value {
 }
 
 /// `--db file:NAME` is the file of that name, not an SQLite URI for NAME
-/// (review 14-a: the thoughts went into a world-readable `odd.db` while the
-/// server locked, watched and reported an empty `file:odd.db`).
+/// (read as a URI, the thoughts would go into a world-readable `odd.db` while
+/// the server locked, watched and reported an empty `file:odd.db`).
 #[test]
 fn a_database_name_that_looks_like_a_uri_is_a_file_name() {
     let dir = tempfile::tempdir().unwrap();
@@ -161,8 +161,7 @@ fn sessions_list_show_and_search() {
     );
     assert_eq!(page["sessions"][0]["id"], a.as_str());
     assert_eq!(page["sessions"][0]["thoughtCount"], 4);
-    // At most 100 tags, as over MCP (review 20-a: the command line listed
-    // "no sessions" for 103).
+    // At most 100 tags, as over MCP (rather than "no sessions" for 103).
     let tags: Vec<String> = (0..101).map(|i| format!("t{i}")).collect();
     let mut args = vec!["sessions", "list"];
     for t in &tags {
@@ -181,7 +180,7 @@ fn sessions_list_show_and_search() {
     assert_eq!(page["sessions"][0]["id"], b.as_str());
     let page = ok_json(&db, &["sessions", "list", "--status", "active"]);
     assert_eq!(page["sessions"][0]["id"], a.as_str());
-    // A shortened id is named back (review 16-e).
+    // A shortened id is named back.
     let err = fails(&db, &["sessions", "show", &a[..8]]);
     assert!(err.contains(&format!("did you mean {a}")), "{err}");
     let err = fails(&db, &["export", "--session", &a[..8], "--format", "json"]);
@@ -223,11 +222,11 @@ fn sessions_list_show_and_search() {
     assert!(!ok(&db, &["sessions", "show", &b]).is_empty());
 }
 
-/// Review 18-a: `sessions search zebra --json` printed 50 of a session's
-/// 300 matches with nothing saying the rest exist. It prints a session's
-/// best five (`--matches-per-session` up to 100) and counts the others, in
-/// JSON and in text; and it searches thoughts not yet indexed without
-/// indexing them (it opens the ledger only to read).
+/// `sessions search zebra --json` must say the rest of a session's 300
+/// matches exist: it prints a session's best five (`--matches-per-session` up
+/// to 100) and counts the others, in JSON and in text; and it searches
+/// thoughts not yet indexed without indexing them (it opens the ledger only
+/// to read).
 #[test]
 fn sessions_search_counts_the_matches_it_leaves_out() {
     let (_d, db) = temp_db();
@@ -446,7 +445,7 @@ fn commands_leave_the_database_as_one_file() {
     }
     // A backup restored over the ledger's own path (nothing using it).
     let other = dir.path().join("other.db");
-    // stdout names the file written, for a script (review 17-a).
+    // stdout names the file written, for a script.
     assert_eq!(
         ok(&db, &["backup", other.to_str().unwrap()]).trim(),
         other.to_str().unwrap()
@@ -852,9 +851,9 @@ async fn a_ledger_on_a_read_only_mount_can_be_read_and_backed_up() {
     disk.remount(false);
 
     // A read-only bind mount of a file system that is writable elsewhere
-    // (review 15-a: an immutable read there gave damaged backups while a
-    // server wrote through the other mount): refused while no server has
-    // the file open, read through the server's -wal and -shm while one does.
+    // (an immutable read there gives damaged backups while a server writes
+    // through the other mount): refused while no server has the file open,
+    // read through the server's -wal and -shm while one does.
     std::fs::remove_file(disk.path.join("ledger.db-wal")).unwrap();
     let bind = out.path().join("bind");
     std::fs::create_dir(&bind).unwrap();
@@ -901,7 +900,7 @@ async fn a_ledger_on_a_read_only_mount_can_be_read_and_backed_up() {
 /// A re-export that runs out of space half-way leaves the session's folder
 /// as the last export wrote it: no thought files newer than its manifest,
 /// no temporary files; once there is room again the next one completes it
-/// (review 14-a: the folder was left half updated).
+/// (not half updated).
 #[test]
 fn a_re_export_that_runs_out_of_space_changes_nothing() {
     let Some(disk) = SmallDisk::mount("2m") else {
@@ -971,8 +970,8 @@ fn a_re_export_that_runs_out_of_space_changes_nothing() {
 
 /// A low open-file limit (`ulimit -n`): a soft one is raised, so the
 /// server and the commands work; a hard one too low to run with is refused
-/// at once, saying so (review 14-a: the pool retried "unable to open
-/// database file" for 30 s, and under 16 files the runtime panicked).
+/// at once, saying so (else the pool retries "unable to open database file"
+/// for 30 s, and under 16 files the runtime panics).
 #[cfg(unix)] // ulimit is Unix's; Windows has no per-process limit of this kind.
 #[test]
 fn a_low_open_file_limit_is_raised_or_refused_at_once() {
@@ -1079,11 +1078,11 @@ fn leftovers_of_interrupted_exports_and_backups_are_swept() {
 }
 
 /// Rows a ledger may hold from before version 8, edited by hand into what
-/// the layout cannot hold (review 15-b): a second thought 2 (whose file the
-/// first one's would have been written over), a thought following no
-/// thought of its session, a time that is no date, text over 1 MiB (refused
-/// since version 9; no import would take it back). The export leaves each of
-/// those sessions out, names it, and exits 1; the tree it writes is valid.
+/// the layout cannot hold: a second thought 2 (whose file the first one's
+/// would have been written over), a thought following no thought of its
+/// session, a time that is no date, text over 1 MiB (refused since version 9;
+/// no import would take it back). The export leaves each of those sessions
+/// out, names it, and exits 1; the tree it writes is valid.
 #[test]
 fn sessions_with_rows_the_layout_cannot_hold_are_left_out_and_named() {
     let (dir, db) = temp_db();
@@ -1165,10 +1164,10 @@ fn sessions_with_rows_the_layout_cannot_hold_are_left_out_and_named() {
     assert_eq!(report["valid"], true, "{report}");
 }
 
-/// A row edited by hand into what the layout cannot name (review 9-b: a
-/// session id that is no UUID, a branch id that is no folder name) kept
-/// every session out of `export --out`. Now only that session is left out,
-/// named on stderr, and the exit code says the tree is not the whole ledger.
+/// A row edited by hand into what the layout cannot name (a session id that
+/// is no UUID, a branch id that is no folder name) keeps only that session
+/// out of `export --out`: it is left out, named on stderr, and the exit code
+/// says the tree is not the whole ledger.
 #[test]
 fn one_session_the_layout_cannot_name_does_not_keep_the_others_out() {
     let (dir, db) = temp_db();
@@ -1346,14 +1345,14 @@ fn tables_line_up_with_wide_characters() {
     }
 }
 
-/// Review 19 (D1): a fork point edited by hand into what `import` refuses
-/// (moved to a thought that does not exist, set on a main-chain thought,
-/// left out of a branch thought inserted by hand) is refused by the schema,
-/// so `repair` passes the ledger and its export imports. The same rows in a
-/// ledger from before version 12: `export` leaves the session out and names
-/// it (exit 1) instead of writing what `import` refuses, `repair` names the
-/// rows with the statements that mend them, and once mended the session
-/// exports and imports.
+/// A fork point edited by hand into what `import` refuses (moved to a thought
+/// that does not exist, set on a main-chain thought, left out of a branch
+/// thought inserted by hand) is refused by the schema, so `repair` passes the
+/// ledger and its export imports. The same rows in a ledger from before
+/// version 12: `export` leaves the session out and names it (exit 1) instead
+/// of writing what `import` refuses, `repair` names the rows with the
+/// statements that mend them, and once mended the session exports and
+/// imports.
 #[test]
 fn a_fork_point_edited_by_hand_never_makes_an_export_that_import_refuses() {
     let (dir, db) = temp_db();
@@ -1467,10 +1466,10 @@ fn a_fork_point_edited_by_hand_never_makes_an_export_that_import_refuses() {
     export_imports(&mended);
 }
 
-/// Review 19 (D3): two ledgers whose installId was deleted by hand were
-/// taken for the same ledger, and `backup` replaced the other one's
-/// sessions. Version 12 refuses the delete; a ledger from before that lacks
-/// one is never replaced by a backup, and says why.
+/// Two ledgers whose installId was deleted by hand must not be taken for the
+/// same ledger, or `backup` replaces the other one's sessions. Version 12
+/// refuses the delete; a ledger from before that lacks one is never replaced
+/// by a backup, and says why.
 #[test]
 fn backup_never_replaces_a_ledger_without_an_install_id() {
     let (dir, db) = temp_db();

@@ -49,7 +49,8 @@ async fn stages_gate_operations_and_never_go_down() {
         suggestion.contains("'start_new' (or 'load_context'), then 'cipher'"),
         "{suggestion}"
     );
-    // Whole: the server's own text is never cut (review 16-a).
+    // Whole: the server's own text is never cut, so a suggestion does not end
+    // mid-word.
     assert!(suggestion.ends_with("reopen: false."), "{suggestion}");
     let e = s.err("cipher", Value::Null, "STAGE_REQUIREMENT_NOT_MET").await;
     assert_eq!(e["details"]["requiredStage"], 1);
@@ -196,9 +197,8 @@ async fn core_concepts_session_and_auto_numbering() {
 }
 
 /// A client that sends thoughts and session switches without waiting for
-/// each answer (review 13-d): each thought lands in the session that was
-/// active when it was sent, and the last switch sent is the active session
-/// at the end.
+/// each answer: each thought lands in the session that was active when it was
+/// sent, and the last switch sent is the active session at the end.
 #[tokio::test]
 async fn thoughts_and_switches_sent_together_keep_their_order() {
     let (_d, db) = temp_db();
@@ -458,7 +458,7 @@ async fn core_concepts_branches_and_revisions() {
     assert_eq!(r["thoughts"][0]["nextThoughtNeeded"], true);
     assert!(r.get("alsoOnBranches").is_none(), "{r}");
     // A number is a main-chain thought's; the branches holding the same
-    // number are named (review 18-a), as is how to read one of theirs.
+    // number are named, as is how to read one of theirs.
     let r = s.ok("read_thoughts", json!({ "thoughtNumber": 5 })).await;
     assert_eq!(r["thoughts"][0]["branchId"], Value::Null, "{r}");
     assert_eq!(r["alsoOnBranches"], json!(["redis-approach"]), "{r}");
@@ -603,7 +603,7 @@ async fn sessions_list_search_resume_delete() {
         .await;
     assert_eq!(by_text["sessions"][0]["id"], b.as_str());
 
-    // Words that no one thought holds together: said why (review 17-a).
+    // Words that no one thought holds together: said why.
     let apart = s
         .ok(
             "session",
@@ -751,9 +751,8 @@ async fn critique_through_sampling_is_stored_and_exported() {
 }
 
 /// What an agent might take for a close, or for continuing, is said in the
-/// answer (review 14-c): `nextThoughtNeeded: false` on a branch closes
-/// nothing, and a thought after a close starts a new session, naming the
-/// closed one.
+/// answer: `nextThoughtNeeded: false` on a branch closes nothing, and a
+/// thought after a close starts a new session, naming the closed one.
 #[tokio::test]
 async fn answers_say_what_a_close_did_and_did_not_do() {
     let (_d, db) = temp_db();
@@ -783,11 +782,11 @@ async fn answers_say_what_a_close_did_and_did_not_do() {
 }
 
 /// A new connection looks at a finished session without changing it
-/// (review 16-a: the reads need stage 1, and load_context reopened the
-/// session at once): `load_context` with `reopen: false` opens it to read,
-/// it stays completed until a thought is recorded in it. A session id given
-/// shortened is named back; `list_sessions` takes `tag`
-/// and `query`, and an empty search says where thought text is searched.
+/// (the reads need stage 1, and a plain load_context reopens the session):
+/// `load_context` with `reopen: false` opens it to read, it stays completed
+/// until a thought is recorded in it. A session id given shortened is named
+/// back; `list_sessions` takes `tag` and `query`, and an empty search says
+/// where thought text is searched.
 #[tokio::test]
 async fn a_completed_session_is_read_without_reopening_it() {
     let (_d, db) = temp_db();
@@ -825,7 +824,7 @@ async fn a_completed_session_is_read_without_reopening_it() {
         .err("load_context", json!({ "sessionId": "heron" }), "SESSION_NOT_FOUND")
         .await;
     assert!(e["details"].get("didYouMean").is_none(), "{e}");
-    // A session's title, in any case: named back (review 18-a).
+    // A session's title, in any case: named back.
     let e = s
         .err(
             "load_context",
@@ -841,7 +840,7 @@ async fn a_completed_session_is_read_without_reopening_it() {
     let listed = s.ok("list_sessions", json!({ "query": "heron" })).await;
     assert_eq!(listed["total"], 1, "{listed}");
     assert_eq!(listed["sessions"][0]["id"], sid.as_str());
-    // By status (review 16-a: `status` was ignored and listed every one).
+    // By status, not every one.
     let listed = s.ok("list_sessions", json!({ "status": "completed" })).await;
     assert_eq!(listed["total"], 1, "{listed}");
     assert_eq!(listed["sessions"][0]["id"], sid.as_str());
@@ -870,7 +869,7 @@ async fn a_completed_session_is_read_without_reopening_it() {
 
     // To read, nothing is written: another program holding the write lock
     // (an import, a sqlite3 shell inside a transaction) does not keep the
-    // reader out (review 16-c).
+    // reader out.
     let accessed: String = {
         let db = rusqlite::Connection::open(&db).unwrap();
         db.query_row("SELECT last_accessed_at FROM sessions WHERE id = ?1", [&sid], |r| {
@@ -927,10 +926,10 @@ async fn a_completed_session_is_read_without_reopening_it() {
     s.stop().await;
 }
 
-/// A thought read back later says it was corrected (review 16-a: an agent
-/// reused a figure it had revised): `revisedBy` in read_thoughts,
-/// load_context, session get and search matches, and "(revised by #n)" in
-/// the Markdown export.
+/// A thought read back later says it was corrected (else an agent reuses a
+/// figure it had revised): `revisedBy` in read_thoughts, load_context,
+/// session get and search matches, and "(revised by #n)" in the Markdown
+/// export.
 #[tokio::test]
 async fn a_revised_thought_says_so_wherever_it_is_read() {
     let (_d, db) = temp_db();
@@ -990,7 +989,7 @@ async fn a_revised_thought_says_so_wherever_it_is_read() {
     assert!(md.contains("### Thought 1/1 (revised by #3, #5)"), "{md}");
     assert!(md.contains("### Thought 3/3 (revises #1) (revised by #4)"), "{md}");
     // Resumed after a thought on a branch: where it was, not only the main
-    // chain's next number (review 16-a).
+    // chain's next number.
     assert!(ctx["restorationInfo"].get("lastRecordedOnBranch").is_none(), "{ctx}");
     s.thought(json!({ "thought": "what if smaller nodes", "branchId": "small", "branchFromThought": 2, "nextThoughtNeeded": true }))
         .await;
@@ -1019,7 +1018,7 @@ async fn a_revised_thought_says_so_wherever_it_is_read() {
         .await;
     assert!(r.get("note").is_none(), "{r}");
     // Numbered by hand out of order: the branch's next number follows its
-    // highest, not the thought recorded last (review 16-c).
+    // highest, not the thought recorded last.
     s.thought(json!({ "thought": "ten", "branchId": "plain", "thoughtNumber": 10, "nextThoughtNeeded": true }))
         .await;
     s.thought(json!({ "thought": "seven", "branchId": "plain", "thoughtNumber": 7, "nextThoughtNeeded": true }))
@@ -1045,10 +1044,10 @@ async fn a_revised_thought_says_so_wherever_it_is_read() {
 }
 
 /// After nextThoughtNeeded: false, a thought numbered above 1 is refused as
-/// a revision or a branch there is (review 17-a: it started a new session
-/// whose only thought was #5): it names the closed session and says how to
-/// continue it or start a new one. Nothing is created; a thought numbered 1
-/// starts a new session, and after load_context the numbered one goes on.
+/// a revision or a branch there is (not started as a new session whose only
+/// thought is #5): it names the closed session and says how to continue it or
+/// start a new one. Nothing is created; a thought numbered 1 starts a new
+/// session, and after load_context the numbered one goes on.
 #[tokio::test]
 async fn a_numbered_thought_after_closing_starts_no_session() {
     let (_d, db) = temp_db();
@@ -1062,7 +1061,7 @@ async fn a_numbered_thought_after_closing_starts_no_session() {
         .await;
     assert_eq!(closed["sessionClosed"], true);
     // get_state points to start_new with a title rather than to a thought
-    // that would start a session with a generated one (review 17-a).
+    // that would start a session with a generated one.
     let state = s.ok("get_state", Value::Null).await;
     let next = state["nextStep"].as_str().unwrap();
     assert!(
@@ -1070,7 +1069,7 @@ async fn a_numbered_thought_after_closing_starts_no_session() {
         "{next}"
     );
     // Reads of "the session" right after the close name the one closed
-    // (review 18-a: each said only that no session was active).
+    // (not only that no session is active).
     for (op, args) in [
         ("read_thoughts", json!({})),
         ("get_structure", json!({})),
@@ -1129,10 +1128,10 @@ async fn a_numbered_thought_after_closing_starts_no_session() {
     s.stop().await;
 }
 
-/// Review 18-a: a session with 120 matches beside one with 3. The matches
-/// were cut from a pool shared by all sessions: 5 shown with "42 more" by
-/// default, and 47 shown with nothing said of the other 73 when 100 were
-/// asked for. Each session now brings its own best and counts the rest.
+/// A session with 120 matches beside one with 3. Cut from a pool shared by
+/// all sessions, the matches were 5 shown with "42 more" by default, and 47
+/// shown with nothing said of the other 73 when 100 were asked for; each
+/// session brings its own best and counts the rest.
 #[tokio::test]
 async fn session_search_counts_every_match_a_session_leaves_out() {
     let (_d, db) = temp_db();
@@ -1188,9 +1187,9 @@ async fn session_search_counts_every_match_a_session_leaves_out() {
     s.stop().await;
 }
 
-/// Review 18-a: an empty session search beside a matching note said
-/// "nothing matched every word"; it speaks of sessions only, and a
-/// one-word search that finds no session says what was searched.
+/// An empty session search beside a matching note does not say "nothing
+/// matched every word": it speaks of sessions only, and a one-word search
+/// that finds no session says what was searched.
 #[tokio::test]
 async fn an_empty_session_search_says_what_it_searched() {
     let (_d, db) = temp_db();
@@ -1230,8 +1229,8 @@ async fn an_empty_session_search_says_what_it_searched() {
 }
 
 /// A session with many matches brings its best five unless asked for more,
-/// and says how many it left out (review 17-a: 50 matches of one session,
-/// ~7 KB, by default).
+/// and says how many it left out (not 50 matches of one session, ~7 KB, by
+/// default).
 #[tokio::test]
 async fn session_search_brings_five_matches_of_a_session_by_default() {
     let (_d, db) = temp_db();
@@ -1260,8 +1259,8 @@ async fn session_search_brings_five_matches_of_a_session_by_default() {
 
 /// Thoughts sent in step lines, as the cipher guide teaches, export in
 /// cipher with their own step prefixes after the thought's number (no second
-/// type letter) and their lines apart; prose as before (review 18: `1O 1O
-/// dashboard: ... since v2.3 2H(.1) missing index ...`).
+/// type letter) and their lines apart; prose as before (not `1O 1O dashboard:
+/// ... since v2.3 2H(.1) missing index ...`).
 #[tokio::test]
 async fn the_cipher_export_keeps_a_thought_in_step_lines_readable() {
     let (_d, db) = temp_db();
@@ -1300,7 +1299,7 @@ async fn the_cipher_export_keeps_a_thought_in_step_lines_readable() {
 
 /// Every answer lists branches in creation order: get_structure,
 /// load_context's restorationInfo, and the exports (the Markdown and cipher
-/// exports had them by name; review 18).
+/// exports had them by name).
 #[tokio::test]
 async fn exports_list_branches_in_creation_order() {
     let (_d, db) = temp_db();

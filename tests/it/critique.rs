@@ -504,9 +504,9 @@ async fn an_unanswered_critique_request_survives_export_and_import() {
 /// stdin closing while the server waits for a critique, which can no longer
 /// come, ends that wait: the thought's answer (recorded, critique refused)
 /// is still written, and the server exits before the MCP library's 5 s
-/// wait for answers in flight has run out. Review 12-a: the wait ran to
-/// the end, the answer was dropped, and an rmcp client sends SIGTERM 3 s
-/// after closing stdin.
+/// wait for answers in flight has run out. Else the wait runs to the end, the
+/// answer is dropped, and an rmcp client sends SIGTERM 3 s after closing
+/// stdin.
 #[tokio::test]
 async fn a_critique_still_awaited_when_stdin_closes_is_given_up_and_answered() {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};

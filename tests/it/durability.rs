@@ -184,9 +184,8 @@ async fn four_processes_share_one_database() {
 
 /// A shutdown held up (here the writer waits for another program's lock
 /// with a thought) ends at a second signal, as a client that gave up
-/// waiting sends one (review 13-d: signals did nothing once the shutdown
-/// had begun). Nothing acknowledged is lost: the unanswered thought was
-/// never acknowledged.
+/// waiting sends one (signals must act once the shutdown has begun). Nothing
+/// acknowledged is lost: the unanswered thought was never acknowledged.
 #[cfg(unix)] // Signals are Unix's: Windows stops a server by closing stdin or terminating it.
 #[tokio::test]
 async fn a_second_signal_ends_a_shutdown_held_up() {
@@ -226,7 +225,7 @@ async fn a_second_signal_ends_a_shutdown_held_up() {
 
 /// The same signal twice within a moment (a closing terminal's SIGHUP and
 /// the shell's, a forwarded Ctrl-C) is one request to stop: the exit is
-/// clean (review 13-f: the echo skipped the final checkpoint).
+/// clean (the echo must not skip the final checkpoint).
 #[cfg(unix)] // Signals are Unix's: Windows stops a server by closing stdin or terminating it.
 #[tokio::test]
 async fn a_signal_echoed_at_once_is_one_clean_stop() {
@@ -354,7 +353,7 @@ async fn a_session_deleted_by_another_process() {
     assert_eq!(fresh["sessionCreated"], true, "{fresh}");
     assert_ne!(fresh["sessionId"], sid.as_str());
     assert_eq!(fresh["thoughtNumber"], 1);
-    // It says why it started a new session (review 18-a: not a word).
+    // It says why it started a new session.
     assert_eq!(fresh["previousSessionId"], sid.as_str(), "{fresh}");
     assert!(fresh["note"].as_str().unwrap().contains("was deleted"), "{fresh}");
     // The thought after it is an ordinary one.
@@ -856,8 +855,8 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
 
 /// While another program holds a read transaction (a database browser left
 /// open), the idle checkpoint cannot empty the WAL. The log says so once,
-/// not once per burst of writes (review 10-c: ~1,200 lines an hour), and
-/// says when the WAL is empty again.
+/// not once per burst of writes (~1,200 lines an hour), and says when the WAL
+/// is empty again.
 #[tokio::test]
 async fn a_reader_left_open_is_logged_once_and_its_end_too() {
     let (dir, db) = temp_db();
@@ -874,8 +873,8 @@ async fn a_reader_left_open_is_logged_once_and_its_end_too() {
         tokio::time::sleep(Duration::from_millis(1600)).await;
     }
     logged(&log, told).await;
-    // Past 64 MiB the log warns (review 15-b: the WAL grew to 85 MB with
-    // one info line), once per doubling.
+    // Past 64 MiB the log warns, once per doubling (one info line is easily
+    // missed while the WAL grows to 85 MB).
     let big = "x".repeat(900_000);
     for _ in 0..80 {
         s.thought(t(&big)).await;
@@ -891,11 +890,11 @@ async fn a_reader_left_open_is_logged_once_and_its_end_too() {
     s.stop().await;
 }
 
-/// A full disk (review 14-a): writes are refused saying so and change
-/// nothing; a client that connects meanwhile can still open a session and
-/// read and search it (opening it could not be recorded, and left every
-/// read behind a stage it could not reach); once space is freed the same
-/// servers write again, and every acknowledged thought is there once.
+/// A full disk: writes are refused saying so and change nothing; a client
+/// that connects meanwhile can still open a session and read and search it
+/// (opening it could not be recorded, and left every read behind a stage it
+/// could not reach); once space is freed the same servers write again, and
+/// every acknowledged thought is there once.
 #[tokio::test]
 async fn a_full_disk_refuses_writes_keeps_reads_and_recovers() {
     let Some(disk) = SmallDisk::mount("4m") else {
@@ -987,8 +986,8 @@ fn anonymous_kib(pid: u32) -> u64 {
 
 /// What heavy reads freed goes back to the system once they stop: an idle
 /// server is not left holding the peak of the largest analysis or read it
-/// ever made (soak test 21: 267 MiB, idle, after analyses of a session of
-/// 39,000 thoughts; 20 MiB once trimmed).
+/// ever made (267 MiB, idle, after analyses of a session of 39,000 thoughts
+/// driven by `benches/soak`; 20 MiB once trimmed).
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[tokio::test]
 async fn memory_freed_by_heavy_reads_goes_back_to_the_system() {

@@ -313,7 +313,8 @@ fn repair_mends_what_older_hand_edits_broke() {
     for sql in &triggers {
         sh.execute_batch(sql).unwrap();
     }
-    // Broken as the review found it: old words still match.
+    // Broken as edits with the triggers dropped leave it: old words still
+    // match.
     assert_eq!(found(&store, "quokka"), vec![first.clone()]);
 
     let report = store.repair().unwrap();
@@ -370,8 +371,8 @@ fn putting_a_thought_back_under_its_old_id() {
     .unwrap();
     assert_eq!(found(&store, "kiwi"), vec![middle.clone()]);
     index_is_sound(&store);
-    // Back in its place in the chain (review 9-b: the thought before it had
-    // two next thoughts, and it was a dead end).
+    // Back in its place in the chain (not a dead end, leaving the thought
+    // before it with two next thoughts).
     let nexts = |node: &str| -> Vec<String> {
         sh.prepare("SELECT node_id FROM thoughts WHERE prev_node = ?1")
             .unwrap()
@@ -527,10 +528,10 @@ fn repair_restores_branch_rows_and_relinks() {
     assert_eq!(counts(&store, &s), (3, 1, Some(two)));
 }
 
-/// INSERT OR REPLACE of an existing session (review 9-b) deleted the old row
-/// first, and with foreign keys on the delete took every thought with it.
-/// It is refused, foreign keys on or off, and nothing changes; a new
-/// session inserted by hand is still fine.
+/// INSERT OR REPLACE of an existing session deletes the old row first, and
+/// with foreign keys on the delete takes every thought with it: it is
+/// refused, foreign keys on or off, and nothing changes; a new session
+/// inserted by hand is still fine.
 #[test]
 fn replacing_a_session_by_insert_is_refused_and_loses_nothing() {
     let (_d, store) = temp_store();
@@ -580,8 +581,8 @@ fn replacing_a_session_by_insert_is_refused_and_loses_nothing() {
     assert_eq!(store.session(&s.id).expect("session").title, "Renamed");
 }
 
-/// A thought number set out of range by hand made every read of its
-/// session fail (review 9-b); such an update is refused.
+/// A thought number set out of range by hand made every read of its session
+/// fail; such an update is refused.
 #[test]
 fn thought_numbers_set_out_of_range_are_refused() {
     let (_d, store) = temp_store();
@@ -615,8 +616,7 @@ fn thought_numbers_set_out_of_range_are_refused() {
 /// Several thoughts put back at once take their places when they go back
 /// in the order they were written (`ORDER BY id`), as a restore from a
 /// backup table does. In the reverse order the later one is put back while
-/// the one it follows is missing, and the chain forks (review 9-d): `repair`
-/// mends that.
+/// the one it follows is missing, and the chain forks: `repair` mends that.
 #[test]
 fn several_thoughts_put_back_oldest_first() {
     let (_d, store) = temp_store();
@@ -673,9 +673,8 @@ fn several_thoughts_put_back_oldest_first() {
 /// it, and a ledger may still hold: a second thought that follows nothing,
 /// a number used twice on one chain, numbers out of range. `repair` names
 /// each, with the statement that mends it, and says the ledger is not sound
-/// until they are mended. It does not guess: review 10-d showed a first
-/// thought put back under a new id (newer, yet first) linked after the last
-/// one, a loop.
+/// until they are mended. It does not guess: a first thought put back under a
+/// new id (newer, yet first) would be linked after the last one, a loop.
 #[test]
 fn repair_names_what_it_leaves_to_you() {
     let (_d, store) = temp_store();
@@ -791,11 +790,11 @@ fn repair_names_what_it_leaves_to_you() {
 }
 
 /// Version 8: rows written by hand that readers, exports and imports could
-/// not rely on are refused, each with a message saying what the form is
-/// (review 15-b): a second thought with a number its chain has, INSERT OR
-/// REPLACE of a thought, a node id that does not match the row, a thought
-/// of no session, timestamps in another form, an upper-case session id,
-/// settings the server does not understand. Rows in the server's form go in.
+/// not rely on are refused, each with a message saying what the form is: a
+/// second thought with a number its chain has, INSERT OR REPLACE of a
+/// thought, a node id that does not match the row, a thought of no session,
+/// timestamps in another form, an upper-case session id, settings the server
+/// does not understand. Rows in the server's form go in.
 #[test]
 fn rows_not_in_the_servers_form_are_refused() {
     let (_d, store) = temp_store();
@@ -905,11 +904,11 @@ fn rows_not_in_the_servers_form_are_refused() {
     index_is_sound(&store);
 }
 
-/// Links set by hand into a loop (review 15-b: `repair` said it fixed a
-/// link every run and changed nothing): `repair` counts only links it
-/// changes, and names the loop for a person to break. A chain tail set by
-/// hand to a node that does not exist: the next thought follows the chain's
-/// newest thought, not the name given.
+/// Links set by hand into a loop (`repair` must not say it fixed a link every
+/// run while changing nothing): `repair` counts only links it changes, and
+/// names the loop for a person to break. A chain tail set by hand to a node
+/// that does not exist: the next thought follows the chain's newest thought,
+/// not the name given.
 #[test]
 fn loops_are_named_and_a_made_up_tail_is_not_followed() {
     let (_d, store) = temp_store();
@@ -952,9 +951,9 @@ fn loops_are_named_and_a_made_up_tail_is_not_followed() {
 }
 
 /// Rows a ledger may hold from before version 8 in the forms it refuses
-/// now (review 15-b: `repair` said nothing of them): an upper-case session
-/// id, a time that is no timestamp, a node id that does not match its row.
-/// `repair` names each with what to do, and leaves them as they are.
+/// now (of which `repair` said nothing): an upper-case session id, a time
+/// that is no timestamp, a node id that does not match its row. `repair`
+/// names each with what to do, and leaves them as they are.
 #[test]
 fn repair_names_rows_of_another_form_from_before_version_8() {
     let (_d, store) = temp_store();
@@ -1125,7 +1124,7 @@ fn the_latest_view_follows_revisions_of_revisions() {
         [&other, &s],
     )
     .unwrap();
-    // Nor is it one of the revisions reads name (review 16-d).
+    // Nor is it one of the revisions reads name.
     let node = format!("{s}:2");
     assert!(store.revised_by_nodes(&s, [node.as_str()]).unwrap().is_empty());
     let whole = store.with_session(&s, |snapshot| snapshot.revised_by()).unwrap();
@@ -1305,8 +1304,7 @@ fn revision_links_that_disagree_are_refused() {
 
 /// A branch whose row was deleted on its own (before version 4 refused
 /// that), not repaired yet: a read of the whole session still gives its
-/// thoughts, after the branches that have rows, which come in creation
-/// order (review 18).
+/// thoughts, after the branches that have rows, which come in creation order.
 #[test]
 fn a_branch_without_its_row_is_still_read_after_the_others() {
     let (_d, store) = temp_store();
@@ -1363,10 +1361,9 @@ fn without_v12_checks(sh: &Connection, f: impl FnOnce()) {
 }
 
 /// Version 12: a fork point written by hand that an import would refuse is
-/// refused (review 19): one on a main-chain thought, one that differs from
-/// its branch's, one naming no main-chain thought, a branch thought with
-/// none. Each gets the message saying what is wrong; rows in the server's
-/// form go in.
+/// refused: one on a main-chain thought, one that differs from its branch's,
+/// one naming no main-chain thought, a branch thought with none. Each gets
+/// the message saying what is wrong; rows in the server's form go in.
 #[test]
 fn fork_points_written_by_hand_are_refused() {
     let (_d, store) = temp_store();
@@ -1386,7 +1383,7 @@ fn fork_points_written_by_hand_are_refused() {
         assert!(e.contains(says), "{what}: {e}");
     };
     for (node, set, says) in [
-        // The review's: the branch's origin moved to a thought that does not exist.
+        // The branch's origin moved to a thought that does not exist.
         (&alt3, format!("branch_origin = '{s}:9'"), form),
         (&alt3, "branch_from_thought = 9".to_string(), form),
         (&alt3, "branch_origin = NULL".to_string(), form),
@@ -1419,7 +1416,7 @@ fn fork_points_written_by_hand_are_refused() {
         )
     };
     let o = |n: u32| Some(format!("{s}:{n}"));
-    // The review's: a branch thought with neither prev_node nor a fork point.
+    // A branch thought with neither prev_node nor a fork point.
     refused(insert(Some("alt"), 4, None, None, None), form, "no fork point");
     refused(
         insert(Some("solo"), 3, None, None, None),
@@ -1475,10 +1472,10 @@ fn fork_points_written_by_hand_are_refused() {
 }
 
 /// A branch thought inserted by hand, fully linked, gets its branch row
-/// from `repair` (review 19: the server sees no branch until then, and the
-/// next thought on it is asked for branchFromThought; a trigger giving it
-/// the row would cost every append, see migration V12). The session counts
-/// the branch then; deleting its thought uncounts it.
+/// from `repair` (the server sees no branch until then, and the next thought
+/// on it is asked for branchFromThought; a trigger giving it the row would
+/// cost every append, see migration V12). The session counts the branch then;
+/// deleting its thought uncounts it.
 #[test]
 fn a_branch_thought_inserted_by_hand_gets_its_branch_from_repair() {
     let (_d, store) = temp_store();
@@ -1539,7 +1536,7 @@ fn a_branch_thought_inserted_by_hand_gets_its_branch_from_repair() {
 }
 
 /// Version 12: a critique written by hand has the shape the server stores,
-/// or reads and exports would leave it out (review 19).
+/// or reads and exports would leave it out.
 #[test]
 fn critiques_of_another_shape_are_refused() {
     let (_d, store) = temp_store();
@@ -1585,7 +1582,7 @@ fn critiques_of_another_shape_are_refused() {
 /// names each with the statement that mends it, links a branch's only
 /// thought that follows nothing to the fork point itself, no longer makes
 /// up a fork point for a branch that names none, and once the lines are
-/// followed the ledger is sound (review 19).
+/// followed the ledger is sound.
 #[test]
 fn repair_names_fork_points_and_critiques_from_before_version_12() {
     let (_d, store) = temp_store();

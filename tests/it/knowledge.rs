@@ -659,8 +659,8 @@ async fn every_pattern_and_note_is_listed_page_by_page() {
     s.stop().await;
 }
 
-/// What an agent needs to get a call right the first time (review 14-c):
-/// every missing required field at once, and whether a note was replaced.
+/// What an agent needs to get a call right the first time: every missing
+/// required field at once, and whether a note was replaced.
 #[tokio::test]
 async fn answers_name_every_missing_field_and_a_replaced_note() {
     let (_d, db) = temp_db();
@@ -793,8 +793,7 @@ async fn a_pattern_given_a_session_id_is_linked_to_that_session() {
 
 /// list_patterns' search scores a pattern as `search` does (it answered
 /// FTS5's bm25, ~3e-6 beside search's ~0.4): the same pattern, the same
-/// query, the same score, whatever the page or tags; the page ordered by
-/// it (review 17-a).
+/// query, the same score, whatever the page or tags; the page ordered by it.
 #[tokio::test]
 async fn list_patterns_scores_as_knowledge_search_does() {
     let (_d, db) = temp_db();
@@ -903,7 +902,7 @@ async fn list_patterns_scores_as_knowledge_search_does() {
 
 /// update_pattern given only a name it does not take (`body`) refuses that
 /// name, with the field meant, instead of "needs at least one of title..."
-/// naming `title`; the pattern is left as it was (review 17-a).
+/// naming `title`; the pattern is left as it was.
 #[tokio::test]
 async fn update_pattern_names_an_unknown_field_and_the_one_meant() {
     let (_d, db) = temp_db();
@@ -1041,7 +1040,7 @@ async fn knowledge_search_says_when_it_stopped_short() {
 }
 
 /// Tags match exactly: a filter in other capitals than the tag carried
-/// finds nothing, and says which spelling is carried (review 19-a).
+/// finds nothing, and says which spelling is carried.
 #[tokio::test]
 async fn a_tag_filter_in_other_letter_case_names_the_tag_carried() {
     let (_d, db) = temp_db();

@@ -151,7 +151,7 @@ async fn list_and_bind_roots_then_sessions_carry_the_project() {
     let l = s.ok("list_sessions", Value::Null).await;
     assert_eq!(l["total"], 0);
     // An empty list in the bound project says the others have sessions
-    // (review 14-c: an agent concluded there was no history).
+    // (else an agent concludes there is no history).
     assert_eq!(l["otherProjectsTotal"], 4, "{l}");
     assert!(l["note"].as_str().unwrap().contains("allProjects"), "{l}");
     // A search finding nothing names what it searched, not other projects.
@@ -268,8 +268,8 @@ async fn navigate_filters_with_and_semantics() {
         )
         .await;
     assert_eq!(l["total"], 1);
-    // A project no session has, or none at all: the projects there are
-    // (review 16-e).
+    // A project no session has, or none at all: the projects there are, to
+    // choose from.
     let listed = json!([{ "name": "p", "sessions": 3 }, { "name": "q", "sessions": 1 }]);
     let n = s.ok("navigate", json!({ "target": { "project": "none" } })).await;
     assert_eq!(n["total"], 0);

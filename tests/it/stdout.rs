@@ -126,9 +126,9 @@ async fn every_stdout_line_is_json_rpc() {
 /// half a UTF-8 character: the server records the text with U+FFFD in its
 /// place and answers, instead of dropping the request. Lines
 /// that are not JSON get no answer when there is no id to answer, and a
-/// parse error under their id when their top level names one (review 14-b:
-/// a `NaN` or a line cut short left the client waiting for ever); the
-/// server keeps serving.
+/// parse error under their id when their top level names one (else a `NaN` or
+/// a line cut short leaves the client waiting for ever); the server keeps
+/// serving.
 #[tokio::test]
 async fn broken_text_is_replaced_and_garbage_is_skipped() {
     let (_d, db) = temp_db();
@@ -454,9 +454,8 @@ async fn the_server_stops_when_nobody_reads_its_answers() {
     let mut cmd = command(&db);
     cmd.stderr(Stdio::null());
     let (mut child, stdin, lines) = initialized(cmd).await;
-    // Seen at once, with no request to answer (review 12-a: an idle
-    // server waited for its next answer to find out, and a client's
-    // SIGKILL left the WAL).
+    // Seen at once, with no request to answer (else an idle server waits for
+    // its next answer to find out, and a client's SIGKILL leaves the WAL).
     drop(lines);
     let status = tokio::time::timeout(std::time::Duration::from_secs(20), child.wait())
         .await
@@ -551,8 +550,7 @@ async fn events_never_reach_stdout_by_any_name() {
 
 /// Once stdin has closed, a signal (a client that stopped waiting) bounds
 /// what is left of the shutdown, even with a write still waiting for
-/// another program's lock (review 13-d: the exit took the whole lock wait,
-/// and the signal did nothing).
+/// another program's lock (else the exit takes the whole lock wait).
 #[cfg(unix)] // Signals are Unix's: Windows stops a server by closing stdin or terminating it.
 #[tokio::test]
 async fn a_signal_after_stdin_closed_ends_a_shutdown_held_up() {

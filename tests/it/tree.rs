@@ -620,8 +620,8 @@ fn re_export_updates_in_place() {
     let first = ok_json(&db, &["export", "--out", path_str(&out)]);
     let session_dir = PathBuf::from(first["sessions"][0]["path"].as_str().unwrap());
     // Files of the user's, numbered like thought files or not: an export
-    // removes only what an export wrote (review 11-c), and a stale thought
-    // file of this session's that its manifest does not list.
+    // removes only what an export wrote, and a stale thought file of this
+    // session's that its manifest does not list.
     let stale = fs::read_to_string(session_dir.join("001.json")).unwrap();
     fs::write(session_dir.join("098.json"), &stale).unwrap();
     fs::write(session_dir.join("099.json"), "{}").unwrap();
@@ -957,7 +957,7 @@ async fn gateway_export_to_a_destination() {
         .await;
     assert_eq!(e["details"]["field"], "destination", "{e}");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "mine");
-    // So is one that cannot be made a directory (review 14-b: STORAGE_ERROR).
+    // So is one that cannot be made a directory (not a STORAGE_ERROR).
     let under_file = file.join("sub");
     let e = s
         .err(

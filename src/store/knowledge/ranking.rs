@@ -133,13 +133,13 @@ pub(super) struct Ranking {
 ///
 /// Both pattern searches (`search` and `list_patterns`) score through here,
 /// so a pattern has the same score for the same query in either, whatever
-/// the page, limit or tags asked for (review 17-a: list_patterns answered
-/// FTS5's bm25, ~3e-6 beside search's ~0.4). A score depends on the pattern's
-/// own text and on what the [`Scorer`] fixes for the query: each word's
-/// weight in the index and the average length of the ranked matches, which
-/// are the query's newest `bound` matches whatever the filters. So a match
-/// older than those (read only when a page reaches it) scores as it would
-/// among them, and a tag filter changes no score.
+/// the page, limit or tags asked for (FTS5's bm25 would give ~3e-6 beside
+/// search's ~0.4). A score depends on the pattern's own text and on what the
+/// [`Scorer`] fixes for the query: each word's weight in the index and the
+/// average length of the ranked matches, which are the query's newest `bound`
+/// matches whatever the filters. So a match older than those (read only when
+/// a page reaches it) scores as it would among them, and a tag filter changes
+/// no score.
 pub(super) fn ranked_tx(
     tx: &Tx<'_>,
     table: &Searched,
@@ -174,8 +174,8 @@ pub(super) fn ranked_tx(
         }
         // Only words of scripts written without spaces, which the index
         // cannot find inside a run of letters: found by their text, newest
-        // first, and scored as the index's words are (review 19-a: they
-        // were listed unscored, newest first, whatever they held).
+        // first, and scored as the index's words are (not unscored, newest
+        // first, whatever they hold).
         None => format!(
             "SELECT {a}.seq, {a}.id, {a}.title, {fields} FROM {base} AS {a}
              WHERE {} ORDER BY {a}.seq DESC LIMIT {bound}",

@@ -217,8 +217,8 @@ mod tests {
         assert_eq!(fts_query("NEAR( \"x\" *").as_deref(), Some("\"NEAR\" \"x\""));
         assert_eq!(fts_query("\" * ) ("), None);
         assert_eq!(fts_query("naïve café").as_deref(), Some("\"naïve\" \"café\""));
-        // Review 10-b: joined words and quoted spans are phrases, and a
-        // query typed with separate accents is composed first.
+        // Joined words and quoted spans are phrases, and a query typed with
+        // separate accents is composed first.
         assert_eq!(fts_query("bump 1.2.3").as_deref(), Some("\"bump\" \"1 2 3\""));
         assert_eq!(
             fts_query("user_id foo.bar() C++").as_deref(),

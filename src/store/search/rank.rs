@@ -43,8 +43,8 @@ pub(super) fn idfs(tx: &rusqlite::Connection, words: &[String], total_sql: &str,
 /// Records an FTS query matched (their texts, in the order FTS5 ranked
 /// them), scored as thoughts are: FTS5's own bm25 floors the weight of a
 /// word most records hold at 1e-6, which ranked a session's title below any
-/// passing mention in a thought, and put every knowledge note far below
-/// every pattern (review 16-e). `total_sql` counts the records (an upper
+/// passing mention in a thought, and put every knowledge note far below every
+/// pattern (docs/decisions/0050). `total_sql` counts the records (an upper
 /// bound is enough), `fts` is their index.
 pub(in crate::store) fn rescore(
     tx: &rusqlite::Connection,
@@ -173,8 +173,7 @@ impl Pick<'_> {
             } => {
                 // Each session's share is taken from its own matches, not
                 // from a pool shared by all: a pool of 50 left one session
-                // of 120 matches with 47 of them and a count of 42 more
-                // (review 18-a).
+                // of 120 matches with 47 of them and a count of 42 more.
                 let mut counts: HashMap<&str, usize> = HashMap::new();
                 let mut ranked_sessions = 0;
                 let mut entries = Vec::new();

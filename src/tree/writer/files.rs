@@ -142,8 +142,8 @@ pub(super) fn is_link(path: &Path) -> bool {
 
 /// Refuse to write through a symbolic link inside the tree: an export
 /// writes, replaces and removes files only in the tree's own folders
-/// (review 11-c: a session folder linked to a user's folder had its files
-/// replaced and removed).
+/// (a session folder linked to a user's folder would have its files replaced
+/// and removed).
 pub(super) fn refuse_link(path: &Path) -> Result<()> {
     if is_link(path) {
         return Err(Error::invalid(
@@ -168,8 +168,8 @@ pub(super) fn refuse_links_below(root: &Path, path: &Path) -> Result<()> {
 
 /// The mode of the files an export writes (Unix): the ledger's own, as the
 /// database, its backups and the event files have, since an export holds
-/// the same thoughts (review: under umask 022 the tree was world-readable,
-/// 0644 files in 0755 folders, while the database beside it is 0600).
+/// the same thoughts (under umask 022 the tree would be world-readable, 0644
+/// files in 0755 folders, while the database beside it is 0600).
 #[cfg_attr(not(unix), allow(dead_code))]
 pub(super) const PRIVATE_FILE: u32 = 0o600;
 

@@ -68,11 +68,10 @@ impl Drop for Staged {
 
 /// The files an export wrote in a session folder: those its manifest.json
 /// lists, and numbered files that hold a thought of this session (a stray
-/// one the manifest missed). Only these are ever removed from it (review
-/// 11-c: numbered files and folders a user had put in a session folder
-/// were deleted). Names that are not thought files or branch ids are left
-/// out: a manifest is just a file in the tree, and names such as `../x`
-/// must not reach a path.
+/// one the manifest missed). Only these are ever removed from it (numbered
+/// files and folders a user put in a session folder are the user's). Names
+/// that are not thought files or branch ids are left out: a manifest is just
+/// a file in the tree, and names such as `../x` must not reach a path.
 #[derive(Debug, Default, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct Listed {
@@ -200,8 +199,8 @@ impl Listed {
 
 /// Remove a file an export wrote in session folder `dir`, if it is still
 /// a plain file (a link or a folder put in its place is left alone) and no
-/// folder between `dir` and it is a link (review 11-e: a `branches` link
-/// led the removal out of the tree).
+/// folder between `dir` and it is a link (a `branches` link would lead the
+/// removal out of the tree).
 pub(super) fn remove_written(dir: &Path, path: &Path, summary: &mut ExportSummary) -> Result<()> {
     let through_link = path
         .ancestors()
@@ -226,8 +225,8 @@ pub(super) fn remove_written(dir: &Path, path: &Path, summary: &mut ExportSummar
 /// above it (up to `projects`) that nothing else is in.
 pub(super) fn remove_session_files(dir: &Path, projects: &Path, summary: &mut ExportSummary) -> Result<()> {
     // What killed exports left here goes too (once old enough to be
-    // nobody's), or the folder would stay for good holding only that
-    // (review 15-a): no export comes back to a folder its session left.
+    // nobody's), or the folder would stay for good holding only that: no
+    // export comes back to a folder its session left.
     if !is_link(dir) {
         remove_leftovers(dir, is_temporary_session_file, false);
         let branch_folders = fs::read_dir(dir)
