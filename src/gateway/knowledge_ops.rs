@@ -77,7 +77,7 @@ pub async fn knowledge(gw: &Gateway, args: Args) -> Result<Value> {
         }
         "list_scratchpad" => {
             let p: params::ListScratchpad = args.parse("knowledge.list_scratchpad")?;
-            let limit = page_size("limit", p.limit, 20)?;
+            let limit = params::bounded("limit", p.limit, (1, 100), 20)?;
             let offset = p.offset.unwrap_or(0);
             let with_content = p.include_content.unwrap_or(true);
             let (notes, total) = gw.blocking(move |s| s.list_notes(limit, offset)).await?;
@@ -127,18 +127,6 @@ fn slug(field: &str, given: &str, what: &str) -> Result<String> {
         ));
     }
     Ok(id)
-}
-
-/// A page size within the schema's 1-100.
-fn page_size(field: &str, given: Option<u32>, default: u32) -> Result<u32> {
-    match given {
-        None => Ok(default),
-        Some(n @ 1..=100) => Ok(n),
-        Some(n) => Err(Error::invalid(
-            field,
-            format!("{field} must be between 1 and 100, got {n}"),
-        )),
-    }
 }
 
 /// A note is named by its `id`, or by its `topic`; both must name the same
@@ -382,7 +370,7 @@ async fn list_patterns(gw: &Gateway, args: Args) -> Result<Value> {
     let filter = PatternFilter {
         tags: params::tag_filter(f.tags)?,
         search: params::search_text("search", f.search)?,
-        limit: page_size("limit", f.limit, 20)?,
+        limit: params::bounded("limit", f.limit, (1, 100), 20)?,
         offset: f.offset.unwrap_or(0),
         sort_by: f.sort_by.map(Into::into),
         sort_order: f.sort_order.map_or(SortOrder::Desc, Into::into),
@@ -436,7 +424,7 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
     let p: params::KnowledgeSearch = args.parse("knowledge.search")?;
     let query = params::search_text("query", Some(p.query))?
         .ok_or_else(|| Error::invalid("query", "query must not be blank"))?;
-    let limit = page_size("limit", p.limit, 10)?;
+    let limit = params::bounded("limit", p.limit, (1, 100), 10)?;
     let include = p
         .include
         .unwrap_or_else(|| vec![params::KnowledgeInclude::Patterns, params::KnowledgeInclude::Notes]);

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::answers;
 use super::ops::{
-    open_session, read_thought_json, refuse_stray_session_id, refuse_unknown_sessions, session_arg, session_id_given,
+    open_session, read_thought_json, refuse_stray_session_id, refuse_unknown_sessions, session_id_given,
     session_or_active,
 };
 use super::preview::Preview;
@@ -122,29 +122,24 @@ const DEFAULT_MATCHES_PER_SESSION: u32 = 5;
 const SEARCHED_NOTE: &str = "no session matched: session search matches the text of thoughts (every branch \
      included) and sessions' titles, descriptions and tags, not their domain";
 
-/// What `session search` can include besides sessions.
-const SEARCH_INCLUDES: &[&str] = &["sessions", "patterns", "notes"];
-
 async fn search(gw: &Gateway, args: Args) -> Result<Value> {
-    let query = args.search_req(&["query", "q"])?;
-    let limit = args.int_opt(&["limit"], 1, 100)?.unwrap_or(10) as u32;
+    let p: params::SessionSearch = args.parse("session.search")?;
+    let query = params::search_text("query", Some(p.query))?
+        .ok_or_else(|| Error::invalid("query", "query must not be blank"))?;
+    let limit = params::bounded("limit", p.limit, (1, 100), 10)?;
     // At most this many matches per session, best first: a search over
     // ten sessions answered ~18 KB, most of it six snippets each. Five by
     // default: one session with many matches answered 50 of them, ~7 KB;
     // `moreMatches` says how many were left out.
-    let per_session = args
-        .int_opt(&["matchesPerSession"], 1, 100)?
-        .map_or(DEFAULT_MATCHES_PER_SESSION, |n| n as u32);
-    let include = args.str_list_opt(&["include"])?.unwrap_or_default();
-    if let Some(bad) = include.iter().find(|i| !SEARCH_INCLUDES.contains(&i.as_str())) {
-        return Err(Error::invalid_with(
-            "include",
-            format!("include may hold {}; got {bad:?}", SEARCH_INCLUDES.join(", ")),
-            json!({ "allowed": SEARCH_INCLUDES }),
-        ));
-    }
-    let patterns = include.iter().any(|i| i == "patterns");
-    let notes = include.iter().any(|i| i == "notes");
+    let per_session = params::bounded(
+        "matchesPerSession",
+        p.matches_per_session,
+        (1, 100),
+        DEFAULT_MATCHES_PER_SESSION,
+    )?;
+    let include = p.include.unwrap_or_default();
+    let patterns = include.contains(&params::SessionSearchInclude::Patterns);
+    let notes = include.contains(&params::SessionSearchInclude::Notes);
     let q = query.clone();
     // Thoughts still waiting for the full-text index are indexed first, by
     // the writer thread like every other write of this server.
@@ -201,9 +196,10 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
 }
 
 async fn export(gw: &Gateway, args: Args) -> Result<Value> {
-    let id = session_arg(gw, &args)?;
-    let format = args.enum_opt(&["format"], Format::parse, &["json", "markdown", "cipher"])?;
-    let destination = args.str_opt(&["destination"])?;
+    let p: params::SessionExport = args.parse("session.export")?;
+    let id = session_or_active(gw, p.session_id, &args)?;
+    let format = p.format.map(Format::from);
+    let destination = p.destination;
     refuse_stray_session_id(&args, Some(&id), false)?;
     if let Some(dest) = destination {
         // The directory layout is made of JSON files; another format with it is a contradiction.
@@ -268,7 +264,7 @@ async fn export(gw: &Gateway, args: Args) -> Result<Value> {
     // the answer names it in ignoredArguments.
     let include_metadata = match format {
         Format::Json => true,
-        Format::Markdown | Format::Cipher => args.bool_opt(&["includeMetadata"])?.unwrap_or(true),
+        Format::Markdown | Format::Cipher => p.include_metadata.unwrap_or(true),
     };
     // Rendered as it is read from the database, and given up as soon as it
     // could no longer fit in the answer.

@@ -432,6 +432,19 @@ pub fn tag_filter(tags: Option<Vec<String>>) -> crate::error::Result<Vec<String>
     Ok(tags)
 }
 
+/// A number the schema bounds to `min..=max` (serde takes any u32), or
+/// `default` when not given.
+pub fn bounded(field: &str, given: Option<u32>, (min, max): (u32, u32), default: u32) -> crate::error::Result<u32> {
+    match given {
+        None => Ok(default),
+        Some(n) if (min..=max).contains(&n) => Ok(n),
+        Some(n) => Err(crate::error::Error::invalid(
+            field,
+            format!("{field} must be between {min} and {max}, got {n}"),
+        )),
+    }
+}
+
 /// Search text: blank is none (clients fill optional fields with ""), the
 /// rest within [`crate::domain::check_search`]'s limits.
 pub fn search_text(field: &str, text: Option<String>) -> crate::error::Result<Option<String>> {
@@ -450,6 +463,16 @@ impl From<SortByName> for crate::domain::SortBy {
             SortByName::CreatedAt => crate::domain::SortBy::CreatedAt,
             SortByName::UpdatedAt => crate::domain::SortBy::UpdatedAt,
             SortByName::Title => crate::domain::SortBy::Title,
+        }
+    }
+}
+
+impl From<ExportFormat> for crate::export::Format {
+    fn from(name: ExportFormat) -> Self {
+        match name {
+            ExportFormat::Json => crate::export::Format::Json,
+            ExportFormat::Markdown => crate::export::Format::Markdown,
+            ExportFormat::Cipher => crate::export::Format::Cipher,
         }
     }
 }
