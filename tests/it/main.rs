@@ -9,6 +9,7 @@ mod core_flow;
 mod critique;
 mod durability;
 mod events;
+mod gateway_doc;
 mod hand_edits;
 mod handles;
 mod knowledge;

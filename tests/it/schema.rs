@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use crate::common::*;
 
 /// The one tool as `tools/list` answers it.
-async fn listed_tool() -> Value {
+pub(crate) async fn listed_tool() -> Value {
     let (_d, db) = temp_db();
     let s = start(&db).await;
     let tools = s.client.list_all_tools().await.unwrap();
