@@ -170,7 +170,7 @@ fn refuse_misnamed_placement(args: &Args) -> Result<()> {
                             .is_some_and(|s| crate::tree::is_session_id(&domain::canonical_session_id(s))))
             },
             "sessionId",
-            "a thought goes to the active session; to write to another, call load_context with its sessionId first",
+            "a thought names the session it goes to with sessionId (without it, the current session)",
         ),
         (
             |k, v| k.contains("branch") && v.is_string(),
