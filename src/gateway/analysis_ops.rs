@@ -42,36 +42,37 @@ fn within(prefix: String, e: Error) -> Error {
     }
 }
 
-fn key_moment(args: &Args, i: usize, v: &Value) -> Result<KeyMoment> {
-    let Value::Object(map) = v else {
+/// A key moment as the analysis takes it; a branch id is checked, since one
+/// ignored would save a pattern from the main chain's thought.
+fn key_moment(i: usize, m: params::KeyMoment) -> Result<KeyMoment> {
+    use params::MomentKindName as Name;
+    let field = format!("keyMoments[{i}]");
+    let thought_number =
+        params::thought_number(&format!("{field}.thoughtNumber"), Some(m.thought_number))?.unwrap_or(m.thought_number);
+    if let Some(b) = &m.branch_id {
+        domain::validate_branch_id("branchId", b).map_err(|e| within(field.clone(), e))?;
+    }
+    if let Some(s) = m.significance
+        && !(1..=10).contains(&s)
+    {
         return Err(Error::invalid(
-            format!("keyMoments[{i}]"),
-            "each key moment is an object { thoughtNumber, type, significance?, summary?, branchId? }",
+            format!("{field}.significance"),
+            format!("{field}.significance must be between 1 and 10, got {s}"),
         ));
-    };
-    // Misspelt names refused, unread ones named: a `branch_id` ignored would
-    // save a pattern from the main chain's thought.
-    let a = args.nested_object(&format!("keyMoments[{i}]"), map.clone())?;
-    let parse = || -> Result<KeyMoment> {
-        let thought_number = a
-            .pos_opt(&["thoughtNumber"])?
-            .ok_or_else(|| Error::invalid("thoughtNumber", "thoughtNumber is required"))?;
-        let kind = a
-            .enum_opt(&["type"], MomentKind::parse, MomentKind::NAMES)?
-            .ok_or_else(|| Error::invalid("type", format!("type is required: {}", MomentKind::NAMES.join(", "))))?;
-        let branch_id = a.str_opt(&["branchId"])?;
-        if let Some(b) = &branch_id {
-            domain::validate_branch_id("branchId", b)?;
-        }
-        Ok(KeyMoment {
-            thought_number,
-            branch_id,
-            kind,
-            significance: a.int_opt(&["significance"], 1, 10)?.map(|s| s as u8),
-            summary: a.str_opt(&["summary"])?,
-        })
-    };
-    parse().map_err(|e| within(format!("keyMoments[{i}]"), e))
+    }
+    Ok(KeyMoment {
+        thought_number,
+        branch_id: m.branch_id,
+        kind: match m.kind {
+            Name::Insight => MomentKind::Insight,
+            Name::Decision => MomentKind::Decision,
+            Name::Pivot => MomentKind::Pivot,
+            Name::Revision => MomentKind::Revision,
+            Name::Branch => MomentKind::Branch,
+        },
+        significance: m.significance,
+        summary: m.summary,
+    })
 }
 
 /// The parts of a learning saved as a knowledge pattern.
@@ -94,27 +95,23 @@ fn as_pattern(l: &ExtractedLearning, session_id: &str, tags: Vec<String>) -> New
 /// the pattern and anti-pattern learnings are also stored as knowledge
 /// patterns (the only thing this operation ever writes).
 pub async fn extract_learnings(gw: &Gateway, args: Args) -> Result<Value> {
-    let id = session_arg(gw, &args)?;
-    let moments: Vec<KeyMoment> = match args.get_structured("keyMoments")?.as_ref() {
-        None => Vec::new(),
-        Some(Value::Array(items)) => {
-            if items.len() > MAX_KEY_MOMENTS {
-                return Err(Error::invalid(
-                    "keyMoments",
-                    format!("at most {MAX_KEY_MOMENTS} key moments per call"),
-                ));
-            }
-            items
-                .iter()
-                .enumerate()
-                .map(|(i, v)| key_moment(&args, i, v))
-                .collect::<Result<_>>()?
-        }
-        Some(_) => return Err(Error::invalid("keyMoments", "keyMoments must be a list of objects")),
-    };
-    let given_targets = args.has("targetTypes");
+    let p: params::ExtractLearnings = args.parse("session.extract_learnings")?;
+    let id = session_or_active(gw, p.session_id, &args)?;
+    let moments = p.key_moments.unwrap_or_default();
+    if moments.len() > MAX_KEY_MOMENTS {
+        return Err(Error::invalid(
+            "keyMoments",
+            format!("at most {MAX_KEY_MOMENTS} key moments per call"),
+        ));
+    }
+    let moments: Vec<KeyMoment> = moments
+        .into_iter()
+        .enumerate()
+        .map(|(i, m)| key_moment(i, m))
+        .collect::<Result<_>>()?;
+    let given_targets = p.target_types.is_some();
     let moments_given = !moments.is_empty();
-    let targets: Vec<LearningType> = match args.str_list_opt(&["targetTypes"])? {
+    let targets: Vec<LearningType> = match p.target_types {
         None => vec![LearningType::Signal],
         Some(list) if list.is_empty() => {
             return Err(Error::invalid_with(
@@ -124,19 +121,15 @@ pub async fn extract_learnings(gw: &Gateway, args: Args) -> Result<Value> {
             ));
         }
         Some(list) => list
-            .iter()
-            .map(|t| {
-                LearningType::parse(t.trim()).ok_or_else(|| {
-                    Error::invalid_with(
-                        "targetTypes",
-                        format!("unknown learning type {t:?}; valid: {}", LearningType::NAMES.join(", ")),
-                        json!({ "allowed": LearningType::NAMES }),
-                    )
-                })
+            .into_iter()
+            .map(|t| match t {
+                params::LearningTypeName::Pattern => LearningType::Pattern,
+                params::LearningTypeName::AntiPattern => LearningType::AntiPattern,
+                params::LearningTypeName::Signal => LearningType::Signal,
             })
-            .collect::<Result<_>>()?,
+            .collect(),
     };
-    let save = args.bool_opt(&["save", "persist"])?.unwrap_or(false);
+    let save = p.save.unwrap_or(false);
     refuse_stray_session_id(&args, Some(&id), false)?;
     if save && gw.options.stages && gw.stage() < Stage::CipherLoaded {
         return Err(Error::StageRequirementNotMet {

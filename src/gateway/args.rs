@@ -189,6 +189,24 @@ pub fn misspelling_of(key: &str, placement: bool) -> Option<&'static str> {
         })
 }
 
+/// What sits at `path` (`keyMoments[0].sid`) in `map`.
+fn value_at<'a>(map: &'a Map<String, Value>, path: &str) -> Option<&'a Value> {
+    let mut at: Option<&Value> = None;
+    for step in path.split('.') {
+        let (name, indexes) = step.split_once('[').map_or((step, ""), |(n, rest)| (n, rest));
+        let mut here = match at {
+            None => map.get(name)?,
+            Some(Value::Object(m)) => m.get(name)?,
+            Some(_) => return None,
+        };
+        for index in indexes.split('[').filter_map(|i| i.strip_suffix(']')) {
+            here = here.as_array()?.get(index.parse::<usize>().ok()?)?;
+        }
+        at = Some(here);
+    }
+    at
+}
+
 /// Refuse the first of `map`'s names that misspells a parameter (shown
 /// after `at`, as `newWork.` or `args.`).
 fn check_names(map: &Map<String, Value>, at: &str, placement: bool) -> Result<()> {
@@ -249,7 +267,7 @@ pub(super) fn same_meaning(a: &Value, b: &Value) -> bool {
 /// key twice in an object is refused, as it is in the request itself: JSON
 /// readers keep one of the two values, and which one is not defined, so
 /// `"{\"subOperation\":\"get\",\"subOperation\":\"delete\"}"` must not run.
-fn json_in_string(field: &str, s: &str) -> Result<Option<Value>> {
+pub(super) fn json_in_string(field: &str, s: &str) -> Result<Option<Value>> {
     let t = s.trim_start();
     if !(t.starts_with('{') || t.starts_with('[')) {
         return Ok(None);
@@ -425,11 +443,21 @@ impl Args {
         if let Some(found) = stray(&self.map, &t.read) {
             return Some(found);
         }
-        t.nested.iter().find_map(|(key, child, map)| {
-            let child = child.lock().ok()?;
-            let (k, id) = stray(map, &child.read)?;
-            Some((format!("{key}.{k}"), id))
-        })
+        t.nested
+            .iter()
+            .find_map(|(key, child, map)| {
+                let child = child.lock().ok()?;
+                let (k, id) = stray(map, &child.read)?;
+                Some((format!("{key}.{k}"), id))
+            })
+            .or_else(|| {
+                // Inside an object parameter a typed struct took
+                // (`keyMoments[0].sid`).
+                t.ignored_nested.iter().find_map(|path| {
+                    let id = crate::domain::canonical_session_id(value_at(&self.map, path)?.as_str()?);
+                    (crate::tree::is_session_id(&id) && Some(id.as_str()) != using).then(|| (path.clone(), id))
+                })
+            })
     }
 
     /// A handle that can tell, after an operation has consumed these args,
@@ -452,12 +480,41 @@ impl Args {
         self.parse_leaving(key, &[])
     }
 
+    /// Count `name` as not read after all: a parameter the typed struct took
+    /// that this call does not use (`includeMetadata` on a JSON export), so
+    /// that the answer names it among the ignored ones.
+    pub fn mark_unread(&self, name: &str) {
+        if let Ok(mut t) = self.tracking.lock() {
+            t.read.retain(|k| k != name);
+        }
+    }
+
+    /// Count `names` as read: parameters an operation took from its typed
+    /// struct after [`Args::parse_leaving`] left them.
+    pub fn mark_all_read(&self, names: &[&str]) {
+        for name in names.iter().filter(|n| self.map.contains_key(**n)) {
+            self.mark_read(name);
+        }
+    }
+
     /// [`Args::parse`], but the parameters `left` (and what is inside them)
     /// count as read only when the operation reads them through these
     /// args: those it uses in some calls only (a thought's session title,
     /// used when the thought starts a session).
     pub fn parse_leaving<T: serde::de::DeserializeOwned>(&self, key: &str, left: &[&str]) -> Result<T> {
         let (parsed, ignored) = super::params::parse::<T>(key, Value::Object(self.map.clone()))?;
+        // A misspelt name inside an object parameter (`newWork.Project`) is
+        // refused as a flat one is, rather than dropped.
+        for path in ignored.iter().filter(|p| p.contains('.')) {
+            let (at, name) = path.rsplit_once('.').unwrap_or(("", path));
+            if let Some(meant) = misspelling_of(name, false) {
+                return Err(Error::invalid_with(
+                    path.clone(),
+                    format!("{path} is not a parameter; did you mean {at}.{meant}? (nothing was done)"),
+                    serde_json::json!({ "didYouMean": format!("{at}.{meant}") }),
+                ));
+            }
+        }
         let under_left = |path: &str| {
             left.iter().any(|l| {
                 path.strip_prefix(l)

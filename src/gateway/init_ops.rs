@@ -22,7 +22,7 @@ use super::answers::init::{
     BindRootAnswer, DiscoveryAnswer, NavigateAnswer, Navigated, OptionalOperation, ProjectInfo, RootListed, RootRef,
     RootsAnswer, TagValue, Target,
 };
-use super::{Args, BoundRoot, Gateway, OPERATIONS, answers, mrtr};
+use super::{Args, BoundRoot, Gateway, OPERATIONS, answers, mrtr, params};
 use crate::domain::{NewSession, SessionFilter};
 use crate::error::{Error, Result};
 
@@ -238,8 +238,9 @@ pub async fn list_roots(gw: &Gateway, ctx: Option<&RequestContext<RoleServer>>) 
 }
 
 pub async fn bind_root(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleServer>>) -> Result<Value> {
-    let uri = args.str_opt(&["rootUri", "uri", "root"])?.map(|u| u.trim().to_string());
-    let name = args.str_opt(&["name"])?.map(|n| n.trim().to_string());
+    let p: params::BindRoot = args.parse("bind_root")?;
+    let uri = p.root_uri.map(|u| u.trim().to_string());
+    let name = p.name.map(|n| n.trim().to_string());
     let (field, wanted) = match (&uri, &name) {
         (Some(u), _) if !u.is_empty() => ("rootUri", u.clone()),
         (None, Some(n)) if !n.is_empty() => ("name", n.clone()),
@@ -312,10 +313,20 @@ pub async fn bind_root(gw: &Gateway, args: Args, ctx: Option<&RequestContext<Rol
 /// `navigate`: the sessions of a project (and task, and aspect: all given
 /// parts must match), newest first, with the project's tasks and aspects.
 pub async fn navigate(gw: &Gateway, args: Args) -> Result<Value> {
-    let target = args.object_opt(&["target"])?.unwrap_or_else(|| args.clone());
+    let p: params::Navigate = args.parse("navigate")?;
+    // The target as one object, or its fields flat.
+    let target = p.target.unwrap_or(params::NavigateTarget {
+        project: p.project,
+        task: p.task,
+        aspect: p.aspect,
+    });
     let mut parts: Vec<(&str, String)> = Vec::new();
-    for key in ["project", "task", "aspect"] {
-        if let Some(v) = target.str_opt(&[key])? {
+    for (key, given) in [
+        ("project", target.project),
+        ("task", target.task),
+        ("aspect", target.aspect),
+    ] {
+        if let Some(v) = given {
             let v = v.trim();
             if v.is_empty() {
                 return Err(Error::invalid(key, format!("{key} must not be empty")));
@@ -350,8 +361,8 @@ pub async fn navigate(gw: &Gateway, args: Args) -> Result<Value> {
             }
         }
     }
-    let limit = args.int_opt(&["limit"], 1, 100)?.unwrap_or(20) as u32;
-    let offset = args.int_opt(&["offset"], 0, i64::from(u32::MAX))?.unwrap_or(0) as u32;
+    let limit = params::bounded("limit", p.limit, (1, 100), 20)?;
+    let offset = p.offset.unwrap_or(0);
     let tags: Vec<String> = parts.iter().map(|(k, v)| format!("{k}:{v}")).collect();
     let project_tag = tags[0].clone();
     let filter = SessionFilter {
@@ -413,13 +424,13 @@ fn optional_operations(hidden: &std::collections::BTreeSet<String>) -> Vec<Optio
 
 /// `session discovery`: list, hide or show the optional operations of this connection.
 pub async fn discovery(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleServer>>) -> Result<Value> {
-    let action = args
-        .enum_opt(
-            &["action"],
-            |s| matches!(s, "list" | "hide" | "show").then(|| s.to_string()),
-            &["list", "hide", "show"],
-        )?
-        .ok_or_else(|| Error::invalid("action", "discovery needs action: list, hide or show"))?;
+    let p: params::Discovery = args.parse("session.discovery")?;
+    let action = match p.action {
+        params::DiscoveryAction::List => "list",
+        params::DiscoveryAction::Hide => "hide",
+        params::DiscoveryAction::Show => "show",
+    }
+    .to_string();
     if action == "list" {
         let hidden = gw.with_conn(|c| c.hidden.clone());
         return answers::to_value(&DiscoveryAnswer {
@@ -431,7 +442,11 @@ pub async fn discovery(gw: &Gateway, args: Args, ctx: Option<&RequestContext<Rol
             message: "Optional operations of this connection; hide the ones you do not need.".into(),
         });
     }
-    let name = args.str_req(&["toolName", "tool", "name"])?.trim().to_string();
+    let name = p
+        .tool_name
+        .map(|n| n.trim().to_string())
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| Error::invalid("toolName", format!("discovery {action} needs toolName")))?;
     if !OPTIONAL_OPERATIONS.contains(&name.as_str()) {
         return Err(Error::invalid_with(
             "toolName",

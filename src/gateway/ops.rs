@@ -202,15 +202,22 @@ pub async fn get_state(gw: &Gateway) -> Result<Value> {
     })
 }
 
-pub(super) fn new_session_from(
-    args: &Args,
-    title_keys: &[&str],
-    tag_keys: &[&str],
-    flat_work: bool,
-) -> Result<NewSession> {
-    let mut tags = args.str_list_opt(tag_keys)?.unwrap_or_default();
-    let mut domain = args.str_opt(&["domain"])?;
-    let work = args.object_opt(&["newWork"])?;
+/// What a new session is made of, as `start_new` or a session's first
+/// `thought` gives it.
+#[derive(Debug, Default)]
+pub(super) struct SessionFields {
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub tags: Option<Vec<String>>,
+    pub domain: Option<String>,
+    pub new_work: Option<params::NewWork>,
+    /// project, task and aspect given flat, as `start_new` takes them
+    /// beside `newWork` (a thought takes them in `newWork` only).
+    pub flat_work: [Option<String>; 3],
+}
+
+pub(super) fn new_session_from(f: SessionFields) -> Result<NewSession> {
+    let mut tags = f.tags.unwrap_or_default();
     // `project: "p"` as the tag `project:p`, named `field` in errors.
     let tag_of = |field: &str, key: &str, v: &str| -> Result<String> {
         if v.trim().is_empty() {
@@ -232,55 +239,33 @@ pub(super) fn new_session_from(
         }
         Ok(tag)
     };
-    let text = |v: Option<&Value>| {
-        v.filter(|v| !v.is_null())
-            .map(|v| v.as_str().map(str::trim).map(str::to_string))
-    };
-    for key in ["project", "task", "aspect"] {
-        let nested = work.as_ref().and_then(|w| w.str_opt(&[key]).transpose()).transpose()?;
-        // Flat too on start_new, as list_sessions takes them; not on a
-        // thought, whose session title and tags are sessionTitle and
-        // sessionTags.
-        let flat = if flat_work { text(args.peek(key)) } else { None };
+    let work = f.new_work.unwrap_or_default();
+    let nested = [work.project, work.task, work.aspect];
+    for ((key, flat), nested) in ["project", "task", "aspect"].into_iter().zip(f.flat_work).zip(nested) {
         match (flat, nested) {
-            (Some(Some(f)), Some(n)) if f != n.trim() => {
+            (Some(flat), Some(n)) if flat.trim() != n.trim() => {
                 return Err(Error::invalid(
                     key,
                     format!("{key} is given twice with different values, flat and in newWork; give it once"),
                 ));
             }
-            (Some(_), Some(n)) => {
-                args.str_opt(&[key])?;
-                tags.push(tag_of(&format!("newWork.{key}"), key, &n)?);
-            }
-            (Some(_), None) => {
-                if let Some(v) = args.str_opt(&[key])? {
-                    tags.push(tag_of(key, key, &v)?);
-                }
-            }
-            (None, Some(n)) => tags.push(tag_of(&format!("newWork.{key}"), key, &n)?),
+            (_, Some(n)) => tags.push(tag_of(&format!("newWork.{key}"), key, &n)?),
+            (Some(flat), None) => tags.push(tag_of(key, key, &flat)?),
             (None, None) => {}
         }
     }
-    if let Some(work) = work
-        && domain.is_none()
-    {
-        domain = work.str_opt(&["domain"])?;
-    }
+    let domain = f.domain.or(work.domain);
     // A domain of blanks names nothing, as a title or tag of blanks would.
     if domain.as_deref().is_some_and(|d| d.trim().is_empty()) {
         return Err(Error::invalid("domain", "domain is empty: give one, or leave it out"));
     }
-    let domain = domain.map(|d| d.trim().to_string());
-    let title = match args.str_opt(title_keys)? {
-        Some(t) => t,
-        None => format!("Reasoning session {}", domain::now()),
-    };
     Ok(NewSession {
-        title,
-        description: args.str_opt(&["description"])?,
+        title: f
+            .title
+            .unwrap_or_else(|| format!("Reasoning session {}", domain::now())),
+        description: f.description,
         tags,
-        domain,
+        domain: domain.map(|d| d.trim().to_string()),
     })
 }
 
@@ -308,7 +293,15 @@ fn next_step_in_session(gw: &Gateway, stage: Stage) -> &'static str {
 }
 
 pub async fn start_new(gw: &Gateway, args: Args) -> Result<Value> {
-    let mut new = new_session_from(&args, &["sessionTitle", "title"], &["tags", "sessionTags"], true)?;
+    let p: params::StartNew = args.parse("start_new")?;
+    let mut new = new_session_from(SessionFields {
+        title: p.session_title,
+        description: p.description,
+        tags: p.tags,
+        domain: p.domain,
+        new_work: p.new_work,
+        flat_work: [p.project, p.task, p.aspect],
+    })?;
     super::init_ops::scope_new_session(gw, &mut new);
     // Refused at once, not after waiting for another program's write lock.
     new.checked()?;
@@ -546,33 +539,41 @@ pub(crate) const SEARCH_HERE_NOTE: &str = "search here matches session titles, d
 pub(crate) const UNSEARCHABLE_NOTE: &str =
     "the search text has no letters or digits; search matches whole words, so it found nothing";
 
-/// SessionFilter from args (flat, or nested under `filters`), with
-/// project / task / aspect as `project:<p>` style tags.
-pub(crate) fn session_filter(args: &Args) -> Result<SessionFilter> {
-    let args = match args.object_opt(&["filters", "filter"])? {
-        Some(nested) => nested,
-        None => args.clone(),
-    };
-    // `tag` and `query`, the names other operations use, are read here too;
-    // ignored, they listed every session.
-    let mut tags = args.tag_filter(&["tags", "tag"])?;
-    for key in ["project", "task", "aspect"] {
-        if let Some(v) = args.str_opt(&[key])?.filter(|v| !v.trim().is_empty()) {
+/// The SessionFilter of `list_sessions` (flat, or nested under
+/// `filters`), with project / task / aspect as `project:<p>` style tags.
+pub(crate) fn session_filter(p: params::ListSessions) -> Result<SessionFilter> {
+    let f = p.filters.unwrap_or(params::SessionFilter {
+        tags: p.tags,
+        project: p.project,
+        task: p.task,
+        aspect: p.aspect,
+        search: p.search,
+        status: p.status,
+        limit: p.limit,
+        offset: p.offset,
+        sort_by: p.sort_by,
+        sort_order: p.sort_order,
+    });
+    let mut tags = params::tag_filter(f.tags)?;
+    for (key, given) in [("project", f.project), ("task", f.task), ("aspect", f.aspect)] {
+        if let Some(v) = given.filter(|v| !v.trim().is_empty()) {
             tags.push(format!("{key}:{}", v.trim()));
         }
     }
     tags.sort();
     tags.dedup();
     crate::domain::check_tag_filter(&tags)?;
-    let (sort_by, sort_order) = args.sort_opt()?;
     Ok(SessionFilter {
         tags,
-        search: args.search_opt(&["search", "query", "q"])?,
-        status: args.enum_opt(&["status"], domain::SessionStatus::parse, domain::SessionStatus::NAMES)?,
-        limit: args.int_opt(&["limit"], 1, 100)?.unwrap_or(20) as u32,
-        offset: args.int_opt(&["offset"], 0, i64::from(u32::MAX))?.unwrap_or(0) as u32,
-        sort_by: sort_by.unwrap_or_default(),
-        sort_order: sort_order.unwrap_or_default(),
+        search: params::search_text("search", f.search)?,
+        status: f.status.map(|s| match s {
+            params::StatusName::Active => domain::SessionStatus::Active,
+            params::StatusName::Completed => domain::SessionStatus::Completed,
+        }),
+        limit: params::bounded("limit", f.limit, (1, 100), 20)?,
+        offset: f.offset.unwrap_or(0),
+        sort_by: f.sort_by.map(Into::into).unwrap_or_default(),
+        sort_order: f.sort_order.map(Into::into).unwrap_or_default(),
     })
 }
 
@@ -580,8 +581,10 @@ pub(crate) fn session_filter(args: &Args) -> Result<SessionFilter> {
 /// filter, the connection's project (bound root or `--project`) scopes the
 /// list unless `allProjects: true`.
 pub async fn list_sessions(gw: &Gateway, args: Args) -> Result<Value> {
-    let mut filter = session_filter(&args)?;
-    let all = args.bool_opt(&["allProjects"])?.unwrap_or(false);
+    // `session list` takes the same type.
+    let p: params::ListSessions = args.parse("list_sessions")?;
+    let all = p.all_projects.unwrap_or(false);
+    let mut filter = session_filter(p)?;
     let mut project = filter
         .tags
         .iter()

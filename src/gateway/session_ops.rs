@@ -263,7 +263,12 @@ async fn export(gw: &Gateway, args: Args) -> Result<Value> {
     // session (an import needs it): there the argument is left unread, so
     // the answer names it in ignoredArguments.
     let include_metadata = match format {
-        Format::Json => true,
+        Format::Json => {
+            if p.include_metadata.is_some() {
+                args.mark_unread("includeMetadata");
+            }
+            true
+        }
         Format::Markdown | Format::Cipher => p.include_metadata.unwrap_or(true),
     };
     // Rendered as it is read from the database, and given up as soon as it

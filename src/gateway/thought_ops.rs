@@ -6,7 +6,7 @@ use rmcp::RoleServer;
 use rmcp::service::RequestContext;
 use serde_json::{Value, json};
 
-use super::ops::{new_session_from, refuse_stray_session_id, refuse_unknown_sessions};
+use super::ops::{SessionFields, new_session_from, refuse_stray_session_id, refuse_unknown_sessions};
 use super::{Args, Gateway, answers, params};
 use crate::content;
 use crate::domain::{self, Thought, ThoughtInput};
@@ -195,14 +195,15 @@ fn refuse_misnamed_placement(args: &Args) -> Result<()> {
     }
 }
 
+/// A thought's parameters that make the session it starts, used (and
+/// counted as read) only when it starts one.
+const NEW_SESSION_FIELDS: &[&str] = &["sessionTitle", "sessionTags", "description", "domain", "newWork"];
+
 pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleServer>>) -> Result<Value> {
     refuse_misnamed_placement(&args)?;
     // What a new session is made of counts as used only when the thought
     // starts one (read through `args` then).
-    let p: params::Thought = args.parse_leaving(
-        "thought",
-        &["sessionTitle", "sessionTags", "description", "domain", "newWork"],
-    )?;
+    let p: params::Thought = args.parse_leaving("thought", NEW_SESSION_FIELDS)?;
     let input = thought_input(&p)?;
     let verbose = p.verbose.unwrap_or(false);
     let include_guide = input.include_guide.unwrap_or(false);
@@ -210,7 +211,15 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
     // Until this thought has set the current session, the next thought or
     // session switch this client sent waits (the critique comes after).
     let order = gw.session_order().await;
-    let placement = resolve_target(gw, p.session_id, &args).await?;
+    let fields = SessionFields {
+        title: p.session_title.clone(),
+        description: p.description.clone(),
+        tags: p.session_tags.clone(),
+        domain: p.domain.clone(),
+        new_work: p.new_work.clone(),
+        flat_work: Default::default(),
+    };
+    let placement = resolve_target(gw, p.session_id, fields, &args).await?;
     check_before_write(gw, &placement, &input)?;
     let mut written = record(gw, placement, input).await?;
     drop(order);
@@ -246,7 +255,12 @@ impl Placement {
 /// whatever this connection did before, since a session id is the agent's
 /// handle and one server process may serve several conversations. Without
 /// one, the connection's current session; without that, a new session.
-async fn resolve_target(gw: &Gateway, session_id: Option<String>, args: &Args) -> Result<Placement> {
+async fn resolve_target(
+    gw: &Gateway,
+    session_id: Option<String>,
+    fields: SessionFields,
+    args: &Args,
+) -> Result<Placement> {
     // An empty id is no id: some clients fill every optional field.
     let named = session_id
         .filter(|id| !id.trim().is_empty())
@@ -258,7 +272,8 @@ async fn resolve_target(gw: &Gateway, session_id: Option<String>, args: &Args) -
     let target = match &active {
         Some(id) => Target::Session(id.clone()),
         None => {
-            let mut new = new_session_from(args, &["sessionTitle"], &["sessionTags"], false)?;
+            args.mark_all_read(NEW_SESSION_FIELDS);
+            let mut new = new_session_from(fields)?;
             super::init_ops::scope_new_session(gw, &mut new);
             new.checked()?;
             Target::New(new)

@@ -387,7 +387,7 @@ async fn analysis_bad_input_changes_nothing() {
             "session",
             json!({ "subOperation": "extract_learnings", "sessionId": sid, "targetTypes": ["lesson"] }),
             "INVALID_PAYLOAD",
-            Some("targetTypes"),
+            Some("targetTypes[0]"),
         ),
         (
             "session",

@@ -285,7 +285,12 @@ fn cases(sid: &str) -> Vec<(&'static str, Value, &'static str, Option<&'static s
             "INVALID_PAYLOAD",
             Some("sessionTitle"),
         ),
-        ("start_new", json!({ "tags": [1, 2] }), "INVALID_PAYLOAD", Some("tags")),
+        (
+            "start_new",
+            json!({ "tags": [1, 2] }),
+            "INVALID_PAYLOAD",
+            Some("tags[0]"),
+        ),
         (
             "start_new",
             json!({ "newWork": "web" }),

@@ -282,7 +282,7 @@ async fn navigate_filters_with_and_semantics() {
     let e = s
         .err("navigate", json!({ "target": { "project": 5 } }), "INVALID_PAYLOAD")
         .await;
-    assert_eq!(e["details"]["field"], "project");
+    assert_eq!(e["details"]["field"], "target.project");
     let e = s.err("navigate", json!({ "target": "p" }), "INVALID_PAYLOAD").await;
     assert_eq!(e["details"]["field"], "target");
     s.err("navigate", json!({ "target": { "project": " " } }), "INVALID_PAYLOAD")

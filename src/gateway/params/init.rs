@@ -31,7 +31,7 @@ pub struct ListRoots {}
 
 /// The reference's description of new work, as tags `project:<p>`,
 /// `task:<t>`, `aspect:<a>`.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NewWork {
     /// The project: the tag `project:<project>`.

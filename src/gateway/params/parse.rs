@@ -88,6 +88,8 @@ pub fn normalise(schema: &Value, value: Value) -> Value {
 /// missing, is `INVALID_PAYLOAD` naming the field's path.
 pub fn parse<T: DeserializeOwned>(key: &str, value: Value) -> Result<(T, Vec<String>)> {
     let schema = schema_of_op(key).ok_or_else(|| Error::Internal(format!("no parameter schema for {key}")))?;
+    let value = documented_names::<T>(schema, value);
+    duplicate_keys_in_json_text(schema, &value)?;
     let value = normalise(schema, value);
     no_nul("", &value)?;
     let value = one_name_each::<T>(schema, value)?;
@@ -95,15 +97,7 @@ pub fn parse<T: DeserializeOwned>(key: &str, value: Value) -> Result<(T, Vec<Str
     let mut track = serde_path_to_error::Track::new();
     let de = serde_path_to_error::Deserializer::new(&value, &mut track);
     // serde_ignored says a step through an Option as `?` (`options.?.x`).
-    let parsed = serde_ignored::deserialize(de, |path| {
-        ignored.push(
-            path.to_string()
-                .split('.')
-                .filter(|s| *s != "?")
-                .collect::<Vec<_>>()
-                .join("."),
-        )
-    });
+    let parsed = serde_ignored::deserialize(de, |path| ignored.push(field_path(&path.to_string())));
     match parsed {
         Ok(t) => Ok((t, ignored)),
         Err(e) => Err(payload_error(schema, &value, &track.path().to_string(), &e.to_string())),
@@ -147,6 +141,102 @@ fn no_nul(at: &str, value: &Value) -> Result<()> {
     }
 }
 
+/// serde_ignored's path (`keyMoments.0.?.sid`) as errors name a field
+/// (`keyMoments[0].sid`): no step through an Option, list indexes in
+/// brackets.
+fn field_path(ignored: &str) -> String {
+    let mut path = String::new();
+    for step in ignored.split('.').filter(|s| *s != "?") {
+        if step.parse::<usize>().is_ok() {
+            path.push_str(&format!("[{step}]"));
+        } else {
+            if !path.is_empty() {
+                path.push('.');
+            }
+            path.push_str(step);
+        }
+    }
+    path
+}
+
+/// An object or list parameter sent as JSON text that names a key twice is
+/// refused, as a request that does is: which value a reader keeps is not
+/// defined.
+fn duplicate_keys_in_json_text(schema: &Value, value: &Value) -> Result<()> {
+    let (Value::Object(map), Some(properties)) = (value, schema.get("properties")) else {
+        return Ok(());
+    };
+    for (k, v) in map {
+        let structured = properties
+            .get(k)
+            .and_then(|p| p.get("type"))
+            .is_some_and(|t| t == "object" || t == "array");
+        if let (true, Value::String(text)) = (structured, v) {
+            super::super::args::json_in_string(k, text)?;
+        }
+    }
+    Ok(())
+}
+
+/// `value` with each alias the schema does not list (`tag`, `q`) under the
+/// parameter's documented name (`tags`, `query`), when that name is not
+/// given too, so that the normalisation knows its type (`tag: "x"` is a
+/// list of one). Which parameter an alias names is found by asking serde,
+/// with a value of the documented parameter's type.
+fn documented_names<T: DeserializeOwned>(schema: &Value, value: Value) -> Value {
+    let (Value::Object(map), Some(properties)) = (&value, schema.get("properties").and_then(Value::as_object)) else {
+        return value;
+    };
+    let names = super::field_names::<T>();
+    let aliases: Vec<&String> = map
+        .keys()
+        .filter(|k| !properties.contains_key(*k) && names.contains(&k.as_str()))
+        .collect();
+    if aliases.is_empty() {
+        return value;
+    }
+    let sample = |property: &Value| -> Value {
+        if let Some(first) = property.get("enum").and_then(Value::as_array).and_then(|e| e.first()) {
+            return first.clone();
+        }
+        match property.get("type").and_then(Value::as_str) {
+            Some("integer" | "number") => Value::from(1),
+            Some("boolean") => Value::Bool(true),
+            Some("array") => Value::Array(Vec::new()),
+            Some("object") => Value::Object(Map::new()),
+            _ => Value::String("x".into()),
+        }
+    };
+    let renames: Vec<(String, String)> = aliases
+        .into_iter()
+        .filter_map(|alias| {
+            let (name, _) = properties.iter().find(|(name, property)| {
+                !map.contains_key(*name) && same_parameter::<T>(name, alias, &sample(property))
+            })?;
+            Some((alias.clone(), name.clone()))
+        })
+        .collect();
+    let Value::Object(mut map) = value else {
+        return value;
+    };
+    for (alias, name) in renames {
+        if let Some(v) = map.remove(&alias) {
+            map.insert(name, v);
+        }
+    }
+    Value::Object(map)
+}
+
+/// Whether `a` and `b` are two names of one parameter of `T`: serde
+/// refuses the two together as a duplicate (`v`, of the parameter's type,
+/// is given under both).
+fn same_parameter<T: DeserializeOwned>(a: &str, b: &str, v: &Value) -> bool {
+    let probe = Map::from_iter([(a.to_string(), v.clone()), (b.to_string(), v.clone())]);
+    serde_json::from_value::<T>(Value::Object(probe))
+        .err()
+        .is_some_and(|e| e.to_string().starts_with("duplicate field"))
+}
+
 /// Two names of one parameter (`sessionId` and `session_id`): the same
 /// value is that value, once; different values are refused, since which
 /// one the caller meant is anyone's guess. Serde would refuse both as a
@@ -161,12 +251,7 @@ fn one_name_each<T: DeserializeOwned>(schema: &Value, value: Value) -> Result<Va
     // is reported on.
     let documented = |n: &str| schema.get("properties").and_then(|p| p.get(n)).is_some();
     given.sort_by_key(|n| !documented(n));
-    let same_parameter = |a: &str, b: &str, v: &Value| {
-        let probe = Map::from_iter([(a.to_string(), v.clone()), (b.to_string(), v.clone())]);
-        serde_json::from_value::<T>(Value::Object(probe))
-            .err()
-            .is_some_and(|e| e.to_string().starts_with("duplicate field"))
-    };
+    let same_parameter = |a: &str, b: &str, v: &Value| same_parameter::<T>(a, b, v);
     let mut dropped: Vec<&str> = Vec::new();
     for (i, first) in given.iter().enumerate() {
         for second in &given[i + 1..] {
