@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 use super::answers::analysis::{DeepAnalysisAnswer, ExtractionAnswer, SavedPatterns};
-use super::ops::{refuse_stray_session_id, session_arg, session_or_active};
+use super::ops::{refuse_stray_session_id, session_or_active};
 use super::{Args, Gateway, answers, params};
 use crate::analysis::{
     self, AnalysisType, DeepOptions, ExtractedLearning, KeyMoment, LearningType, MomentKind, compare,
@@ -20,7 +20,8 @@ const MAX_COMPARE: usize = 10;
 const MAX_KEY_MOMENTS: usize = 100;
 
 pub async fn analyze(gw: &Gateway, args: Args) -> Result<Value> {
-    let id = session_arg(gw, &args)?;
+    let p: params::SessionAnalyze = args.parse("session.analyze")?;
+    let id = session_or_active(gw, p.session_id, &args)?;
     refuse_stray_session_id(&args, Some(&id), false)?;
     let (session, thoughts, critiques) = gw.heavy(move |s| s.analysis_input(&id)).await?;
     answers::to_value(&analysis::session_analysis(&session, &thoughts, critiques))
@@ -216,7 +217,7 @@ pub async fn extract_learnings(gw: &Gateway, args: Args) -> Result<Value> {
 /// reported on its own name (`includeTimeline`, `compareWith`), as it was
 /// when `options` was read as arguments of its own.
 fn deep_params(args: &Args) -> Result<params::DeepAnalysis> {
-    let p = args.parse_leaving("deep_analysis", &["options"]).map_err(|e| match e {
+    let p = args.parse("deep_analysis").map_err(|e| match e {
         Error::InvalidPayload {
             field,
             message,
@@ -232,14 +233,6 @@ fn deep_params(args: &Args) -> Result<params::DeepAnalysis> {
         },
         other => other,
     })?;
-    // `options` is also read as arguments of its own, so that a misspelt
-    // name in it is refused, and a session id under a name it does not
-    // take is named (`options.sid`), as for the flat arguments.
-    if let Some(options) = args.object_opt(&["options"])? {
-        for name in ["includeTimeline", "includeTimelineEntries", "compareWith"] {
-            options.get(name);
-        }
-    }
     Ok(p)
 }
 

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
 
-use crate::domain::{SortBy, SortOrder, json_kind as type_name};
+use crate::domain::json_kind as type_name;
 use crate::error::{Error, Result};
 
 #[derive(Debug, Clone, Default)]
@@ -189,22 +189,26 @@ pub fn misspelling_of(key: &str, placement: bool) -> Option<&'static str> {
         })
 }
 
-/// What sits at `path` (`keyMoments[0].sid`) in `map`.
-fn value_at<'a>(map: &'a Map<String, Value>, path: &str) -> Option<&'a Value> {
-    let mut at: Option<&Value> = None;
-    for step in path.split('.') {
-        let (name, indexes) = step.split_once('[').map_or((step, ""), |(n, rest)| (n, rest));
-        let mut here = match at {
-            None => map.get(name)?,
-            Some(Value::Object(m)) => m.get(name)?,
-            Some(_) => return None,
-        };
+/// What sits at `path` (`keyMoments[0].sid`) in `map`, looking into an
+/// object or list sent as JSON text as the typed parse did.
+fn value_at(map: &Map<String, Value>, path: &str) -> Option<Value> {
+    let inside = |v: Value| match v {
+        Value::String(s) => serde_json::from_str::<Value>(&s).ok(),
+        other => Some(other),
+    };
+    let steps: Vec<&str> = path.split('.').collect();
+    let mut at = Value::Object(map.clone());
+    for (i, step) in steps.iter().enumerate() {
+        let (name, indexes) = step.split_once('[').map_or((*step, ""), |(n, rest)| (n, rest));
+        at = at.get(name)?.clone();
         for index in indexes.split('[').filter_map(|i| i.strip_suffix(']')) {
-            here = here.as_array()?.get(index.parse::<usize>().ok()?)?;
+            at = inside(at)?.get(index.parse::<usize>().ok()?)?.clone();
         }
-        at = Some(here);
+        if i + 1 < steps.len() {
+            at = inside(at)?;
+        }
     }
-    at
+    Some(at)
 }
 
 /// Refuse the first of `map`'s names that misspells a parameter (shown
@@ -317,20 +321,6 @@ fn not_an_object(field: &str, v: &Value) -> Error {
     )
 }
 
-/// The items of a list parameter, each a string.
-fn strings(k: &str, items: &[Value]) -> Result<Vec<String>> {
-    items
-        .iter()
-        .map(|i| match i {
-            Value::String(s) => no_nul(k, s),
-            other => Err(Error::invalid(
-                k,
-                format!("{k} must hold strings, found {}", type_name(other)),
-            )),
-        })
-        .collect()
-}
-
 impl Args {
     pub fn new(map: Map<String, Value>) -> Args {
         let tracking = Tracking {
@@ -371,19 +361,6 @@ impl Args {
         if let Ok(mut t) = self.tracking.lock() {
             Tracking::note(&mut t.read, key);
         }
-    }
-
-    /// The fields of an object parameter given as its own arguments (a key
-    /// moment), checked for misspellings and reported as `at` + name when
-    /// nothing reads them.
-    pub fn nested_object(&self, at: &str, map: Map<String, Value>) -> Result<Args> {
-        check_names(&map, &format!("{at}."), false)?;
-        let nested = Args::new(map);
-        if let Ok(mut t) = self.tracking.lock() {
-            t.nested
-                .push((at.to_string(), nested.tracking.clone(), Arc::new(nested.map.clone())));
-        }
-        Ok(nested)
     }
 
     /// Refuse a call that gives a misspelt parameter name (see
@@ -536,16 +513,6 @@ impl Args {
         Ok(parsed)
     }
 
-    /// [`Args::get`] for an object or list parameter: a string holding one
-    /// in JSON (as some clients send them) is what it holds.
-    pub fn get_structured(&self, key: &str) -> Result<Option<Value>> {
-        Ok(match self.get(key) {
-            None => None,
-            Some(Value::String(s)) => Some(json_in_string(key, s)?.unwrap_or_else(|| Value::String(s.clone()))),
-            Some(other) => Some(other.clone()),
-        })
-    }
-
     /// The sub-operation a call names under one of `keys`, flat or in a
     /// nested `args` (an object or its JSON text), without counting
     /// anything as read or asked.
@@ -630,50 +597,6 @@ impl Args {
         }
     }
 
-    fn int_of(k: &str, v: &Value) -> Result<i64> {
-        let bad = || Error::invalid(k, format!("{k} must be a whole number, got {v}"));
-        match v {
-            Value::Number(n) => {
-                if let Some(i) = n.as_i64() {
-                    Ok(i)
-                } else if let Some(f) = n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15) {
-                    Ok(f as i64)
-                } else if n.as_f64().is_some_and(|f| f.fract() == 0.0) {
-                    // 1e308, 2^64: whole, but past any count or number here.
-                    Err(Error::invalid(k, format!("{k} is out of range, got {v}")))
-                } else {
-                    Err(bad())
-                }
-            }
-            Value::String(s) => s.trim().parse::<i64>().map_err(|_| bad()),
-            _ => Err(bad()),
-        }
-    }
-
-    /// An integer field that must be at least `min`.
-    pub fn int_opt(&self, keys: &[&str], min: i64, max: i64) -> Result<Option<i64>> {
-        match self.pick(keys)? {
-            None => Ok(None),
-            Some((k, v)) => {
-                let i = Self::int_of(k, v)?;
-                if i < min || i > max {
-                    return Err(Error::invalid(
-                        k,
-                        format!("{k} must be between {min} and {max}, got {i}"),
-                    ));
-                }
-                Ok(Some(i))
-            }
-        }
-    }
-
-    /// A positive integer (thought numbers and counts).
-    pub fn pos_opt(&self, keys: &[&str]) -> Result<Option<u32>> {
-        Ok(self
-            .int_opt(keys, 1, i64::from(crate::domain::MAX_THOUGHT_NUMBER))?
-            .map(|i| i as u32))
-    }
-
     pub fn bool_opt(&self, keys: &[&str]) -> Result<Option<bool>> {
         match self.pick(keys)? {
             None => Ok(None),
@@ -688,115 +611,6 @@ impl Args {
                 format!("{k} must be true or false, got {}", type_name(v)),
             )),
         }
-    }
-
-    pub fn bool_req(&self, keys: &[&str]) -> Result<bool> {
-        self.bool_opt(keys)?
-            .ok_or_else(|| Error::invalid(keys[0], format!("{} is required (true or false)", keys[0])))
-    }
-
-    /// Search text (blank is none), within [`domain::check_search`]'s limits.
-    pub fn search_opt(&self, keys: &[&str]) -> Result<Option<String>> {
-        let Some(text) = self.str_opt(keys)?.filter(|s| !s.trim().is_empty()) else {
-            return Ok(None);
-        };
-        crate::domain::check_search(keys[0], &text)?;
-        Ok(Some(text))
-    }
-
-    /// Search text that must be given, within [`domain::check_search`]'s limits.
-    pub fn search_req(&self, keys: &[&str]) -> Result<String> {
-        let text = self.str_req(keys)?;
-        crate::domain::check_search(keys[0], &text)?;
-        Ok(text)
-    }
-
-    /// A list of strings; a single string is a list of one.
-    pub fn str_list_opt(&self, keys: &[&str]) -> Result<Option<Vec<String>>> {
-        match self.pick(keys)? {
-            None => Ok(None),
-            // A list sent as its JSON text (`"[\"a\", \"b\"]"`), as some
-            // clients do, is that list, not one tag of brackets and quotes.
-            // JSON text of anything else, or text that starts as JSON and
-            // quotes something but does not parse (cut short), is refused
-            // rather than kept as one tag of JSON punctuation; other text
-            // (`[draft]`) is one tag.
-            Some((k, Value::String(s))) => match json_in_string(k, s)? {
-                Some(Value::Array(items)) => strings(k, &items).map(Some),
-                Some(other) => Err(Error::invalid(
-                    k,
-                    format!(
-                        "{k} must be a list of strings, got the JSON text of {}",
-                        type_name(&other)
-                    ),
-                )),
-                None if s.trim_start().starts_with(['[', '{']) && s.contains('"') => Err(Error::invalid(
-                    k,
-                    format!("{k} looks like JSON text but is not valid JSON; send a list of strings"),
-                )),
-                None => Ok(Some(vec![no_nul(k, s)?])),
-            },
-            Some((k, Value::Array(items))) => strings(k, items).map(Some),
-            Some((k, v)) => Err(Error::invalid(
-                k,
-                format!("{k} must be a list of strings, got {}", type_name(v)),
-            )),
-        }
-    }
-
-    /// The tags of a list filter, as sessions and patterns store them:
-    /// trimmed, blank ones left out (clients that fill every optional field
-    /// send `""`, which matched nothing).
-    pub fn tag_filter(&self, keys: &[&str]) -> Result<Vec<String>> {
-        let tags: Vec<String> = self
-            .str_list_opt(keys)?
-            .unwrap_or_default()
-            .into_iter()
-            .map(|t| t.trim().to_string())
-            .filter(|t| !t.is_empty())
-            .collect();
-        crate::domain::check_tag_filter(&tags)?;
-        Ok(tags)
-    }
-
-    pub fn object_opt(&self, keys: &[&str]) -> Result<Option<Args>> {
-        let (key, nested) = match self.pick(keys)? {
-            None => return Ok(None),
-            Some((k, Value::Object(m))) => (k, Args::new(m.clone())),
-            Some((k, v @ Value::String(s))) => match json_in_string(k, s)? {
-                Some(Value::Object(m)) => (k, Args::new(m)),
-                _ => return Err(not_an_object(k, v)),
-            },
-            Some((k, v)) => return Err(not_an_object(k, v)),
-        };
-        check_names(&nested.map, &format!("{key}."), false)?;
-        if let Ok(mut t) = self.tracking.lock() {
-            t.nested
-                .push((key.to_string(), nested.tracking.clone(), Arc::new(nested.map.clone())));
-        }
-        Ok(Some(nested))
-    }
-
-    /// A string from a fixed set of values.
-    pub fn enum_opt<T>(&self, keys: &[&str], parse: impl Fn(&str) -> Option<T>, allowed: &[&str]) -> Result<Option<T>> {
-        match self.str_opt(keys)? {
-            None => Ok(None),
-            Some(s) => parse(s.trim()).map(Some).ok_or_else(|| {
-                Error::invalid_with(
-                    keys[0],
-                    format!("{} must be one of {}, got {s:?}", keys[0], allowed.join(", ")),
-                    serde_json::json!({ "allowed": allowed }),
-                )
-            }),
-        }
-    }
-
-    /// `sortBy` and `sortOrder` of the list filters (SessionFilter, PatternFilter).
-    pub fn sort_opt(&self) -> Result<(Option<SortBy>, Option<SortOrder>)> {
-        Ok((
-            self.enum_opt(&["sortBy"], SortBy::parse, SortBy::NAMES)?,
-            self.enum_opt(&["sortOrder"], SortOrder::parse, SortOrder::NAMES)?,
-        ))
     }
 
     /// Split a call with a sub-operation: the name comes from `subOperation`
@@ -968,47 +782,6 @@ mod tests {
             matches!(&e, Error::InvalidPayload { field, .. } if field == "sessionId"),
             "{e}"
         );
-        let e = args(json!({ "limit": 5, "count": "6" }))
-            .int_opt(&["limit", "count"], 1, 10)
-            .unwrap_err();
-        assert!(e.to_string().contains("limit and count"), "{e}");
-    }
-
-    #[test]
-    fn a_string_list_is_a_list_its_json_text_or_one_plain_string() {
-        let list = |v: Value| args(json!({ "tags": v })).str_list_opt(&["tags"]);
-        let ok = |v: Value| list(v).unwrap().unwrap();
-        assert_eq!(ok(json!(["a", "b"])), ["a", "b"]);
-        assert_eq!(ok(json!(r#" ["a", "b"]"#)), ["a", "b"]);
-        assert_eq!(ok(json!("a,b")), ["a,b"]);
-        assert_eq!(ok(json!("[draft]")), ["[draft]"]);
-        assert_eq!(ok(json!("[")), ["["]);
-        for refused in [
-            json!(r#"["a", "b""#),
-            json!(r#"{"a":1}"#),
-            json!("[1, 2]"),
-            json!(["a", 1]),
-            json!(5),
-            json!({ "a": 1 }),
-        ] {
-            let e = list(refused.clone()).unwrap_err();
-            assert!(
-                matches!(&e, Error::InvalidPayload { field, .. } if field == "tags"),
-                "{refused}: {e}"
-            );
-        }
-    }
-
-    #[test]
-    fn integers_are_coerced_from_decimal_strings_only() {
-        let a = args(json!({ "a": "7", "b": 7, "c": "seven", "d": 0, "e": -2, "f": 1.5, "g": 3.0, "h": true }));
-        assert_eq!(a.pos_opt(&["a"]).unwrap(), Some(7));
-        assert_eq!(a.pos_opt(&["b"]).unwrap(), Some(7));
-        assert_eq!(a.pos_opt(&["g"]).unwrap(), Some(3));
-        for k in ["c", "d", "e", "f", "h"] {
-            let e = a.pos_opt(&[k]).unwrap_err();
-            assert_eq!(e.details().unwrap()["field"], k);
-        }
     }
 
     #[test]
@@ -1041,16 +814,6 @@ mod tests {
         assert_eq!(a.unread(), ["newWork", "sessionTitle"]);
         let _ = a.get("sessionTitle");
         assert_eq!(a.unread(), ["newWork"]);
-    }
-
-    #[test]
-    fn booleans_accept_their_strings() {
-        let a = args(json!({ "a": "false", "b": true, "c": "yes", "d": 1 }));
-        assert_eq!(a.bool_opt(&["a"]).unwrap(), Some(false));
-        assert_eq!(a.bool_opt(&["b"]).unwrap(), Some(true));
-        assert!(a.bool_opt(&["c"]).is_err());
-        assert!(a.bool_opt(&["d"]).is_err());
-        assert!(a.bool_req(&["zz"]).is_err());
     }
 
     #[test]
@@ -1141,7 +904,7 @@ mod tests {
         .sub_operation()
         .unwrap();
         assert_eq!(rest.str_req(&["sessionId"]).unwrap(), "a");
-        assert_eq!(rest.pos_opt(&["limit"]).unwrap(), Some(7));
+        assert_eq!(rest.get("limit"), Some(&json!(7)));
         assert_eq!(rest.bool_opt(&["flag"]).unwrap(), Some(true));
         assert_eq!(rest.str_opt(&["gone"]).unwrap().as_deref(), Some("kept"));
         assert_eq!(rest.unread(), ["nested"]);

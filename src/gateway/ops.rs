@@ -41,11 +41,6 @@ pub(crate) fn session_id_given(id: &str) -> Result<String> {
     Ok(domain::canonical_session_id(id))
 }
 
-/// The session id named in `args`, or the connection's active session.
-pub(crate) fn session_arg(gw: &Gateway, args: &Args) -> Result<String> {
-    session_or_active(gw, args.str_opt(&["sessionId", "session_id", "id"])?, args)
-}
-
 /// The session `given` (a typed `sessionId`), else the connection's
 /// current one; `args` tells a session named under an unknown name apart.
 pub(crate) fn session_or_active(gw: &Gateway, given: Option<String>, args: &Args) -> Result<String> {
