@@ -72,10 +72,12 @@ async fn get(gw: &Gateway, args: Args) -> Result<Value> {
     refuse_stray_session_id(&args, Some(&id), false)?;
     if !include_thoughts {
         let session = gw.blocking(move |s| s.session(&id)).await?;
+        let notebooks = session_notebooks(gw, &session.id).await?;
         return answers::to_value(&answers::SessionGetAnswer {
             session_id: session.id.clone(),
             session,
             thoughts: None,
+            notebooks,
         });
     }
     // Read one thought at a time, as an export is, and given up as soon as
@@ -107,11 +109,20 @@ async fn get(gw: &Gateway, args: Args) -> Result<Value> {
                         branches,
                         truncated: preview.truncated(),
                     }),
+                    notebooks: Vec::new(),
                 })
             })
         })
         .await?;
+    let mut answer = answer;
+    answer.notebooks = session_notebooks(gw, &answer.session_id).await?;
     answers::to_value(&answer)
+}
+
+/// The notebooks created in session `id` (at most 100, newest changed first).
+async fn session_notebooks(gw: &Gateway, id: &str) -> Result<Vec<crate::notebook::NotebookSummary>> {
+    let id = id.to_string();
+    Ok(gw.blocking(move |s| s.list_notebooks(Some(&id), 100, 0)).await?.0)
 }
 
 /// Matches of each session in a `session search` answer when
@@ -123,7 +134,7 @@ const SEARCHED_NOTE: &str = "no session matched: session search matches the text
      included) and sessions' titles, descriptions and tags, not their domain";
 
 /// What `session search` can include besides sessions.
-const SEARCH_INCLUDES: &[&str] = &["sessions", "patterns", "notes"];
+const SEARCH_INCLUDES: &[&str] = &["sessions", "patterns", "notes", "notebooks"];
 
 async fn search(gw: &Gateway, args: Args) -> Result<Value> {
     let query = args.search_req(&["query", "q"])?;
@@ -145,6 +156,7 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
     }
     let patterns = include.iter().any(|i| i == "patterns");
     let notes = include.iter().any(|i| i == "notes");
+    let notebooks = include.iter().any(|i| i == "notebooks");
     let q = query.clone();
     // Thoughts still waiting for the full-text index are indexed first, by
     // the writer thread like every other write of this server.
@@ -154,7 +166,7 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
     gw.writer
         .index_unless_locked_or(move || super::request_cancelled() || store.reads_stopped())
         .await?;
-    let ((hits, more), pattern_hits, note_hits) = gw
+    let ((hits, more), pattern_hits, note_hits, notebook_hits) = gw
         .heavy(move |s| {
             let hits = s.search_indexed(&q, limit, per_session)?;
             let p = if patterns {
@@ -163,7 +175,12 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
                 None
             };
             let n = if notes { Some(s.search_notes(&q, limit)?) } else { None };
-            Ok((hits, p, n))
+            let b = if notebooks {
+                Some(s.search_notebooks(&q, limit)?)
+            } else {
+                None
+            };
+            Ok((hits, p, n, b))
         })
         .await?;
     // The best `limit` sessions, without paging: counting every matching
@@ -198,6 +215,10 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
         note,
         patterns: pattern_hits.map(answers::PatternHits::from),
         notes: note_hits.map(answers::NoteHits::from),
+        notebooks: notebook_hits.map(|(notebooks, more_notebooks)| answers::notebook::NotebookHits {
+            notebooks,
+            more_notebooks,
+        }),
     })
 }
 
@@ -261,6 +282,7 @@ async fn export(gw: &Gateway, args: Args) -> Result<Value> {
             thoughts: session.thoughts,
             files_written: summary.files_written,
             files_unchanged: summary.files_unchanged,
+            notebooks: session_notebooks(gw, &session.session_id).await?,
         });
     }
     let format = format.unwrap_or_default();
@@ -299,10 +321,12 @@ async fn export(gw: &Gateway, args: Args) -> Result<Value> {
         Some(&session.id),
         || json!({ "sessionId": session.id, "format": format.as_str(), "thoughtCount": session.thought_count }),
     );
+    let notebooks = session_notebooks(gw, &session.id).await?;
     answers::to_value(&answers::ExportAnswer {
         session_id: session.id,
         format: format.as_str(),
         content,
+        notebooks,
     })
 }
 
