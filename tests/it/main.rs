@@ -13,6 +13,7 @@ mod hand_edits;
 mod handles;
 mod knowledge;
 mod models;
+mod notebooks;
 mod readme;
 mod roots;
 mod schema;
