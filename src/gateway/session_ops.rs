@@ -263,8 +263,14 @@ async fn export(gw: &Gateway, args: Args) -> Result<Value> {
         };
         // Files are written: the answer is never refused for its length.
         super::changed_something();
-        let summary = gw
-            .blocking_to_end(move |s| tree::writer::export_tree(s, &dest, &opts, &mut |_, _| {}))
+        // Its notebooks are read in the same uncancelled task: a client's
+        // cancel must not turn a finished export into an error.
+        let sid = id.clone();
+        let (summary, notebooks) = gw
+            .blocking_to_end(move |s| {
+                let summary = tree::writer::export_tree(s, &dest, &opts, &mut |_, _| {})?;
+                Ok((summary, s.list_notebooks(Some(&sid), 100, 0)?.0))
+            })
             .await?;
         let Some(session) = summary.sessions.first() else {
             // Deleted (by another process) while the export waited.
@@ -282,7 +288,7 @@ async fn export(gw: &Gateway, args: Args) -> Result<Value> {
             thoughts: session.thoughts,
             files_written: summary.files_written,
             files_unchanged: summary.files_unchanged,
-            notebooks: session_notebooks(gw, &session.session_id).await?,
+            notebooks,
         });
     }
     let format = format.unwrap_or_default();
