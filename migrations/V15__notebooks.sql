@@ -14,6 +14,8 @@ CREATE TABLE notebooks (
     tsconfig   TEXT CHECK (tsconfig IS NULL OR json_valid(tsconfig)),
     -- The session it was created in; kept when the session is deleted.
     session_id TEXT REFERENCES sessions (id) ON DELETE SET NULL,
+    -- 1: its cells may start other processes (opted in at creation).
+    allow_child_process INTEGER NOT NULL DEFAULT 0 CHECK (allow_child_process IN (0, 1)),
     created_at INTEGER NOT NULL,
     updated_at INTEGER NOT NULL
 ) STRICT;

@@ -158,6 +158,7 @@ pub fn notebooks(db: &DbArgs, command: NotebooksCommand) -> Result<ExitCode> {
                 language: decoded.language,
                 tsconfig: decoded.tsconfig,
                 session_id: session.map(|s| crate::domain::canonical_session_id(&s)),
+                allow_child_processes: false,
                 cells,
             })?;
             println!("{}", nb.id);

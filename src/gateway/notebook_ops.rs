@@ -21,6 +21,8 @@ use crate::notebook::{
 };
 use crate::store::{NewNotebook, RunKind};
 
+/// The sub-operations in the schema. The reference's `load` (import),
+/// `get_cell` and `list_cells` are taken too.
 pub const SUB_OPERATIONS: &[&str] = &[
     "create",
     "list",
@@ -84,10 +86,34 @@ pub async fn notebook(gw: &Gateway, args: Args) -> Result<Value> {
                 cells_deleted: None,
             })
         }
+        // The reference's names: one cell, and the cells alone.
+        "get_cell" => {
+            let p: params::CellRef = args.parse("notebook.delete_cell")?;
+            let (nb_id, cell_id) = (p.notebook_id.trim().to_string(), p.cell_id.trim().to_string());
+            let id = nb_id.clone();
+            let nb = gw.blocking(move |s| s.notebook(&id)).await?;
+            let cell = nb.cell(&cell_id).ok_or_else(|| {
+                Error::invalid_with(
+                    "cellId",
+                    format!("notebook {nb_id} has no cell with id {cell_id:?} (notebook get lists its cells)"),
+                    json!({ "notebookId": nb_id, "cellId": cell_id }),
+                )
+            })?;
+            answers::to_value(&CellAnswer {
+                notebook_id: &nb_id,
+                cell,
+            })
+        }
+        "list_cells" => {
+            let p: params::NotebookRef = args.parse("notebook.get")?;
+            let id = p.notebook_id.trim().to_string();
+            let nb = gw.blocking(move |s| s.notebook(&id)).await?;
+            answers::to_value(&json!({ "notebookId": nb.id, "cells": nb.cells, "count": nb.cells.len() }))
+        }
         "run_cell" => run_cell(gw, args).await,
         "install_deps" => install_deps(gw, args).await,
         "export" => export(gw, args).await,
-        "import" => import(gw, args).await,
+        "import" | "load" => import(gw, args).await,
         "delete" => {
             let p: params::NotebookRef = args.parse("notebook.delete")?;
             let id = p.notebook_id.trim().to_string();
@@ -174,6 +200,7 @@ async fn create(gw: &Gateway, args: Args) -> Result<Value> {
         name,
         language,
         session_id,
+        allow_child_processes: p.allow_child_processes.unwrap_or(false),
     };
     let nb = gw.write(move |s| s.create_notebook(new)).await?;
     gw.wrote();
@@ -335,13 +362,14 @@ async fn run_cell(gw: &Gateway, args: Args) -> Result<Value> {
     gw.wrote();
     let database = gw.store.path().to_path_buf();
     let (node2, nb2, before) = (node.clone(), nb.clone(), cell.clone());
+    let nb2_children = nb.allow_child_processes;
     let work = async move {
         let cell = nb2
             .cell(&cell.id)
             .cloned()
             .ok_or_else(|| Error::Internal("the cell run is gone".into()))?;
         let dir = prepared(database, nb2).await?;
-        runner::run_cell(&node2, &dir, &cell, limits).await
+        runner::run_cell(&node2, &dir, &cell, limits, nb2_children).await
     };
     let outcome = recorded_run(gw, nb, before, run, None, work).await?;
     answers::to_value(&RunAnswer::of(
@@ -526,6 +554,7 @@ async fn import(gw: &Gateway, args: Args) -> Result<Value> {
         language: decoded.language,
         tsconfig: decoded.tsconfig,
         session_id,
+        allow_child_processes: false,
         cells,
     };
     let nb = gw.write(move |s| s.create_notebook(new)).await?;

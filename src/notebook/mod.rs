@@ -242,6 +242,8 @@ pub struct Notebook {
     pub language: Language,
     pub tsconfig: Option<String>,
     pub session_id: Option<String>,
+    /// Its cells may start other processes (opted in at creation).
+    pub allow_child_processes: bool,
     pub created_at: i64,
     pub updated_at: i64,
     pub cells: Vec<Cell>,
@@ -277,6 +279,7 @@ impl Serialize for Notebook {
             m.serialize_entry("tsconfig.json", ts)?;
         }
         m.serialize_entry("sessionId", &self.session_id)?;
+        m.serialize_entry("allowChildProcesses", &self.allow_child_processes)?;
         m.serialize_entry("createdAt", &self.created_at)?;
         m.serialize_entry("updatedAt", &self.updated_at)?;
         m.serialize_entry("cellCount", &self.cells.len())?;

@@ -288,12 +288,17 @@ pub fn runner_alive(id: &str) -> bool {
     }
 }
 
-/// A process's start time (clock ticks since boot), from /proc.
+/// A running process's start time (clock ticks since boot), from /proc;
+/// `None` for a process gone or dead but not yet reaped (a zombie).
 fn start_time(pid: u32) -> Option<String> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // After the command name in parentheses, which may hold spaces.
     let rest = &stat[stat.rfind(')')? + 2..];
-    rest.split(' ').nth(19).map(str::to_string)
+    let mut fields = rest.split(' ');
+    if matches!(fields.next(), Some("Z" | "X" | "x")) {
+        return None;
+    }
+    fields.nth(18).map(str::to_string)
 }
 
 /// At most this many cells and installs run at once in one server.
@@ -305,8 +310,9 @@ fn run_slots() -> &'static tokio::sync::Semaphore {
 }
 
 /// Run code cell `cell` of the notebook whose directory `dir` is
-/// ([`prepare`] wrote its files).
-pub async fn run_cell(node: &Node, dir: &Path, cell: &Cell, limits: Limits) -> Result<Outcome> {
+/// ([`prepare`] wrote its files); `children`: the notebook opted in to
+/// child processes.
+pub async fn run_cell(node: &Node, dir: &Path, cell: &Cell, limits: Limits, children: bool) -> Result<Outcome> {
     let filename = cell.filename.as_deref().unwrap_or_default();
     let mut args: Vec<String> = Vec::new();
     let sandbox = match node.permission_flag() {
@@ -317,12 +323,20 @@ pub async fn run_cell(node: &Node, dir: &Path, cell: &Cell, limits: Limits) -> R
                 format!("--allow-fs-read={d}/"),
                 format!("--allow-fs-write={d}/"),
             ]);
+            if children {
+                args.push("--allow-child-process".into());
+            }
             "node-permission"
         }
         None => "process",
     };
     if node.version >= (20, 11, 0) {
         args.push("--disable-warning=ExperimentalWarning".into());
+        // Its warning that child processes escape the model is in the
+        // documentation of the opt-in, not in every output.
+        if children {
+            args.push("--disable-warning=SecurityWarning".into());
+        }
     }
     let language = cell.language.or_else(|| Language::of_filename(filename));
     if language == Some(Language::TypeScript) {

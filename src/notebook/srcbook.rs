@@ -177,7 +177,9 @@ pub fn read_file(path: &std::path::Path) -> Result<String> {
 /// Read a `.src.md` text (ours, the reference's or Srcbook's own).
 pub fn decode(text: &str) -> Result<Decoded> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let lines: Vec<&str> = text.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l)).collect();
+    // Lines keep a `\r` of their own: code and markdown holding CRLF come
+    // back as they were; headings and fences are read without it.
+    let lines: Vec<&str> = text.split('\n').collect();
     let header = lines.first().copied().unwrap_or_default().trim();
     let meta = header
         .strip_prefix(HEADER_START)
@@ -209,7 +211,7 @@ pub fn decode(text: &str) -> Result<Decoded> {
             continue;
         }
         if let Some(title) = line.strip_prefix("# ") {
-            cells.push(NewCell::title(title));
+            cells.push(NewCell::title(title.strip_suffix('\r').unwrap_or(title)));
             i += 1;
         } else if let Some(name) = line.strip_prefix("###### ") {
             let (cell, next) = decode_file_cell(&lines, i, name.trim(), language)?;
@@ -228,7 +230,9 @@ pub fn decode(text: &str) -> Result<Decoded> {
         if cell.kind == CellKind::Code {
             let name = cell.filename.as_deref().unwrap_or_default();
             super::check_filename(name, cell.language).map_err(|e| {
-                let at = lines.iter().position(|l| l.strip_prefix("###### ") == Some(name));
+                let at = lines
+                    .iter()
+                    .position(|l| l.strip_prefix("###### ").map(str::trim) == Some(name));
                 parse_error(at.map_or(0, |n| n + 1), e.message())
             })?;
         }
@@ -318,6 +322,7 @@ mod tests {
             language: Language::JavaScript,
             tsconfig: None,
             session_id: None,
+            allow_child_processes: false,
             created_at: 0,
             updated_at: 0,
             cells,
@@ -362,19 +367,25 @@ mod tests {
                 "const md = `\n```\n# inside\n````\n`;\nconsole.log(md);\n",
                 Some("a.js"),
             ),
+            cell(
+                CellKind::Code,
+                "const crlf = 1;\r\nconsole.log(crlf);\r\n",
+                Some("crlf.js"),
+            ),
             cell(CellKind::Code, "", Some("empty.js")),
         ]);
         let first = encode(&nb);
         assert!(first.starts_with("<!-- srcbook:{\"language\":\"javascript\"} -->\n\n# Fences and headings\n"));
         assert!(first.contains("\n`````javascript\n"), "{first}");
         let again = reimport(&first);
-        assert_eq!(again.cells.len(), 5, "{first}");
+        assert_eq!(again.cells.len(), 6, "{first}");
         assert_eq!(
             again.cells[2].content,
             "# not a title\n###### not a file\n \\# already escaped\nplain\n   # indented"
         );
         assert_eq!(again.cells[3].content, nb.cells[3].content);
-        assert_eq!(again.cells[4].content, "");
+        assert_eq!(again.cells[4].content, nb.cells[4].content, "CRLF kept");
+        assert_eq!(again.cells[5].content, "");
         assert_eq!(encode(&again), first);
     }
 

@@ -22,6 +22,7 @@ pub struct NewNotebook {
     pub language: Language,
     pub tsconfig: Option<String>,
     pub session_id: Option<String>,
+    pub allow_child_processes: bool,
     pub cells: Vec<NewCell>,
 }
 
@@ -88,7 +89,8 @@ fn running(notebook: &str, cell: &str) -> Error {
 fn notebook_tx(tx: &Tx<'_>, id: &str) -> Result<Notebook> {
     let head = tx
         .prepare_cached(
-            "SELECT id, name, language, tsconfig, session_id, created_at, updated_at FROM notebooks WHERE id = ?1",
+            "SELECT id, name, language, tsconfig, session_id, created_at, updated_at, allow_child_process
+             FROM notebooks WHERE id = ?1",
         )?
         .query_row([id], |r| {
             let language: String = r.get(2)?;
@@ -98,6 +100,7 @@ fn notebook_tx(tx: &Tx<'_>, id: &str) -> Result<Notebook> {
                 language: Language::parse(&language).unwrap_or(Language::JavaScript),
                 tsconfig: r.get(3)?,
                 session_id: r.get(4)?,
+                allow_child_processes: r.get(7)?,
                 created_at: r.get(5)?,
                 updated_at: r.get(6)?,
                 cells: Vec::new(),
@@ -190,8 +193,9 @@ impl Store {
             let id = uuid::Uuid::new_v4().to_string();
             let now = now_ms();
             tx.prepare_cached(
-                "INSERT INTO notebooks (id, name, language, tsconfig, session_id, created_at, updated_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)",
+                "INSERT INTO notebooks (id, name, language, tsconfig, session_id, created_at, updated_at,
+                     allow_child_process)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7)",
             )?
             .execute(params![
                 id,
@@ -199,7 +203,8 @@ impl Store {
                 new.language.as_str(),
                 new.tsconfig,
                 new.session_id,
-                now
+                now,
+                new.allow_child_processes
             ])?;
             let mut seen: Vec<&str> = Vec::new();
             for (i, cell) in new.cells.iter().enumerate() {
@@ -333,6 +338,14 @@ impl Store {
         self.write(|tx| {
             let nb = notebook_tx(tx, notebook)?;
             let cell = idle_cell(&nb, cell_id)?.clone();
+            if cell.kind == CellKind::PackageJson {
+                return Err(Error::InvalidOperation {
+                    message: "the package.json cell stays with its notebook (Srcbook needs it, install_deps reads \
+                              it): update it instead"
+                        .into(),
+                    details: Some(json!({ "notebookId": notebook, "cellId": cell_id })),
+                });
+            }
             let at = nb.cells.iter().position(|c| c.id == cell_id).unwrap_or_default();
             tx.prepare_cached("DELETE FROM notebook_cells WHERE id = ?1")?
                 .execute([cell_id])?;
@@ -581,6 +594,7 @@ mod tests {
                 language: Language::JavaScript,
                 tsconfig: None,
                 session_id: session,
+                allow_child_processes: false,
                 cells,
             })
             .unwrap()

@@ -150,6 +150,24 @@ async fn notebooks_live_in_the_ledger_linked_to_their_session() {
         )
         .await;
     assert_eq!(gone["deleted"], true);
+    // The reference's names: get_cell, list_cells (and load, for import).
+    let one = s
+        .ok(
+            "notebook",
+            nb("get_cell", json!({ "notebookId": id, "cellId": code_id })),
+        )
+        .await;
+    assert_eq!(one["cell"]["source"], "console.log(6 * 7)");
+    let all = s.ok("notebook", nb("list_cells", json!({ "notebookId": id }))).await;
+    assert_eq!(all["count"], cells + 1);
+    assert_eq!(got["notebook"]["cells"][2]["type"], "package.json");
+    let package = got["notebook"]["cells"][2]["id"].as_str().unwrap();
+    s.err(
+        "notebook",
+        nb("delete_cell", json!({ "notebookId": id, "cellId": package })),
+        "INVALID_OPERATION",
+    )
+    .await;
     s.stop().await;
 
     // A restart (and the command line) sees the same notebook.
@@ -318,6 +336,24 @@ console.log(JSON.stringify(tries));
         "{env}"
     );
     assert_eq!(tries["own"], "mine", "its own directory is its to use");
+    // A notebook that opts in may start processes.
+    let open = s
+        .ok(
+            "notebook",
+            nb("create", json!({ "name": "C", "allowChildProcesses": true })),
+        )
+        .await;
+    assert_eq!(open["notebook"]["allowChildProcesses"], true);
+    let oid = open["notebookId"].as_str().unwrap();
+    let spawns = add_code(
+        &s,
+        oid,
+        "spawn.js",
+        "import cp from 'node:child_process'; console.log(String(cp.execSync('echo child')).trim());",
+    )
+    .await;
+    let r = run(&s, oid, &spawns, Value::Null).await;
+    assert_eq!(r["output"], "child\n", "{r}");
     s.stop().await;
 }
 
@@ -475,7 +511,7 @@ async fn srcbook_export_import_export_is_byte_identical() {
     let path = written["path"].as_str().unwrap();
     assert_eq!(std::fs::read_to_string(path).unwrap(), text);
     let from_file = s
-        .ok("notebook", nb("import", json!({ "path": path, "name": "From a file" })))
+        .ok("notebook", nb("load", json!({ "path": path, "name": "From a file" })))
         .await;
     assert_eq!(
         from_file["notebook"]["title"], "Probe",

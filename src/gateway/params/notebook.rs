@@ -36,6 +36,9 @@ pub struct CreateNotebook {
     /// The session it belongs to (default: the connection's current session, if any).
     #[serde(alias = "session_id")]
     pub session_id: Option<String>,
+    /// true: its cells may start other processes (which Node's permission model does not confine).
+    #[schemars(extend("default" = false))]
+    pub allow_child_processes: Option<bool>,
 }
 
 /// `notebook get`, `delete`.
