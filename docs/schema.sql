@@ -63,6 +63,75 @@ CREATE TABLE 'knowledge_patterns_fts_docsize'(id INTEGER PRIMARY KEY, sz BLOB);
 -- table knowledge_patterns_fts_idx
 CREATE TABLE 'knowledge_patterns_fts_idx'(segid, term, pgno, PRIMARY KEY(segid, term)) WITHOUT ROWID;
 
+-- table notebook_cells
+CREATE TABLE notebook_cells (
+    seq         INTEGER PRIMARY KEY,
+    id          TEXT NOT NULL UNIQUE,
+    notebook_id TEXT NOT NULL REFERENCES notebooks (id) ON DELETE CASCADE,
+    position    INTEGER NOT NULL,
+    type        TEXT NOT NULL CHECK (type IN ('title', 'markdown', 'package.json', 'code')),
+    content     TEXT NOT NULL,
+    filename    TEXT CHECK ((type IN ('code', 'package.json')) = (filename IS NOT NULL)),
+    language    TEXT CHECK (language IS NULL OR language IN ('javascript', 'typescript')),
+    status      TEXT CHECK ((type IN ('code', 'package.json')) = (status IS NOT NULL)
+                            AND (status IS NULL OR status IN ('idle', 'running', 'completed', 'failed'))),
+    output      TEXT,
+    error       TEXT,
+    runner      TEXT
+) STRICT;
+
+-- table notebook_cells_fts
+CREATE VIRTUAL TABLE notebook_cells_fts USING fts5 (
+    content,
+    output,
+    error,
+    content = 'notebook_cells',
+    content_rowid = 'seq',
+    tokenize = 'unicode61 remove_diacritics 2'
+);
+
+-- table notebook_cells_fts_config
+CREATE TABLE 'notebook_cells_fts_config'(k PRIMARY KEY, v) WITHOUT ROWID;
+
+-- table notebook_cells_fts_data
+CREATE TABLE 'notebook_cells_fts_data'(id INTEGER PRIMARY KEY, block BLOB);
+
+-- table notebook_cells_fts_docsize
+CREATE TABLE 'notebook_cells_fts_docsize'(id INTEGER PRIMARY KEY, sz BLOB);
+
+-- table notebook_cells_fts_idx
+CREATE TABLE 'notebook_cells_fts_idx'(segid, term, pgno, PRIMARY KEY(segid, term)) WITHOUT ROWID;
+
+-- table notebook_runs
+CREATE TABLE notebook_runs (
+    seq         INTEGER PRIMARY KEY,
+    notebook_id TEXT NOT NULL REFERENCES notebooks (id) ON DELETE CASCADE,
+    cell_id     TEXT NOT NULL REFERENCES notebook_cells (id) ON DELETE CASCADE,
+    kind        TEXT NOT NULL CHECK (kind IN ('run', 'install')),
+    started_at  TEXT NOT NULL,
+    duration_ms INTEGER,
+    exit_code   INTEGER,
+    status      TEXT NOT NULL CHECK (status IN ('running', 'completed', 'failed')),
+    output      TEXT,
+    error       TEXT
+) STRICT;
+
+-- table notebooks
+CREATE TABLE notebooks (
+    seq        INTEGER PRIMARY KEY,
+    id         TEXT NOT NULL UNIQUE,
+    name       TEXT NOT NULL CHECK (length(name) BETWEEN 1 AND 200),
+    language   TEXT NOT NULL CHECK (language IN ('javascript', 'typescript')),
+    -- The notebook's tsconfig.json (JSON text), for TypeScript notebooks.
+    tsconfig   TEXT CHECK (tsconfig IS NULL OR json_valid(tsconfig)),
+    -- The session it was created in; kept when the session is deleted.
+    session_id TEXT REFERENCES sessions (id) ON DELETE SET NULL,
+    -- 1: its cells may start other processes (opted in at creation).
+    allow_child_process INTEGER NOT NULL DEFAULT 0 CHECK (allow_child_process IN (0, 1)),
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+) STRICT;
+
 -- table refinery_schema_history
 CREATE TABLE refinery_schema_history(
              version int4 PRIMARY KEY,
@@ -209,6 +278,24 @@ CREATE INDEX knowledge_patterns_by_title   ON knowledge_patterns (title COLLATE 
 
 -- index knowledge_patterns_by_updated
 CREATE INDEX knowledge_patterns_by_updated ON knowledge_patterns (updated_at);
+
+-- index notebook_cells_by_notebook
+CREATE INDEX notebook_cells_by_notebook ON notebook_cells (notebook_id, position);
+
+-- index notebook_cells_running
+CREATE INDEX notebook_cells_running ON notebook_cells (status) WHERE status = 'running';
+
+-- index notebook_runs_by_cell
+CREATE INDEX notebook_runs_by_cell ON notebook_runs (cell_id, seq);
+
+-- index notebook_runs_by_notebook
+CREATE INDEX notebook_runs_by_notebook ON notebook_runs (notebook_id);
+
+-- index notebooks_by_session
+CREATE INDEX notebooks_by_session ON notebooks (session_id);
+
+-- index notebooks_by_updated
+CREATE INDEX notebooks_by_updated ON notebooks (updated_at);
 
 -- index scratchpad_notes_by_updated
 CREATE INDEX scratchpad_notes_by_updated ON scratchpad_notes (updated_at);
@@ -484,6 +571,26 @@ BEFORE UPDATE OF created_at, updated_at ON knowledge_patterns
 WHEN new.created_at NOT GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9].[0-9][0-9][0-9]Z' OR new.updated_at NOT GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9].[0-9][0-9][0-9]Z'
 BEGIN
     SELECT RAISE(ABORT, 'pattern timestamps are UTC with milliseconds, such as 2026-11-23T08:42:10.000Z');
+END;
+
+-- trigger notebook_cells_fts_delete
+CREATE TRIGGER notebook_cells_fts_delete AFTER DELETE ON notebook_cells BEGIN
+    INSERT INTO notebook_cells_fts (notebook_cells_fts, rowid, content, output, error)
+    VALUES ('delete', old.seq, old.content, old.output, old.error);
+END;
+
+-- trigger notebook_cells_fts_insert
+CREATE TRIGGER notebook_cells_fts_insert AFTER INSERT ON notebook_cells BEGIN
+    INSERT INTO notebook_cells_fts (rowid, content, output, error)
+    VALUES (new.seq, new.content, new.output, new.error);
+END;
+
+-- trigger notebook_cells_fts_update
+CREATE TRIGGER notebook_cells_fts_update AFTER UPDATE OF content, output, error ON notebook_cells BEGIN
+    INSERT INTO notebook_cells_fts (notebook_cells_fts, rowid, content, output, error)
+    VALUES ('delete', old.seq, old.content, old.output, old.error);
+    INSERT INTO notebook_cells_fts (rowid, content, output, error)
+    VALUES (new.seq, new.content, new.output, new.error);
 END;
 
 -- trigger scratchpad_notes_fts_delete

@@ -8,7 +8,9 @@ use std::time::Duration;
 use clap::parser::ValueSource;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
-use crate::commands::{self, ConfigCommand, ExportArgs, ImportArgs, JsonArg, SessionsCommand, ValidateArgs};
+use crate::commands::{
+    self, ConfigCommand, ExportArgs, ImportArgs, JsonArg, NotebooksCommand, SessionsCommand, ValidateArgs,
+};
 use crate::config;
 use crate::error::Result;
 use crate::events::EventTarget;
@@ -214,6 +216,11 @@ pub enum Command {
         #[command(subcommand)]
         command: SessionsCommand,
     },
+    /// List, show, export and import notebooks (Srcbook .src.md)
+    Notebooks {
+        #[command(subcommand)]
+        command: NotebooksCommand,
+    },
     /// Counts over the whole ledger
     Stats(JsonArg),
     /// The resolved database path, schema version, settings, counts and file sizes
@@ -262,6 +269,15 @@ pub struct ServeArgs {
     /// Event stream (one JSON object per line): stderr, or a file to append to; off by default
     #[arg(long, env = "THOUGHTBOX_EVENTS", value_name = "stderr|PATH")]
     pub events: Option<String>,
+    /// Seconds a notebook cell (or npm install) may run before it is killed
+    /// with its processes, unless the call gives timeoutSecs
+    #[arg(
+        long,
+        env = "THOUGHTBOX_NOTEBOOK_TIMEOUT_SECS",
+        value_name = "SECS",
+        default_value = "30"
+    )]
+    pub notebook_timeout: String,
 }
 
 impl ServeArgs {
@@ -317,6 +333,22 @@ impl ServeArgs {
                 None => None,
             },
             events,
+            notebook_timeout: {
+                let limit = secs(
+                    &self.notebook_timeout,
+                    30,
+                    "notebook-timeout",
+                    "THOUGHTBOX_NOTEBOOK_TIMEOUT_SECS",
+                )?;
+                let max = crate::notebook::runner::MAX_TIME_LIMIT.as_secs();
+                if !(1..=max).contains(&limit) {
+                    return Err(crate::Error::invalid(
+                        "notebook-timeout",
+                        format!("--notebook-timeout / THOUGHTBOX_NOTEBOOK_TIMEOUT_SECS must be 1 to {max} seconds"),
+                    ));
+                }
+                Duration::from_secs(limit)
+            },
         })
     }
 }
@@ -404,6 +436,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Import(args) => commands::import(&cli.db, args),
         Command::Validate(args) => commands::validate(args),
         Command::Sessions { command } => commands::sessions(&cli.db, command),
+        Command::Notebooks { command } => commands::notebooks(&cli.db, command),
         Command::Stats(args) => commands::stats(&cli.db, args.json),
         Command::Info(args) => commands::info(&cli.db, args.json),
         Command::Config { command } => commands::config(&cli.db, command),

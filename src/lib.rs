@@ -31,6 +31,7 @@ pub mod limits;
 pub mod maintenance;
 pub mod memory;
 pub mod models;
+pub mod notebook;
 pub mod serve;
 pub mod shutdown;
 pub mod stdio;

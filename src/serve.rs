@@ -140,6 +140,12 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
             );
         }
         let store = store.watching_files()?;
+        // Cells left running by a server that was killed: failed, not stuck.
+        match store.fail_orphaned_runs() {
+            Ok(0) => {}
+            Ok(n) => tracing::info!("{n} notebook cell(s) left running by a stopped server marked failed"),
+            Err(e) => tracing::warn!("could not check for notebook cells left running: {e}"),
+        }
         let (writer, writer_thread) = Writer::start(&store)?;
         let maintenance = Maintenance::start(store.clone(), writer.clone());
         let release = Arc::new(crate::memory::Release::default());

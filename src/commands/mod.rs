@@ -5,6 +5,7 @@
 //! which prints them to stderr and exits non-zero.
 
 mod ledger;
+mod notebooks;
 mod progress;
 mod tree;
 
@@ -15,6 +16,7 @@ use serde::Serialize;
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 pub use ledger::{config, info, repair, sessions, stats};
+pub use notebooks::{NotebooksCommand, notebooks};
 pub use tree::{export, import, validate};
 
 use crate::domain::Granularity;

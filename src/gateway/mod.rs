@@ -14,6 +14,7 @@ mod knowledge_ops;
 mod message;
 mod models_ops;
 mod mrtr;
+mod notebook_ops;
 mod ops;
 mod options;
 pub mod params;
@@ -91,8 +92,8 @@ pub const OPERATIONS: &[(&str, Stage, &str)] = &[
     (
         "cipher",
         Stage::InitComplete,
-        "The compact notation guide (~9 KB); unlocks thought, read_thoughts, get_structure, mental_models and \
-         knowledge.",
+        "The compact notation guide (~9 KB); unlocks thought, read_thoughts, get_structure, mental_models, \
+         knowledge and notebook.",
     ),
     (
         "session",
@@ -131,6 +132,12 @@ pub const OPERATIONS: &[(&str, Stage, &str)] = &[
         "Reusable patterns and scratchpad notes by subOperation: create_pattern, get_pattern, update_pattern, \
          delete_pattern, list_patterns, list_tags, write_scratchpad, read_scratchpad, list_scratchpad, \
          delete_scratchpad, search.",
+    ),
+    (
+        "notebook",
+        Stage::CipherLoaded,
+        "JavaScript/TypeScript notebooks kept in the ledger, cells run with Node.js in a sandbox, by subOperation: \
+         create, list, get, add_cell, update_cell, delete_cell, run_cell, install_deps, export, import, delete.",
     ),
 ];
 
@@ -550,14 +557,6 @@ impl Gateway {
         };
         let Some(required) = required_stage(&operation) else {
             let valid: Vec<&str> = OPERATIONS.iter().map(|(n, _, _)| *n).collect();
-            // In TOOL-INTERFACES, but not built yet: say so, rather than
-            // "unknown", so that a client following the seed knows why.
-            if operation == "notebook" {
-                return Err(Error::InvalidOperation {
-                    message: "notebooks are not available in this version of thoughtbox yet (they are planned)".into(),
-                    details: Some(json!({ "operation": operation, "available": false, "validOperations": valid })),
-                });
-            }
             return Err(unknown_name(
                 "operation",
                 &operation,
@@ -606,7 +605,10 @@ impl Gateway {
             None => arguments,
         };
         args.check_spelling(
-            matches!(operation.as_str(), "session" | "knowledge" | "mental_models"),
+            matches!(
+                operation.as_str(),
+                "session" | "knowledge" | "mental_models" | "notebook"
+            ),
             operation == "thought",
         )?;
         Ok((operation, required, args))
@@ -629,6 +631,7 @@ impl Gateway {
             "get_structure" => read_ops::get_structure(self, args).await,
             "mental_models" => models_ops::mental_models(self, args).await,
             "knowledge" => knowledge_ops::knowledge(self, args).await,
+            "notebook" => notebook_ops::notebook(self, args).await,
             other => Err(Error::operation(format!("unknown operation {other:?}"))),
         }
     }

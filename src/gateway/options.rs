@@ -18,6 +18,8 @@ pub struct ServeOptions {
     pub default_project: Option<String>,
     /// Where the event stream goes.
     pub events: EventTarget,
+    /// A notebook cell's (and npm install's) time limit unless a call gives one.
+    pub notebook_timeout: Duration,
 }
 
 impl Default for ServeOptions {
@@ -28,6 +30,7 @@ impl Default for ServeOptions {
             roots_timeout: Duration::from_secs(10),
             default_project: None,
             events: EventTarget::Off,
+            notebook_timeout: crate::notebook::runner::DEFAULT_TIME_LIMIT,
         }
     }
 }

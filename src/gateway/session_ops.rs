@@ -72,10 +72,12 @@ async fn get(gw: &Gateway, args: Args) -> Result<Value> {
     refuse_stray_session_id(&args, Some(&id), false)?;
     if !include_thoughts {
         let session = gw.blocking(move |s| s.session(&id)).await?;
+        let notebooks = session_notebooks(gw, &session.id).await?;
         return answers::to_value(&answers::SessionGetAnswer {
             session_id: session.id.clone(),
             session,
             thoughts: None,
+            notebooks,
         });
     }
     // Read one thought at a time, as an export is, and given up as soon as
@@ -107,11 +109,20 @@ async fn get(gw: &Gateway, args: Args) -> Result<Value> {
                         branches,
                         truncated: preview.truncated(),
                     }),
+                    notebooks: Vec::new(),
                 })
             })
         })
         .await?;
+    let mut answer = answer;
+    answer.notebooks = session_notebooks(gw, &answer.session_id).await?;
     answers::to_value(&answer)
+}
+
+/// The notebooks created in session `id` (at most 100, newest changed first).
+async fn session_notebooks(gw: &Gateway, id: &str) -> Result<Vec<crate::notebook::NotebookSummary>> {
+    let id = id.to_string();
+    Ok(gw.blocking(move |s| s.list_notebooks(Some(&id), 100, 0)).await?.0)
 }
 
 /// Matches of each session in a `session search` answer when
@@ -140,6 +151,7 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
     let include = p.include.unwrap_or_default();
     let patterns = include.contains(&params::SessionSearchInclude::Patterns);
     let notes = include.contains(&params::SessionSearchInclude::Notes);
+    let notebooks = include.contains(&params::SessionSearchInclude::Notebooks);
     let q = query.clone();
     // Thoughts still waiting for the full-text index are indexed first, by
     // the writer thread like every other write of this server.
@@ -149,7 +161,7 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
     gw.writer
         .index_unless_locked_or(move || super::request_cancelled() || store.reads_stopped())
         .await?;
-    let ((hits, more), pattern_hits, note_hits) = gw
+    let ((hits, more), pattern_hits, note_hits, notebook_hits) = gw
         .heavy(move |s| {
             let hits = s.search_indexed(&q, limit, per_session)?;
             let p = if patterns {
@@ -158,7 +170,12 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
                 None
             };
             let n = if notes { Some(s.search_notes(&q, limit)?) } else { None };
-            Ok((hits, p, n))
+            let b = if notebooks {
+                Some(s.search_notebooks(&q, limit)?)
+            } else {
+                None
+            };
+            Ok((hits, p, n, b))
         })
         .await?;
     // The best `limit` sessions, without paging: counting every matching
@@ -192,6 +209,10 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
         note,
         patterns: pattern_hits.map(answers::PatternHits::from),
         notes: note_hits.map(answers::NoteHits::from),
+        notebooks: notebook_hits.map(|(notebooks, more_notebooks)| answers::notebook::NotebookHits {
+            notebooks,
+            more_notebooks,
+        }),
     })
 }
 
@@ -237,8 +258,14 @@ async fn export(gw: &Gateway, args: Args) -> Result<Value> {
         };
         // Files are written: the answer is never refused for its length.
         super::changed_something();
-        let summary = gw
-            .blocking_to_end(move |s| tree::writer::export_tree(s, &dest, &opts, &mut |_, _| {}))
+        // Its notebooks are read in the same uncancelled task: a client's
+        // cancel must not turn a finished export into an error.
+        let sid = id.clone();
+        let (summary, notebooks) = gw
+            .blocking_to_end(move |s| {
+                let summary = tree::writer::export_tree(s, &dest, &opts, &mut |_, _| {})?;
+                Ok((summary, s.list_notebooks(Some(&sid), 100, 0)?.0))
+            })
             .await?;
         let Some(session) = summary.sessions.first() else {
             // Deleted (by another process) while the export waited.
@@ -256,6 +283,7 @@ async fn export(gw: &Gateway, args: Args) -> Result<Value> {
             thoughts: session.thoughts,
             files_written: summary.files_written,
             files_unchanged: summary.files_unchanged,
+            notebooks,
         });
     }
     let format = format.unwrap_or_default();
@@ -299,10 +327,12 @@ async fn export(gw: &Gateway, args: Args) -> Result<Value> {
         Some(&session.id),
         || json!({ "sessionId": session.id, "format": format.as_str(), "thoughtCount": session.thought_count }),
     );
+    let notebooks = session_notebooks(gw, &session.id).await?;
     answers::to_value(&answers::ExportAnswer {
         session_id: session.id,
         format: format.as_str(),
         content,
+        notebooks,
     })
 }
 

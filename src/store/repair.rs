@@ -556,7 +556,12 @@ impl Store {
             // per 300 MB of thought text, and every server's writes waited
             // that long behind it, giving up at 10 s. Searches meanwhile read
             // the thoughts not yet indexed.
-            for index in ["sessions_fts", "knowledge_patterns_fts", "scratchpad_notes_fts"] {
+            for index in [
+                "sessions_fts",
+                "knowledge_patterns_fts",
+                "scratchpad_notes_fts",
+                "notebook_cells_fts",
+            ] {
                 tx.execute(&format!("INSERT INTO {index} ({index}) VALUES ('rebuild')"), [])?;
             }
             tx.execute("INSERT INTO thoughts_fts (thoughts_fts) VALUES ('delete-all')", [])?;

@@ -457,22 +457,15 @@ async fn gateway_shape_errors() {
     assert_eq!(e["details"]["field"], "operation");
     let m = object(json!({ "operation": 7 }));
     assert_eq!(s.call_raw(m).await.unwrap_err()["details"]["field"], "operation");
-    // notebook is in TOOL-INTERFACES but not built yet: the answer says so.
+    // notebook needs stage 2, as thoughts do.
     let e = s
         .err(
             "notebook",
             json!({ "subOperation": "create", "name": "n" }),
-            "INVALID_OPERATION",
+            "STAGE_REQUIREMENT_NOT_MET",
         )
         .await;
-    assert!(
-        e["message"]
-            .as_str()
-            .unwrap()
-            .contains("notebooks are not available in this version"),
-        "{e}"
-    );
-    assert_eq!(e["details"]["available"], false);
+    assert_eq!(e["details"]["requiredStage"], 2);
     let e = s.err("list_roots_of_evil", Value::Null, "INVALID_OPERATION").await;
     assert!(
         e["details"]["validOperations"]

@@ -30,6 +30,8 @@ pub const SCRUBBED_ENV: &[&str] = &[
     "THOUGHTBOX_PROJECT",
     "THOUGHTBOX_CRITIQUE_TIMEOUT_SECS",
     "THOUGHTBOX_ROOTS_TIMEOUT_SECS",
+    "THOUGHTBOX_NODE",
+    "THOUGHTBOX_NOTEBOOK_TIMEOUT_SECS",
 ];
 
 /// A command for the binary with a scrubbed environment.

@@ -14,6 +14,7 @@ mod hand_edits;
 mod handles;
 mod knowledge;
 mod models;
+mod notebooks;
 mod roots;
 mod schema;
 mod schema_doc;

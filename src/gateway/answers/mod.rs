@@ -17,6 +17,7 @@ pub(crate) mod analysis;
 pub(crate) mod init;
 pub(crate) mod knowledge;
 pub(crate) mod models;
+pub(crate) mod notebook;
 mod session;
 
 pub(crate) use session::{

@@ -10,6 +10,7 @@ use serde_json::Value;
 use crate::domain::Session;
 use crate::gateway::preview::Truncated;
 use crate::knowledge::{KnowledgeHit, KnowledgeHits};
+use crate::notebook::NotebookSummary;
 use crate::store::SessionHits;
 
 /// `session get`.
@@ -21,6 +22,9 @@ pub(crate) struct SessionGetAnswer {
     /// Unless `includeThoughts: false`.
     #[serde(flatten)]
     pub thoughts: Option<SessionThoughts>,
+    /// The notebooks created in the session.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notebooks: Vec<NotebookSummary>,
 }
 
 /// A session's thoughts: the main chain's, and each branch's by its id.
@@ -50,6 +54,9 @@ pub(crate) struct SessionSearchAnswer {
     /// With `include: ["notes"]`.
     #[serde(flatten)]
     pub notes: Option<NoteHits>,
+    /// With `include: ["notebooks"]`.
+    #[serde(flatten)]
+    pub notebooks: Option<super::notebook::NotebookHits>,
 }
 
 /// Patterns found beside sessions, named as `knowledge search` names them.
@@ -104,6 +111,9 @@ pub(crate) struct ExportedToAnswer {
     pub thoughts: u64,
     pub files_written: u64,
     pub files_unchanged: u64,
+    /// The notebooks created in the session (`notebook export` exports one).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notebooks: Vec<NotebookSummary>,
 }
 
 /// `session export` without a destination: the export itself.
@@ -114,6 +124,9 @@ pub(crate) struct ExportAnswer {
     pub format: &'static str,
     /// The JSON export as an object; markdown and cipher as text.
     pub content: Value,
+    /// The notebooks created in the session (`notebook export` exports one).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notebooks: Vec<NotebookSummary>,
 }
 
 /// `session delete`.

@@ -13,6 +13,7 @@
 
 mod init;
 mod knowledge;
+mod notebook;
 mod parse;
 mod session;
 mod thought;
@@ -28,6 +29,7 @@ use serde_json::{Map, Value, json};
 
 pub use init::*;
 pub use knowledge::*;
+pub use notebook::*;
 pub use parse::{normalise, parse, schema_of_op, thought_number};
 pub use session::*;
 pub use thought::*;
@@ -132,6 +134,29 @@ pub const PARAMS: &[Params] = &[
     params!("knowledge"."list_scratchpad", ListScratchpad, "The notes, paged."),
     params!("knowledge"."delete_scratchpad", NoteRef, "Delete a note, by id or topic."),
     params!("knowledge"."search", KnowledgeSearch, "Search patterns and notes, best first."),
+    params!(
+        "notebook"."create",
+        CreateNotebook,
+        "Create a notebook (title and package.json cells, or a template), linked to the session."
+    ),
+    params!("notebook"."list", ListNotebooks, "Notebooks, newest changed first, optionally of one session."),
+    params!("notebook"."get", NotebookRef, "A notebook with its cells, their status and output."),
+    params!("notebook"."add_cell", AddCell, "Add a title, markdown or code cell."),
+    params!("notebook"."update_cell", UpdateCell, "Replace a cell's text or source."),
+    params!("notebook"."delete_cell", CellRef, "Delete a cell."),
+    params!(
+        "notebook"."run_cell",
+        RunCell,
+        "Run a code cell with Node.js in the notebook's sandboxed directory; answers output, error, exitCode, status."
+    ),
+    params!(
+        "notebook"."install_deps",
+        InstallDeps,
+        "npm install the package.json cell's dependencies (packages adds to them first)."
+    ),
+    params!("notebook"."export", ExportNotebook, "The notebook as Srcbook .src.md text, or a file in a directory."),
+    params!("notebook"."import", ImportNotebook, "Create a notebook from .src.md text or a file."),
+    params!("notebook"."delete", NotebookRef, "Delete a notebook, its cells, runs and directory."),
 ];
 
 /// The names of the object parameters' own fields (`newWork.project`,
@@ -303,8 +328,8 @@ fn build_schema(visible: impl Fn(&str) -> bool) -> Map<String, Value> {
             "args": {
                 "type": "object",
                 "description": "The operation's parameters: for each operation, the object schema at $defs.<operation> \
-                    (thought, read_thoughts ...), or $defs.<operation>.<subOperation> for session, mental_models \
-                    and knowledge (session.list, knowledge.search ...), with its types and required names.",
+                    (thought, read_thoughts ...), or $defs.<operation>.<subOperation> for session, mental_models, \
+                    knowledge and notebook (session.list, knowledge.search ...), with its types and required names.",
                 "additionalProperties": true,
             },
         },
@@ -610,6 +635,8 @@ mod tests {
         assert_eq!(AnalysisTypeName::NAMES, A::NAMES);
         assert_eq!(MomentKindName::NAMES, M::NAMES);
         assert_eq!(LearningTypeName::NAMES, L::NAMES);
+        assert_eq!(LanguageName::NAMES, crate::notebook::Language::NAMES);
+        assert_eq!(TemplateName::NAMES, crate::notebook::Template::NAMES);
     }
 
     #[test]

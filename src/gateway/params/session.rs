@@ -23,7 +23,7 @@ pub enum SessionArgs {
 
 names_enum! {
     /// What `session search` searches besides sessions.
-    SessionSearchInclude { Sessions = "sessions", Patterns = "patterns", Notes = "notes" }
+    SessionSearchInclude { Sessions = "sessions", Patterns = "patterns", Notes = "notes", Notebooks = "notebooks" }
 }
 
 names_enum! {
@@ -84,7 +84,7 @@ pub struct SessionSearch {
     /// Matches answered per session, its best, 1-100.
     #[schemars(range(min = 1, max = 100), extend("default" = 5))]
     pub matches_per_session: Option<u32>,
-    /// Also search knowledge patterns and notes.
+    /// Also search knowledge patterns and notes, and notebook cells (text and output).
     pub include: Option<Vec<SessionSearchInclude>>,
 }
 

@@ -1,0 +1,121 @@
+//! The answers of `notebook`: a notebook as seed 000's Notebook (with its
+//! title, session and cell count besides), cells as its Cell union, and
+//! each run's outcome. Every answer names the notebook in `notebookId`, the
+//! handle an agent passes back.
+
+use serde::Serialize;
+
+use crate::notebook::runner::Outcome;
+use crate::notebook::{Cell, Notebook, NotebookSummary};
+use crate::store::NotebookHit;
+
+/// `create`, `get` and `import`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct NotebookAnswer<'a> {
+    pub notebook_id: &'a str,
+    pub notebook: &'a Notebook,
+    /// Where its cells run, under the data directory.
+    pub directory: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_step: Option<&'static str>,
+}
+
+/// `add_cell` and `update_cell`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct CellAnswer<'a> {
+    pub notebook_id: &'a str,
+    pub cell: &'a Cell,
+}
+
+/// `delete_cell` and `delete`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct DeletedAnswer<'a> {
+    pub notebook_id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cell_id: Option<&'a str>,
+    pub deleted: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cells_deleted: Option<usize>,
+}
+
+/// `run_cell` and `install_deps`: how the run ended. A program that threw
+/// or exited non-zero is a `failed` status here, not a tool error.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct RunAnswer<'a> {
+    pub notebook_id: &'a str,
+    pub cell_id: &'a str,
+    pub status: &'static str,
+    pub output: &'a str,
+    pub error: Option<&'a str>,
+    /// `null` when the run was killed (time limit) or ended by a signal.
+    pub exit_code: Option<i32>,
+    pub duration_ms: u64,
+    pub started_at: &'a str,
+    /// `node-permission` (file access confined to the notebook's directory) or `process`.
+    pub sandbox: &'static str,
+    pub node: String,
+    pub time_limit_secs: u64,
+    /// install_deps: the package.json cell's dependencies after the install.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub package_json: Option<&'a str>,
+}
+
+impl<'a> RunAnswer<'a> {
+    pub(crate) fn of(
+        notebook_id: &'a str,
+        cell_id: &'a str,
+        o: &'a Outcome,
+        node: String,
+        limit: u64,
+    ) -> RunAnswer<'a> {
+        RunAnswer {
+            notebook_id,
+            cell_id,
+            status: o.status.as_str(),
+            output: &o.output,
+            error: o.error.as_deref(),
+            exit_code: o.exit_code,
+            duration_ms: o.duration_ms,
+            started_at: &o.started_at,
+            sandbox: o.sandbox,
+            node,
+            time_limit_secs: limit,
+            package_json: None,
+        }
+    }
+}
+
+/// `list`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct NotebookListAnswer {
+    pub notebooks: Vec<NotebookSummary>,
+    pub count: usize,
+    pub total: u64,
+    pub has_more: bool,
+}
+
+/// `export`: the text, or the file written.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct NotebookExportAnswer<'a> {
+    pub notebook_id: &'a str,
+    pub format: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    pub bytes: usize,
+}
+
+/// Notebook cells found by `session search` with `include: ["notebooks"]`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct NotebookHits {
+    pub notebooks: Vec<NotebookHit>,
+    pub more_notebooks: bool,
+}

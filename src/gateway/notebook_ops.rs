@@ -1,0 +1,563 @@
+//! The `notebook` operation: notebooks kept in the ledger, their cells,
+//! running a code cell in its sandbox (see [`crate::notebook::runner`]),
+//! installing dependencies, and the `.src.md` export and import.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::answers::notebook::{
+    CellAnswer, DeletedAnswer, NotebookAnswer, NotebookExportAnswer, NotebookListAnswer, RunAnswer,
+};
+use super::ops::refuse_unknown_sessions;
+use super::{Args, Gateway, answers, params};
+use crate::domain::canonical_session_id;
+use crate::error::{Error, Result};
+use crate::notebook::runner::{self, Limits, Node, Outcome};
+use crate::notebook::{
+    Cell, CellKind, Language, NewCell, Notebook, Template, check_title, default_tsconfig, parse_package_spec, srcbook,
+    template_cells, with_dependencies,
+};
+use crate::store::{NewNotebook, RunKind};
+
+/// The sub-operations in the schema. The reference's `load` (import),
+/// `get_cell` and `list_cells` are taken too.
+pub const SUB_OPERATIONS: &[&str] = &[
+    "create",
+    "list",
+    "get",
+    "add_cell",
+    "update_cell",
+    "delete_cell",
+    "run_cell",
+    "install_deps",
+    "export",
+    "import",
+    "delete",
+];
+
+pub async fn notebook(gw: &Gateway, args: Args) -> Result<Value> {
+    let (name, args) = args.sub_operation()?;
+    let Some(name) = name else {
+        return Err(Error::invalid_with(
+            "subOperation",
+            format!("notebook needs subOperation: one of {}", SUB_OPERATIONS.join(", ")),
+            json!({ "subOperations": SUB_OPERATIONS }),
+        ));
+    };
+    match name.as_str() {
+        "create" => create(gw, args).await,
+        "list" => list(gw, args).await,
+        "get" => {
+            let p: params::NotebookRef = args.parse("notebook.get")?;
+            let id = p.notebook_id.trim().to_string();
+            let nb = gw.blocking(move |s| s.notebook(&id)).await?;
+            answer_notebook(gw, &nb, None)
+        }
+        "add_cell" => add_cell(gw, args).await,
+        "update_cell" => {
+            let p: params::UpdateCell = args.parse("notebook.update_cell")?;
+            let (nb, cell) = (p.notebook_id.trim().to_string(), p.cell_id.trim().to_string());
+            known_notebook(gw, &nb).await?;
+            let (n, content) = (nb.clone(), p.content);
+            let updated = gw.write(move |s| s.update_cell(&n, &cell, content)).await?;
+            gw.wrote();
+            answers::to_value(&CellAnswer {
+                notebook_id: &nb,
+                cell: &updated,
+            })
+        }
+        "delete_cell" => {
+            let p: params::CellRef = args.parse("notebook.delete_cell")?;
+            let (nb, cell) = (p.notebook_id.trim().to_string(), p.cell_id.trim().to_string());
+            known_notebook(gw, &nb).await?;
+            let (n, c) = (nb.clone(), cell.clone());
+            let removed = gw.write(move |s| s.delete_cell(&n, &c)).await?;
+            gw.wrote();
+            if let Some(f) = removed.filename.as_deref().filter(|_| removed.kind == CellKind::Code) {
+                // Its file would otherwise stay importable by the other cells.
+                let _ = std::fs::remove_file(runner::notebook_dir(gw.store.path(), &nb).join("src").join(f));
+            }
+            answers::to_value(&DeletedAnswer {
+                notebook_id: &nb,
+                cell_id: Some(&cell),
+                deleted: true,
+                cells_deleted: None,
+            })
+        }
+        // The reference's names: one cell, and the cells alone.
+        "get_cell" => {
+            let p: params::CellRef = args.parse("notebook.delete_cell")?;
+            let (nb_id, cell_id) = (p.notebook_id.trim().to_string(), p.cell_id.trim().to_string());
+            let id = nb_id.clone();
+            let nb = gw.blocking(move |s| s.notebook(&id)).await?;
+            let cell = nb.cell(&cell_id).ok_or_else(|| {
+                Error::invalid_with(
+                    "cellId",
+                    format!("notebook {nb_id} has no cell with id {cell_id:?} (notebook get lists its cells)"),
+                    json!({ "notebookId": nb_id, "cellId": cell_id }),
+                )
+            })?;
+            answers::to_value(&CellAnswer {
+                notebook_id: &nb_id,
+                cell,
+            })
+        }
+        "list_cells" => {
+            let p: params::NotebookRef = args.parse("notebook.get")?;
+            let id = p.notebook_id.trim().to_string();
+            let nb = gw.blocking(move |s| s.notebook(&id)).await?;
+            answers::to_value(&json!({ "notebookId": nb.id, "cells": nb.cells, "count": nb.cells.len() }))
+        }
+        "run_cell" => run_cell(gw, args).await,
+        "install_deps" => install_deps(gw, args).await,
+        "export" => export(gw, args).await,
+        "import" | "load" => import(gw, args).await,
+        "delete" => {
+            let p: params::NotebookRef = args.parse("notebook.delete")?;
+            let id = p.notebook_id.trim().to_string();
+            known_notebook(gw, &id).await?;
+            let i = id.clone();
+            let nb = gw.write(move |s| s.delete_notebook(&i)).await?;
+            gw.wrote();
+            let dir = runner::notebook_dir(gw.store.path(), &id);
+            if dir.exists()
+                && let Err(e) = std::fs::remove_dir_all(&dir)
+            {
+                tracing::warn!("could not remove notebook directory {}: {e}", dir.display());
+            }
+            answers::to_value(&DeletedAnswer {
+                notebook_id: &id,
+                cell_id: None,
+                deleted: true,
+                cells_deleted: Some(nb.cells.len()),
+            })
+        }
+        other => Err(super::unknown_name(
+            "notebook sub-operation",
+            other,
+            SUB_OPERATIONS,
+            ("subOperation", "validSubOperations"),
+        )),
+    }
+}
+
+/// Refuse an unknown notebook by reading, before a write would wait for
+/// the write lock to say the same.
+async fn known_notebook(gw: &Gateway, id: &str) -> Result<()> {
+    let id = id.to_string();
+    gw.blocking(move |s| s.notebook(&id).map(|_| ())).await
+}
+
+/// The session a new notebook belongs to: the one named, else the
+/// connection's current one, else none.
+async fn linked_session(gw: &Gateway, given: Option<String>) -> Result<Option<String>> {
+    let session = match given {
+        Some(id) if id.trim().is_empty() => {
+            return Err(Error::invalid(
+                "sessionId",
+                "sessionId must name a session (or leave it out)",
+            ));
+        }
+        Some(id) => Some(canonical_session_id(&id)),
+        None => gw.active_session(),
+    };
+    refuse_unknown_sessions(gw, session.iter().cloned().collect()).await?;
+    Ok(session)
+}
+
+fn answer_notebook(gw: &Gateway, nb: &Notebook, next_step: Option<&'static str>) -> Result<Value> {
+    answers::to_value(&NotebookAnswer {
+        notebook_id: &nb.id,
+        notebook: nb,
+        directory: runner::notebook_dir(gw.store.path(), &nb.id).display().to_string(),
+        next_step,
+    })
+}
+
+fn language_of(l: params::LanguageName) -> Language {
+    match l {
+        params::LanguageName::JavaScript => Language::JavaScript,
+        params::LanguageName::TypeScript => Language::TypeScript,
+    }
+}
+
+async fn create(gw: &Gateway, args: Args) -> Result<Value> {
+    let p: params::CreateNotebook = args.parse("notebook.create")?;
+    check_title("name", &p.name)?;
+    let name = p.name.trim().to_string();
+    let language = p.language.map_or(Language::JavaScript, language_of);
+    let template = match p.template {
+        Some(params::TemplateName::SequentialFeynman) => Template::SequentialFeynman,
+        _ => Template::Blank,
+    };
+    let session_id = linked_session(gw, p.session_id).await?;
+    let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
+    let new = NewNotebook {
+        cells: template_cells(template, &name, language, &today),
+        tsconfig: (language == Language::TypeScript).then(default_tsconfig),
+        name,
+        language,
+        session_id,
+        allow_child_processes: p.allow_child_processes.unwrap_or(false),
+    };
+    let nb = gw.write(move |s| s.create_notebook(new)).await?;
+    gw.wrote();
+    answer_notebook(
+        gw,
+        &nb,
+        Some("add_cell adds markdown and code cells; run_cell runs a code cell; pass this notebookId back."),
+    )
+}
+
+async fn list(gw: &Gateway, args: Args) -> Result<Value> {
+    let p: params::ListNotebooks = args.parse("notebook.list")?;
+    let limit = p.limit.unwrap_or(20);
+    if !(1..=100).contains(&limit) {
+        return Err(Error::invalid(
+            "limit",
+            format!("limit must be between 1 and 100, got {limit}"),
+        ));
+    }
+    let offset = p.offset.unwrap_or(0);
+    let session = p.session_id.map(|s| canonical_session_id(&s));
+    let (notebooks, total) = gw
+        .blocking(move |s| s.list_notebooks(session.as_deref(), limit, offset))
+        .await?;
+    answers::to_value(&NotebookListAnswer {
+        count: notebooks.len(),
+        has_more: u64::from(offset) + (notebooks.len() as u64) < total,
+        notebooks,
+        total,
+    })
+}
+
+async fn add_cell(gw: &Gateway, args: Args) -> Result<Value> {
+    let p: params::AddCell = args.parse("notebook.add_cell")?;
+    let nb_id = p.notebook_id.trim().to_string();
+    let id = nb_id.clone();
+    let nb = gw.blocking(move |s| s.notebook(&id)).await?;
+    let cell = match p.kind {
+        params::CellTypeName::Title => NewCell::title(p.content),
+        params::CellTypeName::Markdown => NewCell::markdown(p.content),
+        params::CellTypeName::Code => {
+            let language = p.language.map(language_of);
+            let filename = match p.filename {
+                Some(f) => f.trim().to_string(),
+                None => {
+                    let language = language.unwrap_or(nb.language);
+                    (1..)
+                        .map(|n| format!("cell-{n}.{}", language.extension()))
+                        .find(|f| nb.cells.iter().all(|c| c.filename.as_deref() != Some(f)))
+                        .unwrap_or_default()
+                }
+            };
+            let language = language
+                .or_else(|| Language::of_filename(&filename))
+                .unwrap_or(nb.language);
+            NewCell::code(filename, language, p.content)
+        }
+    };
+    if p.kind != params::CellTypeName::Code && (args.has("filename") || args.has("language")) {
+        return Err(Error::invalid(
+            if args.has("filename") { "filename" } else { "language" },
+            "filename and language are a code cell's: leave them out of a title or markdown cell",
+        ));
+    }
+    let cell = cell.checked()?;
+    let after = p.after_cell_id.map(|a| a.trim().to_string());
+    let added = gw.write(move |s| s.add_cell(&nb_id, cell, after.as_deref())).await?;
+    gw.wrote();
+    answers::to_value(&CellAnswer {
+        notebook_id: &nb.id,
+        cell: &added,
+    })
+}
+
+/// A run's time limit: the call's, else the server's.
+fn time_limit(gw: &Gateway, secs: Option<u32>) -> Result<Duration> {
+    match secs {
+        None => Ok(gw.options.notebook_timeout),
+        Some(s) if (1..=runner::MAX_TIME_LIMIT.as_secs()).contains(&u64::from(s)) => Ok(Duration::from_secs(s.into())),
+        Some(s) => Err(Error::invalid(
+            "timeoutSecs",
+            format!(
+                "timeoutSecs must be between 1 and {}, got {s}",
+                runner::MAX_TIME_LIMIT.as_secs()
+            ),
+        )),
+    }
+}
+
+/// Run `work` (a run of `cell_id`, already marked running as `run`) in a
+/// task of its own and record how it ended: a client that stops waiting
+/// does not leave the cell half-recorded. A run that could not start at
+/// all puts the cell back as it was.
+async fn recorded_run(
+    gw: &Gateway,
+    nb: Notebook,
+    before: Cell,
+    run: i64,
+    source: Option<String>,
+    work: impl std::future::Future<Output = Result<Outcome>> + Send + 'static,
+) -> Result<Outcome> {
+    let cell_id = before.id.clone();
+    let gw2 = gw.clone();
+    let task = tokio::spawn(async move {
+        let outcome = work.await;
+        let (n, c) = (nb.id.clone(), cell_id.clone());
+        match &outcome {
+            Ok(o) => {
+                let o = o.clone();
+                let src = source.filter(|_| o.status == crate::notebook::CellStatus::Completed);
+                gw2.write(move |s| s.finish_run(&n, &c, run, &o, src.as_deref()))
+                    .await?;
+            }
+            Err(_) => {
+                gw2.write(move |s| s.abandon_run(&c, run, &before)).await?;
+            }
+        }
+        gw2.wrote();
+        outcome
+    });
+    task.await
+        .map_err(|e| Error::Internal(format!("the run's task failed: {e}")))?
+}
+
+async fn run_cell(gw: &Gateway, args: Args) -> Result<Value> {
+    let p: params::RunCell = args.parse("notebook.run_cell")?;
+    let limits = Limits {
+        time: time_limit(gw, p.timeout_secs)?,
+        ..Limits::default()
+    };
+    let (nb_id, cell_id) = (p.notebook_id.trim().to_string(), p.cell_id.trim().to_string());
+    let id = nb_id.clone();
+    let nb = gw.blocking(move |s| s.notebook(&id)).await?;
+    let cell = nb.cell(&cell_id).cloned().ok_or_else(|| {
+        Error::invalid_with(
+            "cellId",
+            format!("notebook {nb_id} has no cell with id {cell_id:?} (notebook get lists its cells)"),
+            json!({ "notebookId": nb_id, "cellId": cell_id }),
+        )
+    })?;
+    if cell.kind != CellKind::Code {
+        let hint = if cell.kind == CellKind::PackageJson {
+            " (install_deps installs what the package.json cell lists)"
+        } else {
+            ""
+        };
+        return Err(Error::InvalidOperation {
+            message: format!(
+                "cell {cell_id} is a {} cell: only code cells run{hint}",
+                cell.kind.as_str()
+            ),
+            details: Some(json!({ "notebookId": nb_id, "cellId": cell_id, "type": cell.kind.as_str() })),
+        });
+    }
+    let node = Node::find().await?;
+    let runner_id = runner::runner_id();
+    let (n, c) = (nb_id.clone(), cell_id.clone());
+    let (nb, run) = gw.write(move |s| s.start_run(&n, &c, &runner_id, RunKind::Run)).await?;
+    gw.wrote();
+    let database = gw.store.path().to_path_buf();
+    let (node2, nb2, before) = (node.clone(), nb.clone(), cell.clone());
+    let nb2_children = nb.allow_child_processes;
+    let work = async move {
+        let cell = nb2
+            .cell(&cell.id)
+            .cloned()
+            .ok_or_else(|| Error::Internal("the cell run is gone".into()))?;
+        let dir = prepared(database, nb2).await?;
+        runner::run_cell(&node2, &dir, &cell, limits, nb2_children).await
+    };
+    let outcome = recorded_run(gw, nb, before, run, None, work).await?;
+    answers::to_value(&RunAnswer::of(
+        &nb_id,
+        &cell_id,
+        &outcome,
+        node.version_text(),
+        limits.time.as_secs(),
+    ))
+}
+
+/// The notebook's directory with its files written, off the runtime.
+async fn prepared(database: PathBuf, nb: Notebook) -> Result<PathBuf> {
+    tokio::task::spawn_blocking(move || runner::prepare(&database, &nb))
+        .await
+        .map_err(|e| Error::Internal(format!("preparing the notebook's directory: {e}")))?
+}
+
+async fn install_deps(gw: &Gateway, args: Args) -> Result<Value> {
+    let p: params::InstallDeps = args.parse("notebook.install_deps")?;
+    let limits = Limits {
+        time: time_limit(gw, p.timeout_secs)?,
+        ..Limits::default()
+    };
+    let specs = p
+        .packages
+        .unwrap_or_default()
+        .iter()
+        .map(|s| parse_package_spec(s))
+        .collect::<Result<Vec<_>>>()?;
+    let nb_id = p.notebook_id.trim().to_string();
+    let id = nb_id.clone();
+    let nb = gw.blocking(move |s| s.notebook(&id)).await?;
+    let Some(package) = nb.package_json().cloned() else {
+        return Err(Error::InvalidOperation {
+            message: format!("notebook {nb_id} has no package.json cell, which install_deps installs from"),
+            details: Some(json!({ "notebookId": nb_id })),
+        });
+    };
+    let source = if specs.is_empty() {
+        None
+    } else {
+        Some(with_dependencies(&package.content, &specs)?)
+    };
+    let node = Node::find().await?;
+    node.npm()?;
+    let runner_id = runner::runner_id();
+    let (n, c) = (nb_id.clone(), package.id.clone());
+    let (nb, run) = gw
+        .write(move |s| s.start_run(&n, &c, &runner_id, RunKind::Install))
+        .await?;
+    gw.wrote();
+    let database = gw.store.path().to_path_buf();
+    let mut staged = nb.clone();
+    if let (Some(src), Some(cell)) = (&source, staged.cells.iter_mut().find(|c| c.id == package.id)) {
+        cell.content = src.clone();
+    }
+    let (node2, old) = (node.clone(), package.content.clone());
+    let work = async move {
+        let dir = prepared(database, staged).await?;
+        let outcome = runner::npm_install(&node2, &dir, limits).await;
+        if !outcome
+            .as_ref()
+            .is_ok_and(|o| o.status == crate::notebook::CellStatus::Completed)
+        {
+            // The cell keeps its source: so does its file.
+            let _ = std::fs::write(dir.join("package.json"), old);
+        }
+        outcome
+    };
+    let outcome = recorded_run(gw, nb, package.clone(), run, source.clone(), work).await?;
+    let completed = outcome.status == crate::notebook::CellStatus::Completed;
+    let mut answer = RunAnswer::of(
+        &nb_id,
+        &package.id,
+        &outcome,
+        node.version_text(),
+        limits.time.as_secs(),
+    );
+    let now = if completed { source.as_deref() } else { None };
+    answer.package_json = Some(now.unwrap_or(&package.content));
+    answers::to_value(&answer)
+}
+
+/// An absolute path from the agent: a relative one would be read from the
+/// server's working directory, which the client chose and the agent cannot see.
+fn absolute(field: &str, given: &str) -> Result<PathBuf> {
+    let path = crate::config::expand_home(PathBuf::from(given.trim()))?;
+    if given.trim().is_empty() || !path.is_absolute() {
+        return Err(Error::invalid(
+            field,
+            format!(
+                "{field} must be an absolute path (or start with ~/), not {:?}",
+                super::clip(given)
+            ),
+        ));
+    }
+    Ok(path)
+}
+
+async fn export(gw: &Gateway, args: Args) -> Result<Value> {
+    let p: params::ExportNotebook = args.parse("notebook.export")?;
+    let id = p.notebook_id.trim().to_string();
+    let destination = p
+        .destination
+        .as_deref()
+        .map(|d| absolute("destination", d))
+        .transpose()?;
+    let i = id.clone();
+    let nb = gw.blocking(move |s| s.notebook(&i)).await?;
+    let text = srcbook::encode(&nb);
+    let Some(dir) = destination else {
+        return answers::to_value(&NotebookExportAnswer {
+            notebook_id: &id,
+            format: "srcmd",
+            content: Some(&text),
+            path: None,
+            bytes: text.len(),
+        });
+    };
+    let file = dir.join(format!(
+        "{}.src.md",
+        crate::knowledge::slug_or_fallback("notebook", nb.title())
+    ));
+    let (f, t) = (file.clone(), text.clone());
+    super::changed_something();
+    tokio::task::spawn_blocking(move || -> Result<()> {
+        std::fs::create_dir_all(&dir).map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
+        let tmp = f.with_extension("md.tmp");
+        std::fs::write(&tmp, t.as_bytes()).map_err(|e| Error::io(format!("writing {}", tmp.display()), e))?;
+        std::fs::rename(&tmp, &f).map_err(|e| Error::io(format!("writing {}", f.display()), e))
+    })
+    .await
+    .map_err(|e| Error::Internal(format!("writing the export: {e}")))??;
+    answers::to_value(&NotebookExportAnswer {
+        notebook_id: &id,
+        format: "srcmd",
+        content: None,
+        path: Some(file.display().to_string()),
+        bytes: text.len(),
+    })
+}
+
+async fn import(gw: &Gateway, args: Args) -> Result<Value> {
+    let p: params::ImportNotebook = args.parse("notebook.import")?;
+    let text = match (p.content, p.path) {
+        (Some(_), Some(_)) => {
+            return Err(Error::InvalidOperation {
+                message: "give content or path, not both (nothing was imported)".into(),
+                details: Some(json!({ "field": "path" })),
+            });
+        }
+        (None, None) => {
+            return Err(Error::invalid(
+                "content",
+                "import needs content (the .src.md text) or path",
+            ));
+        }
+        (Some(text), None) => text,
+        (None, Some(path)) => {
+            let path = absolute("path", &path)?;
+            tokio::task::spawn_blocking(move || srcbook::read_file(&path))
+                .await
+                .map_err(|e| Error::Internal(format!("reading the file: {e}")))??
+        }
+    };
+    let decoded = srcbook::decode(&text)?;
+    let cells = decoded
+        .cells
+        .iter()
+        .cloned()
+        .map(NewCell::checked)
+        .collect::<Result<Vec<_>>>()?;
+    let name = match p.name {
+        Some(n) => n,
+        None => decoded.title().unwrap_or("Imported notebook").to_string(),
+    };
+    check_title("name", &name)?;
+    let session_id = linked_session(gw, p.session_id).await?;
+    let new = NewNotebook {
+        name: name.trim().to_string(),
+        language: decoded.language,
+        tsconfig: decoded.tsconfig,
+        session_id,
+        allow_child_processes: false,
+        cells,
+    };
+    let nb = gw.write(move |s| s.create_notebook(new)).await?;
+    gw.wrote();
+    answer_notebook(gw, &nb, None)
+}

@@ -1,0 +1,627 @@
+//! Running a cell: Node.js in the notebook's own directory, as a child
+//! process in a process group of its own, with a clean environment (no
+//! variable of the server's), a time limit and an output limit, killed
+//! with its whole group when a limit passes, and, where Node has its
+//! permission model, allowed to read and write only its directory, with
+//! no child processes and no worker threads. `npm install` for
+//! `install_deps` runs under the same limits, outside the permission model
+//! (it needs the network and npm's cache). What the sandbox does not stop
+//! is listed in docs/notebooks.md.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use tokio::io::AsyncReadExt;
+use tokio::process::Command;
+
+use super::{Cell, CellStatus, Language, Notebook};
+use crate::error::{Error, Result};
+
+/// The TypeScript compiler a TypeScript notebook's package.json lists, for
+/// a Node without type stripping (5.x: the 7.x line has no JavaScript API).
+pub const TYPESCRIPT_VERSION: &str = "~5.9.3";
+/// A cell's time limit unless the call or the server says otherwise.
+pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(30);
+/// The longest time limit a call may ask for.
+pub const MAX_TIME_LIMIT: Duration = Duration::from_secs(600);
+/// The output kept of one run; the rest is cut with a note.
+pub const DEFAULT_OUTPUT_LIMIT: usize = 1 << 20;
+/// The end of standard error kept for a failed run's `error`.
+const ERROR_TAIL: usize = 4096;
+/// The only PATH a cell sees.
+const CELL_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+/// Where the TypeScript runner and its output live in a notebook's directory.
+const TS_DIR: &str = ".thoughtbox";
+
+/// The limits of one run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub time: Duration,
+    pub output: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            time: DEFAULT_TIME_LIMIT,
+            output: DEFAULT_OUTPUT_LIMIT,
+        }
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    pub status: CellStatus,
+    /// Standard output and standard error in the order they came, cut at
+    /// the output limit with a note.
+    pub output: String,
+    /// Why it failed (with the end of standard error), `None` when it did not.
+    pub error: Option<String>,
+    /// `None` when it was killed or ended by a signal.
+    pub exit_code: Option<i32>,
+    pub duration_ms: u64,
+    pub started_at: String,
+    /// `node-permission` when Node's permission model confined it, else `process`.
+    pub sandbox: &'static str,
+}
+
+/// A Node.js version: major, minor, patch.
+pub type Version = (u32, u32, u32);
+
+/// The Node.js this server runs cells with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Node {
+    pub path: PathBuf,
+    pub version: Version,
+}
+
+fn install_hint() -> &'static str {
+    "install Node.js (Debian/Ubuntu: apt-get install nodejs; macOS: brew install node; or from nodejs.org) and put \
+     node on the server's PATH, or set THOUGHTBOX_NODE to its path; then call run_cell again"
+}
+
+impl Node {
+    /// `THOUGHTBOX_NODE`, else `node` on the server's PATH; asked its
+    /// version once per path.
+    pub async fn find() -> Result<Node> {
+        let path = match std::env::var_os("THOUGHTBOX_NODE").filter(|v| !v.is_empty()) {
+            Some(p) => PathBuf::from(p),
+            None => on_path("node").ok_or_else(|| Error::InvalidOperation {
+                message: format!("Node.js was not found, and code cells run with it: {}", install_hint()),
+                details: Some(json!({ "node": null, "install": install_hint() })),
+            })?,
+        };
+        static VERSIONS: OnceLock<Mutex<Vec<(PathBuf, Version)>>> = OnceLock::new();
+        let known = VERSIONS.get_or_init(Mutex::default);
+        if let Some((_, v)) = known
+            .lock()
+            .ok()
+            .and_then(|k| k.iter().find(|(p, _)| *p == path).cloned())
+        {
+            return Ok(Node { path, version: v });
+        }
+        let failed = |why: String| Error::InvalidOperation {
+            message: format!(
+                "Node.js at {} could not be run ({why}): {}",
+                path.display(),
+                install_hint()
+            ),
+            details: Some(json!({ "node": path.display().to_string() })),
+        };
+        let out = tokio::time::timeout(
+            Duration::from_secs(10),
+            Command::new(&path)
+                .arg("--version")
+                .env_clear()
+                .env("PATH", CELL_PATH)
+                .stdin(Stdio::null())
+                .kill_on_drop(true)
+                .output(),
+        )
+        .await
+        .map_err(|_| failed("`node --version` took over 10 s".into()))?
+        .map_err(|e| failed(e.to_string()))?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let version = parse_version(&text).ok_or_else(|| failed(format!("`node --version` said {:?}", text.trim())))?;
+        if let Ok(mut k) = known.lock() {
+            k.push((path.clone(), version));
+        }
+        Ok(Node { path, version })
+    }
+
+    pub fn version_text(&self) -> String {
+        let (a, b, c) = self.version;
+        format!("v{a}.{b}.{c}")
+    }
+
+    /// The flag of Node's permission model: `--permission` from 22.13 and
+    /// 23.5, `--experimental-permission` from 20.0, none before.
+    fn permission_flag(&self) -> Option<&'static str> {
+        match self.version {
+            (major, minor, _) if major > 23 || (major == 23 && minor >= 5) || (major == 22 && minor >= 13) => {
+                Some("--permission")
+            }
+            (major, _, _) if major >= 20 => Some("--experimental-permission"),
+            _ => None,
+        }
+    }
+
+    /// Whether Node strips TypeScript types itself (22.6 and later; by
+    /// default from 23.6, behind a flag before).
+    fn type_stripping(&self) -> Option<Option<&'static str>> {
+        match self.version {
+            (major, minor, _) if major > 23 || (major == 23 && minor >= 6) => Some(None),
+            (major, minor, _) if major >= 23 || (major == 22 && minor >= 6) => Some(Some("--experimental-strip-types")),
+            _ => None,
+        }
+    }
+
+    /// npm beside this node, else on the server's PATH.
+    pub fn npm(&self) -> Result<PathBuf> {
+        let beside = self.path.parent().map(|d| d.join("npm")).filter(|p| p.is_file());
+        beside
+            .or_else(|| on_path("npm"))
+            .ok_or_else(|| Error::InvalidOperation {
+                message: "npm was not found beside node or on the server's PATH, and install_deps runs npm install: \
+                      install npm (Debian/Ubuntu: apt-get install npm) and call install_deps again (nothing was \
+                      changed)"
+                    .into(),
+                details: Some(json!({ "npm": null })),
+            })
+    }
+}
+
+/// `vMAJOR.MINOR.PATCH`.
+fn parse_version(text: &str) -> Option<Version> {
+    let mut parts = text.trim().strip_prefix('v')?.splitn(3, '.');
+    let mut next = || parts.next()?.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok();
+    Some((next()?, next()?, next()?))
+}
+
+/// The first file named `name` in the server's PATH.
+fn on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|d| d.join(name)).find(|p| p.is_file())
+}
+
+/// A notebook's working directory: `notebooks/<id>` beside the database.
+pub fn notebook_dir(database: &Path, id: &str) -> PathBuf {
+    let base = database.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    base.join("notebooks").join(id)
+}
+
+/// Write `bytes` to `path` unless it holds them already (an unchanged file
+/// keeps its time, so the TypeScript runner does not compile it again).
+fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<()> {
+    if std::fs::read(path).is_ok_and(|old| old == bytes) {
+        return Ok(());
+    }
+    std::fs::write(path, bytes).map_err(|e| Error::io(format!("writing {}", path.display()), e))
+}
+
+/// Make the notebook's directory hold its cells: `package.json`,
+/// `tsconfig.json` (TypeScript), `src/<filename>` per code cell, and the
+/// TypeScript runner. Answers the directory, absolute.
+pub fn prepare(database: &Path, notebook: &Notebook) -> Result<PathBuf> {
+    let dir = notebook_dir(database, &notebook.id);
+    let src = dir.join("src");
+    std::fs::create_dir_all(&src).map_err(|e| Error::io(format!("creating {}", src.display()), e))?;
+    let dir = std::fs::canonicalize(&dir).map_err(|e| Error::io(format!("resolving {}", dir.display()), e))?;
+    // Node's permission flags take a comma-separated list and `*` as a
+    // wildcard: a directory holding either would be allowed wrongly.
+    if dir.to_string_lossy().contains([',', '*']) {
+        return Err(Error::InvalidOperation {
+            message: format!(
+                "the notebook directory {} holds ',' or '*', which Node's permission flags would misread: move the \
+                 database to a directory without them",
+                dir.display()
+            ),
+            details: None,
+        });
+    }
+    if let Some(p) = notebook.package_json() {
+        write_if_changed(&dir.join("package.json"), p.content.as_bytes())?;
+    }
+    if let Some(ts) = &notebook.tsconfig {
+        write_if_changed(&dir.join("tsconfig.json"), ts.as_bytes())?;
+    }
+    for cell in notebook.cells.iter().filter(|c| c.kind == super::CellKind::Code) {
+        if let Some(name) = &cell.filename {
+            write_if_changed(&dir.join("src").join(name), cell.content.as_bytes())?;
+        }
+    }
+    let ts_dir = dir.join(TS_DIR);
+    std::fs::create_dir_all(&ts_dir).map_err(|e| Error::io(format!("creating {}", ts_dir.display()), e))?;
+    write_if_changed(&ts_dir.join("ts-run.mjs"), TS_RUNNER.as_bytes())?;
+    Ok(dir)
+}
+
+/// Compiles the notebook's TypeScript cells whose output is older than
+/// them into `.thoughtbox/build` with the `typescript` package of the
+/// notebook's node_modules, then imports the cell's output. It runs inside
+/// the sandbox like any cell.
+const TS_RUNNER: &str = r#"import { createRequire } from 'node:module';
+import { readFileSync, writeFileSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import { pathToFileURL, fileURLToPath } from 'node:url';
+import path from 'node:path';
+const here = path.dirname(fileURLToPath(import.meta.url));
+const root = path.dirname(here);
+const out = path.join(here, 'build');
+mkdirSync(out, { recursive: true });
+const js = (f) => f.replace(/\.(m|c)?ts$/, (_, p) => '.' + (p || '') + 'js');
+const mtime = (f) => { try { return statSync(f).mtimeMs; } catch { return -1; } };
+let ts;
+for (const f of readdirSync(path.join(root, 'src'))) {
+  if (!/\.(m|c)?ts$/.test(f)) continue;
+  const from = path.join(root, 'src', f), to = path.join(out, js(f));
+  if (mtime(to) >= mtime(from)) continue;
+  ts ??= createRequire(path.join(root, 'package.json'))('typescript');
+  const r = ts.transpileModule(readFileSync(from, 'utf8'), { fileName: f,
+    compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 } });
+  writeFileSync(to, r.outputText);
+}
+await import(pathToFileURL(path.join(out, js(process.argv[2]))).href);
+"#;
+
+/// The server process's identity while it runs a cell: its pid and start
+/// time, so that a pid used again by another process is not taken for it.
+pub fn runner_id() -> String {
+    let pid = std::process::id();
+    format!("{pid}:{}", start_time(pid).unwrap_or_default())
+}
+
+/// Whether the process a [`runner_id`] names still runs.
+pub fn runner_alive(id: &str) -> bool {
+    let Some((pid, start)) = id.split_once(':') else {
+        return false;
+    };
+    let Ok(pid) = pid.parse::<u32>() else {
+        return false;
+    };
+    match start_time(pid) {
+        Some(now) => now == start,
+        None => false,
+    }
+}
+
+/// A running process's start time (clock ticks since boot), from /proc;
+/// `None` for a process gone or dead but not yet reaped (a zombie).
+fn start_time(pid: u32) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command name in parentheses, which may hold spaces.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let mut fields = rest.split(' ');
+    if matches!(fields.next(), Some("Z" | "X" | "x")) {
+        return None;
+    }
+    fields.nth(18).map(str::to_string)
+}
+
+/// At most this many cells and installs run at once in one server.
+const PARALLEL_RUNS: usize = 8;
+
+fn run_slots() -> &'static tokio::sync::Semaphore {
+    static SLOTS: OnceLock<tokio::sync::Semaphore> = OnceLock::new();
+    SLOTS.get_or_init(|| tokio::sync::Semaphore::new(PARALLEL_RUNS))
+}
+
+/// Run code cell `cell` of the notebook whose directory `dir` is
+/// ([`prepare`] wrote its files); `children`: the notebook opted in to
+/// child processes.
+pub async fn run_cell(node: &Node, dir: &Path, cell: &Cell, limits: Limits, children: bool) -> Result<Outcome> {
+    let filename = cell.filename.as_deref().unwrap_or_default();
+    let mut args: Vec<String> = Vec::new();
+    let sandbox = match node.permission_flag() {
+        Some(flag) => {
+            let d = dir.display();
+            args.extend([
+                flag.to_string(),
+                format!("--allow-fs-read={d}/"),
+                format!("--allow-fs-write={d}/"),
+            ]);
+            if children {
+                args.push("--allow-child-process".into());
+            }
+            "node-permission"
+        }
+        None => "process",
+    };
+    if node.version >= (20, 11, 0) {
+        args.push("--disable-warning=ExperimentalWarning".into());
+        // Its warning that child processes escape the model is in the
+        // documentation of the opt-in, not in every output.
+        if children {
+            args.push("--disable-warning=SecurityWarning".into());
+        }
+    }
+    let language = cell.language.or_else(|| Language::of_filename(filename));
+    if language == Some(Language::TypeScript) {
+        match node.type_stripping() {
+            Some(flag) => {
+                args.extend(flag.map(String::from));
+                args.push(format!("src/{filename}"));
+            }
+            None => {
+                if !dir.join("node_modules/typescript/package.json").is_file() {
+                    return Err(Error::InvalidOperation {
+                        message: format!(
+                            "Node {} has no TypeScript type stripping (it came in 22.6), so TypeScript cells are \
+                             compiled with the notebook's own typescript package, which is not installed: call \
+                             notebook install_deps once (the package.json cell lists typescript {TYPESCRIPT_VERSION}; \
+                             this needs the npm registry), or run the server with Node 22.6 or later",
+                            node.version_text()
+                        ),
+                        details: Some(json!({ "node": node.version_text(), "needs": "install_deps" })),
+                    });
+                }
+                args.push(format!("{TS_DIR}/ts-run.mjs"));
+                args.push(filename.to_string());
+            }
+        }
+    } else {
+        args.push(format!("src/{filename}"));
+    }
+    let mut cmd = Command::new(&node.path);
+    cmd.args(&args);
+    run(cmd, dir, limits, sandbox, &[]).await
+}
+
+/// The variables `npm install` keeps of the server's: how to reach the
+/// registry through a proxy, and which registry.
+const NPM_PASSED: &[&str] = &[
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "npm_config_registry",
+];
+
+/// `npm install` in the notebook's directory from its package.json, with
+/// install scripts off, npm's cache in `notebooks/.npm-cache`.
+pub async fn npm_install(node: &Node, dir: &Path, limits: Limits) -> Result<Outcome> {
+    let npm = node.npm()?;
+    let cache = dir
+        .parent()
+        .map_or_else(|| dir.join(".npm-cache"), |p| p.join(".npm-cache"));
+    let mut cmd = Command::new(&npm);
+    cmd.args([
+        "install",
+        "--no-audit",
+        "--no-fund",
+        "--ignore-scripts",
+        "--no-update-notifier",
+        // An unreachable registry fails in seconds, not after a minute of retries.
+        "--fetch-retries=1",
+        "--fetch-retry-mintimeout=1000",
+        "--fetch-retry-maxtimeout=5000",
+    ]);
+    cmd.arg(format!("--cache={}", cache.display()));
+    let passed: Vec<(String, String)> = NPM_PASSED
+        .iter()
+        .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
+        .collect();
+    // npm is a node script: it finds node through PATH.
+    let node_dir = node.path.parent().map(|d| d.display().to_string());
+    let mut env = passed;
+    if let Some(d) = node_dir {
+        env.push(("PATH".into(), format!("{d}:{CELL_PATH}")));
+    }
+    run(cmd, dir, limits, "process", &env).await
+}
+
+/// Kills the process group it names when dropped: a run that ends, times
+/// out or is abandoned (a server stopping) leaves nothing behind.
+struct GroupKill(Option<u32>);
+
+impl Drop for GroupKill {
+    fn drop(&mut self) {
+        if let Some(pgid) = self.0.and_then(|p| rustix::process::Pid::from_raw(p as i32)) {
+            // The group may be gone already: nothing to do then.
+            let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
+        }
+    }
+}
+
+/// What a run printed: standard output and error together in the order
+/// they came, up to the limit, and the end of standard error.
+#[derive(Default)]
+struct Capture {
+    combined: Vec<u8>,
+    printed: u64,
+    stderr_tail: Vec<u8>,
+}
+
+async fn read_into(mut from: impl tokio::io::AsyncRead + Unpin, into: Arc<Mutex<Capture>>, limit: usize, err: bool) {
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        let n = match from.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        let Ok(mut c) = into.lock() else { return };
+        c.printed += n as u64;
+        let room = limit.saturating_sub(c.combined.len());
+        c.combined.extend_from_slice(&buf[..n.min(room)]);
+        if err {
+            c.stderr_tail.extend_from_slice(&buf[..n]);
+            let excess = c.stderr_tail.len().saturating_sub(ERROR_TAIL);
+            c.stderr_tail.drain(..excess);
+        }
+    }
+}
+
+/// Text of `bytes`, cut back to a character boundary.
+fn text_of(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+async fn run(
+    mut cmd: Command,
+    dir: &Path,
+    limits: Limits,
+    sandbox: &'static str,
+    env: &[(String, String)],
+) -> Result<Outcome> {
+    let _slot = run_slots()
+        .acquire()
+        .await
+        .map_err(|e| Error::Internal(format!("run slots: {e}")))?;
+    cmd.current_dir(dir)
+        .env_clear()
+        .env("PATH", CELL_PATH)
+        .env("HOME", dir)
+        .env("LANG", "C.UTF-8")
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .process_group(0);
+    let parent = std::process::id();
+    // SAFETY: between fork and exec this only makes raw system calls
+    // (prctl, setrlimit, getppid), which allocate nothing and take no lock.
+    unsafe {
+        cmd.pre_exec(move || {
+            // The cell dies with the server, even a server killed outright.
+            rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
+            if rustix::process::getppid().map(|p| p.as_raw_pid() as u32) != Some(parent) {
+                return Err(std::io::Error::other("the server exited"));
+            }
+            // No core files of a crashing cell in its directory.
+            let none = rustix::process::Rlimit {
+                current: Some(0),
+                maximum: Some(0),
+            };
+            let _ = rustix::process::setrlimit(rustix::process::Resource::Core, none);
+            Ok(())
+        });
+    }
+    let started_at = crate::domain::now();
+    let start = Instant::now();
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| Error::io(format!("starting {:?}", cmd.as_std().get_program()), e))?;
+    let group = GroupKill(child.id());
+    let capture = Arc::new(Mutex::new(Capture::default()));
+    let mut readers = Vec::new();
+    if let Some(out) = child.stdout.take() {
+        readers.push(tokio::spawn(read_into(out, capture.clone(), limits.output, false)));
+    }
+    if let Some(err) = child.stderr.take() {
+        readers.push(tokio::spawn(read_into(err, capture.clone(), limits.output, true)));
+    }
+    let waited = tokio::time::timeout(limits.time, child.wait()).await;
+    // Whatever it left running goes with it.
+    drop(group);
+    let status = match waited {
+        Ok(status) => Some(status.map_err(|e| Error::io("waiting for the cell", e))?),
+        Err(_) => {
+            let _ = child.wait().await;
+            None
+        }
+    };
+    let duration_ms = start.elapsed().as_millis() as u64;
+    for r in readers {
+        let _ = tokio::time::timeout(Duration::from_secs(1), r).await;
+    }
+    let (mut output, printed, tail) = match capture.lock() {
+        Ok(c) => (text_of(&c.combined), c.printed, text_of(&c.stderr_tail)),
+        Err(_) => (String::new(), 0, String::new()),
+    };
+    if printed > limits.output as u64 {
+        output.push_str(&format!(
+            "\n[output cut at {} bytes: the run printed {printed} bytes]",
+            limits.output
+        ));
+    }
+    let with_tail = |why: String| {
+        if tail.trim().is_empty() {
+            why
+        } else {
+            format!("{why}\n{}", tail.trim_end())
+        }
+    };
+    let (status, error, exit_code) = match status {
+        None => (
+            CellStatus::Failed,
+            Some(with_tail(format!(
+                "stopped: the time limit of {} passed, and the run was killed with its processes",
+                said_duration(limits.time)
+            ))),
+            None,
+        ),
+        Some(s) => match (s.code(), std::os::unix::process::ExitStatusExt::signal(&s)) {
+            (Some(0), _) => (CellStatus::Completed, None, Some(0)),
+            (Some(code), _) => (
+                CellStatus::Failed,
+                Some(if tail.trim().is_empty() {
+                    format!("exited with code {code}")
+                } else {
+                    tail.trim_end().to_string()
+                }),
+                Some(code),
+            ),
+            (None, signal) => (
+                CellStatus::Failed,
+                Some(with_tail(format!("ended by signal {}", signal.unwrap_or_default()))),
+                None,
+            ),
+        },
+    };
+    Ok(Outcome {
+        status,
+        output,
+        error,
+        exit_code,
+        duration_ms,
+        started_at,
+        sandbox,
+    })
+}
+
+fn said_duration(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{} ms", d.as_millis())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_choose_the_flags() {
+        let node = |v| Node {
+            path: "/n".into(),
+            version: v,
+        };
+        assert_eq!(parse_version("v20.20.2\n"), Some((20, 20, 2)));
+        assert_eq!(parse_version("v23.0.0-pre"), Some((23, 0, 0)));
+        assert_eq!(parse_version("20"), None);
+        assert_eq!(node((20, 20, 2)).permission_flag(), Some("--experimental-permission"));
+        assert_eq!(node((22, 13, 0)).permission_flag(), Some("--permission"));
+        assert_eq!(node((18, 0, 0)).permission_flag(), None);
+        assert_eq!(node((20, 20, 2)).type_stripping(), None);
+        assert_eq!(
+            node((22, 6, 0)).type_stripping(),
+            Some(Some("--experimental-strip-types"))
+        );
+        assert_eq!(node((24, 0, 0)).type_stripping(), Some(None));
+    }
+
+    #[test]
+    fn this_process_is_alive_and_a_made_up_one_is_not() {
+        assert!(runner_alive(&runner_id()));
+        let pid = std::process::id();
+        assert!(!runner_alive(&format!("{pid}:1")));
+        assert!(!runner_alive("nonsense"));
+    }
+}
