@@ -119,9 +119,7 @@ impl Store {
     /// number of thoughts removed.
     pub fn delete_session(&self, id: &str) -> Result<u64> {
         self.write(|tx| {
-            if !session_exists_tx(tx, id)? {
-                return Err(Error::session_not_found(id));
-            }
+            super::threads::status_tx(tx, id)?.check_writable(id, "delete")?;
             let removed: i64 = tx
                 .prepare_cached("SELECT count(*) FROM thoughts WHERE session_id = ?1")?
                 .query_row([id], |r| r.get(0))?;
