@@ -23,6 +23,7 @@ mod refused;
 mod resources;
 mod session_ops;
 mod thought_ops;
+mod thread_ops;
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
@@ -131,6 +132,12 @@ pub const OPERATIONS: &[(&str, Stage, &str)] = &[
         "Reusable patterns and scratchpad notes by subOperation: create_pattern, get_pattern, update_pattern, \
          delete_pattern, list_patterns, list_tags, write_scratchpad, read_scratchpad, list_scratchpad, \
          delete_scratchpad, search.",
+    ),
+    (
+        "thread",
+        Stage::InitComplete,
+        "Sessions as threads of a larger effort by subOperation: spawn (a child session), reference, depend, \
+         freeze, archive, update, get, list, tree, log, export, import (the registry JSON).",
     ),
 ];
 
@@ -606,7 +613,7 @@ impl Gateway {
             None => arguments,
         };
         args.check_spelling(
-            matches!(operation.as_str(), "session" | "knowledge" | "mental_models"),
+            matches!(operation.as_str(), "session" | "knowledge" | "mental_models" | "thread"),
             operation == "thought",
         )?;
         Ok((operation, required, args))
@@ -629,6 +636,7 @@ impl Gateway {
             "get_structure" => read_ops::get_structure(self, args).await,
             "mental_models" => models_ops::mental_models(self, args).await,
             "knowledge" => knowledge_ops::knowledge(self, args).await,
+            "thread" => thread_ops::thread(self, args).await,
             other => Err(Error::operation(format!("unknown operation {other:?}"))),
         }
     }

@@ -18,6 +18,7 @@ pub(crate) mod init;
 pub(crate) mod knowledge;
 pub(crate) mod models;
 mod session;
+pub(crate) mod thread;
 
 pub(crate) use session::{
     DeleteAnswer, ExportAnswer, ExportedToAnswer, NoteHits, PatternHits, SessionGetAnswer, SessionSearchAnswer,

@@ -16,6 +16,7 @@ mod knowledge;
 mod parse;
 mod session;
 mod thought;
+mod thread;
 
 use std::cell::Cell;
 use std::collections::BTreeSet;
@@ -31,6 +32,7 @@ pub use knowledge::*;
 pub use parse::{normalise, parse, schema_of_op, thought_number};
 pub use session::*;
 pub use thought::*;
+pub use thread::*;
 
 /// One operation's (or sub-operation's) parameter type.
 pub struct Params {
@@ -132,6 +134,34 @@ pub const PARAMS: &[Params] = &[
     params!("knowledge"."list_scratchpad", ListScratchpad, "The notes, paged."),
     params!("knowledge"."delete_scratchpad", NoteRef, "Delete a note, by id or topic."),
     params!("knowledge"."search", KnowledgeSearch, "Search patterns and notes, best first."),
+    params!(
+        "thread"."spawn",
+        ThreadSpawn,
+        "Create a child session (a thread) under parentId, or a root thread; answers its sessionId."
+    ),
+    params!(
+        "thread"."reference",
+        ThreadReference,
+        "Record that fromId cites toId (or one of its assets)."
+    ),
+    params!("thread"."depend", ThreadDepend, "Record that fromId's work depends on toId's."),
+    params!(
+        "thread"."freeze",
+        ThreadRef,
+        "Freeze a thread: it can be read and cited, not changed."
+    ),
+    params!("thread"."archive", ThreadRef, "Archive a thread (final)."),
+    params!("thread"."update", ThreadUpdate, "Change an active thread's title, objective or tags."),
+    params!("thread"."get", ThreadGet, "A thread with its relations."),
+    params!("thread"."list", ThreadList, "Threads by status, parent and tag, paged."),
+    params!("thread"."tree", ThreadGet, "A thread's descendants, nested."),
+    params!("thread"."log", ThreadLog, "The registry's operations log, newest first."),
+    params!("thread"."export", ThreadExport, "The registry JSON of seed 004."),
+    params!(
+        "thread"."import",
+        ThreadImport,
+        "Bring a registry JSON in: every rule checked, nothing written if one fails."
+    ),
 ];
 
 /// The names of the object parameters' own fields (`newWork.project`,
@@ -303,8 +333,8 @@ fn build_schema(visible: impl Fn(&str) -> bool) -> Map<String, Value> {
             "args": {
                 "type": "object",
                 "description": "The operation's parameters: for each operation, the object schema at $defs.<operation> \
-                    (thought, read_thoughts ...), or $defs.<operation>.<subOperation> for session, mental_models \
-                    and knowledge (session.list, knowledge.search ...), with its types and required names.",
+                    (thought, read_thoughts ...), or $defs.<operation>.<subOperation> for session, mental_models, \
+                    knowledge and thread (session.list, knowledge.search ...), with its types and required names.",
                 "additionalProperties": true,
             },
         },
