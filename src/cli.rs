@@ -8,7 +8,9 @@ use std::time::Duration;
 use clap::parser::ValueSource;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
-use crate::commands::{self, ConfigCommand, ExportArgs, ImportArgs, JsonArg, SessionsCommand, ValidateArgs};
+use crate::commands::{
+    self, ConfigCommand, ExportArgs, ImportArgs, JsonArg, SessionsCommand, ThreadsCommand, ValidateArgs,
+};
 use crate::config;
 use crate::error::Result;
 use crate::events::EventTarget;
@@ -214,6 +216,12 @@ pub enum Command {
         #[command(subcommand)]
         command: SessionsCommand,
     },
+    /// The thread registry (seed 004): list, show, tree, log, freeze,
+    /// archive, export and import threads (changes are logged as the user's)
+    Threads {
+        #[command(subcommand)]
+        command: ThreadsCommand,
+    },
     /// Counts over the whole ledger
     Stats(JsonArg),
     /// The resolved database path, schema version, settings, counts and file sizes
@@ -404,6 +412,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Import(args) => commands::import(&cli.db, args),
         Command::Validate(args) => commands::validate(args),
         Command::Sessions { command } => commands::sessions(&cli.db, command),
+        Command::Threads { command } => commands::threads(&cli.db, command),
         Command::Stats(args) => commands::stats(&cli.db, args.json),
         Command::Info(args) => commands::info(&cli.db, args.json),
         Command::Config { command } => commands::config(&cli.db, command),

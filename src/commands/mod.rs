@@ -6,6 +6,7 @@
 
 mod ledger;
 mod progress;
+mod threads;
 mod tree;
 
 use std::io::Write;
@@ -15,6 +16,7 @@ use serde::Serialize;
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 pub use ledger::{config, info, repair, sessions, stats};
+pub use threads::{ThreadsCommand, threads};
 pub use tree::{export, import, validate};
 
 use crate::domain::Granularity;
