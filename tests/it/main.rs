@@ -19,4 +19,5 @@ mod schema;
 #[cfg(unix)]
 mod stdio_kinds;
 mod stdout;
+mod threads;
 mod tree;
