@@ -517,6 +517,19 @@ impl Store {
 /// The chain of dependencies from `start` to `goal`, if `start` reaches it
 /// (breadth first: the shortest chain).
 fn dependency_path(tx: &Tx<'_>, start: &str, goal: &str) -> Result<Option<Vec<String>>> {
+    // Whether at all in one statement (UNION keeps each thread once, so it
+    // ends on any graph); the chain itself only for a refusal.
+    let reached: bool = tx
+        .prepare_cached(
+            "WITH RECURSIVE reach (id) AS (
+                 SELECT ?1 UNION SELECT d.to_id FROM thread_dependencies d JOIN reach r ON d.from_id = r.id
+             )
+             SELECT EXISTS (SELECT 1 FROM reach WHERE id = ?2)",
+        )?
+        .query_row([start, goal], |r| r.get(0))?;
+    if !reached {
+        return Ok(None);
+    }
     let mut came_from: std::collections::HashMap<String, String> = std::collections::HashMap::new();
     let mut queue = std::collections::VecDeque::from([start.to_string()]);
     let mut stmt = tx.prepare_cached("SELECT to_id FROM thread_dependencies WHERE from_id = ?1")?;
