@@ -229,6 +229,11 @@ impl Store {
         self.read(|tx| Ok((thread_tx(tx, id, granularity)?, relations_tx(tx, id)?)))
     }
 
+    /// The status of thread `id`.
+    pub fn thread_status(&self, id: &str) -> Result<ThreadStatus> {
+        self.read(|tx| status_tx(tx, id))
+    }
+
     /// Create a child session of `parent_id` (or a root thread) and log it.
     pub fn spawn_thread(&self, spawn: Spawn, operator: Operator) -> Result<(Thread, Operation)> {
         check_objective(&spawn.objective)?;

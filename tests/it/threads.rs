@@ -183,6 +183,17 @@ async fn every_sub_operation_and_status_rule() {
         .ok("thread", th("reference", json!({ "fromId": other, "toId": child })))
         .await;
     assert_eq!(r["recorded"], true, "a frozen thread can be cited");
+    // load_context opens it to read, says so, and does not reopen it.
+    s.thought(json!({ "sessionId": root, "thought": "done", "nextThoughtNeeded": false }))
+        .await;
+    s.ok("thread", th("freeze", json!({ "threadId": root }))).await;
+    let opened = s.ok("load_context", json!({ "sessionId": root })).await;
+    assert!(opened["note"].as_str().unwrap().contains("frozen thread"), "{opened}");
+    assert!(opened.get("reopened").is_none(), "{opened}");
+    assert!(
+        opened["session"]["completedAt"].is_string(),
+        "still completed: {opened}"
+    );
     // Its children are not frozen.
     s.thought(json!({ "sessionId": grandchild, "thought": "still open", "nextThoughtNeeded": true }))
         .await;
@@ -240,7 +251,7 @@ async fn every_sub_operation_and_status_rule() {
         ]
     );
     let all = s.ok("thread", th("log", json!({ "limit": 1 }))).await;
-    assert_eq!(all["total"], 10);
+    assert_eq!(all["total"], 11);
     assert_eq!(all["operations"][0]["command"], "archive");
 
     // export, then import into an empty ledger: the same registry.
@@ -248,7 +259,7 @@ async fn every_sub_operation_and_status_rule() {
     assert_valid(&registry);
     assert_eq!(registry["version"], "1.0.0");
     assert_eq!(registry["metadata"]["thread_count"], 4);
-    assert_eq!(registry["operations"].as_array().unwrap().len(), 10);
+    assert_eq!(registry["operations"].as_array().unwrap().len(), 11);
     for key in registry.as_object().unwrap().keys() {
         assert!(["version", "metadata", "threads", "operations", "relations"].contains(&key.as_str()));
     }
@@ -261,7 +272,7 @@ async fn every_sub_operation_and_status_rule() {
     // and compare without it.
     let imported = s2.ok("thread", th("import", json!({ "registry": registry }))).await;
     assert_eq!(imported["threadsCreated"], 4);
-    assert_eq!(imported["operationsAdded"], 10);
+    assert_eq!(imported["operationsAdded"], 11);
     let mut back = s2.ok("thread", th("export", json!({}))).await;
     let extra: Vec<String> = back["threads"]
         .as_object()
