@@ -191,7 +191,8 @@ CREATE TABLE sessions (
     updated_at       TEXT NOT NULL,
     last_accessed_at TEXT NOT NULL,
     completed_at     TEXT
-, tail_node TEXT, stage INTEGER NOT NULL DEFAULT 1 CHECK (stage BETWEEN 0 AND 3)) STRICT;
+, tail_node TEXT, stage INTEGER NOT NULL DEFAULT 1 CHECK (stage BETWEEN 0 AND 3), objective TEXT, status TEXT NOT NULL DEFAULT 'active'
+    CHECK (status IN ('active', 'frozen', 'archived')), parent_id TEXT REFERENCES sessions (id) ON DELETE SET NULL) STRICT;
 
 -- table sessions_fts
 CREATE VIRTUAL TABLE sessions_fts USING fts5 (
@@ -267,6 +268,35 @@ CREATE TABLE thoughts_fts_state (
     indexed_through  INTEGER NOT NULL
 ) STRICT;
 
+-- table thread_dependencies
+CREATE TABLE thread_dependencies (
+    from_id    TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    to_id      TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (from_id, to_id),
+    CHECK (from_id <> to_id)
+) STRICT, WITHOUT ROWID;
+
+-- table thread_operations
+CREATE TABLE thread_operations (
+    seq       INTEGER PRIMARY KEY AUTOINCREMENT,
+    id        TEXT NOT NULL UNIQUE,
+    timestamp TEXT NOT NULL,
+    command   TEXT NOT NULL CHECK (command IN ('spawn', 'reference', 'depend', 'freeze', 'archive', 'update')),
+    operator  TEXT NOT NULL CHECK (operator IN ('user', 'system', 'agent')),
+    params    TEXT NOT NULL CHECK (json_valid(params) AND json_type(params) = 'object')
+) STRICT;
+
+-- table thread_references
+CREATE TABLE thread_references (
+    from_id    TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    to_id      TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    asset_path TEXT NOT NULL DEFAULT '',
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (from_id, to_id, asset_path),
+    CHECK (from_id <> to_id)
+) STRICT, WITHOUT ROWID;
+
 -- index knowledge_pattern_tags_by_pattern
 CREATE INDEX knowledge_pattern_tags_by_pattern ON knowledge_pattern_tags (pattern_id);
 
@@ -306,6 +336,12 @@ CREATE INDEX session_tags_by_session ON session_tags (session_id);
 -- index sessions_by_created
 CREATE INDEX sessions_by_created ON sessions (created_at);
 
+-- index sessions_by_parent
+CREATE INDEX sessions_by_parent ON sessions (parent_id) WHERE parent_id IS NOT NULL;
+
+-- index sessions_by_status
+CREATE INDEX sessions_by_status ON sessions (status) WHERE status <> 'active';
+
 -- index sessions_by_title
 CREATE INDEX sessions_by_title   ON sessions (title COLLATE NOCASE);
 
@@ -326,6 +362,15 @@ CREATE INDEX thoughts_by_revises ON thoughts (revises_node) WHERE revises_node I
 
 -- index thoughts_revising
 CREATE INDEX thoughts_revising ON thoughts (session_id, id) WHERE revises_thought IS NOT NULL;
+
+-- index thread_dependencies_by_target
+CREATE INDEX thread_dependencies_by_target ON thread_dependencies (to_id);
+
+-- index thread_operations_by_time
+CREATE INDEX thread_operations_by_time ON thread_operations (timestamp);
+
+-- index thread_references_by_target
+CREATE INDEX thread_references_by_target ON thread_references (to_id);
 
 -- view note_view
 CREATE VIEW note_view AS
@@ -700,6 +745,13 @@ CREATE TRIGGER sessions_tags_update AFTER UPDATE OF tags ON sessions BEGIN
     INSERT OR IGNORE INTO session_tags (tag, session_id) SELECT value, new.id FROM json_each(new.tags);
 END;
 
+-- trigger sessions_threads_deleted
+CREATE TRIGGER sessions_threads_deleted AFTER DELETE ON sessions BEGIN
+    DELETE FROM thread_references WHERE from_id = old.id OR to_id = old.id;
+    DELETE FROM thread_dependencies WHERE from_id = old.id OR to_id = old.id;
+    UPDATE sessions SET parent_id = NULL WHERE parent_id = old.id;
+END;
+
 -- trigger sessions_times_checked_insert
 CREATE TRIGGER sessions_times_checked_insert BEFORE INSERT ON sessions
 WHEN new.created_at NOT GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9].[0-9][0-9][0-9]Z'
@@ -979,4 +1031,16 @@ CREATE TRIGGER thoughts_times_checked_update BEFORE UPDATE OF created_at ON thou
 WHEN new.created_at NOT GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9].[0-9][0-9][0-9]Z'
 BEGIN
     SELECT RAISE(ABORT, 'thoughts.created_at is UTC with milliseconds, such as 2026-11-23T08:42:10.000Z (strftime(''%Y-%m-%dT%H:%M:%fZ'', ''now'') in SQL)');
+END;
+
+-- trigger thread_operations_no_delete
+CREATE TRIGGER thread_operations_no_delete BEFORE DELETE ON thread_operations
+BEGIN
+    SELECT RAISE(ABORT, 'thread_operations is append-only: its rows cannot be deleted');
+END;
+
+-- trigger thread_operations_no_update
+CREATE TRIGGER thread_operations_no_update BEFORE UPDATE ON thread_operations
+BEGIN
+    SELECT RAISE(ABORT, 'thread_operations is append-only: its rows cannot be changed');
 END;

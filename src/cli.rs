@@ -9,7 +9,8 @@ use clap::parser::ValueSource;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
 use crate::commands::{
-    self, ConfigCommand, ExportArgs, ImportArgs, JsonArg, NotebooksCommand, SessionsCommand, ValidateArgs,
+    self, ConfigCommand, ExportArgs, ImportArgs, JsonArg, NotebooksCommand, SessionsCommand, ThreadsCommand,
+    ValidateArgs,
 };
 use crate::config;
 use crate::error::Result;
@@ -220,6 +221,12 @@ pub enum Command {
     Notebooks {
         #[command(subcommand)]
         command: NotebooksCommand,
+    },
+    /// The thread registry (seed 004): list, show, tree, log, freeze,
+    /// archive, export and import threads (changes are logged as the user's)
+    Threads {
+        #[command(subcommand)]
+        command: ThreadsCommand,
     },
     /// Counts over the whole ledger
     Stats(JsonArg),
@@ -437,6 +444,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Validate(args) => commands::validate(args),
         Command::Sessions { command } => commands::sessions(&cli.db, command),
         Command::Notebooks { command } => commands::notebooks(&cli.db, command),
+        Command::Threads { command } => commands::threads(&cli.db, command),
         Command::Stats(args) => commands::stats(&cli.db, args.json),
         Command::Info(args) => commands::info(&cli.db, args.json),
         Command::Config { command } => commands::config(&cli.db, command),

@@ -7,6 +7,7 @@
 mod ledger;
 mod notebooks;
 mod progress;
+mod threads;
 mod tree;
 
 use std::io::Write;
@@ -17,6 +18,7 @@ use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 pub use ledger::{config, info, repair, sessions, stats};
 pub use notebooks::{NotebooksCommand, notebooks};
+pub use threads::{ThreadsCommand, threads};
 pub use tree::{export, import, validate};
 
 use crate::domain::Granularity;

@@ -7,6 +7,7 @@ mod connection;
 mod partition;
 mod stage;
 mod thought;
+pub mod thread;
 mod types;
 
 pub use connection::{ConnectionState, Current};

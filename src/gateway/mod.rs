@@ -24,6 +24,7 @@ mod refused;
 mod resources;
 mod session_ops;
 mod thought_ops;
+mod thread_ops;
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
@@ -138,6 +139,12 @@ pub const OPERATIONS: &[(&str, Stage, &str)] = &[
         Stage::CipherLoaded,
         "JavaScript/TypeScript notebooks kept in the ledger, cells run with Node.js in a sandbox, by subOperation: \
          create, list, get, add_cell, update_cell, delete_cell, run_cell, install_deps, export, import, delete.",
+    ),
+    (
+        "thread",
+        Stage::InitComplete,
+        "Sessions as threads of a larger effort by subOperation: spawn (a child session), reference, depend, \
+         freeze, archive, update, get, list, tree, log, export, import (the registry JSON).",
     ),
 ];
 
@@ -607,7 +614,7 @@ impl Gateway {
         args.check_spelling(
             matches!(
                 operation.as_str(),
-                "session" | "knowledge" | "mental_models" | "notebook"
+                "session" | "knowledge" | "mental_models" | "notebook" | "thread"
             ),
             operation == "thought",
         )?;
@@ -632,6 +639,7 @@ impl Gateway {
             "mental_models" => models_ops::mental_models(self, args).await,
             "knowledge" => knowledge_ops::knowledge(self, args).await,
             "notebook" => notebook_ops::notebook(self, args).await,
+            "thread" => thread_ops::thread(self, args).await,
             other => Err(Error::operation(format!("unknown operation {other:?}"))),
         }
     }

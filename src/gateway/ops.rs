@@ -469,7 +469,21 @@ pub(crate) async fn open_session(gw: &Gateway, args: &Args, trigger: &str) -> Re
     preview.apply(&mut recent, true);
     let mut next_step = next_step_in_session(gw, stage);
     let mut note = None;
-    if was_completed.is_none()
+    // A frozen or archived thread is opened to read: it takes no thought.
+    let sid = session.id.clone();
+    let settled = match gw.blocking(move |s| s.thread_status(&sid)).await {
+        Ok(status) if !status.writable() => Some(status),
+        _ => None,
+    };
+    if let Some(status) = settled {
+        next_step = "This session is a settled thread: read it (read_thoughts, get_structure, session export, thread \
+                     get) or cite it (thread reference); for new work, thread spawn or start_new.";
+        note = Some(format!(
+            "session {} is a {} thread: it can be read and cited, and accepts no thought",
+            session.id,
+            status.as_str()
+        ));
+    } else if was_completed.is_none()
         && let Some(at) = session.completed_at.as_deref()
     {
         // Open to read: the next step is a read, not a thought, which would

@@ -27,6 +27,7 @@ pub mod snippet;
 mod stats;
 mod tag_filter;
 mod thoughts;
+mod threads;
 mod tx;
 
 use std::path::{Path, PathBuf};
@@ -54,6 +55,9 @@ pub use search::{CANDIDATES as SEARCH_CANDIDATES, SEARCH_INDEX_WAIT, SearchHit, 
 pub use sessions::{SessionPage, SessionsMeant};
 pub use stats::{FileSizes, LedgerStats};
 pub use thoughts::{Appended, MAX_BRANCHES_NAMED, SessionSnapshot, Shape, Structure, Target, ThoughtQuery};
+pub use threads::{
+    MAX_TREE_THREADS, OperationPage, RegistryImport, Spawn, ThreadFilter, ThreadPage, ThreadTree, ThreadUpdate,
+};
 pub(crate) use tx::Tx;
 
 /// How hard a commit is pushed to disk.

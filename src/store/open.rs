@@ -432,6 +432,42 @@ mod tests {
         creator.join().unwrap();
     }
 
+    /// Every session of a ledger from before threads (version 14) is an
+    /// active root thread after the upgrade, with nothing done by the user;
+    /// its objective is its description, else its title.
+    #[test]
+    fn sessions_before_threads_become_active_root_threads() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v14.db");
+        let (a, b) = (
+            "6f1c0a52-5d2e-4a57-9d43-3e4c6b1f2a10",
+            "7f1c0a52-5d2e-4a57-9d43-3e4c6b1f2a10",
+        );
+        {
+            let mut conn = Connection::open(&path).unwrap();
+            embedded::migrations::runner()
+                .set_target(refinery::Target::Version(14))
+                .run(&mut conn)
+                .unwrap();
+            let at = "2026-01-01T00:00:00.000Z";
+            conn.execute(
+                "INSERT INTO sessions (id, title, description, created_at, updated_at, last_accessed_at)
+                 VALUES (?1, 'old', 'what for', ?3, ?3, ?3), (?2, 'older', NULL, ?3, ?3, ?3)",
+                (a, b, at),
+            )
+            .unwrap();
+        }
+        let store = Store::open(&path, OpenOptionsStore::default()).unwrap();
+        assert_eq!(store.schema_version().unwrap(), latest_known_version());
+        for (id, objective) in [(a, "what for"), (b, "older")] {
+            let (t, r) = store.thread(id).unwrap();
+            assert_eq!(t.status, crate::domain::thread::ThreadStatus::Active);
+            assert_eq!((t.parent_id, t.objective.as_str()), (None, objective));
+            assert!(r.children.is_empty() && r.depends_on.is_empty());
+        }
+        assert_eq!(store.export_registry().unwrap().metadata.thread_count, 2);
+    }
+
     /// A ledger written by schema version 2 (AUTOINCREMENT ids, the
     /// chain-order index, no tails) opens, migrates and keeps linking.
     #[test]
@@ -594,17 +630,21 @@ mod tests {
         let path = dir.path().join("older.db");
         store.backup_to(&path).unwrap();
         let latest = latest_known_version();
-        Connection::open(&path)
-            .unwrap()
-            .execute("DELETE FROM refinery_schema_history WHERE version = ?1", [latest])
+        let conn = Connection::open(&path).unwrap();
+        conn.execute("DELETE FROM refinery_schema_history WHERE version = ?1", [latest])
             .unwrap();
+        // The version before it (numbers may have gaps).
+        let previous: i64 = conn
+            .query_row("SELECT max(version) FROM refinery_schema_history", [], |r| r.get(0))
+            .unwrap();
+        drop(conn);
         let before = std::fs::read(&path).unwrap();
         let opts = OpenOptionsStore {
             access: Access::Read,
             ..Default::default()
         };
         let err = Store::open(&path, opts).err().unwrap().to_string();
-        assert!(err.contains(&format!("schema version {}", latest - 1)), "{err}");
+        assert!(err.contains(&format!("schema version {previous}")), "{err}");
         assert!(err.contains("stop the servers of the older version"), "{err}");
         assert_eq!(std::fs::read(&path).unwrap(), before);
         // `backup` copies it as it is.
@@ -628,6 +668,6 @@ mod tests {
             .unwrap()
             .query_row("SELECT max(version) FROM refinery_schema_history", [], |r| r.get(0))
             .unwrap();
-        assert_eq!(n, latest - 1);
+        assert_eq!(n, previous);
     }
 }

@@ -119,9 +119,7 @@ impl Store {
     /// number of thoughts removed.
     pub fn delete_session(&self, id: &str) -> Result<u64> {
         self.write(|tx| {
-            if !session_exists_tx(tx, id)? {
-                return Err(Error::session_not_found(id));
-            }
+            super::threads::status_tx(tx, id)?.check_writable(id, "delete")?;
             let removed: i64 = tx
                 .prepare_cached("SELECT count(*) FROM thoughts WHERE session_id = ?1")?
                 .query_row([id], |r| r.get(0))?;
@@ -300,16 +298,21 @@ impl Store {
         let granularity = self.granularity;
         self.write(|tx| {
             let now = domain::now();
-            let was_completed: Option<Option<String>> = tx
-                .prepare_cached("SELECT completed_at FROM sessions WHERE id = ?1")?
-                .query_row([id], |r| r.get(0))
+            let found: Option<(Option<String>, String)> = tx
+                .prepare_cached("SELECT completed_at, status FROM sessions WHERE id = ?1")?
+                .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
                 .optional()?;
-            let Some(was_completed) = was_completed else {
+            let Some((was_completed, status)) = found else {
                 return Err(Error::session_not_found(id));
             };
-            tx.prepare_cached("UPDATE sessions SET last_accessed_at = ?2, completed_at = NULL WHERE id = ?1")?
-                .execute((id, &now))?;
-            Ok((get_session_tx(tx, id, granularity)?, was_completed))
+            // A frozen or archived thread takes no thought: opening it is a read.
+            let reopen = status == "active";
+            tx.prepare_cached(
+                "UPDATE sessions SET last_accessed_at = ?2, completed_at = CASE WHEN ?3 THEN NULL ELSE completed_at END
+                 WHERE id = ?1",
+            )?
+            .execute(rusqlite::params![id, &now, reopen])?;
+            Ok((get_session_tx(tx, id, granularity)?, was_completed.filter(|_| reopen)))
         })
     }
 }

@@ -337,11 +337,14 @@ impl Store {
             // undoes unless it closes it again.
             let (session_id, completed_at) = match &target {
                 Target::Session(id) => {
-                    let completed_at: Option<String> = tx
-                        .prepare_cached("SELECT completed_at FROM sessions WHERE id = ?1")?
-                        .query_row([id], |r| r.get(0))
+                    let (completed_at, status): (Option<String>, String) = tx
+                        .prepare_cached("SELECT completed_at, status FROM sessions WHERE id = ?1")?
+                        .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
                         .optional()?
                         .ok_or_else(|| Error::session_not_found(id.as_str()))?;
+                    // A frozen or archived thread's reasoning is settled:
+                    // checked under the write lock, so nothing is written.
+                    super::threads::status_of(id, &status)?.check_writable(id, "thought, revision or branch")?;
                     (id.clone(), completed_at)
                 }
                 Target::New(new) => (insert_session_tx(tx, new, granularity)?.id, None),

@@ -21,4 +21,5 @@ mod schema_doc;
 #[cfg(unix)]
 mod stdio_kinds;
 mod stdout;
+mod threads;
 mod tree;

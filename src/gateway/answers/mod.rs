@@ -19,6 +19,7 @@ pub(crate) mod knowledge;
 pub(crate) mod models;
 pub(crate) mod notebook;
 mod session;
+pub(crate) mod thread;
 
 pub(crate) use session::{
     DeleteAnswer, ExportAnswer, ExportedToAnswer, NoteHits, PatternHits, SessionGetAnswer, SessionSearchAnswer,

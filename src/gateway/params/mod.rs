@@ -17,6 +17,7 @@ mod notebook;
 mod parse;
 mod session;
 mod thought;
+mod thread;
 
 use std::cell::Cell;
 use std::collections::BTreeSet;
@@ -33,6 +34,7 @@ pub use notebook::*;
 pub use parse::{normalise, parse, schema_of_op, thought_number};
 pub use session::*;
 pub use thought::*;
+pub use thread::*;
 
 /// One operation's (or sub-operation's) parameter type.
 pub struct Params {
@@ -157,6 +159,34 @@ pub const PARAMS: &[Params] = &[
     params!("notebook"."export", ExportNotebook, "The notebook as Srcbook .src.md text, or a file in a directory."),
     params!("notebook"."import", ImportNotebook, "Create a notebook from .src.md text or a file."),
     params!("notebook"."delete", NotebookRef, "Delete a notebook, its cells, runs and directory."),
+    params!(
+        "thread"."spawn",
+        ThreadSpawn,
+        "Create a child session (a thread) under parentId, or a root thread; answers its sessionId."
+    ),
+    params!(
+        "thread"."reference",
+        ThreadReference,
+        "Record that fromId cites toId (or one of its assets)."
+    ),
+    params!("thread"."depend", ThreadDepend, "Record that fromId's work depends on toId's."),
+    params!(
+        "thread"."freeze",
+        ThreadRef,
+        "Freeze a thread: it can be read and cited, not changed."
+    ),
+    params!("thread"."archive", ThreadRef, "Archive a thread (final)."),
+    params!("thread"."update", ThreadUpdate, "Change an active thread's title, objective or tags."),
+    params!("thread"."get", ThreadGet, "A thread with its relations."),
+    params!("thread"."list", ThreadList, "Threads by status, parent and tag, paged."),
+    params!("thread"."tree", ThreadGet, "A thread's descendants, nested."),
+    params!("thread"."log", ThreadLog, "The registry's operations log, newest first."),
+    params!("thread"."export", ThreadExport, "The registry JSON of seed 004."),
+    params!(
+        "thread"."import",
+        ThreadImport,
+        "Bring a registry JSON in: every rule checked, nothing written if one fails."
+    ),
 ];
 
 /// The names of the object parameters' own fields (`newWork.project`,
@@ -329,7 +359,7 @@ fn build_schema(visible: impl Fn(&str) -> bool) -> Map<String, Value> {
                 "type": "object",
                 "description": "The operation's parameters: for each operation, the object schema at $defs.<operation> \
                     (thought, read_thoughts ...), or $defs.<operation>.<subOperation> for session, mental_models, \
-                    knowledge and notebook (session.list, knowledge.search ...), with its types and required names.",
+                    knowledge, notebook and thread (session.list, knowledge.search ...), with its types and required names.",
                 "additionalProperties": true,
             },
         },
