@@ -320,6 +320,12 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
             } else {
                 Duration::from_millis(300)
             };
+            // Litestream copies the WAL itself, once it has read it.
+            if store.checkpoints_left_to_litestream() || !store.may_write() {
+                tracing::debug!("no checkpoint at exit: Litestream's to make, or the ledger is open read-only");
+                drop(store);
+                return Ok(());
+            }
             let r = match store.checkpoint_within(patience) {
                 Ok(emptied) => {
                     if !emptied {

@@ -331,6 +331,43 @@ pub fn repair(db: &DbArgs, json: bool) -> Result<ExitCode> {
     Ok(if sound { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
+/// `repair --check`: the ledger checked, nothing written.
+pub fn check(db: &DbArgs, json: bool) -> Result<ExitCode> {
+    let store = db.open_existing()?;
+    let report = store.check()?;
+    if json {
+        out_json(&report)?;
+    } else {
+        let rows = [
+            ("thoughts", report.thoughts.to_string()),
+            ("sessions", report.sessions.to_string()),
+            ("branches", report.branches.to_string()),
+            ("integrity check", report.integrity.join("; ")),
+            ("foreign key violations", report.foreign_key_violations.to_string()),
+            ("orphan rows", report.orphan_rows.to_string()),
+            ("sessions miscounted", report.sessions_miscounted.to_string()),
+            ("branch tails wrong", report.branch_tails_wrong.to_string()),
+            ("links to missing thoughts", report.dangling_links.to_string()),
+            ("left for you", report.left_for_you.len().to_string()),
+            ("sound", if report.sound { "yes" } else { "no" }.to_string()),
+        ];
+        let rows: Vec<Vec<String>> = rows.iter().map(|(k, v)| vec![k.to_string(), v.clone()]).collect();
+        out(&table(&["CHECK", ""], &rows))?;
+    }
+    if !report.sound {
+        eprintln!(
+            "{} is not whole: `thoughtbox repair` mends what is derived (counts, tails, links, indexes); run it on \
+             a copy if this one must not change",
+            store.path().display()
+        );
+    }
+    Ok(if report.sound {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
 pub fn info(db: &DbArgs, json: bool) -> Result<ExitCode> {
     // The files as they are before this command opens the database (which
     // makes a -shm of its own): a -wal or -shm then means a server (or

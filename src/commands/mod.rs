@@ -6,6 +6,7 @@
 
 mod ledger;
 mod progress;
+mod replication;
 mod tree;
 
 use std::io::Write;
@@ -14,7 +15,8 @@ use clap::{Args, Subcommand, ValueEnum};
 use serde::Serialize;
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
-pub use ledger::{config, info, repair, sessions, stats};
+pub use ledger::{check, config, info, repair, sessions, stats};
+pub use replication::{ReplicationCommand, replication};
 pub use tree::{export, import, validate};
 
 use crate::domain::Granularity;
@@ -178,6 +180,17 @@ pub struct JsonArg {
     /// Print JSON
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RepairArgs {
+    /// Print JSON
+    #[arg(long)]
+    pub json: bool,
+    /// Only check, writing nothing (a restored replica, a backup, a ledger
+    /// in use): exits non-zero when anything is wrong
+    #[arg(long)]
+    pub check: bool,
 }
 
 #[derive(Debug, Clone, Subcommand)]

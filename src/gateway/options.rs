@@ -18,6 +18,8 @@ pub struct ServeOptions {
     pub default_project: Option<String>,
     /// Where the event stream goes.
     pub events: EventTarget,
+    /// Refuse every write (`serve --read-only`, a standby on a replica).
+    pub read_only: bool,
 }
 
 impl Default for ServeOptions {
@@ -28,6 +30,7 @@ impl Default for ServeOptions {
             roots_timeout: Duration::from_secs(10),
             default_project: None,
             events: EventTarget::Off,
+            read_only: false,
         }
     }
 }
