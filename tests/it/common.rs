@@ -30,6 +30,7 @@ pub const SCRUBBED_ENV: &[&str] = &[
     "THOUGHTBOX_PROJECT",
     "THOUGHTBOX_CRITIQUE_TIMEOUT_SECS",
     "THOUGHTBOX_ROOTS_TIMEOUT_SECS",
+    "THOUGHTBOX_CHECKPOINTS",
 ];
 
 /// A command for the binary with a scrubbed environment.

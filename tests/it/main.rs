@@ -14,6 +14,7 @@ mod handles;
 mod knowledge;
 mod models;
 mod readme;
+mod replication;
 mod roots;
 mod schema;
 #[cfg(unix)]
