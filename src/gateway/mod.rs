@@ -482,7 +482,7 @@ impl Gateway {
             received: Some(names),
         })?;
         let usage = args.usage();
-        #[cfg(debug_assertions)]
+        // Also names a write a read-only server refuses.
         let sub_operation = params::has_sub_operations(&operation)
             .then(|| {
                 let keys: &[&str] = if operation == "knowledge" {

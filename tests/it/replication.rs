@@ -119,20 +119,17 @@ async fn json_of(db: &Path, args: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).expect("JSON")
 }
 
-/// What a client was told: per session, its acknowledged thoughts as
-/// (chain, number, node id, text), in the order acknowledged.
-type Acked = BTreeMap<String, Vec<(Option<String>, u64, String, String)>>;
+/// One acknowledged thought: (branch, number, node id, text).
+type Ack = (Option<String>, u64, String, String);
+
+/// What a client was told: per session, its acknowledged thoughts, in the
+/// order acknowledged.
+type Acked = BTreeMap<String, Vec<Ack>>;
 
 /// Write `count` thoughts in one session, a branch of three among them;
 /// the server is restarted cleanly every `restart_every` thoughts, or
 /// killed with kill -9 at the end when `None`.
-async fn writer(
-    db: PathBuf,
-    who: usize,
-    count: u64,
-    restart_every: Option<u64>,
-    log: PathBuf,
-) -> (String, Vec<(Option<String>, u64, String, String)>) {
+async fn writer(db: PathBuf, who: usize, count: u64, restart_every: Option<u64>, log: PathBuf) -> (String, Vec<Ack>) {
     let start_server = || async {
         let mut cmd = command(&db);
         cmd.env("RUST_LOG", "thoughtbox=info");
@@ -199,22 +196,19 @@ fn assert_holds(db: &Path, acked: &Acked) {
     let conn = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
     let mut total = 0;
     for (sid, thoughts) in acked {
-        let rows: Vec<(Option<String>, u64, String, String, Option<String>)> = conn
+        let rows: Vec<(Ack, Option<String>)> = conn
             .prepare("SELECT branch_id, thought_number, node_id, thought, prev_node FROM thoughts WHERE session_id = ?1 ORDER BY id")
             .unwrap()
             .query_map([sid], |r| {
-                Ok((r.get(0)?, r.get::<_, i64>(1)? as u64, r.get(2)?, r.get(3)?, r.get(4)?))
+                Ok(((r.get(0)?, r.get::<_, i64>(1)? as u64, r.get(2)?, r.get(3)?), r.get(4)?))
             })
             .unwrap()
             .collect::<rusqlite::Result<_>>()
             .unwrap();
-        let got: Vec<_> = rows
-            .iter()
-            .map(|(b, n, node, text, _)| (b.clone(), *n, node.clone(), text.clone()))
-            .collect();
+        let got: Vec<Ack> = rows.iter().map(|(ack, _)| ack.clone()).collect();
         assert_eq!(&got, thoughts, "session {sid}: the thoughts, in the order acknowledged");
         let mut last: BTreeMap<Option<String>, String> = BTreeMap::new();
-        for (branch, n, node, _, prev) in &rows {
+        for ((branch, n, node, _), prev) in &rows {
             let expected = match (branch, last.get(branch)) {
                 (_, Some(before)) => Some(before.clone()),
                 (Some(_), None) => Some(format!("{sid}:5")),
