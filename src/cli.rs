@@ -563,6 +563,22 @@ mod tests {
     }
 
     #[test]
+    fn the_checkpoint_mode_and_read_only_are_read() {
+        let cli = parse(&["--checkpoints", "litestream", "info"]).expect("parse");
+        assert_eq!(cli.db.checkpoints, Checkpoints::Litestream);
+        assert_eq!(parse(&["info"]).expect("parse").db.checkpoints, Checkpoints::Auto);
+        let err = parse(&["--checkpoints", "never", "info"]).expect_err("a mode that is none");
+        assert!(err.to_string().contains("auto, thoughtbox or litestream"), "{err}");
+        let cli = parse(&["serve", "--read-only"]).expect("parse");
+        let Some(Command::Serve(serve)) = cli.command else {
+            panic!("serve")
+        };
+        assert!(serve.options().expect("options").read_only);
+        // Only for the server.
+        assert!(parse(&["--read-only", "info"]).is_err());
+    }
+
+    #[test]
     fn server_options_before_another_command_are_refused() {
         let err =
             parse(&["--no-stages", "--project", "p", "backup", "/tmp/b.db"]).expect_err("server flags with backup");

@@ -385,6 +385,8 @@ pub fn info(db: &DbArgs, json: bool) -> Result<ExitCode> {
         "config": config,
         "counts": { "sessions": st.sessions, "thoughts": st.thoughts, "branches": st.branches },
         "sizes": sizes,
+        // Who empties the WAL now (docs/replication.md).
+        "checkpoints": if store.checkpoints_left_to_litestream() { "litestream" } else { "thoughtbox" },
     });
     if json {
         out_json(&value)?;
@@ -398,6 +400,10 @@ pub fn info(db: &DbArgs, json: bool) -> Result<ExitCode> {
         vec!["install id".into(), config.install_id.clone()],
         vec!["created".into(), config.created_at.clone()],
         vec!["partitions".into(), config.session_partition_granularity.clone()],
+        vec![
+            "checkpoints".into(),
+            value["checkpoints"].as_str().unwrap_or_default().to_string(),
+        ],
         vec![
             "thought text in events".into(),
             if config.disable_thought_logging {

@@ -183,6 +183,50 @@ impl Store {
 mod tests {
     use super::*;
     use crate::store::test_support::temp_store;
+    use crate::store::{OpenOptionsStore, with_suffix};
+
+    #[test]
+    fn the_mode_is_read_and_auto_follows_litestreams_directory() {
+        assert_eq!(Checkpoints::parse(" Litestream "), Some(Checkpoints::Litestream));
+        assert_eq!(Checkpoints::parse(""), Some(Checkpoints::Auto));
+        assert_eq!(Checkpoints::parse("never"), None);
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("t.db");
+        assert_eq!(litestream_meta_dir(&db), dir.path().join(".t.db-litestream"));
+        assert!(!Checkpoints::Auto.litestream_at(&db));
+        std::fs::create_dir(litestream_meta_dir(&db)).unwrap();
+        assert!(Checkpoints::Auto.litestream_at(&db));
+        assert!(!Checkpoints::Thoughtbox.litestream_at(&db));
+    }
+
+    /// Where Litestream checkpoints, the last connection to close leaves
+    /// the WAL as it is (SQLite would copy it into the file and remove it),
+    /// and no checkpoint of thoughtbox's copies a frame.
+    #[test]
+    fn in_litestream_mode_no_checkpoint_touches_the_wal() {
+        for (mode, kept) in [(Checkpoints::Litestream, true), (Checkpoints::Thoughtbox, false)] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("t.db");
+            let opts = OpenOptionsStore {
+                checkpoints: mode,
+                ..Default::default()
+            };
+            let store = Store::open(&path, opts).unwrap();
+            store.create_session(crate::domain::NewSession::titled("kept")).unwrap();
+            let wal = store.file_sizes().wal;
+            assert!(wal > 0);
+            store.checkpoint_passive().unwrap();
+            assert!(!store.checkpoint_settled(Duration::from_millis(10)).unwrap() || !kept);
+            drop(store);
+            assert_eq!(with_suffix(&path, "-wal").exists(), kept, "{mode:?}");
+            if kept {
+                assert_eq!(std::fs::metadata(with_suffix(&path, "-wal")).unwrap().len(), wal);
+                // Opened again (as after a restart), it reads every write.
+                let store = Store::open(&path, OpenOptionsStore::default()).unwrap();
+                assert_eq!(store.counts().unwrap().0, 1);
+            }
+        }
+    }
 
     #[test]
     fn a_checkpoint_gives_up_on_a_reader_instead_of_holding_the_lock() {

@@ -2,7 +2,8 @@
 //! standby (docs/replication.md). The Litestream tests run the real
 //! `litestream` (THOUGHTBOX_LITESTREAM, else `litestream` on PATH; `.ci/run`
 //! installs it). Without it they fail, unless THOUGHTBOX_SKIP_LITESTREAM is
-//! set, which a developer may do locally: CI must never pass them silently.
+//! set, which a developer may do locally; under CI (`CI` set) they fail
+//! whatever it says, so that CI never passes them silently.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -36,7 +37,9 @@ fn litestream() -> Option<PathBuf> {
     if on_path.is_some() {
         return on_path;
     }
-    if std::env::var_os("THOUGHTBOX_SKIP_LITESTREAM").is_some_and(|v| !v.is_empty()) {
+    // CI runs them whatever the variables say.
+    let in_ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false");
+    if !in_ci && std::env::var_os("THOUGHTBOX_SKIP_LITESTREAM").is_some_and(|v| !v.is_empty()) {
         eprintln!("SKIPPED: litestream is not on PATH and THOUGHTBOX_SKIP_LITESTREAM is set");
         return None;
     }
@@ -261,12 +264,15 @@ async fn replicate_and_restore(restart_every: Option<u64>) {
         let log = std::fs::read_to_string(dir.path().join(format!("server{who}.log"))).unwrap();
         assert!(!log.contains("could not empty the WAL"), "server {who}: {log}");
     }
+    assert_eq!(json_of(&db, &["info", "--json"]).await["checkpoints"], "litestream");
     let restored = dir.path().join("elsewhere").join("restored.db");
     restore(&bin, &yml, &db, &restored).await;
     assert_holds(&restored, &acked);
     let info = json_of(&restored, &["info", "--json"]).await;
     assert_eq!(info["counts"]["thoughts"], 2000, "{info}");
     assert_eq!(info["counts"]["sessions"], 4, "{info}");
+    // No Litestream beside the copy: thoughtbox checkpoints it.
+    assert_eq!(info["checkpoints"], "thoughtbox", "{info}");
     let check = json_of(&restored, &["repair", "--check", "--json"]).await;
     assert_eq!(check["sound"], true, "{check}");
     // A server on the restored ledger goes on where every session stopped.
