@@ -248,6 +248,10 @@ impl Maintenance {
                         // A wake-up left over from an earlier write.
                         continue;
                     }
+                    // Opened read-only (`serve --read-only`): nothing to empty.
+                    if !store.may_write() {
+                        break;
+                    }
                     if store.checkpoints_left_to_litestream() {
                         warn_at = litestream_wal_check(&store, warn_at);
                         break;
