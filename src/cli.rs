@@ -9,14 +9,14 @@ use clap::parser::ValueSource;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
 use crate::commands::{
-    self, ConfigCommand, ExportArgs, ImportArgs, JsonArg, NotebooksCommand, SessionsCommand, ThreadsCommand,
-    ValidateArgs,
+    self, ConfigCommand, ExportArgs, ImportArgs, JsonArg, NotebooksCommand, RepairArgs, ReplicationCommand,
+    SessionsCommand, ThreadsCommand, ValidateArgs,
 };
 use crate::config;
 use crate::error::Result;
 use crate::events::EventTarget;
 use crate::serve::{self, ServeOptions};
-use crate::store::{Access, OpenOptionsStore, Store, SyncMode};
+use crate::store::{Access, Checkpoints, OpenOptionsStore, Store, SyncMode};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -180,6 +180,28 @@ pub struct DbArgs {
         default_value = "normal"
     )]
     pub sync: Sync,
+    /// Who checkpoints the WAL: auto (Litestream when its `.NAME-litestream`
+    /// directory is beside the database, else thoughtbox), thoughtbox, or
+    /// litestream (thoughtbox never checkpoints and keeps the WAL at exit)
+    #[arg(
+        long,
+        global = true,
+        env = "THOUGHTBOX_CHECKPOINTS",
+        value_name = "auto|thoughtbox|litestream",
+        value_parser = checkpoints_arg,
+        default_value = "auto"
+    )]
+    pub checkpoints: Checkpoints,
+}
+
+/// `--checkpoints`, where an empty value means the default.
+fn checkpoints_arg(s: &str) -> std::result::Result<Checkpoints, String> {
+    Checkpoints::parse(s).ok_or_else(|| {
+        format!(
+            "{:?} is not a checkpoint mode: use auto, thoughtbox or litestream",
+            s.trim()
+        )
+    })
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -239,8 +261,13 @@ pub enum Command {
     },
     /// Recompute what the ledger derives (search indexes, counts, chain
     /// tails, tag rows) and check the file: after hand edits made before
-    /// schema version 4, or when searches fail
-    Repair(JsonArg),
+    /// schema version 4, or when searches fail; with --check, only check
+    Repair(RepairArgs),
+    /// Continuous replication with Litestream (docs/replication.md)
+    Replication {
+        #[command(subcommand)]
+        command: ReplicationCommand,
+    },
 }
 
 /// The server's options. The values of those that can come from the
@@ -285,6 +312,11 @@ pub struct ServeArgs {
         default_value = "30"
     )]
     pub notebook_timeout: String,
+    /// Serve an existing ledger read-only (a standby on a restored replica):
+    /// reads, searches and exports answer; every write is refused, and the
+    /// file is never created, migrated, written or checkpointed
+    #[arg(long)]
+    pub read_only: bool,
 }
 
 impl ServeArgs {
@@ -313,6 +345,7 @@ impl ServeArgs {
             }
         };
         Ok(ServeOptions {
+            read_only: self.read_only,
             stages: !(self.no_stages || config::stages_disabled_by_env()?),
             critique_timeout: Duration::from_secs(secs(
                 &self.critique_timeout,
@@ -399,6 +432,31 @@ impl DbArgs {
         self.open_as(true, Access::Create)
     }
 
+    /// Open for `serve --read-only`: an existing ledger at this schema,
+    /// opened read-only by SQLite too.
+    pub fn open_read_only(&self) -> Result<Store> {
+        let path = self.path()?;
+        if !path.exists() {
+            return Err(crate::Error::invalid(
+                "db",
+                format!(
+                    "no database at {} to serve read-only (check --db, --data-dir, THOUGHTBOX_DB and \
+                     THOUGHTBOX_DATA_DIR; `litestream restore -o PATH` makes one from a replica)",
+                    path.display()
+                ),
+            ));
+        }
+        Store::open(
+            path,
+            OpenOptionsStore {
+                access: Access::Read,
+                checkpoints: self.checkpoints,
+                read_only: true,
+                ..Default::default()
+            },
+        )
+    }
+
     fn open_as(&self, background_checkpoints: bool, access: Access) -> Result<Store> {
         let path = self.path()?;
         let sync = match self.sync {
@@ -412,6 +470,8 @@ impl DbArgs {
                 pool_size: None,
                 background_checkpoints,
                 access,
+                checkpoints: self.checkpoints,
+                read_only: false,
             },
         )
     }
@@ -427,7 +487,11 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     match command {
         Command::Serve(args) => {
             let options = args.options()?;
-            let store = cli.db.open_for_serving()?;
+            let store = if options.read_only {
+                cli.db.open_read_only()?
+            } else {
+                cli.db.open_for_serving()?
+            };
             serve::run_stdio(store, options)?;
             Ok(ExitCode::SUCCESS)
         }
@@ -448,7 +512,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Stats(args) => commands::stats(&cli.db, args.json),
         Command::Info(args) => commands::info(&cli.db, args.json),
         Command::Config { command } => commands::config(&cli.db, command),
+        Command::Repair(args) if args.check => commands::check(&cli.db, args.json),
         Command::Repair(args) => commands::repair(&cli.db, args.json),
+        Command::Replication { command } => commands::replication(&cli.db, command),
     }
 }
 
@@ -533,6 +599,22 @@ mod tests {
         // A path is still a path, and --data-dir alone still drops --db.
         let cli = parse(&["--data-dir", "/tmp/d", "stats"]).expect("parse");
         assert_eq!(cli.db.path().expect("path"), PathBuf::from("/tmp/d/thoughtbox.db"));
+    }
+
+    #[test]
+    fn the_checkpoint_mode_and_read_only_are_read() {
+        let cli = parse(&["--checkpoints", "litestream", "info"]).expect("parse");
+        assert_eq!(cli.db.checkpoints, Checkpoints::Litestream);
+        assert_eq!(parse(&["info"]).expect("parse").db.checkpoints, Checkpoints::Auto);
+        let err = parse(&["--checkpoints", "never", "info"]).expect_err("a mode that is none");
+        assert!(err.to_string().contains("auto, thoughtbox or litestream"), "{err}");
+        let cli = parse(&["serve", "--read-only"]).expect("parse");
+        let Some(Command::Serve(serve)) = cli.command else {
+            panic!("serve")
+        };
+        assert!(serve.options().expect("options").read_only);
+        // Only for the server.
+        assert!(parse(&["--read-only", "info"]).is_err());
     }
 
     #[test]

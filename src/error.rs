@@ -74,6 +74,14 @@ pub enum Error {
         suggestion: String,
     },
 
+    /// A write asked of a server started with `--read-only` (a standby on a
+    /// replica): refused before anything is written.
+    #[error(
+        "this thoughtbox serves the ledger read-only (serve --read-only, a standby on a replica): {operation} would \
+         write, so nothing was done; reads, searches and exports work here, writes go to the primary server"
+    )]
+    ReadOnly { operation: String },
+
     #[error("no critique from the client (MCP sampling): {0}")]
     SamplingNotSupported(String),
 
@@ -189,7 +197,7 @@ impl Error {
             Error::SessionNotFound { .. } | Error::ActiveSessionGone { .. } => "SESSION_NOT_FOUND",
             Error::ThoughtNotFound { .. } => "THOUGHT_NOT_FOUND",
             Error::InvalidPayload { .. } => "INVALID_PAYLOAD",
-            Error::InvalidOperation { .. } => "INVALID_OPERATION",
+            Error::InvalidOperation { .. } | Error::ReadOnly { .. } => "INVALID_OPERATION",
             Error::StageRequirementNotMet { .. } => "STAGE_REQUIREMENT_NOT_MET",
             Error::SamplingNotSupported(_) => "SAMPLING_NOT_SUPPORTED",
             Error::Database(_)
@@ -222,6 +230,7 @@ impl Error {
             }
             Error::InvalidOperation { details, .. } => details.clone(),
             Error::CommitUncertain(_) => Some(json!({ "outcomeUnknown": true })),
+            Error::ReadOnly { operation } => Some(json!({ "operation": operation, "readOnly": true })),
             Error::StageRequirementNotMet {
                 current,
                 required,

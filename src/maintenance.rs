@@ -155,6 +155,24 @@ async fn checkpoint_truncate(store: &Store) -> std::result::Result<(), String> {
     }
 }
 
+/// Where Litestream checkpoints, only the WAL's size is watched: it grows
+/// for as long as Litestream is not running. Said at [`WAL_WARN_BYTES`]
+/// and at each doubling; answers the next size to speak at.
+fn litestream_wal_check(store: &Store, warn_at: u64) -> u64 {
+    let wal = crate::store::FileSizes::of(store.path()).wal;
+    if wal < warn_at {
+        return warn_at;
+    }
+    tracing::warn!(
+        "the WAL has grown to {} MiB: checkpoints are left to Litestream ({} is beside the database, or \
+         --checkpoints litestream was given), and only Litestream's empty it; is it running? If it no longer \
+         replicates this ledger, remove that directory or pass --checkpoints thoughtbox",
+        wal >> 20,
+        crate::store::litestream_meta_dir(store.path()).display()
+    );
+    wal.saturating_mul(2)
+}
+
 impl Maintenance {
     pub fn start(store: Store, writer: Writer) -> Maintenance {
         let signal = Arc::new(WriteSignal::default());
@@ -229,6 +247,14 @@ impl Maintenance {
                     if woken {
                         // A wake-up left over from an earlier write.
                         continue;
+                    }
+                    // Opened read-only (`serve --read-only`): nothing to empty.
+                    if !store.may_write() {
+                        break;
+                    }
+                    if store.checkpoints_left_to_litestream() {
+                        warn_at = litestream_wal_check(&store, warn_at);
+                        break;
                     }
                     let emptied = checkpoint_truncate(&store).await;
                     if sig.count() != seen {

@@ -140,8 +140,9 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
             );
         }
         let store = store.watching_files()?;
-        // Cells left running by a server that was killed: failed, not stuck.
-        match store.fail_orphaned_runs() {
+        // Cells left running by a server that was killed: failed, not stuck
+        // (a read-only standby leaves that to the ledger's own servers).
+        match if options.read_only { Ok(0) } else { store.fail_orphaned_runs() } {
             Ok(0) => {}
             Ok(n) => tracing::info!("{n} notebook cell(s) left running by a stopped server marked failed"),
             Err(e) => tracing::warn!("could not check for notebook cells left running: {e}"),
@@ -333,6 +334,12 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
             } else {
                 Duration::from_millis(300)
             };
+            // Litestream copies the WAL itself, once it has read it.
+            if store.checkpoints_left_to_litestream() || !store.may_write() {
+                tracing::debug!("no checkpoint at exit: Litestream's to make, or the ledger is open read-only");
+                drop(store);
+                return Ok(());
+            }
             let r = match store.checkpoint_within(patience) {
                 Ok(emptied) => {
                     if !emptied {

@@ -331,6 +331,43 @@ pub fn repair(db: &DbArgs, json: bool) -> Result<ExitCode> {
     Ok(if sound { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
+/// `repair --check`: the ledger checked, nothing written.
+pub fn check(db: &DbArgs, json: bool) -> Result<ExitCode> {
+    let store = db.open_existing()?;
+    let report = store.check()?;
+    if json {
+        out_json(&report)?;
+    } else {
+        let rows = [
+            ("thoughts", report.thoughts.to_string()),
+            ("sessions", report.sessions.to_string()),
+            ("branches", report.branches.to_string()),
+            ("integrity check", report.integrity.join("; ")),
+            ("foreign key violations", report.foreign_key_violations.to_string()),
+            ("orphan rows", report.orphan_rows.to_string()),
+            ("sessions miscounted", report.sessions_miscounted.to_string()),
+            ("branch tails wrong", report.branch_tails_wrong.to_string()),
+            ("links to missing thoughts", report.dangling_links.to_string()),
+            ("left for you", report.left_for_you.len().to_string()),
+            ("sound", if report.sound { "yes" } else { "no" }.to_string()),
+        ];
+        let rows: Vec<Vec<String>> = rows.iter().map(|(k, v)| vec![k.to_string(), v.clone()]).collect();
+        out(&table(&["CHECK", ""], &rows))?;
+    }
+    if !report.sound {
+        eprintln!(
+            "{} is not whole: `thoughtbox repair` mends what is derived (counts, tails, links, indexes); run it on \
+             a copy if this one must not change",
+            store.path().display()
+        );
+    }
+    Ok(if report.sound {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
 pub fn info(db: &DbArgs, json: bool) -> Result<ExitCode> {
     // The files as they are before this command opens the database (which
     // makes a -shm of its own): a -wal or -shm then means a server (or
@@ -348,6 +385,8 @@ pub fn info(db: &DbArgs, json: bool) -> Result<ExitCode> {
         "config": config,
         "counts": { "sessions": st.sessions, "thoughts": st.thoughts, "branches": st.branches },
         "sizes": sizes,
+        // Who empties the WAL now (docs/replication.md).
+        "checkpoints": if store.checkpoints_left_to_litestream() { "litestream" } else { "thoughtbox" },
     });
     if json {
         out_json(&value)?;
@@ -361,6 +400,10 @@ pub fn info(db: &DbArgs, json: bool) -> Result<ExitCode> {
         vec!["install id".into(), config.install_id.clone()],
         vec!["created".into(), config.created_at.clone()],
         vec!["partitions".into(), config.session_partition_granularity.clone()],
+        vec![
+            "checkpoints".into(),
+            value["checkpoints"].as_str().unwrap_or_default().to_string(),
+        ],
         vec![
             "thought text in events".into(),
             if config.disable_thought_logging {

@@ -7,6 +7,7 @@
 mod ledger;
 mod notebooks;
 mod progress;
+mod replication;
 mod threads;
 mod tree;
 
@@ -16,8 +17,9 @@ use clap::{Args, Subcommand, ValueEnum};
 use serde::Serialize;
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
-pub use ledger::{config, info, repair, sessions, stats};
+pub use ledger::{check, config, info, repair, sessions, stats};
 pub use notebooks::{NotebooksCommand, notebooks};
+pub use replication::{ReplicationCommand, replication};
 pub use threads::{ThreadsCommand, threads};
 pub use tree::{export, import, validate};
 
@@ -182,6 +184,17 @@ pub struct JsonArg {
     /// Print JSON
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RepairArgs {
+    /// Print JSON
+    #[arg(long)]
+    pub json: bool,
+    /// Only check, writing nothing (a restored replica, a backup, a ledger
+    /// in use): exits non-zero when anything is wrong
+    #[arg(long)]
+    pub check: bool,
 }
 
 #[derive(Debug, Clone, Subcommand)]

@@ -349,8 +349,19 @@ impl Gateway {
         &self,
         f: impl FnOnce(&Store) -> Result<T> + Send + 'static,
     ) -> Result<T> {
+        if self.options.read_only {
+            // Named by the gateway's edge, which knows the operation.
+            return Err(Error::ReadOnly {
+                operation: String::new(),
+            });
+        }
         changed_something();
         self.writer.run(f).await
+    }
+
+    /// Whether this server refuses writes (`serve --read-only`).
+    pub(crate) fn read_only(&self) -> bool {
+        self.options.read_only
     }
 
     /// Tell the maintenance task that something was written.
@@ -460,7 +471,7 @@ impl Gateway {
             Ok(Some(stage)) => stage,
             _ => return connection,
         };
-        if write && session < connection {
+        if write && session < connection && !self.read_only() {
             let sid = id.to_string();
             // The stage only spares a later connection the guide: a ledger
             // that cannot be written now costs the agent a cipher call, not
@@ -485,7 +496,7 @@ impl Gateway {
             received: Some(names),
         })?;
         let usage = args.usage();
-        #[cfg(debug_assertions)]
+        // Also names a write a read-only server refuses.
         let sub_operation = params::has_sub_operations(&operation)
             .then(|| {
                 let keys: &[&str] = if operation == "knowledge" {
@@ -506,7 +517,15 @@ impl Gateway {
                 });
             }
             self.check_stage(&operation, required, &args).await?;
-            self.dispatch(&operation, args, ctx).await
+            self.dispatch(&operation, args, ctx).await.map_err(|e| match e {
+                Error::ReadOnly { .. } => Error::ReadOnly {
+                    operation: match &sub_operation {
+                        Some(sub) => format!("{operation} {sub}"),
+                        None => operation.clone(),
+                    },
+                },
+                e => e,
+            })
         };
         let mut answer = match run.await {
             Ok(answer) => answer,

@@ -410,6 +410,8 @@ pub(crate) async fn open_session(gw: &Gateway, args: &Args, trigger: &str) -> Re
     // To read only, nothing is written: no wait behind another program's
     // write lock (an import or an open sqlite3 shell would keep a reader out
     // for the busy timeout, then refuse it).
+    // A read-only server notes no access and reopens nothing: it reads.
+    let reopen_it = reopen_it && !gw.read_only();
     let reopen = if reopen_it {
         refuse_unknown_sessions(gw, vec![id.clone()]).await?;
         let id = id.clone();
@@ -702,7 +704,14 @@ pub async fn cipher(gw: &Gateway, args: Args) -> Result<Value> {
         Some(_) => return Err(Error::invalid("sessionId", "sessionId must not be empty")),
         None => gw.active_session(),
     };
-    if let Some(id) = session.clone() {
+    if let Some(id) = session.clone()
+        && gw.read_only()
+    {
+        // Nothing recorded: the connection's stage alone is raised.
+        if named {
+            gw.blocking(move |s| s.session(&id)).await?;
+        }
+    } else if let Some(id) = session.clone() {
         let raised = gw.write(move |s| s.raise_session_stage(&id, Stage::CipherLoaded)).await;
         match raised {
             Ok(true) => gw.wrote(),

@@ -20,6 +20,8 @@ pub struct ServeOptions {
     pub events: EventTarget,
     /// A notebook cell's (and npm install's) time limit unless a call gives one.
     pub notebook_timeout: Duration,
+    /// Refuse every write (`serve --read-only`, a standby on a replica).
+    pub read_only: bool,
 }
 
 impl Default for ServeOptions {
@@ -31,6 +33,7 @@ impl Default for ServeOptions {
             default_project: None,
             events: EventTarget::Off,
             notebook_timeout: crate::notebook::runner::DEFAULT_TIME_LIMIT,
+            read_only: false,
         }
     }
 }

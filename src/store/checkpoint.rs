@@ -3,12 +3,13 @@
 //! command or a stopping server wants the file alone to hold everything,
 //! and the sizes at which the log starts over.
 
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rusqlite::Connection;
 
-use super::Store;
 use super::tx::ShortWait;
+use super::{Store, real_path};
 use crate::error::Result;
 
 /// WAL content past which the server makes the WAL start over from its
@@ -22,6 +23,61 @@ pub const WAL_RESTART_BYTES: u64 = 8 << 20;
 /// tens of milliseconds on ext4. An idle server truncates it to nothing.
 pub(super) const WAL_FILE_LIMIT: u64 = 32 << 20;
 
+/// Who copies the WAL into the database file and starts it over.
+///
+/// Litestream replicates a ledger by reading its WAL, and holds a read
+/// transaction so that nobody else restarts the WAL before it has copied
+/// the frames; it runs its own checkpoints between two copies. A
+/// checkpoint of ours while it is stopped (a background one, the one at a
+/// clean exit, or SQLite's when the last connection closes) copies frames
+/// it never saw into the file and restarts the WAL, and its next start
+/// then has to upload the whole database again instead of going on; one
+/// while it runs cannot finish and only holds up writers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Checkpoints {
+    /// Litestream's whenever its metadata directory (`.NAME-litestream`) is
+    /// beside the database, looked at each time, so a Litestream started
+    /// after the server is seen; else thoughtbox's.
+    #[default]
+    Auto,
+    /// thoughtbox checkpoints (in the background, at exit) and lets SQLite
+    /// remove the WAL when the last connection closes.
+    Thoughtbox,
+    /// thoughtbox never checkpoints and leaves the WAL in place at exit:
+    /// Litestream does both.
+    Litestream,
+}
+
+impl Checkpoints {
+    pub fn parse(s: &str) -> Option<Checkpoints> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "" | "auto" => Some(Checkpoints::Auto),
+            "thoughtbox" => Some(Checkpoints::Thoughtbox),
+            "litestream" => Some(Checkpoints::Litestream),
+            _ => None,
+        }
+    }
+
+    /// Whether Litestream checkpoints the ledger at `path` now.
+    pub fn litestream_at(self, path: &Path) -> bool {
+        match self {
+            Checkpoints::Auto => litestream_meta_dir(path).is_dir(),
+            Checkpoints::Thoughtbox => false,
+            Checkpoints::Litestream => true,
+        }
+    }
+}
+
+/// Where Litestream (0.5, default `meta-path`) keeps its state for the
+/// database at `path`: `.NAME-litestream` beside the file it points to.
+pub fn litestream_meta_dir(path: &Path) -> PathBuf {
+    let real = real_path(path);
+    let mut name = std::ffi::OsString::from(".");
+    name.push(real.file_name().unwrap_or_default());
+    name.push("-litestream");
+    real.with_file_name(name)
+}
+
 /// One PASSIVE checkpoint: (frames in the WAL, frames copied into the
 /// database), both -1 when the database is not in WAL mode.
 fn passive_pass(conn: &Connection) -> rusqlite::Result<(i64, i64)> {
@@ -29,6 +85,18 @@ fn passive_pass(conn: &Connection) -> rusqlite::Result<(i64, i64)> {
 }
 
 impl Store {
+    /// Whether checkpoints are Litestream's now (see [`Checkpoints`]): then
+    /// this process copies nothing from the WAL and never restarts it.
+    pub fn checkpoints_left_to_litestream(&self) -> bool {
+        self.opts.checkpoints.litestream_at(&self.path)
+    }
+
+    /// Whether this process checkpoints at all: not where Litestream does,
+    /// nor on a store opened read-only.
+    fn checkpoints_here(&self) -> bool {
+        !self.opts.read_only && !self.checkpoints_left_to_litestream()
+    }
+
     /// Copy as much of the WAL into the database file as possible without
     /// waiting for readers or writers (a PASSIVE checkpoint), and answer how
     /// many bytes of frames the WAL holds. The WAL starts over from its
@@ -38,6 +106,9 @@ impl Store {
     /// two writes, once the WAL is past [`WAL_RESTART_BYTES`].
     pub fn checkpoint_passive(&self) -> Result<u64> {
         self.check_files()?;
+        if !self.checkpoints_here() {
+            return Ok(0);
+        }
         let conn = self.upkeep_conn()?;
         let page_size: i64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0))?;
         let (frames, _) = passive_pass(&conn)?;
@@ -55,6 +126,10 @@ impl Store {
     /// own checkpoints finish the job.
     pub fn checkpoint_settled(&self, patience: Duration) -> Result<bool> {
         self.check_files()?;
+        if !self.checkpoints_here() {
+            // Litestream copies the WAL into the file itself, after reading it.
+            return Ok(false);
+        }
         let deadline = std::time::Instant::now() + patience;
         let conn = self.upkeep_conn()?;
         loop {
@@ -88,6 +163,9 @@ impl Store {
     /// With a short wait the checkpoint gives up instead, for a later try.
     pub fn checkpoint_within(&self, wait: Duration) -> Result<bool> {
         self.check_files()?;
+        if self.opts.read_only {
+            return Ok(false);
+        }
         let conn = self.upkeep_conn()?;
         let outcome = {
             let _restore = ShortWait::set(&conn, wait)?;
@@ -105,6 +183,50 @@ impl Store {
 mod tests {
     use super::*;
     use crate::store::test_support::temp_store;
+    use crate::store::{OpenOptionsStore, with_suffix};
+
+    #[test]
+    fn the_mode_is_read_and_auto_follows_litestreams_directory() {
+        assert_eq!(Checkpoints::parse(" Litestream "), Some(Checkpoints::Litestream));
+        assert_eq!(Checkpoints::parse(""), Some(Checkpoints::Auto));
+        assert_eq!(Checkpoints::parse("never"), None);
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("t.db");
+        assert_eq!(litestream_meta_dir(&db), dir.path().join(".t.db-litestream"));
+        assert!(!Checkpoints::Auto.litestream_at(&db));
+        std::fs::create_dir(litestream_meta_dir(&db)).unwrap();
+        assert!(Checkpoints::Auto.litestream_at(&db));
+        assert!(!Checkpoints::Thoughtbox.litestream_at(&db));
+    }
+
+    /// Where Litestream checkpoints, the last connection to close leaves
+    /// the WAL as it is (SQLite would copy it into the file and remove it),
+    /// and no checkpoint of thoughtbox's copies a frame.
+    #[test]
+    fn in_litestream_mode_no_checkpoint_touches_the_wal() {
+        for (mode, kept) in [(Checkpoints::Litestream, true), (Checkpoints::Thoughtbox, false)] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("t.db");
+            let opts = OpenOptionsStore {
+                checkpoints: mode,
+                ..Default::default()
+            };
+            let store = Store::open(&path, opts).unwrap();
+            store.create_session(crate::domain::NewSession::titled("kept")).unwrap();
+            let wal = store.file_sizes().wal;
+            assert!(wal > 0);
+            store.checkpoint_passive().unwrap();
+            assert!(!store.checkpoint_settled(Duration::from_millis(10)).unwrap() || !kept);
+            drop(store);
+            assert_eq!(with_suffix(&path, "-wal").exists(), kept, "{mode:?}");
+            if kept {
+                assert_eq!(std::fs::metadata(with_suffix(&path, "-wal")).unwrap().len(), wal);
+                // Opened again (as after a restart), it reads every write.
+                let store = Store::open(&path, OpenOptionsStore::default()).unwrap();
+                assert_eq!(store.counts().unwrap().0, 1);
+            }
+        }
+    }
 
     #[test]
     fn a_checkpoint_gives_up_on_a_reader_instead_of_holding_the_lock() {

@@ -44,7 +44,10 @@ impl Store {
             // Many sessions in a row write the same index pages again and
             // again; checkpointing every 1,000 pages (the default) would copy
             // them to the database file, with two fsyncs, each time.
-            tx.pragma_update(None, "wal_autocheckpoint", IMPORT_AUTOCHECKPOINT)?;
+            // Litestream's checkpoints only, where it replicates the ledger.
+            if !self.checkpoints_left_to_litestream() {
+                tx.pragma_update(None, "wal_autocheckpoint", IMPORT_AUTOCHECKPOINT)?;
+            }
             let present: Option<i64> = tx
                 .prepare_cached("SELECT thought_count FROM sessions WHERE id = ?1")?
                 .query_row([&session.id], |r| r.get(0))

@@ -11,6 +11,7 @@
 mod analysis;
 mod backup;
 pub mod cancel;
+mod check;
 mod checkpoint;
 mod config;
 mod files;
@@ -38,7 +39,8 @@ use r2d2_sqlite::SqliteConnectionManager;
 
 use crate::domain::Granularity;
 
-pub use checkpoint::WAL_RESTART_BYTES;
+pub use check::CheckReport;
+pub use checkpoint::{Checkpoints, WAL_RESTART_BYTES, litestream_meta_dir};
 pub use config::{Config, thought_logging_disabled};
 use files::{Media, Watched};
 pub(crate) use files::{absolute, file_uri, folder_of, may_be_database, real_path, remove_leftovers, with_suffix};
@@ -94,6 +96,12 @@ pub struct OpenOptionsStore {
     pub background_checkpoints: bool,
     /// What the opener may do to the file.
     pub access: Access,
+    /// Who checkpoints the WAL (see [`Checkpoints`]).
+    pub checkpoints: Checkpoints,
+    /// Open the file read-only in SQLite as well (`serve --read-only`): no
+    /// connection can write, checkpoint or create it, and none copies the
+    /// WAL into it at close. Goes with [`Access::Read`].
+    pub read_only: bool,
 }
 
 /// What opening a ledger may do to its file.
@@ -148,6 +156,11 @@ pub struct Store {
 impl Store {
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Whether this store may write to the ledger at all.
+    pub fn may_write(&self) -> bool {
+        self.opts.access.may_write() && !self.opts.read_only
     }
 
     pub fn granularity(&self) -> Granularity {

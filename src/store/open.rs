@@ -202,8 +202,22 @@ impl Store {
     /// Open (creating if needed) the ledger at `path`.
     pub fn open(path: impl AsRef<Path>, opts: OpenOptionsStore) -> Result<Store> {
         let path = absolute(path.as_ref())?;
-        create_file(&path)?;
-        let media = Media::of(&path, opts.access)?;
+        if opts.read_only {
+            if !path.is_file() {
+                return Err(Error::invalid(
+                    "db",
+                    format!("no database at {} to open read-only", path.display()),
+                ));
+            }
+        } else {
+            create_file(&path)?;
+        }
+        let media = match Media::of(&path, opts.access)? {
+            // Read-only in SQLite too (`mode=ro`): it reads the WAL through
+            // the -shm as any reader does, and can write nothing.
+            Media::Writable if opts.read_only => Media::ReadOnlyWal,
+            media => media,
+        };
         if media == Media::Writable {
             check_writable(&path, opts.access)?;
         }
@@ -305,7 +319,14 @@ impl Store {
                         if began_here {
                             private_mode(&path);
                         }
-                        configure(&conn, &Arc::default(), opts.sync, false, access)?;
+                        configure(
+                            &conn,
+                            &Arc::default(),
+                            opts.sync,
+                            false,
+                            access,
+                            opts.checkpoints.litestream_at(&path),
+                        )?;
                         migrate(&mut conn)?;
                         ensure_config(&conn)?;
                     }

@@ -82,6 +82,7 @@ pub(super) fn configure(
     sync: SyncMode,
     background_checkpoints: bool,
     access: Access,
+    litestream: bool,
 ) -> rusqlite::Result<()> {
     track(conn, open)?;
     // busy_timeout first: switching to WAL can itself meet a lock.
@@ -102,8 +103,13 @@ pub(super) fn configure(
         },
     )?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
-    if background_checkpoints {
+    if background_checkpoints || litestream {
         conn.pragma_update(None, "wal_autocheckpoint", 0)?;
+    }
+    if litestream {
+        // The last connection to close would otherwise copy the WAL into
+        // the file and remove it: frames Litestream, if stopped, never read.
+        conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
     }
     conn.pragma_update(None, "journal_size_limit", WAL_FILE_LIMIT as i64)?;
     conn.set_prepared_statement_cache_capacity(64);
@@ -186,12 +192,14 @@ pub(super) fn pool(
     let sync = opts.sync;
     let background = opts.background_checkpoints;
     let access = opts.access;
+    // Decided once per pool: a connection opened later is configured alike.
+    let litestream = opts.checkpoints.litestream_at(path);
     let stop = stop.clone();
     let (name, flags) = media.open_as(path);
     let manager = SqliteConnectionManager::file(name)
         .with_flags(flags)
         .with_init(move |c| {
-            configure(c, &open, sync, background, access)?;
+            configure(c, &open, sync, background, access, litestream)?;
             stop.attach(c)
         });
     Ok(Pool::builder()

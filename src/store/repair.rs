@@ -67,7 +67,7 @@ const ID_GLOB: &str = "[0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][
 const LEFT_LINES: usize = 100;
 
 /// The rows `repair` cannot put right by itself, a line each.
-fn left_for_you(tx: &rusqlite::Connection) -> Result<Vec<String>> {
+pub(super) fn left_for_you(tx: &rusqlite::Connection) -> Result<Vec<String>> {
     let mut lines = Vec::new();
     let mut more = 0u64;
     let mut push = |line: String| {

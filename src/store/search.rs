@@ -209,7 +209,7 @@ impl Store {
             // kept it from catching up): read here, newest first, and kept
             // when they hold every word, as the index would match them.
             if plan.fts.is_some() {
-                let scan = if self.opts.access.may_write() { PENDING_SCAN } else { -1 };
+                let scan = if self.may_write() { PENDING_SCAN } else { -1 };
                 let pending = tx
                     .prepare_cached(&format!(
                         "SELECT {COLUMNS} FROM thoughts AS t

@@ -32,6 +32,7 @@ pub const SCRUBBED_ENV: &[&str] = &[
     "THOUGHTBOX_ROOTS_TIMEOUT_SECS",
     "THOUGHTBOX_NODE",
     "THOUGHTBOX_NOTEBOOK_TIMEOUT_SECS",
+    "THOUGHTBOX_CHECKPOINTS",
 ];
 
 /// A command for the binary with a scrubbed environment.

@@ -15,6 +15,7 @@ mod handles;
 mod knowledge;
 mod models;
 mod notebooks;
+mod replication;
 mod roots;
 mod schema;
 mod schema_doc;

@@ -36,6 +36,9 @@ impl Store {
     /// ledger's files changed under the server (logged once, when seen).
     /// The search then reads the thoughts still pending itself.
     pub fn index_pending_for_search(&self, max_rows: i64) -> Result<Option<usize>> {
+        if !self.may_write() {
+            return Ok(None);
+        }
         match self.index_batch(max_rows, Some(SEARCH_INDEX_WAIT)) {
             Ok(n) => Ok(Some(n)),
             Err(e) if e.is_busy() => {
@@ -58,7 +61,7 @@ impl Store {
     /// opened only to read ([`crate::store::Access::Read`]) writes nothing: its
     /// searches read the pending thoughts themselves.
     pub fn index_before_search(&self) -> Result<()> {
-        if !self.opts.access.may_write() {
+        if !self.may_write() {
             return Ok(());
         }
         loop {
