@@ -142,7 +142,11 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
         let store = store.watching_files()?;
         // Cells left running by a server that was killed: failed, not stuck
         // (a read-only standby leaves that to the ledger's own servers).
-        match if options.read_only { Ok(0) } else { store.fail_orphaned_runs() } {
+        match if options.read_only {
+            Ok(0)
+        } else {
+            store.fail_orphaned_runs()
+        } {
             Ok(0) => {}
             Ok(n) => tracing::info!("{n} notebook cell(s) left running by a stopped server marked failed"),
             Err(e) => tracing::warn!("could not check for notebook cells left running: {e}"),

@@ -80,76 +80,63 @@ pub struct LoadContext {
     pub reopen: Option<bool>,
 }
 
-/// The SessionFilter of `list_sessions` and `session list`, as given
-/// under `filters`.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SessionFilter {
-    /// Sessions carrying all these tags (exact, letter case too).
-    #[serde(alias = "tag")]
-    pub tags: Option<Vec<String>>,
-    /// Sessions of this project (the tag project:<project>).
-    pub project: Option<String>,
-    /// Sessions of this task (the tag task:<task>).
-    pub task: Option<String>,
-    /// Sessions of this aspect (the tag aspect:<aspect>).
-    pub aspect: Option<String>,
-    /// Words in session titles, descriptions and tags (session search searches thought text).
-    #[serde(alias = "query", alias = "q")]
-    pub search: Option<String>,
-    /// Only active or only completed sessions.
-    pub status: Option<StatusName>,
-    /// Page size, 1-100.
-    #[schemars(range(min = 1, max = 100), extend("default" = 20))]
-    pub limit: Option<u32>,
-    /// Sessions to skip.
-    #[schemars(extend("default" = 0))]
-    pub offset: Option<u32>,
-    /// Sort key.
-    #[schemars(extend("default" = "updatedAt"))]
-    pub sort_by: Option<SortByName>,
-    /// Sort order.
-    #[schemars(extend("default" = "desc"))]
-    pub sort_order: Option<SortOrderName>,
+/// Declares a struct with SessionFilter's fields and `$extra` ones: the
+/// filter's fields are written once, for the filter given under `filters`
+/// and for the same fields given flat.
+macro_rules! with_session_filter_fields {
+    ($(#[$meta:meta])* pub struct $name:ident { $($extra:tt)* }) => {
+        $(#[$meta])*
+        #[derive(Debug, Default, Deserialize, JsonSchema)]
+        #[serde(rename_all = "camelCase")]
+        pub struct $name {
+            $($extra)*
+            /// Sessions carrying all these tags (exact, letter case too).
+            #[serde(alias = "tag")]
+            pub tags: Option<Vec<String>>,
+            /// Sessions of this project (the tag project:<project>).
+            pub project: Option<String>,
+            /// Sessions of this task (the tag task:<task>).
+            pub task: Option<String>,
+            /// Sessions of this aspect (the tag aspect:<aspect>).
+            pub aspect: Option<String>,
+            /// Words in session titles, descriptions and tags (session search searches thought text).
+            #[serde(alias = "query", alias = "q")]
+            pub search: Option<String>,
+            /// Only active or only completed sessions.
+            pub status: Option<StatusName>,
+            /// Page size, 1-100.
+            #[schemars(range(min = 1, max = 100), extend("default" = 20))]
+            pub limit: Option<u32>,
+            /// Sessions to skip.
+            #[schemars(extend("default" = 0))]
+            pub offset: Option<u32>,
+            /// Sort key.
+            #[schemars(extend("default" = "updatedAt"))]
+            pub sort_by: Option<SortByName>,
+            /// Sort order.
+            #[schemars(extend("default" = "desc"))]
+            pub sort_order: Option<SortOrderName>,
+        }
+    };
 }
 
-/// `list_sessions` and `session list`: a SessionFilter, flat or under `filters`.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ListSessions {
-    /// The filter's fields below as one object, instead of flat.
-    #[serde(alias = "filter")]
-    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
-    pub filters: Option<SessionFilter>,
-    /// Sessions carrying all these tags (exact, letter case too).
-    #[serde(alias = "tag")]
-    pub tags: Option<Vec<String>>,
-    /// Sessions of this project (the tag project:<project>).
-    pub project: Option<String>,
-    /// Sessions of this task (the tag task:<task>).
-    pub task: Option<String>,
-    /// Sessions of this aspect (the tag aspect:<aspect>).
-    pub aspect: Option<String>,
-    /// Words in session titles, descriptions and tags (session search searches thought text).
-    #[serde(alias = "query", alias = "q")]
-    pub search: Option<String>,
-    /// Only active or only completed sessions.
-    pub status: Option<StatusName>,
-    /// Page size, 1-100.
-    #[schemars(range(min = 1, max = 100), extend("default" = 20))]
-    pub limit: Option<u32>,
-    /// Sessions to skip.
-    #[schemars(extend("default" = 0))]
-    pub offset: Option<u32>,
-    /// Sort key.
-    #[schemars(extend("default" = "updatedAt"))]
-    pub sort_by: Option<SortByName>,
-    /// Sort order.
-    #[schemars(extend("default" = "desc"))]
-    pub sort_order: Option<SortOrderName>,
-    /// With a project bound or set by the server, true lists every project's sessions.
-    #[schemars(extend("default" = false))]
-    pub all_projects: Option<bool>,
+with_session_filter_fields! {
+    /// The SessionFilter of `list_sessions` and `session list`, as given
+    /// under `filters`.
+    pub struct SessionFilter {}
+}
+
+with_session_filter_fields! {
+    /// `list_sessions` and `session list`: a SessionFilter, flat or under `filters`.
+    pub struct ListSessions {
+        /// The filter's fields below as one object, instead of flat.
+        #[serde(alias = "filter")]
+        #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
+        pub filters: Option<SessionFilter>,
+        /// With a project bound or set by the server, true lists every project's sessions.
+        #[schemars(extend("default" = false))]
+        pub all_projects: Option<bool>,
+    }
 }
 
 /// Where `navigate` looks.

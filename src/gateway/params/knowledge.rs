@@ -117,60 +117,52 @@ pub struct UpdatePattern {
     pub created_by: Option<String>,
 }
 
-/// The PatternFilter of `list_patterns`, as given under `filter`.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct PatternFilter {
-    /// Patterns carrying all these tags.
-    #[serde(alias = "tag")]
-    pub tags: Option<Vec<String>>,
-    /// Words to find; ranked best first unless sortBy is given.
-    #[serde(alias = "query")]
-    pub search: Option<String>,
-    /// Page size, 1-100.
-    #[schemars(range(min = 1, max = 100), extend("default" = 20))]
-    pub limit: Option<u32>,
-    /// Patterns to skip.
-    #[schemars(extend("default" = 0))]
-    pub offset: Option<u32>,
-    /// Sort key.
-    pub sort_by: Option<SortByName>,
-    /// Sort order.
-    #[schemars(extend("default" = "desc"))]
-    pub sort_order: Option<SortOrderName>,
-    /// false: leave out each pattern's content.
-    #[schemars(extend("default" = true))]
-    pub include_content: Option<bool>,
+/// Declares a struct with PatternFilter's fields and `$extra` ones, so the
+/// fields are written once for the filter under `filter` and given flat.
+macro_rules! with_pattern_filter_fields {
+    ($(#[$meta:meta])* pub struct $name:ident { $($extra:tt)* }) => {
+        $(#[$meta])*
+        #[derive(Debug, Default, Deserialize, JsonSchema)]
+        #[serde(rename_all = "camelCase")]
+        pub struct $name {
+            $($extra)*
+            /// Patterns carrying all these tags.
+            #[serde(alias = "tag")]
+            pub tags: Option<Vec<String>>,
+            /// Words to find; ranked best first unless sortBy is given.
+            #[serde(alias = "query")]
+            pub search: Option<String>,
+            /// Page size, 1-100.
+            #[schemars(range(min = 1, max = 100), extend("default" = 20))]
+            pub limit: Option<u32>,
+            /// Patterns to skip.
+            #[schemars(extend("default" = 0))]
+            pub offset: Option<u32>,
+            /// Sort key.
+            pub sort_by: Option<SortByName>,
+            /// Sort order.
+            #[schemars(extend("default" = "desc"))]
+            pub sort_order: Option<SortOrderName>,
+            /// false: leave out each pattern's content.
+            #[schemars(extend("default" = true))]
+            pub include_content: Option<bool>,
+        }
+    };
 }
 
-/// `knowledge list_patterns`: a PatternFilter, flat or under `filter`.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ListPatterns {
-    /// The filter's fields below as one object, instead of flat.
-    #[serde(alias = "filters")]
-    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
-    pub filter: Option<PatternFilter>,
-    /// Patterns carrying all these tags.
-    #[serde(alias = "tag")]
-    pub tags: Option<Vec<String>>,
-    /// Words to find; ranked best first unless sortBy is given.
-    #[serde(alias = "query")]
-    pub search: Option<String>,
-    /// Page size, 1-100.
-    #[schemars(range(min = 1, max = 100), extend("default" = 20))]
-    pub limit: Option<u32>,
-    /// Patterns to skip.
-    #[schemars(extend("default" = 0))]
-    pub offset: Option<u32>,
-    /// Sort key.
-    pub sort_by: Option<SortByName>,
-    /// Sort order.
-    #[schemars(extend("default" = "desc"))]
-    pub sort_order: Option<SortOrderName>,
-    /// false: leave out each pattern's content.
-    #[schemars(extend("default" = true))]
-    pub include_content: Option<bool>,
+with_pattern_filter_fields! {
+    /// The PatternFilter of `list_patterns`, as given under `filter`.
+    pub struct PatternFilter {}
+}
+
+with_pattern_filter_fields! {
+    /// `knowledge list_patterns`: a PatternFilter, flat or under `filter`.
+    pub struct ListPatterns {
+        /// The filter's fields below as one object, instead of flat.
+        #[serde(alias = "filters")]
+        #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
+        pub filter: Option<PatternFilter>,
+    }
 }
 
 /// `knowledge write_scratchpad`.
