@@ -132,7 +132,16 @@ type Acked = BTreeMap<String, Vec<Ack>>;
 /// Write `count` thoughts in one session, a branch of three among them;
 /// the server is restarted cleanly every `restart_every` thoughts, or
 /// killed with kill -9 at the end when `None`.
-async fn writer(db: PathBuf, who: usize, count: u64, restart_every: Option<u64>, log: PathBuf) -> (String, Vec<Ack>) {
+/// What one writer made: its session, the thoughts acknowledged in it, the
+/// child thread it spawned and the notebook it created there.
+struct Written {
+    sid: String,
+    acked: Vec<Ack>,
+    child: String,
+    notebook: String,
+}
+
+async fn writer(db: PathBuf, who: usize, count: u64, restart_every: Option<u64>, log: PathBuf) -> Written {
     let start_server = || async {
         let mut cmd = command(&db);
         cmd.env("RUST_LOG", "thoughtbox=info");
@@ -154,6 +163,25 @@ async fn writer(db: PathBuf, who: usize, count: u64, restart_every: Option<u64>,
     let sid = s
         .ok("start_new", json!({ "sessionTitle": format!("writer {who}") }))
         .await["session"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // A thread and a notebook travel with the ledger too.
+    let child = s
+        .ok(
+            "thread",
+            json!({ "subOperation": "spawn", "parentId": sid, "title": format!("child of {who}"), "objective": "o" }),
+        )
+        .await["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let notebook = s
+        .ok(
+            "notebook",
+            json!({ "subOperation": "create", "name": format!("notebook {who}"), "sessionId": sid }),
+        )
+        .await["notebookId"]
         .as_str()
         .unwrap()
         .to_string();
@@ -189,7 +217,12 @@ async fn writer(db: PathBuf, who: usize, count: u64, restart_every: Option<u64>,
         kill(s.pid, "KILL");
         wait_exit(s.pid).await;
     }
-    (sid, acked)
+    Written {
+        sid,
+        acked,
+        child,
+        notebook,
+    }
 }
 
 /// Every acknowledged thought of `acked` is in the ledger at `db`, with its
@@ -253,9 +286,11 @@ async fn replicate_and_restore(restart_every: Option<u64>) {
         })
         .collect();
     let mut acked = Acked::new();
+    let mut made = Vec::new();
     for w in writers {
-        let (sid, thoughts) = w.await.unwrap();
-        acked.insert(sid, thoughts);
+        let w = w.await.unwrap();
+        acked.insert(w.sid.clone(), w.acked);
+        made.push((w.sid, w.child, w.notebook));
     }
     // Past Litestream's sync interval (1 s), then stopped.
     tokio::time::sleep(Duration::from_millis(2500)).await;
@@ -270,7 +305,7 @@ async fn replicate_and_restore(restart_every: Option<u64>) {
     assert_holds(&restored, &acked);
     let info = json_of(&restored, &["info", "--json"]).await;
     assert_eq!(info["counts"]["thoughts"], 2000, "{info}");
-    assert_eq!(info["counts"]["sessions"], 4, "{info}");
+    assert_eq!(info["counts"]["sessions"], 8, "{info}");
     // No Litestream beside the copy: thoughtbox checkpoints it.
     assert_eq!(info["checkpoints"], "thoughtbox", "{info}");
     let check = json_of(&restored, &["repair", "--check", "--json"]).await;
@@ -295,6 +330,27 @@ async fn replicate_and_restore(restart_every: Option<u64>) {
             .thought(json!({ "sessionId": sid, "thought": "the branch goes on", "branchId": "alt", "nextThoughtNeeded": true }))
             .await;
         assert_eq!(branch["nodeId"], format!("{sid}:alt:{}", branch_last + 1));
+    }
+    // Threads and notebooks go on too: the child under its parent, which it
+    // can be frozen apart from, and the notebook in its session.
+    for (sid, child, notebook) in &made {
+        let got = s
+            .ok("thread", json!({ "subOperation": "get", "threadId": child }))
+            .await;
+        assert_eq!(got["thread"]["parent_id"], sid.as_str(), "{got}");
+        let frozen = s
+            .ok("thread", json!({ "subOperation": "freeze", "threadId": child }))
+            .await;
+        assert_eq!(frozen["thread"]["status"], "frozen", "{frozen}");
+        let nb = s
+            .ok("notebook", json!({ "subOperation": "get", "notebookId": notebook }))
+            .await;
+        assert_eq!(nb["notebook"]["sessionId"], sid.as_str(), "{nb}");
+        s.ok(
+            "notebook",
+            json!({ "subOperation": "add_cell", "notebookId": notebook, "type": "markdown", "content": "after the restore" }),
+        )
+        .await;
     }
     s.stop().await;
 }
