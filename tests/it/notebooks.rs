@@ -727,3 +727,60 @@ async fn bad_notebook_input_is_refused_and_changes_nothing() {
     s.thought(t("still serving")).await;
     s.stop().await;
 }
+
+/// install_deps installs from the npm registry (which CI reaches) into the
+/// notebook's directory, and a cell imports what it installed; a
+/// TypeScript notebook's compiler comes the same way and compiles a cell.
+#[tokio::test]
+async fn install_deps_installs_from_the_registry() {
+    let (_d, db) = temp_db();
+    let (s, id, _) = with_notebook(&db, "javascript").await;
+    let r = s
+        .ok(
+            "notebook",
+            nb(
+                "install_deps",
+                json!({ "notebookId": id, "packages": ["is-number@7.0.0"], "timeoutSecs": 300 }),
+            ),
+        )
+        .await;
+    assert_eq!(r["status"], "completed", "{r}");
+    let cell = add_code(
+        &s,
+        &id,
+        "check.js",
+        "import isNumber from 'is-number';\nconsole.log(isNumber(5), isNumber('x'));",
+    )
+    .await;
+    let ran = run(&s, &id, &cell, Value::Null).await;
+    assert_eq!(ran["status"], "completed", "{ran}");
+    assert_eq!(ran["output"], "true false\n");
+    let got = s.ok("notebook", nb("get", json!({ "notebookId": id }))).await;
+    let package = got["notebook"]["cells"][1]["source"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(package.contains("is-number"), "package.json names it: {package}");
+    s.stop().await;
+
+    let (_d, db) = temp_db();
+    let (s, id, _) = with_notebook(&db, "typescript").await;
+    let r = s
+        .ok(
+            "notebook",
+            nb("install_deps", json!({ "notebookId": id, "timeoutSecs": 300 })),
+        )
+        .await;
+    assert_eq!(r["status"], "completed", "{r}");
+    let cell = add_code(
+        &s,
+        &id,
+        "typed.ts",
+        "const n: number = 6 * 7;\nconsole.log(`answer ${n}`);",
+    )
+    .await;
+    let ran = run(&s, &id, &cell, Value::Null).await;
+    assert_eq!(ran["status"], "completed", "{ran}");
+    assert_eq!(ran["output"], "answer 42\n");
+    s.stop().await;
+}
