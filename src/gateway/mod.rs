@@ -327,16 +327,15 @@ impl Gateway {
     }
 
     /// Run a write (a thought append, a session or knowledge change) on the
-    /// ledger writer thread, off the async runtime. Unlike the blocking pool
-    /// it hands work over without putting either thread to sleep during a
-    /// burst (see [`crate::writer`]): the pool's two wake-ups per call cost more
-    /// than the append itself (3,900 against 6,450 thoughts/s measured).
+    /// ledger writer thread, off the async runtime, committed together with
+    /// the other connections' writes waiting then (group commit, see
+    /// [`crate::writer`]); answered once committed.
     pub(crate) async fn write<T: Send + 'static>(
         &self,
         f: impl FnOnce(&Store) -> Result<T> + Send + 'static,
     ) -> Result<T> {
         changed_something();
-        self.writer.run(f).await
+        self.writer.write(f).await
     }
 
     /// Tell the maintenance task that something was written.
