@@ -156,6 +156,9 @@ pub(crate) struct Connection {
     pub root: Option<BoundRoot>,
     /// Optional operations hidden with `session discovery`.
     pub hidden: BTreeSet<String>,
+    /// A request of the stateless protocol over HTTP: no MCP session, so no
+    /// current session either (CONTRACT section 2).
+    pub stateless: bool,
 }
 
 /// The MCP server handler. One per connection (stdio: one per process).
@@ -180,6 +183,9 @@ pub struct Gateway {
     /// The server's stopping: requests cancelled then are not the client's
     /// doing, and waits for the client end.
     pub(crate) shutdown: Arc<Shutdown>,
+    /// Serving an HTTP connection: a request of protocol 2026-07-28 there
+    /// is stateless (see [`Connection::stateless`]).
+    over_http: bool,
 }
 
 /// How many heavy reads run at once: two of the blocking pool's eight
@@ -239,7 +245,38 @@ impl Gateway {
             heavy: Arc::new(tokio::sync::Semaphore::new(HEAVY_READS)),
             release,
             shutdown,
+            over_http: false,
         }
+    }
+
+    /// The handler of a new HTTP connection (a legacy MCP session, or one
+    /// stateless request): the server's store, writer and settings, with a
+    /// connection state of its own.
+    pub fn for_http_connection(&self) -> Gateway {
+        Gateway {
+            conn: Arc::new(Mutex::new(Connection::default())),
+            session_order: Arc::default(),
+            over_http: true,
+            ..self.clone()
+        }
+    }
+
+    /// The writer this server's writes go through (for the figures of group commit).
+    pub fn writer(&self) -> &Writer {
+        &self.writer
+    }
+
+    /// Note a request of the stateless protocol when this handler serves
+    /// HTTP (each such request gets a handler of its own).
+    pub(crate) fn note_protocol(&self, ctx: &RequestContext<RoleServer>) {
+        if self.over_http && mrtr::modern(ctx) {
+            self.with_conn(|c| c.stateless = true);
+        }
+    }
+
+    /// Whether this request is stateless: it has no current session.
+    pub(crate) fn stateless(&self) -> bool {
+        self.with_conn(|c| c.stateless)
     }
 
     /// Wait for the operations before this one that read and set the
@@ -417,6 +454,17 @@ impl Gateway {
             Some(Value::String(id)) if !id.trim().is_empty() => Some(crate::domain::canonical_session_id(id)),
             _ => None,
         });
+        if named.is_none() && self.stateless() {
+            // The stage is the session's, and only a handle names one.
+            return Err(Error::invalid_with(
+                "sessionId",
+                format!(
+                    "this request is stateless (MCP 2026-07-28 over HTTP): there is no current session, and                      '{operation}' needs stage {required}, which a session reaches, not a request: pass sessionId,                      the handle that start_new returned, of a session at stage {required} (cipher with that                      sessionId raises it); nothing was done",
+                    required = required.number(),
+                ),
+                json!({ "requiredStage": required.number(), "currentStage": connection.number() }),
+            ));
+        }
         let mut current = connection;
         if let Some(id) = named.or_else(|| self.active_session())
             && let Ok(Some(session)) = self.blocking(move |s| s.session_stage(&id)).await

@@ -30,6 +30,10 @@ pub const SCRUBBED_ENV: &[&str] = &[
     "THOUGHTBOX_PROJECT",
     "THOUGHTBOX_CRITIQUE_TIMEOUT_SECS",
     "THOUGHTBOX_ROOTS_TIMEOUT_SECS",
+    "THOUGHTBOX_HTTP",
+    "THOUGHTBOX_TOKEN",
+    "THOUGHTBOX_TOKEN_FILE",
+    "THOUGHTBOX_ALLOWED_HOSTS",
 ];
 
 /// A command for the binary with a scrubbed environment.

@@ -11,6 +11,7 @@ mod durability;
 mod events;
 mod hand_edits;
 mod handles;
+mod http;
 mod knowledge;
 mod models;
 mod readme;
