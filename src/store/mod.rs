@@ -27,6 +27,7 @@ mod stats;
 mod tag_filter;
 mod thoughts;
 mod tx;
+mod watch;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -53,6 +54,7 @@ pub use sessions::{SessionPage, SessionsMeant};
 pub use stats::{FileSizes, LedgerStats};
 pub use thoughts::{Appended, MAX_BRANCHES_NAMED, SessionSnapshot, Shape, Structure, Target, ThoughtQuery};
 pub(crate) use tx::Tx;
+pub use watch::Mark;
 
 /// How hard a commit is pushed to disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -14,6 +14,7 @@ mod handles;
 mod http;
 mod knowledge;
 mod models;
+mod observatory;
 mod readme;
 mod roots;
 mod schema;
