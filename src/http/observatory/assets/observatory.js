@@ -145,7 +145,7 @@ function addThought(thought) {
   renderGraph();
 }
 
-const ROW = 64, LANE = 260, TOP = 40, LEFT = 30;
+const ROW = 64, LANE = 260, TOP = 40, LEFT = 80;
 
 function renderGraph() {
   const snap = state.snapshot;
