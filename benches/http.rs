@@ -21,10 +21,14 @@
 //! count under --sync full, inside `strace -f -c -e trace=fsync,fdatasync`,
 //! gives the disk flushes per thought (a count the host cannot move).
 //!
+//! Last, the server's memory (VmRSS) before and after THOUGHTBOX_HTTP_BENCH_SOCKETS
+//! (1000) idle Observatory WebSockets, each subscribed to every session.
+//!
 //! Environment:
 //!   THOUGHTBOX_HTTP_BENCH_THOUGHTS  thoughts per run (1600)
 //!   THOUGHTBOX_HTTP_BENCH_PAIRS     A B pairs per sync mode (3)
 //!   THOUGHTBOX_HTTP_BENCH_CLIENTS   clients of the B runs (16)
+//!   THOUGHTBOX_HTTP_BENCH_SOCKETS   idle WebSockets of the memory figure (1000)
 //!   THOUGHTBOX_BIN                  another build of ours to measure
 
 #[path = "common/text.rs"]
@@ -227,6 +231,47 @@ fn flushes(summary: &Path) -> u64 {
         .sum()
 }
 
+/// The server's resident memory, from /proc.
+fn resident_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next().and_then(|n| n.parse().ok()))
+        .unwrap_or(0)
+}
+
+async fn idle_sockets(n: usize) {
+    use futures_util::SinkExt;
+    use tokio_tungstenite::tungstenite::Message;
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    thoughtbox::limits::ensure_open_files().expect("open-file limit");
+    let server = Server::start("normal", None).await;
+    let pid = server.child.id().expect("pid");
+    let base = server.url.trim_end_matches("/mcp").replace("http://", "ws://");
+    let cookie = format!("thoughtbox_token={}", server.token);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let before = resident_kib(pid);
+    let mut sockets = Vec::with_capacity(n);
+    for _ in 0..n {
+        let mut request = format!("{base}/ws").into_client_request().expect("request");
+        request.headers_mut().insert("cookie", cookie.parse().expect("header"));
+        let (mut ws, _) = tokio_tungstenite::connect_async(request).await.expect("socket");
+        ws.send(Message::text(r#"{"type":"subscribe","scope":"sessions"}"#))
+            .await
+            .expect("subscribe");
+        sockets.push(ws);
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let after = resident_kib(pid);
+    println!(
+        "{n} idle WebSockets: server VmRSS {before} KiB before, {after} KiB with them ({:.1} KiB each)",
+        (after.saturating_sub(before)) as f64 / n as f64
+    );
+    drop(sockets);
+    server.stop(false).await;
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let thoughts = env_usize("THOUGHTBOX_HTTP_BENCH_THOUGHTS", 1600);
@@ -234,6 +279,9 @@ async fn main() {
     let many = env_usize("THOUGHTBOX_HTTP_BENCH_CLIENTS", 16);
     println!("http: {thoughts} thoughts per run, 1 client (A) against {many} (B), {pairs} pairs per sync mode");
     for (sync, target) in [("normal", 2.0), ("full", 3.0)] {
+        if pairs == 0 {
+            break;
+        }
         let mut ratios = Vec::new();
         let mut b_latencies = Vec::new();
         for pair in 1..=pairs {
@@ -265,6 +313,7 @@ async fn main() {
             ms(percentile(&b_latencies, 0.99)),
         );
     }
+    idle_sockets(env_usize("THOUGHTBOX_HTTP_BENCH_SOCKETS", 1000)).await;
     if std::env::var_os("THOUGHTBOX_HTTP_BENCH_STRACE").is_some() {
         let dir = tempfile::tempdir().expect("temp dir");
         for clients in [1, many] {

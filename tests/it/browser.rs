@@ -58,9 +58,17 @@ impl Browser {
         }
         let profile = tempfile::tempdir().expect("profile dir");
         let args = json!([
-            "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",
-            "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-            "--window-size=1400,900", format!("--user-data-dir={}", profile.path().display()),
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--window-size=1400,900",
+            format!("--user-data-dir={}", profile.path().display()),
         ]);
         let created: Value = http
             .post(format!("{base}/session"))
@@ -105,15 +113,26 @@ impl Browser {
 
     async fn find(&self, css: &str) -> String {
         let found = self
-            .command(reqwest::Method::POST, "/element", json!({ "using": "css selector", "value": css }))
+            .command(
+                reqwest::Method::POST,
+                "/element",
+                json!({ "using": "css selector", "value": css }),
+            )
             .await;
-        found[ELEMENT].as_str().unwrap_or_else(|| panic!("no element {css}: {found}")).to_string()
+        found[ELEMENT]
+            .as_str()
+            .unwrap_or_else(|| panic!("no element {css}: {found}"))
+            .to_string()
     }
 
     async fn type_into(&self, css: &str, text: &str) {
         let e = self.find(css).await;
-        self.command(reqwest::Method::POST, &format!("/element/{e}/value"), json!({ "text": text }))
-            .await;
+        self.command(
+            reqwest::Method::POST,
+            &format!("/element/{e}/value"),
+            json!({ "text": text }),
+        )
+        .await;
     }
 
     /// Click the element `css` names, found when clicked: the list and the
@@ -125,19 +144,30 @@ impl Browser {
              if (typeof e.click === 'function') e.click(); \
              else e.dispatchEvent(new MouseEvent('click', {{ bubbles: true }})); return true;"
         );
-        assert_eq!(self.script(&script).await, Value::Bool(true), "nothing to click at {css}");
+        assert_eq!(
+            self.script(&script).await,
+            Value::Bool(true),
+            "nothing to click at {css}"
+        );
     }
 
     async fn script(&self, script: &str) -> Value {
-        self.command(reqwest::Method::POST, "/execute/sync", json!({ "script": script, "args": [] }))
-            .await
+        self.command(
+            reqwest::Method::POST,
+            "/execute/sync",
+            json!({ "script": script, "args": [] }),
+        )
+        .await
     }
 
     /// Wait (at most a minute) until `script` returns true.
     async fn until(&self, what: &str, script: &str) -> Duration {
         let start = Instant::now();
         while self.script(script).await != Value::Bool(true) {
-            assert!(start.elapsed() < Duration::from_secs(60), "the page never showed {what}");
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "the page never showed {what}"
+            );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         start.elapsed()
@@ -170,26 +200,41 @@ async fn the_page_lists_draws_updates_and_searches_sessions() {
     let server = HttpServer::start().await;
     let s = server.legacy().await;
     let other = s.ready("Caching the token refresh").await;
-    s.ok("start_new", json!({ "sessionTitle": "Unrelated", "newWork": { "project": "web" } })).await;
-    s.thought(json!({ "thought": "A zeppelin carries the idea.", "nextThoughtNeeded": true })).await;
+    s.ok(
+        "start_new",
+        json!({ "sessionTitle": "Unrelated", "newWork": { "project": "web" } }),
+    )
+    .await;
+    s.thought(json!({ "thought": "A zeppelin carries the idea.", "nextThoughtNeeded": true }))
+        .await;
     let id = s.ready("Why the build is slow").await;
-    for text in ["Link time dominates.", "Measure each crate.", "Split the largest crate."] {
+    for text in [
+        "Link time dominates.",
+        "Measure each crate.",
+        "Split the largest crate.",
+    ] {
         s.thought(json!({ "thought": text, "nextThoughtNeeded": true })).await;
     }
-    s.thought(json!({ "thought": "Or cache the artefacts.", "branchId": "cache", "branchFromThought": 2,
-        "nextThoughtNeeded": true }))
+    s.thought(
+        json!({ "thought": "Or cache the artefacts.", "branchId": "cache", "branchFromThought": 2,
+        "nextThoughtNeeded": true }),
+    )
     .await;
     s.thought(json!({ "thought": "A shared cache for CI.", "branchId": "cache", "nextThoughtNeeded": true }))
         .await;
-    s.thought(json!({ "thought": "Linking, not compiling, dominates.", "isRevision": true, "revisesThought": 1,
-        "nextThoughtNeeded": true }))
+    s.thought(
+        json!({ "thought": "Linking, not compiling, dominates.", "isRevision": true, "revisesThought": 1,
+        "nextThoughtNeeded": true }),
+    )
     .await;
     let base = server.url.trim_end_matches("/mcp").to_string();
 
     let browser = Browser::start().await;
     // Not signed in: the login form.
     browser.go(&format!("{base}/")).await;
-    browser.until("the login form", "return !!document.querySelector('#token')").await;
+    browser
+        .until("the login form", "return !!document.querySelector('#token')")
+        .await;
     browser.type_into("#token", &server.token).await;
     browser.click("button[type=submit]").await;
     browser
@@ -202,7 +247,11 @@ async fn the_page_lists_draws_updates_and_searches_sessions() {
         .script("return document.querySelector('#sessions li').dataset.sessionId")
         .await;
     assert_eq!(first, id.as_str(), "newest first");
-    browser.until("the live connection", "return document.querySelector('#live').textContent === 'live'")
+    browser
+        .until(
+            "the live connection",
+            "return document.querySelector('#live').textContent === 'live'",
+        )
         .await;
 
     // One session as a graph: main chain, the branch drawn as a branch.
@@ -259,14 +308,25 @@ async fn the_page_lists_draws_updates_and_searches_sessions() {
              return li.length === 1 && li[0].textContent.includes('zeppelin')",
         )
         .await;
-    browser.type_into("#search", "\u{e003}\u{e003}\u{e003}\u{e003}\u{e003}\u{e003}\u{e003}\u{e003}").await;
     browser
-        .until("the whole list again", "return document.querySelectorAll('#sessions li').length === 3")
+        .type_into(
+            "#search",
+            "\u{e003}\u{e003}\u{e003}\u{e003}\u{e003}\u{e003}\u{e003}\u{e003}",
+        )
+        .await;
+    browser
+        .until(
+            "the whole list again",
+            "return document.querySelectorAll('#sessions li').length === 3",
+        )
         .await;
     browser.click(&format!("#sessions li[data-session-id='{other}']")).await;
     browser.click(&format!("#sessions li[data-session-id='{id}']")).await;
     browser
-        .until("the graph again", "return document.querySelectorAll('#graph g.node').length === 7")
+        .until(
+            "the graph again",
+            "return document.querySelectorAll('#graph g.node').length === 7",
+        )
         .await;
     browser.screenshot("observatory-list.png").await;
     browser.quit().await;

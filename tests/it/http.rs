@@ -412,3 +412,75 @@ async fn sixteen_clients_at_once_number_one_chain_without_gaps() {
         .expect("counts");
     assert_eq!((rows, distinct_texts, distinct_numbers), (192, 192, 192));
 }
+
+/// `--http --stdio`: one process serves both, on one ledger, and stops
+/// when the stdio client goes.
+#[tokio::test]
+async fn http_beside_stdio_shares_the_ledger_and_stops_with_stdio() {
+    let dir = tempfile::tempdir().expect("dir");
+    let db = dir.path().join("t.db");
+    let mut cmd = command(&db);
+    cmd.args(["serve", "--http", "127.0.0.1:0", "--stdio"]);
+    let (transport, stderr) = rmcp::transport::TokioChildProcess::builder(cmd)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let pid = transport.id().expect("pid");
+    let mut lines = BufReader::new(stderr.expect("stderr")).lines();
+    let url = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Some(line) = lines.next_line().await.expect("line") {
+            if let Some(rest) = line.strip_prefix("thoughtbox: serving MCP at ") {
+                return rest.split_whitespace().next().expect("url").to_string();
+            }
+        }
+        panic!("no address");
+    })
+    .await
+    .expect("listening");
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let stdio = Server {
+        client: ().serve(transport).await.expect("initialize on stdio"),
+        pid,
+    };
+    let id = stdio.ready("both ways").await;
+    stdio
+        .thought(json!({ "thought": "Written on stdio.", "nextThoughtNeeded": true }))
+        .await;
+    let token = std::fs::read_to_string(db.with_extension("token")).expect("token");
+    let http = Server {
+        client: ()
+            .serve(StreamableHttpClientTransport::from_config(
+                StreamableHttpClientTransportConfig::with_uri(url.as_str()).auth_header(token.trim().to_string()),
+            ))
+            .await
+            .expect("initialize over HTTP"),
+        pid,
+    };
+    let read = http.ok("read_thoughts", json!({ "sessionId": id })).await;
+    assert_eq!(read["thoughts"][0]["thought"], "Written on stdio.");
+    stdio.stop().await;
+    assert!(reqwest::get(&url).await.is_err(), "the HTTP side stopped with stdio");
+}
+
+/// A thousand idle connections take nothing from the clients that talk.
+#[tokio::test]
+async fn a_thousand_idle_connections_do_not_stop_the_others() {
+    // This test process holds the connections too: lift its own limit as the server does.
+    thoughtbox::limits::ensure_open_files().expect("open-file limit");
+    let server = HttpServer::start().await;
+    let addr = server
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_string();
+    let mut idle = Vec::new();
+    for _ in 0..1000 {
+        idle.push(tokio::net::TcpStream::connect(&addr).await.expect("connect"));
+    }
+    let s = server.legacy().await;
+    s.ready("among idle connections").await;
+    s.thought(json!({ "thought": "Still answered.", "nextThoughtNeeded": true }))
+        .await;
+    drop(idle);
+    assert_eq!(server.count("thoughts"), 1);
+}

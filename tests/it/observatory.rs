@@ -243,3 +243,50 @@ async fn the_websocket_sends_a_snapshot_then_every_thought_whoever_records_it() 
     let error = next_frame(&mut ws, "error").await;
     assert!(error["payload"]["message"].as_str().is_some());
 }
+
+/// A socket that never reads is dropped once its frames back up; the
+/// writes it watches are not held up, and other sockets go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_socket_that_never_reads_is_dropped_and_holds_nothing_up() {
+    let server = HttpServer::start().await;
+    let cookie = server.login().await;
+    let mut stuck = socket(&server, Some(&cookie)).await.expect("socket");
+    stuck
+        .send(Message::text(
+            json!({ "type": "subscribe", "scope": "sessions" }).to_string(),
+        ))
+        .await
+        .expect("send");
+    let s = server.legacy().await;
+    s.ready("flooded").await;
+    // Frames far beyond what the socket buffers hold (~40 MiB).
+    let big = "x".repeat(256 << 10);
+    for i in 0..160 {
+        s.thought(json!({ "thought": format!("{i} {big}"), "nextThoughtNeeded": true }))
+            .await;
+    }
+    assert_eq!(server.count("thoughts"), 160);
+    let mut fresh = socket(&server, Some(&cookie)).await.expect("a new socket");
+    fresh
+        .send(Message::text(
+            json!({ "type": "subscribe", "scope": "sessions" }).to_string(),
+        ))
+        .await
+        .expect("send");
+    let after = s.ok("start_new", json!({ "sessionTitle": "after the flood" })).await;
+    let started = next_frame(&mut fresh, "session_started").await;
+    assert_eq!(started["payload"]["session"]["id"], after["session"]["id"]);
+    // The stuck one was closed by the server: reading what it had buffered
+    // ends, rather than going on with all 160 thoughts.
+    let mut seen = 0;
+    let ended = tokio::time::timeout(Duration::from_secs(120), async {
+        while let Some(Ok(message)) = stuck.next().await {
+            if message.is_text() {
+                seen += 1;
+            }
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "the stuck socket was never closed");
+    assert!(seen < 162, "it was dropped before all its frames went out ({seen})");
+}

@@ -23,10 +23,10 @@ use crate::store::{Mark, Store};
 const POLL: Duration = Duration::from_millis(250);
 
 /// The most changes read per look; the rest come at the next.
-const BATCH: u32 = 500;
+const BATCH: u32 = 100;
 
 /// Frames a slow socket may fall behind by before it is dropped.
-const BACKLOG: usize = 1024;
+const BACKLOG: usize = 256;
 
 /// How long one frame may take to go out before its socket is dropped.
 const SEND_WAIT: Duration = Duration::from_secs(5);
