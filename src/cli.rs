@@ -568,6 +568,36 @@ mod tests {
     }
 
     #[test]
+    fn http_takes_an_optional_address_and_stdio_only_beside_it() {
+        let serve = |args: &[&str]| match parse(args).expect("parse").command {
+            Some(Command::Serve(s)) => s,
+            other => panic!("{other:?}"),
+        };
+        let default = serve(&["serve", "--http"]);
+        assert_eq!(
+            default.http_addr().expect("addr"),
+            Some(crate::http::DEFAULT_ADDR.parse().unwrap())
+        );
+        let open = serve(&[
+            "serve",
+            "--http",
+            "0.0.0.0:9000",
+            "--stdio",
+            "--allowed-host",
+            "a.example,b.example",
+        ]);
+        assert_eq!(open.http_addr().expect("addr"), Some("0.0.0.0:9000".parse().unwrap()));
+        assert!(open.stdio);
+        assert_eq!(open.allowed_hosts, ["a.example", "b.example"]);
+        assert_eq!(serve(&["serve"]).http_addr().expect("none"), None);
+        let bad = serve(&["serve", "--http", "not an address"])
+            .http_addr()
+            .expect_err("bad");
+        assert!(bad.to_string().contains("HOST:PORT"), "{bad}");
+        assert!(parse(&["serve", "--stdio"]).is_err(), "--stdio needs --http");
+    }
+
+    #[test]
     fn server_options_before_another_command_are_refused() {
         let err =
             parse(&["--no-stages", "--project", "p", "backup", "/tmp/b.db"]).expect_err("server flags with backup");

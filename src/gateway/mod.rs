@@ -261,11 +261,6 @@ impl Gateway {
         }
     }
 
-    /// The writer this server's writes go through (for the figures of group commit).
-    pub fn writer(&self) -> &Writer {
-        &self.writer
-    }
-
     /// Note a request of the stateless protocol when this handler serves
     /// HTTP (each such request gets a handler of its own).
     pub(crate) fn note_protocol(&self, ctx: &RequestContext<RoleServer>) {

@@ -125,7 +125,12 @@ struct Request {
 
 pub(super) async fn upgrade(State(state): State<super::Observatory>, ws: WebSocketUpgrade) -> Response {
     let hub = state.hub.clone();
+    // Small buffers: an idle socket then costs a few KiB, not the 128 KiB
+    // read buffer tungstenite starts with (a client sends only short
+    // subscribe messages; frames out go straight to the socket).
     ws.max_message_size(64 << 10)
+        .read_buffer_size(4 << 10)
+        .write_buffer_size(0)
         .on_upgrade(move |socket| serve(hub, socket))
 }
 
