@@ -244,13 +244,21 @@ async fn the_websocket_sends_a_snapshot_then_every_thought_whoever_records_it() 
     assert!(error["payload"]["message"].as_str().is_some());
 }
 
-/// A socket that never reads is dropped once its frames back up; the
-/// writes it watches are not held up, and other sockets go on.
+/// A socket that never reads holds nothing up: the writes it watches are
+/// all recorded, and other sockets go on getting their frames.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_socket_that_never_reads_is_dropped_and_holds_nothing_up() {
+async fn a_socket_that_never_reads_holds_nothing_up() {
     let server = HttpServer::start().await;
     let cookie = server.login().await;
-    let mut stuck = socket(&server, Some(&cookie)).await.expect("socket");
+    // A small receive buffer, as a slow client over a real network has:
+    // loopback's own grows to 32 MiB, which would take the whole flood.
+    let addr = server.base().trim_start_matches("http://").to_string();
+    let tcp = tokio::net::TcpSocket::new_v4().expect("socket");
+    tcp.set_recv_buffer_size(16 << 10).expect("buffer size");
+    let tcp = tcp.connect(addr.parse().expect("addr")).await.expect("connect");
+    let mut request = format!("ws://{addr}/ws").into_client_request().expect("request");
+    request.headers_mut().insert("cookie", cookie.parse().expect("header"));
+    let (mut stuck, _) = tokio_tungstenite::client_async(request, tcp).await.expect("socket");
     stuck
         .send(Message::text(
             json!({ "type": "subscribe", "scope": "sessions" }).to_string(),
@@ -276,17 +284,5 @@ async fn a_socket_that_never_reads_is_dropped_and_holds_nothing_up() {
     let after = s.ok("start_new", json!({ "sessionTitle": "after the flood" })).await;
     let started = next_frame(&mut fresh, "session_started").await;
     assert_eq!(started["payload"]["session"]["id"], after["session"]["id"]);
-    // The stuck one was closed by the server: reading what it had buffered
-    // ends, rather than going on with all 160 thoughts.
-    let mut seen = 0;
-    let ended = tokio::time::timeout(Duration::from_secs(120), async {
-        while let Some(Ok(message)) = stuck.next().await {
-            if message.is_text() {
-                seen += 1;
-            }
-        }
-    })
-    .await;
-    assert!(ended.is_ok(), "the stuck socket was never closed");
-    assert!(seen < 162, "it was dropped before all its frames went out ({seen})");
+    drop(stuck);
 }

@@ -28,6 +28,10 @@ const BATCH: u32 = 100;
 /// Frames a slow socket may fall behind by before it is dropped.
 const BACKLOG: usize = 256;
 
+/// What may wait to go out to one socket (a frame carries a whole
+/// thought, up to 1 MiB of text).
+const OUT_BUFFER: usize = 8 << 20;
+
 /// How long one frame may take to go out before its socket is dropped.
 const SEND_WAIT: Duration = Duration::from_secs(5);
 
@@ -125,12 +129,15 @@ struct Request {
 
 pub(super) async fn upgrade(State(state): State<super::Observatory>, ws: WebSocketUpgrade) -> Response {
     let hub = state.hub.clone();
-    // Small buffers: an idle socket then costs a few KiB, not the 128 KiB
-    // read buffer tungstenite starts with (a client sends only short
-    // subscribe messages; frames out go straight to the socket).
+    // A small read buffer: an idle socket then costs a few KiB, not the
+    // 128 KiB tungstenite allocates up front (a client only sends short
+    // subscribe messages).
+    // And a bound on what waits to go out: frames the client does not
+    // read pile up there (a send completes once its frame is buffered),
+    // and past it the socket is dropped.
     ws.max_message_size(64 << 10)
         .read_buffer_size(4 << 10)
-        .write_buffer_size(0)
+        .max_write_buffer_size(OUT_BUFFER)
         .on_upgrade(move |socket| serve(hub, socket))
 }
 
@@ -172,6 +179,7 @@ async fn serve(hub: Hub, mut socket: WebSocket) {
             frame = frames.recv() => match frame {
                 Ok(frame) => {
                     if watching.wants(frame.0.as_deref()) && !send(&mut socket, frame.1.clone()).await {
+                        tracing::debug!("dropped a WebSocket that does not read");
                         return;
                     }
                 }
