@@ -212,7 +212,7 @@ pub enum Sync {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the MCP server on stdio (the default)
+    /// Run the MCP server on stdio (the default), or over HTTP with --http
     Serve(ServeArgs),
     /// Write a consistent copy of the database to DEST (a file, or a directory to put it in)
     Backup {
@@ -317,6 +317,75 @@ pub struct ServeArgs {
     /// file is never created, migrated, written or checkpointed
     #[arg(long)]
     pub read_only: bool,
+    /// Serve MCP over Streamable HTTP at http://ADDR/mcp, and the
+    /// Observatory at http://ADDR/ (default 127.0.0.1:1731), instead of stdio
+    /// (with --stdio, beside it)
+    #[arg(
+        long,
+        env = "THOUGHTBOX_HTTP",
+        value_name = "ADDR",
+        num_args = 0..=1,
+        default_missing_value = crate::http::DEFAULT_ADDR
+    )]
+    pub http: Option<String>,
+    /// With --http: serve stdio too, in the same process (it stops when the
+    /// stdio client goes)
+    #[arg(long, requires = "http")]
+    pub stdio: bool,
+    /// With --http: the file holding the bearer token (else THOUGHTBOX_TOKEN;
+    /// on a loopback address, else a file beside the database)
+    #[arg(long, env = "THOUGHTBOX_TOKEN_FILE", value_name = "PATH", value_parser = user_path())]
+    pub token_file: Option<PathBuf>,
+    /// With --http: a host name clients reach the server by, accepted in the
+    /// Host header (localhost and IP addresses always are); repeatable
+    #[arg(
+        long = "allowed-host",
+        env = "THOUGHTBOX_ALLOWED_HOSTS",
+        value_name = "NAME",
+        value_delimiter = ','
+    )]
+    pub allowed_hosts: Vec<String>,
+}
+
+impl ServeArgs {
+    /// The HTTP address asked for, if any (an empty THOUGHTBOX_HTTP is none).
+    fn http_addr(&self) -> Result<Option<std::net::SocketAddr>> {
+        use std::net::ToSocketAddrs;
+        let Some(text) = self.http.as_deref().map(str::trim).filter(|t| !t.is_empty()) else {
+            return Ok(None);
+        };
+        let bad = |why: String| crate::Error::invalid("http", format!("--http / THOUGHTBOX_HTTP {text:?}: {why}"));
+        if let Ok(addr) = text.parse() {
+            return Ok(Some(addr));
+        }
+        text.to_socket_addrs()
+            .map_err(|e| bad(format!("{e} (give HOST:PORT, e.g. 127.0.0.1:1731)")))?
+            .next()
+            .map(Some)
+            .ok_or_else(|| bad("names no address".into()))
+    }
+
+    /// Bind the HTTP listener, with its token (read, or created beside the
+    /// database `db`), and say where both are.
+    fn http_listening(&self, db: &std::path::Path) -> Result<Option<crate::http::Listening>> {
+        let Some(addr) = self.http_addr()? else {
+            return Ok(None);
+        };
+        let env_token = std::env::var("THOUGHTBOX_TOKEN").ok();
+        let (token, source) = crate::http::resolve_token(addr, env_token, self.token_file.as_deref(), db)?;
+        let hosts = self
+            .allowed_hosts
+            .iter()
+            .map(|h| h.trim().to_string())
+            .filter(|h| !h.is_empty())
+            .collect();
+        let listening = crate::http::Listening::bind(addr, crate::http::Guard { token, hosts })?;
+        // Not beside stdio when stderr is stdout's own pipe: that carries the protocol.
+        if !(self.stdio && crate::stdio::stderr_is_stdout()) {
+            crate::http::announce(listening.addr(), &source);
+        }
+        Ok(Some(listening))
+    }
 }
 
 impl ServeArgs {
@@ -492,7 +561,11 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             } else {
                 cli.db.open_for_serving()?
             };
-            serve::run_stdio(store, options)?;
+            match args.http_listening(store.path())? {
+                None => serve::run_stdio(store, options, None)?,
+                Some(listening) if args.stdio => serve::run_stdio(store, options, Some(listening))?,
+                Some(listening) => serve::run_http(store, options, listening)?,
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Backup { dest } => {
@@ -615,6 +688,36 @@ mod tests {
         assert!(serve.options().expect("options").read_only);
         // Only for the server.
         assert!(parse(&["--read-only", "info"]).is_err());
+    }
+
+    #[test]
+    fn http_takes_an_optional_address_and_stdio_only_beside_it() {
+        let serve = |args: &[&str]| match parse(args).expect("parse").command {
+            Some(Command::Serve(s)) => s,
+            other => panic!("{other:?}"),
+        };
+        let default = serve(&["serve", "--http"]);
+        assert_eq!(
+            default.http_addr().expect("addr"),
+            Some(crate::http::DEFAULT_ADDR.parse().unwrap())
+        );
+        let open = serve(&[
+            "serve",
+            "--http",
+            "0.0.0.0:9000",
+            "--stdio",
+            "--allowed-host",
+            "a.example,b.example",
+        ]);
+        assert_eq!(open.http_addr().expect("addr"), Some("0.0.0.0:9000".parse().unwrap()));
+        assert!(open.stdio);
+        assert_eq!(open.allowed_hosts, ["a.example", "b.example"]);
+        assert_eq!(serve(&["serve"]).http_addr().expect("none"), None);
+        let bad = serve(&["serve", "--http", "not an address"])
+            .http_addr()
+            .expect_err("bad");
+        assert!(bad.to_string().contains("HOST:PORT"), "{bad}");
+        assert!(parse(&["serve", "--stdio"]).is_err(), "--stdio needs --http");
     }
 
     #[test]

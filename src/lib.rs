@@ -25,6 +25,7 @@ pub mod error;
 pub mod events;
 pub mod export;
 pub mod gateway;
+pub mod http;
 pub mod json_text;
 pub mod knowledge;
 pub mod limits;

@@ -9,6 +9,7 @@ use rmcp::ServiceExt;
 use crate::error::{Error, Result};
 use crate::gateway::Gateway;
 pub use crate::gateway::ServeOptions;
+pub use crate::http::Listening;
 use crate::maintenance::Maintenance;
 use crate::shutdown::Shutdown;
 use crate::store::Store;
@@ -70,6 +71,9 @@ async fn shutdown_signal() {
     }
 }
 
+/// How long HTTP requests in flight may still run once the server stops.
+const HTTP_GRACE: Duration = Duration::from_secs(1);
+
 /// How long the MCP session still waits for requests in flight after a
 /// signal (reads are stopped at the signal; writes finish or not).
 const SESSION_GRACE: Duration = Duration::from_millis(500);
@@ -115,21 +119,204 @@ impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for EndOfInput<R> {
     }
 }
 
+/// Count the shutdown signals as they come (see [`shutdown_signal`]), from
+/// a task of the runtime.
+fn watch_signals() -> (tokio::task::JoinHandle<()>, tokio::sync::watch::Receiver<u32>) {
+    let (on_signal, signal_seen) = tokio::sync::watch::channel(0u32);
+    let signals = tokio::spawn(async move {
+        let mut last: Option<tokio::time::Instant> = None;
+        let mut n = 0u32;
+        loop {
+            shutdown_signal().await;
+            // The same signal twice in a row is one request to stop: a
+            // closing terminal sends SIGHUP to the job and the shell
+            // sends it again, a launcher may forward the Ctrl-C its group
+            // also got (a second signal 1-5 ms later must not skip the
+            // final checkpoint).
+            if last.is_some_and(|at| at.elapsed() < SIGNAL_ECHO) {
+                continue;
+            }
+            last = Some(tokio::time::Instant::now());
+            n += 1;
+            if n == 1 {
+                tracing::info!("signal received, shutting down");
+            } else {
+                tracing::warn!("another signal received: exiting without waiting for what is still running");
+            }
+            let _ = on_signal.send(n);
+        }
+    });
+    (signals, signal_seen)
+}
+
+/// What a server runs besides its connections, to stop at the end.
+struct Running {
+    store: Store,
+    shutdown: Arc<Shutdown>,
+    maintenance: Maintenance,
+    writer_thread: crate::writer::WriterThread,
+    releasing: tokio::task::JoinHandle<()>,
+    signals: tokio::task::JoinHandle<()>,
+    signal_seen: tokio::sync::watch::Receiver<u32>,
+}
+
+/// Once the connections have ended: stop what still runs, let the writer
+/// finish, and checkpoint, so that the database file alone holds the whole
+/// ledger. `outcome` is the serving's own result.
+async fn wind_down(running: Running, outcome: Result<()>) -> Result<()> {
+    let Running {
+        store,
+        shutdown,
+        maintenance,
+        writer_thread,
+        releasing,
+        signals,
+        signal_seen: signal_at_exit,
+    } = running;
+    // Requests still running once the session has ended (the MCP
+    // library waits a few seconds for their answers after stdin
+    // closes), and those still queued for the blocking pool, hold read
+    // transactions that would keep the final checkpoint from emptying
+    // the WAL, and would hold up the maintenance task's last jobs
+    // behind them (30 s behind 500 queued analyses): stop them first,
+    // then wait until they have let go of the store, since the pool's
+    // connections close (and the last of them removes the WAL) only with
+    // its last clone.
+    shutdown.begin();
+    store.interrupt_running();
+    // A second signal ends the waits below and skips the final
+    // checkpoint: what was acknowledged is committed already. After one
+    // signal they get SIGNAL_GRACE in all, instead of the whole wait for
+    // another program's lock that a write (and the maintenance task's
+    // last jobs behind it on the writer) may be in.
+    let signal_count = signal_at_exit.clone();
+    let hurry = signalled_after(signal_at_exit.clone(), 1);
+    let grace = async {
+        signalled(signal_at_exit).await;
+        tokio::time::sleep(SIGNAL_GRACE).await;
+    };
+    // Nothing to give back at exit.
+    releasing.abort();
+    let waits = async {
+        maintenance.stop().await;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+        while store.connections_in_use() > 0 || store.other_clones() > 0 {
+            if tokio::time::Instant::now() >= deadline {
+                tracing::warn!(
+                    "requests still running at shutdown did not stop; the -wal file may stay beside the database \
+                     until the next start"
+                );
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        // Nothing may be written after the final checkpoint, and the
+        // WAL file goes away only when the writer's connection has
+        // closed too. A write waiting for another process's lock may
+        // take BUSY_TIMEOUT.
+        writer_thread.close_within(Duration::from_secs(15)).await
+    };
+    let finished = tokio::select! {
+        writer_closed = waits => writer_closed,
+        _ = grace => false,
+        _ = hurry => false,
+    };
+    signals.abort();
+    if !finished {
+        // The writer or a request still holds a connection, and with it
+        // the -wal file: the process will not wait for it to close.
+        tracing::warn!("exiting while the ledger writer, the maintenance task or a request is still busy");
+        crate::store::leave_open();
+        if *signal_count.borrow() >= 2 {
+            // Told twice: no final checkpoint; the next start finds the
+            // WAL (nothing acknowledged is lost with it).
+            drop(store);
+            return outcome;
+        }
+    }
+    let closed = tokio::task::spawn_blocking(move || {
+        // Not the whole busy timeout: a reader elsewhere would hold up
+        // the exit. It is the last connection to close that removes
+        // the WAL then. After the grace ran out, a short try: it still
+        // copies the WAL into the file when nothing holds it (a request
+        // busy with its own computation, its reads done).
+        let patience = if finished {
+            Duration::from_secs(1)
+        } else {
+            Duration::from_millis(300)
+        };
+        // Litestream copies the WAL itself, once it has read it.
+        if store.checkpoints_left_to_litestream() || !store.may_write() {
+            tracing::debug!("no checkpoint at exit: Litestream's to make, or the ledger is open read-only");
+            drop(store);
+            return Ok(());
+        }
+        let r = match store.checkpoint_within(patience) {
+            Ok(emptied) => {
+                if !emptied {
+                    tracing::warn!(
+                        "could not empty the WAL at exit: another connection holds a read transaction on the \
+                         database; the last connection to close empties it"
+                    );
+                }
+                Ok(())
+            }
+            // A full disk or a read-only file system: what was
+            // acknowledged is in the WAL, which stays for the next
+            // start. Not a failed run (an exit code of 1 reads as a
+            // crash to MCP clients).
+            Err(e) if e.is_file_system_refusal() => {
+                tracing::warn!(
+                    "could not copy the WAL into the database file at exit ({e}); it stays beside the \
+                     database and nothing is lost: the next start copies it"
+                );
+                Ok(())
+            }
+            Err(e) => Err(e),
+        };
+        drop(store);
+        r
+    })
+    .await
+    .map_err(|e| Error::Internal(e.to_string()))?;
+    outcome.and(closed)
+}
+
 /// Serve MCP on stdin/stdout until the client closes stdin or a signal
 /// arrives, then index, checkpoint and close the database so that the
 /// database file alone holds the whole ledger.
-pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
+///
+/// With `http`, the same process also serves MCP over HTTP (and the
+/// Observatory) on that listener, until the stdio client goes.
+/// Cells left running by a server that was killed: failed, not stuck (a
+/// read-only standby leaves that to the ledger's own servers).
+fn fail_orphaned_runs(store: &Store, options: &ServeOptions) {
+    if options.read_only {
+        return;
+    }
+    match store.fail_orphaned_runs() {
+        Ok(0) => {}
+        Ok(n) => tracing::info!("{n} notebook cell(s) left running by a stopped server marked failed"),
+        Err(e) => tracing::warn!("could not check for notebook cells left running: {e}"),
+    }
+}
+
+pub fn run_stdio(store: Store, options: ServeOptions, http: Option<Listening>) -> Result<()> {
     crate::memory::large_blocks_own_pages();
     // One client: the protocol runs on one thread, so requests never hop
     // between executor threads. SQLite work runs off the runtime: appends,
     // indexing and the WAL restart on the writer thread, reads and the rest
     // on the blocking pool. Eight of those: with four, a one-thought read
-    // waited 19 s behind four long analyses.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .max_blocking_threads(8)
-        .enable_all()
-        .build()
-        .map_err(|e| Error::io("starting the async runtime", e))?;
+    // waited 19 s behind four long analyses. HTTP clients
+    // beside it get the worker threads of every core.
+    let runtime = match http {
+        None => tokio::runtime::Builder::new_current_thread(),
+        Some(_) => tokio::runtime::Builder::new_multi_thread(),
+    }
+    .max_blocking_threads(8)
+    .enable_all()
+    .build()
+    .map_err(|e| Error::io("starting the async runtime", e))?;
     let result = runtime.block_on(async move {
         tracing::info!(db = %store.path().display(), "thoughtbox serving MCP on stdio");
         // Someone who ran it by hand sees a server that seems to hang.
@@ -140,17 +327,7 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
             );
         }
         let store = store.watching_files()?;
-        // Cells left running by a server that was killed: failed, not stuck
-        // (a read-only standby leaves that to the ledger's own servers).
-        match if options.read_only {
-            Ok(0)
-        } else {
-            store.fail_orphaned_runs()
-        } {
-            Ok(0) => {}
-            Ok(n) => tracing::info!("{n} notebook cell(s) left running by a stopped server marked failed"),
-            Err(e) => tracing::warn!("could not check for notebook cells left running: {e}"),
-        }
+        fail_orphaned_runs(&store, &options);
         let (writer, writer_thread) = Writer::start(&store)?;
         let maintenance = Maintenance::start(store.clone(), writer.clone());
         let release = Arc::new(crate::memory::Release::default());
@@ -172,30 +349,8 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
         // How many signals have come. The wait for `initialize`, the session
         // after it, and the shutdown after that watch this: once a handler
         // is set, a signal nobody watches would do nothing at all.
-        let (on_signal, signal_seen) = tokio::sync::watch::channel(0u32);
-        let signals = tokio::spawn(async move {
-            let mut last: Option<tokio::time::Instant> = None;
-            let mut n = 0u32;
-            loop {
-                shutdown_signal().await;
-                // The same signal twice in a row is one request to stop: a
-                // closing terminal sends SIGHUP to the job and the shell
-                // sends it again, a launcher may forward the Ctrl-C its group
-                // also got (a second signal 1-5 ms later must not skip the
-                // final checkpoint).
-                if last.is_some_and(|at| at.elapsed() < SIGNAL_ECHO) {
-                    continue;
-                }
-                last = Some(tokio::time::Instant::now());
-                n += 1;
-                if n == 1 {
-                    tracing::info!("signal received, shutting down");
-                } else {
-                    tracing::warn!("another signal received: exiting without waiting for what is still running");
-                }
-                let _ = on_signal.send(n);
-            }
-        });
+        let (signals, signal_seen) = watch_signals();
+        let http_task = http.map(|listening| tokio::spawn(listening.serve(gateway.clone(), shutdown.clone())));
         let signal_at_exit = signal_seen.clone();
         let signal_in_session = signal_seen.clone();
         let second_signal = signal_seen.clone();
@@ -266,117 +421,93 @@ pub fn run_stdio(store: Store, options: ServeOptions) -> Result<()> {
                 }
             } => Ok(()),
         };
-        // Requests still running once the session has ended (the MCP
-        // library waits a few seconds for their answers after stdin
-        // closes), and those still queued for the blocking pool, hold read
-        // transactions that would keep the final checkpoint from emptying
-        // the WAL, and would hold up the maintenance task's last jobs
-        // behind them (30 s behind 500 queued analyses): stop them first,
-        // then wait until they have let go of the store, since the pool's
-        // connections close (and the last of them removes the WAL) only with
-        // its last clone.
-        shutdown.begin();
-        store.interrupt_running();
-        // A second signal ends the waits below and skips the final
-        // checkpoint: what was acknowledged is committed already. After one
-        // signal they get SIGNAL_GRACE in all, instead of the whole wait for
-        // another program's lock that a write (and the maintenance task's
-        // last jobs behind it on the writer) may be in.
-        let signal_count = signal_at_exit.clone();
-        let hurry = signalled_after(signal_at_exit.clone(), 1);
-        let grace = async {
-            signalled(signal_at_exit).await;
-            tokio::time::sleep(SIGNAL_GRACE).await;
-        };
-        // Nothing to give back at exit.
-        releasing.abort();
-        let waits = async {
-            maintenance.stop().await;
-            let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
-            while store.connections_in_use() > 0 || store.other_clones() > 0 {
-                if tokio::time::Instant::now() >= deadline {
-                    tracing::warn!(
-                        "requests still running at shutdown did not stop; the -wal file may stay beside the database \
-                         until the next start"
-                    );
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            }
-            // Nothing may be written after the final checkpoint, and the
-            // WAL file goes away only when the writer's connection has
-            // closed too. A write waiting for another process's lock may
-            // take BUSY_TIMEOUT.
-            writer_thread.close_within(Duration::from_secs(15)).await
-        };
-        let finished = tokio::select! {
-            writer_closed = waits => writer_closed,
-            _ = grace => false,
-            _ = hurry => false,
-        };
-        signals.abort();
-        if !finished {
-            // The writer or a request still holds a connection, and with it
-            // the -wal file: the process will not wait for it to close.
-            tracing::warn!("exiting while the ledger writer, the maintenance task or a request is still busy");
-            crate::store::leave_open();
-            if *signal_count.borrow() >= 2 {
-                // Told twice: no final checkpoint; the next start finds the
-                // WAL (nothing acknowledged is lost with it).
-                drop(store);
-                return outcome;
+        if let Some(task) = http_task {
+            // The HTTP side stops with the stdio client: its connections
+            // get a moment to finish, then go.
+            shutdown.begin();
+            if tokio::time::timeout(HTTP_GRACE, task).await.is_err() {
+                tracing::warn!("HTTP requests still running at shutdown were dropped");
             }
         }
-        let closed = tokio::task::spawn_blocking(move || {
-            // Not the whole busy timeout: a reader elsewhere would hold up
-            // the exit. It is the last connection to close that removes
-            // the WAL then. After the grace ran out, a short try: it still
-            // copies the WAL into the file when nothing holds it (a request
-            // busy with its own computation, its reads done).
-            let patience = if finished {
-                Duration::from_secs(1)
-            } else {
-                Duration::from_millis(300)
-            };
-            // Litestream copies the WAL itself, once it has read it.
-            if store.checkpoints_left_to_litestream() || !store.may_write() {
-                tracing::debug!("no checkpoint at exit: Litestream's to make, or the ledger is open read-only");
-                drop(store);
-                return Ok(());
-            }
-            let r = match store.checkpoint_within(patience) {
-                Ok(emptied) => {
-                    if !emptied {
-                        tracing::warn!(
-                            "could not empty the WAL at exit: another connection holds a read transaction on the \
-                             database; the last connection to close empties it"
-                        );
-                    }
-                    Ok(())
-                }
-                // A full disk or a read-only file system: what was
-                // acknowledged is in the WAL, which stays for the next
-                // start. Not a failed run (an exit code of 1 reads as a
-                // crash to MCP clients).
-                Err(e) if e.is_file_system_refusal() => {
-                    tracing::warn!(
-                        "could not copy the WAL into the database file at exit ({e}); it stays beside the \
-                         database and nothing is lost: the next start copies it"
-                    );
-                    Ok(())
-                }
-                Err(e) => Err(e),
-            };
-            drop(store);
-            r
-        })
+        wind_down(
+            Running {
+                store,
+                shutdown,
+                maintenance,
+                writer_thread,
+                releasing,
+                signals,
+                signal_seen: signal_at_exit,
+            },
+            outcome,
+        )
         .await
-        .map_err(|e| Error::Internal(e.to_string()))?;
-        outcome.and(closed)
     });
     // stdin may still be held by a blocking read; do not wait for it.
     runtime.shutdown_timeout(Duration::from_millis(100));
     crate::stdio::restore();
+    result
+}
+
+/// Serve MCP over Streamable HTTP (and the Observatory) on `listening`
+/// alone, until SIGINT, SIGTERM or SIGHUP; then the same clean shutdown as
+/// [`run_stdio`].
+pub fn run_http(store: Store, options: ServeOptions, listening: Listening) -> Result<()> {
+    crate::memory::large_blocks_own_pages();
+    // Many clients: every core runs requests; SQLite work runs off the
+    // runtime as in stdio mode.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .max_blocking_threads(8)
+        .enable_all()
+        .build()
+        .map_err(|e| Error::io("starting the async runtime", e))?;
+    let result = runtime.block_on(async move {
+        let store = store.watching_files()?;
+        fail_orphaned_runs(&store, &options);
+        let (writer, writer_thread) = Writer::start(&store)?;
+        let maintenance = Maintenance::start(store.clone(), writer.clone());
+        let release = Arc::new(crate::memory::Release::default());
+        let releasing = release.spawn();
+        let shutdown = Arc::new(Shutdown::default());
+        let gateway = Gateway::new(
+            store.clone(),
+            writer,
+            options,
+            maintenance.signal(),
+            release.clone(),
+            shutdown.clone(),
+        );
+        let (signals, signal_seen) = watch_signals();
+        let mut serving = tokio::spawn(listening.serve(gateway, shutdown.clone()));
+        let outcome = tokio::select! {
+            served = &mut serving => served.map_err(|e| Error::Internal(format!("the HTTP server failed: {e}")))?,
+            () = signalled(signal_seen.clone()) => {
+                // Long reads in flight end now; the listener stops taking
+                // connections and the rest get HTTP_GRACE.
+                shutdown.begin();
+                store.interrupt_running();
+                if tokio::time::timeout(HTTP_GRACE, &mut serving).await.is_err() {
+                    tracing::warn!("HTTP requests still running at shutdown were dropped");
+                    serving.abort();
+                }
+                Ok(())
+            }
+        };
+        wind_down(
+            Running {
+                store,
+                shutdown,
+                maintenance,
+                writer_thread,
+                releasing,
+                signals,
+                signal_seen,
+            },
+            outcome,
+        )
+        .await
+    });
+    runtime.shutdown_timeout(Duration::from_millis(100));
     result
 }
 

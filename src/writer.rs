@@ -4,6 +4,14 @@
 //! off the async runtime. One writer per process means these never wait for
 //! each other's locks.
 //!
+//! Group commit: the requests' writes ([`Writer::write`]) that are waiting
+//! when the thread takes one go into one transaction, each in a savepoint of
+//! its own (a failed write takes back only itself), and one COMMIT makes
+//! them all durable: under `--sync full` one disk flush for the group rather
+//! than one per thought, and under either mode one commit's work. Each
+//! caller is answered only after that commit. Upkeep jobs ([`Writer::run`]:
+//! index batches, checkpoints) run alone, in queue order.
+//!
 //! The hand-off is plain blocking: the thread sleeps on its channel until a
 //! job comes, and the request task awaits its answer on a oneshot. Neither
 //! side polls. Polling for a millisecond before sleeping saved a wake-up per
@@ -24,13 +32,38 @@ use tokio::sync::oneshot;
 use crate::error::{Error, Result};
 use crate::store::Store;
 
-type Job = Box<dyn FnOnce(&Store) + Send>;
+/// A job that runs alone.
+type Solo = Box<dyn FnOnce(&Store) + Send>;
+/// A write that may share a transaction: it runs, and leaves its answer to
+/// be sent once its group has committed, or failed (`Some`).
+type Grouped = Box<dyn FnOnce(&Store) -> Reply + Send>;
+type Reply = Box<dyn FnOnce(Option<&Error>) + Send>;
+
+enum Job {
+    Solo(Solo),
+    Grouped(Grouped),
+}
+
+/// The most writes one commit takes: a bound on how long the first of them
+/// waits for its answer.
+const MAX_GROUP: u64 = 64;
 
 /// Handle to the writer thread, for sending it jobs.
 #[derive(Clone)]
 pub struct Writer {
     jobs: Sender<Job>,
     closed: Arc<AtomicBool>,
+    counts: Arc<Counts>,
+}
+
+/// How many writes and how many commits of them the thread has made, for
+/// the figures of group commit (writes per commit).
+#[derive(Debug, Default)]
+pub struct Counts {
+    pub writes: std::sync::atomic::AtomicU64,
+    pub commits: std::sync::atomic::AtomicU64,
+    /// Jobs handed to the thread, of either kind.
+    pub sent: std::sync::atomic::AtomicU64,
 }
 
 /// The writer thread itself, to close it at shutdown.
@@ -48,7 +81,7 @@ impl WriterThread {
     pub async fn close_within(self, timeout: Duration) -> bool {
         self.closed.store(true, Ordering::Release);
         // Wakes the thread if it sleeps on an empty queue.
-        let _ = self.wake.send(Box::new(|_| {}));
+        let _ = self.wake.send(Job::Solo(Box::new(|_| {})));
         let deadline = Instant::now() + timeout;
         while !self.handle.is_finished() {
             if Instant::now() >= deadline {
@@ -68,34 +101,94 @@ impl Writer {
         let (jobs, queue) = mpsc::channel::<Job>();
         let closed = Arc::new(AtomicBool::new(false));
         let flag = closed.clone();
+        let counts = Arc::new(Counts::default());
+        let counting = counts.clone();
         let handle = std::thread::Builder::new()
             .name("ledger-writer".into())
-            .spawn(move || serve(&store, &queue, &flag))
+            .spawn(move || serve(&store, &queue, &flag, &counting))
             .map_err(|e| Error::io("starting the writer thread", e))?;
         let thread = WriterThread {
             handle,
             closed: closed.clone(),
             wake: jobs.clone(),
         };
-        Ok((Writer { jobs, closed }, thread))
+        Ok((Writer { jobs, closed, counts }, thread))
     }
 
-    /// Run `f` on the writer thread and wait for its result. Jobs run one
-    /// at a time, in the order they were sent.
+    /// Run `f` alone on the writer thread and wait for its result. Jobs run
+    /// one at a time, in the order they were sent.
     pub async fn run<T: Send + 'static>(&self, f: impl FnOnce(&Store) -> Result<T> + Send + 'static) -> Result<T> {
         let (tx, rx) = oneshot::channel();
-        let job: Job = Box::new(move |store| {
+        self.send(Job::Solo(Box::new(move |store| {
             // The receiver is gone only when the request was cancelled.
             let _ = tx.send(f(store));
-        });
+        })))?;
+        answer(rx).await
+    }
+
+    /// Run `f`, one transaction's worth of writing (its [`Store::write`]
+    /// calls), on the writer thread, in one commit with the other writes
+    /// waiting then; answered once that commit is done. `f` must not
+    /// checkpoint or back up (those cannot run inside a transaction).
+    pub async fn write<T: Send + 'static>(&self, f: impl FnOnce(&Store) -> Result<T> + Send + 'static) -> Result<T> {
+        let (tx, rx) = oneshot::channel();
+        self.send(Job::Grouped(Box::new(move |store| {
+            let value = f(store);
+            Box::new(move |failed: Option<&Error>| {
+                let value = match (failed, value) {
+                    (Some(e), Ok(_)) => Err(retold(e)),
+                    (_, value) => value,
+                };
+                let _ = tx.send(value);
+            })
+        })))?;
+        answer(rx).await
+    }
+
+    /// The writes ([`Writer::write`]) done so far, and the commits they took.
+    pub fn counts(&self) -> (u64, u64) {
+        (
+            self.counts.writes.load(Ordering::Relaxed),
+            self.counts.commits.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Jobs handed to the thread so far.
+    #[cfg(test)]
+    fn jobs_sent_so_far(&self) -> u64 {
+        self.counts.sent.load(Ordering::Relaxed)
+    }
+
+    fn send(&self, job: Job) -> Result<()> {
         let stopped = || Error::Internal("the server is shutting down; nothing was written".into());
         if self.closed.load(Ordering::Acquire) {
             return Err(stopped());
         }
         self.jobs.send(job).map_err(|_| stopped())?;
-        // The answer's sender is dropped unused only if the job panicked.
-        rx.await
-            .map_err(|_| Error::Internal("the write failed unexpectedly (see the server log)".into()))?
+        self.counts.sent.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+async fn answer<T>(rx: oneshot::Receiver<Result<T>>) -> Result<T> {
+    // The answer's sender is dropped unused only if the job panicked.
+    rx.await
+        .map_err(|_| Error::Internal("the write failed unexpectedly (see the server log)".into()))?
+}
+
+/// The group's failure, told to one of its writes (errors are not `Clone`).
+fn retold(e: &Error) -> Error {
+    let copy = |r: &rusqlite::Error| match r {
+        rusqlite::Error::SqliteFailure(code, message) => rusqlite::Error::SqliteFailure(*code, message.clone()),
+        other => rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ERROR),
+            Some(other.to_string()),
+        ),
+    };
+    match e {
+        Error::CommitUncertain(r) => Error::CommitUncertain(copy(r)),
+        Error::Database(r) => Error::Database(copy(r)),
+        other => Error::Internal(format!("nothing was written: {other}")),
     }
 }
 
@@ -133,26 +226,136 @@ impl Writer {
     }
 }
 
-/// Run one job; a panic fails that job (its caller gets an error) and
-/// leaves the thread serving the next.
-fn run_job(store: &Store, job: Job) {
-    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(store))).is_err() {
+/// Run one job alone; a panic fails that job (its caller gets an error)
+/// and leaves the thread serving the next.
+fn run_job(store: &Store, job: Job, counts: &Counts) {
+    if matches!(job, Job::Grouped(_)) {
+        counts.writes.fetch_add(1, Ordering::Relaxed);
+        counts.commits.fetch_add(1, Ordering::Relaxed);
+    }
+    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match job {
+        Job::Solo(f) => f(store),
+        Job::Grouped(f) => f(store)(None),
+    }));
+    if ran.is_err() {
         tracing::error!("a write on the ledger writer thread panicked; its transaction was rolled back");
+    }
+}
+
+/// Run `first` and the grouped writes queued behind it in one transaction,
+/// answering each after the commit. Answers the job that ended the group
+/// (an upkeep job found in the queue), to be run next.
+fn run_group(store: &Store, first: Grouped, queue: &Receiver<Job>, counts: &Counts) -> Option<Job> {
+    let second = match queue.try_recv() {
+        Ok(Job::Grouped(next)) => next,
+        // Nothing else waits: no group (its own transaction is the same commit).
+        Ok(solo) => {
+            run_job(store, Job::Grouped(first), counts);
+            return Some(solo);
+        }
+        Err(_) => {
+            run_job(store, Job::Grouped(first), counts);
+            return None;
+        }
+    };
+    if let Err(e) = store.begin_group() {
+        // Another program holds the lock past the busy timeout, or the files
+        // changed: each write finds that out alone and says so.
+        tracing::debug!("could not open a group's transaction: {e}");
+        run_job(store, Job::Grouped(first), counts);
+        run_job(store, Job::Grouped(second), counts);
+        return None;
+    }
+    let mut replies: Vec<Reply> = Vec::new();
+    let mut next = Some(second);
+    let mut job = first;
+    let mut after = None;
+    let mut ran = 0u64;
+    loop {
+        ran += 1;
+        let reply = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(store)));
+        if reply.is_err() {
+            tracing::error!("a write on the ledger writer thread panicked; its part of the group was rolled back");
+        }
+        if !store.group_open().unwrap_or(false) {
+            // SQLite rolled the whole transaction back (a full disk, an I/O
+            // error): the group's earlier writes went with it.
+            let lost = Error::Internal(
+                "a storage error rolled back this write with the others committed together with it; nothing was                  written"
+                    .into(),
+            );
+            for r in replies.drain(..).chain(reply.ok()) {
+                r(Some(&lost));
+            }
+            // What was taken from the queue is still to run.
+            if let Some(next) = next {
+                run_job(store, Job::Grouped(next), counts);
+            }
+            return None;
+        }
+        replies.extend(reply.ok());
+        job = match next.take() {
+            Some(j) => j,
+            None if ran >= MAX_GROUP => break,
+            None => match queue.try_recv() {
+                Ok(Job::Grouped(j)) => j,
+                Ok(solo) => {
+                    after = Some(solo);
+                    break;
+                }
+                Err(_) => break,
+            },
+        };
+    }
+    let committed = store.commit_group();
+    counts.writes.fetch_add(ran, Ordering::Relaxed);
+    counts.commits.fetch_add(1, Ordering::Relaxed);
+    if let Err(e) = &committed {
+        tracing::error!("committing a group of {ran} writes failed: {e}");
+    }
+    for r in replies {
+        r(committed.as_ref().err());
+    }
+    after
+}
+
+/// Run `job`, and the group it starts.
+fn dispatch(store: &Store, job: Job, queue: &Receiver<Job>, counts: &Counts) -> Option<Job> {
+    match job {
+        Job::Grouped(first) => run_group(store, first, queue, counts),
+        solo => {
+            run_job(store, solo, counts);
+            None
+        }
     }
 }
 
 /// The thread's loop: asleep on the queue until a job comes; runs jobs
 /// until the queue is empty after [`WriterThread::close_within`], or every
 /// handle is gone.
-fn serve(store: &Store, queue: &Receiver<Job>, closed: &AtomicBool) {
-    while let Ok(job) = queue.recv() {
-        run_job(store, job);
+fn serve(store: &Store, queue: &Receiver<Job>, closed: &AtomicBool, counts: &Counts) {
+    let mut held: Option<Job> = None;
+    loop {
+        let job = match held.take() {
+            Some(job) => job,
+            None => match queue.recv() {
+                Ok(job) => job,
+                Err(_) => return,
+            },
+        };
+        held = dispatch(store, job, queue, counts);
         if closed.load(Ordering::Acquire) {
             // What was accepted before the close is still done.
-            while let Ok(job) = queue.try_recv() {
-                run_job(store, job);
+            loop {
+                let job = match held.take() {
+                    Some(job) => job,
+                    None => match queue.try_recv() {
+                        Ok(job) => job,
+                        Err(_) => return,
+                    },
+                };
+                held = dispatch(store, job, queue, counts);
             }
-            return;
         }
     }
 }
@@ -218,6 +421,94 @@ mod tests {
         assert_eq!(indexed(&store), INDEX_BATCH, "one batch, then stopped");
         writer.index_unless_locked().await.expect("the rest");
         assert_eq!(indexed(&store), INDEX_BATCH * 3);
+    }
+
+    /// Hold the writer thread in an upkeep job until the returned sender
+    /// is used, so that the writes sent meanwhile queue up behind it.
+    async fn hold(writer: &Writer) -> (std::sync::mpsc::Sender<()>, tokio::task::JoinHandle<Result<()>>) {
+        let (release, held) = std::sync::mpsc::channel::<()>();
+        let (started, running) = oneshot::channel();
+        let w = writer.clone();
+        let job = tokio::spawn(async move {
+            w.run(move |_| {
+                let _ = started.send(());
+                let _ = held.recv_timeout(Duration::from_secs(60));
+                Ok(())
+            })
+            .await
+        });
+        running.await.expect("the holding job started");
+        (release, job)
+    }
+
+    fn put(store: &Store, key: &str) -> Result<()> {
+        store.write(|tx| {
+            tx.prepare_cached("INSERT INTO config (key, value) VALUES (?1, 'x')")?
+                .execute([key])?;
+            Ok(())
+        })
+    }
+
+    /// Writes waiting together commit together, each answered after the
+    /// commit; one that fails (a duplicate key) or panics takes back only
+    /// itself.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn waiting_writes_share_one_commit_and_fail_alone() {
+        let (_dir, store) = temp_store();
+        let (writer, _thread) = Writer::start(&store).expect("start");
+        let (release, held) = hold(&writer).await;
+        let mut tasks = Vec::new();
+        for i in 0..20 {
+            let w = writer.clone();
+            tasks.push(tokio::spawn(async move {
+                match i {
+                    7 => w.write(|s| put(s, "installId")).await,
+                    11 => w.write(|_| -> Result<()> { panic!("a bug in a grouped write") }).await,
+                    _ => w.write(move |s| put(s, &format!("grouped-{i}"))).await,
+                }
+            }));
+            // Sent in this order, so that the failing ones sit mid-group.
+            while writer.jobs_sent_so_far() < i as u64 + 2 {
+                tokio::task::yield_now().await;
+            }
+        }
+        release.send(()).expect("release");
+        held.await.expect("task").expect("holding job");
+        for (i, task) in tasks.into_iter().enumerate() {
+            let answer = task.await.expect("task");
+            match i {
+                7 => assert!(answer.is_err(), "a duplicate key is refused"),
+                11 => assert!(
+                    answer
+                        .expect_err("a panic is an error")
+                        .to_string()
+                        .contains("unexpectedly")
+                ),
+                _ => answer.unwrap_or_else(|e| panic!("write {i}: {e}")),
+            }
+        }
+        for i in 0..20 {
+            let kept = store.config_value(&format!("grouped-{i}")).expect("read").is_some();
+            assert_eq!(kept, i != 7 && i != 11, "write {i}");
+        }
+        let (writes, commits) = writer.counts();
+        assert_eq!(writes, 20);
+        assert_eq!(commits, 1, "twenty waiting writes, one commit");
+    }
+
+    /// A write sent alone is committed alone, and answered.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_lone_write_is_its_own_commit() {
+        let (_dir, store) = temp_store();
+        let (writer, _thread) = Writer::start(&store).expect("start");
+        for i in 0..3 {
+            writer
+                .write(move |s| put(s, &format!("alone-{i}")))
+                .await
+                .expect("write");
+        }
+        assert_eq!(writer.counts(), (3, 3));
+        assert!(store.config_value("alone-2").expect("read").is_some());
     }
 
     #[tokio::test(flavor = "current_thread")]

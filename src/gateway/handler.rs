@@ -111,6 +111,7 @@ impl ServerHandler for Gateway {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> std::result::Result<CallToolResponse, McpError> {
+        self.note_protocol(&context);
         if request.name != TOOL_NAME {
             return Err(McpError::invalid_params(
                 format!(

@@ -170,6 +170,9 @@ pub(crate) struct Connection {
     pub root: Option<BoundRoot>,
     /// Optional operations hidden with `session discovery`.
     pub hidden: BTreeSet<String>,
+    /// A request of the stateless protocol over HTTP: no MCP session, so no
+    /// current session either (CONTRACT section 2).
+    pub stateless: bool,
 }
 
 /// The MCP server handler. One per connection (stdio: one per process).
@@ -194,6 +197,9 @@ pub struct Gateway {
     /// The server's stopping: requests cancelled then are not the client's
     /// doing, and waits for the client end.
     pub(crate) shutdown: Arc<Shutdown>,
+    /// Serving an HTTP connection: a request of protocol 2026-07-28 there
+    /// is stateless (see [`Connection::stateless`]).
+    over_http: bool,
 }
 
 /// How many heavy reads run at once: two of the blocking pool's eight
@@ -253,7 +259,33 @@ impl Gateway {
             heavy: Arc::new(tokio::sync::Semaphore::new(HEAVY_READS)),
             release,
             shutdown,
+            over_http: false,
         }
+    }
+
+    /// The handler of a new HTTP connection (a legacy MCP session, or one
+    /// stateless request): the server's store, writer and settings, with a
+    /// connection state of its own.
+    pub fn for_http_connection(&self) -> Gateway {
+        Gateway {
+            conn: Arc::new(Mutex::new(Connection::default())),
+            session_order: Arc::default(),
+            over_http: true,
+            ..self.clone()
+        }
+    }
+
+    /// Note a request of the stateless protocol when this handler serves
+    /// HTTP (each such request gets a handler of its own).
+    pub(crate) fn note_protocol(&self, ctx: &RequestContext<RoleServer>) {
+        if self.over_http && mrtr::modern(ctx) {
+            self.with_conn(|c| c.stateless = true);
+        }
+    }
+
+    /// Whether this request is stateless: it has no current session.
+    pub(crate) fn stateless(&self) -> bool {
+        self.with_conn(|c| c.stateless)
     }
 
     /// Wait for the operations before this one that read and set the
@@ -341,10 +373,9 @@ impl Gateway {
     }
 
     /// Run a write (a thought append, a session or knowledge change) on the
-    /// ledger writer thread, off the async runtime. Unlike the blocking pool
-    /// it hands work over without putting either thread to sleep during a
-    /// burst (see [`crate::writer`]): the pool's two wake-ups per call cost more
-    /// than the append itself (3,900 against 6,450 thoughts/s measured).
+    /// ledger writer thread, off the async runtime, committed together with
+    /// the other connections' writes waiting then (group commit, see
+    /// [`crate::writer`]); answered once committed.
     pub(crate) async fn write<T: Send + 'static>(
         &self,
         f: impl FnOnce(&Store) -> Result<T> + Send + 'static,
@@ -356,7 +387,7 @@ impl Gateway {
             });
         }
         changed_something();
-        self.writer.run(f).await
+        self.writer.write(f).await
     }
 
     /// Whether this server refuses writes (`serve --read-only`).
@@ -443,6 +474,17 @@ impl Gateway {
             Some(Value::String(id)) if !id.trim().is_empty() => Some(crate::domain::canonical_session_id(id)),
             _ => None,
         });
+        if named.is_none() && self.stateless() {
+            // The stage is the session's, and only a handle names one.
+            return Err(Error::invalid_with(
+                "sessionId",
+                format!(
+                    "this request is stateless (MCP 2026-07-28 over HTTP): there is no current session, and                      '{operation}' needs stage {required}, which a session reaches, not a request: pass sessionId,                      the handle that start_new returned, of a session at stage {required} (cipher with that                      sessionId raises it); nothing was done",
+                    required = required.number(),
+                ),
+                json!({ "requiredStage": required.number(), "currentStage": connection.number() }),
+            ));
+        }
         let mut current = connection;
         if let Some(id) = named.or_else(|| self.active_session())
             && let Ok(Some(session)) = self.blocking(move |s| s.session_stage(&id)).await

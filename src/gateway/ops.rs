@@ -55,6 +55,7 @@ pub(crate) fn session_or_active(gw: &Gateway, given: Option<String>, args: &Args
             format!("{k} is not a parameter: name the session with sessionId (nothing was done)"),
             json!({ "didYouMean": "sessionId" }),
         )),
+        None if gw.stateless() => Err(no_session_without_handle()),
         None => gw.active_session().ok_or_else(|| match gw.closed_session() {
             // Right after a close an agent reads, exports or analyses what it
             // closed: name it, or the call answers without it.
@@ -72,6 +73,16 @@ pub(crate) fn session_or_active(gw: &Gateway, given: Option<String>, args: &Args
             ),
         }),
     }
+}
+
+/// A stateless request (MCP 2026-07-28 over HTTP) names no session: it has
+/// no MCP session, and so no current session to fall back on.
+pub(crate) fn no_session_without_handle() -> Error {
+    Error::invalid(
+        "sessionId",
+        "this request is stateless (MCP 2026-07-28 over HTTP): there is no current session, so pass sessionId, the \
+         handle that start_new (or list_sessions) returned (nothing was done)",
+    )
 }
 
 /// Refuse a call given a session id under a name it does not read (`sid`,

@@ -268,6 +268,9 @@ async fn resolve_target(
     if let Some(id) = &named {
         refuse_unknown_sessions(gw, vec![id.clone()]).await?;
     }
+    if named.is_none() && gw.stateless() {
+        return Err(super::ops::no_session_without_handle());
+    }
     let active = named.clone().or_else(|| gw.active_session());
     let target = match &active {
         Some(id) => Target::Session(id.clone()),

@@ -20,6 +20,10 @@ pub(crate) use envelope::first_duplicate_key;
 pub use transport::StdioTransport;
 pub(crate) use transport::expected_params;
 
+/// The largest message a client may send, on stdio (one line) and over
+/// HTTP (one request body).
+pub const MAX_MESSAGE: usize = lines::MAX_LINE;
+
 type Input = Box<dyn AsyncRead + Send + Unpin>;
 type Output = Box<dyn tokio::io::AsyncWrite + Send + Unpin>;
 

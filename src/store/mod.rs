@@ -30,6 +30,7 @@ mod tag_filter;
 mod thoughts;
 mod threads;
 mod tx;
+mod watch;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -61,6 +62,7 @@ pub use threads::{
     MAX_TREE_THREADS, OperationPage, RegistryImport, Spawn, ThreadFilter, ThreadPage, ThreadTree, ThreadUpdate,
 };
 pub(crate) use tx::Tx;
+pub use watch::Mark;
 
 /// How hard a commit is pushed to disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

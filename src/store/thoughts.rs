@@ -17,9 +17,9 @@ use crate::domain::{
 };
 use crate::error::{Error, Result};
 
-const THOUGHT_COLUMNS: &str = "id, session_id, node_id, branch_id, thought_number, total_thoughts, thought, next_thought_needed, is_revision, revises_thought, branch_from_thought, needs_more_thoughts, include_guide, prev_node, revises_node, branch_origin, critique, created_at, critique_requested";
+pub(super) const THOUGHT_COLUMNS: &str = "id, session_id, node_id, branch_id, thought_number, total_thoughts, thought, next_thought_needed, is_revision, revises_thought, branch_from_thought, needs_more_thoughts, include_guide, prev_node, revises_node, branch_origin, critique, created_at, critique_requested";
 
-fn thought_from_row(row: &Row<'_>) -> rusqlite::Result<Thought> {
+pub(super) fn thought_from_row(row: &Row<'_>) -> rusqlite::Result<Thought> {
     let critique: Option<String> = row.get(16)?;
     Ok(Thought {
         seq: row.get(0)?,

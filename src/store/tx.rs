@@ -41,6 +41,11 @@ impl Drop for ShortWait<'_> {
 /// of cached statements, and parsing the two took a few percent of it.
 pub(crate) struct Tx<'c> {
     conn: &'c Connection,
+    /// Inside a group's transaction (see [`Store::begin_group`]): this is a
+    /// savepoint, released or rolled back to on its own.
+    nested: bool,
+    /// The savepoint was released or rolled back to.
+    ended: std::cell::Cell<bool>,
 }
 
 impl std::ops::Deref for Tx<'_> {
@@ -54,6 +59,18 @@ impl std::ops::Deref for Tx<'_> {
 impl Drop for Tx<'_> {
     /// Rolls back whatever did not commit: an error, a failed commit, a panic.
     fn drop(&mut self) {
+        if self.nested {
+            // Only this write's savepoint: the group's other writes stay.
+            // Unless SQLite rolled the whole transaction back itself (a full
+            // disk, an I/O error), which the group sees and answers.
+            if !self.ended.get()
+                && !self.conn.is_autocommit()
+                && let Err(e) = self.conn.execute_batch("ROLLBACK TO grouped; RELEASE grouped")
+            {
+                tracing::warn!("rolling back a grouped write failed: {e}");
+            }
+            return;
+        }
         if !self.conn.is_autocommit()
             && let Err(e) = self.conn.execute_batch("ROLLBACK")
         {
@@ -64,8 +81,15 @@ impl Drop for Tx<'_> {
 
 impl<'c> Tx<'c> {
     fn run<T>(conn: &'c Connection, begin: &str, commit: &str, f: impl FnOnce(&Tx<'c>) -> Result<T>) -> Result<T> {
+        if !conn.is_autocommit() {
+            return Tx::savepoint(conn, f);
+        }
         conn.prepare_cached(begin)?.execute([])?;
-        let tx = Tx { conn };
+        let tx = Tx {
+            conn,
+            nested: false,
+            ended: Default::default(),
+        };
         let value = f(&tx)?;
         match conn.prepare_cached(commit)?.execute([]) {
             Ok(_) => Ok(value),
@@ -80,6 +104,23 @@ impl<'c> Tx<'c> {
             }
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// A write or read inside a transaction already open on `conn` (a
+    /// group's, on the writer thread): a savepoint, so that a failed write
+    /// takes back only what it did. Nothing is durable until the group
+    /// commits.
+    fn savepoint<T>(conn: &'c Connection, f: impl FnOnce(&Tx<'c>) -> Result<T>) -> Result<T> {
+        conn.prepare_cached("SAVEPOINT grouped")?.execute([])?;
+        let tx = Tx {
+            conn,
+            nested: true,
+            ended: Default::default(),
+        };
+        let value = f(&tx)?;
+        conn.prepare_cached("RELEASE grouped")?.execute([])?;
+        tx.ended.set(true);
+        Ok(value)
     }
 }
 
@@ -111,6 +152,50 @@ impl Store {
     pub(crate) fn read<T>(&self, f: impl FnOnce(&Tx<'_>) -> Result<T>) -> Result<T> {
         let conn = self.conn()?;
         Tx::run(&conn, "BEGIN DEFERRED", "COMMIT", f)
+    }
+
+    /// Open a group's transaction (group commit, see [`crate::writer`]):
+    /// until [`Store::commit_group`], every [`Store::write`] on this store's
+    /// one connection is a savepoint inside it. Only for a
+    /// [`Store::dedicated`] store (one connection, so every write of the
+    /// group lands on the connection that holds the transaction).
+    pub(crate) fn begin_group(&self) -> Result<()> {
+        let conn = self.conn()?;
+        conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
+        if let Err(e) = self.check_files() {
+            conn.execute_batch("ROLLBACK")?;
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Whether the group's transaction is still open: SQLite rolls a whole
+    /// transaction back itself on some errors (a full disk, an I/O error),
+    /// and then the writes before in the group are gone with it.
+    pub(crate) fn group_open(&self) -> Result<bool> {
+        Ok(!self.conn()?.is_autocommit())
+    }
+
+    /// Commit the group's transaction: one disk flush under `--sync full`
+    /// for every write in it. A failed commit rolls back; one that failed
+    /// with an I/O error may have reached the WAL ([`Error::CommitUncertain`]).
+    pub(crate) fn commit_group(&self) -> Result<()> {
+        let conn = self.conn()?;
+        match conn.prepare_cached("COMMIT").and_then(|mut c| c.execute([])) {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                if !conn.is_autocommit()
+                    && let Err(r) = conn.execute_batch("ROLLBACK")
+                {
+                    tracing::warn!("rolling back a group after its failed commit failed: {r}");
+                }
+                Err(if e.sqlite_error_code() == Some(rusqlite::ErrorCode::SystemIoFailure) {
+                    Error::CommitUncertain(e)
+                } else {
+                    e.into()
+                })
+            }
+        }
     }
 }
 

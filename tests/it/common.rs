@@ -33,6 +33,10 @@ pub const SCRUBBED_ENV: &[&str] = &[
     "THOUGHTBOX_NODE",
     "THOUGHTBOX_NOTEBOOK_TIMEOUT_SECS",
     "THOUGHTBOX_CHECKPOINTS",
+    "THOUGHTBOX_HTTP",
+    "THOUGHTBOX_TOKEN",
+    "THOUGHTBOX_TOKEN_FILE",
+    "THOUGHTBOX_ALLOWED_HOSTS",
 ];
 
 /// A command for the binary with a scrubbed environment.

@@ -3,6 +3,7 @@
 
 mod analysis;
 mod bad_input;
+mod browser;
 mod cli;
 mod common;
 mod core_flow;
@@ -12,9 +13,11 @@ mod events;
 mod gateway_doc;
 mod hand_edits;
 mod handles;
+mod http;
 mod knowledge;
 mod models;
 mod notebooks;
+mod observatory;
 mod replication;
 mod roots;
 mod schema;

@@ -1,0 +1,166 @@
+//! `serve --http`: MCP over Streamable HTTP at `/mcp` (rmcp's service,
+//! mounted in axum), and the Observatory (`/`, `/api/...`, `/ws`), on one
+//! listener behind one bearer token ([`auth`]).
+//!
+//! Clients of protocol 2026-07-28 are served statelessly: each request gets
+//! a handler of its own and acts on the session its `sessionId` names.
+//! Older clients get a legacy MCP session, a handler kept for it, with its
+//! own stage and current session, as a stdio connection has.
+
+mod auth;
+mod observatory;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::serve::ListenerExt;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio_util::sync::CancellationToken;
+
+pub use auth::{Guard, Token, TokenSource, resolve_token, token_path};
+
+use crate::error::{Error, Result};
+use crate::gateway::Gateway;
+use crate::shutdown::Shutdown;
+
+/// The default address of `serve --http`.
+pub const DEFAULT_ADDR: &str = "127.0.0.1:1731";
+
+/// How long a legacy MCP session may stay idle before it is dropped: an
+/// agent may think for a long time between two calls, and a dropped session
+/// loses its current session and stage.
+const SESSION_IDLE: Duration = Duration::from_secs(3600);
+
+/// A bound listener and what guards it, ready to serve once the runtime
+/// runs. Bound before the server starts, so that a taken port is said at once.
+pub struct Listening {
+    listener: std::net::TcpListener,
+    addr: SocketAddr,
+    guard: Arc<Guard>,
+}
+
+impl Listening {
+    /// Bind `addr` (port 0: any free port) for the server guarded by `guard`.
+    pub fn bind(addr: SocketAddr, guard: Guard) -> Result<Listening> {
+        let listener =
+            std::net::TcpListener::bind(addr).map_err(|e| Error::io(format!("listening on {addr} for --http"), e))?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| Error::io("setting the listener non-blocking", e))?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| Error::io("reading the listener's address", e))?;
+        Ok(Listening {
+            listener,
+            addr,
+            guard: Arc::new(guard),
+        })
+    }
+
+    /// The address bound (the port chosen when 0 was asked for).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Serve until `shutdown` begins; then stop taking connections and end
+    /// the MCP sessions and WebSockets.
+    pub async fn serve(self, gateway: Gateway, shutdown: Arc<Shutdown>) -> Result<()> {
+        let listener = tokio::net::TcpListener::from_std(self.listener)
+            .map_err(|e| Error::io("handing the listener to the runtime", e))?;
+        let stop = CancellationToken::new();
+        let app = router(&gateway, self.guard, stop.clone(), shutdown.clone());
+        // Without TCP_NODELAY a small answer waits for the client's delayed
+        // ACK (Nagle): about 40 ms per request.
+        let listener = listener.tap_io(|tcp| {
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::debug!("could not set TCP_NODELAY: {e}");
+            }
+        });
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                shutdown.wait().await;
+                stop.cancel();
+            })
+            .await
+            .map_err(|e| Error::io("serving HTTP", e))
+    }
+}
+
+/// Every route, behind the guard.
+fn router(gateway: &Gateway, guard: Arc<Guard>, stop: CancellationToken, shutdown: Arc<Shutdown>) -> Router {
+    let config = StreamableHttpServerConfig::default()
+        .with_cancellation_token(stop)
+        // Checked by the guard in front, which also knows --allowed-host.
+        .disable_allowed_hosts()
+        .disable_allowed_origins()
+        // The same bound on a message as on stdio.
+        .with_max_request_body_bytes(crate::stdio::MAX_MESSAGE)
+        // A stateless request's answer as plain JSON when nothing else is
+        // sent before it.
+        .with_json_response(true);
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config.keep_alive = Some(SESSION_IDLE);
+    let base = gateway.clone();
+    let mcp = StreamableHttpService::new(move || Ok(base.for_http_connection()), Arc::new(sessions), config);
+    let mcp = Router::new()
+        .nest_service("/mcp", mcp)
+        .layer(axum::middleware::from_fn(parse_errors));
+    Router::new()
+        .merge(mcp)
+        .merge(observatory::routes(gateway, shutdown))
+        .layer(axum::middleware::from_fn_with_state(guard.clone(), auth::check))
+        .layer(axum::Extension(guard))
+}
+
+/// A JSON body that is not JSON-RPC: rmcp answers 415, as for a wrong
+/// content type; it is JSON-RPC's parse error (-32700), with rmcp's reason.
+async fn parse_errors(request: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
+    use axum::http::{StatusCode, header};
+    use axum::response::IntoResponse;
+    let json = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"));
+    let response = next.run(request).await;
+    if !json || response.status() != StatusCode::UNSUPPORTED_MEDIA_TYPE {
+        return response;
+    }
+    let said = axum::body::to_bytes(response.into_body(), 4096)
+        .await
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
+    let reason = said.strip_prefix("fail to deserialize request body ").unwrap_or(&said);
+    let error = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": { "code": -32700, "message": format!("Parse error: the body is not a JSON-RPC message ({reason})") },
+    });
+    (StatusCode::BAD_REQUEST, axum::Json(error)).into_response()
+}
+
+/// Say where the server listens and where its token is (never the token).
+pub fn announce(addr: SocketAddr, source: &TokenSource) {
+    let host = if addr.ip().is_unspecified() {
+        format!("<this machine>:{}", addr.port())
+    } else {
+        addr.to_string()
+    };
+    eprintln!("thoughtbox: serving MCP at http://{host}/mcp and the Observatory at http://{host}/");
+    match source {
+        TokenSource::Environment => eprintln!("thoughtbox: bearer token from THOUGHTBOX_TOKEN"),
+        TokenSource::File(path) => eprintln!("thoughtbox: bearer token in {}", shown(path)),
+        TokenSource::Created(path) => {
+            eprintln!("thoughtbox: created a bearer token in {} (mode 0600)", shown(path))
+        }
+    }
+}
+
+fn shown(path: &Path) -> String {
+    path.display().to_string()
+}

@@ -1,0 +1,317 @@
+// The Observatory page: the session list (live, searchable, filtered), one
+// session as a graph (main chain, branches forking from their thoughts,
+// revisions pointing back), exports and analysis. Data from /api, live
+// updates from /ws (frames { type, sessionId, payload } of seed 000's
+// Observatory payloads). The cookie set at login authenticates both.
+"use strict";
+
+const state = {
+  sessions: new Map(), // id -> ObservatorySession (+ matches)
+  order: [],           // ids as listed
+  open: null,          // id of the session shown
+  snapshot: null,      // its SessionSnapshotPayload
+  fresh: new Set(),    // node ids that arrived live
+  selected: null,
+  socket: null,
+};
+
+const $ = (id) => document.getElementById(id);
+
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "class") e.className = v; else e.setAttribute(k, v);
+  }
+  for (const c of children) e.append(c);
+  return e;
+}
+
+function svg(tag, attrs, ...children) {
+  const e = document.createElementNS("http://www.w3.org/2000/svg", tag);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+  for (const c of children) e.append(c);
+  return e;
+}
+
+async function getJson(url) {
+  const r = await fetch(url, { credentials: "same-origin" });
+  if (r.status === 401) { location.href = "/login"; throw new Error("signed out"); }
+  if (!r.ok) throw new Error((await r.json().catch(() => ({}))).error || r.statusText);
+  return r.json();
+}
+
+function when(iso) {
+  if (!iso) return "";
+  const d = new Date(iso);
+  return isNaN(d) ? iso : d.toLocaleString();
+}
+
+// ---- the list ------------------------------------------------------------
+
+function filters() {
+  const p = new URLSearchParams();
+  const search = $("search").value.trim();
+  if (search) p.set("search", search);
+  if ($("project").value) p.set("project", $("project").value);
+  if ($("tag").value) p.set("tag", $("tag").value);
+  return p;
+}
+
+async function loadList() {
+  const answer = await getJson("/api/sessions?" + filters());
+  state.sessions = new Map(answer.sessions.map((s) => [s.id, s]));
+  state.order = answer.sessions.map((s) => s.id);
+  renderList();
+}
+
+function renderList() {
+  const ul = $("sessions");
+  ul.replaceChildren();
+  for (const id of state.order) {
+    const s = state.sessions.get(id);
+    if (!s) continue;
+    const li = el("li", { "data-session-id": s.id, class: s.id === state.open ? "open" : "" },
+      el("div", { class: "title status-" + s.status }, s.title || s.id),
+      el("div", { class: "meta" },
+        `${s.thoughtCount} thoughts · ${s.branchCount} branches · ${when(s.createdAt)}` +
+        (s.tags.length ? " · " + s.tags.join(", ") : "")));
+    for (const m of (s.matches || []).slice(0, 2)) {
+      li.append(el("div", { class: "match" }, `#${m.thoughtNumber}${m.branchId ? " (" + m.branchId + ")" : ""}: ${m.snippet || ""}`));
+    }
+    li.addEventListener("click", () => openSession(s.id));
+    ul.append(li);
+  }
+  $("list-empty").hidden = state.order.length > 0;
+}
+
+async function loadTags() {
+  const answer = await getJson("/api/tags");
+  for (const [select, items] of [[$("project"), answer.projects], [$("tag"), answer.tags]]) {
+    const keep = select.value;
+    select.replaceChildren(select.firstElementChild);
+    for (const t of items) select.append(el("option", { value: t.name }, `${t.name} (${t.count})`));
+    select.value = keep;
+  }
+}
+
+function listed(session) {
+  // A live session shown only when no search or filter would hide it.
+  const p = filters();
+  if (p.get("search")) return false;
+  if (p.get("project") && !session.tags.includes("project:" + p.get("project"))) return false;
+  if (p.get("tag") && !session.tags.includes(p.get("tag"))) return false;
+  return true;
+}
+
+// ---- one session ---------------------------------------------------------
+
+async function openSession(id) {
+  state.open = id;
+  state.fresh.clear();
+  state.selected = null;
+  renderList();
+  const snapshot = await getJson("/api/sessions/" + encodeURIComponent(id));
+  showSnapshot(snapshot);
+  $("export-json").href = `/api/sessions/${encodeURIComponent(id)}/export?format=json`;
+  $("export-md").href = `/api/sessions/${encodeURIComponent(id)}/export?format=markdown`;
+  $("analysis").hidden = true;
+  $("detail").hidden = true;
+  subscribe({ type: "subscribe", sessionId: id });
+}
+
+function showSnapshot(snapshot) {
+  state.snapshot = snapshot;
+  $("session-empty").hidden = true;
+  $("session-view").hidden = false;
+  $("session-view").dataset.sessionId = snapshot.session.id;
+  $("session-title").textContent = snapshot.session.title || snapshot.session.id;
+  const s = snapshot.session;
+  $("session-meta").textContent =
+    `${s.status} · started ${when(s.createdAt)}` + (s.completedAt ? ` · completed ${when(s.completedAt)}` : "") +
+    ` · ${s.id}` + (s.tags.length ? " · " + s.tags.join(", ") : "");
+  renderGraph();
+}
+
+function addThought(thought) {
+  const snap = state.snapshot;
+  if (!snap) return;
+  const chain = thought.branchId
+    ? (snap.branches[thought.branchId] ||= { id: thought.branchId, name: null, fromThoughtNumber: thought.branchFromThought, thoughts: [] }).thoughts
+    : snap.thoughts;
+  if (chain.some((t) => t.id === thought.id)) return;
+  chain.push(thought);
+  chain.sort((a, b) => a.thoughtNumber - b.thoughtNumber);
+  state.fresh.add(thought.id);
+  renderGraph();
+}
+
+const ROW = 64, LANE = 260, TOP = 40, LEFT = 80;
+
+function renderGraph() {
+  const snap = state.snapshot;
+  const g = $("graph");
+  g.replaceChildren();
+  const defs = svg("defs", {}, svg("marker", { id: "arrow", viewBox: "0 0 10 10", refX: "9", refY: "5", markerWidth: "7", markerHeight: "7", orient: "auto-start-reverse" },
+    svg("path", { d: "M0,0 L10,5 L0,10 z", fill: "#8e44ad" })));
+  g.append(defs);
+  const lanes = [{ id: null, title: "main chain", thoughts: snap.thoughts }];
+  for (const b of Object.values(snap.branches)) lanes.push({ id: b.id, title: `branch ${b.id} (from #${b.fromThoughtNumber})`, from: b.fromThoughtNumber, thoughts: b.thoughts });
+  const pos = new Map(); // "lane:number" -> {x, y}
+  const key = (lane, n) => `${lane ?? ""}:${n}`;
+  let maxRow = 1;
+  lanes.forEach((lane, i) => {
+    const x = LEFT + i * LANE;
+    g.append(svg("text", { x: x - 10, y: 18, class: "lane" }, lane.title));
+    for (const t of lane.thoughts) {
+      const y = TOP + (t.thoughtNumber - 1) * ROW;
+      maxRow = Math.max(maxRow, t.thoughtNumber);
+      pos.set(key(lane.id, t.thoughtNumber), { x, y });
+    }
+  });
+  const edges = svg("g", {});
+  g.append(edges);
+  for (const lane of lanes) {
+    let prev = null;
+    for (const t of lane.thoughts) {
+      const here = pos.get(key(lane.id, t.thoughtNumber));
+      if (prev) edges.append(svg("line", { class: "edge", x1: prev.x, y1: prev.y, x2: here.x, y2: here.y }));
+      else if (lane.id !== null) {
+        const fork = pos.get(key(null, lane.from));
+        if (fork) edges.append(svg("path", { class: "edge fork", "data-fork": lane.id, d: `M${fork.x},${fork.y} C${fork.x + LANE / 2},${fork.y} ${here.x - LANE / 2},${here.y} ${here.x},${here.y}` }));
+      }
+      prev = here;
+      if (t.isRevision && t.revisesThought) {
+        const target = pos.get(key(lane.id, t.revisesThought)) || pos.get(key(null, t.revisesThought));
+        if (target) {
+          const bend = here.x - 40;
+          edges.append(svg("path", { class: "edge revises", "marker-end": "url(#arrow)", d: `M${here.x - 8},${here.y} C${bend - 30},${here.y} ${bend - 30},${target.y} ${target.x - 9},${target.y}` }));
+        }
+      }
+    }
+  }
+  for (const lane of lanes) {
+    for (const t of lane.thoughts) {
+      const { x, y } = pos.get(key(lane.id, t.thoughtNumber));
+      const classes = ["node", lane.id !== null ? "branch" : "", t.isRevision ? "revision" : "", state.fresh.has(t.id) ? "fresh" : "", state.selected === t.id ? "selected" : ""].filter(Boolean).join(" ");
+      const label = t.thought.length > 28 ? t.thought.slice(0, 27) + "…" : t.thought;
+      const node = svg("g", { class: classes, "data-node-id": t.id, "data-number": t.thoughtNumber, tabindex: "0" },
+        svg("circle", { cx: x, cy: y, r: 9 }),
+        svg("text", { x: x + 14, y: y + 4 }, `#${t.thoughtNumber} ${label}`));
+      node.addEventListener("click", () => showThought(t, lane));
+      g.append(node);
+    }
+  }
+  g.setAttribute("width", LEFT + lanes.length * LANE + 40);
+  g.setAttribute("height", TOP + maxRow * ROW);
+}
+
+function showThought(t, lane) {
+  state.selected = t.id;
+  renderGraph();
+  $("detail").hidden = false;
+  $("detail-title").textContent = `Thought #${t.thoughtNumber}` + (lane.id ? ` on branch ${lane.id}` : "");
+  $("detail-meta").textContent = [when(t.timestamp), t.isRevision ? `revises #${t.revisesThought}` : "", t.nextThoughtNeeded ? "" : "closes the session", t.id].filter(Boolean).join(" · ");
+  $("detail-text").textContent = t.thought;
+}
+
+async function showAnalysis() {
+  if (!state.open) return;
+  const a = await getJson(`/api/sessions/${encodeURIComponent(state.open)}/analysis`);
+  const dl = $("analysis-body");
+  dl.replaceChildren();
+  const rows = [];
+  const walk = (prefix, v) => {
+    if (v && typeof v === "object" && !Array.isArray(v)) for (const [k, w] of Object.entries(v)) walk(prefix ? `${prefix}.${k}` : k, w);
+    else rows.push([prefix, Array.isArray(v) ? v.join(", ") : String(v)]);
+  };
+  walk("", a);
+  for (const [k, v] of rows) dl.append(el("dt", {}, k), el("dd", {}, v));
+  $("analysis").hidden = false;
+}
+
+// ---- live ----------------------------------------------------------------
+
+const pending = [];
+
+function subscribe(message) {
+  if (state.socket && state.socket.readyState === WebSocket.OPEN) state.socket.send(JSON.stringify(message));
+  else pending.push(message);
+}
+
+function connect() {
+  const ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws");
+  state.socket = ws;
+  ws.onopen = () => {
+    $("live").textContent = "live";
+    $("live").classList.remove("off");
+    ws.send(JSON.stringify({ type: "subscribe", scope: "sessions" }));
+    if (state.open) ws.send(JSON.stringify({ type: "subscribe", sessionId: state.open }));
+    while (pending.length) {
+      const m = pending.shift();
+      if (!(m.sessionId && m.sessionId === state.open)) ws.send(JSON.stringify(m));
+    }
+  };
+  ws.onclose = () => {
+    $("live").textContent = "offline";
+    $("live").classList.add("off");
+    setTimeout(connect, 1000);
+  };
+  ws.onmessage = (event) => {
+    const frame = JSON.parse(event.data);
+    onFrame(frame);
+  };
+}
+
+function onFrame(frame) {
+  const p = frame.payload || {};
+  switch (frame.type) {
+    case "session_snapshot":
+      if (frame.sessionId === state.open) showSnapshot(p);
+      break;
+    case "session_started":
+      if (!state.sessions.has(p.session.id) && listed(p.session)) {
+        state.sessions.set(p.session.id, p.session);
+        state.order.unshift(p.session.id);
+        renderList();
+      }
+      break;
+    case "thought_added":
+    case "thought_revised":
+    case "thought_branched": {
+      const s = state.sessions.get(frame.sessionId);
+      if (s) {
+        s.thoughtCount += 1;
+        if (frame.type === "thought_branched") s.branchCount += 1;
+        s.updatedAt = p.thought.timestamp;
+        renderList();
+      }
+      if (frame.sessionId === state.open) addThought(p.thought);
+      break;
+    }
+    case "session_ended": {
+      const s = state.sessions.get(frame.sessionId);
+      if (s) { s.status = "completed"; renderList(); }
+      if (frame.sessionId === state.open && state.snapshot) {
+        state.snapshot.session.status = "completed";
+        showSnapshot(state.snapshot);
+      }
+      break;
+    }
+  }
+}
+
+// ---- start ---------------------------------------------------------------
+
+let searchTimer = null;
+$("search").addEventListener("input", () => {
+  clearTimeout(searchTimer);
+  searchTimer = setTimeout(loadList, 250);
+});
+$("project").addEventListener("change", loadList);
+$("tag").addEventListener("change", loadList);
+$("show-analysis").addEventListener("click", showAnalysis);
+
+loadList().then(loadTags).catch((e) => console.error(e));
+connect();
+const wanted = new URLSearchParams(location.search).get("session");
+if (wanted) openSession(wanted);

@@ -1,0 +1,333 @@
+//! The Observatory's page in headless Chromium (Debian's `chromium` and
+//! `chromium-driver`, installed by `.ci/run`), driven through chromedriver's
+//! WebDriver API: the page lists sessions, a thought recorded through MCP
+//! appears in the open page, a branch is drawn as a branch, search finds a
+//! thought. With THOUGHTBOX_SCREENSHOTS=DIR, screenshots of the list and of
+//! a session's graph are saved there (the ones in docs/ come from this).
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use serde_json::{Value, json};
+
+use crate::http::HttpServer;
+
+/// The W3C WebDriver element key.
+const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
+
+/// A chromedriver process and one browser session on it.
+struct Browser {
+    driver: tokio::process::Child,
+    base: String,
+    session: String,
+    http: reqwest::Client,
+    _profile: tempfile::TempDir,
+}
+
+impl Browser {
+    async fn start() -> Browser {
+        let chromedriver = ["/usr/bin/chromedriver", "/usr/lib/chromium/chromedriver"]
+            .into_iter()
+            .find(|p| std::path::Path::new(p).exists())
+            .expect("chromedriver is not installed: apt-get install -y chromium chromium-driver (as .ci/run does)");
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").expect("free port");
+            l.local_addr().expect("addr").port()
+        };
+        let driver = tokio::process::Command::new(chromedriver)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start chromedriver");
+        let base = format!("http://127.0.0.1:{port}");
+        let http = reqwest::Client::new();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let ready = http.get(format!("{base}/status")).send().await;
+            if let Ok(r) = ready
+                && let Ok(v) = r.json::<Value>().await
+                && v["value"]["ready"] == true
+            {
+                break;
+            }
+            assert!(Instant::now() < deadline, "chromedriver did not start");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let profile = tempfile::tempdir().expect("profile dir");
+        let args = json!([
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--window-size=1400,900",
+            format!("--user-data-dir={}", profile.path().display()),
+        ]);
+        let created: Value = http
+            .post(format!("{base}/session"))
+            .json(&json!({ "capabilities": { "alwaysMatch": {
+                "browserName": "chrome",
+                "goog:chromeOptions": { "binary": "/usr/bin/chromium", "args": args } } } }))
+            .send()
+            .await
+            .expect("new browser session")
+            .json()
+            .await
+            .expect("JSON");
+        let session = created["value"]["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no browser session: {created}"))
+            .to_string();
+        Browser {
+            driver,
+            base,
+            session,
+            http,
+            _profile: profile,
+        }
+    }
+
+    async fn command(&self, method: reqwest::Method, path: &str, body: Value) -> Value {
+        let url = format!("{}/session/{}{path}", self.base, self.session);
+        let mut request = self.http.request(method.clone(), url);
+        if method == reqwest::Method::POST {
+            request = request.json(&body);
+        }
+        let answer: Value = request.send().await.expect("WebDriver").json().await.expect("JSON");
+        if answer["value"]["error"].is_string() {
+            panic!("WebDriver {path}: {answer}");
+        }
+        answer["value"].clone()
+    }
+
+    async fn go(&self, url: &str) {
+        self.command(reqwest::Method::POST, "/url", json!({ "url": url })).await;
+    }
+
+    async fn find(&self, css: &str) -> String {
+        let found = self
+            .command(
+                reqwest::Method::POST,
+                "/element",
+                json!({ "using": "css selector", "value": css }),
+            )
+            .await;
+        found[ELEMENT]
+            .as_str()
+            .unwrap_or_else(|| panic!("no element {css}: {found}"))
+            .to_string()
+    }
+
+    async fn type_into(&self, css: &str, text: &str) {
+        let e = self.find(css).await;
+        self.command(
+            reqwest::Method::POST,
+            &format!("/element/{e}/value"),
+            json!({ "text": text }),
+        )
+        .await;
+    }
+
+    /// Click the element `css` names, found when clicked: the list and the
+    /// graph are drawn again as updates arrive, which would leave an
+    /// element found earlier stale.
+    async fn click(&self, css: &str) {
+        let script = format!(
+            "const e = document.querySelector({css:?}); if (!e) return false; \
+             if (typeof e.click === 'function') e.click(); \
+             else e.dispatchEvent(new MouseEvent('click', {{ bubbles: true }})); return true;"
+        );
+        assert_eq!(
+            self.script(&script).await,
+            Value::Bool(true),
+            "nothing to click at {css}"
+        );
+    }
+
+    async fn script(&self, script: &str) -> Value {
+        self.command(
+            reqwest::Method::POST,
+            "/execute/sync",
+            json!({ "script": script, "args": [] }),
+        )
+        .await
+    }
+
+    /// Wait (at most a minute) until `script` returns true.
+    async fn until(&self, what: &str, script: &str) -> Duration {
+        let start = Instant::now();
+        while self.script(script).await != Value::Bool(true) {
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "the page never showed {what}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        start.elapsed()
+    }
+
+    /// Save a screenshot as `name` in THOUGHTBOX_SCREENSHOTS, when set.
+    async fn screenshot(&self, name: &str) {
+        let Some(dir) = std::env::var_os("THOUGHTBOX_SCREENSHOTS") else {
+            return;
+        };
+        let png = self.command(reqwest::Method::GET, "/screenshot", Value::Null).await;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(png.as_str().expect("base64"))
+            .expect("PNG");
+        std::fs::write(std::path::Path::new(&dir).join(name), bytes).expect("write screenshot");
+    }
+
+    async fn quit(mut self) {
+        let _ = self
+            .http
+            .delete(format!("{}/session/{}", self.base, self.session))
+            .send()
+            .await;
+        let _ = self.driver.kill().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_lists_draws_updates_and_searches_sessions() {
+    let server = HttpServer::start().await;
+    let s = server.legacy().await;
+    let other = s.ready("Caching the token refresh").await;
+    s.ok(
+        "start_new",
+        json!({ "sessionTitle": "Unrelated", "newWork": { "project": "web" } }),
+    )
+    .await;
+    s.thought(json!({ "thought": "A zeppelin carries the idea.", "nextThoughtNeeded": true }))
+        .await;
+    let id = s.ready("Why the build is slow").await;
+    for text in [
+        "Link time dominates.",
+        "Measure each crate.",
+        "Split the largest crate.",
+    ] {
+        s.thought(json!({ "thought": text, "nextThoughtNeeded": true })).await;
+    }
+    s.thought(
+        json!({ "thought": "Or cache the artefacts.", "branchId": "cache", "branchFromThought": 2,
+        "nextThoughtNeeded": true }),
+    )
+    .await;
+    s.thought(json!({ "thought": "A shared cache for CI.", "branchId": "cache", "nextThoughtNeeded": true }))
+        .await;
+    s.thought(
+        json!({ "thought": "Linking, not compiling, dominates.", "isRevision": true, "revisesThought": 1,
+        "nextThoughtNeeded": true }),
+    )
+    .await;
+    let base = server.url.trim_end_matches("/mcp").to_string();
+
+    let browser = Browser::start().await;
+    // Not signed in: the login form.
+    browser.go(&format!("{base}/")).await;
+    browser
+        .until("the login form", "return !!document.querySelector('#token')")
+        .await;
+    browser.type_into("#token", &server.token).await;
+    browser.click("button[type=submit]").await;
+    browser
+        .until(
+            "three sessions",
+            "return document.querySelectorAll('#sessions li[data-session-id]').length === 3",
+        )
+        .await;
+    let first = browser
+        .script("return document.querySelector('#sessions li').dataset.sessionId")
+        .await;
+    assert_eq!(first, id.as_str(), "newest first");
+    browser
+        .until(
+            "the live connection",
+            "return document.querySelector('#live').textContent === 'live'",
+        )
+        .await;
+
+    // One session as a graph: main chain, the branch drawn as a branch.
+    browser.click(&format!("#sessions li[data-session-id='{id}']")).await;
+    browser
+        .until(
+            "the session's graph",
+            "return document.querySelectorAll('#graph g.node').length === 6",
+        )
+        .await;
+    let shape = browser
+        .script(
+            "return { branch: document.querySelectorAll('#graph g.node.branch').length, \
+             fork: !!document.querySelector('#graph path.fork[data-fork=cache]'), \
+             revises: document.querySelectorAll('#graph path.revises').length }",
+        )
+        .await;
+    assert_eq!(shape, json!({ "branch": 2, "fork": true, "revises": 1 }));
+    // A thought's text on click.
+    browser.click("#graph g.node[data-number='2']:not(.branch)").await;
+    browser
+        .until(
+            "the thought's text",
+            "return document.querySelector('#detail-text').textContent === 'Measure each crate.'",
+        )
+        .await;
+    browser.screenshot("observatory-session.png").await;
+
+    // Recorded through MCP: it appears in the open page, and in the list.
+    s.thought(json!({ "sessionId": id, "thought": "Try mold as the linker.", "nextThoughtNeeded": true }))
+        .await;
+    let took = browser
+        .until(
+            "the new thought",
+            "return [...document.querySelectorAll('#graph g.node')].some(n => n.textContent.includes('mold'))",
+        )
+        .await;
+    eprintln!("a thought recorded through MCP appeared in the page after {took:?}");
+    browser
+        .until(
+            "the list's count",
+            &format!(
+                "return document.querySelector(\"#sessions li[data-session-id='{id}'] .meta\").textContent.startsWith('7 thoughts')"
+            ),
+        )
+        .await;
+
+    // Search finds a thought, and the list shows only its session.
+    browser.type_into("#search", "zeppelin").await;
+    browser
+        .until(
+            "the search result",
+            "const li = document.querySelectorAll('#sessions li'); \
+             return li.length === 1 && li[0].textContent.includes('zeppelin')",
+        )
+        .await;
+    browser
+        .type_into(
+            "#search",
+            "\u{e003}\u{e003}\u{e003}\u{e003}\u{e003}\u{e003}\u{e003}\u{e003}",
+        )
+        .await;
+    browser
+        .until(
+            "the whole list again",
+            "return document.querySelectorAll('#sessions li').length === 3",
+        )
+        .await;
+    browser.click(&format!("#sessions li[data-session-id='{other}']")).await;
+    browser.click(&format!("#sessions li[data-session-id='{id}']")).await;
+    browser
+        .until(
+            "the graph again",
+            "return document.querySelectorAll('#graph g.node').length === 7",
+        )
+        .await;
+    browser.screenshot("observatory-list.png").await;
+    browser.quit().await;
+}

@@ -1,0 +1,486 @@
+//! `serve --http`: MCP over Streamable HTTP through rmcp's own client, for
+//! clients of protocol 2026-07-28 (stateless, with handles) and older ones
+//! (legacy sessions, each with its own stage and current session); the
+//! bearer token; and what an MCP client never sends (no token, bad JSON, a
+//! wrong content type, an oversized body).
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use rmcp::ServiceExt;
+use rmcp::model::ProtocolVersion;
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+use crate::common::{Server, command};
+
+/// A `thoughtbox serve --http` process on a free loopback port.
+pub struct HttpServer {
+    child: tokio::process::Child,
+    pub url: String,
+    pub token: String,
+    pub db: PathBuf,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl HttpServer {
+    /// Start on a new database in a temporary directory.
+    pub async fn start() -> HttpServer {
+        let dir = tempfile::tempdir().expect("dir");
+        let db = dir.path().join("t.db");
+        let mut s = HttpServer::start_on(&db, &[]).await;
+        s._dir = Some(dir);
+        s
+    }
+
+    /// Start on `db` with `extra` arguments after `serve --http 127.0.0.1:0`.
+    pub async fn start_on(db: &Path, extra: &[&str]) -> HttpServer {
+        let mut cmd = command(db);
+        cmd.args(["serve", "--http", "127.0.0.1:0"]).args(extra);
+        cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
+        cmd.kill_on_drop(true);
+        let mut child = cmd.spawn().expect("spawn thoughtbox --http");
+        let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+        let url = tokio::time::timeout(Duration::from_secs(60), async {
+            while let Some(line) = lines.next_line().await.expect("stderr line") {
+                if let Some(rest) = line.strip_prefix("thoughtbox: serving MCP at ") {
+                    return rest.split_whitespace().next().expect("url").to_string();
+                }
+            }
+            panic!("the server exited before listening");
+        })
+        .await
+        .expect("the server said where it listens");
+        // Keep reading its log, so that it never blocks on a full pipe.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        let token = std::fs::read_to_string(db.with_extension("token"))
+            .expect("the token file beside the database")
+            .trim()
+            .to_string();
+        HttpServer {
+            child,
+            url,
+            token,
+            db: db.to_path_buf(),
+            _dir: None,
+        }
+    }
+
+    fn transport(&self) -> StreamableHttpClientTransport<reqwest::Client> {
+        StreamableHttpClientTransport::from_config(
+            StreamableHttpClientTransportConfig::with_uri(self.url.as_str()).auth_header(self.token.clone()),
+        )
+    }
+
+    /// A client of an older protocol: a legacy MCP session.
+    pub async fn legacy(&self) -> Server {
+        let client = ().serve(self.transport()).await.expect("initialize over HTTP");
+        Server {
+            client,
+            pid: self.child.id().expect("pid"),
+        }
+    }
+
+    /// A client of protocol 2026-07-28: no MCP session, `_meta` on every request.
+    pub async fn stateless(&self) -> Server {
+        let lifecycle = ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        };
+        let client = ().serve_with_lifecycle(self.transport(), lifecycle).await.expect("server/discover over HTTP");
+        Server {
+            client,
+            pid: self.child.id().expect("pid"),
+        }
+    }
+
+    /// A raw POST to `/mcp` with these headers and body.
+    pub async fn post(&self, headers: &[(&str, &str)], body: impl Into<reqwest::Body>) -> reqwest::Response {
+        let mut request = reqwest::Client::new().post(&self.url).body(body);
+        for (k, v) in headers {
+            request = request.header(*k, *v);
+        }
+        request.send().await.expect("HTTP request")
+    }
+
+    pub fn bearer(&self) -> String {
+        format!("Bearer {}", self.token)
+    }
+
+    /// Rows of `table` in the database, read by another connection.
+    pub fn count(&self, table: &str) -> i64 {
+        let conn = rusqlite::Connection::open(&self.db).expect("open");
+        conn.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
+            .expect("count")
+    }
+}
+
+const JSON_AND_SSE: (&str, &str) = ("accept", "application/json, text/event-stream");
+const JSON: (&str, &str) = ("content-type", "application/json");
+
+fn initialize() -> String {
+    json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "raw", "version": "1" } } })
+    .to_string()
+}
+
+#[tokio::test]
+async fn the_core_flow_runs_over_http() {
+    let server = HttpServer::start().await;
+    let s = server.legacy().await;
+    let id = s.ready("over http").await;
+    let first = s
+        .thought(json!({ "thought": "HTTP carries the ledger.", "nextThoughtNeeded": true }))
+        .await;
+    assert_eq!(first["sessionId"], id.as_str());
+    assert_eq!(first["thoughtNumber"], 1);
+    s.thought(json!({ "thought": "A second step.", "nextThoughtNeeded": true }))
+        .await;
+    s.thought(
+        json!({ "thought": "Another way.", "branchId": "alt", "branchFromThought": 1, "nextThoughtNeeded": true }),
+    )
+    .await;
+    s.thought(
+        json!({ "thought": "The first, better put.", "isRevision": true, "revisesThought": 1,
+        "nextThoughtNeeded": true }),
+    )
+    .await;
+    let read = s.ok("read_thoughts", json!({ "sessionId": id, "range": [1, 3] })).await;
+    assert_eq!(read["thoughts"].as_array().expect("thoughts").len(), 3);
+    let shape = s.ok("get_structure", json!({ "sessionId": id })).await;
+    assert_eq!(shape["branches"][0]["id"], "alt");
+    assert_eq!(shape["revisions"][0]["revises"], 1);
+    let closed = s
+        .thought(json!({ "thought": "Done.", "nextThoughtNeeded": false }))
+        .await;
+    assert_eq!(closed["sessionClosed"], true);
+    let export = s
+        .ok(
+            "session",
+            json!({ "subOperation": "export", "sessionId": id, "format": "markdown" }),
+        )
+        .await;
+    assert!(export.to_string().contains("HTTP carries the ledger."));
+    let found = s
+        .ok("session", json!({ "subOperation": "search", "query": "ledger" }))
+        .await;
+    assert_eq!(found["sessions"][0]["id"], id.as_str());
+    assert_eq!(server.count("thoughts"), 5);
+}
+
+/// A 2026-07-28 client keeps no state on the server: every call names its
+/// session by the handle `start_new` returned, and one without it is told so.
+#[tokio::test]
+async fn a_stateless_client_works_by_handles() {
+    let server = HttpServer::start().await;
+    let s = server.stateless().await;
+    let started = s.ok("start_new", json!({ "sessionTitle": "stateless" })).await;
+    let id = started["session"]["id"].as_str().expect("id").to_string();
+    s.ok("cipher", json!({ "sessionId": id, "brief": true })).await;
+    for n in 1..=3 {
+        let t = s
+            .thought(json!({ "sessionId": id, "thought": format!("step {n}"), "nextThoughtNeeded": true }))
+            .await;
+        assert_eq!(t["thoughtNumber"], n);
+    }
+    let e = s
+        .err(
+            "thought",
+            json!({ "thought": "no handle", "nextThoughtNeeded": true }),
+            "INVALID_PAYLOAD",
+        )
+        .await;
+    assert_eq!(e["details"]["field"], "sessionId", "{e}");
+    assert!(e["message"].as_str().expect("message").contains("stateless"), "{e}");
+    // Nor does a request reach a stage: the session does.
+    let e = s.err("read_thoughts", json!({}), "INVALID_PAYLOAD").await;
+    assert_eq!(e["details"]["field"], "sessionId", "{e}");
+    assert_eq!(e["details"]["requiredStage"], 2, "{e}");
+    let read = s.ok("read_thoughts", json!({ "sessionId": id })).await;
+    assert_eq!(read["thoughts"].as_array().expect("thoughts").len(), 3);
+    // Nothing was recorded by the refused call, and no session was made for it.
+    assert_eq!(server.count("thoughts"), 3);
+    assert_eq!(server.count("sessions"), 1);
+}
+
+/// Two legacy sessions on one server: each has its own stage and current session.
+#[tokio::test]
+async fn legacy_sessions_keep_their_own_stage_and_session() {
+    let server = HttpServer::start().await;
+    let a = server.legacy().await;
+    let b = server.legacy().await;
+    let a_id = a.ready("A").await;
+    a.thought(json!({ "thought": "A's first", "nextThoughtNeeded": true }))
+        .await;
+    // B has reached no stage: A's cipher is not B's.
+    let e = b
+        .err(
+            "thought",
+            json!({ "thought": "B too early", "nextThoughtNeeded": true }),
+            "STAGE_REQUIREMENT_NOT_MET",
+        )
+        .await;
+    assert_eq!(e["details"]["currentStage"], 0, "{e}");
+    let state = b.ok("get_state", json!({})).await;
+    assert!(state["activeSession"].is_null(), "{state}");
+    let b_id = b.ready("B").await;
+    assert_ne!(a_id, b_id);
+    let bt = b
+        .thought(json!({ "thought": "B's first", "nextThoughtNeeded": true }))
+        .await;
+    assert_eq!(bt["sessionId"], b_id.as_str());
+    let at = a
+        .thought(json!({ "thought": "A's second", "nextThoughtNeeded": true }))
+        .await;
+    assert_eq!(at["sessionId"], a_id.as_str());
+    assert_eq!(at["thoughtNumber"], 2);
+}
+
+/// Without the right token nothing is reached: 401, and the database is untouched.
+#[tokio::test]
+async fn requests_without_the_token_get_401_and_change_nothing() {
+    let server = HttpServer::start().await;
+    let call = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": { "name": "thoughtbox_gateway",
+        "arguments": { "operation": "start_new", "args": { "sessionTitle": "intruder" } } } })
+    .to_string();
+    for auth in [
+        None,
+        Some("Bearer wrong-token-of-some-length"),
+        Some("Basic dXNlcjpwYXNz"),
+    ] {
+        let mut headers = vec![JSON, JSON_AND_SSE];
+        if let Some(a) = auth {
+            headers.push(("authorization", a));
+        }
+        for body in [initialize(), call.clone()] {
+            let r = server.post(&headers, body).await;
+            assert_eq!(r.status(), 401, "{auth:?}");
+            assert!(r.headers().contains_key("www-authenticate"));
+            let text = r.text().await.expect("body");
+            assert!(!text.contains(&server.token), "the token is never shown");
+        }
+    }
+    // Not in the URL either.
+    let r = reqwest::Client::new()
+        .post(format!("{}?token={}", server.url, server.token))
+        .header(JSON.0, JSON.1)
+        .header(JSON_AND_SSE.0, JSON_AND_SSE.1)
+        .body(initialize())
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(r.status(), 401);
+    assert_eq!(server.count("sessions"), 0);
+    // The Observatory's API too, and its page sends a browser to log in.
+    let api = reqwest::Client::new()
+        .get(server.url.replace("/mcp", "/api/sessions"))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(api.status(), 401);
+    // With the token the same server answers.
+    let s = server.legacy().await;
+    s.ok("get_state", json!({})).await;
+}
+
+/// A page of another site, or a name that rebinds to this machine, is refused.
+#[tokio::test]
+async fn foreign_hosts_and_origins_are_refused() {
+    let server = HttpServer::start().await;
+    let bearer = server.bearer();
+    for (name, value) in [("host", "evil.example"), ("origin", "http://evil.example")] {
+        let r = server
+            .post(
+                &[JSON, JSON_AND_SSE, ("authorization", &bearer), (name, value)],
+                initialize(),
+            )
+            .await;
+        assert_eq!(r.status(), 403, "{name}: {value}");
+    }
+    assert_eq!(server.count("sessions"), 0);
+}
+
+#[tokio::test]
+async fn a_non_loopback_address_without_a_token_refuses_to_start() {
+    let dir = tempfile::tempdir().expect("dir");
+    let db = dir.path().join("t.db");
+    let out = command(&db)
+        .args(["serve", "--http", "0.0.0.0:0"])
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .expect("run");
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("without a token") && said.contains("THOUGHTBOX_TOKEN"),
+        "{said}"
+    );
+    assert!(!db.with_extension("token").exists(), "no token file is made for it");
+    // With a token given it starts, and that token is the one to send.
+    let token = "a-token-given-explicitly-0123456789";
+    let mut cmd = command(&db);
+    cmd.args(["serve", "--http", "0.0.0.0:0"])
+        .env("THOUGHTBOX_TOKEN", token)
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = cmd.spawn().expect("spawn");
+    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let first = tokio::time::timeout(Duration::from_secs(60), lines.next_line())
+        .await
+        .expect("started")
+        .expect("line")
+        .expect("a line");
+    assert!(first.contains("serving MCP at"), "{first}");
+    let said = lines.next_line().await.expect("line").expect("a line");
+    assert!(said.contains("THOUGHTBOX_TOKEN") && !said.contains(token), "{said}");
+}
+
+/// What an MCP client never sends gets a clear error, and the server goes on.
+#[tokio::test]
+async fn bad_bodies_get_clear_errors_and_the_server_keeps_serving() {
+    let server = HttpServer::start().await;
+    let bearer = server.bearer();
+    let auth = ("authorization", bearer.as_str());
+    let r = server.post(&[JSON, JSON_AND_SSE, auth], "{not json").await;
+    assert_eq!(r.status(), 400);
+    let body: Value = r.json().await.expect("JSON");
+    assert_eq!(body["error"]["code"], -32700, "{body}");
+    let r = server
+        .post(&[("content-type", "text/plain"), JSON_AND_SSE, auth], initialize())
+        .await;
+    assert_eq!(r.status(), 415);
+    // Over the 16 MiB a message may have, as on stdio.
+    let huge = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"pad":"{}"}}}}"#,
+        "x".repeat(17 << 20)
+    );
+    let r = server.post(&[JSON, JSON_AND_SSE, auth], huge).await;
+    assert_eq!(r.status(), 413);
+    let s = server.legacy().await;
+    s.ready("still serving").await;
+    assert_eq!(server.count("sessions"), 1);
+}
+
+/// Sixteen clients writing to one session at once: every thought recorded
+/// once, numbered 1..=n without gaps or duplicates.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sixteen_clients_at_once_number_one_chain_without_gaps() {
+    let server = HttpServer::start().await;
+    let first = server.stateless().await;
+    let id = first.ok("start_new", json!({ "sessionTitle": "shared" })).await["session"]["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    first.ok("cipher", json!({ "sessionId": id, "brief": true })).await;
+    const CLIENTS: usize = 16;
+    const EACH: usize = 12;
+    let mut tasks = Vec::new();
+    for c in 0..CLIENTS {
+        let client = server.stateless().await;
+        let id = id.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut numbers = Vec::new();
+            for i in 0..EACH {
+                let t = client
+                    .thought(json!({ "sessionId": id, "thought": format!("client {c} step {i}"),
+                        "nextThoughtNeeded": true }))
+                    .await;
+                numbers.push(t["thoughtNumber"].as_i64().expect("number"));
+            }
+            numbers
+        }));
+    }
+    let mut numbers = Vec::new();
+    for t in tasks {
+        numbers.extend(t.await.expect("client"));
+    }
+    numbers.sort_unstable();
+    let expected: Vec<i64> = (1..=(CLIENTS * EACH) as i64).collect();
+    assert_eq!(numbers, expected, "every number once");
+    let conn = rusqlite::Connection::open(&server.db).expect("open");
+    let (rows, distinct_texts, distinct_numbers): (i64, i64, i64) = conn
+        .query_row(
+            "SELECT count(*), count(DISTINCT thought), count(DISTINCT thought_number) FROM thoughts",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .expect("counts");
+    assert_eq!((rows, distinct_texts, distinct_numbers), (192, 192, 192));
+}
+
+/// `--http --stdio`: one process serves both, on one ledger, and stops
+/// when the stdio client goes.
+#[tokio::test]
+async fn http_beside_stdio_shares_the_ledger_and_stops_with_stdio() {
+    let dir = tempfile::tempdir().expect("dir");
+    let db = dir.path().join("t.db");
+    let mut cmd = command(&db);
+    cmd.args(["serve", "--http", "127.0.0.1:0", "--stdio"]);
+    let (transport, stderr) = rmcp::transport::TokioChildProcess::builder(cmd)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let pid = transport.id().expect("pid");
+    let mut lines = BufReader::new(stderr.expect("stderr")).lines();
+    let url = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Some(line) = lines.next_line().await.expect("line") {
+            if let Some(rest) = line.strip_prefix("thoughtbox: serving MCP at ") {
+                return rest.split_whitespace().next().expect("url").to_string();
+            }
+        }
+        panic!("no address");
+    })
+    .await
+    .expect("listening");
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let stdio = Server {
+        client: ().serve(transport).await.expect("initialize on stdio"),
+        pid,
+    };
+    let id = stdio.ready("both ways").await;
+    stdio
+        .thought(json!({ "thought": "Written on stdio.", "nextThoughtNeeded": true }))
+        .await;
+    let token = std::fs::read_to_string(db.with_extension("token")).expect("token");
+    let http = Server {
+        client: ()
+            .serve(StreamableHttpClientTransport::from_config(
+                StreamableHttpClientTransportConfig::with_uri(url.as_str()).auth_header(token.trim().to_string()),
+            ))
+            .await
+            .expect("initialize over HTTP"),
+        pid,
+    };
+    let read = http.ok("read_thoughts", json!({ "sessionId": id })).await;
+    assert_eq!(read["thoughts"][0]["thought"], "Written on stdio.");
+    stdio.stop().await;
+    assert!(reqwest::get(&url).await.is_err(), "the HTTP side stopped with stdio");
+}
+
+/// A thousand idle connections take nothing from the clients that talk.
+#[tokio::test]
+async fn a_thousand_idle_connections_do_not_stop_the_others() {
+    // This test process holds the connections too: lift its own limit as the server does.
+    thoughtbox::limits::ensure_open_files().expect("open-file limit");
+    let server = HttpServer::start().await;
+    let addr = server
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_string();
+    let mut idle = Vec::new();
+    for _ in 0..1000 {
+        idle.push(tokio::net::TcpStream::connect(&addr).await.expect("connect"));
+    }
+    let s = server.legacy().await;
+    s.ready("among idle connections").await;
+    s.thought(json!({ "thought": "Still answered.", "nextThoughtNeeded": true }))
+        .await;
+    drop(idle);
+    assert_eq!(server.count("thoughts"), 1);
+}

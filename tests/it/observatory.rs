@@ -1,0 +1,288 @@
+//! The Observatory: its JSON API and WebSocket behind the login cookie,
+//! live updates whichever process records the thought, and the page itself
+//! in headless Chromium (Debian's `chromium` and `chromium-driver`, which
+//! `.ci/run` installs), driven through chromedriver's WebDriver API.
+
+use std::time::{Duration, Instant};
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+
+use crate::common::Server;
+use crate::http::HttpServer;
+
+impl HttpServer {
+    fn base(&self) -> String {
+        self.url.trim_end_matches("/mcp").to_string()
+    }
+
+    /// The cookie the login form sets.
+    async fn login(&self) -> String {
+        let r = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .expect("client")
+            .post(format!("{}/login", self.base()))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(format!("token={}", self.token))
+            .send()
+            .await
+            .expect("login");
+        assert_eq!(r.status(), 303);
+        let cookie = r.headers()["set-cookie"].to_str().expect("cookie").to_string();
+        for attribute in ["HttpOnly", "SameSite=Strict"] {
+            assert!(cookie.contains(attribute), "{cookie}");
+        }
+        cookie.split(';').next().expect("name=value").to_string()
+    }
+
+    async fn api(&self, cookie: &str, path: &str) -> reqwest::Response {
+        reqwest::Client::new()
+            .get(format!("{}{path}", self.base()))
+            .header("cookie", cookie)
+            .send()
+            .await
+            .expect("request")
+    }
+}
+
+/// A session with a main chain, a branch and a revision; its id.
+async fn reasoned(s: &Server, title: &str) -> String {
+    let id = s.ready(title).await;
+    for text in ["Frame the problem.", "Measure before guessing."] {
+        s.thought(json!({ "thought": text, "nextThoughtNeeded": true })).await;
+    }
+    s.thought(
+        json!({ "thought": "Try another angle.", "branchId": "alt", "branchFromThought": 1,
+        "nextThoughtNeeded": true }),
+    )
+    .await;
+    s.thought(
+        json!({ "thought": "Framed better.", "isRevision": true, "revisesThought": 1,
+        "nextThoughtNeeded": true }),
+    )
+    .await;
+    id
+}
+
+type Socket = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+async fn socket(server: &HttpServer, cookie: Option<&str>) -> Result<Socket, tokio_tungstenite::tungstenite::Error> {
+    let mut request = format!("{}/ws", server.base().replace("http://", "ws://"))
+        .into_client_request()
+        .expect("request");
+    if let Some(c) = cookie {
+        request.headers_mut().insert("cookie", c.parse().expect("header"));
+    }
+    tokio_tungstenite::connect_async(request).await.map(|(s, _)| s)
+}
+
+/// The next frame of `kind` (others skipped), waiting at most a minute.
+async fn next_frame(ws: &mut Socket, kind: &str) -> Value {
+    tokio::time::timeout(Duration::from_secs(60), async {
+        loop {
+            let message = ws.next().await.expect("open").expect("frame");
+            if let Message::Text(text) = message {
+                let frame: Value = serde_json::from_str(&text).expect("JSON frame");
+                if frame["type"] == kind {
+                    return frame;
+                }
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no {kind} frame"))
+}
+
+#[tokio::test]
+async fn the_api_serves_lists_snapshots_exports_and_analysis_behind_the_cookie() {
+    let server = HttpServer::start().await;
+    let s = server.legacy().await;
+    let id = reasoned(&s, "Observed session").await;
+    s.ok(
+        "start_new",
+        json!({ "sessionTitle": "Another", "tags": ["caching"], "newWork": { "project": "web" } }),
+    )
+    .await;
+    let cookie = server.login().await;
+    let list: Value = server.api(&cookie, "/api/sessions").await.json().await.expect("JSON");
+    assert_eq!(list["sessions"].as_array().expect("sessions").len(), 2);
+    assert_eq!(list["sessions"][0]["title"], "Another", "newest first");
+    let web: Value = server
+        .api(&cookie, "/api/sessions?project=web")
+        .await
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(web["sessions"].as_array().expect("sessions").len(), 1);
+    let found: Value = server
+        .api(&cookie, "/api/sessions?search=measure")
+        .await
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(found["sessions"][0]["id"], id.as_str());
+    assert_eq!(found["sessions"][0]["matches"][0]["thoughtNumber"], 2);
+    let tags: Value = server.api(&cookie, "/api/tags").await.json().await.expect("JSON");
+    assert_eq!(tags["projects"][0]["name"], "web");
+    let snap: Value = server
+        .api(&cookie, &format!("/api/sessions/{id}"))
+        .await
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(snap["session"]["status"], "active");
+    assert_eq!(snap["thoughts"].as_array().expect("main").len(), 3);
+    assert_eq!(snap["branches"]["alt"]["fromThoughtNumber"], 1);
+    assert_eq!(snap["thoughts"][2]["revisesThought"], 1);
+    let md = server
+        .api(&cookie, &format!("/api/sessions/{id}/export?format=markdown"))
+        .await;
+    assert!(
+        md.headers()["content-disposition"]
+            .to_str()
+            .expect("header")
+            .contains(".md")
+    );
+    assert!(md.text().await.expect("text").contains("Measure before guessing."));
+    let json_export: Value = server
+        .api(&cookie, &format!("/api/sessions/{id}/export"))
+        .await
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(json_export["session"]["id"], id.as_str());
+    let analysis: Value = server
+        .api(&cookie, &format!("/api/sessions/{id}/analysis"))
+        .await
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(analysis["sessionId"], id.as_str(), "{analysis}");
+    let missing = server.api(&cookie, "/api/sessions/no-such-session").await;
+    assert_eq!(missing.status(), 404);
+    let bad = server
+        .api(&cookie, &format!("/api/sessions/{id}/export?format=pdf"))
+        .await;
+    assert_eq!(bad.status(), 400);
+    // The cookie opens the Observatory, not /mcp.
+    let mcp = server
+        .post(
+            &[
+                ("cookie", &cookie),
+                ("content-type", "application/json"),
+                ("accept", "application/json, text/event-stream"),
+            ],
+            "{}",
+        )
+        .await;
+    assert_eq!(mcp.status(), 401);
+    assert_eq!(
+        server.api("thoughtbox_token=wrong", "/api/sessions").await.status(),
+        401
+    );
+}
+
+/// Subscribed, a socket gets the session's snapshot, then each thought as
+/// it is recorded: through this server, or by another process on the file.
+#[tokio::test]
+async fn the_websocket_sends_a_snapshot_then_every_thought_whoever_records_it() {
+    let server = HttpServer::start().await;
+    assert!(socket(&server, None).await.is_err(), "no cookie, no socket");
+    let cookie = server.login().await;
+    let mut ws = socket(&server, Some(&cookie)).await.expect("socket");
+    ws.send(Message::text(
+        json!({ "type": "subscribe", "scope": "sessions" }).to_string(),
+    ))
+    .await
+    .expect("send");
+    let s = server.legacy().await;
+    let id = s.ready("watched").await;
+    let started = next_frame(&mut ws, "session_started").await;
+    assert_eq!(started["payload"]["session"]["id"], id.as_str());
+    ws.send(Message::text(
+        json!({ "type": "subscribe", "sessionId": id }).to_string(),
+    ))
+    .await
+    .expect("send");
+    let snap = next_frame(&mut ws, "session_snapshot").await;
+    assert_eq!(snap["sessionId"], id.as_str());
+    assert_eq!(snap["payload"]["thoughts"], json!([]));
+    s.thought(json!({ "thought": "Recorded over HTTP.", "nextThoughtNeeded": true }))
+        .await;
+    let added = next_frame(&mut ws, "thought_added").await;
+    assert_eq!(added["payload"]["thought"]["thought"], "Recorded over HTTP.");
+    assert!(added["payload"]["parentId"].is_null());
+    // Another process: a stdio server on the same database.
+    let other = crate::common::start(&server.db).await;
+    let recorded = Instant::now();
+    other.ok("cipher", json!({ "sessionId": id, "brief": true })).await;
+    other
+        .thought(
+            json!({ "sessionId": id, "thought": "Recorded elsewhere.", "branchId": "side",
+            "branchFromThought": 1, "nextThoughtNeeded": true }),
+        )
+        .await;
+    let branched = next_frame(&mut ws, "thought_branched").await;
+    eprintln!(
+        "a thought of another process reached the socket in {:?}",
+        recorded.elapsed()
+    );
+    assert_eq!(branched["payload"]["branchId"], "side");
+    assert_eq!(branched["payload"]["fromThoughtNumber"], 1);
+    other
+        .thought(json!({ "sessionId": id, "thought": "Done.", "nextThoughtNeeded": false }))
+        .await;
+    let ended = next_frame(&mut ws, "session_ended").await;
+    assert_eq!(ended["payload"]["finalThoughtCount"], 3);
+    other.stop().await;
+    // Nonsense gets an error frame, and the socket stays.
+    ws.send(Message::text("{\"type\":\"dance\"}")).await.expect("send");
+    let error = next_frame(&mut ws, "error").await;
+    assert!(error["payload"]["message"].as_str().is_some());
+}
+
+/// A socket that never reads holds nothing up: the writes it watches are
+/// all recorded, and other sockets go on getting their frames.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_socket_that_never_reads_holds_nothing_up() {
+    let server = HttpServer::start().await;
+    let cookie = server.login().await;
+    // A small receive buffer, as a slow client over a real network has:
+    // loopback's own grows to 32 MiB, which would take the whole flood.
+    let addr = server.base().trim_start_matches("http://").to_string();
+    let tcp = tokio::net::TcpSocket::new_v4().expect("socket");
+    tcp.set_recv_buffer_size(16 << 10).expect("buffer size");
+    let tcp = tcp.connect(addr.parse().expect("addr")).await.expect("connect");
+    let mut request = format!("ws://{addr}/ws").into_client_request().expect("request");
+    request.headers_mut().insert("cookie", cookie.parse().expect("header"));
+    let (mut stuck, _) = tokio_tungstenite::client_async(request, tcp).await.expect("socket");
+    stuck
+        .send(Message::text(
+            json!({ "type": "subscribe", "scope": "sessions" }).to_string(),
+        ))
+        .await
+        .expect("send");
+    let s = server.legacy().await;
+    s.ready("flooded").await;
+    // Frames far beyond what the socket buffers hold (~40 MiB).
+    let big = "x".repeat(256 << 10);
+    for i in 0..160 {
+        s.thought(json!({ "thought": format!("{i} {big}"), "nextThoughtNeeded": true }))
+            .await;
+    }
+    assert_eq!(server.count("thoughts"), 160);
+    let mut fresh = socket(&server, Some(&cookie)).await.expect("a new socket");
+    fresh
+        .send(Message::text(
+            json!({ "type": "subscribe", "scope": "sessions" }).to_string(),
+        ))
+        .await
+        .expect("send");
+    let after = s.ok("start_new", json!({ "sessionTitle": "after the flood" })).await;
+    let started = next_frame(&mut fresh, "session_started").await;
+    assert_eq!(started["payload"]["session"]["id"], after["session"]["id"]);
+    drop(stuck);
+}
