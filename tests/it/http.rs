@@ -14,7 +14,7 @@ use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use crate::common::{Server, command};
 
@@ -483,4 +483,93 @@ async fn a_thousand_idle_connections_do_not_stop_the_others() {
         .await;
     drop(idle);
     assert_eq!(server.count("thoughts"), 1);
+}
+
+/// Clients that hang up in the middle of their requests (a timeout, a
+/// closed laptop): each thought is recorded whole or not at all, the chain
+/// stays numbered without gaps, and the server serves the next client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_that_disconnect_mid_request_leave_whole_thoughts() {
+    let dir = tempfile::tempdir().expect("dir");
+    let db = dir.path().join("t.db");
+    let server = HttpServer::start_on(&db, &["--no-stages"]).await;
+    let s = server.legacy().await;
+    let sid = s.ok("start_new", json!({ "sessionTitle": "cut off" })).await["sessionId"]
+        .as_str()
+        .expect("sessionId")
+        .to_string();
+    let bearer = server.bearer();
+    let auth = ("authorization", bearer.as_str());
+    let r = server.post(&[JSON, JSON_AND_SSE, auth], initialize()).await;
+    let session = r
+        .headers()
+        .get("mcp-session-id")
+        .expect("a legacy session")
+        .to_str()
+        .expect("ASCII")
+        .to_string();
+    let initialized = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }).to_string();
+    server
+        .post(
+            &[JSON, JSON_AND_SSE, auth, ("mcp-session-id", session.as_str())],
+            initialized,
+        )
+        .await;
+    let addr = server
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_string();
+    for i in 0..24u64 {
+        let call = json!({ "jsonrpc": "2.0", "id": 100 + i, "method": "tools/call", "params": {
+            "name": "thoughtbox_gateway", "arguments": { "operation": "thought", "args": {
+                "sessionId": sid, "thought": format!("cut off {i}"), "nextThoughtNeeded": true } } } })
+        .to_string();
+        let head = format!(
+            "POST /mcp HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\n\
+             accept: application/json, text/event-stream\r\nauthorization: {bearer}\r\n\
+             mcp-session-id: {session}\r\ncontent-length: {}\r\n\r\n",
+            call.len()
+        );
+        let mut tcp = tokio::net::TcpStream::connect(&addr).await.expect("connect");
+        tcp.write_all(head.as_bytes()).await.expect("head");
+        // Odd ones hang up half-way through the body: never run. Even ones
+        // send it whole and hang up before the answer.
+        let sent = if i % 2 == 1 { call.len() / 2 } else { call.len() };
+        tcp.write_all(&call.as_bytes()[..sent]).await.expect("body");
+        drop(tcp);
+    }
+    // The server goes on serving this session.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    s.ok(
+        "thought",
+        json!({ "sessionId": sid, "thought": "after", "nextThoughtNeeded": true }),
+    )
+    .await;
+    // What was committed is whole: each text once, numbers 1..=n, and only
+    // requests sent whole among them.
+    let conn = rusqlite::Connection::open(&db).expect("open");
+    let rows: Vec<(u32, String)> = conn
+        .prepare("SELECT thought_number, thought FROM thoughts WHERE session_id = ?1 ORDER BY thought_number")
+        .expect("prepare")
+        .query_map([&sid], |r| Ok((r.get(0)?, r.get(1)?)))
+        .expect("query")
+        .collect::<rusqlite::Result<_>>()
+        .expect("rows");
+    let numbers: Vec<u32> = rows.iter().map(|(n, _)| *n).collect();
+    assert_eq!(numbers, (1..=rows.len() as u32).collect::<Vec<_>>(), "{rows:?}");
+    let mut texts: Vec<&str> = rows.iter().map(|(_, t)| t.as_str()).collect();
+    texts.sort_unstable();
+    texts.dedup();
+    assert_eq!(texts.len(), rows.len(), "no thought twice: {rows:?}");
+    let whole = |t: &str| {
+        t.strip_prefix("cut off ")
+            .and_then(|n| n.parse::<u32>().ok())
+            .is_some_and(|n| n % 2 == 0)
+    };
+    assert!(
+        texts.iter().all(|t| *t == "after" || whole(t)),
+        "only requests sent whole were run: {rows:?}"
+    );
+    assert!(texts.contains(&"after"), "{rows:?}");
 }
