@@ -320,12 +320,53 @@ async fn the_page_lists_draws_updates_and_searches_sessions() {
             "return document.querySelectorAll('#sessions li').length === 3",
         )
         .await;
+    // A child thread of the open session: a link to it, and back.
+    let child = s
+        .ok(
+            "thread",
+            json!({ "subOperation": "spawn", "parentId": id, "title": "Measure the linker", "objective": "o" }),
+        )
+        .await["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
     browser.click(&format!("#sessions li[data-session-id='{other}']")).await;
     browser.click(&format!("#sessions li[data-session-id='{id}']")).await;
     browser
         .until(
             "the graph again",
             "return document.querySelectorAll('#graph g.node').length === 7",
+        )
+        .await;
+    browser
+        .until(
+            "the link to the child thread",
+            &format!(
+                "const a = document.querySelector(\"#session-thread .thread-children a[data-thread-id='{child}']\"); \
+                 return !!a && a.textContent === 'Measure the linker'"
+            ),
+        )
+        .await;
+    browser
+        .click(&format!("#session-thread .thread-children a[data-thread-id='{child}']"))
+        .await;
+    browser
+        .until(
+            "the child thread, with its parent",
+            &format!(
+                "return document.querySelector('#session-title').textContent === 'Measure the linker' && \
+                 !!document.querySelector(\"#session-thread .thread-parent a[data-thread-id='{id}']\")"
+            ),
+        )
+        .await;
+    browser
+        .click(&format!("#session-thread .thread-parent a[data-thread-id='{id}']"))
+        .await;
+    browser
+        .until(
+            "the parent again",
+            "return document.querySelector('#session-title').textContent === 'Why the build is slow' && \
+             document.querySelectorAll('#graph g.node').length === 7",
         )
         .await;
     browser.screenshot("observatory-list.png").await;

@@ -60,6 +60,7 @@ pub(super) fn routes(gateway: &Gateway, shutdown: Arc<Shutdown>) -> Router {
         .route("/api/sessions/{id}", get(session))
         .route("/api/sessions/{id}/export", get(export_session))
         .route("/api/sessions/{id}/analysis", get(analysis))
+        .route("/api/sessions/{id}/thread", get(thread))
         .route("/ws", get(live::upgrade))
         .with_state(state)
 }
@@ -171,6 +172,37 @@ async fn session(State(o): State<Observatory>, Path(id): Path<String>) -> Respon
     let id = crate::domain::canonical_session_id(&id);
     match reading(&o.store, move |s| s.session_thoughts(&id)).await {
         Ok((session, thoughts)) => axum::Json(SessionSnapshotPayload::of(&session, &thoughts)).into_response(),
+        Err(r) => r,
+    }
+}
+
+/// A session as a thread (seed 004): its status, parent and relations,
+/// with the title of every thread it names, so the page can link them.
+async fn thread(State(o): State<Observatory>, Path(id): Path<String>) -> Response {
+    let id = crate::domain::canonical_session_id(&id);
+    let read = reading(&o.store, move |s| {
+        let (thread, relations) = s.thread(&id)?;
+        let named: std::collections::BTreeSet<String> = thread
+            .parent_id
+            .iter()
+            .chain(&relations.children)
+            .chain(&relations.references_to)
+            .chain(&relations.referenced_by)
+            .chain(&relations.depends_on)
+            .cloned()
+            .collect();
+        let mut titles = serde_json::Map::new();
+        for other in named {
+            // A reference may name an asset path rather than a thread.
+            if let Ok((t, _)) = s.thread(&other) {
+                titles.insert(other, serde_json::Value::String(t.title));
+            }
+        }
+        Ok(json!({ "thread": thread, "relations": relations, "titles": titles }))
+    })
+    .await;
+    match read {
+        Ok(v) => axum::Json(v).into_response(),
         Err(r) => r,
     }
 }

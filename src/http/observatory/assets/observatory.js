@@ -117,6 +117,52 @@ async function openSession(id) {
   $("analysis").hidden = true;
   $("detail").hidden = true;
   subscribe({ type: "subscribe", sessionId: id });
+  showThread(id);
+}
+
+// The session as a thread: its status, parent, children and links, each a
+// link that opens that session.
+async function showThread(id) {
+  const nav = $("session-thread");
+  nav.hidden = true;
+  nav.replaceChildren();
+  let t;
+  try {
+    t = await getJson(`/api/sessions/${encodeURIComponent(id)}/thread`);
+  } catch (e) {
+    return;
+  }
+  if (state.open !== id) return;
+  const link = (other) => {
+    const a = el("a", { href: "#", "data-thread-id": other }, t.titles[other] || other.slice(0, 8));
+    a.addEventListener("click", (ev) => {
+      ev.preventDefault();
+      openSession(other);
+    });
+    return a;
+  };
+  const part = (label, ids, cls) => {
+    if (!ids.length) return null;
+    const span = el("span", { class: cls }, label + ": ");
+    ids.forEach((other, i) => {
+      if (i) span.append(", ");
+      span.append(link(other));
+    });
+    return span;
+  };
+  const parts = [
+    el("span", { class: "thread-status" }, "thread " + t.thread.status),
+    t.thread.parent_id ? part("parent", [t.thread.parent_id], "thread-parent") : null,
+    part("children", t.relations.children, "thread-children"),
+    part("depends on", t.relations.depends_on, "thread-depends"),
+    part("references", t.relations.references_to.filter((r) => t.titles[r]), "thread-references"),
+    part("referenced by", t.relations.referenced_by, "thread-referenced"),
+  ].filter(Boolean);
+  parts.forEach((p, i) => {
+    if (i) nav.append(" · ");
+    nav.append(p);
+  });
+  nav.hidden = false;
 }
 
 function showSnapshot(snapshot) {
