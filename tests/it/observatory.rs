@@ -245,7 +245,8 @@ async fn the_websocket_sends_a_snapshot_then_every_thought_whoever_records_it() 
 }
 
 /// A socket that never reads holds nothing up: the writes it watches are
-/// all recorded, and other sockets go on getting their frames.
+/// all recorded, other sockets go on getting their frames, and it is
+/// dropped once a frame has waited 5 s to go out.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_socket_that_never_reads_holds_nothing_up() {
     let server = HttpServer::start().await;
@@ -284,5 +285,17 @@ async fn a_socket_that_never_reads_holds_nothing_up() {
     let after = s.ok("start_new", json!({ "sessionTitle": "after the flood" })).await;
     let started = next_frame(&mut fresh, "session_started").await;
     assert_eq!(started["payload"]["session"]["id"], after["session"]["id"]);
-    drop(stuck);
+    // Past the 5 s a frame may take to go out, the stuck socket is
+    // dropped: reading it now gives what the buffers held, then its end.
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    let mut got = 0;
+    let ended = loop {
+        match tokio::time::timeout(Duration::from_secs(10), stuck.next()).await {
+            Ok(Some(Ok(Message::Close(_))) | None | Some(Err(_))) => break true,
+            Ok(Some(Ok(_))) => got += 1,
+            Err(_) => break false,
+        }
+    };
+    assert!(ended, "the socket that never read was dropped (it had {got} frames)");
+    assert!(got < 160, "dropped before it took every frame: {got}");
 }
