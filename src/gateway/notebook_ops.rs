@@ -8,9 +8,11 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::answers::notebook::{
-    CellAnswer, DeletedAnswer, NotebookAnswer, NotebookExportAnswer, NotebookListAnswer, RunAnswer,
+    CellAnswer, CellsAnswer, CutOutput, DeletedAnswer, NotebookAnswer, NotebookExportAnswer, NotebookListAnswer,
+    OutputsTruncated, RunAnswer,
 };
 use super::ops::refuse_unknown_sessions;
+use super::preview::PREVIEW_CHARS;
 use super::{Args, Gateway, answers, params};
 use crate::domain::canonical_session_id;
 use crate::error::{Error, Result};
@@ -50,10 +52,17 @@ pub async fn notebook(gw: &Gateway, args: Args) -> Result<Value> {
         "create" => create(gw, args).await,
         "list" => list(gw, args).await,
         "get" => {
-            let p: params::NotebookRef = args.parse("notebook.get")?;
+            let p: params::NotebookGet = args.parse("notebook.get")?;
             let id = p.notebook_id.trim().to_string();
-            let nb = gw.blocking(move |s| s.notebook(&id)).await?;
-            answer_notebook(gw, &nb, None)
+            let mut nb = gw.blocking(move |s| s.notebook(&id)).await?;
+            let truncated = cut_outputs(&mut nb.cells, p.full.unwrap_or(false));
+            answers::to_value(&NotebookAnswer {
+                notebook_id: &nb.id,
+                notebook: &nb,
+                directory: runner::notebook_dir(gw.store.path(), &nb.id).display().to_string(),
+                next_step: None,
+                truncated,
+            })
         }
         "add_cell" => add_cell(gw, args).await,
         "update_cell" => {
@@ -105,10 +114,16 @@ pub async fn notebook(gw: &Gateway, args: Args) -> Result<Value> {
             })
         }
         "list_cells" => {
-            let p: params::NotebookRef = args.parse("notebook.get")?;
+            let p: params::NotebookGet = args.parse("notebook.get")?;
             let id = p.notebook_id.trim().to_string();
-            let nb = gw.blocking(move |s| s.notebook(&id)).await?;
-            answers::to_value(&json!({ "notebookId": nb.id, "cells": nb.cells, "count": nb.cells.len() }))
+            let mut nb = gw.blocking(move |s| s.notebook(&id)).await?;
+            let truncated = cut_outputs(&mut nb.cells, p.full.unwrap_or(false));
+            answers::to_value(&CellsAnswer {
+                notebook_id: &nb.id,
+                cells: &nb.cells,
+                count: nb.cells.len(),
+                truncated,
+            })
         }
         "run_cell" => run_cell(gw, args).await,
         "install_deps" => install_deps(gw, args).await,
@@ -173,6 +188,34 @@ fn answer_notebook(gw: &Gateway, nb: &Notebook, next_step: Option<&'static str>)
         notebook: nb,
         directory: runner::notebook_dir(gw.store.path(), &nb.id).display().to_string(),
         next_step,
+        truncated: None,
+    })
+}
+
+/// Cut each cell's output to [`PREVIEW_CHARS`] characters unless `full`:
+/// a run keeps up to 1 MiB of output, and a notebook of many such cells
+/// would make an answer no model reads (as thought texts are cut).
+fn cut_outputs(cells: &mut [Cell], full: bool) -> Option<OutputsTruncated> {
+    if full {
+        return None;
+    }
+    let mut cut = Vec::new();
+    for cell in cells {
+        let Some(output) = cell.output.as_mut() else { continue };
+        if let Some((at, _)) = output.char_indices().nth(PREVIEW_CHARS) {
+            let chars = PREVIEW_CHARS + output[at..].chars().count();
+            output.truncate(at);
+            cut.push(CutOutput {
+                cell_id: cell.id.clone(),
+                output_chars: chars,
+            });
+        }
+    }
+    (!cut.is_empty()).then_some(OutputsTruncated {
+        cells: cut,
+        max_chars_per_output: PREVIEW_CHARS,
+        read_whole: "notebook get_cell with notebookId and cellId answers one cell whole; full: true answers every \
+                     output whole",
     })
 }
 

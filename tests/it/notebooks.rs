@@ -784,3 +784,40 @@ async fn install_deps_installs_from_the_registry() {
     assert_eq!(ran["output"], "answer 42\n");
     s.stop().await;
 }
+
+/// `get` answers each cell's output cut to 4,000 characters, saying which
+/// and how long they were; `full: true` and `get_cell` answer it whole.
+#[tokio::test]
+async fn get_cuts_long_outputs_unless_asked_for_them_whole() {
+    let (_d, db) = temp_db();
+    let (s, id, _) = with_notebook(&db, "javascript").await;
+    let cell = add_code(&s, &id, "long.js", "console.log('x'.repeat(10000));").await;
+    let ran = run(&s, &id, &cell, Value::Null).await;
+    assert_eq!(ran["status"], "completed", "{ran}");
+    assert_eq!(
+        ran["output"].as_str().map(str::len),
+        Some(10_001),
+        "run_cell answers its output whole"
+    );
+    let output_of = |answer: &Value| {
+        answer["notebook"]["cells"]
+            .as_array()
+            .and_then(|cells| cells.iter().find(|c| c["id"] == cell.as_str()))
+            .and_then(|c| c["output"].as_str())
+            .map(str::len)
+    };
+    let got = s.ok("notebook", nb("get", json!({ "notebookId": id }))).await;
+    assert_eq!(output_of(&got), Some(4_000), "{got}");
+    assert_eq!(got["truncated"]["cells"][0]["cellId"], cell.as_str());
+    assert_eq!(got["truncated"]["cells"][0]["outputChars"], 10_001);
+    let whole = s
+        .ok("notebook", nb("get", json!({ "notebookId": id, "full": true })))
+        .await;
+    assert_eq!(output_of(&whole), Some(10_001));
+    assert!(whole.get("truncated").is_none(), "{whole}");
+    let one = s
+        .ok("notebook", nb("get_cell", json!({ "notebookId": id, "cellId": cell })))
+        .await;
+    assert_eq!(one["cell"]["output"].as_str().map(str::len), Some(10_001));
+    s.stop().await;
+}

@@ -19,6 +19,37 @@ pub(crate) struct NotebookAnswer<'a> {
     pub directory: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_step: Option<&'static str>,
+    /// Outputs cut to a preview, when some were.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<OutputsTruncated>,
+}
+
+/// What `get` says when it cut cells' outputs.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct OutputsTruncated {
+    /// The cells whose output was cut, with each output's whole length.
+    pub cells: Vec<CutOutput>,
+    pub max_chars_per_output: usize,
+    pub read_whole: &'static str,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct CutOutput {
+    pub cell_id: String,
+    pub output_chars: usize,
+}
+
+/// `list_cells`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct CellsAnswer<'a> {
+    pub notebook_id: &'a str,
+    pub cells: &'a [Cell],
+    pub count: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<OutputsTruncated>,
 }
 
 /// `add_cell` and `update_cell`.

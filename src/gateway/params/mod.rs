@@ -142,7 +142,7 @@ pub const PARAMS: &[Params] = &[
         "Create a notebook (title and package.json cells, or a template), linked to the session."
     ),
     params!("notebook"."list", ListNotebooks, "Notebooks, newest changed first, optionally of one session."),
-    params!("notebook"."get", NotebookRef, "A notebook with its cells, their status and output."),
+    params!("notebook"."get", NotebookGet, "A notebook with its cells, their status and output."),
     params!("notebook"."add_cell", AddCell, "Add a title, markdown or code cell."),
     params!("notebook"."update_cell", UpdateCell, "Replace a cell's text or source."),
     params!("notebook"."delete_cell", CellRef, "Delete a cell."),

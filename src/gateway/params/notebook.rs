@@ -50,6 +50,18 @@ pub struct NotebookRef {
     pub notebook_id: String,
 }
 
+/// `notebook get` and `list_cells`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NotebookGet {
+    /// The notebook's id (create and list answer it).
+    #[serde(alias = "id")]
+    pub notebook_id: String,
+    /// true: every cell's output whole. Without it, each output is cut to 4,000 characters (get_cell answers one cell whole).
+    #[schemars(extend("default" = false))]
+    pub full: Option<bool>,
+}
+
 /// `notebook list`.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
