@@ -4,6 +4,7 @@
 //! decides.
 
 mod connection;
+pub mod layout;
 mod partition;
 mod stage;
 mod thought;

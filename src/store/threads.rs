@@ -42,7 +42,7 @@ fn thread_from_row(row: &Row<'_>, granularity: Granularity) -> rusqlite::Result<
 
 /// The session's directory in the export layout (CONTRACT section 7).
 fn storage_path(granularity: Granularity, tags: &[String], created_at: &str, id: &str) -> String {
-    let project = crate::tree::project_from_tags(tags);
+    let project = crate::domain::layout::project_from_tags(tags);
     match domain::partition_path(granularity, created_at) {
         Some(part) => format!("projects/{project}/sessions/{part}/{id}"),
         None => format!("projects/{project}/sessions/{id}"),

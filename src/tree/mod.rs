@@ -27,7 +27,6 @@ pub mod writer;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use unicode_normalization::UnicodeNormalization;
 
 use serde::{Deserialize, Serialize};
 
@@ -39,8 +38,7 @@ pub const MANIFEST_VERSION: &str = "1.0.0";
 pub const MANIFEST: &str = "manifest.json";
 /// Configuration file at the root of a tree.
 pub const CONFIG: &str = "config.json";
-/// Project used when neither an option nor a `project:` tag names one.
-pub const DEFAULT_PROJECT: &str = "_default";
+pub use crate::domain::layout::{DEFAULT_PROJECT, is_project_name, is_session_id, project_from_tags};
 /// The reference keeps branch folders under this directory.
 pub const REFERENCE_BRANCH_DIR: &str = "branches";
 
@@ -71,17 +69,6 @@ pub struct ManifestMetadata {
     pub completed_at: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub domain: Option<String>,
-}
-
-/// True for a lower-case hyphenated UUID (`8-4-4-4-12` hex digits), the only
-/// form a session id may take in a path.
-pub fn is_session_id(id: &str) -> bool {
-    let b = id.as_bytes();
-    b.len() == 36
-        && b.iter().enumerate().all(|(i, c)| match i {
-            8 | 13 | 18 | 23 => *c == b'-',
-            _ => c.is_ascii_digit() || (b'a'..=b'f').contains(c),
-        })
 }
 
 /// Reject a session id that is not a UUID before it becomes a path.
@@ -116,19 +103,6 @@ pub fn sort_files(files: &mut [String]) {
     files.sort_by_key(|f| (thought_file_number(f), f.clone()));
 }
 
-/// Whether `c` may be part of a project directory name: a letter or digit
-/// of any script, `.`, `_` or `-`.
-fn project_char(c: char) -> bool {
-    c.is_alphanumeric() || matches!(c, '.' | '_' | '-')
-}
-
-/// A project directory name: letters and digits of any script, `.`, `_`,
-/// `-`; 1-64 characters (at most 256 bytes, within every file system's
-/// limit for a name), not only dots.
-fn is_project_name(p: &str) -> bool {
-    !p.is_empty() && p.chars().count() <= 64 && p.chars().all(project_char) && !p.chars().all(|c| c == '.')
-}
-
 /// Check a project name given on the command line.
 pub fn check_project(p: &str) -> Result<()> {
     if is_project_name(p) {
@@ -154,24 +128,6 @@ pub fn project_folder(p: &str) -> Result<String> {
         ));
     }
     Ok(folder)
-}
-
-/// The project of a session: the first `project:<p>` tag, with characters
-/// that cannot be part of a directory name replaced by `-`; `_default` when
-/// there is none or nothing usable is left.
-pub fn project_from_tags(tags: &[String]) -> String {
-    tags.iter()
-        .filter_map(|t| t.strip_prefix("project:"))
-        .map(|p| {
-            // Composed (NFC): the same name typed either way is one folder.
-            p.trim()
-                .nfc()
-                .map(|c| if project_char(c) { c } else { '-' })
-                .take(64)
-                .collect::<String>()
-        })
-        .find(|p| is_project_name(p))
-        .unwrap_or_else(|| DEFAULT_PROJECT.to_string())
 }
 
 /// `DIR/projects/{project}/sessions/{partition?}/{sessionId}`.

@@ -109,7 +109,7 @@ impl Store {
                 match existing {
                     // Threads are sessions here, whose ids are lower-case
                     // UUIDs (the ledger's paths and triggers rely on it).
-                    None if !crate::tree::is_session_id(id) => bad(
+                    None if !crate::domain::layout::is_session_id(id) => bad(
                         at,
                         format!(
                             "{id:?} is a valid seed 004 id, but this ledger's threads are sessions, whose ids are \
