@@ -288,6 +288,47 @@ async fn wind_down(running: Running, outcome: Result<()>) -> Result<()> {
 ///
 /// With `http`, the same process also serves MCP over HTTP (and the
 /// Observatory) on that listener, until the stdio client goes.
+/// What both modes run before they serve, started in the runtime.
+struct Started {
+    store: Store,
+    gateway: Gateway,
+    release: Arc<crate::memory::Release>,
+    shutdown: Arc<Shutdown>,
+    maintenance: Maintenance,
+    writer_thread: crate::writer::WriterThread,
+    releasing: tokio::task::JoinHandle<()>,
+}
+
+/// Watch the ledger's files, fail notebook runs a killed server left, and
+/// start the writer thread, the maintenance and memory tasks, and the
+/// gateway on them.
+fn start(store: Store, options: ServeOptions) -> Result<Started> {
+    let store = store.watching_files()?;
+    fail_orphaned_runs(&store, &options);
+    let (writer, writer_thread) = Writer::start(&store)?;
+    let maintenance = Maintenance::start(store.clone(), writer.clone());
+    let release = Arc::new(crate::memory::Release::default());
+    let releasing = release.spawn();
+    let shutdown = Arc::new(Shutdown::default());
+    let gateway = Gateway::new(
+        store.clone(),
+        writer,
+        options,
+        maintenance.signal(),
+        release.clone(),
+        shutdown.clone(),
+    );
+    Ok(Started {
+        store,
+        gateway,
+        release,
+        shutdown,
+        maintenance,
+        writer_thread,
+        releasing,
+    })
+}
+
 /// Cells left running by a server that was killed: failed, not stuck (a
 /// read-only standby leaves that to the ledger's own servers).
 fn fail_orphaned_runs(store: &Store, options: &ServeOptions) {
@@ -326,21 +367,15 @@ pub fn run_stdio(store: Store, options: ServeOptions, http: Option<Listening>) -
                  or press Ctrl-D or Ctrl-C to stop"
             );
         }
-        let store = store.watching_files()?;
-        fail_orphaned_runs(&store, &options);
-        let (writer, writer_thread) = Writer::start(&store)?;
-        let maintenance = Maintenance::start(store.clone(), writer.clone());
-        let release = Arc::new(crate::memory::Release::default());
-        let releasing = release.spawn();
-        let shutdown = Arc::new(Shutdown::default());
-        let gateway = Gateway::new(
-            store.clone(),
-            writer,
-            options,
-            maintenance.signal(),
-            release.clone(),
-            shutdown.clone(),
-        );
+        let Started {
+            store,
+            gateway,
+            release,
+            shutdown,
+            maintenance,
+            writer_thread,
+            releasing,
+        } = start(store, options)?;
         let (input, output, stdout_gone) = crate::stdio::streams();
         let transport =
             crate::stdio::StdioTransport::new(EndOfInput(input, shutdown.clone()), output).releasing(release.clone());
@@ -462,21 +497,16 @@ pub fn run_http(store: Store, options: ServeOptions, listening: Listening) -> Re
         .build()
         .map_err(|e| Error::io("starting the async runtime", e))?;
     let result = runtime.block_on(async move {
-        let store = store.watching_files()?;
-        fail_orphaned_runs(&store, &options);
-        let (writer, writer_thread) = Writer::start(&store)?;
-        let maintenance = Maintenance::start(store.clone(), writer.clone());
-        let release = Arc::new(crate::memory::Release::default());
-        let releasing = release.spawn();
-        let shutdown = Arc::new(Shutdown::default());
-        let gateway = Gateway::new(
-            store.clone(),
-            writer,
-            options,
-            maintenance.signal(),
-            release.clone(),
-            shutdown.clone(),
-        );
+        let Started {
+            store,
+            gateway,
+            // Answers over HTTP are noted as heavy work where they are built.
+            release: _,
+            shutdown,
+            maintenance,
+            writer_thread,
+            releasing,
+        } = start(store, options)?;
         let (signals, signal_seen) = watch_signals();
         let mut serving = tokio::spawn(listening.serve(gateway, shutdown.clone()));
         let outcome = tokio::select! {
