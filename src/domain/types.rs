@@ -40,6 +40,23 @@ impl NewSession {
         }
     }
 
+    /// [`NewSession::checked`] for a thread, whose title goes by `title`
+    /// (seed 004) rather than a new session's `sessionTitle`.
+    pub fn checked_as_thread(&self) -> Result<(String, Vec<String>)> {
+        self.checked().map_err(|e| match e {
+            Error::InvalidPayload {
+                field,
+                message,
+                details,
+            } if field == "sessionTitle" => Error::InvalidPayload {
+                field: "title".into(),
+                message,
+                details,
+            },
+            e => e,
+        })
+    }
+
     /// The title and tags as stored (trimmed; tags without repeats), or
     /// the field a session cannot have. Needs no ledger: a server checks
     /// before it waits for the write lock, the store again when it writes.

@@ -8,35 +8,14 @@ use super::answers::thread::{
     LinkAnswer, ThreadChangedAnswer, ThreadGetAnswer, ThreadListAnswer, ThreadLogAnswer, ThreadTreeAnswer, nest,
 };
 use super::{Args, Gateway, answers, params};
-use crate::domain::thread::{Operator, ThreadStatus, parse_registry, violations_error};
+use crate::domain::thread::{Operation, Operator, Thread, ThreadStatus, parse_registry, violations_error};
 use crate::domain::{NewSession, canonical_session_id};
 use crate::error::{Error, Result};
 use crate::store::{Spawn, ThreadFilter};
 
-pub const SUB_OPERATIONS: &[&str] = &[
-    "spawn",
-    "reference",
-    "depend",
-    "freeze",
-    "archive",
-    "update",
-    "get",
-    "list",
-    "tree",
-    "log",
-    "export",
-    "import",
-];
-
 pub async fn thread(gw: &Gateway, args: Args) -> Result<Value> {
     let (name, args) = args.sub_operation()?;
-    let Some(name) = name else {
-        return Err(Error::invalid_with(
-            "subOperation",
-            format!("thread needs subOperation: one of {}", SUB_OPERATIONS.join(", ")),
-            json!({ "subOperations": SUB_OPERATIONS }),
-        ));
-    };
+    let name = super::refused::required_sub_operation("thread", name)?;
     match name.as_str() {
         "spawn" => spawn(gw, args).await,
         "reference" => reference(gw, args).await,
@@ -54,12 +33,7 @@ pub async fn thread(gw: &Gateway, args: Args) -> Result<Value> {
             answers::to_value(&registry)
         }
         "import" => import(gw, args).await,
-        other => Err(super::unknown_name(
-            "thread sub-operation",
-            other,
-            SUB_OPERATIONS,
-            ("subOperation", "validSubOperations"),
-        )),
+        other => Err(super::refused::unknown_sub_operation("thread", other)),
     }
 }
 
@@ -90,18 +64,7 @@ async fn spawn(gw: &Gateway, args: Args) -> Result<Value> {
     if parent_id.is_none() {
         super::init_ops::scope_new_session(gw, &mut session);
     }
-    session.checked().map_err(|e| match e {
-        Error::InvalidPayload {
-            field,
-            message,
-            details,
-        } if field == "sessionTitle" => Error::InvalidPayload {
-            field: "title".into(),
-            message,
-            details,
-        },
-        e => e,
-    })?;
+    session.checked_as_thread()?;
     let spawn = Spawn {
         parent_id,
         session,
@@ -110,16 +73,14 @@ async fn spawn(gw: &Gateway, args: Args) -> Result<Value> {
     let by = operator(p.operator);
     let (thread, op) = gw.write(move |s| s.spawn_thread(spawn, by)).await?;
     gw.wrote();
-    answers::to_value(&ThreadChangedAnswer {
-        thread_id: &thread.id,
-        session_id: &thread.id,
-        thread: &thread,
-        operation: &op,
-        next_step: Some(
+    changed(
+        &thread,
+        &op,
+        Some(
             "The child session exists: record its thoughts with thought, passing this sessionId (a sub-agent \
              given the sessionId can work in it).",
         ),
-    })
+    )
 }
 
 async fn reference(gw: &Gateway, args: Args) -> Result<Value> {
@@ -182,13 +143,7 @@ async fn set_status(gw: &Gateway, args: Args, to: ThreadStatus) -> Result<Value>
     let by = operator(p.operator);
     let (thread, op) = gw.write(move |s| s.set_thread_status(&id, to, by)).await?;
     gw.wrote();
-    answers::to_value(&ThreadChangedAnswer {
-        thread_id: &thread.id,
-        session_id: &thread.id,
-        thread: &thread,
-        operation: &op,
-        next_step: None,
-    })
+    changed(&thread, &op, None)
 }
 
 async fn update(gw: &Gateway, args: Args) -> Result<Value> {
@@ -202,13 +157,7 @@ async fn update(gw: &Gateway, args: Args) -> Result<Value> {
     };
     let (thread, op) = gw.write(move |s| s.update_thread(&id, change, by)).await?;
     gw.wrote();
-    answers::to_value(&ThreadChangedAnswer {
-        thread_id: &thread.id,
-        session_id: &thread.id,
-        thread: &thread,
-        operation: &op,
-        next_step: None,
-    })
+    changed(&thread, &op, None)
 }
 
 async fn get(gw: &Gateway, args: Args) -> Result<Value> {
@@ -305,4 +254,16 @@ async fn import(gw: &Gateway, args: Args) -> Result<Value> {
     let mut out = answers::to_value(&done)?;
     out["imported"] = json!(true);
     Ok(out)
+}
+
+/// The answer of a change to a thread: the thread, whose id is also its
+/// session's handle, and the logged operation.
+fn changed(thread: &Thread, op: &Operation, next_step: Option<&'static str>) -> Result<Value> {
+    answers::to_value(&ThreadChangedAnswer {
+        thread_id: &thread.id,
+        session_id: &thread.id,
+        thread,
+        operation: op,
+        next_step,
+    })
 }

@@ -396,19 +396,7 @@ impl Store {
                 tags: update.tags.clone().unwrap_or(before.tags.clone()),
                 ..Default::default()
             }
-            .checked()
-            .map_err(|e| match e {
-                Error::InvalidPayload {
-                    field,
-                    message,
-                    details,
-                } if field == "sessionTitle" => Error::InvalidPayload {
-                    field: "title".into(),
-                    message,
-                    details,
-                },
-                e => e,
-            })?;
+            .checked_as_thread()?;
             let (title, tags) = checked;
             let tags_json = serde_json::to_string(&tags).map_err(|e| Error::Internal(e.to_string()))?;
             tx.prepare_cached(
