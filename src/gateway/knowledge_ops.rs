@@ -14,29 +14,9 @@ use crate::domain::{SortOrder, Stage};
 use crate::error::{Error, Result};
 use crate::knowledge::{NewPattern, NoteRef, PatternFilter, PatternUpdate, check_content, check_topic, is_slug};
 
-pub const SUB_OPERATIONS: &[&str] = &[
-    "create_pattern",
-    "get_pattern",
-    "update_pattern",
-    "delete_pattern",
-    "list_patterns",
-    "list_tags",
-    "write_scratchpad",
-    "read_scratchpad",
-    "list_scratchpad",
-    "delete_scratchpad",
-    "search",
-];
-
 pub async fn knowledge(gw: &Gateway, args: Args) -> Result<Value> {
     let (name, args) = args.sub_operation_named(&["subOperation", "operation", "action"])?;
-    let Some(name) = name else {
-        return Err(Error::invalid_with(
-            "subOperation",
-            format!("knowledge needs subOperation: one of {}", SUB_OPERATIONS.join(", ")),
-            json!({ "subOperations": SUB_OPERATIONS }),
-        ));
-    };
+    let name = super::refused::required_sub_operation("knowledge", name)?;
     let out = match name.as_str() {
         "create_pattern" => create_pattern(gw, args).await,
         "get_pattern" => {
@@ -102,12 +82,7 @@ pub async fn knowledge(gw: &Gateway, args: Args) -> Result<Value> {
             })
         }
         "search" => search(gw, args).await,
-        other => Err(super::unknown_name(
-            "knowledge sub-operation",
-            other,
-            SUB_OPERATIONS,
-            ("subOperation", "validSubOperations"),
-        )),
+        other => Err(super::refused::unknown_sub_operation("knowledge", other)),
     }?;
     // Using the garden is a domain operation: it moves a connection that has
     // loaded the cipher to stage 3 (nothing requires stage 3; get_state shows it).

@@ -8,17 +8,9 @@ use crate::domain::Stage;
 use crate::error::{Error, Result};
 use crate::models;
 
-pub const SUB_OPERATIONS: &[&str] = &["get_model", "list_models", "list_tags"];
-
 pub async fn mental_models(gw: &Gateway, args: Args) -> Result<Value> {
     let (name, args) = args.sub_operation()?;
-    let Some(name) = name else {
-        return Err(Error::invalid_with(
-            "subOperation",
-            format!("mental_models needs subOperation: one of {}", SUB_OPERATIONS.join(", ")),
-            json!({ "subOperations": SUB_OPERATIONS }),
-        ));
-    };
+    let name = super::refused::required_sub_operation("mental_models", name)?;
     let out = match name.as_str() {
         "get_model" => get_model(&args),
         "list_models" => list_models(&args),
@@ -41,12 +33,7 @@ pub async fn mental_models(gw: &Gateway, args: Args) -> Result<Value> {
                 tags,
             })
         }
-        other => Err(super::unknown_name(
-            "mental_models sub-operation",
-            other,
-            SUB_OPERATIONS,
-            ("subOperation", "validSubOperations"),
-        )),
+        other => Err(super::refused::unknown_sub_operation("mental_models", other)),
     }?;
     // Applying a reasoning framework is a domain operation: a connection that
     // has loaded the cipher reaches stage 3 (informational; nothing requires it).

@@ -23,31 +23,9 @@ use crate::notebook::{
 };
 use crate::store::{NewNotebook, RunKind};
 
-/// The sub-operations in the schema. The reference's `load` (import),
-/// `get_cell` and `list_cells` are taken too.
-pub const SUB_OPERATIONS: &[&str] = &[
-    "create",
-    "list",
-    "get",
-    "add_cell",
-    "update_cell",
-    "delete_cell",
-    "run_cell",
-    "install_deps",
-    "export",
-    "import",
-    "delete",
-];
-
 pub async fn notebook(gw: &Gateway, args: Args) -> Result<Value> {
     let (name, args) = args.sub_operation()?;
-    let Some(name) = name else {
-        return Err(Error::invalid_with(
-            "subOperation",
-            format!("notebook needs subOperation: one of {}", SUB_OPERATIONS.join(", ")),
-            json!({ "subOperations": SUB_OPERATIONS }),
-        ));
-    };
+    let name = super::refused::required_sub_operation("notebook", name)?;
     match name.as_str() {
         "create" => create(gw, args).await,
         "list" => list(gw, args).await,
@@ -149,12 +127,7 @@ pub async fn notebook(gw: &Gateway, args: Args) -> Result<Value> {
                 cells_deleted: Some(nb.cells.len()),
             })
         }
-        other => Err(super::unknown_name(
-            "notebook sub-operation",
-            other,
-            SUB_OPERATIONS,
-            ("subOperation", "validSubOperations"),
-        )),
+        other => Err(super::refused::unknown_sub_operation("notebook", other)),
     }
 }
 

@@ -10,6 +10,29 @@ use crate::error::Error;
 /// when `given` misspells one of them ([`args::name_meant`]: `startNew`,
 /// `readThoughts`), that one as `didYouMean` (the list alone leaves the agent
 /// to find it).
+/// The sub-operation a call named, or the refusal that lists those of
+/// `operation` (from its parameter types, so the list cannot drift).
+pub(crate) fn required_sub_operation(operation: &str, name: Option<String>) -> Result<String, Error> {
+    name.ok_or_else(|| {
+        let valid = super::params::sub_operations(operation);
+        Error::invalid_with(
+            "subOperation",
+            format!("{operation} needs subOperation: one of {}", valid.join(", ")),
+            json!({ "subOperations": valid }),
+        )
+    })
+}
+
+/// A sub-operation `operation` does not have, with the one meant.
+pub(crate) fn unknown_sub_operation(operation: &str, given: &str) -> Error {
+    unknown_name(
+        &format!("{operation} sub-operation"),
+        given,
+        &super::params::sub_operations(operation),
+        ("subOperation", "validSubOperations"),
+    )
+}
+
 pub(crate) fn unknown_name(what: &str, given: &str, valid: &[&'static str], keys: (&str, &str)) -> Error {
     let meant = args::name_meant(given, valid);
     let mut details = json!({ keys.0: given, keys.1: valid });

@@ -22,26 +22,9 @@ use crate::tree::{self, writer::ExportOptions};
 /// into the same directory (a nightly `thoughtbox export`) to finish.
 const EXPORT_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
-pub const SUB_OPERATIONS: &[&str] = &[
-    "list",
-    "get",
-    "search",
-    "resume",
-    "export",
-    "delete",
-    "analyze",
-    "extract_learnings",
-    "discovery",
-];
 pub async fn session(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleServer>>) -> Result<Value> {
     let (name, args) = args.sub_operation()?;
-    let Some(name) = name else {
-        return Err(Error::invalid_with(
-            "subOperation",
-            format!("session needs subOperation: one of {}", SUB_OPERATIONS.join(", ")),
-            json!({ "subOperations": SUB_OPERATIONS }),
-        ));
-    };
+    let name = super::refused::required_sub_operation("session", name)?;
     match name.as_str() {
         "list" => super::ops::list_sessions(gw, args).await,
         "get" => get(gw, args).await,
@@ -52,12 +35,7 @@ pub async fn session(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
         "analyze" => super::analysis_ops::analyze(gw, args).await,
         "extract_learnings" => super::analysis_ops::extract_learnings(gw, args).await,
         "discovery" => super::init_ops::discovery(gw, args, ctx).await,
-        other => Err(super::unknown_name(
-            "session sub-operation",
-            other,
-            SUB_OPERATIONS,
-            ("subOperation", "validSubOperations"),
-        )),
+        other => Err(super::refused::unknown_sub_operation("session", other)),
     }
 }
 

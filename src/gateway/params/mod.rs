@@ -216,6 +216,15 @@ pub fn has_sub_operations(operation: &str) -> bool {
         .any(|p| p.operation == operation && p.sub_operation.is_some())
 }
 
+/// The sub-operations of `operation`, in the operations table's order.
+pub fn sub_operations(operation: &str) -> Vec<&'static str> {
+    PARAMS
+        .iter()
+        .filter(|p| p.operation == operation)
+        .filter_map(|p| p.sub_operation)
+        .collect()
+}
+
 /// The parameter type of `operation` (and `sub_operation`).
 pub fn find(operation: &str, sub_operation: Option<&str>) -> Option<&'static Params> {
     PARAMS
