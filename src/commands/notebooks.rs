@@ -10,7 +10,7 @@ use serde_json::json;
 use super::{clip, out, out_json, table};
 use crate::cli::{DbArgs, user_path};
 use crate::error::Result;
-use crate::notebook::{CellKind, NewCell, check_title, srcbook};
+use crate::notebook::{CellKind, srcbook};
 use crate::store::NewNotebook;
 
 #[derive(Debug, Subcommand)]
@@ -141,25 +141,15 @@ pub fn notebooks(db: &DbArgs, command: NotebooksCommand) -> Result<ExitCode> {
         }
         NotebooksCommand::Import { path, session, name } => {
             let text = srcbook::read_file(&path)?;
-            let decoded = srcbook::decode(&text)?;
-            let cells = decoded
-                .cells
-                .iter()
-                .cloned()
-                .map(NewCell::checked)
-                .collect::<Result<Vec<_>>>()?;
-            let name = name
-                .or_else(|| decoded.title().map(str::to_string))
-                .unwrap_or_else(|| "Imported notebook".into());
-            check_title("name", &name)?;
+            let (name, decoded) = srcbook::decode(&text)?.checked(name)?;
             let store = db.open()?;
             let nb = store.create_notebook(NewNotebook {
-                name: name.trim().to_string(),
+                name,
                 language: decoded.language,
                 tsconfig: decoded.tsconfig,
                 session_id: session.map(|s| crate::domain::canonical_session_id(&s)),
                 allow_child_processes: false,
-                cells,
+                cells: decoded.cells,
             })?;
             println!("{}", nb.id);
         }

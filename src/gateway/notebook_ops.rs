@@ -552,26 +552,15 @@ async fn import(gw: &Gateway, args: Args) -> Result<Value> {
                 .map_err(|e| Error::Internal(format!("reading the file: {e}")))??
         }
     };
-    let decoded = srcbook::decode(&text)?;
-    let cells = decoded
-        .cells
-        .iter()
-        .cloned()
-        .map(NewCell::checked)
-        .collect::<Result<Vec<_>>>()?;
-    let name = match p.name {
-        Some(n) => n,
-        None => decoded.title().unwrap_or("Imported notebook").to_string(),
-    };
-    check_title("name", &name)?;
+    let (name, decoded) = srcbook::decode(&text)?.checked(p.name)?;
     let session_id = linked_session(gw, p.session_id).await?;
     let new = NewNotebook {
-        name: name.trim().to_string(),
+        name,
         language: decoded.language,
         tsconfig: decoded.tsconfig,
         session_id,
         allow_child_processes: false,
-        cells,
+        cells: decoded.cells,
     };
     let nb = gw.write(move |s| s.create_notebook(new)).await?;
     gw.wrote();

@@ -40,6 +40,23 @@ impl Decoded {
             .find(|c| c.kind == CellKind::Title)
             .map(|c| c.content.as_str())
     }
+
+    /// Ready to become a notebook: every cell checked, and its name the one
+    /// `name` gives, else its first title cell's text, else "Imported
+    /// notebook" (checked as a title, trimmed).
+    pub fn checked(self, name: Option<String>) -> Result<(String, Decoded)> {
+        let cells = self
+            .cells
+            .into_iter()
+            .map(NewCell::checked)
+            .collect::<Result<Vec<_>>>()?;
+        let decoded = Decoded { cells, ..self };
+        let name = name
+            .or_else(|| decoded.title().map(str::to_string))
+            .unwrap_or_else(|| "Imported notebook".into());
+        super::check_title("name", &name)?;
+        Ok((name.trim().to_string(), decoded))
+    }
 }
 
 /// The notebook as `.src.md` text.
