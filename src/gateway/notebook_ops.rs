@@ -229,13 +229,7 @@ async fn create(gw: &Gateway, args: Args) -> Result<Value> {
 
 async fn list(gw: &Gateway, args: Args) -> Result<Value> {
     let p: params::ListNotebooks = args.parse("notebook.list")?;
-    let limit = p.limit.unwrap_or(20);
-    if !(1..=100).contains(&limit) {
-        return Err(Error::invalid(
-            "limit",
-            format!("limit must be between 1 and 100, got {limit}"),
-        ));
-    }
+    let limit = params::bounded("limit", p.limit, (1, 100), 20)?;
     let offset = p.offset.unwrap_or(0);
     let session = p.session_id.map(|s| canonical_session_id(&s));
     let (notebooks, total) = gw

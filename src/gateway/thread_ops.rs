@@ -174,13 +174,7 @@ async fn get(gw: &Gateway, args: Args) -> Result<Value> {
 
 async fn list(gw: &Gateway, args: Args) -> Result<Value> {
     let p: params::ThreadList = args.parse("thread.list")?;
-    let limit = p.limit.unwrap_or(20);
-    if !(1..=100).contains(&limit) {
-        return Err(Error::invalid(
-            "limit",
-            format!("limit must be between 1 and 100, got {limit}"),
-        ));
-    }
+    let limit = params::bounded("limit", p.limit, (1, 100), 20)?;
     let filter = ThreadFilter {
         status: p.status.map(|s| match s {
             params::ThreadStatusName::Active => ThreadStatus::Active,
@@ -224,13 +218,7 @@ async fn tree(gw: &Gateway, args: Args) -> Result<Value> {
 async fn log(gw: &Gateway, args: Args) -> Result<Value> {
     let p: params::ThreadLog = args.parse("thread.log")?;
     let id = p.thread_id.as_deref().map(|id| id_given("threadId", id)).transpose()?;
-    let limit = p.limit.unwrap_or(20);
-    if !(1..=100).contains(&limit) {
-        return Err(Error::invalid(
-            "limit",
-            format!("limit must be between 1 and 100, got {limit}"),
-        ));
-    }
+    let limit = params::bounded("limit", p.limit, (1, 100), 20)?;
     let offset = p.offset.unwrap_or(0);
     let asked = id.clone();
     let page = gw
