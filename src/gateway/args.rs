@@ -453,7 +453,7 @@ impl Args {
     /// The arguments as operation `key`'s parameter type (see
     /// [`super::params::parse`]): what the type took counts as read, and
     /// what it ignored is reported as unread.
-    pub fn parse<T: serde::de::DeserializeOwned>(&self, key: &str) -> Result<T> {
+    pub fn parse<T: serde::de::DeserializeOwned + 'static>(&self, key: &str) -> Result<T> {
         self.parse_leaving(key, &[])
     }
 
@@ -478,7 +478,7 @@ impl Args {
     /// count as read only when the operation reads them through these
     /// args: those it uses in some calls only (a thought's session title,
     /// used when the thought starts a session).
-    pub fn parse_leaving<T: serde::de::DeserializeOwned>(&self, key: &str, left: &[&str]) -> Result<T> {
+    pub fn parse_leaving<T: serde::de::DeserializeOwned + 'static>(&self, key: &str, left: &[&str]) -> Result<T> {
         let (parsed, ignored) = super::params::parse::<T>(key, Value::Object(self.map.clone()))?;
         // A misspelt name inside an object parameter (`newWork.Project`) is
         // refused as a flat one is, rather than dropped.

@@ -3,6 +3,10 @@
 //! leniency clients rely on), then serde, with the path of a bad field
 //! (serde_path_to_error) and the names nothing took (serde_ignored).
 
+use std::any::TypeId;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
@@ -86,13 +90,14 @@ pub fn normalise(schema: &Value, value: Value) -> Value {
 /// its parameter type `T`, with the names nothing took (`colour`,
 /// `newWork.colour`). A field of the wrong type, or a required one
 /// missing, is `INVALID_PAYLOAD` naming the field's path.
-pub fn parse<T: DeserializeOwned>(key: &str, value: Value) -> Result<(T, Vec<String>)> {
+pub fn parse<T: DeserializeOwned + 'static>(key: &str, value: Value) -> Result<(T, Vec<String>)> {
     let schema = schema_of_op(key).ok_or_else(|| Error::Internal(format!("no parameter schema for {key}")))?;
-    let value = documented_names::<T>(schema, value);
+    let aliases = aliases_of::<T>(schema);
+    let value = documented_names(&aliases, value);
     duplicate_keys_in_json_text(schema, &value)?;
     let value = normalise(schema, value);
     no_nul("", &value)?;
-    let value = one_name_each::<T>(schema, value)?;
+    let value = one_name_each(&aliases, value)?;
     let mut ignored = Vec::new();
     let mut track = serde_path_to_error::Track::new();
     let de = serde_path_to_error::Deserializer::new(&value, &mut track);
@@ -178,23 +183,21 @@ fn duplicate_keys_in_json_text(schema: &Value, value: &Value) -> Result<()> {
     Ok(())
 }
 
-/// `value` with each alias the schema does not list (`tag`, `q`) under the
-/// parameter's documented name (`tags`, `query`), when that name is not
-/// given too, so that the normalisation knows its type (`tag: "x"` is a
-/// list of one). Which parameter an alias names is found by asking serde,
-/// with a value of the documented parameter's type.
-fn documented_names<T: DeserializeOwned>(schema: &Value, value: Value) -> Value {
-    let (Value::Object(map), Some(properties)) = (&value, schema.get("properties").and_then(Value::as_object)) else {
-        return value;
-    };
-    let names = super::field_names::<T>();
-    let aliases: Vec<&String> = map
-        .keys()
-        .filter(|k| !properties.contains_key(*k) && names.contains(&k.as_str()))
-        .collect();
-    if aliases.is_empty() {
-        return value;
+/// Each name `T` takes that the schema does not list (a serde alias:
+/// `tag`, `q`, `session_id`), with the documented parameter it stands for
+/// (`tags`, `query`, `sessionId`). Which one is found by asking serde, with
+/// a value of the documented parameter's type, once per type: the answer
+/// depends on the type alone, and asking costs a few failed parses.
+fn aliases_of<T: DeserializeOwned + 'static>(schema: &Value) -> Arc<[(&'static str, String)]> {
+    type Cache = Mutex<HashMap<TypeId, Arc<[(&'static str, String)]>>>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    let lock = || cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(known) = lock().get(&TypeId::of::<T>()) {
+        return known.clone();
     }
+    let properties = schema.get("properties").and_then(Value::as_object);
+    let documented = |n: &str| properties.is_some_and(|p| p.contains_key(n));
     let sample = |property: &Value| -> Value {
         if let Some(first) = property.get("enum").and_then(Value::as_array).and_then(|e| e.first()) {
             return first.clone();
@@ -207,21 +210,32 @@ fn documented_names<T: DeserializeOwned>(schema: &Value, value: Value) -> Value 
             _ => Value::String("x".into()),
         }
     };
-    let renames: Vec<(String, String)> = aliases
-        .into_iter()
+    let found: Arc<[(&'static str, String)]> = super::field_names::<T>()
+        .iter()
+        .filter(|alias| !documented(alias))
         .filter_map(|alias| {
-            let (name, _) = properties.iter().find(|(name, property)| {
-                !map.contains_key(*name) && same_parameter::<T>(name, alias, &sample(property))
-            })?;
-            Some((alias.clone(), name.clone()))
+            let (name, _) = properties?
+                .iter()
+                .find(|(name, property)| same_parameter::<T>(name, alias, &sample(property)))?;
+            Some((*alias, name.clone()))
         })
         .collect();
+    lock().insert(TypeId::of::<T>(), found.clone());
+    found
+}
+
+/// `value` with each alias under the parameter's documented name, when
+/// that name is not given too, so that the normalisation knows its type
+/// (`tag: "x"` is a list of one).
+fn documented_names(aliases: &[(&'static str, String)], value: Value) -> Value {
     let Value::Object(mut map) = value else {
         return value;
     };
-    for (alias, name) in renames {
-        if let Some(v) = map.remove(&alias) {
-            map.insert(name, v);
+    for (alias, name) in aliases {
+        if !map.contains_key(name)
+            && let Some(v) = map.remove(*alias)
+        {
+            map.insert(name.clone(), v);
         }
     }
     Value::Object(map)
@@ -239,48 +253,30 @@ fn same_parameter<T: DeserializeOwned>(a: &str, b: &str, v: &Value) -> bool {
 
 /// Two names of one parameter (`sessionId` and `session_id`): the same
 /// value is that value, once; different values are refused, since which
-/// one the caller meant is anyone's guess. Serde would refuse both as a
-/// duplicate; which names are one parameter is found by asking it.
-fn one_name_each<T: DeserializeOwned>(schema: &Value, value: Value) -> Result<Value> {
+/// one the caller meant is anyone's guess. (Serde would refuse both as a
+/// duplicate.) The documented name is the one kept, and the one an error
+/// is reported on.
+fn one_name_each(aliases: &[(&'static str, String)], value: Value) -> Result<Value> {
     let Value::Object(mut map) = value else {
         return Ok(value);
     };
-    let names = super::field_names::<T>();
-    let mut given: Vec<&str> = names.iter().copied().filter(|n| map.contains_key(*n)).collect();
-    // The documented name first: it is the one kept, and the one an error
-    // is reported on.
-    let documented = |n: &str| schema.get("properties").and_then(|p| p.get(n)).is_some();
-    given.sort_by_key(|n| !documented(n));
-    let same_parameter = |a: &str, b: &str, v: &Value| same_parameter::<T>(a, b, v);
-    let mut dropped: Vec<&str> = Vec::new();
-    for (i, first) in given.iter().enumerate() {
-        for second in &given[i + 1..] {
-            if dropped.contains(first) || dropped.contains(second) {
-                continue;
-            }
-            let (Some(a), Some(b)) = (map.get(*first), map.get(*second)) else {
-                continue;
-            };
-            if !same_parameter(first, second, a) {
-                continue;
-            }
-            if !super::super::args::same_meaning(a, b) {
-                return Err(Error::invalid_with(
-                    *first,
-                    format!(
-                        "{first} and {second} are two names of one parameter, given different values ({} and {}); \
-                         give one (nothing was done)",
-                        super::super::clip(&a.to_string()),
-                        super::super::clip(&b.to_string())
-                    ),
-                    serde_json::json!({ "conflictsWith": second }),
-                ));
-            }
-            dropped.push(second);
+    for (alias, name) in aliases {
+        let (Some(a), Some(b)) = (map.get(name), map.get(*alias)) else {
+            continue;
+        };
+        if !super::super::args::same_meaning(a, b) {
+            return Err(Error::invalid_with(
+                name,
+                format!(
+                    "{name} and {alias} are two names of one parameter, given different values ({} and {}); \
+                     give one (nothing was done)",
+                    super::super::clip(&a.to_string()),
+                    super::super::clip(&b.to_string())
+                ),
+                serde_json::json!({ "conflictsWith": alias }),
+            ));
         }
-    }
-    for name in dropped {
-        map.remove(name);
+        map.remove(*alias);
     }
     Ok(Value::Object(map))
 }
