@@ -305,7 +305,12 @@ struct Started {
 fn start(store: Store, options: ServeOptions) -> Result<Started> {
     let store = store.watching_files()?;
     fail_orphaned_runs(&store, &options);
-    let (writer, writer_thread) = Writer::start(&store)?;
+    // One protocol thread (stdio alone): writes run on it when they can.
+    let mode = match tokio::runtime::Handle::current().runtime_flavor() {
+        tokio::runtime::RuntimeFlavor::CurrentThread => crate::writer::Mode::Inline,
+        _ => crate::writer::Mode::Thread,
+    };
+    let (writer, writer_thread) = Writer::start(&store, mode)?;
     let maintenance = Maintenance::start(store.clone(), writer.clone());
     let release = Arc::new(crate::memory::Release::default());
     let releasing = release.spawn();

@@ -169,6 +169,20 @@ impl Store {
         Ok(())
     }
 
+    /// [`Store::begin_group`] only if the write lock is free now: it never
+    /// waits for another connection's write (the caller has other work
+    /// to do, and hands the write to the writer thread instead).
+    pub(crate) fn begin_group_now(&self) -> Result<()> {
+        let conn = self.conn()?;
+        let _now = ShortWait::set(&conn, Duration::ZERO)?;
+        conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
+        if let Err(e) = self.check_files() {
+            conn.execute_batch("ROLLBACK")?;
+            return Err(e);
+        }
+        Ok(())
+    }
+
     /// Whether the group's transaction is still open: SQLite rolls a whole
     /// transaction back itself on some errors (a full disk, an I/O error),
     /// and then the writes before in the group are gone with it.
