@@ -33,6 +33,9 @@
 //!   THOUGHTBOX_VERSUS_VERSION   the npm version of theirs (2026.8.31)
 //!   THOUGHTBOX_VERSUS_NPM_DIR   where it is installed (target/versus-npm)
 //!   THOUGHTBOX_BIN              another build of ours to measure
+//!   THOUGHTBOX_VERSUS_BASELINE  a build of ours to take theirs' place (B),
+//!                               to measure a change against the build
+//!                               before it, A B A B in one run
 //!
 //! Needs `node` and `npm` on PATH (npm only the first time) and Linux's /proc.
 
@@ -117,6 +120,8 @@ mod linux {
     enum Server {
         Ours,
         Theirs,
+        /// Another build of ours, in theirs' place.
+        Baseline,
     }
 
     impl Server {
@@ -124,8 +129,17 @@ mod linux {
             match self {
                 Server::Ours => "thoughtbox",
                 Server::Theirs => "sequential-thinking",
+                Server::Baseline => "baseline build",
             }
         }
+
+        fn is_ours(self) -> bool {
+            self != Server::Theirs
+        }
+    }
+
+    fn baseline() -> Option<std::ffi::OsString> {
+        std::env::var_os("THOUGHTBOX_VERSUS_BASELINE")
     }
 
     /// One server and the bare client talking to it.
@@ -239,8 +253,12 @@ mod linux {
         let dir = tempfile::tempdir().expect("temporary directory");
         let mut command;
         match server {
-            Server::Ours => {
-                command = Command::new(our_bin());
+            Server::Ours | Server::Baseline => {
+                let bin = match server {
+                    Server::Baseline => baseline().expect("THOUGHTBOX_VERSUS_BASELINE"),
+                    _ => our_bin(),
+                };
+                command = Command::new(bin);
                 command
                     .arg("--db")
                     .arg(dir.path().join("versus.db"))
@@ -253,7 +271,7 @@ mod linux {
         }
         let mut s = Session::start(command);
         let pid = s.child.id();
-        if server == Server::Ours {
+        if server.is_ours() {
             s.tool(
                 "thoughtbox_gateway",
                 json!({ "operation": "start_new", "args": { "sessionTitle": "versus" } }),
@@ -273,15 +291,15 @@ mod linux {
                 "nextThoughtNeeded": i + 1 < thoughts,
             });
             match server {
-                Server::Ours => s.tool("thoughtbox_gateway", json!({ "operation": "thought", "args": args })),
                 Server::Theirs => s.tool("sequentialthinking", args),
+                _ => s.tool("thoughtbox_gateway", json!({ "operation": "thought", "args": args })),
             }
         }
         let took = started.elapsed();
         let cpu_after = cpu_ticks(pid);
         let per_thought = |ticks: u64| ticks as f64 / ticks_per_s * 1e3 / thoughts as f64;
         let total = |(user, sys): (u64, u64)| user + sys;
-        let cpu_ms_with_upkeep = (server == Server::Ours).then(|| {
+        let cpu_ms_with_upkeep = server.is_ours().then(|| {
             // Past the server's idle checkpoint (a second without writes).
             std::thread::sleep(Duration::from_millis(1500));
             let mut last = total(cpu_ticks(pid));
@@ -331,33 +349,43 @@ mod linux {
         let thoughts = env_usize("THOUGHTBOX_VERSUS_THOUGHTS", 10_000);
         let pairs = env_usize("THOUGHTBOX_VERSUS_PAIRS", 3);
         assert!(thoughts > 0 && pairs > 0, "at least one thought and one pair");
-        let node = Command::new("node").arg("--version").output();
-        if !node.as_ref().is_ok_and(|o| o.status.success()) {
-            println!("versus: skipped (`node` not found: sequential-thinking runs under Node.js)");
-            return;
-        }
-        let script = their_script();
+        let (b, script) = if baseline().is_some() {
+            (Server::Baseline, PathBuf::new())
+        } else {
+            let node = Command::new("node").arg("--version").output();
+            if !node.as_ref().is_ok_and(|o| o.status.success()) {
+                println!("versus: skipped (`node` not found: sequential-thinking runs under Node.js)");
+                return;
+            }
+            (Server::Theirs, their_script())
+        };
         let ticks = clock_ticks();
         println!(
-            "{thoughts} thoughts of ~550 characters per run, {pairs} pairs, A = thoughtbox, B = sequential-thinking"
+            "{thoughts} thoughts of ~550 characters per run, {pairs} pairs, A = thoughtbox, B = {}",
+            b.name()
         );
         let (mut speed, mut cpu, mut cpu_upkeep) = (Vec::new(), Vec::new(), Vec::new());
         for pair in 1..=pairs {
             println!("pair {pair}:");
             let ours = run(Server::Ours, &script, thoughts, ticks);
             show(Server::Ours, &ours);
-            let theirs = run(Server::Theirs, &script, thoughts, ticks);
-            show(Server::Theirs, &theirs);
+            let theirs = run(b, &script, thoughts, ticks);
+            show(b, &theirs);
             let (s, c) = (ours.per_second / theirs.per_second, ours.cpu_ms / theirs.cpu_ms);
-            let u = ours.cpu_ms_with_upkeep.unwrap_or(ours.cpu_ms) / theirs.cpu_ms;
+            let upkeep = |r: &Run| r.cpu_ms_with_upkeep.unwrap_or(r.cpu_ms);
+            let u = upkeep(&ours) / upkeep(&theirs);
             println!("  ratios: throughput {s:.2}x, CPU per thought {c:.2}x ({u:.2}x with upkeep)");
             speed.push(s);
             cpu.push(c);
             cpu_upkeep.push(u);
         }
         let (s, c, u) = (median(speed), median(cpu), median(cpu_upkeep));
+        println!("medians over {pairs} pairs, A / B:");
+        if b == Server::Baseline {
+            println!("  throughput {s:.2}x, CPU per thought {c:.2}x ({u:.2}x with upkeep)");
+            return;
+        }
         let verdict = |ok: bool| if ok { "met" } else { "MISSED" };
-        println!("medians over {pairs} pairs:");
         println!(
             "  throughput {s:.2}x theirs (target >= {THROUGHPUT_TARGET}x): {}",
             verdict(s >= THROUGHPUT_TARGET)

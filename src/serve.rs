@@ -305,9 +305,11 @@ struct Started {
 fn start(store: Store, options: ServeOptions) -> Result<Started> {
     let store = store.watching_files()?;
     fail_orphaned_runs(&store, &options);
-    // One protocol thread (stdio alone): writes run on it when they can.
-    let mode = match tokio::runtime::Handle::current().runtime_flavor() {
-        tokio::runtime::RuntimeFlavor::CurrentThread => crate::writer::Mode::Inline,
+    // One protocol thread (stdio alone) and commits that do not wait for
+    // the disk: a thought's append runs on that thread when it can.
+    let one_thread = tokio::runtime::Handle::current().runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread;
+    let mode = match (one_thread, store.sync_mode()) {
+        (true, crate::store::SyncMode::Normal) => crate::writer::Mode::Inline,
         _ => crate::writer::Mode::Thread,
     };
     let (writer, writer_thread) = Writer::start(&store, mode)?;

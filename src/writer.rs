@@ -23,12 +23,12 @@
 //! never stalls the protocol thread.
 //!
 //! Inline writes: where the protocol runs on one thread for one client
-//! (stdio alone), a write finds the writer idle and the write lock free
-//! nearly every time, and then runs on the caller's thread, on the writer's
-//! own connection, with no hand-off: two thread wake-ups fewer per thought,
-//! which were about a fifth of its CPU time and most of its latency. When
-//! the writer has jobs queued (order is kept) or the lock is held (it never
-//! waits for it), the write goes to the thread as above.
+//! (stdio alone, `--sync normal`), a thought's append finds the writer idle
+//! and the write lock free nearly every time, and then runs on the caller's
+//! thread, on the writer's own connection, with no hand-off: two thread
+//! wake-ups fewer per thought ([`Writer::write_short`], decision 0052).
+//! When the writer has jobs queued (order is kept) or the lock is held (it
+//! never waits for it), the write goes to the thread as above.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -68,14 +68,15 @@ pub struct Writer {
     turn: Arc<Mutex<Option<Store>>>,
 }
 
-/// Whether callers may run their writes themselves ([`crate::writer`]).
+/// Whether callers may run their short writes themselves ([`crate::writer`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
     /// Every write goes to the thread: several protocol threads or
-    /// clients, whose writes share commits (group commit).
+    /// clients, whose writes share commits (group commit), or commits that
+    /// wait for the disk (`--sync full`).
     Thread,
-    /// One protocol thread for one client: a write runs on the caller's
-    /// thread when the writer is idle and the lock free.
+    /// One protocol thread for one client: a short write runs on the
+    /// caller's thread when the writer is idle and the lock free.
     Inline,
 }
 
@@ -181,10 +182,6 @@ impl Writer {
     /// waiting then; answered once that commit is done. `f` must not
     /// checkpoint or back up (those cannot run inside a transaction).
     pub async fn write<T: Send + 'static>(&self, f: impl FnOnce(&Store) -> Result<T> + Send + 'static) -> Result<T> {
-        let f = match self.inline(f) {
-            Ok(answer) => return answer,
-            Err(f) => f,
-        };
         let (tx, rx) = oneshot::channel();
         self.send(Job::Grouped(Box::new(move |store| {
             let value = f(store);
@@ -197,6 +194,21 @@ impl Writer {
             })
         })))?;
         answer(rx).await
+    }
+
+    /// [`Writer::write`] for a write known to be short (one thought's
+    /// append: a few statements, bounded text): with [`Mode::Inline`] it
+    /// runs on the caller's thread when it can ([`crate::writer`]). Long
+    /// writes (a session's deletion, an import) always go to the thread,
+    /// so that the protocol thread keeps serving other requests meanwhile.
+    pub async fn write_short<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Store) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        match self.inline(f) {
+            Ok(answer) => answer,
+            Err(f) => self.write(f).await,
+        }
     }
 
     /// Run write `f` here, in a transaction of its own on the writer's
@@ -746,24 +758,27 @@ mod tests {
         let here = std::thread::current().id();
         for i in 0..3 {
             let ran_on = writer
-                .write(move |s| put(s, &format!("inline-{i}")).map(|()| std::thread::current().id()))
+                .write_short(move |s| put(s, &format!("inline-{i}")).map(|()| std::thread::current().id()))
                 .await
                 .expect("write");
             assert_eq!(ran_on, here, "write {i} went to the thread");
         }
         assert_eq!(writer.counts(), (3, 3));
         assert_eq!(writer.jobs_sent_so_far(), 0);
-        let duplicate = writer.write(|s| put(s, "inline-0")).await;
+        let duplicate = writer.write_short(|s| put(s, "inline-0")).await;
         assert!(duplicate.is_err(), "a duplicate key is refused");
         let panicked = writer
-            .write(|_| -> Result<()> { panic!("a bug in an inline write") })
+            .write_short(|_| -> Result<()> { panic!("a bug in an inline write") })
             .await
             .expect_err("a panic is an error");
         assert!(panicked.to_string().contains("unexpectedly"), "{panicked}");
-        writer.write(|s| put(s, "after")).await.expect("the next write");
+        writer.write_short(|s| put(s, "after")).await.expect("the next write");
         assert!(written(&store, "inline-2") && written(&store, "after"));
         assert!(thread.close_within(Duration::from_secs(5)).await, "not closed");
-        let err = writer.write(|s| put(s, "late")).await.expect_err("refused after close");
+        let err = writer
+            .write_short(|s| put(s, "late"))
+            .await
+            .expect_err("refused after close");
         assert!(err.to_string().contains("shutting down"), "{err}");
     }
 
@@ -789,7 +804,7 @@ mod tests {
         }
         let (o2, w2) = (order.clone(), writer.clone());
         let write = tokio::spawn(async move {
-            w2.write(move |s| {
+            w2.write_short(move |s| {
                 put(s, "behind")?;
                 note_turn(&o2, "write");
                 Ok(std::thread::current().id())
@@ -823,7 +838,7 @@ mod tests {
         conn.execute_batch("BEGIN IMMEDIATE").expect("lock");
         let w = writer.clone();
         let started = Instant::now();
-        let write = tokio::spawn(async move { w.write(|s| put(s, "after-the-lock")).await });
+        let write = tokio::spawn(async move { w.write_short(|s| put(s, "after-the-lock")).await });
         tokio::time::sleep(Duration::from_millis(100)).await;
         assert!(
             started.elapsed() < Duration::from_secs(2),

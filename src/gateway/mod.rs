@@ -380,6 +380,12 @@ impl Gateway {
         &self,
         f: impl FnOnce(&Store) -> Result<T> + Send + 'static,
     ) -> Result<T> {
+        self.writable()?;
+        self.writer.write(f).await
+    }
+
+    /// Refuses writes on a read-only server, and notes one is coming.
+    fn writable(&self) -> Result<()> {
         if self.options.read_only {
             // Named by the gateway's edge, which knows the operation.
             return Err(Error::ReadOnly {
@@ -387,7 +393,17 @@ impl Gateway {
             });
         }
         changed_something();
-        self.writer.write(f).await
+        Ok(())
+    }
+
+    /// [`Gateway::write`] for a thought's append, which is short: it may
+    /// run on the protocol thread ([`crate::writer::Writer::write_short`]).
+    pub(crate) async fn append<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Store) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        self.writable()?;
+        self.writer.write_short(f).await
     }
 
     /// Whether this server refuses writes (`serve --read-only`).

@@ -332,7 +332,7 @@ async fn record(gw: &Gateway, placement: Placement, input: ThoughtInput) -> Resu
         deleted_before,
     } = placement;
     let refers_back = ReferenceBack::of(&input);
-    let appended = match gw.write(move |s| s.append_thought(target, input)).await {
+    let appended = match gw.append(move |s| s.append_thought(target, input)).await {
         Ok(a) => a,
         Err(e) if creates_session => return Err(refers_back.explain(e, gw.closed_session())),
         Err(e) => {

@@ -160,6 +160,11 @@ impl Store {
         &self.path
     }
 
+    /// How hard this store's commits are pushed to disk.
+    pub fn sync_mode(&self) -> SyncMode {
+        self.opts.sync
+    }
+
     /// Whether this store may write to the ledger at all.
     pub fn may_write(&self) -> bool {
         self.opts.access.may_write() && !self.opts.read_only
