@@ -108,7 +108,6 @@ pub struct WriterThread {
     handle: std::thread::JoinHandle<()>,
     closed: Arc<AtomicBool>,
     wake: Sender<Job>,
-    turn: Arc<Mutex<Option<Store>>>,
 }
 
 impl WriterThread {
@@ -118,8 +117,6 @@ impl WriterThread {
     /// so a final checkpoint leaves the whole ledger in the database file.
     pub async fn close_within(self, timeout: Duration) -> bool {
         self.closed.store(true, Ordering::Release);
-        // The inline writes' handle on the connection, closed with the thread's.
-        take_turn(&self.turn).take();
         // Wakes the thread if it sleeps on an empty queue.
         let _ = self.wake.send(Job::Solo(Box::new(|_| {})));
         let deadline = Instant::now() + timeout;
@@ -147,13 +144,17 @@ impl Writer {
         let turns = turn.clone();
         let handle = std::thread::Builder::new()
             .name("ledger-writer".into())
-            .spawn(move || serve(&store, &queue, &flag, &counting, &turns))
+            .spawn(move || {
+                serve(&store, &queue, &flag, &counting, &turns);
+                // The inline writes' handle on the connection goes with the
+                // thread's (inline writes are refused once closed).
+                take_turn(&turns).take();
+            })
             .map_err(|e| Error::io("starting the writer thread", e))?;
         let thread = WriterThread {
             handle,
             closed: closed.clone(),
             wake: jobs.clone(),
-            turn: turn.clone(),
         };
         Ok((
             Writer {
