@@ -45,6 +45,9 @@ pub struct Params {
     pub what: &'static str,
     schema: fn() -> Value,
     names: fn() -> &'static [&'static str],
+    /// The aliases the parser finds for it, given its schema.
+    #[cfg(test)]
+    aliases: fn(&Value) -> parse::Aliases,
 }
 
 impl Params {
@@ -70,6 +73,8 @@ macro_rules! params {
             what: "",
             schema: schema_of::<$ty>,
             names: field_names::<$ty>,
+            #[cfg(test)]
+            aliases: parse::aliases_of::<$ty>,
         }
     };
     ($op:literal . $sub:literal, $ty:ty, $what:literal) => {
@@ -79,6 +84,8 @@ macro_rules! params {
             what: $what,
             schema: schema_of::<$ty>,
             names: field_names::<$ty>,
+            #[cfg(test)]
+            aliases: parse::aliases_of::<$ty>,
         }
     };
 }
@@ -573,6 +580,29 @@ mod tests {
             Value::Array(items) => items.iter().for_each(|v| keywords(v, into)),
             _ => {}
         }
+    }
+
+    /// Every name an operation takes that its schema does not list is
+    /// found as an alias of a listed parameter, so that it is normalised
+    /// and checked against that parameter like the listed name.
+    #[test]
+    fn every_undocumented_name_is_found_as_an_alias() {
+        let mut checked = 0;
+        for p in PARAMS {
+            let key = p.key();
+            let schema = parse::schema_of_op(&key).expect("schema");
+            let none = Map::new();
+            let properties = schema.get("properties").and_then(Value::as_object).unwrap_or(&none);
+            let aliases = (p.aliases)(schema);
+            for name in p.names().iter().filter(|n| !properties.contains_key(**n)) {
+                let found = aliases.iter().find(|(a, _)| a == name);
+                let (_, of) = found.unwrap_or_else(|| panic!("{key}: {name} is not found as an alias"));
+                assert!(properties.contains_key(of), "{key}: {name} stands for {of}, not listed");
+                checked += 1;
+            }
+        }
+        // `session_id`, `tag`, `q`, ... across the operations.
+        assert!(checked > 20, "only {checked} aliases");
     }
 
     #[test]

@@ -183,13 +183,16 @@ fn duplicate_keys_in_json_text(schema: &Value, value: &Value) -> Result<()> {
     Ok(())
 }
 
+/// Undocumented names with the documented parameter each stands for.
+pub(super) type Aliases = Arc<[(&'static str, String)]>;
+
 /// Each name `T` takes that the schema does not list (a serde alias:
 /// `tag`, `q`, `session_id`), with the documented parameter it stands for
 /// (`tags`, `query`, `sessionId`). Which one is found by asking serde, with
 /// a value of the documented parameter's type, once per type: the answer
 /// depends on the type alone, and asking costs a few failed parses.
-fn aliases_of<T: DeserializeOwned + 'static>(schema: &Value) -> Arc<[(&'static str, String)]> {
-    type Cache = Mutex<HashMap<TypeId, Arc<[(&'static str, String)]>>>;
+pub(super) fn aliases_of<T: DeserializeOwned + 'static>(schema: &Value) -> Aliases {
+    type Cache = Mutex<HashMap<TypeId, Aliases>>;
     static CACHE: OnceLock<Cache> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
     let lock = || cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -210,7 +213,7 @@ fn aliases_of<T: DeserializeOwned + 'static>(schema: &Value) -> Arc<[(&'static s
             _ => Value::String("x".into()),
         }
     };
-    let found: Arc<[(&'static str, String)]> = super::field_names::<T>()
+    let found: Aliases = super::field_names::<T>()
         .iter()
         .filter(|alias| !documented(alias))
         .filter_map(|alias| {
