@@ -367,11 +367,15 @@ pub async fn run_cell(node: &Node, dir: &Path, cell: &Cell, limits: Limits, chil
     }
     let mut cmd = Command::new(&node.path);
     cmd.args(&args);
-    run(cmd, dir, limits, sandbox, &[]).await
+    run(cmd, dir, limits, sandbox, &extra_ca_certs()).await
 }
 
 /// The variables `npm install` keeps of the server's: how to reach the
-/// registry through a proxy, and which registry.
+/// registry through a proxy, which registry, and which certificate
+/// authorities to trust besides Node's own (a proxy that re-signs TLS:
+/// Node from nodejs.org trusts only its bundled list, Debian's the
+/// system's). Paths and addresses, no secrets (npm's own `.npmrc`, which
+/// may hold tokens, is not read: `HOME` is the notebook's directory).
 const NPM_PASSED: &[&str] = &[
     "HTTP_PROXY",
     "HTTPS_PROXY",
@@ -380,7 +384,26 @@ const NPM_PASSED: &[&str] = &[
     "https_proxy",
     "no_proxy",
     "npm_config_registry",
+    "NPM_CONFIG_REGISTRY",
+    "npm_config_cafile",
+    "NPM_CONFIG_CAFILE",
+    NODE_EXTRA_CA_CERTS,
 ];
+
+/// Node's variable for certificate authorities to trust besides its own;
+/// cells get it too (their network is open, and `fetch` behind such a
+/// proxy needs it).
+const NODE_EXTRA_CA_CERTS: &str = "NODE_EXTRA_CA_CERTS";
+
+/// What of the server's environment every run keeps: the extra
+/// certificate authorities, when set.
+fn extra_ca_certs() -> Vec<(String, String)> {
+    std::env::var(NODE_EXTRA_CA_CERTS)
+        .ok()
+        .map(|v| (NODE_EXTRA_CA_CERTS.to_string(), v))
+        .into_iter()
+        .collect()
+}
 
 /// `npm install` in the notebook's directory from its package.json, with
 /// install scripts off, npm's cache in `notebooks/.npm-cache`.

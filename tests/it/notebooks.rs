@@ -294,6 +294,11 @@ async fn the_sandbox_keeps_a_cell_in_its_directory() {
     std::fs::write(&outside, "outside secret").unwrap();
     let mut cmd = command(&db);
     cmd.env("MY_SERVICE_TOKEN", "tok-5up3r-s3cr3t");
+    // Extra certificate authorities (a proxy that re-signs TLS) reach the
+    // cell: a real bundle, which Node loads at start.
+    let ca = std::env::var("NODE_EXTRA_CA_CERTS").unwrap_or_else(|_| "/etc/ssl/certs/ca-certificates.crt".into());
+    assert!(std::path::Path::new(&ca).is_file(), "no CA bundle at {ca}");
+    cmd.env("NODE_EXTRA_CA_CERTS", &ca);
     let s = start_with((), cmd).await;
     s.ready("Sandbox").await;
     let a = s.ok("notebook", nb("create", json!({ "name": "A" }))).await;
@@ -313,6 +318,7 @@ attempt('otherNotebook', () => fs.readFileSync({other:?}, 'utf8'));
 attempt('writeOutside', () => {{ fs.writeFileSync({written:?}, 'x'); return 'written'; }});
 attempt('child', () => cp.execSync('id'));
 attempt('env', () => JSON.stringify(process.env));
+attempt('ca', () => process.env.NODE_EXTRA_CA_CERTS === {ca:?});
 attempt('own', () => {{ fs.writeFileSync('note.txt', 'mine'); return fs.readFileSync('note.txt', 'utf8'); }});
 console.log(JSON.stringify(tries));
 "#,
@@ -335,6 +341,7 @@ console.log(JSON.stringify(tries));
         !env.contains("MY_SERVICE_TOKEN") && !env.contains("THOUGHTBOX") && !env.contains("s3cr3t"),
         "{env}"
     );
+    assert_eq!(tries["ca"], "true", "the extra certificate authorities");
     assert_eq!(tries["own"], "mine", "its own directory is its to use");
     // A notebook that opts in may start processes.
     let open = s
@@ -533,6 +540,22 @@ async fn srcbook_export_import_export_is_byte_identical() {
     assert!(said.contains("line 5"), "{said}");
 }
 
+/// Whether the `node` the server finds strips TypeScript types (22.6 and later).
+fn node_strips_types() -> bool {
+    let out = std::process::Command::new("node")
+        .arg("--version")
+        .output()
+        .expect("node --version");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut parts = text
+        .trim()
+        .trim_start_matches('v')
+        .split('.')
+        .map(|p| p.parse::<u32>().unwrap_or(0));
+    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    major > 22 || (major == 22 && minor >= 6)
+}
+
 #[tokio::test]
 async fn typescript_cells_run_with_the_notebooks_compiler() {
     let (_d, db) = temp_db();
@@ -543,6 +566,21 @@ async fn typescript_cells_run_with_the_notebooks_compiler() {
             .map(|t| t.contains("compilerOptions")),
         Some(true)
     );
+    if node_strips_types() {
+        // Node 22.6 and later strip the types themselves: no compiler needed.
+        let typed = add_code(
+            &s,
+            &id,
+            "main.ts",
+            "const answer: number = 6 * 7;\nconsole.log(answer);\n",
+        )
+        .await;
+        let r = run(&s, &id, &typed, Value::Null).await;
+        assert_eq!(r["status"], "completed", "{r}");
+        assert_eq!(r["output"], "42\n");
+        s.stop().await;
+        return;
+    }
     let cell = add_code(&s, &id, "main.ts", "const answer = 6 * 7;\nconsole.log(answer);\n").await;
     // Node 20 has no type stripping: without the compiler installed, the
     // call says how to get it.
