@@ -235,7 +235,7 @@ impl Writer {
         self.counts.writes.fetch_add(1, Ordering::Relaxed);
         self.counts.commits.fetch_add(1, Ordering::Relaxed);
         let value = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(store))).unwrap_or_else(|_| {
-            tracing::error!("a write panicked; its transaction was rolled back");
+            tracing::error!("a write panicked; what it was writing was rolled back");
             Err(Error::Internal(
                 "the write failed unexpectedly (see the server log)".into(),
             ))
