@@ -160,21 +160,21 @@ impl Store {
     /// [`Store::dedicated`] store (one connection, so every write of the
     /// group lands on the connection that holds the transaction).
     pub(crate) fn begin_group(&self) -> Result<()> {
-        let conn = self.conn()?;
-        conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
-        if let Err(e) = self.check_files() {
-            conn.execute_batch("ROLLBACK")?;
-            return Err(e);
-        }
-        Ok(())
+        self.begin_group_waiting(None)
     }
 
     /// [`Store::begin_group`] only if the write lock is free now: it never
     /// waits for another connection's write (the caller has other work
     /// to do, and hands the write to the writer thread instead).
     pub(crate) fn begin_group_now(&self) -> Result<()> {
+        self.begin_group_waiting(Some(Duration::ZERO))
+    }
+
+    /// Open a group's transaction, waiting `wait` for the write lock
+    /// (`None`: the whole busy timeout).
+    fn begin_group_waiting(&self, wait: Option<Duration>) -> Result<()> {
         let conn = self.conn()?;
-        let _now = ShortWait::set(&conn, Duration::ZERO)?;
+        let _short = wait.map(|w| ShortWait::set(&conn, w)).transpose()?;
         conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
         if let Err(e) = self.check_files() {
             conn.execute_batch("ROLLBACK")?;
