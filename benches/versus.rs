@@ -33,6 +33,8 @@
 //!   THOUGHTBOX_VERSUS_VERSION   the npm version of theirs (2026.8.31)
 //!   THOUGHTBOX_VERSUS_NPM_DIR   where it is installed (target/versus-npm)
 //!   THOUGHTBOX_BIN              another build of ours to measure
+//!   THOUGHTBOX_VERSUS_THEIR_LOGGING=1  theirs prints each thought to stderr,
+//!                               as it does when installed with defaults
 //!   THOUGHTBOX_VERSUS_BASELINE  a build of ours to take theirs' place (B),
 //!                               to measure a change against the build
 //!                               before it, A B A B in one run
@@ -136,6 +138,11 @@ mod linux {
         fn is_ours(self) -> bool {
             self != Server::Theirs
         }
+    }
+
+    /// Whether theirs prints each thought to stderr, as it does by default.
+    fn their_logging() -> bool {
+        std::env::var_os("THOUGHTBOX_VERSUS_THEIR_LOGGING").is_some_and(|v| v == "1")
     }
 
     fn baseline() -> Option<std::ffi::OsString> {
@@ -266,7 +273,10 @@ mod linux {
             }
             Server::Theirs => {
                 command = Command::new("node");
-                command.arg(script).env("DISABLE_THOUGHT_LOGGING", "true");
+                command.arg(script);
+                if !their_logging() {
+                    command.env("DISABLE_THOUGHT_LOGGING", "true");
+                }
             }
         }
         let mut s = Session::start(command);
