@@ -379,7 +379,7 @@ impl ServeArgs {
             .map(|h| h.trim().to_string())
             .filter(|h| !h.is_empty())
             .collect();
-        let listening = crate::http::Listening::bind(addr, crate::http::Guard { token, hosts })?;
+        let listening = crate::http::Listening::bind(addr, crate::http::Guard::new(token, hosts)?)?;
         // Not beside stdio when stderr is stdout's own pipe: that carries the protocol.
         if !(self.stdio && crate::stdio::stderr_is_stdout()) {
             crate::http::announce(listening.addr(), &source);

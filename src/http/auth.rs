@@ -5,8 +5,8 @@
 //! address without either, from a file beside the database, created (mode
 //! 0600) on first start. Any other address without a token given refuses to
 //! start. MCP clients send `Authorization: Bearer <token>`; the Observatory's
-//! page sends the cookie its login form set (`HttpOnly`, `SameSite=Strict`),
-//! which `/mcp` does not accept. The token is never logged, and never read
+//! page sends the cookie its login form set (`HttpOnly`, `SameSite=Strict`;
+//! a secret of the process, not the token), which `/mcp` does not accept. The token is never logged, and never read
 //! from a URL.
 
 use std::net::{IpAddr, SocketAddr};
@@ -167,6 +167,10 @@ fn mint() -> Result<Token> {
 #[derive(Debug, Clone)]
 pub struct Guard {
     pub token: Token,
+    /// What the Observatory's cookie holds once the token was typed: a
+    /// secret of this process, not the token, since a browser sends a
+    /// cookie to every port of the host, and so to other local servers.
+    pub(super) cookie: Token,
     /// Host names accepted in `Host` besides `localhost` and IP literals
     /// (`--allowed-host`).
     pub hosts: Vec<String>,
@@ -188,6 +192,15 @@ fn host_of(authority: &str) -> &str {
 }
 
 impl Guard {
+    /// A guard for `token`, with a new cookie secret.
+    pub fn new(token: Token, hosts: Vec<String>) -> Result<Guard> {
+        Ok(Guard {
+            token,
+            cookie: mint()?,
+            hosts,
+        })
+    }
+
     /// DNS rebinding needs a name that resolves to this machine: an IP
     /// literal cannot be one, `localhost` is this machine, and any other
     /// name must have been allowed.
@@ -249,7 +262,7 @@ impl Guard {
             .filter_map(|v| v.to_str().ok())
             .flat_map(|v| v.split(';'))
             .filter_map(|pair| pair.trim().split_once('='))
-            .any(|(name, value)| name == COOKIE && self.token.matches(value))
+            .any(|(name, value)| name == COOKIE && self.cookie.matches(value))
     }
 }
 
@@ -301,6 +314,7 @@ mod tests {
     fn guard() -> Guard {
         Guard {
             token: Token("0123456789abcdef0123".into()),
+            cookie: Token("cookie-secret-0123456789".into()),
             hosts: vec!["ledger.example".into()],
         }
     }
@@ -356,9 +370,18 @@ mod tests {
         assert!(!g.bearer(&headers(&[(header::AUTHORIZATION, "Basic 0123456789abcdef0123")])));
         assert!(g.cookie(&headers(&[(
             header::COOKIE,
-            "a=b; thoughtbox_token=0123456789abcdef0123"
+            "a=b; thoughtbox_token=cookie-secret-0123456789"
         )])));
         assert!(!g.cookie(&headers(&[(header::COOKIE, "thoughtbox_token=wrong")])));
+        // The token itself is no cookie, and the cookie's secret no token.
+        assert!(!g.cookie(&headers(&[(header::COOKIE, "thoughtbox_token=0123456789abcdef0123")])));
+        assert!(!g.bearer(&headers(&[(header::AUTHORIZATION, "Bearer cookie-secret-0123456789")])));
+        let minted = Guard::new(g.token.clone(), vec![]).unwrap();
+        assert!(!minted.cookie.matches(minted.token.as_str()));
+        assert_ne!(
+            minted.cookie.as_str(),
+            Guard::new(g.token.clone(), vec![]).unwrap().cookie.as_str()
+        );
     }
 
     #[test]

@@ -35,7 +35,11 @@ impl HttpServer {
         for attribute in ["HttpOnly", "SameSite=Strict"] {
             assert!(cookie.contains(attribute), "{cookie}");
         }
-        cookie.split(';').next().expect("name=value").to_string()
+        let cookie = cookie.split(';').next().expect("name=value").to_string();
+        // A browser sends the cookie to every port of the host: it must
+        // not carry the token that /mcp takes.
+        assert!(!cookie.contains(&self.token), "{cookie}");
+        cookie
     }
 
     async fn api(&self, cookie: &str, path: &str) -> reqwest::Response {

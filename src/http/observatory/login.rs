@@ -1,6 +1,7 @@
-//! The login form: the token typed once, kept in a cookie the page's
-//! scripts cannot read (`HttpOnly`) and no other site's page can send
-//! (`SameSite=Strict`).
+//! The login form: the token typed once, answered with a cookie that holds
+//! a secret of this process rather than the token (a browser sends it to
+//! every port of the host), which the page's scripts cannot read
+//! (`HttpOnly`) and no other site's page can send (`SameSite=Strict`).
 
 use std::sync::Arc;
 
@@ -30,7 +31,7 @@ pub(super) async fn submit(Extension(guard): Extension<Arc<Guard>>, Form(login):
         let page = PAGE.replace("{{message}}", "<p class=\"error\">That is not this server's token.</p>");
         return (StatusCode::UNAUTHORIZED, Html(page)).into_response();
     }
-    let cookie = format!("{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/", guard.token.as_str());
+    let cookie = format!("{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/", guard.cookie.as_str());
     match HeaderValue::from_str(&cookie) {
         Ok(cookie) => (
             StatusCode::SEE_OTHER,
