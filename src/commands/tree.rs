@@ -199,6 +199,23 @@ pub fn import(db: &DbArgs, args: ImportArgs) -> Result<ExitCode> {
         for w in &summary.warnings {
             text.push_str(&format!("warning: {w}\n"));
         }
+        if let Some(t) = &summary.threads {
+            let d = &t.done;
+            text.push_str(&format!(
+                "thread registry: {} created, {} updated, {} operations, {} references and {} dependencies added\n",
+                d.threads_created, d.threads_updated, d.operations_added, d.references_added, d.dependencies_added
+            ));
+            if !t.threads_left_out.is_empty() {
+                text.push_str(&format!(
+                    "thread registry: {} left out, their sessions not being in the ledger: {}\n",
+                    counted(t.threads_left_out.len() as u64, "thread", "threads"),
+                    t.threads_left_out.join(", ")
+                ));
+            }
+        }
+        if let Some(e) = &summary.threads_error {
+            text.push_str(&format!("error: {e}\n"));
+        }
         for r in summary
             .sessions
             .iter()
@@ -208,7 +225,7 @@ pub fn import(db: &DbArgs, args: ImportArgs) -> Result<ExitCode> {
         }
         out(&text)?;
     }
-    Ok(if summary.invalid > 0 {
+    Ok(if summary.invalid > 0 || summary.threads_error.is_some() {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS

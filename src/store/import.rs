@@ -63,8 +63,8 @@ impl Store {
             };
             tx.prepare_cached(
                 "INSERT INTO sessions (id, title, description, tags, domain, thought_count, branch_count,
-                     created_at, updated_at, last_accessed_at, completed_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                     created_at, updated_at, last_accessed_at, completed_at, stage)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, CASE WHEN ?6 > 0 THEN 2 ELSE 1 END)",
             )?
             .execute(params![
                 session.id,

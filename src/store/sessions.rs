@@ -88,7 +88,11 @@ impl Store {
     pub fn session_stage(&self, id: &str) -> Result<Option<Stage>> {
         self.read(|tx| {
             let stage: Option<i64> = tx
-                .prepare_cached("SELECT stage FROM sessions WHERE id = ?1")?
+                // A session with a thought had the cipher (schema V14), also
+                // when an import before that rule left its column at 1.
+                .prepare_cached(
+                    "SELECT CASE WHEN thought_count > 0 THEN max(stage, 2) ELSE stage END FROM sessions WHERE id = ?1",
+                )?
                 .query_row([id], |r| r.get(0))
                 .optional()?;
             Ok(stage.map(Stage::from_number))

@@ -14,6 +14,7 @@ use serde::Serialize;
 use super::CONFIG;
 use super::integrity::SessionReport;
 use super::reader::{LoadedSession, is_export_file, load_export_file, load_session, session_dirs_to_read};
+use super::threads::ThreadsImported;
 use crate::error::{Error, Result};
 use crate::store::{ImportOutcome, Store};
 
@@ -48,6 +49,12 @@ pub struct ImportSummary {
     pub thoughts_imported: u64,
     /// About the tree as a whole (an unreadable config.json).
     pub warnings: Vec<String>,
+    /// What the tree's thread registry (`threads.json`) changed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threads: Option<ThreadsImported>,
+    /// Why the tree's thread registry was not applied (nothing of it was).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threads_error: Option<String>,
     pub sessions: Vec<SessionResult>,
 }
 
@@ -98,6 +105,11 @@ pub fn import_tree(
         }
         Ok(())
     })?;
+    // Once the sessions are in, which the registry's threads are.
+    match super::threads::import_registry_file(store, root) {
+        Ok(threads) => summary.threads = threads,
+        Err(e) => summary.threads_error = Some(e),
+    }
     summary.index(store)?;
     Ok(summary)
 }

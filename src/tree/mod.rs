@@ -23,6 +23,7 @@
 pub mod importer;
 pub mod integrity;
 pub mod reader;
+pub mod threads;
 pub mod writer;
 
 use std::collections::BTreeMap;

@@ -246,6 +246,15 @@ fn export_locked(
         });
         progress(done + 1, total);
     }
+    // The registry relates sessions to each other: only a tree of every
+    // session holds all it names.
+    if !named_only {
+        let registry = super::threads::registry_bytes(store)?;
+        count(
+            &mut summary,
+            write_file(&dest.join(super::threads::THREADS), &registry)?,
+        );
+    }
     let mut config = store.config()?;
     config.session_partition_granularity = granularity.as_str().to_string();
     count(&mut summary, write_file(&dest.join(CONFIG), &pretty(&config)?)?);
@@ -614,7 +623,7 @@ mod tests {
         }
         let out = dir.path().join("out");
         let summary = export_tree(&store, &out, &ExportOptions::default(), &mut |_, _| {}).unwrap();
-        assert_eq!(summary.files_written, 6, "4 thoughts, the manifest, config.json");
+        assert_eq!(summary.files_written, 7, "4 thoughts, the manifest, threads.json, config.json");
         // Naming the session twice exports it once.
         let twice = ExportOptions {
             sessions: vec![s.id.clone(), s.id.clone()],
@@ -644,7 +653,7 @@ mod tests {
             stored.iter().map(key).collect::<Vec<_>>()
         );
         let again = export_tree(&store, &out, &ExportOptions::default(), &mut |_, _| {}).unwrap();
-        assert_eq!((again.files_written, again.files_unchanged), (0, 6));
+        assert_eq!((again.files_written, again.files_unchanged), (0, 7));
     }
 
     #[test]

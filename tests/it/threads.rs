@@ -646,3 +646,74 @@ async fn the_threads_commands() {
     let out = run(&other, &["threads", "import", "/nonexistent/registry.json"]);
     assert!(!out.status.success());
 }
+
+/// Moving a ledger with `export` and `import` keeps its threads (status,
+/// parent, objective, relations, log) and each session's stage: an agent
+/// returning with its handle writes at once, and an archived thread stays
+/// settled.
+#[tokio::test]
+async fn export_then_import_keeps_threads_and_stages() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    let root = s.ready("Moved root").await;
+    s.thought(json!({ "thought": "first", "nextThoughtNeeded": true, "sessionId": root }))
+        .await;
+    let child = spawn(&s, Some(&root), "Moved child").await;
+    s.ok("thread", th("reference", json!({ "fromId": child, "toId": root })))
+        .await;
+    s.ok("thread", th("depend", json!({ "fromId": root, "toId": child })))
+        .await;
+    s.ok("thread", th("archive", json!({ "threadId": child }))).await;
+    s.stop().await;
+    let before = ok(&db, &["threads", "export"]);
+
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    ok(&db, &["export", "--out", tree.to_str().unwrap()]);
+    assert!(tree.join("threads.json").is_file());
+    let moved = dir.path().join("moved.db");
+    let done = ok_json(&moved, &["import", tree.to_str().unwrap()]);
+    assert_eq!(done["imported"], 2, "{done}");
+    // The child's parent and status; the root is as import made it.
+    assert_eq!(done["threads"]["threadsUpdated"], 1, "{done}");
+    assert_eq!(ok(&moved, &["threads", "export"]), before);
+    // Imported again: nothing changes, and the text says what it did.
+    let again = ok(&moved, &["import", tree.to_str().unwrap()]);
+    assert!(again.contains("thread registry: 0 created, 0 updated"), "{again}");
+
+    let s = start(&moved).await;
+    // The root has a thought, so it is past the cipher.
+    let t = s
+        .thought(json!({ "thought": "back on a new machine", "nextThoughtNeeded": true, "sessionId": root }))
+        .await;
+    assert_eq!(t["sessionId"], root.as_str());
+    s.ok("cipher", json!({ "sessionId": child })).await;
+    let e = s
+        .err(
+            "thought",
+            json!({ "thought": "settled", "nextThoughtNeeded": true, "sessionId": child }),
+            "INVALID_OPERATION",
+        )
+        .await;
+    assert_eq!(e["details"]["status"], "archived", "{e}");
+    s.stop().await;
+
+    // A tree whose registry the ledger contradicts: the sessions are in,
+    // the registry is not applied, the exit code says so.
+    let other = dir.path().join("other.db");
+    let s = start(&other).await;
+    s.ready("the other ledger's own").await;
+    s.stop().await;
+    let mut registry: Value =
+        serde_json::from_str(&std::fs::read_to_string(tree.join("threads.json")).unwrap()).unwrap();
+    registry["threads"][&child]["status"] = json!("bogus");
+    std::fs::write(tree.join("threads.json"), registry.to_string()).unwrap();
+    let out = run(&other, &["import", tree.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("error: threads.json") && text.contains("status"),
+        "{text}"
+    );
+    assert_eq!(ok_json(&other, &["sessions", "list"])["total"], 3);
+}
