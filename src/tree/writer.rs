@@ -623,7 +623,10 @@ mod tests {
         }
         let out = dir.path().join("out");
         let summary = export_tree(&store, &out, &ExportOptions::default(), &mut |_, _| {}).unwrap();
-        assert_eq!(summary.files_written, 7, "4 thoughts, the manifest, threads.json, config.json");
+        assert_eq!(
+            summary.files_written, 7,
+            "4 thoughts, the manifest, threads.json, config.json"
+        );
         // Naming the session twice exports it once.
         let twice = ExportOptions {
             sessions: vec![s.id.clone(), s.id.clone()],

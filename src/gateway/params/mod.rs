@@ -15,6 +15,7 @@ mod init;
 mod knowledge;
 mod notebook;
 mod parse;
+mod probe;
 mod session;
 mod thought;
 mod thread;

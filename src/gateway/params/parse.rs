@@ -11,6 +11,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::full_schema;
+use super::probe::ProbeError;
 use crate::domain::json_kind as type_name;
 use crate::error::{Error, Result};
 
@@ -105,7 +106,13 @@ pub fn parse<T: DeserializeOwned + 'static>(key: &str, value: Value) -> Result<(
     let parsed = serde_ignored::deserialize(de, |path| ignored.push(field_path(&path.to_string())));
     match parsed {
         Ok(t) => Ok((t, ignored)),
-        Err(e) => Err(payload_error(schema, &value, &track.path().to_string(), &e.to_string())),
+        Err(e) => Err(payload_error(
+            schema,
+            &value,
+            &track.path().to_string(),
+            &e.to_string(),
+            super::field_names::<T>(),
+        )),
     }
 }
 
@@ -248,10 +255,8 @@ fn documented_names(aliases: &[(&'static str, String)], value: Value) -> Value {
 /// refuses the two together as a duplicate (`v`, of the parameter's type,
 /// is given under both).
 fn same_parameter<T: DeserializeOwned>(a: &str, b: &str, v: &Value) -> bool {
-    let probe = Map::from_iter([(a.to_string(), v.clone()), (b.to_string(), v.clone())]);
-    serde_json::from_value::<T>(Value::Object(probe))
-        .err()
-        .is_some_and(|e| e.to_string().starts_with("duplicate field"))
+    let both = Value::Object(Map::from_iter([(a.to_string(), v.clone()), (b.to_string(), v.clone())]));
+    matches!(super::probe::probe::<T>(&both), Err(ProbeError::Duplicate(_)))
 }
 
 /// Two names of one parameter (`sessionId` and `session_id`): the same
@@ -284,27 +289,45 @@ fn one_name_each(aliases: &[(&'static str, String)], value: Value) -> Result<Val
     Ok(Value::Object(map))
 }
 
+/// The first of the names `schema` (an object schema) requires that
+/// `value` lacks.
+/// (`fields`: those of the type at that level, where the schema also
+/// requires the name of the operation's sub-operation, which the gateway
+/// takes out before parsing.)
+fn missing_required<'a>(schema: &'a Value, value: &Value, fields: Option<&[&str]>) -> Option<&'a str> {
+    let given = value.as_object()?;
+    schema
+        .get("required")?
+        .as_array()?
+        .iter()
+        .filter_map(Value::as_str)
+        .filter(|name| fields.is_none_or(|f| f.contains(name)))
+        .find(|name| given.get(*name).is_none_or(Value::is_null))
+}
+
 /// The deserializer's complaint as `INVALID_PAYLOAD` on the field it
 /// concerns, said as the parameter's type says it where that is known.
-fn payload_error(schema: &Value, value: &Value, path: &str, message: &str) -> Error {
-    // Serde names a missing or repeated field in its message, at the path
-    // of the object that lacks it.
-    let named = message
-        .split('`')
-        .nth(1)
-        .filter(|_| message.starts_with("missing field") || message.starts_with("duplicate field"));
-    let field = match (path, named) {
+fn payload_error(schema: &Value, value: &Value, path: &str, message: &str, fields: &[&str]) -> Error {
+    let schema_at = |path: &str| {
+        at_path(
+            schema,
+            path,
+            |s, name| s.get("properties")?.get(name),
+            |s| s.get("items"),
+        )
+    };
+    // A missing field is reported at the path of the object that lacks
+    // it; which one, the schema (generated from the same type) says.
+    let missing = at_path(value, path, |v, name| v.get(name), |_| None)
+        .zip(schema_at(path))
+        .and_then(|(object, object_schema)| missing_required(object_schema, object, (path == ".").then_some(fields)));
+    let field = match (path, missing) {
         (".", Some(name)) => name.to_string(),
         (_, Some(name)) => format!("{path}.{name}"),
         _ => path.to_string(),
     };
-    let property = at_path(
-        schema,
-        &field,
-        |s, name| s.get("properties")?.get(name),
-        |s| s.get("items"),
-    );
-    if message.starts_with("missing field") {
+    let property = schema_at(&field);
+    if missing.is_some() {
         // What the parameter is, as the schema says it.
         let what = property
             .and_then(|p| p.get("description"))
@@ -374,20 +397,6 @@ mod tests {
             Error::InvalidPayload { field, message, .. } => (field, message),
             other => panic!("not a payload error: {other:?}"),
         }
-    }
-
-    /// serde words a missing and a repeated field this way, and
-    /// `payload_error` and `one_name_each` read those two words: a serde
-    /// that words them otherwise fails here, not silently in the field a
-    /// client is told about.
-    #[test]
-    fn serde_words_missing_and_repeated_fields_as_read_here() {
-        let missing = serde_json::from_value::<Thought>(json!({ "nextThoughtNeeded": true })).unwrap_err();
-        assert!(missing.to_string().starts_with("missing field `thought`"), "{missing}");
-        let repeated = serde_json::from_value::<Cipher>(json!({ "sessionId": "a", "session_id": "a" }))
-            .map(|_| ())
-            .unwrap_err();
-        assert!(repeated.to_string().starts_with("duplicate field"), "{repeated}");
     }
 
     #[test]
