@@ -116,10 +116,15 @@ fn router(gateway: &Gateway, guard: Arc<Guard>, stop: CancellationToken, shutdow
         .layer(axum::Extension(guard))
 }
 
-/// A JSON body that is not JSON-RPC: rmcp answers 415, as for a wrong
-/// content type; it is JSON-RPC's parse error (-32700), with rmcp's reason.
+/// What rmcp would answer wrongly or not at all, answered here before it
+/// reads the body, as stdio does it (one module decides both: see
+/// [`crate::stdio::refused_answer`]). A request naming a key twice is
+/// refused under its id: `{"subOperation":"get","subOperation":"delete"}`
+/// must not run as whichever value a reader keeps. A JSON body that is no
+/// JSON-RPC message, which rmcp answers 415 as it does a wrong content
+/// type, is JSON-RPC's parse error (-32700), with serde's reason.
 async fn parse_errors(request: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
-    use axum::http::{StatusCode, header};
+    use axum::http::{Method, StatusCode, header};
     use axum::response::IntoResponse;
     let json = request
         .headers()
@@ -127,21 +132,40 @@ async fn parse_errors(request: axum::extract::Request, next: axum::middleware::N
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.split(';').next())
         .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"));
-    let response = next.run(request).await;
-    if !json || response.status() != StatusCode::UNSUPPORTED_MEDIA_TYPE {
-        return response;
+    if !json || request.method() != Method::POST {
+        return next.run(request).await;
     }
-    let said = axum::body::to_bytes(response.into_body(), 4096)
-        .await
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
-        .unwrap_or_default();
-    let reason = said.strip_prefix("fail to deserialize request body ").unwrap_or(&said);
-    let error = serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": null,
-        "error": { "code": -32700, "message": format!("Parse error: the body is not a JSON-RPC message ({reason})") },
-    });
-    (StatusCode::BAD_REQUEST, axum::Json(error)).into_response()
+    let (parts, body) = request.into_parts();
+    // Past the bound, rmcp's own limit answers (413) as before.
+    let bytes = match axum::body::to_bytes(body, crate::stdio::MAX_MESSAGE).await {
+        Ok(bytes) => bytes,
+        Err(_) => {
+            let error = serde_json::json!({
+                "jsonrpc": "2.0",
+                "id": null,
+                "error": { "code": -32600, "message": "the body is over the 16 MiB a message may have, or was cut off" },
+            });
+            return (StatusCode::PAYLOAD_TOO_LARGE, axum::Json(error)).into_response();
+        }
+    };
+    if let Some(answer) = crate::stdio::refused_answer(&bytes) {
+        return (StatusCode::OK, axum::Json(answer)).into_response();
+    }
+    let reason = serde_json::from_slice::<rmcp::model::ClientJsonRpcMessage>(&bytes).err();
+    let response = next
+        .run(axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes)))
+        .await;
+    match reason {
+        Some(reason) if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE => {
+            let error = serde_json::json!({
+                "jsonrpc": "2.0",
+                "id": null,
+                "error": { "code": -32700, "message": format!("Parse error: the body is not a JSON-RPC message ({reason})") },
+            });
+            (StatusCode::BAD_REQUEST, axum::Json(error)).into_response()
+        }
+        _ => response,
+    }
 }
 
 /// Say where the server listens and where its token is (never the token).

@@ -18,7 +18,7 @@ mod transport;
 
 pub(crate) use envelope::first_duplicate_key;
 pub use transport::StdioTransport;
-pub(crate) use transport::expected_params;
+pub(crate) use transport::{expected_params, refused_answer};
 
 /// The largest message a client may send, on stdio (one line) and over
 /// HTTP (one request body).

@@ -212,6 +212,19 @@ async fn write_line<W: AsyncWrite + Unpin>(out: &Mutex<W>, mut bytes: Vec<u8>) -
     out.flush().await
 }
 
+/// The answer to `message` (one JSON-RPC message, as an HTTP body holds
+/// it) when it is a request refused before it is read, as stdio refuses
+/// it: a key named twice, `params` that are no object, nesting or a
+/// number past what a reader holds, text that is not JSON.
+pub(crate) fn refused_answer(message: &[u8]) -> Option<Value> {
+    match envelope::inspect(message) {
+        envelope::Verdict::Refuse { id, method, problem } => {
+            Some(json!({ "jsonrpc": "2.0", "id": id, "error": refusal(&method, &problem) }))
+        }
+        _ => None,
+    }
+}
+
 /// The JSON-RPC error for a request refused before it was read.
 pub(super) fn refusal(method: &str, problem: &Problem) -> ErrorData {
     let original = clip(method);

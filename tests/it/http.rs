@@ -362,8 +362,25 @@ async fn bad_bodies_get_clear_errors_and_the_server_keeps_serving() {
     let r = server.post(&[JSON, JSON_AND_SSE, auth], huge).await;
     assert_eq!(r.status(), 413);
     let s = server.legacy().await;
-    s.ready("still serving").await;
+    let sid = s.ready("still serving").await;
     assert_eq!(server.count("sessions"), 1);
+    // A key named twice is refused under the request's id before anything
+    // reads it, as on stdio: this call must not run as a delete.
+    let twice = format!(
+        r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"thoughtbox_gateway","arguments":{{"operation":"session","args":{{"subOperation":"get","subOperation":"delete","sessionId":"{sid}"}}}}}}}}"#
+    );
+    let r = server.post(&[JSON, JSON_AND_SSE, auth], twice).await;
+    assert_eq!(r.status(), 200);
+    let body: Value = r.json().await.expect("JSON");
+    assert_eq!(body["id"], 7, "{body}");
+    assert_eq!(body["error"]["code"], -32602, "{body}");
+    assert_eq!(
+        body["error"]["data"]["duplicateKey"], "params.arguments.args.subOperation",
+        "{body}"
+    );
+    assert_eq!(server.count("sessions"), 1);
+    s.ok("session", json!({ "subOperation": "get", "sessionId": sid }))
+        .await;
 }
 
 /// Sixteen clients writing to one session at once: every thought recorded
