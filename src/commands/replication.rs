@@ -74,10 +74,8 @@ pub fn litestream_yml(db: &std::path::Path, args: &ConfigArgs) -> Result<String>
         }
         (None, Some(url)) => {
             if !url.starts_with("s3://") || url.len() <= "s3://".len() {
-                return Err(Error::invalid(
-                    "s3",
-                    format!("{url:?} is not an S3 URL: give s3://BUCKET/PATH"),
-                ));
+                // Not echoed: a URL given by mistake may hold a secret.
+                return Err(Error::invalid("s3", "--s3 is not an S3 URL: give s3://BUCKET/PATH"));
             }
             if url.contains('@') {
                 return Err(Error::invalid(
@@ -88,6 +86,15 @@ pub fn litestream_yml(db: &std::path::Path, args: &ConfigArgs) -> Result<String>
             }
             let mut r = format!("      url: {}\n", quoted(url));
             if let Some(endpoint) = &args.endpoint {
+                // The file is meant to be kept, and shared: no secret in it.
+                if endpoint.contains('@') {
+                    return Err(Error::invalid(
+                        "endpoint",
+                        "put no credentials in the endpoint URL: set LITESTREAM_ACCESS_KEY_ID and \
+                         LITESTREAM_SECRET_ACCESS_KEY (or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY) where \
+                         Litestream runs",
+                    ));
+                }
                 r.push_str(&format!(
                     "      endpoint: {}\n      force-path-style: true\n",
                     quoted(endpoint)
@@ -158,9 +165,20 @@ mod tests {
                 .unwrap()
                 .contains("url: \"s3://bucket/tb\"")
         );
-        for bad in ["http://bucket/tb", "s3://", "s3://key:secret@bucket/tb"] {
-            assert!(litestream_yml(db, &args(None, Some(bad))).is_err(), "{bad}");
+        for bad in ["http://key:secret@bucket/tb", "s3://", "s3://key:secret@bucket/tb"] {
+            let e = litestream_yml(db, &args(None, Some(bad))).unwrap_err().to_string();
+            assert!(!e.contains("secret"), "{e}");
         }
+        let mut with_endpoint = args(None, Some("s3://bucket/tb"));
+        with_endpoint.endpoint = Some("https://key:secret@minio.local:9000".into());
+        let e = litestream_yml(db, &with_endpoint).unwrap_err().to_string();
+        assert!(e.contains("no credentials") && !e.contains("secret@"), "{e}");
+        with_endpoint.endpoint = Some("https://minio.local:9000".into());
+        assert!(
+            litestream_yml(db, &with_endpoint)
+                .unwrap()
+                .contains("endpoint: \"https://minio.local:9000\"")
+        );
         assert!(duration("1s").is_ok() && duration("250ms").is_ok());
         assert!(duration("1").is_err() && duration("s").is_err() && duration("1d").is_err());
     }
