@@ -405,8 +405,7 @@ fn run_group(store: &Store, first: Grouped, queue: &Receiver<Job>, counts: &Coun
             // SQLite rolled the whole transaction back (a full disk, an I/O
             // error): the group's earlier writes went with it.
             let lost = Error::Internal(
-                "a storage error rolled back this write with the others committed together with it; nothing was                  written"
-                    .into(),
+                "a storage error rolled back this write and the writes grouped with it; nothing was written".into(),
             );
             for r in replies.drain(..).chain(reply.ok()) {
                 r(Some(&lost));

@@ -62,7 +62,7 @@ pub const OPERATIONS: &[(&str, Stage, &str)] = &[
     (
         "get_state",
         Stage::Entry,
-        "Where this connection stands: stage, current session, what to call next.",
+        "Where this connection stands, or the session sessionId names: stage, session, what to call next.",
     ),
     (
         "start_new",
@@ -218,7 +218,8 @@ fn tool_definition(hidden: &BTreeSet<String>) -> Tool {
          unlocks the same without it.\n\
          Sessions are handles: every answer about a session carries its sessionId; pass that sessionId back on later \
          calls about the session (thought, read_thoughts, session ...). Several conversations may share one server \
-         process, so do not rely on the connection's current session.\n\
+         process, so do not rely on the connection's current session. A call that keeps no connection state \
+         (stateless HTTP) passes its sessionId to any operation that needs a stage: the session's stage admits it.\n\
          Operations (minimum stage in brackets):\n",
     );
     for (name, stage, what) in OPERATIONS.iter().filter(|(n, _, _)| !hidden.contains(*n)) {
@@ -495,20 +496,31 @@ impl Gateway {
             return Err(Error::invalid_with(
                 "sessionId",
                 format!(
-                    "this request is stateless (MCP 2026-07-28 over HTTP): there is no current session, and                      '{operation}' needs stage {required}, which a session reaches, not a request: pass sessionId,                      the handle that start_new returned, of a session at stage {required} (cipher with that                      sessionId raises it); nothing was done",
+                    "this request is stateless (MCP 2026-07-28 over HTTP): there is no current session, and \
+                     '{operation}' needs stage {required}, which a session reaches, not a request: pass sessionId, \
+                     the handle that start_new returned, of a session at stage {required} (cipher with that \
+                     sessionId raises it); nothing was done",
                     required = required.number(),
                 ),
                 json!({ "requiredStage": required.number(), "currentStage": connection.number() }),
             ));
         }
+        // The handle admits the call: not a name the operation ignored.
+        if named.is_some() {
+            args.mark_all_read(&["sessionId", "session_id"]);
+        }
         let mut current = connection;
-        if let Some(id) = named.or_else(|| self.active_session())
-            && let Ok(Some(session)) = self.blocking(move |s| s.session_stage(&id)).await
-        {
-            if session >= required {
-                return Ok(());
+        let named_here = named.is_some();
+        if let Some(id) = named.or_else(|| self.active_session()) {
+            let sid = id.clone();
+            match self.blocking(move |s| s.session_stage(&sid)).await {
+                Ok(Some(session)) if session >= required => return Ok(()),
+                Ok(Some(session)) => current = current.max(session),
+                // A handle naming no session is that, not a stage to reach
+                // (the edge adds the sessions it may mean).
+                Ok(None) if named_here => return Err(Error::session_not_found(id)),
+                _ => {}
             }
-            current = current.max(session);
         }
         Err(Error::StageRequirementNotMet {
             operation: operation.to_string(),
@@ -700,7 +712,7 @@ impl Gateway {
 
     async fn dispatch(&self, operation: &str, args: Args, ctx: Option<&RequestContext<RoleServer>>) -> Result<Value> {
         match operation {
-            "get_state" => ops::get_state(self).await,
+            "get_state" => ops::get_state(self, args).await,
             "start_new" => ops::start_new(self, args).await,
             "load_context" => ops::load_context(self, args).await,
             "list_sessions" => ops::list_sessions(self, args).await,

@@ -122,11 +122,19 @@ pub(crate) fn refuse_stray_session_id(args: &Args, using: Option<&str>, thought:
     Err(Error::invalid_with(k, message, details))
 }
 
-pub async fn get_state(gw: &Gateway) -> Result<Value> {
+pub async fn get_state(gw: &Gateway, args: Args) -> Result<Value> {
+    let params: params::GetState = args.parse("get_state")?;
+    // A session named is reported on whatever this connection did last
+    // (several conversations may share it); one that is gone is an error.
+    let named = match params.session_id {
+        Some(id) if !id.trim().is_empty() => Some(domain::canonical_session_id(&id)),
+        Some(_) => return Err(Error::invalid("sessionId", "sessionId must not be empty")),
+        None => None,
+    };
     let mut stage = gw.stage();
     let mut gone = None;
     let mut completed = false;
-    let active = match gw.active_session() {
+    let active = match named.clone().or_else(|| gw.active_session()) {
         Some(id) => match gw.blocking(move |s| Ok((s.session(&id)?, s.session_stage(&id)?))).await {
             Ok((s, session_stage)) => {
                 // What this connection may call: its stage or its current
@@ -141,6 +149,7 @@ pub async fn get_state(gw: &Gateway) -> Result<Value> {
                     status: if completed { "completed" } else { "active" },
                 })
             }
+            Err(e @ Error::SessionNotFound { .. }) if named.is_some() => return Err(e),
             Err(Error::SessionNotFound { session_id }) => {
                 // Deleted elsewhere: say so, as a thought would have.
                 gw.clear_active_session_if(&session_id);

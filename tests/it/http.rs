@@ -199,8 +199,31 @@ async fn a_stateless_client_works_by_handles() {
     let e = s.err("read_thoughts", json!({}), "INVALID_PAYLOAD").await;
     assert_eq!(e["details"]["field"], "sessionId", "{e}");
     assert_eq!(e["details"]["requiredStage"], 2, "{e}");
+    assert!(!e["message"].as_str().expect("message").contains("  "), "{e}");
     let read = s.ok("read_thoughts", json!({ "sessionId": id })).await;
     assert_eq!(read["thoughts"].as_array().expect("thoughts").len(), 3);
+    // An operation on no session is admitted by the handle's stage, which
+    // is then no ignored argument.
+    let models = s
+        .ok(
+            "mental_models",
+            json!({ "subOperation": "list_models", "sessionId": id }),
+        )
+        .await;
+    assert!(models.get("ignoredArguments").is_none(), "{models}");
+    // A handle that names no session says so, not that a stage is missing.
+    s.err(
+        "read_thoughts",
+        json!({ "sessionId": "0b6f2c1e-8d4a-4c5e-9f3b-2a7d1e6c8b90" }),
+        "SESSION_NOT_FOUND",
+    )
+    .await;
+    let state = s.ok("get_state", json!({ "sessionId": id })).await;
+    assert_eq!(
+        (state["stage"].as_u64(), state["sessionId"].as_str()),
+        (Some(2), Some(id.as_str())),
+        "{state}"
+    );
     // Nothing was recorded by the refused call, and no session was made for it.
     assert_eq!(server.count("thoughts"), 3);
     assert_eq!(server.count("sessions"), 1);

@@ -21,9 +21,14 @@ names_enum! {
     SortOrderName { Asc = "asc", Desc = "desc" }
 }
 
-/// No parameters.
+/// `get_state`.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
-pub struct GetState {}
+#[serde(rename_all = "camelCase")]
+pub struct GetState {
+    /// The session to report on, with the stage it and this connection reach together (default: the connection's current session).
+    #[serde(alias = "session_id")]
+    pub session_id: Option<String>,
+}
 
 /// No parameters.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
