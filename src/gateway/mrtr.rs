@@ -71,7 +71,18 @@ pub(crate) struct Recorded {
     pub branch_id: Option<String>,
 }
 
-/// What a `requestState` holds.
+/// What a `requestState` holds: what the call waits for, and which call
+/// it is (a digest of its arguments), since a state sent with another call
+/// must not answer that one with the first call's result.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct State {
+    call: u64,
+    #[serde(flatten)]
+    waiting: Sealed,
+}
+
+/// What a call waits for.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "camelCase")]
 pub(crate) enum Sealed {
@@ -85,6 +96,19 @@ pub(crate) enum Sealed {
     },
     /// `list_roots` or `bind_root`, waiting for the client's roots.
     Roots,
+}
+
+/// Which call `arguments` make: the same arguments sent again give the
+/// same digest (serde_json's maps keep their keys sorted). The seal keeps
+/// it from being altered; a collision needs a client that holds the token
+/// already, so SipHash is enough.
+fn call_digest(arguments: Option<&serde_json::Map<String, Value>>) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::hash::DefaultHasher::new();
+    arguments
+        .map(|a| Value::Object(a.clone()).to_string())
+        .hash(&mut hasher);
+    hasher.finish()
 }
 
 /// What an operation asks of a 2026-07-28 client in this round.
@@ -143,7 +167,21 @@ pub(crate) async fn call(
     ctx: &RequestContext<RoleServer>,
 ) -> std::result::Result<Called, Refused> {
     let mut responses = request.input_responses.unwrap_or_default();
-    let round = match request.request_state.as_deref().map(open).transpose()? {
+    let call = call_digest(request.arguments.as_ref());
+    let opened = request.request_state.as_deref().map(open).transpose()?;
+    if let Some(state) = &opened
+        && state.call != call
+    {
+        return Err(Refused {
+            error: refused_state(
+                "requestState was made for another call: send it with the same arguments as the call whose \
+                 answer asked for input"
+                    .into(),
+            ),
+            received: None,
+        });
+    }
+    let round = match opened.map(|s| s.waiting) {
         None => Round::default(),
         Some(Sealed::Roots) => Round {
             roots: Some(responses.remove(ROOTS_KEY)),
@@ -166,27 +204,33 @@ pub(crate) async fn call(
         Some(Ask::Roots) => Ok(Called::InputRequired(input_required(
             ROOTS_KEY,
             InputRequest::ListRoots(Default::default()),
-            &Sealed::Roots,
+            State {
+                call,
+                waiting: Sealed::Roots,
+            },
         )?)),
         Some(Ask::Critique { recorded, request }) => {
             // The thought is recorded; an error after that (a read for the
             // verbose answer) is the call's answer, as it would be without
             // a critique.
             let answer = answer?;
-            let state = Sealed::Critique { recorded, answer };
+            let state = State {
+                call,
+                waiting: Sealed::Critique { recorded, answer },
+            };
             Ok(Called::InputRequired(input_required(
                 CRITIQUE_KEY,
                 InputRequest::CreateMessage(CreateMessageRequest::new(*request)),
-                &state,
+                state,
             )?))
         }
     }
 }
 
-fn input_required(key: &str, request: InputRequest, state: &Sealed) -> Result<InputRequiredResult> {
+fn input_required(key: &str, request: InputRequest, state: State) -> Result<InputRequiredResult> {
     let sealed = CODEC
         .seal_json_with(
-            state,
+            &state,
             &SealOptions::new().associated_data(ASSOCIATED_DATA).ttl(STATE_TTL),
         )
         .map_err(|e| Error::Internal(format!("sealing the request state failed: {e}")))?;
@@ -194,18 +238,21 @@ fn input_required(key: &str, request: InputRequest, state: &Sealed) -> Result<In
     Ok(InputRequiredResult::new(Some(requests), Some(sealed)))
 }
 
+/// A `requestState` refused for `why`: nothing was done.
+fn refused_state(why: String) -> Error {
+    Error::invalid_with(
+        "requestState",
+        format!(
+            "{why}; nothing was done. A thought sent with critique: true was recorded in the call's first \
+             round: read it with read_thoughts rather than sending it again"
+        ),
+        json!({ "reason": "REQUEST_STATE_REFUSED" }),
+    )
+}
+
 /// The state a client sent back, if this process sealed it.
-fn open(sealed: &str) -> Result<Sealed> {
-    let refuse = |why: String| {
-        Error::invalid_with(
-            "requestState",
-            format!(
-                "{why}; nothing was done. A thought sent with critique: true was recorded in the call's first \
-                 round: read it with read_thoughts rather than sending it again"
-            ),
-            json!({ "reason": "REQUEST_STATE_REFUSED" }),
-        )
-    };
+fn open(sealed: &str) -> Result<State> {
+    let refuse = refused_state;
     CODEC.open_json_with(sealed, ASSOCIATED_DATA).map_err(|e| match e {
         RequestStateError::Expired => refuse(format!(
             "requestState has expired: a retry is taken within {} minutes of the answer that asked for it",
@@ -224,9 +271,10 @@ fn open(sealed: &str) -> Result<Sealed> {
 mod tests {
     use super::*;
 
-    fn seal(state: &Sealed, ttl: Duration) -> String {
+    fn seal(waiting: Sealed, ttl: Duration) -> String {
+        let state = State { call: 7, waiting };
         CODEC
-            .seal_json_with(state, &SealOptions::new().associated_data(ASSOCIATED_DATA).ttl(ttl))
+            .seal_json_with(&state, &SealOptions::new().associated_data(ASSOCIATED_DATA).ttl(ttl))
             .unwrap()
     }
 
@@ -252,9 +300,12 @@ mod tests {
             recorded: recorded(1),
             answer: json!({ "thoughtNumber": 1 }),
         };
-        let sealed = seal(&state, STATE_TTL);
+        let sealed = seal(state, STATE_TTL);
         match open(&sealed) {
-            Ok(Sealed::Critique { recorded, answer }) => {
+            Ok(State {
+                call: 7,
+                waiting: Sealed::Critique { recorded, answer },
+            }) => {
                 assert_eq!(recorded.node_id, "s:1");
                 assert_eq!(answer, json!({ "thoughtNumber": 1 }));
             }
@@ -263,7 +314,7 @@ mod tests {
         // Another node, under the same tag: the HMAC no longer matches.
         let mut parts: Vec<String> = sealed.split('.').map(String::from).collect();
         let other = seal(
-            &Sealed::Critique {
+            Sealed::Critique {
                 recorded: recorded(2),
                 answer: json!({}),
             },
@@ -274,14 +325,31 @@ mod tests {
         assert!(refusal("forged").contains("not one this server made"));
         // Sealed under another key, as by an earlier process.
         let stranger = RequestStateCodec::new_unchecked(vec![7u8; 32])
-            .seal_json_with(&Sealed::Roots, &SealOptions::new().associated_data(ASSOCIATED_DATA))
+            .seal_json_with(
+                &State {
+                    call: 7,
+                    waiting: Sealed::Roots,
+                },
+                &SealOptions::new().associated_data(ASSOCIATED_DATA),
+            )
             .unwrap();
         assert!(refusal(&stranger).contains("not sealed by this server process"));
     }
 
     #[test]
+    fn the_same_arguments_are_the_same_call() {
+        let args = |v: Value| v.as_object().cloned();
+        let a = args(json!({ "operation": "thought", "args": { "thought": "x", "critique": true } }));
+        let again = args(json!({ "args": { "critique": true, "thought": "x" }, "operation": "thought" }));
+        let other = args(json!({ "operation": "session", "args": { "subOperation": "delete" } }));
+        assert_eq!(call_digest(a.as_ref()), call_digest(again.as_ref()));
+        assert_ne!(call_digest(a.as_ref()), call_digest(other.as_ref()));
+        assert_ne!(call_digest(a.as_ref()), call_digest(None));
+    }
+
+    #[test]
     fn an_expired_state_is_refused_as_such() {
-        let sealed = seal(&Sealed::Roots, Duration::from_millis(1));
+        let sealed = seal(Sealed::Roots, Duration::from_millis(1));
         std::thread::sleep(Duration::from_millis(20));
         assert!(refusal(&sealed).contains("expired"));
     }

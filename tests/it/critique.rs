@@ -744,6 +744,21 @@ async fn the_critique_round_trip_by_hand_refuses_forged_state_and_never_writes_t
         assert!(e["message"].as_str().unwrap().contains("nothing was done"), "{e}");
     }
     assert_eq!(stored_thoughts(&db), [("Ship it".to_string(), None)]);
+    // A true state sent with another call (here a delete) answers neither
+    // call with the first one's result: it is refused, nothing is done.
+    let e = call_once(
+        &s,
+        "session",
+        json!({ "subOperation": "delete", "sessionId": sid }),
+        Some(state.clone()),
+        sampled("wrong call", "m-0"),
+    )
+    .await
+    .expect("an answer")
+    .expect_err("refused");
+    assert_eq!(e["details"]["field"], "requestState", "{e}");
+    assert!(e["message"].as_str().unwrap().contains("another call"), "{e}");
+    assert_eq!(stored_thoughts(&db), [("Ship it".to_string(), None)]);
 
     let r = call_once(
         &s,
