@@ -92,7 +92,19 @@ pub(super) fn configure(
     if access.may_write() {
         // Only a new, empty database takes it; an existing file keeps its own.
         conn.pragma_update(None, "page_size", PAGE_SIZE)?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
+        // SQLite answers the mode it kept rather than fail: another
+        // connection in exclusive locking mode, say. Readers beside the
+        // writer, the checkpoints and Litestream all need WAL.
+        let mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ERROR),
+                Some(format!(
+                    "the database stayed in journal mode {mode} and could not switch to WAL, which thoughtbox \
+                     needs (is another program holding it in exclusive locking mode?)"
+                )),
+            ));
+        }
     }
     conn.pragma_update(
         None,
@@ -295,6 +307,25 @@ impl Store {
 mod tests {
     use crate::store::test_support::temp_store;
     use crate::store::with_suffix;
+
+    /// A database that will not take WAL (here one in memory, whose mode
+    /// stays `memory`) is refused, not served in another journal mode.
+    #[test]
+    fn a_database_that_keeps_another_journal_mode_is_refused() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        let open = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let e = super::configure(
+            &conn,
+            &open,
+            super::SyncMode::Normal,
+            true,
+            super::Access::Create,
+            false,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("journal mode memory") && e.contains("WAL"), "{e}");
+    }
 
     /// The last handle on a store closes it: once dropped, the database
     /// file holds everything and its -wal and -shm are gone, though r2d2
