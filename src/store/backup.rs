@@ -295,6 +295,11 @@ impl Store {
                 // The copy is a single self-contained file.
                 out.pragma_update(None, "journal_mode", "DELETE")?;
             }
+            // On disk before it is renamed into place, whatever the copy's
+            // connection synced.
+            std::fs::File::open(tmp)
+                .and_then(|f| f.sync_all())
+                .map_err(|e| Error::io(format!("flushing {}", tmp.display()), e))?;
             #[cfg(unix)]
             {
                 use std::os::unix::fs::PermissionsExt;
@@ -406,7 +411,9 @@ fn place_under_new_name(tmp: &Path, dir: &Path, stem: &str) -> Result<PathBuf> {
 }
 
 fn move_into_place(tmp: &Path, dest: &Path) -> Result<()> {
-    std::fs::rename(tmp, dest).map_err(|e| Error::io(format!("moving backup into place at {}", dest.display()), e))
+    std::fs::rename(tmp, dest).map_err(|e| Error::io(format!("moving backup into place at {}", dest.display()), e))?;
+    // The rename itself reaches the disk before the backup is reported made.
+    crate::tree::writer::sync_dir(crate::store::folder_of(dest))
 }
 
 /// Whether two paths name the same file (following symlinks). False when

@@ -245,12 +245,18 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> Result<bool> {
     if fs::read(path).is_ok_and(|old| old == bytes) {
         return Ok(false);
     }
-    write_atomic(path, bytes)?;
+    // A tree's files are not flushed one by one (thousands of fsyncs): an
+    // export is a copy of the ledger, and the next one rewrites any file a
+    // crash left short, since it compares bytes.
+    replace(path, false, |w| {
+        w.write_all(bytes)
+            .map_err(io(format!("writing a temporary file beside {}", path.display())))
+    })?;
     Ok(true)
 }
 
 /// Write to a temporary file beside `path` (named per call, so two writers
-/// never share one) and rename it over `path`.
+/// never share one) and rename it over `path`, flushed to disk.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     write_atomic_with(path, |w| {
         w.write_all(bytes)
@@ -269,9 +275,15 @@ pub fn remove_leftovers_of(path: &Path) {
 }
 
 /// [`write_atomic`] for content written piece by piece by `fill`: `path`
-/// gets all of it or keeps what it had.
+/// gets all of it or keeps what it had, also through a power cut.
 pub fn write_atomic_with(path: &Path, fill: impl FnOnce(&mut dyn std::io::Write) -> Result<()>) -> Result<()> {
-    use std::io::Write as _;
+    replace(path, true, fill)
+}
+
+/// The body of [`write_atomic_with`]; `durable`: the file's bytes reach the
+/// disk before the rename (else a crash can leave `path` empty on ext4,
+/// XFS or btrfs), and the rename before the answer.
+fn replace(path: &Path, durable: bool, fill: impl FnOnce(&mut dyn std::io::Write) -> Result<()>) -> Result<()> {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -282,11 +294,35 @@ pub fn write_atomic_with(path: &Path, fill: impl FnOnce(&mut dyn std::io::Write)
         .and_then(|file| {
             let mut w = std::io::BufWriter::new(file);
             fill(&mut w)?;
-            w.flush().map_err(io(format!("writing {}", tmp.display())))
+            let file = w
+                .into_inner()
+                .map_err(|e| io(format!("writing {}", tmp.display()))(e.into_error()))?;
+            if durable {
+                file.sync_all().map_err(io(format!("flushing {}", tmp.display())))?;
+            }
+            Ok(())
         })
-        .and_then(|()| fs::rename(&tmp, path).map_err(io(format!("moving {} into place", path.display()))));
+        .and_then(|()| fs::rename(&tmp, path).map_err(io(format!("moving {} into place", path.display()))))
+        .and_then(|()| match durable {
+            true => sync_dir(crate::store::folder_of(path)),
+            false => Ok(()),
+        });
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
     }
     result
+}
+
+/// Flush directory `dir`'s entries (a rename into it) to disk. Where a
+/// directory cannot be opened as a file (Windows), there is nothing to do.
+pub fn sync_dir(dir: &Path) -> Result<()> {
+    #[cfg(unix)]
+    {
+        fs::File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(io(format!("flushing the directory {}", dir.display())))?;
+    }
+    #[cfg(not(unix))]
+    let _ = dir;
+    Ok(())
 }
