@@ -700,13 +700,7 @@ impl Gateway {
             }
             None => arguments,
         };
-        args.check_spelling(
-            matches!(
-                operation.as_str(),
-                "session" | "knowledge" | "mental_models" | "notebook" | "thread"
-            ),
-            operation == "thought",
-        )?;
+        args.check_spelling(params::has_sub_operations(&operation), operation == "thought")?;
         Ok((operation, required, args))
     }
 

@@ -81,8 +81,8 @@ impl Preview {
             thoughts: self.cut,
             max_chars_per_thought: PREVIEW_CHARS,
             max_chars: BUDGET_CHARS,
-            read_whole: "read_thoughts with sessionId and thoughtNumber (and branchId for a branch's thoughts) \
-                         answers one thought whole; full: true answers every text whole",
+            read_whole: "read_thoughts with sessionId and thoughtNumber answers one main-chain thought whole; \
+                         full: true (with branchId for a branch's thoughts) answers every text whole",
         })
     }
 }

@@ -127,6 +127,7 @@ impl Store {
             let removed: i64 = tx
                 .prepare_cached("SELECT count(*) FROM thoughts WHERE session_id = ?1")?
                 .query_row([id], |r| r.get(0))?;
+            super::threads::log_deletion_effects_tx(tx, id)?;
             // The session row goes first, so that the triggers removing its
             // thoughts (and their search index entries) find no counters to
             // keep up to date; see migrations/V4.

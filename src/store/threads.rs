@@ -103,6 +103,42 @@ pub(crate) fn relations_tx(tx: &Tx<'_>, id: &str) -> Result<Relations> {
 }
 
 /// Append one row to the operations log, inside the change's transaction.
+/// Log, as the server's own changes, what deleting session `id` is about to
+/// do to other threads (the schema's triggers do it): its children become
+/// root threads, and references and dependencies naming it go. Called in
+/// the deletion's transaction, before the row goes; settled threads too,
+/// whose records would otherwise change without a trace.
+pub(crate) fn log_deletion_effects_tx(tx: &Tx<'_>, id: &str) -> Result<()> {
+    let ids = |sql: &str| -> Result<Vec<String>> {
+        let mut stmt = tx.prepare_cached(sql)?;
+        let found = stmt.query_map([id], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
+        Ok(found)
+    };
+    let children = ids("SELECT id FROM sessions WHERE parent_id = ?1 ORDER BY id")?;
+    let citing = ids("SELECT DISTINCT from_id FROM thread_references WHERE to_id = ?1 AND from_id <> ?1 ORDER BY 1")?;
+    let depending = ids("SELECT from_id FROM thread_dependencies WHERE to_id = ?1 AND from_id <> ?1 ORDER BY 1")?;
+    let mut affected: std::collections::BTreeMap<String, Value> = std::collections::BTreeMap::new();
+    let mut note = |thread: &String, key: &str, value: Value| {
+        let entry = affected
+            .entry(thread.clone())
+            .or_insert_with(|| json!({ "thread_id": thread, "deleted_id": id }));
+        entry[key] = value;
+    };
+    for child in &children {
+        note(child, "parent_id", Value::Null);
+    }
+    for from in &citing {
+        note(from, "reference_removed", json!(id));
+    }
+    for from in &depending {
+        note(from, "dependency_removed", json!(id));
+    }
+    for params in affected.into_values() {
+        log_tx(tx, "update", Operator::System, params)?;
+    }
+    Ok(())
+}
+
 fn log_tx(tx: &Tx<'_>, command: &str, operator: Operator, params: Value) -> Result<Operation> {
     let op = Operation {
         id: uuid::Uuid::new_v4().to_string(),

@@ -717,3 +717,52 @@ async fn export_then_import_keeps_threads_and_stages() {
     );
     assert_eq!(ok_json(&other, &["sessions", "list"])["total"], 3);
 }
+
+/// Deleting a session changes the threads related to it (children become
+/// roots, references and dependencies to it go), settled ones included:
+/// each change is in the log, as the server's own.
+#[tokio::test]
+async fn a_deletion_logs_what_it_changes_in_other_threads() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    let root = s.ready("Deleted root").await;
+    let child = spawn(&s, Some(&root), "Archived child").await;
+    let other = spawn(&s, None, "Citing").await;
+    s.ok("thread", th("reference", json!({ "fromId": other, "toId": root })))
+        .await;
+    s.ok("thread", th("depend", json!({ "fromId": other, "toId": root })))
+        .await;
+    s.ok("thread", th("archive", json!({ "threadId": child }))).await;
+    s.ok("session", json!({ "subOperation": "delete", "sessionId": root }))
+        .await;
+
+    let log = s.ok("thread", th("log", json!({ "threadId": child }))).await;
+    let last = &log["operations"][0];
+    assert_eq!(
+        (last["command"].as_str(), last["operator"].as_str()),
+        (Some("update"), Some("system")),
+        "{log}"
+    );
+    assert_eq!(last["params"]["parent_id"], Value::Null, "{log}");
+    assert_eq!(last["params"]["deleted_id"], root.as_str(), "{log}");
+    let log = s.ok("thread", th("log", json!({ "threadId": other }))).await;
+    let last = &log["operations"][0]["params"];
+    assert_eq!(last["reference_removed"], root.as_str(), "{log}");
+    assert_eq!(last["dependency_removed"], root.as_str(), "{log}");
+    // The archived child is still archived, now a root thread.
+    let got = s.ok("thread", th("get", json!({ "threadId": child }))).await;
+    assert_eq!(got["thread"]["status"], "archived");
+    assert_eq!(got["thread"]["parent_id"], Value::Null);
+    // The registry with those rows is still one seed 004 accepts, and
+    // imports elsewhere.
+    let registry = s.ok("thread", th("export", json!({}))).await;
+    assert_valid(&registry);
+    s.stop().await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("registry.json");
+    std::fs::write(&file, registry.to_string()).unwrap();
+    ok(
+        &dir.path().join("elsewhere.db"),
+        &["threads", "import", file.to_str().unwrap()],
+    );
+}
