@@ -61,6 +61,19 @@ pub(super) enum Problem {
     TooLong(usize),
     /// A line that grew past 16 MiB when its invalid UTF-8 was replaced.
     TooLongRepaired,
+    /// An `id` that is no string and no whole number a reader holds
+    /// (`1.5`, `true`, `null`, `1e29`): the MCP library drops the request.
+    BadId,
+    /// A `method` that is no string.
+    MethodNotString,
+    /// A JSON array: a batch, which MCP no longer has.
+    Batch,
+}
+
+/// Whether the MCP library reads `id` as a request id: a string, or a
+/// whole number that fits in 64 bits with a sign.
+fn readable_id(id: &serde_json::Value) -> bool {
+    id.is_string() || id.as_i64().is_some()
 }
 
 /// serde_json's limit on nested objects and arrays.
@@ -128,6 +141,7 @@ pub(super) fn inspect(line: &[u8]) -> Verdict {
         }) => {
             let problem = match (duplicate, params) {
                 (Some(key), _) => Problem::DuplicateKey(key),
+                _ if !readable_id(&id) => Problem::BadId,
                 (None, Some(ParamsShape::Not(kind))) => Problem::ParamsNot(kind),
                 (None, Some(ParamsShape::Object { duplicate: Some(path) })) => {
                     Problem::DuplicateKey(format!("params{path}"))
@@ -153,9 +167,9 @@ pub(super) fn inspect(line: &[u8]) -> Verdict {
         Err(e) if e.classify() == Category::Syntax && nesting_depth(line) >= MAX_DEPTH => refuse(Problem::TooDeep),
         Err(e) if e.classify() == Category::Syntax && stopped_after_number(line, &e) => refuse(Problem::NumberTooLarge),
         // Valid JSON of another shape (a method that is not a string, an
-        // array): the MCP library answers it as it sees fit.
+        // array): see `other_shape`.
         Err(e) => match serde_json::from_slice::<IgnoredAny>(line) {
-            Ok(_) => Verdict::Pass,
+            Ok(_) => other_shape(line),
             Err(_) => match request_of(line) {
                 Some((id, method)) => Verdict::Refuse {
                     id,
@@ -165,6 +179,32 @@ pub(super) fn inspect(line: &[u8]) -> Verdict {
                 None => Verdict::NotJson(e.to_string()),
             },
         },
+    }
+}
+
+/// Valid JSON that is no JSON-RPC message this reader takes: a batch, or
+/// a request whose method is no string, is answered (the MCP library
+/// would drop it, and its client wait for ever); the rest is passed on.
+fn other_shape(line: &[u8]) -> Verdict {
+    match serde_json::from_slice::<serde_json::Value>(line) {
+        Ok(serde_json::Value::Array(_)) => Verdict::Refuse {
+            id: serde_json::Value::Null,
+            method: "batch".into(),
+            problem: Problem::Batch,
+        },
+        Ok(serde_json::Value::Object(m)) => match (m.get("id"), m.get("method")) {
+            (Some(id), Some(method)) if !method.is_string() => Verdict::Refuse {
+                id: if readable_id(id) {
+                    id.clone()
+                } else {
+                    serde_json::Value::Null
+                },
+                method: method.to_string(),
+                problem: Problem::MethodNotString,
+            },
+            _ => Verdict::Pass,
+        },
+        _ => Verdict::Pass,
     }
 }
 
@@ -209,7 +249,8 @@ impl<'de> serde::Deserialize<'de> for Envelope {
                 let mut seen = Seen::default();
                 while let Some(Key(key)) = map.next_key()? {
                     match &*key {
-                        "id" => envelope.id = map.next_value::<Option<serde_json::Value>>()?,
+                        // `null` too: a request with a null id, not a notification.
+                        "id" => envelope.id = Some(map.next_value::<serde_json::Value>()?),
                         "method" => envelope.method = Some(map.next_value()?),
                         "params" => envelope.params = Some(map.next_value()?),
                         "jsonrpc" => {
@@ -653,6 +694,42 @@ mod tests {
         assert!(refused(&deep(limit)).is_some());
     }
 
+    /// Requests the MCP library would drop without a word, its client
+    /// waiting for ever, are answered: an id it cannot read (under that
+    /// id), a method that is no string, a batch (under a null id).
+    #[test]
+    fn ids_and_methods_the_library_cannot_read_and_batches_are_answered() {
+        for id in [
+            "1.5",
+            "true",
+            "null",
+            "1e29",
+            "18446744073709551616",
+            "9223372036854775808",
+        ] {
+            let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
+            let expected: serde_json::Value = serde_json::from_str(id).unwrap();
+            assert_eq!(refused(&line), Some((expected, Problem::BadId)), "{line}");
+        }
+        for id in [r#""s""#, "7", "-3", "9223372036854775807"] {
+            let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
+            assert_eq!(inspect(line.as_bytes()), Verdict::Pass, "{line}");
+        }
+        assert_eq!(
+            refused(r#"{"jsonrpc":"2.0","id":3,"method":5}"#),
+            Some((json!(3), Problem::MethodNotString))
+        );
+        assert_eq!(
+            refused(r#"[{"jsonrpc":"2.0","id":2,"method":"ping"}]"#),
+            Some((serde_json::Value::Null, Problem::Batch))
+        );
+        // A notification has no id to answer under.
+        assert_eq!(
+            inspect(br#"{"jsonrpc":"2.0","method":"notifications/x"}"#),
+            Verdict::Pass
+        );
+    }
+
     /// The MCP library answers a message whose `jsonrpc` is missing or
     /// not "2.0" with an error without an id (a notification or a reply
     /// too). Without the member it is read as 2.0; a request naming another
@@ -733,7 +810,10 @@ mod tests {
                 "{line}"
             );
         }
-        assert_eq!(inspect(br#"{"id":1,"method":2}"#), Verdict::Pass);
+        assert_eq!(
+            refused(r#"{"id":1,"method":2}"#),
+            Some((json!(1), Problem::MethodNotString))
+        );
     }
 
     /// What the scanner makes of a whole message fed in pieces of `piece` bytes.
