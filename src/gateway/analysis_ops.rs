@@ -293,7 +293,7 @@ pub async fn deep_analysis(gw: &Gateway, args: Args) -> Result<Value> {
             for other in &compare_with {
                 let (os, ot) = match s.session_thoughts(other) {
                     Ok(found) => found,
-                    Err(e) if e.code() == "SESSION_NOT_FOUND" => {
+                    Err(Error::SessionNotFound { .. }) => {
                         missing.push(other.clone());
                         continue;
                     }

@@ -191,7 +191,7 @@ pub async fn read_resource(gw: &Gateway, uri: &str) -> Result<ReadResourceResult
         let id = id.to_string();
         return match gw.blocking(move |s| s.pattern(&id)).await {
             Ok(p) => Ok(text(uri, pattern_markdown(&p))),
-            Err(e) if e.code() == "INVALID_PAYLOAD" => Err(not_found(uri)),
+            Err(Error::InvalidPayload { .. }) => Err(not_found(uri)),
             Err(e) => Err(mcp_error(e)),
         };
     }
@@ -199,7 +199,7 @@ pub async fn read_resource(gw: &Gateway, uri: &str) -> Result<ReadResourceResult
         let note = crate::knowledge::NoteRef::Id(id.to_string());
         return match gw.blocking(move |s| s.note(&note)).await {
             Ok(n) => Ok(text(uri, note_markdown(&n))),
-            Err(e) if e.code() == "INVALID_PAYLOAD" => Err(not_found(uri)),
+            Err(Error::InvalidPayload { .. }) => Err(not_found(uri)),
             Err(e) => Err(mcp_error(e)),
         };
     }

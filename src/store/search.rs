@@ -385,7 +385,7 @@ impl Store {
             }
             let session = match self.session(&hit.session_id) {
                 Ok(s) => s,
-                Err(e) if e.code() == "SESSION_NOT_FOUND" => continue,
+                Err(crate::Error::SessionNotFound { .. }) => continue,
                 Err(e) => return Err(e),
             };
             order.push(session.id.clone());

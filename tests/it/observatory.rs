@@ -129,6 +129,43 @@ async fn the_api_serves_lists_snapshots_exports_and_analysis_behind_the_cookie()
         .expect("JSON");
     assert_eq!(found["sessions"][0]["id"], id.as_str());
     assert_eq!(found["sessions"][0]["matches"][0]["thoughtNumber"], 2);
+    // Search pages by offset, and a project filter sees every match.
+    for title in ["Caching plan A", "Caching plan B"] {
+        s.ok("start_new", json!({ "sessionTitle": title })).await;
+    }
+    let page = |q: &'static str| {
+        let server = &server;
+        let cookie = cookie.clone();
+        async move { server.api(&cookie, q).await.json::<Value>().await.expect("JSON") }
+    };
+    let first = page("/api/sessions?search=caching&limit=2").await;
+    assert_eq!(
+        (first["sessions"].as_array().map(Vec::len), &first["hasMore"]),
+        (Some(2), &json!(true)),
+        "{first}"
+    );
+    let rest = page("/api/sessions?search=caching&limit=2&offset=2").await;
+    assert_eq!(
+        (rest["sessions"].as_array().map(Vec::len), &rest["hasMore"]),
+        (Some(1), &json!(false)),
+        "{rest}"
+    );
+    assert_eq!(rest["total"], 3, "{rest}");
+    let ids = |v: &Value| -> Vec<Value> {
+        v["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["id"].clone())
+            .collect()
+    };
+    assert!(ids(&rest).iter().all(|id| !ids(&first).contains(id)), "{first} {rest}");
+    let in_web = page("/api/sessions?search=caching&project=web").await;
+    assert_eq!(
+        (in_web["total"].as_u64(), in_web["sessions"][0]["title"].as_str()),
+        (Some(1), Some("Another")),
+        "{in_web}"
+    );
     let tags: Value = server.api(&cookie, "/api/tags").await.json().await.expect("JSON");
     assert_eq!(tags["projects"][0]["name"], "web");
     let snap: Value = server

@@ -114,19 +114,40 @@ async fn sessions(State(o): State<Observatory>, Query(q): Query<ListQuery>) -> R
     let offset = q.offset.unwrap_or(0);
     let search = q.search.map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
     let answer = reading(&o.store, move |s| match search {
-        Some(text) => {
-            let (hits, _) = s.search(&text, 100, 3)?;
+        // Ranked, with the matching thoughts: the best `offset + limit`,
+        // the first `offset` skipped. Counting every match would cost a pass
+        // over all of them, which the ranking avoids: `total` is given only
+        // when the ranking saw every matching session.
+        Some(text) if tags.is_empty() => {
+            let (hits, more) = s.search(&text, offset.saturating_add(limit), 3)?;
+            let seen = hits.len();
             let items: Vec<_> = hits
                 .into_iter()
-                .filter(|h| tags.iter().all(|t| h.session.tags.contains(t)))
-                .take(limit as usize)
+                .skip(offset as usize)
                 .map(|h| {
                     let mut item = serde_json::to_value(ObservatorySession::from(&h.session)).unwrap_or_default();
                     item["matches"] = serde_json::to_value(&h.matches).unwrap_or_default();
                     item
                 })
                 .collect();
-            Ok(json!({ "sessions": items, "total": items.len(), "hasMore": false }))
+            let total = (!more).then_some(seen);
+            Ok(json!({ "sessions": items, "total": total, "hasMore": more }))
+        }
+        // With a project or tag, the filtered list (newest first, paged and
+        // counted exactly), without the matching thoughts: the ranking's
+        // first hundred may hold none of a project's sessions.
+        Some(text) => {
+            let filter = SessionFilter {
+                tags,
+                search: Some(text),
+                limit,
+                offset,
+                sort_by: SortBy::CreatedAt,
+                ..SessionFilter::default()
+            };
+            let page = s.list_sessions(&filter)?;
+            let items: Vec<ObservatorySession> = page.sessions.iter().map(ObservatorySession::from).collect();
+            Ok(json!({ "sessions": items, "total": page.total, "hasMore": page.has_more }))
         }
         None => {
             let filter = SessionFilter {
