@@ -506,14 +506,21 @@ async fn export(gw: &Gateway, args: Args) -> Result<Value> {
     ));
     let (f, t) = (file.clone(), text.clone());
     super::changed_something();
-    tokio::task::spawn_blocking(move || -> Result<()> {
+    gw.blocking_to_end(move |store| {
         std::fs::create_dir_all(&dir).map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
-        let tmp = f.with_extension("md.tmp");
-        std::fs::write(&tmp, t.as_bytes()).map_err(|e| Error::io(format!("writing {}", tmp.display()), e))?;
-        std::fs::rename(&tmp, &f).map_err(|e| Error::io(format!("writing {}", f.display()), e))
+        // Never over the ledger, another database or one of their files.
+        store.check_export_destination(&f).map_err(|e| match e {
+            Error::InvalidPayload { message, details, .. } => Error::InvalidPayload {
+                field: "destination".into(),
+                message,
+                details,
+            },
+            e => e,
+        })?;
+        crate::tree::writer::remove_leftovers_of(&f);
+        crate::tree::writer::write_atomic_synced(&f, t.as_bytes())
     })
-    .await
-    .map_err(|e| Error::Internal(format!("writing the export: {e}")))??;
+    .await?;
     answers::to_value(&NotebookExportAnswer {
         notebook_id: &id,
         format: "srcmd",

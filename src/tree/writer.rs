@@ -43,7 +43,10 @@ use crate::export::{ImportFitness, NextLinks, SessionSource};
 use crate::store::Store;
 
 use crate::store::remove_leftovers;
-pub use files::{EXPORT_LOCK, lock_for_reading, remove_leftovers_of, write_atomic, write_atomic_with, write_file};
+pub use files::{
+    EXPORT_LOCK, lock_for_reading, remove_leftovers_of, write_atomic, write_atomic_synced, write_atomic_with,
+    write_file,
+};
 use files::{
     create_private_dir, create_private_dirs, is_temporary_of, is_temporary_session_file, lock_for_export, refuse_link,
     refuse_links_below, staging_session, temporary_name, write_private,
@@ -623,7 +626,10 @@ mod tests {
         }
         let out = dir.path().join("out");
         let summary = export_tree(&store, &out, &ExportOptions::default(), &mut |_, _| {}).unwrap();
-        assert_eq!(summary.files_written, 7, "4 thoughts, the manifest, threads.json, config.json");
+        assert_eq!(
+            summary.files_written, 7,
+            "4 thoughts, the manifest, threads.json, config.json"
+        );
         // Naming the session twice exports it once.
         let twice = ExportOptions {
             sessions: vec![s.id.clone(), s.id.clone()],

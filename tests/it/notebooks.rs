@@ -525,6 +525,32 @@ async fn srcbook_export_import_export_is_byte_identical() {
         .await;
     let path = written["path"].as_str().unwrap();
     assert_eq!(std::fs::read_to_string(path).unwrap(), text);
+    let names: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names.len(), 1, "no temporary file is left: {names:?}");
+    // Never over a database: a file of that name which is one is kept.
+    let guarded = dir.path().join("guarded");
+    std::fs::create_dir_all(&guarded).unwrap();
+    let victim = guarded.join(std::path::Path::new(path).file_name().unwrap());
+    rusqlite::Connection::open(&victim)
+        .unwrap()
+        .execute_batch("CREATE TABLE keep (x); INSERT INTO keep VALUES (1);")
+        .unwrap();
+    let before = std::fs::read(&victim).unwrap();
+    let e = s
+        .err(
+            "notebook",
+            nb(
+                "export",
+                json!({ "notebookId": id, "destination": guarded.display().to_string() }),
+            ),
+            "INVALID_PAYLOAD",
+        )
+        .await;
+    assert_eq!(e["details"]["field"], "destination", "{e}");
+    assert_eq!(std::fs::read(&victim).unwrap(), before);
     let from_file = s
         .ok("notebook", nb("load", json!({ "path": path, "name": "From a file" })))
         .await;

@@ -271,7 +271,26 @@ pub fn remove_leftovers_of(path: &Path) {
 /// [`write_atomic`] for content written piece by piece by `fill`: `path`
 /// gets all of it or keeps what it had.
 pub fn write_atomic_with(path: &Path, fill: impl FnOnce(&mut dyn std::io::Write) -> Result<()>) -> Result<()> {
-    use std::io::Write as _;
+    replace_atomically(path, fill, false)
+}
+
+/// [`write_atomic`], on the disk before it answers: the file's content is
+/// synced before its rename and the folder after it, so a crash right
+/// after leaves the whole new file or the old one. For a single file
+/// written on request (an export of one notebook); a tree of thousands
+/// of files is left to the system's own flushing.
+pub fn write_atomic_synced(path: &Path, bytes: &[u8]) -> Result<()> {
+    replace_atomically(
+        path,
+        |w| {
+            w.write_all(bytes)
+                .map_err(io(format!("writing a temporary file beside {}", path.display())))
+        },
+        true,
+    )
+}
+
+fn replace_atomically(path: &Path, fill: impl FnOnce(&mut dyn std::io::Write) -> Result<()>, sync: bool) -> Result<()> {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -282,11 +301,35 @@ pub fn write_atomic_with(path: &Path, fill: impl FnOnce(&mut dyn std::io::Write)
         .and_then(|file| {
             let mut w = std::io::BufWriter::new(file);
             fill(&mut w)?;
-            w.flush().map_err(io(format!("writing {}", tmp.display())))
+            let file = w
+                .into_inner()
+                .map_err(|e| e.into_error())
+                .map_err(io(format!("writing {}", tmp.display())))?;
+            if sync {
+                file.sync_all().map_err(io(format!("syncing {}", tmp.display())))?;
+            }
+            Ok(())
         })
         .and_then(|()| fs::rename(&tmp, path).map_err(io(format!("moving {} into place", path.display()))));
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
+    } else if sync {
+        sync_folder(path);
     }
     result
+}
+
+/// Sync the folder holding `path`, so that a rename into it is on the
+/// disk. Only where a folder can be opened and synced (Unix): a failure is
+/// logged, since the file itself is in place.
+fn sync_folder(path: &Path) {
+    #[cfg(unix)]
+    {
+        let folder = crate::store::folder_of(path);
+        if let Err(e) = fs::File::open(folder).and_then(|d| d.sync_all()) {
+            tracing::warn!("could not sync the folder {}: {e}", folder.display());
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
 }
