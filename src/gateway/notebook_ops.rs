@@ -64,7 +64,12 @@ pub async fn notebook(gw: &Gateway, args: Args) -> Result<Value> {
             gw.wrote();
             if let Some(f) = removed.filename.as_deref().filter(|_| removed.kind == CellKind::Code) {
                 // Its file would otherwise stay importable by the other cells.
-                let _ = std::fs::remove_file(runner::notebook_dir(gw.store.path(), &nb).join("src").join(f));
+                let file = runner::notebook_dir(gw.store.path(), &nb).join("src").join(f);
+                if let Err(e) = std::fs::remove_file(&file)
+                    && e.kind() != std::io::ErrorKind::NotFound
+                {
+                    tracing::warn!("could not remove the deleted cell's file {}: {e}", file.display());
+                }
             }
             answers::to_value(&DeletedAnswer {
                 notebook_id: &nb,
@@ -446,7 +451,10 @@ async fn install_deps(gw: &Gateway, args: Args) -> Result<Value> {
             .is_ok_and(|o| o.status == crate::notebook::CellStatus::Completed)
         {
             // The cell keeps its source: so does its file.
-            let _ = std::fs::write(dir.join("package.json"), old);
+            let file = dir.join("package.json");
+            if let Err(e) = std::fs::write(&file, old) {
+                tracing::warn!("could not put back {} after a failed install: {e}", file.display());
+            }
         }
         outcome
     };
