@@ -486,7 +486,10 @@ async fn run(
     // (prctl, setrlimit, getppid), which allocate nothing and take no lock.
     unsafe {
         cmd.pre_exec(move || {
-            // The cell dies with the server, even a server killed outright.
+            // The cell dies with the server, even a server killed outright
+            // (Linux and FreeBSD: macOS has no such signal, and there a
+            // server killed with SIGKILL leaves its cell running).
+            #[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
             rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
             if rustix::process::getppid().map(|p| p.as_raw_pid() as u32) != Some(parent) {
                 return Err(std::io::Error::other("the server exited"));
