@@ -132,8 +132,8 @@ pub fn notebooks(db: &DbArgs, command: NotebooksCommand) -> Result<ExitCode> {
             let text = srcbook::encode(&store.notebook(id.trim())?);
             match file {
                 Some(path) => {
-                    std::fs::write(&path, text.as_bytes())
-                        .map_err(|e| crate::Error::io(format!("writing {}", path.display()), e))?;
+                    store.check_export_destination(&path)?;
+                    crate::tree::writer::write_atomic(&path, text.as_bytes())?;
                     println!("{}", path.display());
                 }
                 None => out(&text)?,

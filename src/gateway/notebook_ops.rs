@@ -16,6 +16,7 @@ use super::preview::PREVIEW_CHARS;
 use super::{Args, Gateway, answers, params};
 use crate::domain::canonical_session_id;
 use crate::error::{Error, Result};
+use crate::notebook::lock::{self, RunLock};
 use crate::notebook::runner::{self, Limits, Node, Outcome};
 use crate::notebook::{
     Cell, CellKind, Language, NewCell, Notebook, Template, check_title, default_tsconfig, parse_package_spec, srcbook,
@@ -64,8 +65,14 @@ pub async fn notebook(gw: &Gateway, args: Args) -> Result<Value> {
             gw.wrote();
             if let Some(f) = removed.filename.as_deref().filter(|_| removed.kind == CellKind::Code) {
                 // Its file would otherwise stay importable by the other cells.
-                let _ = std::fs::remove_file(runner::notebook_dir(gw.store.path(), &nb).join("src").join(f));
+                let file = runner::notebook_dir(gw.store.path(), &nb).join("src").join(f);
+                if let Err(e) = std::fs::remove_file(&file)
+                    && e.kind() != std::io::ErrorKind::NotFound
+                {
+                    tracing::warn!("could not remove the deleted cell's file {}: {e}", file.display());
+                }
             }
+            lock::remove(gw.store.path(), &nb, Some(&cell));
             answers::to_value(&DeletedAnswer {
                 notebook_id: &nb,
                 cell_id: Some(&cell),
@@ -120,6 +127,7 @@ pub async fn notebook(gw: &Gateway, args: Args) -> Result<Value> {
             {
                 tracing::warn!("could not remove notebook directory {}: {e}", dir.display());
             }
+            lock::remove(gw.store.path(), &id, None);
             answers::to_value(&DeletedAnswer {
                 notebook_id: &id,
                 cell_id: None,
@@ -300,15 +308,41 @@ fn time_limit(gw: &Gateway, secs: Option<u32>) -> Result<Duration> {
     }
 }
 
-/// Run `work` (a run of `cell_id`, already marked running as `run`) in a
-/// task of its own and record how it ended: a client that stops waiting
-/// does not leave the cell half-recorded. A run that could not start at
-/// all puts the cell back as it was.
+/// Take cell `cell_id`'s run lock and mark it running (a run of `kind`):
+/// answers the notebook, the run's key, its runner and the lock, which the
+/// run holds until its end is recorded. A cell whose lock another run holds
+/// (in this server or another) is running.
+async fn start_run(
+    gw: &Gateway,
+    notebook: &str,
+    cell_id: &str,
+    kind: RunKind,
+) -> Result<(Notebook, i64, String, RunLock)> {
+    let (database, n, c) = (gw.store.path().to_path_buf(), notebook.to_string(), cell_id.to_string());
+    let taken = tokio::task::spawn_blocking(move || RunLock::try_take(&database, &n, &c))
+        .await
+        .map_err(|e| Error::Internal(format!("taking the run lock: {e}")))??;
+    let Some(held) = taken else {
+        return Err(crate::store::cell_running(notebook, cell_id));
+    };
+    let runner = runner::runner_id();
+    let (n, c, r) = (notebook.to_string(), cell_id.to_string(), runner.clone());
+    let (nb, run, held) = gw
+        .write(move |s| s.start_run(&n, &c, &r, kind, &held).map(|(nb, run)| (nb, run, held)))
+        .await?;
+    gw.wrote();
+    Ok((nb, run, runner, held))
+}
+
+/// Run `work` (a run of `cell_id`, already marked running as `run` by
+/// `runner`, holding `held`) in a task of its own and record how it ended:
+/// a client that stops waiting does not leave the cell half-recorded. A
+/// run that could not start at all puts the cell back as it was. The lock
+/// goes once the end is recorded.
 async fn recorded_run(
     gw: &Gateway,
-    nb: Notebook,
+    (nb, run, runner, held): (Notebook, i64, String, RunLock),
     before: Cell,
-    run: i64,
     source: Option<String>,
     work: impl std::future::Future<Output = Result<Outcome>> + Send + 'static,
 ) -> Result<Outcome> {
@@ -317,17 +351,17 @@ async fn recorded_run(
     let task = tokio::spawn(async move {
         let outcome = work.await;
         let (n, c) = (nb.id.clone(), cell_id.clone());
-        match &outcome {
+        let recorded = match &outcome {
             Ok(o) => {
                 let o = o.clone();
                 let src = source.filter(|_| o.status == crate::notebook::CellStatus::Completed);
-                gw2.write(move |s| s.finish_run(&n, &c, run, &o, src.as_deref()))
-                    .await?;
+                gw2.write(move |s| s.finish_run(&n, &c, &runner, run, &o, src.as_deref()))
+                    .await
             }
-            Err(_) => {
-                gw2.write(move |s| s.abandon_run(&c, run, &before)).await?;
-            }
-        }
+            Err(_) => gw2.write(move |s| s.abandon_run(&c, &runner, run, &before)).await,
+        };
+        drop(held);
+        recorded?;
         gw2.wrote();
         outcome
     });
@@ -366,10 +400,8 @@ async fn run_cell(gw: &Gateway, args: Args) -> Result<Value> {
         });
     }
     let node = Node::find().await?;
-    let runner_id = runner::runner_id();
-    let (n, c) = (nb_id.clone(), cell_id.clone());
-    let (nb, run) = gw.write(move |s| s.start_run(&n, &c, &runner_id, RunKind::Run)).await?;
-    gw.wrote();
+    let started = start_run(gw, &nb_id, &cell_id, RunKind::Run).await?;
+    let nb = started.0.clone();
     let database = gw.store.path().to_path_buf();
     let (node2, nb2, before) = (node.clone(), nb.clone(), cell.clone());
     let nb2_children = nb.allow_child_processes;
@@ -381,7 +413,7 @@ async fn run_cell(gw: &Gateway, args: Args) -> Result<Value> {
         let dir = prepared(database, nb2).await?;
         runner::run_cell(&node2, &dir, &cell, limits, nb2_children).await
     };
-    let outcome = recorded_run(gw, nb, before, run, None, work).await?;
+    let outcome = recorded_run(gw, started, before, None, work).await?;
     answers::to_value(&RunAnswer::of(
         &nb_id,
         &cell_id,
@@ -426,14 +458,9 @@ async fn install_deps(gw: &Gateway, args: Args) -> Result<Value> {
     };
     let node = Node::find().await?;
     node.npm()?;
-    let runner_id = runner::runner_id();
-    let (n, c) = (nb_id.clone(), package.id.clone());
-    let (nb, run) = gw
-        .write(move |s| s.start_run(&n, &c, &runner_id, RunKind::Install))
-        .await?;
-    gw.wrote();
+    let started = start_run(gw, &nb_id, &package.id, RunKind::Install).await?;
     let database = gw.store.path().to_path_buf();
-    let mut staged = nb.clone();
+    let mut staged = started.0.clone();
     if let (Some(src), Some(cell)) = (&source, staged.cells.iter_mut().find(|c| c.id == package.id)) {
         cell.content = src.clone();
     }
@@ -446,11 +473,14 @@ async fn install_deps(gw: &Gateway, args: Args) -> Result<Value> {
             .is_ok_and(|o| o.status == crate::notebook::CellStatus::Completed)
         {
             // The cell keeps its source: so does its file.
-            let _ = std::fs::write(dir.join("package.json"), old);
+            let file = dir.join("package.json");
+            if let Err(e) = std::fs::write(&file, old) {
+                tracing::warn!("could not put back {} after a failed install: {e}", file.display());
+            }
         }
         outcome
     };
-    let outcome = recorded_run(gw, nb, package.clone(), run, source.clone(), work).await?;
+    let outcome = recorded_run(gw, started, package.clone(), source.clone(), work).await?;
     let completed = outcome.status == crate::notebook::CellStatus::Completed;
     let mut answer = RunAnswer::of(
         &nb_id,
@@ -506,14 +536,21 @@ async fn export(gw: &Gateway, args: Args) -> Result<Value> {
     ));
     let (f, t) = (file.clone(), text.clone());
     super::changed_something();
-    tokio::task::spawn_blocking(move || -> Result<()> {
+    gw.blocking_to_end(move |store| {
         std::fs::create_dir_all(&dir).map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
-        let tmp = f.with_extension("md.tmp");
-        std::fs::write(&tmp, t.as_bytes()).map_err(|e| Error::io(format!("writing {}", tmp.display()), e))?;
-        std::fs::rename(&tmp, &f).map_err(|e| Error::io(format!("writing {}", f.display()), e))
+        // Never over the ledger, another database or one of their files.
+        store.check_export_destination(&f).map_err(|e| match e {
+            Error::InvalidPayload { message, details, .. } => Error::InvalidPayload {
+                field: "destination".into(),
+                message,
+                details,
+            },
+            e => e,
+        })?;
+        crate::tree::writer::remove_leftovers_of(&f);
+        crate::tree::writer::write_atomic(&f, t.as_bytes())
     })
-    .await
-    .map_err(|e| Error::Internal(format!("writing the export: {e}")))??;
+    .await?;
     answers::to_value(&NotebookExportAnswer {
         notebook_id: &id,
         format: "srcmd",

@@ -267,38 +267,13 @@ for (const f of readdirSync(path.join(root, 'src'))) {
 await import(pathToFileURL(path.join(out, js(process.argv[2]))).href);
 "#;
 
-/// The server process's identity while it runs a cell: its pid and start
-/// time, so that a pid used again by another process is not taken for it.
+/// A name for one run of this server, kept in the cell's row while it
+/// runs: its process id, for the log, and a part of its own, so that a run
+/// taken over (its server gone) never records its end over the run that
+/// took its cell. Whether the run is alive is its lock's to say
+/// ([`super::lock`]), not this name's.
 pub fn runner_id() -> String {
-    let pid = std::process::id();
-    format!("{pid}:{}", start_time(pid).unwrap_or_default())
-}
-
-/// Whether the process a [`runner_id`] names still runs.
-pub fn runner_alive(id: &str) -> bool {
-    let Some((pid, start)) = id.split_once(':') else {
-        return false;
-    };
-    let Ok(pid) = pid.parse::<u32>() else {
-        return false;
-    };
-    match start_time(pid) {
-        Some(now) => now == start,
-        None => false,
-    }
-}
-
-/// A running process's start time (clock ticks since boot), from /proc;
-/// `None` for a process gone or dead but not yet reaped (a zombie).
-fn start_time(pid: u32) -> Option<String> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // After the command name in parentheses, which may hold spaces.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let mut fields = rest.split(' ');
-    if matches!(fields.next(), Some("Z" | "X" | "x")) {
-        return None;
-    }
-    fields.nth(18).map(str::to_string)
+    format!("{}:{}", std::process::id(), uuid::Uuid::new_v4().simple())
 }
 
 /// At most this many cells and installs run at once in one server.
@@ -511,7 +486,10 @@ async fn run(
     // (prctl, setrlimit, getppid), which allocate nothing and take no lock.
     unsafe {
         cmd.pre_exec(move || {
-            // The cell dies with the server, even a server killed outright.
+            // The cell dies with the server, even a server killed outright
+            // (Linux and FreeBSD: macOS has no such signal, and there a
+            // server killed with SIGKILL leaves its cell running).
+            #[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
             rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
             if rustix::process::getppid().map(|p| p.as_raw_pid() as u32) != Some(parent) {
                 return Err(std::io::Error::other("the server exited"));
@@ -638,13 +616,5 @@ mod tests {
             Some(Some("--experimental-strip-types"))
         );
         assert_eq!(node((24, 0, 0)).type_stripping(), Some(None));
-    }
-
-    #[test]
-    fn this_process_is_alive_and_a_made_up_one_is_not() {
-        assert!(runner_alive(&runner_id()));
-        let pid = std::process::id();
-        assert!(!runner_alive(&format!("{pid}:1")));
-        assert!(!runner_alive("nonsense"));
     }
 }

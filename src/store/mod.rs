@@ -47,7 +47,7 @@ use files::{Media, Watched};
 pub(crate) use files::{absolute, file_uri, folder_of, may_be_database, real_path, remove_leftovers, with_suffix};
 pub use import::ImportOutcome;
 pub use knowledge::{KnowledgeItem, Saved};
-pub use notebooks::{NewNotebook, NotebookHit, RunKind};
+pub use notebooks::{NewNotebook, NotebookHit, RunKind, running as cell_running};
 use open::{Found, inspect};
 use pool::LastClone;
 pub(crate) use pool::open_file;

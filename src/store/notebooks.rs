@@ -1,8 +1,9 @@
 //! The notebook tables (migrations/V15): `notebooks`, `notebook_cells` in
 //! order, `notebook_runs`, and the cells' full-text index. A cell's status
 //! moves `idle -> running -> completed | failed` here, in write
-//! transactions, so that two callers never run one cell at once and a run
-//! whose server died is found and marked failed.
+//! transactions, under the cell's run lock ([`crate::notebook::lock`]), so
+//! that two callers never run one cell at once and a run whose server died
+//! is found and marked failed.
 
 use rusqlite::{OptionalExtension, Row, params};
 use serde::Serialize;
@@ -12,7 +13,8 @@ use super::search::{QueryPlan, SNIPPET_TOKENS, Scorer, query_words};
 use super::snippet::best_snippet;
 use super::{Store, Tx};
 use crate::error::{Error, Result};
-use crate::notebook::runner::{Outcome, runner_alive};
+use crate::notebook::lock::{self, RunLock};
+use crate::notebook::runner::Outcome;
 use crate::notebook::{Cell, CellKind, CellStatus, Language, MAX_CELLS, NewCell, Notebook, NotebookSummary, now_ms};
 
 /// A notebook to create: its cells come from a template or an import.
@@ -79,7 +81,8 @@ fn no_cell(notebook: &str, cell: &str, field: &str) -> Error {
     )
 }
 
-fn running(notebook: &str, cell: &str) -> Error {
+/// The refusal of a call that needs cell `cell` idle while it runs.
+pub fn running(notebook: &str, cell: &str) -> Error {
     Error::InvalidOperation {
         message: format!("cell {cell} is running; wait for its run to end (its status says when), then try again"),
         details: Some(json!({ "notebookId": notebook, "cellId": cell, "status": "running" })),
@@ -165,13 +168,37 @@ fn check_unique_file(nb: &Notebook, cell: &NewCell, except: Option<&str>) -> Res
     Ok(())
 }
 
-/// The cell `cell_id` of `nb`, running cells refused.
-fn idle_cell<'a>(nb: &'a Notebook, cell_id: &str) -> Result<&'a Cell> {
-    let cell = nb.cell(cell_id).ok_or_else(|| no_cell(&nb.id, cell_id, "cellId"))?;
-    if cell.status == Some(CellStatus::Running) {
-        return Err(running(&nb.id, cell_id));
+/// Why a run left `running` by a server that stopped failed.
+const ORPHANED: &str = "the server running this cell stopped before the run ended (it was killed or shut down); run it \
+                        again";
+
+/// Mark cell `cell_id`'s run failed: its server stopped mid-run.
+fn fail_orphaned_tx(tx: &Tx<'_>, cell_id: &str) -> Result<()> {
+    tx.prepare_cached("UPDATE notebook_cells SET status = 'failed', error = ?2, runner = NULL WHERE id = ?1")?
+        .execute(params![cell_id, ORPHANED])?;
+    tx.prepare_cached(
+        "UPDATE notebook_runs SET status = 'failed', error = ?2 WHERE cell_id = ?1 AND status = 'running'",
+    )?
+    .execute(params![cell_id, ORPHANED])?;
+    Ok(())
+}
+
+impl Store {
+    /// Whether cell `cell` of `nb` is running in a server that is still
+    /// alive (this one or another): its status says running and its run
+    /// lock is held, or cannot be asked about.
+    fn live_run(&self, nb: &Notebook, cell: &Cell) -> bool {
+        cell.status == Some(CellStatus::Running) && lock::held(self.path(), &nb.id, &cell.id)
     }
-    Ok(cell)
+
+    /// The cell `cell_id` of `nb`, cells running in a live server refused.
+    fn idle_cell<'a>(&self, nb: &'a Notebook, cell_id: &str) -> Result<&'a Cell> {
+        let cell = nb.cell(cell_id).ok_or_else(|| no_cell(&nb.id, cell_id, "cellId"))?;
+        if self.live_run(nb, cell) {
+            return Err(running(&nb.id, cell_id));
+        }
+        Ok(cell)
+    }
 }
 
 impl Store {
@@ -315,7 +342,7 @@ impl Store {
     pub fn update_cell(&self, notebook: &str, cell_id: &str, content: String) -> Result<Cell> {
         self.write(|tx| {
             let nb = notebook_tx(tx, notebook)?;
-            let cell = idle_cell(&nb, cell_id)?;
+            let cell = self.idle_cell(&nb, cell_id)?;
             crate::notebook::check_content(cell.kind, &content)?;
             if cell.kind == CellKind::PackageJson {
                 crate::notebook::check_package_json(&content)?;
@@ -337,7 +364,7 @@ impl Store {
     pub fn delete_cell(&self, notebook: &str, cell_id: &str) -> Result<Cell> {
         self.write(|tx| {
             let nb = notebook_tx(tx, notebook)?;
-            let cell = idle_cell(&nb, cell_id)?.clone();
+            let cell = self.idle_cell(&nb, cell_id)?.clone();
             if cell.kind == CellKind::PackageJson {
                 return Err(Error::InvalidOperation {
                     message: "the package.json cell stays with its notebook (Srcbook needs it, install_deps reads \
@@ -358,11 +385,12 @@ impl Store {
         })
     }
 
-    /// Delete a notebook, its cells and runs; refused while a cell runs.
+    /// Delete a notebook, its cells and runs; refused while a cell runs in
+    /// a live server.
     pub fn delete_notebook(&self, id: &str) -> Result<Notebook> {
         self.write(|tx| {
             let nb = notebook_tx(tx, id)?;
-            if let Some(c) = nb.cells.iter().find(|c| c.status == Some(CellStatus::Running)) {
+            if let Some(c) = nb.cells.iter().find(|c| self.live_run(&nb, c)) {
                 return Err(running(id, &c.id));
             }
             tx.prepare_cached("DELETE FROM notebooks WHERE id = ?1")?
@@ -371,21 +399,26 @@ impl Store {
         })
     }
 
-    /// Mark cell `cell_id` running by `runner` and record the run's start:
-    /// answers the notebook (to write its files) and the run's key. A cell
-    /// running in a live server is refused; one whose server died is taken
-    /// over.
-    pub fn start_run(&self, notebook: &str, cell_id: &str, runner: &str, kind: RunKind) -> Result<(Notebook, i64)> {
+    /// Mark cell `cell_id` running by `runner` (a [`runner_id`]) and record
+    /// the run's start: answers the notebook (to write its files) and the
+    /// run's key. The caller holds the cell's run lock (`_held`), so a cell
+    /// still marked running is one whose server died: its run is marked
+    /// failed and the cell taken over.
+    ///
+    /// [`runner_id`]: crate::notebook::runner::runner_id
+    pub fn start_run(
+        &self,
+        notebook: &str,
+        cell_id: &str,
+        runner: &str,
+        kind: RunKind,
+        _held: &RunLock,
+    ) -> Result<(Notebook, i64)> {
         self.write(|tx| {
             let nb = notebook_tx(tx, notebook)?;
             let cell = nb.cell(cell_id).ok_or_else(|| no_cell(notebook, cell_id, "cellId"))?;
             if cell.status == Some(CellStatus::Running) {
-                let by: Option<String> = tx
-                    .prepare_cached("SELECT runner FROM notebook_cells WHERE id = ?1")?
-                    .query_row([cell_id], |r| r.get(0))?;
-                if by.as_deref().is_some_and(runner_alive) {
-                    return Err(running(notebook, cell_id));
-                }
+                fail_orphaned_tx(tx, cell_id)?;
             }
             tx.prepare_cached(
                 "UPDATE notebook_cells SET status = 'running', runner = ?2, output = NULL, error = NULL WHERE id = ?1",
@@ -406,13 +439,16 @@ impl Store {
         })
     }
 
-    /// Record how run `run` of cell `cell_id` ended; `source`, for an
-    /// install that succeeded, is the package.json cell's new source. A
-    /// cell deleted meanwhile is left alone.
+    /// Record how run `run` of cell `cell_id`, by `runner`, ended;
+    /// `source`, for an install that succeeded, is the package.json cell's
+    /// new source. The run's row is finished; the cell only while `runner`
+    /// still holds it (a cell deleted or taken over meanwhile keeps what it
+    /// has).
     pub fn finish_run(
         &self,
         notebook: &str,
         cell_id: &str,
+        runner: &str,
         run: i64,
         outcome: &Outcome,
         source: Option<&str>,
@@ -433,63 +469,57 @@ impl Store {
             tx.prepare_cached(
                 "UPDATE notebook_cells SET status = ?2, output = ?3, error = ?4, runner = NULL,
                      content = coalesce(?5, content)
-                 WHERE id = ?1",
+                 WHERE id = ?1 AND runner = ?6",
             )?
             .execute(params![
                 cell_id,
                 outcome.status.as_str(),
                 outcome.output,
                 outcome.error,
-                source
+                source,
+                runner
             ])?;
             touch(tx, notebook)?;
             Ok(())
         })
     }
 
-    /// Put back cell `cell_id` as it was before [`Store::start_run`]
-    /// when the run could not start at all, and drop the run's row.
-    pub fn abandon_run(&self, cell_id: &str, run: i64, before: &Cell) -> Result<()> {
+    /// Put back cell `cell_id` as it was before [`Store::start_run`] by
+    /// `runner` when the run could not start at all (a cell taken over
+    /// meanwhile is left alone), and drop the run's row. A cell that was
+    /// running then had been left by a dead server: it goes back failed.
+    pub fn abandon_run(&self, cell_id: &str, runner: &str, run: i64, before: &Cell) -> Result<()> {
         self.write(|tx| {
             tx.prepare_cached("DELETE FROM notebook_runs WHERE seq = ?1")?
                 .execute([run])?;
+            let (status, error) = match before.status {
+                Some(CellStatus::Running) => (CellStatus::Failed, Some(ORPHANED)),
+                status => (status.unwrap_or(CellStatus::Idle), before.error.as_deref()),
+            };
             tx.prepare_cached(
-                "UPDATE notebook_cells SET status = ?2, output = ?3, error = ?4, runner = NULL WHERE id = ?1",
+                "UPDATE notebook_cells SET status = ?2, output = ?3, error = ?4, runner = NULL
+                 WHERE id = ?1 AND runner = ?5",
             )?
-            .execute(params![
-                cell_id,
-                before.status.unwrap_or(CellStatus::Idle).as_str(),
-                before.output,
-                before.error
-            ])?;
+            .execute(params![cell_id, status.as_str(), before.output, error, runner])?;
             Ok(())
         })
     }
 
     /// Mark failed every cell left `running` by a server that no longer
-    /// runs (killed mid-run): none stays stuck in `running`. Answers how
-    /// many were marked.
+    /// runs (killed mid-run; its run lock is free): none stays stuck in
+    /// `running`. Answers how many were marked.
     pub fn fail_orphaned_runs(&self) -> Result<usize> {
         self.write(|tx| {
-            let stuck: Vec<(String, Option<String>)> = tx
-                .prepare_cached("SELECT id, runner FROM notebook_cells WHERE status = 'running'")?
+            let stuck: Vec<(String, String)> = tx
+                .prepare_cached("SELECT id, notebook_id FROM notebook_cells WHERE status = 'running'")?
                 .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
-            let why = "the server running this cell stopped before the run ended (it was killed or shut down); run \
-                       it again";
             let mut marked = 0;
-            for (id, runner) in stuck {
-                if runner.as_deref().is_some_and(runner_alive) {
+            for (id, notebook) in stuck {
+                if lock::held(self.path(), &notebook, &id) {
                     continue;
                 }
-                tx.prepare_cached(
-                    "UPDATE notebook_cells SET status = 'failed', error = ?2, runner = NULL WHERE id = ?1",
-                )?
-                .execute(params![id, why])?;
-                tx.prepare_cached(
-                    "UPDATE notebook_runs SET status = 'failed', error = ?2 WHERE cell_id = ?1 AND status = 'running'",
-                )?
-                .execute(params![id, why])?;
+                fail_orphaned_tx(tx, &id)?;
                 marked += 1;
             }
             Ok(marked)
@@ -626,26 +656,102 @@ mod tests {
         assert_eq!(store.list_notebooks(None, 10, 0).unwrap().1, 1);
     }
 
+    fn outcome(output: &str) -> Outcome {
+        Outcome {
+            status: CellStatus::Completed,
+            output: output.into(),
+            error: None,
+            exit_code: Some(0),
+            duration_ms: 3,
+            started_at: crate::domain::now(),
+            sandbox: "process",
+        }
+    }
+
+    fn cell_of(store: &Store, nb: &str, cell: &str) -> Cell {
+        store.notebook(nb).unwrap().cell(cell).cloned().unwrap()
+    }
+
     #[test]
-    fn a_run_dead_with_its_server_is_marked_failed() {
+    fn a_run_holding_its_lock_is_alive_and_one_without_is_failed() {
         let (_d, store) = temp_store();
         let nb = new(&store, None);
         let c = store
             .add_cell(&nb.id, NewCell::code("a.js", Language::JavaScript, "1"), None)
             .unwrap();
-        store.start_run(&nb.id, &c.id, "999999999:1", RunKind::Run).unwrap();
-        // Its runner is not alive: another start takes it over, and so
-        // does the sweep at start-up.
-        assert_eq!(store.fail_orphaned_runs().unwrap(), 1);
-        let cell = store.notebook(&nb.id).unwrap().cell(&c.id).cloned().unwrap();
-        assert_eq!(cell.status, Some(CellStatus::Failed));
-        // A live runner holds the cell.
-        let me = crate::notebook::runner::runner_id();
-        store.start_run(&nb.id, &c.id, &me, RunKind::Run).unwrap();
+        let lock = RunLock::try_take(store.path(), &nb.id, &c.id).unwrap().unwrap();
+        store.start_run(&nb.id, &c.id, "1:a", RunKind::Run, &lock).unwrap();
+        // Whatever its runner's name says, a held lock keeps the run alive.
         assert_eq!(store.fail_orphaned_runs().unwrap(), 0);
-        let e = store.start_run(&nb.id, &c.id, &me, RunKind::Run).unwrap_err();
-        assert_eq!(e.code(), "INVALID_OPERATION");
+        assert!(RunLock::try_take(store.path(), &nb.id, &c.id).unwrap().is_none());
         assert_eq!(store.delete_notebook(&nb.id).unwrap_err().code(), "INVALID_OPERATION");
+        assert_eq!(
+            store.delete_cell(&nb.id, &c.id).unwrap_err().code(),
+            "INVALID_OPERATION"
+        );
+        let e = store.update_cell(&nb.id, &c.id, "2".into()).unwrap_err();
+        assert_eq!(e.code(), "INVALID_OPERATION");
+        assert_eq!(cell_of(&store, &nb.id, &c.id).status, Some(CellStatus::Running));
+        // Its server gone (the kernel lets its lock go), the sweep fails it.
+        drop(lock);
+        assert_eq!(store.fail_orphaned_runs().unwrap(), 1);
+        let cell = cell_of(&store, &nb.id, &c.id);
+        assert_eq!(cell.status, Some(CellStatus::Failed));
+        assert!(cell.error.unwrap().contains("server running this cell stopped"));
+        assert_eq!(store.fail_orphaned_runs().unwrap(), 0);
+    }
+
+    #[test]
+    fn only_the_run_that_holds_the_cell_records_its_end() {
+        let (_d, store) = temp_store();
+        let nb = new(&store, None);
+        let c = store
+            .add_cell(&nb.id, NewCell::code("a.js", Language::JavaScript, "1"), None)
+            .unwrap();
+        let first = RunLock::try_take(store.path(), &nb.id, &c.id).unwrap().unwrap();
+        let (_, run_a) = store.start_run(&nb.id, &c.id, "1:a", RunKind::Run, &first).unwrap();
+        // Its server dies; another takes the cell over.
+        drop(first);
+        let second = RunLock::try_take(store.path(), &nb.id, &c.id).unwrap().unwrap();
+        let before = cell_of(&store, &nb.id, &c.id);
+        let (_, run_b) = store.start_run(&nb.id, &c.id, "2:b", RunKind::Run, &second).unwrap();
+        // The first run's row is failed by the take-over.
+        let status: String = store
+            .read(|tx| {
+                Ok(tx
+                    .prepare("SELECT status FROM notebook_runs WHERE seq = ?1")?
+                    .query_row([run_a], |r| r.get(0))?)
+            })
+            .unwrap();
+        assert_eq!(status, "failed");
+        // The first run, were it to end after all, changes only its own row.
+        store
+            .finish_run(&nb.id, &c.id, "1:a", run_a, &outcome("first"), None)
+            .unwrap();
+        store.abandon_run(&c.id, "1:a", run_a, &before).unwrap();
+        let cell = cell_of(&store, &nb.id, &c.id);
+        assert_eq!(cell.status, Some(CellStatus::Running));
+        assert_eq!(cell.output, None);
+        store
+            .finish_run(&nb.id, &c.id, "2:b", run_b, &outcome("second"), None)
+            .unwrap();
+        let cell = cell_of(&store, &nb.id, &c.id);
+        assert_eq!(cell.status, Some(CellStatus::Completed));
+        assert_eq!(cell.output.as_deref(), Some("second"));
+        drop(second);
+        // A run that could not start puts back a cell its dead server had
+        // left running as failed, not running.
+        let third = RunLock::try_take(store.path(), &nb.id, &c.id).unwrap().unwrap();
+        let (_, run_c) = store.start_run(&nb.id, &c.id, "3:c", RunKind::Run, &third).unwrap();
+        drop(third);
+        let fourth = RunLock::try_take(store.path(), &nb.id, &c.id).unwrap().unwrap();
+        let before = cell_of(&store, &nb.id, &c.id);
+        let (_, run_d) = store.start_run(&nb.id, &c.id, "4:d", RunKind::Run, &fourth).unwrap();
+        store.abandon_run(&c.id, "4:d", run_d, &before).unwrap();
+        assert_eq!(cell_of(&store, &nb.id, &c.id).status, Some(CellStatus::Failed));
+        assert!(run_c < run_d);
+        // Rows left: b's and c's (an abandoned run drops its own).
+        assert_eq!(store.run_count(&c.id).unwrap(), 2);
     }
 
     #[test]
@@ -660,17 +766,12 @@ mod tests {
                 None,
             )
             .unwrap();
-        let (_, run) = store.start_run(&nb.id, &c.id, "1:1", RunKind::Run).unwrap();
-        let outcome = Outcome {
-            status: CellStatus::Completed,
-            output: "zanzibar quokka".into(),
-            error: None,
-            exit_code: Some(0),
-            duration_ms: 3,
-            started_at: crate::domain::now(),
-            sandbox: "process",
-        };
-        store.finish_run(&nb.id, &c.id, run, &outcome, None).unwrap();
+        let lock = RunLock::try_take(store.path(), &nb.id, &c.id).unwrap().unwrap();
+        let (_, run) = store.start_run(&nb.id, &c.id, "1:1", RunKind::Run, &lock).unwrap();
+        store
+            .finish_run(&nb.id, &c.id, "1:1", run, &outcome("zanzibar quokka"), None)
+            .unwrap();
+        drop(lock);
         let (hits, more) = store.search_notebooks("quokka", 10).unwrap();
         assert!(!more);
         assert_eq!(hits.len(), 1);

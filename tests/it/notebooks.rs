@@ -475,6 +475,122 @@ async fn a_server_killed_mid_run_leaves_the_cell_failed() {
     s.stop().await;
 }
 
+/// The cell's row, read with SQL (what the gateway does not answer).
+fn cell_runner(db: &std::path::Path, cell: &str) -> Option<String> {
+    let c = rusqlite::Connection::open(db).unwrap();
+    c.busy_timeout(Duration::from_secs(10)).unwrap();
+    c.query_row("SELECT runner FROM notebook_cells WHERE id = ?1", [cell], |r| r.get(0))
+        .unwrap()
+}
+
+fn set_runner(db: &std::path::Path, cell: &str, runner: Option<&str>) {
+    let c = rusqlite::Connection::open(db).unwrap();
+    c.busy_timeout(Duration::from_secs(10)).unwrap();
+    c.execute("UPDATE notebook_cells SET runner = ?2 WHERE id = ?1", (cell, runner))
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_second_server_neither_takes_over_nor_deletes_a_running_cell() {
+    let (_d, db) = temp_db();
+    let (first, id, created) = with_notebook(&db, "javascript").await;
+    let dir = std::path::PathBuf::from(created["directory"].as_str().unwrap());
+    // It runs until the test puts a file `go` in its directory.
+    let cell = add_code(
+        &first,
+        &id,
+        "wait.js",
+        "import fs from 'node:fs';\nawait new Promise((done) => { const t = setInterval(() => { if (fs.existsSync('go')) { clearInterval(t); done(); } }, 20); });\nconsole.log('the first server ran this');\n",
+    )
+    .await;
+    let client = first.client.peer().clone();
+    let (nid, cid) = (id.clone(), cell.clone());
+    let first_run = tokio::spawn(async move {
+        let args = json!({ "operation": "notebook", "args": nb("run_cell", json!({ "notebookId": nid, "cellId": cid, "timeoutSecs": 120 })) });
+        client
+            .call_tool(
+                rmcp::model::CallToolRequestParams::new("thoughtbox_gateway")
+                    .with_arguments(args.as_object().unwrap().clone()),
+            )
+            .await
+            .unwrap()
+    });
+    let status = |got: &Value| got["notebook"]["cells"].as_array().unwrap().last().unwrap()["status"].clone();
+    let mut running = false;
+    for _ in 0..500 {
+        let got = first.ok("notebook", nb("get", json!({ "notebookId": id }))).await;
+        if status(&got) == "running" {
+            running = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(running);
+    // A runner's name the second server cannot look up (a pid of another
+    // container, or a system without /proc): its liveness must not hang on it.
+    let runner = cell_runner(&db, &cell);
+    assert!(runner.is_some());
+    set_runner(&db, &cell, Some("999999999:elsewhere"));
+
+    let second = start(&db).await;
+    second.ready("Beside the first").await;
+    let got = second.ok("notebook", nb("get", json!({ "notebookId": id }))).await;
+    assert_eq!(status(&got), "running", "the second server's start left the run alone");
+    let refused = second
+        .err(
+            "notebook",
+            nb("run_cell", json!({ "notebookId": id, "cellId": cell })),
+            "INVALID_OPERATION",
+        )
+        .await;
+    assert!(refused["message"].as_str().unwrap().contains("is running"), "{refused}");
+    second
+        .err(
+            "notebook",
+            nb("delete", json!({ "notebookId": id })),
+            "INVALID_OPERATION",
+        )
+        .await;
+    second
+        .err(
+            "notebook",
+            nb("delete_cell", json!({ "notebookId": id, "cellId": cell })),
+            "INVALID_OPERATION",
+        )
+        .await;
+    second
+        .err(
+            "notebook",
+            nb(
+                "update_cell",
+                json!({ "notebookId": id, "cellId": cell, "content": "console.log(2)" }),
+            ),
+            "INVALID_OPERATION",
+        )
+        .await;
+    // The first server's run goes on and its result is the one recorded.
+    set_runner(&db, &cell, runner.as_deref());
+    std::fs::write(dir.join("go"), "").unwrap();
+    let answered = first_run.await.unwrap();
+    assert_ne!(answered.is_error, Some(true), "{answered:?}");
+    let got = second
+        .ok("notebook", nb("get_cell", json!({ "notebookId": id, "cellId": cell })))
+        .await;
+    assert_eq!(got["cell"]["status"], "completed", "{got}");
+    assert!(
+        got["cell"]["output"]
+            .as_str()
+            .unwrap()
+            .contains("the first server ran this"),
+        "{got}"
+    );
+    // Once it has ended, the second server runs it and may delete it.
+    assert_eq!(run(&second, &id, &cell, Value::Null).await["status"], "completed");
+    second.ok("notebook", nb("delete", json!({ "notebookId": id }))).await;
+    first.stop().await;
+    second.stop().await;
+}
+
 #[tokio::test]
 async fn srcbook_export_import_export_is_byte_identical() {
     let (dir, db) = temp_db();
@@ -525,6 +641,32 @@ async fn srcbook_export_import_export_is_byte_identical() {
         .await;
     let path = written["path"].as_str().unwrap();
     assert_eq!(std::fs::read_to_string(path).unwrap(), text);
+    let names: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names.len(), 1, "no temporary file is left: {names:?}");
+    // Never over a database: a file of that name which is one is kept.
+    let guarded = dir.path().join("guarded");
+    std::fs::create_dir_all(&guarded).unwrap();
+    let victim = guarded.join(std::path::Path::new(path).file_name().unwrap());
+    rusqlite::Connection::open(&victim)
+        .unwrap()
+        .execute_batch("CREATE TABLE keep (x); INSERT INTO keep VALUES (1);")
+        .unwrap();
+    let before = std::fs::read(&victim).unwrap();
+    let e = s
+        .err(
+            "notebook",
+            nb(
+                "export",
+                json!({ "notebookId": id, "destination": guarded.display().to_string() }),
+            ),
+            "INVALID_PAYLOAD",
+        )
+        .await;
+    assert_eq!(e["details"]["field"], "destination", "{e}");
+    assert_eq!(std::fs::read(&victim).unwrap(), before);
     let from_file = s
         .ok("notebook", nb("load", json!({ "path": path, "name": "From a file" })))
         .await;
