@@ -138,7 +138,7 @@ pub const OPERATIONS: &[(&str, Stage, &str)] = &[
         "notebook",
         Stage::CipherLoaded,
         "JavaScript/TypeScript notebooks kept in the ledger, cells run with Node.js in a sandbox, by subOperation: \
-         create, list, get, add_cell, update_cell, delete_cell, run_cell, install_deps, export, import, delete.",
+         create, list, get, add_cell, update_cell, delete_cell, get_cell, run_cell, install_deps, export, import, delete.",
     ),
     (
         "thread",

@@ -57,7 +57,7 @@ pub async fn notebook(gw: &Gateway, args: Args) -> Result<Value> {
             })
         }
         "delete_cell" => {
-            let p: params::CellRef = args.parse("notebook.delete_cell")?;
+            let p: params::CellRef = args.parse("notebook.get_cell")?;
             let (nb, cell) = (p.notebook_id.trim().to_string(), p.cell_id.trim().to_string());
             known_notebook(gw, &nb).await?;
             let (n, c) = (nb.clone(), cell.clone());
@@ -80,9 +80,8 @@ pub async fn notebook(gw: &Gateway, args: Args) -> Result<Value> {
                 cells_deleted: None,
             })
         }
-        // The reference's names: one cell, and the cells alone.
         "get_cell" => {
-            let p: params::CellRef = args.parse("notebook.delete_cell")?;
+            let p: params::CellRef = args.parse("notebook.get_cell")?;
             let (nb_id, cell_id) = (p.notebook_id.trim().to_string(), p.cell_id.trim().to_string());
             let id = nb_id.clone();
             let nb = gw.blocking(move |s| s.notebook(&id)).await?;
@@ -98,6 +97,7 @@ pub async fn notebook(gw: &Gateway, args: Args) -> Result<Value> {
                 cell,
             })
         }
+        // The reference's names: the cells alone, and import.
         "list_cells" => {
             let p: params::NotebookGet = args.parse("notebook.get")?;
             let id = p.notebook_id.trim().to_string();

@@ -154,6 +154,7 @@ pub const PARAMS: &[Params] = &[
     params!("notebook"."add_cell", AddCell, "Add a title, markdown or code cell."),
     params!("notebook"."update_cell", UpdateCell, "Replace a cell's text or source."),
     params!("notebook"."delete_cell", CellRef, "Delete a cell."),
+    params!("notebook"."get_cell", CellRef, "One cell, its source and its whole output."),
     params!(
         "notebook"."run_cell",
         RunCell,
@@ -580,6 +581,19 @@ mod tests {
             }
             Value::Array(items) => items.iter().for_each(|v| keywords(v, into)),
             _ => {}
+        }
+    }
+
+    /// The tool description names each operation's sub-operations by hand
+    /// (some with a word on what they do): every one the schema has is
+    /// named there, so that the two cannot drift apart.
+    #[test]
+    fn the_description_names_every_sub_operation() {
+        for (operation, _, what) in crate::gateway::OPERATIONS {
+            let named: BTreeSet<&str> = what.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).collect();
+            for sub in sub_operations(operation) {
+                assert!(named.contains(sub), "{operation}'s description lacks {sub}: {what}");
+            }
         }
     }
 
