@@ -364,5 +364,9 @@ mod tests {
         let e = Events::new(EventTarget::File(dir.path().to_path_buf()));
         e.emit(EventType::CipherLoaded, None, || json!({}));
         e.emit(EventType::CipherLoaded, None, || json!({}));
+        // Failing, said once at warning level, and nothing written there.
+        assert!(e.failing.load(Ordering::Relaxed));
+        assert!(dir.path().is_dir());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 }

@@ -114,17 +114,20 @@ mod tests {
         }
     }
 
+    /// Text cut inside an escape: nothing to read is left alone, and a
+    /// high surrogate whose partner is cut off is replaced (the rest is
+    /// for the JSON reader to refuse).
     #[test]
-    fn truncated_escapes_do_not_panic() {
-        for s in [
-            r#""\u"#,
-            r#""\ud8"#,
-            r#""\ud83d\u"#,
-            r#""\ud83d\ude"#,
-            "\"\\",
-            "\"\\u12zz\"",
-        ] {
-            let _ = repair_surrogates(s.as_bytes());
+    fn truncated_escapes_are_left_or_repaired_without_panicking() {
+        for s in [r#""\u"#, r#""\ud8"#, "\"\\", "\"\\u12zz\""] {
+            assert_eq!(repair_surrogates(s.as_bytes()), None, "{s}");
+        }
+        for (s, fixed) in [(r#""\ud83d\u"#, r#""\ufffd\u"#), (r#""\ud83d\ude"#, r#""\ufffd\ude"#)] {
+            assert_eq!(
+                repair_surrogates(s.as_bytes()),
+                Some((fixed.as_bytes().to_vec(), 1)),
+                "{s}"
+            );
         }
     }
 }

@@ -58,9 +58,9 @@ pub enum TokenSource {
     Created(PathBuf),
 }
 
-/// The token for a server on `addr`: `THOUGHTBOX_TOKEN` (`from_env`), else
-/// the `--token-file`, else (loopback only) the file beside the database
-/// `db`, created when missing.
+/// The token for a server on `addr`: the `--token-file`, else
+/// `THOUGHTBOX_TOKEN` (`from_env`), else (loopback only) the file beside
+/// the database `db`, created when missing.
 pub fn resolve_token(
     addr: SocketAddr,
     from_env: Option<String>,
@@ -70,6 +70,7 @@ pub fn resolve_token(
     if let Some(path) = token_file {
         let text = std::fs::read_to_string(path)
             .map_err(|e| Error::io(format!("reading the token file {}", path.display()), e))?;
+        warn_if_others_can_read(path);
         return Ok((
             given(text.trim(), "--token-file")?,
             TokenSource::File(path.to_path_buf()),
@@ -119,10 +120,33 @@ fn given(text: &str, from: &str) -> Result<Token> {
 /// The token kept in `path`, if the file exists.
 fn read_token_file(path: &Path) -> Result<Option<Token>> {
     match std::fs::read_to_string(path) {
-        Ok(text) => given(text.trim(), &path.display().to_string()).map(Some),
+        Ok(text) => {
+            warn_if_others_can_read(path);
+            given(text.trim(), &path.display().to_string()).map(Some)
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(Error::io(format!("reading the token file {}", path.display()), e)),
     }
+}
+
+/// Say so when a token file may be read by other users of the machine
+/// (mode beyond 0600): anyone who reads it can run notebook cells here.
+fn warn_if_others_can_read(path: &Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if let Ok(meta) = std::fs::metadata(path)
+            && meta.permissions().mode() & 0o077 != 0
+        {
+            tracing::warn!(
+                "the token file {} can be read by other users (mode {:o}); chmod 600 it",
+                path.display(),
+                meta.permissions().mode() & 0o777
+            );
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
 }
 
 /// Mint a token and write it to `path`, readable by its owner only. Two
