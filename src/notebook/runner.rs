@@ -349,8 +349,9 @@ pub async fn run_cell(node: &Node, dir: &Path, cell: &Cell, limits: Limits, chil
 /// registry through a proxy, which registry, and which certificate
 /// authorities to trust besides Node's own (a proxy that re-signs TLS:
 /// Node from nodejs.org trusts only its bundled list, Debian's the
-/// system's). Paths and addresses, no secrets (npm's own `.npmrc`, which
-/// may hold tokens, is not read: `HOME` is the notebook's directory).
+/// system's). Paths and addresses (npm's own `.npmrc`, which may hold
+/// tokens, is not read: `HOME` is the notebook's directory); a proxy
+/// address may hold a password, which npm's output is cleaned of.
 const NPM_PASSED: &[&str] = &[
     "HTTP_PROXY",
     "HTTPS_PROXY",
@@ -410,7 +411,36 @@ pub async fn npm_install(node: &Node, dir: &Path, limits: Limits) -> Result<Outc
     if let Some(d) = node_dir {
         env.push(("PATH".into(), format!("{d}:{CELL_PATH}")));
     }
-    run(cmd, dir, limits, "process", &env).await
+    let mut outcome = run(cmd, dir, limits, "process", &env).await?;
+    // What npm printed is kept as the cell's output and shown to the agent:
+    // a proxy or registry address it names may carry a password.
+    outcome.output = without_userinfo(&outcome.output);
+    outcome.error = outcome.error.as_deref().map(without_userinfo);
+    Ok(outcome)
+}
+
+/// `text` with the user and password of every URL in it (`://user:pw@`)
+/// replaced by `***`.
+fn without_userinfo(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("://") {
+        let (head, tail) = rest.split_at(at + 3);
+        out.push_str(head);
+        // The authority ends at a path, a query, a space or a quote.
+        let end = tail
+            .find(|c: char| matches!(c, '/' | '?' | '#') || c.is_whitespace() || c == '"' || c == '\'')
+            .unwrap_or(tail.len());
+        match tail[..end].rfind('@') {
+            Some(user_end) => {
+                out.push_str("***");
+                rest = &tail[user_end..];
+            }
+            None => rest = tail,
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Kills the process group it names when dropped: a run that ends, times
@@ -597,6 +627,26 @@ fn said_duration(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn npm_output_is_cleaned_of_passwords_in_urls() {
+        let said = "npm ERR! request to https://registry.example/x failed via http://bob:s3cret@proxy:3128 \
+                    (proxy 'https://tok@proxy/') at ftp://a@b and user@host stays";
+        let clean = without_userinfo(said);
+        assert!(
+            !clean.contains("s3cret") && !clean.contains("bob") && !clean.contains("tok@"),
+            "{clean}"
+        );
+        assert!(
+            clean.contains("http://***@proxy:3128") && clean.contains("https://***@proxy/"),
+            "{clean}"
+        );
+        assert!(
+            clean.contains("https://registry.example/x") && clean.contains("user@host stays"),
+            "{clean}"
+        );
+        assert_eq!(without_userinfo("no address"), "no address");
+    }
 
     #[test]
     fn versions_choose_the_flags() {
