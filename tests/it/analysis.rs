@@ -496,14 +496,11 @@ async fn analysis_bad_input_changes_nothing() {
 async fn analysis_stages() {
     let (_d, db) = temp_db();
     let s = start(&db).await;
-    let e = s
-        .err(
-            "deep_analysis",
-            json!({ "sessionId": "x" }),
-            "STAGE_REQUIREMENT_NOT_MET",
-        )
-        .await;
+    let e = s.err("deep_analysis", Value::Null, "STAGE_REQUIREMENT_NOT_MET").await;
     assert_eq!(e["details"]["requiredStage"], 1);
+    // A handle that names no session says so first.
+    s.err("deep_analysis", json!({ "sessionId": "x" }), "SESSION_NOT_FOUND")
+        .await;
     s.ok("start_new", json!({ "sessionTitle": "s" })).await;
     // Stage 1 is enough for analysis, but saving learnings writes knowledge (stage 2).
     s.ok("deep_analysis", Value::Null).await;
