@@ -67,6 +67,13 @@ const ID_GLOB: &str = "[0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][
 const LEFT_LINES: usize = 100;
 
 /// The rows `repair` cannot put right by itself, a line each.
+/// `text` as it goes between single quotes in SQL (`'` doubled): ids in the
+/// suggestions below come from hand-edited rows, and a suggestion pasted
+/// into sqlite3 must do what it says.
+fn sql_text(text: &str) -> String {
+    text.replace('\'', "''")
+}
+
 pub(super) fn left_for_you(tx: &rusqlite::Connection) -> Result<Vec<String>> {
     let mut lines = Vec::new();
     let mut more = 0u64;
@@ -85,7 +92,7 @@ pub(super) fn left_for_you(tx: &rusqlite::Connection) -> Result<Vec<String>> {
     )?;
     let mut rows = stmt.query([])?;
     while let Some(row) = rows.next()? {
-        let node: String = row.get(0)?;
+        let node = sql_text(&row.get::<_, String>(0)?);
         let number: i64 = row.get(1)?;
         let out = |v: Option<i64>| v.is_some_and(|v| !(1..=i64::from(i32::MAX)).contains(&v));
         if out(Some(number)) {
@@ -177,7 +184,7 @@ pub(super) fn left_for_you(tx: &rusqlite::Connection) -> Result<Vec<String>> {
     ))?;
     let mut rows = stmt.query([])?;
     while let Some(row) = rows.next()? {
-        let id: String = row.get(0)?;
+        let id = sql_text(&row.get::<_, String>(0)?);
         push(format!(
             "session {id}: its id is not a lower-case UUID, so the server cannot open or export it and ids \
              cannot change; delete it if it is not wanted (DELETE FROM sessions WHERE id = '{id}')"
@@ -200,6 +207,7 @@ pub(super) fn left_for_you(tx: &rusqlite::Connection) -> Result<Vec<String>> {
     while let Some(row) = rows.next()? {
         let (table, key, id, column, value): (String, String, String, String, String) =
             (row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?);
+        let id = sql_text(&id);
         push(format!(
             "{table} {id}: {column} {value:?} is not a UTC time with milliseconds, so it sorts wrongly and \
              cannot be exported; UPDATE {table} SET {column} = 'YYYY-MM-DDTHH:MM:SS.mmmZ' WHERE {key} = '{id}'"
@@ -212,6 +220,7 @@ pub(super) fn left_for_you(tx: &rusqlite::Connection) -> Result<Vec<String>> {
     let mut rows = stmt.query([])?;
     while let Some(row) = rows.next()? {
         let (node, expected): (String, String) = (row.get(0)?, row.get(1)?);
+        let node = sql_text(&node);
         push(format!(
             "thought {node}: its node id should be {expected} for its branch and number, so its session cannot be \
              exported; node ids cannot change: delete it (DELETE FROM thoughts WHERE node_id = '{node}')"
@@ -226,6 +235,7 @@ pub(super) fn left_for_you(tx: &rusqlite::Connection) -> Result<Vec<String>> {
     let mut rows = stmt.query([])?;
     while let Some(row) = rows.next()? {
         let (node, bytes): (String, i64) = (row.get(0)?, row.get(1)?);
+        let node = sql_text(&node);
         push(format!(
             "thought {node}: its text is {bytes} bytes, over the 1 MiB (1048576 bytes) the server and imports \
              take, so its session's export cannot be imported; shorten it (UPDATE thoughts SET thought = ... \
@@ -247,6 +257,7 @@ pub(super) fn left_for_you(tx: &rusqlite::Connection) -> Result<Vec<String>> {
     while let Some(row) = rows.next()? {
         let (node, number, revised, expected): (String, Option<i64>, Option<String>, Option<String>) =
             (row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?);
+        let (node, expected) = (sql_text(&node), expected.as_deref().map(sql_text));
         let clear = format!(
             "UPDATE thoughts SET revises_thought = NULL, revises_node = NULL WHERE node_id = '{node}' if it revises none"
         );
@@ -282,6 +293,7 @@ pub(super) fn left_for_you(tx: &rusqlite::Connection) -> Result<Vec<String>> {
     let mut rows = stmt.query([])?;
     while let Some(row) = rows.next()? {
         let (node, origin, from): (String, Option<String>, Option<i64>) = (row.get(0)?, row.get(1)?, row.get(2)?);
+        let node = sql_text(&node);
         push(format!(
             "thought {node} is on the main chain but names a fork point (branch_origin {}, branch_from_thought {}), \
              so its session's export cannot be imported; UPDATE thoughts SET branch_origin = NULL, \
@@ -315,6 +327,7 @@ pub(super) fn left_for_you(tx: &rusqlite::Connection) -> Result<Vec<String>> {
             row.get(4)?,
             row.get(5)?,
         );
+        let (node, fork) = (sql_text(&node), sql_text(&fork));
         push(format!(
             "thought {node}: branch {branch} forks from {fork}, but this thought names branch_origin {} and \
              branch_from_thought {}; a branch has one fork point, so its session's export cannot be imported; \
@@ -336,6 +349,7 @@ pub(super) fn left_for_you(tx: &rusqlite::Connection) -> Result<Vec<String>> {
     let mut rows = stmt.query([])?;
     while let Some(row) = rows.next()? {
         let (session, branch, nodes): (String, String, String) = (row.get(0)?, row.get(1)?, row.get(2)?);
+        let (session, branch) = (sql_text(&session), sql_text(&branch));
         push(format!(
             "session {session}: branch {branch} ({nodes}) names no fork point that is a thought of the main chain, \
              so the server cannot continue it and its export cannot be imported; set it on its thoughts \
@@ -357,6 +371,7 @@ pub(super) fn left_for_you(tx: &rusqlite::Connection) -> Result<Vec<String>> {
     while let Some(row) = rows.next()? {
         let (session, branch, origin, from): (String, String, String, i64) =
             (row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?);
+        let (session, branch) = (sql_text(&session), sql_text(&branch));
         push(format!(
             "session {session}: branch {branch}'s row forks from {origin} (from_thought {from}), which is not a \
              thought of the main chain, so its export cannot be imported and a branch row cannot change; put that \
@@ -378,7 +393,7 @@ pub(super) fn left_for_you(tx: &rusqlite::Connection) -> Result<Vec<String>> {
     ))?;
     let mut rows = stmt.query([])?;
     while let Some(row) = rows.next()? {
-        let node: String = row.get(0)?;
+        let node = sql_text(&row.get::<_, String>(0)?);
         push(format!(
             "thought {node}: its critique is not an object of three strings text, model and timestamp (UTC with \
              milliseconds), so reads and exports leave it out; UPDATE thoughts SET critique = \

@@ -977,7 +977,7 @@ fn repair_names_rows_of_another_form_from_before_version_8() {
     sh.execute(
         "INSERT INTO thoughts (session_id, node_id, thought_number, total_thoughts, thought, next_thought_needed,
                                prev_node, created_at)
-         VALUES (?1, ?1 || ':two', 2, 2, 'two', 1, ?1 || ':1', '2026-01-01T00:00:00.000Z')",
+         VALUES (?1, ?1 || ':tw''o', 2, 2, 'two', 1, ?1 || ':1', '2026-01-01T00:00:00.000Z')",
         [&s],
     )
     .unwrap();
@@ -992,8 +992,11 @@ fn repair_names_rows_of_another_form_from_before_version_8() {
         left.contains(&format!("sessions {s}: updated_at \"tomorrow\"")),
         "{left}"
     );
+    // The id holds a quote: the SQL suggested for it doubles it, so that
+    // pasted into sqlite3 it deletes that thought and nothing else.
     assert!(
-        left.contains(&format!("thought {s}:two: its node id should be {s}:2")),
+        left.contains(&format!("thought {s}:tw''o: its node id should be {s}:2"))
+            && left.contains(&format!("(DELETE FROM thoughts WHERE node_id = '{s}:tw''o')")),
         "{left}"
     );
 }
