@@ -712,6 +712,16 @@ mod tests {
         Args::from_value("args", Some(&v)).unwrap()
     }
 
+    /// The placement names are written here by hand: each must stay a
+    /// parameter of `thought`, or a misspelling of it would slip through.
+    #[test]
+    fn placement_names_are_thought_parameters() {
+        let schema = super::super::params::schema_of_op("thought").unwrap();
+        for name in PLACEMENT_NAMES {
+            assert!(schema["properties"].get(*name).is_some(), "{name}");
+        }
+    }
+
     #[test]
     fn misspellings_name_the_parameter_meant() {
         for (given, meant) in [

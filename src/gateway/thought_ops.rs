@@ -499,3 +499,16 @@ async fn fork_point_note(gw: &Gateway, thought: &Thought) -> Result<Option<Strin
         if more { " (or of other branches)" } else { "" }
     )))
 }
+
+#[cfg(test)]
+mod tests {
+    /// Written here by hand: each must stay a parameter of `thought`, or
+    /// it would count as read when no session is made.
+    #[test]
+    fn new_session_fields_are_thought_parameters() {
+        let schema = super::params::schema_of_op("thought").unwrap();
+        for name in super::NEW_SESSION_FIELDS {
+            assert!(schema["properties"].get(*name).is_some(), "{name}");
+        }
+    }
+}
