@@ -130,8 +130,43 @@ impl Operator {
     }
 }
 
-/// The commands of the operations log.
-pub const COMMANDS: &[&str] = &["spawn", "reference", "depend", "freeze", "archive", "update"];
+/// The commands of the operations log. The log stores them as text (seed
+/// 004 keeps the field open); what this server writes is one of these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Command {
+    Spawn,
+    Reference,
+    Depend,
+    Freeze,
+    Archive,
+    Update,
+}
+
+impl Command {
+    pub const ALL: [Command; 6] = [
+        Command::Spawn,
+        Command::Reference,
+        Command::Depend,
+        Command::Freeze,
+        Command::Archive,
+        Command::Update,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Command::Spawn => "spawn",
+            Command::Reference => "reference",
+            Command::Depend => "depend",
+            Command::Freeze => "freeze",
+            Command::Archive => "archive",
+            Command::Update => "update",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Command> {
+        Command::ALL.into_iter().find(|c| c.as_str() == s)
+    }
+}
 
 /// One thread, as the registry JSON writes it (seed 004 section 2.3).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -421,12 +456,12 @@ pub fn validate(registry: &Value, duplicate: Option<&str>) -> Vec<Violation> {
                 }
                 check_time(&mut bad, &format!("{at}.timestamp"), op.get("timestamp"));
                 match op.get("command") {
-                    Some(Value::String(c)) if COMMANDS.contains(&c.as_str()) => {}
+                    Some(Value::String(c)) if Command::parse(c).is_some() => {}
                     other => bad(
                         format!("{at}.command"),
                         format!(
                             "command must be one of {}, got {}",
-                            COMMANDS.join(", "),
+                            Command::ALL.map(Command::as_str).join(", "),
                             other.map_or("nothing".into(), Value::to_string)
                         ),
                     ),
@@ -635,6 +670,26 @@ fn check_time(bad: &mut impl FnMut(String, String), path: &str, value: Option<&V
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each enum's names are written in its serde attribute and in its
+    /// tables: they must say the same, each name once.
+    #[test]
+    fn the_name_tables_agree_with_serde() {
+        for name in ThreadStatus::NAMES {
+            let status: ThreadStatus = serde_json::from_value(json!(name)).unwrap();
+            assert_eq!((status.as_str(), ThreadStatus::parse(name)), (*name, Some(status)));
+        }
+        for name in Operator::NAMES {
+            let operator: Operator = serde_json::from_value(json!(name)).unwrap();
+            assert_eq!(operator.as_str(), *name);
+        }
+        for command in Command::ALL {
+            assert_eq!(Command::parse(command.as_str()), Some(command));
+        }
+        let mut names = Command::ALL.map(Command::as_str).to_vec();
+        names.dedup();
+        assert_eq!(names.len(), Command::ALL.len());
+    }
 
     fn registry() -> Value {
         json!({

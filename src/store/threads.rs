@@ -13,7 +13,7 @@ pub use registry::RegistryImport;
 
 use super::sessions::{insert_session_tx, session_exists_tx};
 use super::{Store, Tx};
-use crate::domain::thread::{Operation, Operator, Relations, Thread, ThreadStatus, check_asset_path};
+use crate::domain::thread::{Command, Operation, Operator, Relations, Thread, ThreadStatus, check_asset_path};
 use crate::domain::{self, Granularity, NewSession};
 use crate::error::{Error, Result};
 
@@ -134,16 +134,16 @@ pub(crate) fn log_deletion_effects_tx(tx: &Tx<'_>, id: &str) -> Result<()> {
         note(from, "dependency_removed", json!(id));
     }
     for params in affected.into_values() {
-        log_tx(tx, "update", Operator::System, params)?;
+        log_tx(tx, Command::Update, Operator::System, params)?;
     }
     Ok(())
 }
 
-fn log_tx(tx: &Tx<'_>, command: &str, operator: Operator, params: Value) -> Result<Operation> {
+fn log_tx(tx: &Tx<'_>, command: Command, operator: Operator, params: Value) -> Result<Operation> {
     let op = Operation {
         id: uuid::Uuid::new_v4().to_string(),
         timestamp: domain::now(),
-        command: command.to_string(),
+        command: command.as_str().to_string(),
         operator,
         params,
     };
@@ -308,7 +308,7 @@ impl Store {
             let thread = thread_tx(tx, &session.id, granularity)?;
             let op = log_tx(
                 tx,
-                "spawn",
+                Command::Spawn,
                 operator,
                 json!({
                     "parent_id": spawn.parent_id,
@@ -358,7 +358,7 @@ impl Store {
                 return Ok(None);
             }
             let op = json!({ "from_id": from, "to_id": to, "asset_path": asset_path });
-            Ok(Some(log_tx(tx, "reference", operator, op)?))
+            Ok(Some(log_tx(tx, Command::Reference, operator, op)?))
         })
     }
 
@@ -388,7 +388,7 @@ impl Store {
             }
             Ok(Some(log_tx(
                 tx,
-                "depend",
+                Command::Depend,
                 operator,
                 json!({ "from_id": from, "to_id": to }),
             )?))
@@ -399,8 +399,8 @@ impl Store {
     pub fn set_thread_status(&self, id: &str, to: ThreadStatus, operator: Operator) -> Result<(Thread, Operation)> {
         let granularity = self.granularity;
         let command = match to {
-            ThreadStatus::Frozen => "freeze",
-            ThreadStatus::Archived => "archive",
+            ThreadStatus::Frozen => Command::Freeze,
+            ThreadStatus::Archived => Command::Archive,
             ThreadStatus::Active => return Err(Error::Internal("no command makes a thread active".into())),
         };
         self.write(|tx| {
@@ -450,7 +450,7 @@ impl Store {
             if update.tags.is_some() {
                 params["tags"] = json!(tags);
             }
-            let op = log_tx(tx, "update", operator, params)?;
+            let op = log_tx(tx, Command::Update, operator, params)?;
             Ok((thread_tx(tx, id, granularity)?, op))
         })
     }
