@@ -77,7 +77,12 @@ pub fn litestream_yml(db: &std::path::Path, args: &ConfigArgs) -> Result<String>
                 // Not echoed: a URL given by mistake may hold a secret.
                 return Err(Error::invalid("s3", "--s3 is not an S3 URL: give s3://BUCKET/PATH"));
             }
-            if url.contains('@') {
+            // A key or secret in the query (`?secret-access-key=...`) too.
+            let query = url
+                .split_once('?')
+                .map(|(_, q)| q.to_ascii_lowercase())
+                .unwrap_or_default();
+            if url.contains('@') || ["key", "secret", "token", "password"].iter().any(|w| query.contains(w)) {
                 return Err(Error::invalid(
                     "s3",
                     "put no credentials in the URL: set LITESTREAM_ACCESS_KEY_ID and LITESTREAM_SECRET_ACCESS_KEY \
@@ -165,7 +170,12 @@ mod tests {
                 .unwrap()
                 .contains("url: \"s3://bucket/tb\"")
         );
-        for bad in ["http://key:secret@bucket/tb", "s3://", "s3://key:secret@bucket/tb"] {
+        for bad in [
+            "http://key:secret@bucket/tb",
+            "s3://",
+            "s3://key:secret@bucket/tb",
+            "s3://bucket/tb?secret-access-key=secret",
+        ] {
             let e = litestream_yml(db, &args(None, Some(bad))).unwrap_err().to_string();
             assert!(!e.contains("secret"), "{e}");
         }

@@ -212,7 +212,7 @@ fn tool_definition(hidden: &BTreeSet<String>) -> Tool {
     let mut description = String::from(
         "Thoughtbox: a durable reasoning ledger. Every thought you record is stored, linked to the thoughts before it, \
          searchable and exportable. Call with { \"operation\": <name>, \"args\": { ... } }; each operation's args \
-         (types, required ones) are in the input schema at $defs.<operation>, or $defs.<operation>.<subOperation>.\n\
+         (types, required ones) are in the input schema at $defs.<operation>, or under the key \"<operation>.<subOperation>\" of $defs.\n\
          Flow: start_new (new session) or load_context (resume) -> cipher -> thought ... with nextThoughtNeeded: false \
          to finish. An agent that has read the cipher guide before calls cipher with { \"brief\": true }, which \
          unlocks the same without it.\n\

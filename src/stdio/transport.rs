@@ -270,7 +270,7 @@ pub(super) fn refusal(method: &str, problem: &Problem) -> ErrorData {
         }
         Problem::TooLong(bytes) => request(format!("the message is {bytes} bytes, over the 16 MiB limit")),
         Problem::TooLongRepaired => request("the message is over 16 MiB once its invalid UTF-8 is replaced".into()),
-        Problem::BadId => request("a request id must be a string or a whole number (within 64 bits), not null".into()),
+        Problem::BadId => request("a request id must be a string or a whole number that fits in 64 bits".into()),
         Problem::MethodNotString => request("the method must be a string".into()),
         Problem::Batch => request("batches are not part of MCP: send one message per line".into()),
     }

@@ -376,8 +376,9 @@ fn build_schema(visible: impl Fn(&str) -> bool) -> Map<String, Value> {
             "args": {
                 "type": "object",
                 "description": "The operation's parameters: for each operation, the object schema at $defs.<operation> \
-                    (thought, read_thoughts ...), or $defs.<operation>.<subOperation> for session, mental_models, \
-                    knowledge, notebook and thread (session.list, knowledge.search ...), with its types and required names.",
+                    (thought, read_thoughts ...), or under the key \"<operation>.<subOperation>\" of $defs for session, \
+                    mental_models, knowledge, notebook and thread (\"session.list\", \"knowledge.search\" ...), with its types \
+                    and required names.",
                 "additionalProperties": true,
             },
         },
