@@ -72,7 +72,9 @@ pub(super) fn get_note_tx(tx: &Tx<'_>, id: &str) -> Result<Option<ScratchpadNote
 
 impl Store {
     /// Create or overwrite the note of a topic (already validated). Returns
-    /// the note and whether it was created.
+    /// the note and whether it was created. An overwrite keeps the title:
+    /// another spelling of the topic (`build-ideas` for `Build ideas`)
+    /// names the same note, and is no rename.
     pub fn write_note(&self, topic: &str, content: &str) -> Result<(ScratchpadNote, bool)> {
         self.write(|tx| {
             let now = domain::now();
@@ -80,8 +82,7 @@ impl Store {
             let created = get_note_tx(tx, &id)?.is_none();
             tx.prepare_cached(
                 "INSERT INTO scratchpad_notes (id, title, content, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?4)
-                 ON CONFLICT (id) DO UPDATE SET title = excluded.title, content = excluded.content,
-                     updated_at = excluded.updated_at",
+                 ON CONFLICT (id) DO UPDATE SET content = excluded.content, updated_at = excluded.updated_at",
             )?
             .execute(params![id, topic, content, now])?;
             let note = get_note_tx(tx, &id)?.ok_or_else(|| Error::Internal("note vanished".into()))?;
@@ -155,6 +156,8 @@ mod tests {
         assert!(!created);
         assert_eq!(m.created_at, n.created_at);
         assert_eq!(m.content, "v2 with pagination");
+        // Another spelling of the topic is the same note, not a rename.
+        assert_eq!(m.title, "API Design Ideas");
         assert_eq!(store.list_notes(10, 0).unwrap().1, 1);
         assert_eq!(
             store.search_notes("pagination", 5).unwrap().hits[0].id,
