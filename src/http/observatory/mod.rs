@@ -133,25 +133,14 @@ async fn sessions(State(o): State<Observatory>, Query(q): Query<ListQuery>) -> R
             let total = (!more).then_some(seen);
             Ok(json!({ "sessions": items, "total": total, "hasMore": more }))
         }
-        // With a project or tag, the filtered list (newest first, paged and
-        // counted exactly), without the matching thoughts: the ranking's
-        // first hundred may hold none of a project's sessions.
-        Some(text) => {
+        // Otherwise the list, newest first, paged and counted exactly; with
+        // a project or tag, filtered by the search too but without the
+        // matching thoughts: the ranking's first hundred may hold none of a
+        // project's sessions.
+        search => {
             let filter = SessionFilter {
                 tags,
-                search: Some(text),
-                limit,
-                offset,
-                sort_by: SortBy::CreatedAt,
-                ..SessionFilter::default()
-            };
-            let page = s.list_sessions(&filter)?;
-            let items: Vec<ObservatorySession> = page.sessions.iter().map(ObservatorySession::from).collect();
-            Ok(json!({ "sessions": items, "total": page.total, "hasMore": page.has_more }))
-        }
-        None => {
-            let filter = SessionFilter {
-                tags,
+                search,
                 limit,
                 offset,
                 sort_by: SortBy::CreatedAt,
