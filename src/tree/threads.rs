@@ -48,12 +48,14 @@ pub(super) fn import_registry_file(store: &Store, root: &Path) -> Result<Option<
     };
     let registry =
         parse_registry(&text).map_err(|v| format!("{THREADS}: {}", crate::domain::thread::violations_error(&v)))?;
-    let mut present = BTreeSet::new();
-    for id in registry.threads.keys() {
-        if store.session_stage(id).map_err(|e| e.to_string())?.is_some() {
-            present.insert(id.clone());
-        }
-    }
+    // One read of the ledger's ids, not one per thread.
+    let ledger: BTreeSet<String> = store.session_ids().map_err(|e| e.to_string())?.into_iter().collect();
+    let present: BTreeSet<String> = registry
+        .threads
+        .keys()
+        .filter(|id| ledger.contains(*id))
+        .cloned()
+        .collect();
     let (registry, threads_left_out) = restricted(registry, &present);
     let done = store
         .import_registry(&registry)
