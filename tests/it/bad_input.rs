@@ -862,6 +862,16 @@ async fn ignored_arguments_are_named_in_the_answer() {
         .unwrap();
     assert_eq!(r["sessionId"], sid.as_str());
     assert_eq!(r["ignoredArguments"], json!(["resolveAnchors"]));
+    // A staged operation that acts on no session takes the handle that
+    // admits it (its schema lists sessionId), so it is not ignored.
+    let r = s
+        .call(
+            "knowledge",
+            json!({ "action": "list_tags", "sessionId": sid, "colour": 1 }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r["ignoredArguments"], json!(["colour"]), "{r}");
     // Operations that take nothing name whatever they were given.
     let r = s.call("get_state", json!({ "verbose": true })).await.unwrap();
     assert_eq!(r["ignoredArguments"], json!(["verbose"]));

@@ -154,6 +154,18 @@ async fn each_operation_lists_its_parameters_with_types_and_required_ones() {
         let got = defs[key]["required"].as_array().cloned().unwrap_or_default();
         assert_eq!(got, want, "{key}'s required names");
     }
+    // Every operation past stage 0 takes the handle whose stage admits it,
+    // those acting on no session included; stage-0 ones need no stage.
+    for key in [
+        "mental_models.list_tags",
+        "knowledge.search",
+        "thread.list",
+        "notebook.get",
+        "session.list",
+    ] {
+        assert!(properties(key).contains(&"sessionId".to_string()), "{key}");
+    }
+    assert!(!properties("list_sessions").contains(&"sessionId".to_string()));
     // Ranges and enums say what is taken.
     assert_eq!(defs["list_sessions"]["properties"]["limit"]["maximum"], 100);
     assert_eq!(

@@ -363,6 +363,7 @@ fn build_schema(visible: impl Fn(&str) -> bool) -> Map<String, Value> {
                 }
             }
         }
+        admitted_by_handle(p, &mut schema);
         defs.insert(p.key(), schema);
     }
     let schema = json!({
@@ -388,6 +389,25 @@ fn build_schema(visible: impl Fn(&str) -> bool) -> Map<String, Value> {
     match schema {
         Value::Object(map) => map,
         _ => Map::new(),
+    }
+}
+
+/// A staged operation that acts on no session still takes `sessionId`: a
+/// request that keeps no connection state (stateless HTTP) has only the
+/// session's stage to be admitted by.
+fn admitted_by_handle(p: &Params, schema: &mut Value) {
+    let staged = super::required_stage(p.operation).is_some_and(|s| s > crate::domain::Stage::Entry);
+    let Some(Value::Object(properties)) = schema.get_mut("properties") else {
+        return;
+    };
+    if staged && !properties.contains_key("sessionId") {
+        properties.insert(
+            "sessionId".into(),
+            json!({
+                "type": "string",
+                "description": "The session whose stage admits the call.",
+            }),
+        );
     }
 }
 
