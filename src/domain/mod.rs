@@ -3,6 +3,7 @@
 //! existing chains through [`ChainFacts`] and persists what [`plan_thought`]
 //! decides.
 
+pub mod anchors;
 mod connection;
 pub mod layout;
 mod partition;

@@ -4,7 +4,8 @@ use std::collections::BTreeMap;
 
 use rmcp::RoleServer;
 use rmcp::service::RequestContext;
-use serde_json::{Value, json};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
 
 use super::answers;
 use super::ops::{
@@ -13,6 +14,7 @@ use super::ops::{
 };
 use super::preview::Preview;
 use super::{AnswerBuffer, Args, Gateway, params};
+use crate::domain::anchors;
 use crate::error::{Error, Result};
 use crate::events::EventType;
 use crate::export::{self, Format, Layout};
@@ -199,7 +201,12 @@ async fn export(gw: &Gateway, args: Args) -> Result<Value> {
     let id = session_or_active(gw, p.session_id, &args)?;
     let format = p.format.map(Format::from);
     let destination = p.destination;
+    let resolve_anchors = p.resolve_anchors;
     refuse_stray_session_id(&args, Some(&id), false)?;
+    // Anchors are resolved into a JSON answer only, not into files.
+    if resolve_anchors.is_some() && (destination.is_some() || format.is_some_and(|f| f != Format::Json)) {
+        args.mark_unread("resolveAnchors");
+    }
     if let Some(dest) = destination {
         // The directory layout is made of JSON files; another format with it is a contradiction.
         if format.is_some_and(|f| f != Format::Json) {
@@ -300,6 +307,15 @@ async fn export(gw: &Gateway, args: Args) -> Result<Value> {
             String::from_utf8(rendered).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
         ),
     };
+    let content = match content {
+        Value::Object(mut export) if format == Format::Json && resolve_anchors != Some(false) => {
+            if let Some(refs) = cross_references(gw, &export).await? {
+                export.insert("crossReferences".into(), answers::to_value(&refs)?);
+            }
+            Value::Object(export)
+        }
+        content => content,
+    };
     gw.emit(
         EventType::SessionExported,
         Some(&session.id),
@@ -312,6 +328,34 @@ async fn export(gw: &Gateway, args: Args) -> Result<Value> {
         content,
         notebooks,
     })
+}
+
+/// The `crossReferences` of a JSON export: the anchors in its thoughts'
+/// text and the sessions they may mean; `None` when it has no anchor.
+async fn cross_references(gw: &Gateway, export: &Map<String, Value>) -> Result<Option<anchors::CrossReferences>> {
+    /// What anchors are read from in an exported node.
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Said<'a> {
+        thought: &'a str,
+        thought_number: u64,
+        branch_id: Option<String>,
+    }
+    let nodes = export
+        .get("nodes")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let said: Vec<Said<'_>> = nodes
+        .iter()
+        .filter_map(|node| node.get("data").and_then(|d| Said::deserialize(d).ok()))
+        .collect();
+    let found = anchors::find_in(said.iter().map(|s| (s.thought_number, s.branch_id.clone(), s.thought)));
+    if found.is_empty() {
+        return Ok(None);
+    }
+    let sessions = gw.heavy(|s| s.anchor_sessions()).await?;
+    Ok(Some(anchors::cross_references(found, &sessions)))
 }
 
 async fn delete(gw: &Gateway, args: Args) -> Result<Value> {

@@ -284,6 +284,27 @@ impl Store {
         })
     }
 
+    /// Every session, as cross-session anchors are matched against it
+    /// (one pass over the table: an export with anchors reads it once).
+    pub fn anchor_sessions(&self) -> Result<Vec<crate::domain::anchors::SessionRef>> {
+        self.read(|tx| {
+            let mut stmt = tx.prepare_cached("SELECT id, title, tags, thought_count, created_at FROM sessions")?;
+            let rows = stmt.query_map([], |r| {
+                let tags: String = r.get(2)?;
+                Ok(crate::domain::anchors::SessionRef {
+                    id: r.get(0)?,
+                    title: r.get(1)?,
+                    // The column is checked to be a JSON array (of strings,
+                    // as the store writes it).
+                    tags: serde_json::from_str(&tags).unwrap_or_default(),
+                    thought_count: r.get::<_, i64>(3)?.max(0) as u64,
+                    created_at: r.get(4)?,
+                })
+            })?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+    }
+
     /// Number of sessions and thoughts in the ledger.
     pub fn counts(&self) -> Result<(u64, u64)> {
         self.read(|tx| {

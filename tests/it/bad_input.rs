@@ -852,16 +852,6 @@ async fn ignored_arguments_are_named_in_the_answer() {
         .await;
     assert_eq!(r, json!({ "sessionId": sid, "session": r["session"].clone() }));
     assert_eq!(r["session"]["thoughtCount"], 3);
-    // resolveAnchors (seed 003) is not implemented: export says it did not use it.
-    let r = s
-        .call(
-            "session",
-            json!({ "subOperation": "export", "sessionId": sid, "resolveAnchors": true }),
-        )
-        .await
-        .unwrap();
-    assert_eq!(r["sessionId"], sid.as_str());
-    assert_eq!(r["ignoredArguments"], json!(["resolveAnchors"]));
     // A staged operation that acts on no session takes the handle that
     // admits it (its schema lists sessionId), so it is not ignored.
     let r = s

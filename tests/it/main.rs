@@ -2,6 +2,7 @@
 //! temporary database and talks MCP to it through an rmcp client over stdio.
 
 mod analysis;
+mod anchors;
 mod bad_input;
 mod browser;
 mod cli;

@@ -103,6 +103,9 @@ pub struct SessionExport {
     /// false: leave out the metadata lines of a markdown or cipher export.
     #[schemars(extend("default" = true))]
     pub include_metadata: Option<bool>,
+    /// JSON: resolve anchors such as @auth-design:S3 in thought text to the sessions they name (crossReferences).
+    #[schemars(extend("default" = true))]
+    pub resolve_anchors: Option<bool>,
 }
 
 /// `session delete`.
