@@ -206,8 +206,10 @@ impl Error {
             | Error::Migration(_)
             | Error::SchemaTooNew { .. }
             | Error::FilesChanged { .. }
-            | Error::Cancelled
             | Error::Io { .. } => "STORAGE_ERROR",
+            // Never sent: rmcp drops the answer of a request its client
+            // cancelled. A stopped read is the storage layer's to report.
+            Error::Cancelled => "STORAGE_ERROR",
             Error::Internal(_) => "INTERNAL_ERROR",
         }
     }
