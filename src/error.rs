@@ -1,6 +1,7 @@
 //! The crate's typed errors and their mapping to the error codes of the
-//! specification (DATA-MODELS, ErrorPayload). The mapping happens once, here;
-//! the gateway turns an [`Error`] into an ErrorPayload with [`Error::payload`].
+//! specification's ErrorPayload (docs/gateway.md, "Errors"). The mapping
+//! happens once, here; the gateway turns an [`Error`] into an ErrorPayload
+//! with [`Error::payload`].
 
 use serde_json::{Value, json};
 

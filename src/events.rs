@@ -1,9 +1,10 @@
-//! The event stream (SIL-104): one ThoughtboxEvent JSON object per line,
-//! `{ type, timestamp, sessionId?, data }`, for tools that watch an agent
-//! reason. Off by default; `THOUGHTBOX_EVENTS=stderr` or `=PATH` (or
-//! `--events`) turns it on. Never stdout, which carries JSON-RPC. A file is
-//! opened for appending, so the stream survives restarts. Writing is best
-//! effort: a failure is logged and never fails the operation that caused it.
+//! The event stream (docs/gateway.md, "Events"): one ThoughtboxEvent JSON
+//! object per line, `{ type, timestamp, sessionId?, data }`, for tools that
+//! watch an agent reason. Off by default; `THOUGHTBOX_EVENTS=stderr` or
+//! `=PATH` (or `--events`) turns it on. Never stdout, which carries JSON-RPC.
+//! A file is opened for appending, so the stream survives restarts. Writing
+//! is best effort: a failure is logged and never fails the operation that
+//! caused it.
 
 use std::fs::{DirBuilder, File, OpenOptions};
 use std::io::Write;

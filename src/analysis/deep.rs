@@ -1,17 +1,21 @@
-//! DeepAnalysisResult (DATA-MODELS) with SessionPatternAnalysis, plus the
-//! `cognitiveLoad`, `decisionPoints` and `timeline` objects of seed 003.
+//! DeepAnalysisResult with SessionPatternAnalysis, plus the `cognitiveLoad`,
+//! `decisionPoints` and `timeline` objects that the `deep_analysis` tool
+//! description adds.
 //!
-//! Seed 000 and seed 003 both name a `patterns` object; seed 000's shape wins
-//! (`dominantPattern`, `allPatterns`, `transitions`) and seed 003's fields
-//! (`totalThoughts`, `revisionCount`, `branchCount`, `averageThoughtLength`)
-//! are added to the same object, since no name collides.
+//! The data model and the tool description both name a `patterns` object; the
+//! data model's shape wins (`dominantPattern`, `allPatterns`, `transitions`)
+//! and the tool description's fields (`totalThoughts`, `revisionCount`,
+//! `branchCount`, `averageThoughtLength`) are added to the same object, since
+//! no name collides (the rule docs/architecture.md states for answers the
+//! specification describes twice).
 
 use serde::Serialize;
 
 use super::{Facts, ratio, round2};
 use crate::domain::{Session, Thought};
 
-/// `analysisType`: which of seed 003's optional objects are added.
+/// `analysisType`: which of the optional objects (`cognitiveLoad`,
+/// `decisionPoints`) are added.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum AnalysisType {
     Patterns,
@@ -129,7 +133,8 @@ pub struct Transition {
     pub branch_id: Option<String>,
 }
 
-/// SessionPatternAnalysis plus seed 003's `patterns` fields.
+/// SessionPatternAnalysis plus the tool description's `patterns` fields
+/// (`totalThoughts`, `revisionCount`, `branchCount`, `averageThoughtLength`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PatternSection {
@@ -183,7 +188,7 @@ pub struct Insight {
     pub description: String,
     pub confidence: f64,
     pub related_thoughts: Vec<u32>,
-    /// The same thoughts by node id (not in the seed): a number alone is
+    /// The same thoughts by node id (our addition): a number alone is
     /// ambiguous once branches reuse the main chain's numbers.
     pub related_nodes: Vec<String>,
     /// How many thoughts the insight is about, when that is more than the
@@ -211,7 +216,7 @@ fn cut<T>(list: &mut Vec<T>, max: usize) -> Option<usize> {
     })
 }
 
-/// Seed 003's `cognitiveLoad`.
+/// The tool description's `cognitiveLoad` object.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CognitiveLoad {
@@ -255,7 +260,8 @@ pub struct TimelineEntry {
     pub pattern: Pattern,
 }
 
-/// Seed 003's `timeline`, plus the thoughts in recording order.
+/// The tool description's `timeline` object, plus the thoughts in
+/// recording order.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Timeline {
@@ -281,7 +287,7 @@ pub struct DeepAnalysisResult {
     pub session_id: String,
     pub analysis_type: &'static str,
     pub analysis_timestamp: String,
-    /// Seed 003's name for `analysisTimestamp`.
+    /// `analysisTimestamp` again, under the tool description's name.
     pub timestamp: String,
     pub patterns: PatternSection,
     pub metrics: Metrics,

@@ -1,4 +1,4 @@
-//! ExtractedLearning (DATA-MODELS): reusable lessons drawn from a session's
+//! ExtractedLearning: reusable lessons drawn from a session's
 //! key moments. Nothing is written anywhere: `targetPath` is a suggestion for
 //! the client (the gateway can save patterns to the knowledge garden when asked).
 
@@ -10,7 +10,8 @@ use crate::domain::{Session, Thought};
 use crate::error::{Error, Result};
 use crate::knowledge::slugify;
 
-/// What kind of moment a key moment is (seed 003: insight, decision, pivot, revision; plus branch).
+/// What kind of moment a key moment is: the specification's insight,
+/// decision, pivot and revision, plus branch (ours).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MomentKind {
     Insight,

@@ -1,13 +1,13 @@
-//! SessionAnalysis (DATA-MODELS): objective metrics of one session.
+//! SessionAnalysis: objective metrics of one session.
 
 use serde::Serialize;
 
 use super::{Facts, ratio, round2};
 use crate::domain::{Session, Thought};
 
-/// SessionAnalysis of seed 000, plus the summary fields seed 003 lists for
-/// `session analyze` (`linearity`, `density`, `completion`, `branchCount`),
-/// which do not collide with it.
+/// The SessionAnalysis data model, plus the summary fields the `session
+/// analyze` tool description lists (`linearity`, `density`, `completion`,
+/// `branchCount`), which do not collide with it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionAnalysis {
@@ -51,7 +51,8 @@ pub struct Structure {
     pub linearity_score: f64,
     /// Revisions / all thoughts (0 when empty).
     pub revision_rate: f64,
-    /// Count of distinct branch ids (the seed's definition).
+    /// Count of distinct branch ids: the field's documented meaning,
+    /// whatever its name suggests.
     pub max_depth: u64,
     /// Thoughts per minute: all thoughts / (duration in minutes); 0 when the duration is 0.
     pub thought_density: f64,

@@ -1,4 +1,4 @@
-//! `thoughtbox threads`: the thread registry of seed 004 from the command
+//! `thoughtbox threads`: the thread registry (docs/threads.md) from the command
 //! line. Changes made here are logged with the operator `user`.
 
 use std::io::Read;

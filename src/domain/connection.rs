@@ -1,7 +1,7 @@
 //! What a stateful connection (stdio; a legacy HTTP session) remembers
 //! between calls: the stage it reached and its current session. A client of
 //! the stateless protocol passes `sessionId` instead; this state is only
-//! the fallback for calls without one (CONTRACT section 2).
+//! the fallback for calls without one (sessions are handles, decision 0002).
 
 use super::Stage;
 

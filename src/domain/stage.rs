@@ -1,6 +1,6 @@
-/// Progressive-disclosure stages (CORE-CONCEPTS "The Four Stages"). A stage
-/// is kept on each session and on each connection that keeps state, and
-/// never goes down on either (CONTRACT section 2).
+/// Progressive-disclosure stages 0 to 3 (docs/gateway.md, "Stages and session
+/// handles"). A stage is kept on each session and on each connection that
+/// keeps state, and never goes down on either (decision 0002).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
 pub enum Stage {
     #[default]

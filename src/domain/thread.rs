@@ -1,8 +1,8 @@
-//! The thread registry of seed 004: every session seen as a thread, with a
+//! The thread registry (docs/threads.md): every session seen as a thread, with a
 //! status, a parent, references and dependencies, and the log of the
 //! operations that changed them. This module holds the rules (statuses and
 //! their transitions, the names of commands and operators, the registry
-//! JSON and its validation by seed 004 section 5); the store holds the rows.
+//! JSON and its validation rules); the store holds the rows.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::error::{Error, Result};
 
-/// The registry version this server writes (seed 004, CONTRACT section 10).
+/// The registry version this server writes (semver; import accepts its major).
 pub const REGISTRY_VERSION: &str = "1.0.0";
 
 /// The longest thread id an imported registry may use (session ids are
@@ -168,7 +168,7 @@ impl Command {
     }
 }
 
-/// One thread, as the registry JSON writes it (seed 004 section 2.3).
+/// One thread, as the registry JSON writes it (`threads.<id>`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Thread {
     pub id: String,
@@ -182,7 +182,7 @@ pub struct Thread {
     pub storage_path: String,
 }
 
-/// One row of the operations log (seed 004 section 2.4).
+/// One row of the operations log (`operations[]` of the registry JSON).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Operation {
     pub id: String,
@@ -192,7 +192,8 @@ pub struct Operation {
     pub params: Value,
 }
 
-/// A thread's relations (seed 004 section 2.5), each list sorted.
+/// A thread's relations (`relations.<id>` of the registry JSON), each list
+/// sorted.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Relations {
     pub children: Vec<String>,
@@ -208,7 +209,7 @@ pub struct Metadata {
     pub thread_count: u64,
 }
 
-/// The registry JSON of seed 004.
+/// The registry JSON (docs/threads.md, "The registry JSON").
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Registry {
     pub version: String,
@@ -255,8 +256,8 @@ pub fn is_semver(s: &str) -> bool {
         && build.is_none_or(|b| b.split('.').all(ident))
 }
 
-/// An ISO 8601 date and time with its offset (the RFC 3339 profile, which
-/// is what the ledger and seed 004's example write).
+/// An ISO 8601 date and time with its offset (the RFC 3339 profile,
+/// `2026-12-07T07:08:38.023Z`, which is what the ledger writes).
 pub fn is_iso8601(s: &str) -> bool {
     chrono::DateTime::parse_from_rfc3339(s).is_ok()
 }
@@ -289,10 +290,11 @@ pub fn check_asset_path(path: &str) -> Result<()> {
     Ok(())
 }
 
-/// Every rule of seed 004 section 5 (and those the registry's own shape
-/// implies: relations naming threads, no dependency cycle) that `registry`
-/// breaks, each with its path. `duplicate` is a key the JSON text gives twice
-/// (`threads.x`), which a parsed value no longer shows.
+/// Every validation rule of the registry format (docs/threads.md lists them)
+/// and those its own shape implies (relations naming threads, no dependency
+/// cycle) that `registry` breaks, each with its path. `duplicate` is a key
+/// the JSON text gives twice (`threads.x`), which a parsed value no longer
+/// shows.
 pub fn validate(registry: &Value, duplicate: Option<&str>) -> Vec<Violation> {
     let mut out = Vec::new();
     let mut bad = |path: String, message: String| out.push(Violation { path, message });

@@ -2,7 +2,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
-/// A reasoning session (the Session schema of DATA-MODELS).
+/// A reasoning session (the specification's Session type).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Session {
@@ -41,7 +41,7 @@ impl NewSession {
     }
 
     /// [`NewSession::checked`] for a thread, whose title goes by `title`
-    /// (seed 004) rather than a new session's `sessionTitle`.
+    /// (as in the registry JSON) rather than a new session's `sessionTitle`.
     pub fn checked_as_thread(&self) -> Result<(String, Vec<String>)> {
         self.checked().map_err(|e| match e {
             Error::InvalidPayload {
@@ -159,7 +159,7 @@ pub struct ThoughtData {
     pub critique: Option<Critique>,
     /// `true` when a critique was asked for (`critique: true`) and none was
     /// received (the client cannot sample, refused, or ran out of time);
-    /// absent otherwise. Not in the seed's ThoughtData: it lets an export
+    /// absent otherwise. Our addition to ThoughtData: it lets an export
     /// carry what the session's analysis counts as critique requests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub critique_requested: Option<bool>,
@@ -251,7 +251,7 @@ impl SessionStatus {
     }
 }
 
-/// SessionFilter of DATA-MODELS: tags (AND), search over titles,
+/// The specification's SessionFilter: tags (AND), search over titles,
 /// descriptions and tags, paging and sorting; and a status of ours.
 #[derive(Debug, Clone)]
 pub struct SessionFilter {

@@ -56,7 +56,7 @@ impl Format {
     }
 }
 
-/// ThoughtNode of DATA-MODELS: a thought with its links.
+/// ThoughtNode, one thought file of the tree: a thought with its links.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ThoughtNode {

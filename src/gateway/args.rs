@@ -621,10 +621,10 @@ impl Args {
     }
 
     /// [`Args::sub_operation`] with the name's spellings given (`knowledge`
-    /// also takes the reference's `action`). A call that says two different
-    /// things is refused rather than settled by a precedence the caller
-    /// cannot see (`subOperation: "delete"` beside `operation: "get"` must
-    /// not delete): two different names are `INVALID_OPERATION`, and one
+    /// also takes the TypeScript Thoughtbox's `action`). A call that says two
+    /// different things is refused rather than settled by a precedence the
+    /// caller cannot see (`subOperation: "delete"` beside `operation: "get"`
+    /// must not delete): two different names are `INVALID_OPERATION`, and one
     /// parameter given flat and nested with different values is
     /// `INVALID_PAYLOAD` naming it. The same value twice is fine.
     pub fn sub_operation_named(mut self, name_keys: &[&str]) -> Result<(Option<String>, Args)> {

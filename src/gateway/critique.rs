@@ -239,10 +239,10 @@ async fn store(gw: &Gateway, node_id: &str, c: Critique) -> Outcome {
 /// The sampling request for a thought's critique, with the thoughts before
 /// it as context.
 async fn sampling_request(gw: &Gateway, t: &Thought) -> Result<CreateMessageRequestParams> {
-    // The thoughts before this one on its path (CONTRACT §4: up to five):
-    // for a branch, its earlier thoughts and then the main chain back from
-    // the fork point; never "the highest numbers", which miss a branch's
-    // ancestry and get backward-numbered thoughts wrong.
+    // The thoughts before this one on its path (up to CONTEXT_THOUGHTS, as
+    // docs/gateway.md says): for a branch, its earlier thoughts and then the
+    // main chain back from the fork point; never "the highest numbers", which
+    // miss a branch's ancestry and get backward-numbered thoughts wrong.
     let node = t.node_id.clone();
     let earlier = gw.blocking(move |s| s.thoughts_before(&node, CONTEXT_THOUGHTS)).await?;
     let mut prompt = String::from(if earlier.is_empty() {

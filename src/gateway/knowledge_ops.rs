@@ -1,6 +1,6 @@
 //! The `knowledge` operation: patterns and scratchpad notes of the garden.
 //! The sub-operation comes as `subOperation`, `operation` or (the
-//! reference's form) `action`.
+//! TypeScript Thoughtbox's form) `action`.
 
 use serde_json::{Value, json};
 

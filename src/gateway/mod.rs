@@ -171,7 +171,7 @@ pub(crate) struct Connection {
     /// Optional operations hidden with `session discovery`.
     pub hidden: BTreeSet<String>,
     /// A request of the stateless protocol over HTTP: no MCP session, so no
-    /// current session either (CONTRACT section 2).
+    /// current session either; a call about a session must name it.
     pub stateless: bool,
 }
 
@@ -664,10 +664,10 @@ impl Gateway {
         arguments.remove("operation");
         // `args` holds the parameters; clients that put them beside
         // `operation` instead are understood too, and so are both at once
-        // (seed 003 writes `{ operation, subOperation, args }`). A parameter
-        // given in both places with the same value is that value; with two
-        // values the call contradicts itself and is refused, as one given
-        // flat and nested is (`subOperation: "get"` beside `args:
+        // (the specification writes `{ operation, subOperation, args }`). A
+        // parameter given in both places with the same value is that value;
+        // with two values the call contradicts itself and is refused, as one
+        // given flat and nested is (`subOperation: "get"` beside `args:
         // { subOperation: "delete" }` must not delete).
         let args = match arguments.remove("args") {
             Some(v) => {

@@ -97,7 +97,7 @@ pub async fn notebook(gw: &Gateway, args: Args) -> Result<Value> {
                 cell,
             })
         }
-        // The reference's names: the cells alone, and import.
+        // The TypeScript Thoughtbox's names: the cells alone, and import.
         "list_cells" => {
             let p: params::NotebookGet = args.parse("notebook.get")?;
             let id = p.notebook_id.trim().to_string();

@@ -1,6 +1,7 @@
-//! The `thread` operation: the registry of seed 004 over sessions. Each
-//! change runs in one write transaction with its operations-log row (see
-//! `store::threads`); the operator is `agent` unless the call names one.
+//! The `thread` operation: the thread registry (docs/threads.md) over
+//! sessions. Each change runs in one write transaction with its
+//! operations-log row (see `store::threads`); the operator is `agent` unless
+//! the call names one.
 
 use serde_json::{Value, json};
 

@@ -1,5 +1,6 @@
-//! Who may talk to the HTTP server: one bearer token, always (CONTRACT
-//! section 9), and `Host` and `Origin` checks against DNS rebinding.
+//! Who may talk to the HTTP server: one bearer token, always, even on
+//! loopback (decision 0030), and `Host` and `Origin` checks against DNS
+//! rebinding.
 //!
 //! The token comes from `THOUGHTBOX_TOKEN` or `--token-file`; on a loopback
 //! address without either, from a file beside the database, created (mode

@@ -191,7 +191,8 @@ pub fn uri(name: &str) -> String {
 mod tests {
     use super::*;
 
-    /// The fifteen models of seed 003 (TOOL-INTERFACES, get_model modelId enum).
+    /// The fifteen model ids the specification's `get_model` accepts
+    /// (its `modelId` enum): the catalog must hold exactly these.
     const SEED_MODELS: [&str; 15] = [
         "rubber-duck",
         "five-whys",
@@ -209,7 +210,8 @@ mod tests {
         "impact-effort-grid",
         "opportunity-cost",
     ];
-    /// The six tags of seed 003 (list_models tag enum).
+    /// The six tags the specification's `list_models` filters by (its `tag`
+    /// enum): each must exist.
     const SEED_TAGS: [&str; 6] = [
         "debugging",
         "planning",

@@ -1,4 +1,4 @@
-//! Notebooks (seed 000's Notebook and Cell): literate JavaScript or
+//! Notebooks (the specification's Notebook and Cell): literate JavaScript or
 //! TypeScript kept in the ledger. This module holds the types and their
 //! rules (cell kinds, filenames, sizes, templates, dependency specs);
 //! [`srcbook`] reads and writes the `.src.md` format and [`runner`] runs a
@@ -72,7 +72,7 @@ impl Language {
     }
 }
 
-/// CellStatus (seed 000).
+/// A code cell's status (the specification's CellStatus).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CellStatus {
     Idle,
@@ -102,7 +102,7 @@ impl CellStatus {
     }
 }
 
-/// The four kinds of cell of seed 000's Cell union.
+/// The four kinds of cell the specification's Cell type allows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CellKind {
     Title,
@@ -137,9 +137,9 @@ impl CellKind {
     }
 }
 
-/// One cell, as stored. Serialized in seed 000's form: `text` for title
-/// and markdown cells, `source`, `filename`, `status`, `output`, `error`
-/// (and `language` for code) for the others.
+/// One cell, as stored. Serialized in the specification's form: `text` for
+/// title and markdown cells, `source`, `filename`, `status`, `output`,
+/// `error` (and `language` for code) for the others.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Cell {
     pub id: String,
@@ -270,7 +270,8 @@ impl Notebook {
 }
 
 impl Serialize for Notebook {
-    /// Seed 000's Notebook, with its title, session and cell count besides.
+    /// The specification's Notebook, with its title, session and cell count
+    /// besides.
     fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         let mut m = s.serialize_map(None)?;
         m.serialize_entry("id", &self.id)?;
@@ -302,7 +303,7 @@ pub struct NotebookSummary {
     pub updated_at: i64,
 }
 
-/// Unix milliseconds now, as seed 000 types a notebook's times.
+/// Unix milliseconds now, the type of a notebook's times in its JSON.
 pub fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }

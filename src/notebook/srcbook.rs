@@ -1,6 +1,6 @@
-//! The Srcbook `.src.md` format, as Srcbook and the reference write it:
-//! a header line `<!-- srcbook:{"language":...} -->`, then the cells
-//! separated by blank lines: `# title`, markdown as it is, and the
+//! The Srcbook `.src.md` format, as Srcbook and the TypeScript Thoughtbox
+//! write it: a header line `<!-- srcbook:{"language":...} -->`, then the
+//! cells separated by blank lines: `# title`, markdown as it is, and the
 //! package.json and code cells as `###### filename` with a fenced block.
 //!
 //! Two things Srcbook's writer leaves ambiguous are settled so that export,
@@ -191,7 +191,7 @@ pub fn read_file(path: &std::path::Path) -> Result<String> {
     String::from_utf8(bytes).map_err(|_| bad("not UTF-8 text".into()))
 }
 
-/// Read a `.src.md` text (ours, the reference's or Srcbook's own).
+/// Read a `.src.md` text (ours, the TypeScript Thoughtbox's or Srcbook's own).
 pub fn decode(text: &str) -> Result<Decoded> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     // Lines keep a `\r` of their own: code and markdown holding CRLF come

@@ -316,10 +316,9 @@ impl Store {
 
     /// Open a session to continue it (`load_context`, `session resume`):
     /// bumps `lastAccessedAt` and, for a completed session, clears
-    /// `completedAt`, since an agent that loads it means to go on with it
-    /// (CONTRACT §3: "load_context reopens it"). `updatedAt` stays: no
-    /// reasoning was added. Answers the session as it is now and when it had
-    /// been completed, if it had.
+    /// `completedAt`, since an agent that loads it means to go on with it.
+    /// `updatedAt` stays: no reasoning was added. Answers the session as it
+    /// is now and when it had been completed, if it had.
     pub fn reopen_session(&self, id: &str) -> Result<(Session, Option<String>)> {
         let granularity = self.granularity;
         self.write(|tx| {

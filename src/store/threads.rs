@@ -40,7 +40,8 @@ fn thread_from_row(row: &Row<'_>, granularity: Granularity) -> rusqlite::Result<
     })
 }
 
-/// The session's directory in the export layout (CONTRACT section 7).
+/// The session's directory in the layout `thoughtbox export` writes
+/// (`projects/{project}/sessions/{partition}/{id}`, partition optional).
 fn storage_path(granularity: Granularity, tags: &[String], created_at: &str, id: &str) -> String {
     let project = crate::domain::layout::project_from_tags(tags);
     match domain::partition_path(granularity, created_at) {

@@ -1,12 +1,12 @@
-//! IntegrityValidationResult (DATA-MODELS) and the report made for each
-//! session directory by `validate` and `import`.
+//! IntegrityValidationResult (one per session checked) and the report made
+//! for each session directory by `validate` and `import`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::Serialize;
 
-/// The seed's IntegrityValidationResult, field for field.
+/// The specification's IntegrityValidationResult, field for field.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct IntegrityValidationResult {

@@ -1,5 +1,6 @@
-//! The filesystem layout of seeds 002/003: the ledger as a directory tree of
-//! JSON files, which the TypeScript Thoughtbox keeps and other tools read.
+//! The filesystem layout (docs/operations.md, "Export to the directory
+//! layout"): the ledger as a directory tree of JSON files, which the
+//! TypeScript Thoughtbox keeps and other tools read.
 //!
 //! ```text
 //! DIR/config.json
@@ -11,8 +12,8 @@
 //! A thought file is named after its thought number (zero-padded to three
 //! digits, wider past 999) and holds one ThoughtNode. [`writer`] rebuilds the
 //! tree from the database, [`reader`] loads and checks one session directory
-//! of our layout or the reference's (`branches/{branchId}/`, flat or
-//! partitioned sessions) or a SessionExport JSON file through the same
+//! of our layout or the TypeScript Thoughtbox's (`branches/{branchId}/`, flat
+//! or partitioned sessions) or a SessionExport JSON file through the same
 //! checks, [`integrity`] holds the IntegrityValidationResult, and
 //! [`importer`] brings whole trees (or such a file) into the database.
 //!
@@ -40,11 +41,12 @@ pub const MANIFEST: &str = "manifest.json";
 /// Configuration file at the root of a tree.
 pub const CONFIG: &str = "config.json";
 pub use crate::domain::layout::{DEFAULT_PROJECT, is_project_name, is_session_id, project_from_tags};
-/// The reference keeps branch folders under this directory.
+/// The TypeScript Thoughtbox keeps branch folders under this directory.
 pub const REFERENCE_BRANCH_DIR: &str = "branches";
 
-/// SessionManifest of DATA-MODELS. `metadata` also carries `completedAt` and
-/// `domain` when the session has them, so that a round trip keeps them.
+/// A session folder's `manifest.json` (SessionManifest). `metadata` also
+/// carries `completedAt` and `domain` when the session has them, so that a
+/// round trip keeps them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionManifest {
@@ -98,8 +100,8 @@ pub fn thought_file_number(name: &str) -> Option<u32> {
     digits.parse().ok()
 }
 
-/// Sort thought file names by number (the reference sorted them as strings,
-/// which puts `1000.json` before `101.json`).
+/// Sort thought file names by number (the TypeScript Thoughtbox sorted them
+/// as strings, which puts `1000.json` before `101.json`).
 pub fn sort_files(files: &mut [String]) {
     files.sort_by_key(|f| (thought_file_number(f), f.clone()));
 }

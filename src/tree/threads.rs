@@ -1,4 +1,4 @@
-//! The thread registry (seed 004) in a tree: an export of every session
+//! The thread registry (docs/threads.md) in a tree: an export of every session
 //! writes it as `threads.json` at the root, and an import of the tree
 //! applies it once the sessions are in, so that moving a ledger with
 //! `export` and `import` keeps each thread's status, parent, objective,

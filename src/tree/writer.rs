@@ -8,10 +8,10 @@
 //! and thought files are written before the manifest, which therefore never
 //! lists a file not yet there.
 //! Re-exporting removes the numbered files of thoughts a session no longer
-//! has (including the reference's `branches/{branchId}/` copies), the files
-//! of a session exported before under another project or partition, and the
-//! temporary files and directories of an export that was killed; it never
-//! removes anything else.
+//! has (including the TypeScript Thoughtbox's `branches/{branchId}/`
+//! copies), the files of a session exported before under another project or
+//! partition, and the temporary files and directories of an export that was
+//! killed; it never removes anything else.
 //!
 //! One export at a time writes into a tree: each holds an exclusive lock on
 //! [`EXPORT_LOCK`] in its root for its whole run (whether the exporters are
@@ -928,8 +928,8 @@ mod tests {
         symlink(&victim, session_dir.join("alt")).unwrap();
         assert!(export_tree(&store, &out, &named, &mut |_, _| {}).is_err());
         untouched();
-        // Also `branches` (the reference's branch folder) as a link to a
-        // folder holding branch-named folders of the user's.
+        // Also `branches` (the TypeScript Thoughtbox's branch folder) as a
+        // link to a folder holding branch-named folders of the user's.
         fs::remove_file(session_dir.join("alt")).unwrap();
         export_tree(&store, &out, &named, &mut |_, _| {}).unwrap();
         let theirs = dir.path().join("theirs");
@@ -986,9 +986,10 @@ mod tests {
         assert!(err.to_string().contains("delete that file first"), "{err}");
         fs::remove_file(out.join(CONFIG)).unwrap();
         export_tree(&store, &out, &ExportOptions::default(), &mut |_, _| {}).unwrap();
-        // A session folder of the reference's layout that lost its manifest
-        // and keeps thoughts only under branches/{id}/ is still found (and
-        // reported), unlike a folder a moved session left to the user.
+        // A session folder of the TypeScript Thoughtbox's layout that lost
+        // its manifest and keeps thoughts only under branches/{id}/ is still
+        // found (and reported), unlike a folder a moved session left to the
+        // user.
         let lost = out.join("projects/ts/sessions/2026-11/0b8f8f7e-1111-4222-8333-944445555666");
         fs::create_dir_all(lost.join("branches/alt")).unwrap();
         fs::write(lost.join("branches/alt/002.json"), "{}").unwrap();

@@ -54,11 +54,11 @@ async fn analyze_counts_branches_and_revisions() {
     assert_eq!(a["quality"]["critiqueRequests"], 0);
     assert_eq!(a["quality"]["hasConvergence"], true);
     assert_eq!(a["quality"]["isComplete"], true);
-    // Seed 003's summary fields.
+    // The summary fields of the `session analyze` tool description.
     assert_eq!(a["linearity"], 0.5);
     assert_eq!(a["completion"], 1.0);
     assert_eq!(a["branchCount"], 1);
-    // The reference form of the sub-operation and nested args.
+    // The TypeScript Thoughtbox's form of the sub-operation and nested args.
     let b = s
         .ok(
             "session",
@@ -275,7 +275,7 @@ async fn deep_analysis_full_and_by_type() {
         json!({ "thoughtNumber": 3, "type": "branch", "reference": 2, "branchId": "alt" })
     );
     assert_eq!(points[1]["type"], "revision");
-    // Seed 003's timeline; the thought-by-thought entries (most of a large
+    // The documented timeline; the thought-by-thought entries (most of a large
     // session's answer) only when asked for.
     assert!(d["timeline"].get("entries").is_none(), "{}", d["timeline"]);
     assert!(d["timeline"]["durationEstimate"].is_string());

@@ -1,5 +1,5 @@
 //! Every operation answers bad input with an ErrorPayload carrying the
-//! seed's code (and the field, for INVALID_PAYLOAD), writes nothing, and the
+//! documented code (and the field, for INVALID_PAYLOAD), writes nothing, and the
 //! server keeps serving.
 
 use serde_json::{Map, Value, json};
@@ -836,7 +836,7 @@ async fn ignored_arguments_are_named_in_the_answer() {
     );
     let e = s.call_raw(m).await.unwrap_err();
     assert_eq!(e["code"], "INVALID_OPERATION", "{e}");
-    // The seed's own form, `{ operation, subOperation, args }`: the
+    // The specification's own form, `{ operation, subOperation, args }`: the
     // parameters beside `operation` that `args` lacks are used.
     let m = object(json!({ "operation": "session", "subOperation": "get", "args": { "sessionId": sid } }));
     let r = s.call_raw(m).await.unwrap();
@@ -931,7 +931,7 @@ async fn contradictory_sub_operations_and_parameters_are_refused() {
         )
         .await;
     assert_eq!(r["name"], "five-whys", "{r}");
-    // knowledge's reference spelling `action` counts as a name too.
+    // knowledge's TypeScript Thoughtbox spelling `action` counts as a name too.
     s.err(
         "knowledge",
         json!({ "subOperation": "list_patterns", "action": "delete_pattern", "id": "x" }),

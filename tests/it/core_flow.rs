@@ -110,7 +110,7 @@ async fn no_stages_option_opens_everything() {
     s.stop().await;
 }
 
-/// CORE-CONCEPTS: a five-thought session, auto-numbered, then closed.
+/// The core flow: a five-thought session, auto-numbered, then closed.
 #[tokio::test]
 async fn core_concepts_session_and_auto_numbering() {
     let (_d, db) = temp_db();
@@ -354,7 +354,7 @@ async fn referring_back_after_closing_says_no_session_is_active() {
     s.stop().await;
 }
 
-/// CORE-CONCEPTS: branches A and B from thought 3, revision 6 of thought 3,
+/// Branches A and B from thought 3, revision 6 of thought 3,
 /// restorationInfo with branches.
 #[tokio::test]
 async fn core_concepts_branches_and_revisions() {

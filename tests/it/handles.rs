@@ -1,4 +1,4 @@
-//! Session ids are handles (CONTRACT section 2): a call that names a session
+//! Session ids are handles (decision 0002): a call that names a session
 //! acts on it whatever its connection did before, the stage travels with
 //! the session, and a client of the stateless protocol (2026-07-28: no
 //! `initialize`, `_meta` on every request) can interleave two conversations

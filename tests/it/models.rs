@@ -32,7 +32,7 @@ async fn get_list_and_tags() {
     assert!(content.len() > 1500 && content.contains("## Pitfalls"));
     // Stage 3 once a model is applied.
     assert_eq!(s.ok("get_state", Value::Null).await["stage"], 3);
-    // The reference's spelling: operation + nested args + `model`.
+    // The TypeScript Thoughtbox's spelling: operation + nested args + `model`.
     let m2 = s
         .ok(
             "mental_models",

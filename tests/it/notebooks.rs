@@ -150,7 +150,8 @@ async fn notebooks_live_in_the_ledger_linked_to_their_session() {
         )
         .await;
     assert_eq!(gone["deleted"], true);
-    // The reference's names: get_cell, list_cells (and load, for import).
+    // The TypeScript Thoughtbox's names: get_cell, list_cells (and load, for
+    // import).
     let one = s
         .ok(
             "notebook",

@@ -28,8 +28,8 @@ async fn tools_list_snapshot() {
     insta::assert_json_snapshot!("tools_list", listed);
 }
 
-/// `thought`'s parameters as seed 003 and the reference name them, and
-/// the session fields a first thought may carry.
+/// `thought`'s parameters as the specification and the TypeScript Thoughtbox
+/// name them, and the session fields a first thought may carry.
 const THOUGHT_ARGS: &[&str] = &[
     "thought",
     "nextThoughtNeeded",

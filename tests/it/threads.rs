@@ -1,4 +1,4 @@
-//! The thread registry (seed 004) through the real binary: every
+//! The thread registry (docs/threads.md) through the real binary: every
 //! sub-operation of `thread`, the status rules on thoughts, updates and
 //! deletes, the registry export and import, two processes changing the
 //! registry at once, and the `thoughtbox threads` commands.
@@ -15,7 +15,7 @@ fn th(sub: &str, args: Value) -> Value {
     a
 }
 
-/// The registry export must keep every rule of seed 004 section 5.
+/// The registry export must keep every validation rule of the format.
 fn assert_valid(registry: &Value) {
     assert_eq!(validate(registry, None), vec![], "{registry:#}");
 }
@@ -411,7 +411,7 @@ async fn bad_input_is_refused_and_changes_nothing() {
     assert!(e["message"].as_str().unwrap().contains("fork"), "{e}");
     s.err("thread", json!({}), "INVALID_PAYLOAD").await;
 
-    // Each rule of seed 004 section 5 broken once: named by its path,
+    // Each validation rule of the format broken once: named by its path,
     // nothing imported.
     let mut good = before.clone();
     good["threads"].as_object_mut().unwrap().clear();
@@ -486,7 +486,8 @@ async fn bad_input_is_refused_and_changes_nothing() {
                                            "operator": "user", "params": { "thread_id": X } }])
             }),
         ),
-        // Valid by seed 004, but not a session id this ledger can hold.
+        // Valid by the format's rules, but not a session id this ledger can
+        // hold.
         (
             at("threads.plan_b"),
             Box::new(|r| {
@@ -753,7 +754,7 @@ async fn a_deletion_logs_what_it_changes_in_other_threads() {
     let got = s.ok("thread", th("get", json!({ "threadId": child }))).await;
     assert_eq!(got["thread"]["status"], "archived");
     assert_eq!(got["thread"]["parent_id"], Value::Null);
-    // The registry with those rows is still one seed 004 accepts, and
+    // The registry with those rows still keeps the format's rules, and
     // imports elsewhere.
     let registry = s.ok("thread", th("export", json!({}))).await;
     assert_valid(&registry);

@@ -1,5 +1,5 @@
-//! The directory tree: export, import, validate, round trips, the
-//! reference's layout and its bugs, partitions, destinations, and the
+//! The directory tree: export, import, validate, round trips, the TypeScript
+//! Thoughtbox's layout and its bugs, partitions, destinations, and the
 //! `session export` destination of the gateway.
 
 use std::collections::BTreeMap;
@@ -310,7 +310,8 @@ fn reference_tree(root: &Path) {
     n3["revisionMetadata"] = json!({ "isOriginal": false });
     put(&g.join("003.json"), &n3);
     for n in [4, 5] {
-        // Both branch thoughts point at the fork point: the reference's star.
+        // Both branch thoughts point at the fork point: the TypeScript
+        // Thoughtbox's star.
         let mut b = node(
             GOOD,
             Some("alt"),
@@ -480,8 +481,9 @@ fn importing_the_reference_layout() {
     assert!(progress.contains(&format!("[4/5] {ESCAPE} INVALID")), "{progress}");
     assert!(text.contains("missing thought files: 002.json"), "{text}");
 
-    // Exporting over the reference tree moves the imported sessions into this
-    // layout (project from their tag) and leaves the broken ones alone.
+    // Exporting over the TypeScript Thoughtbox's tree moves the imported
+    // sessions into this layout (project from their tag) and leaves the
+    // broken ones alone.
     ok(&db, &["export", "--out", path_str(&root)]);
     let old = root.join("projects/_default/sessions");
     // Every file the old copies held was a thought of theirs (the stray

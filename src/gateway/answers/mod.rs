@@ -312,7 +312,8 @@ impl ThoughtAnswer {
     }
 }
 
-/// A thought's answer with `verbose: true`: the reference server's fields.
+/// A thought's answer with `verbose: true`: the fields the TypeScript
+/// Thoughtbox answers a verbose thought with, plus `autoNumbered`.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct ThoughtProgress {
@@ -422,8 +423,9 @@ pub(crate) struct Ends {
     pub last: Option<u32>,
 }
 
-/// `get_structure`: GetStructureResponse (seed 000) plus seed 003's
-/// fields that do not collide with it.
+/// `get_structure`: the GetStructureResponse shape, plus the specification's
+/// other names for the same facts (`totalThoughts`, `branchCount`,
+/// `revisionCount`, `mainChain.length/head/tail`), none of which collides.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct StructureAnswer {
@@ -441,7 +443,8 @@ pub(crate) struct StructureAnswer {
 pub(crate) struct MainChain {
     pub count: u64,
     pub range: Ends,
-    /// Seed 003's names of `count` and of the range's ends.
+    /// `count` and the range's ends again, under their other documented
+    /// names (docs/gateway.md, `get_structure`).
     pub length: u64,
     pub head: Option<u32>,
     pub tail: Option<u32>,

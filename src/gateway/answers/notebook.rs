@@ -1,7 +1,7 @@
-//! The answers of `notebook`: a notebook as seed 000's Notebook (with its
-//! title, session and cell count besides), cells as its Cell union, and
-//! each run's outcome. Every answer names the notebook in `notebookId`, the
-//! handle an agent passes back.
+//! The answers of `notebook`: a notebook in the specification's Notebook
+//! shape (with its title, session and cell count besides), cells in its
+//! Cell shapes, and each run's outcome. Every answer names the notebook in
+//! `notebookId`, the handle an agent passes back.
 
 use serde::Serialize;
 

@@ -1,8 +1,8 @@
 //! The answers of `thread`. A thread and its relations are answered as the
-//! registry JSON of seed 004 writes them (snake_case fields), so that an
-//! agent reads one shape in `get`, `list` and `export`; the answer's own
-//! fields are camelCase like every other answer's, with `sessionId`, the
-//! handle, beside `threadId`.
+//! registry JSON writes them (snake_case fields), so that an agent reads one
+//! shape in `get`, `list` and `export`; the answer's own fields are camelCase
+//! like every other answer's, with `sessionId`, the handle, beside
+//! `threadId`.
 
 use serde::Serialize;
 

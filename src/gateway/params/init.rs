@@ -34,8 +34,8 @@ pub struct GetState {
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 pub struct ListRoots {}
 
-/// The reference's description of new work, as tags `project:<p>`,
-/// `task:<t>`, `aspect:<a>`.
+/// The TypeScript Thoughtbox's description of new work, kept as tags
+/// `project:<p>`, `task:<t>`, `aspect:<a>`.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NewWork {

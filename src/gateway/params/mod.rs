@@ -1,9 +1,9 @@
 //! The parameters of every gateway operation and sub-operation, as types:
-//! their names (seed names, with the reference's and our older spellings
-//! as serde aliases), types, ranges and defaults. The tool's `inputSchema`
-//! is generated from them, and so are the names the misspelling check
-//! knows; debug builds check that an operation reads no name its type
-//! lacks, so the two cannot drift apart.
+//! their names (the specification's names, with the TypeScript Thoughtbox's
+//! and our older spellings as serde aliases), types, ranges and defaults. The
+//! tool's `inputSchema` is generated from them, and so are the names the
+//! misspelling check knows; debug builds check that an operation reads no
+//! name its type lacks, so the two cannot drift apart.
 //!
 //! The schema carries no `oneOf`, `anyOf` or `allOf` anywhere, no `$ref`
 //! and no type lists: see docs/decisions/0001-gateway-schema.md for the
@@ -211,7 +211,8 @@ const NESTED: &[fn() -> &'static [&'static str]] = &[
 ];
 
 /// The names the sub-operation itself goes by (`knowledge` also takes the
-/// reference's `action`), and `args`, which may nest the parameters.
+/// TypeScript Thoughtbox's `action`), and `args`, which may nest the
+/// parameters.
 const SUB_OPERATION_NAMES: &[&str] = &["subOperation", "operation", "action", "args"];
 
 /// The names of the call itself, which the gateway reads for every

@@ -1,4 +1,5 @@
-//! Parameters of `thread`'s sub-operations (the registry of seed 004).
+//! Parameters of `thread`'s sub-operations (the thread registry,
+//! docs/threads.md).
 
 use schemars::JsonSchema;
 use serde::Deserialize;

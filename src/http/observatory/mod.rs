@@ -1,8 +1,7 @@
-//! The Observatory: a page at `/` that watches reasoning happen, its JSON
-//! API under `/api`, and its WebSocket at `/ws` (seed 000's Observatory
-//! payloads, see `docs/observatory.md`). The page's HTML, script and style
-//! are compiled into the binary: it works offline, with nothing fetched
-//! from elsewhere.
+//! The Observatory: a page at `/` that watches reasoning happen, its JSON API
+//! under `/api`, and its WebSocket at `/ws` (the payloads are listed in
+//! `docs/observatory.md`). The page's HTML, script and style are compiled
+//! into the binary: it works offline, with nothing fetched from elsewhere.
 
 mod live;
 mod login;
@@ -186,7 +185,7 @@ async fn session(State(o): State<Observatory>, Path(id): Path<String>) -> Respon
     }
 }
 
-/// A session as a thread (seed 004): its status, parent and relations,
+/// A session as a thread (docs/threads.md): its status, parent and relations,
 /// with the title of every thread it names, so the page can link them.
 async fn thread(State(o): State<Observatory>, Path(id): Path<String>) -> Response {
     let id = crate::domain::canonical_session_id(&id);

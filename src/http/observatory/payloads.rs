@@ -1,7 +1,7 @@
-//! Seed 000's Observatory types (SessionSnapshotPayload, ObservatorySession,
-//! ObservatoryThought, ObservatoryBranch and the event payloads), built from
-//! the ledger's sessions and thoughts, and the WebSocket frame around them
-//! (CONTRACT section 9).
+//! The Observatory's payload types (SessionSnapshotPayload,
+//! ObservatorySession, ObservatoryThought, ObservatoryBranch and the event
+//! payloads), built from the ledger's sessions and thoughts, and the
+//! WebSocket frame around them (docs/observatory.md lists each frame).
 
 use std::collections::BTreeMap;
 
@@ -10,7 +10,8 @@ use serde_json::Value;
 
 use crate::domain::{Session, Thought};
 
-/// ObservatorySession, with the list's counts beside the seed's fields.
+/// ObservatorySession (`id` to `status`), with the list's counts and
+/// `updatedAt` besides.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ObservatorySession {

@@ -1,4 +1,4 @@
-//! The registry JSON of seed 004 out of the ledger and back in: export
+//! The registry JSON (docs/threads.md) out of the ledger and back in: export
 //! reads every thread, the whole log and the relations the rows give;
 //! import writes what a registry says in one transaction, or nothing.
 

@@ -173,7 +173,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
     /// Whatever sequence of changes (refused ones included), the exported
-    /// registry keeps every rule of seed 004 section 5, and survives an
+    /// registry keeps every validation rule of the format, and survives an
     /// export -> import -> export round trip unchanged.
     #[test]
     fn random_changes_keep_every_rule(steps in proptest::collection::vec(step(), 1..40)) {

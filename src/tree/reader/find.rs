@@ -1,6 +1,6 @@
 //! Finding a tree's session directories: the layout this exporter writes
-//! (`projects/{project}/sessions/{partition}/{sessionId}/`), the
-//! reference's, a single session directory, and a folder holding trees,
+//! (`projects/{project}/sessions/{partition}/{sessionId}/`), the TypeScript
+//! Thoughtbox's, a single session directory, and a folder holding trees,
 //! which is named rather than read as empty.
 
 use std::fs;
@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::tree::{MANIFEST, REFERENCE_BRANCH_DIR, io, is_session_id, thought_file_number};
 
 /// Whether `dir` holds a numbered thought file: itself, in a branch folder
-/// (`{branchId}/`), or in the reference's `branches/{branchId}/`.
+/// (`{branchId}/`), or in the TypeScript Thoughtbox's `branches/{branchId}/`.
 pub(super) fn holds_thought_files(dir: &Path) -> bool {
     let numbered = |d: &Path| {
         fs::read_dir(d).is_ok_and(|entries| {
@@ -24,9 +24,10 @@ pub(super) fn holds_thought_files(dir: &Path) -> bool {
 }
 
 /// The session directories under `root`, in path order. `root` may be a tree
-/// (`projects/*/sessions/`, or the reference's older `sessions/`), a sessions
-/// directory, or one session directory. Sessions may sit directly in a
-/// sessions directory (flat, partition `none`) or one partition level below.
+/// (`projects/*/sessions/`, or the TypeScript Thoughtbox's older
+/// `sessions/`), a sessions directory, or one session directory. Sessions
+/// may sit directly in a sessions directory (flat, partition `none`) or one
+/// partition level below.
 /// A directory counts as a session when it holds `manifest.json` or is named
 /// like a session id (so a session that lost its manifest is still reported).
 /// Symbolic links are not followed. A folder named like a session that holds

@@ -160,10 +160,10 @@ impl Listed {
     }
 
     /// Remove the files listed here that `thought_files` / `branch_files`
-    /// (what was just written) no longer have, in the session folder, in
-    /// its branch folders and in the reference's `branches/{id}/` copies
-    /// (this layout keeps branches in `{id}/`, so those are stale), then
-    /// the branch folders left empty.
+    /// (what was just written) no longer have, in the session folder, in its
+    /// branch folders and in the TypeScript Thoughtbox's `branches/{id}/`
+    /// copies (this layout keeps branches in `{id}/`, so those are stale),
+    /// then the branch folders left empty.
     pub(super) fn remove_stale(
         &self,
         dir: &Path,

@@ -1,8 +1,8 @@
 // The Observatory page: the session list (live, searchable, filtered), one
 // session as a graph (main chain, branches forking from their thoughts,
 // revisions pointing back), exports and analysis. Data from /api, live
-// updates from /ws (frames { type, sessionId, payload } of seed 000's
-// Observatory payloads). The cookie set at login authenticates both.
+// updates from /ws (frames { type, sessionId, payload }, see
+// docs/observatory.md). The cookie set at login authenticates both.
 "use strict";
 
 const state = {
