@@ -244,7 +244,7 @@ pub enum Command {
         #[command(subcommand)]
         command: NotebooksCommand,
     },
-    /// The thread registry (seed 004): list, show, tree, log, freeze,
+    /// The thread registry: list, show, tree, log, freeze,
     /// archive, export and import threads (changes are logged as the user's)
     Threads {
         #[command(subcommand)]

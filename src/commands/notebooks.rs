@@ -34,7 +34,7 @@ pub enum NotebooksCommand {
     Show {
         /// Notebook id
         id: String,
-        /// Print the notebook as JSON (seed 000's Notebook)
+        /// Print the notebook as JSON (its cells, with their status and output)
         #[arg(long)]
         json: bool,
     },

@@ -76,12 +76,12 @@ pub enum ThreadsCommand {
         #[arg(value_parser = session_id)]
         id: String,
     },
-    /// Write the registry JSON of seed 004 (to stdout, or to --out)
+    /// Write the thread registry as JSON (to stdout, or to --out)
     Export {
         #[arg(long, value_name = "FILE", value_parser = crate::cli::user_path())]
         out: Option<PathBuf>,
     },
-    /// Check a registry JSON file by every rule of seed 004 section 5 and
+    /// Check a registry JSON file by every rule of the registry format and
     /// bring it in; nothing is written when a rule fails
     Import {
         /// The file, or - for stdin

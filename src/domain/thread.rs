@@ -621,7 +621,7 @@ pub fn parse_registry(text: &str) -> std::result::Result<Registry, Vec<Violation
     serde_json::from_value(value).map_err(|e| {
         vec![Violation {
             path: String::new(),
-            message: format!("the registry does not fit seed 004's shape: {e}"),
+            message: format!("the registry JSON does not have the registry's shape (version, metadata, threads, operations, relations): {e}"),
         }]
     })
 }
@@ -648,7 +648,7 @@ pub fn violations_error(violations: &[Violation]) -> Error {
             format!("registry.{first}")
         },
         format!(
-            "the registry breaks {} rule(s) of seed 004 section 5; nothing was imported: {}{}",
+            "the registry breaks {} rule(s) of the registry format (docs/threads.md); nothing was imported: {}{}",
             violations.len(),
             shown.join("; "),
             if violations.len() > shown.len() { "; ..." } else { "" }

@@ -190,7 +190,7 @@ pub const PARAMS: &[Params] = &[
     params!("thread"."list", ThreadList, "Threads by status, parent and tag, paged."),
     params!("thread"."tree", ThreadGet, "A thread's descendants, nested."),
     params!("thread"."log", ThreadLog, "The registry's operations log, newest first."),
-    params!("thread"."export", ThreadExport, "The registry JSON of seed 004."),
+    params!("thread"."export", ThreadExport, "The thread registry as JSON (threads, operations, relations)."),
     params!(
         "thread"."import",
         ThreadImport,

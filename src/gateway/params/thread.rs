@@ -167,6 +167,6 @@ pub struct ThreadExport {}
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ThreadImport {
-    /// The registry JSON of seed 004 (version, metadata, threads, operations, relations), as thread export answers it.
+    /// The thread registry JSON (version, metadata, threads, operations, relations), as thread export answers it.
     pub registry: Map<String, Value>,
 }

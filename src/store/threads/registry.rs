@@ -112,7 +112,7 @@ impl Store {
                     None if !crate::domain::layout::is_session_id(id) => bad(
                         at,
                         format!(
-                            "{id:?} is a valid seed 004 id, but this ledger's threads are sessions, whose ids are \
+                            "{id:?} is a valid registry id, but this ledger's threads are sessions, whose ids are \
                              lower-case UUIDs (such as 0b6f2c1e-8d4a-4c5e-9f3b-2a7d1e6c8b90)"
                         ),
                     ),
