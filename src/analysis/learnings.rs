@@ -156,6 +156,26 @@ fn first_line(text: &str) -> &str {
     text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("")
 }
 
+/// An anti-pattern's title when the thought revised says `believed`: its
+/// first line, cut to 80 characters.
+pub(crate) fn belief_title(believed: &str) -> String {
+    excerpt(first_line(believed), 80)
+}
+
+/// The file name a learning titled `title`, from thought `number`, is filed
+/// under, without `.md` (and without the `-2`, `-3`... that tell it from
+/// another of the same call).
+pub(crate) fn learning_stem(title: &str, number: u32) -> String {
+    let mut slug = slugify(title);
+    slug.truncate(48);
+    let slug = slug.trim_end_matches('-');
+    if slug.is_empty() {
+        format!("thought-{number}")
+    } else {
+        slug.to_string()
+    }
+}
+
 fn heading(moment: &KeyMoment, thought: &Thought) -> String {
     let source = moment
         .summary
@@ -306,14 +326,7 @@ pub fn extract_learnings(
     };
     let mut used_paths: Vec<String> = Vec::new();
     let mut unique_path = |dir: &str, title: &str, number: u32| {
-        let mut slug = slugify(title);
-        slug.truncate(48);
-        let slug = slug.trim_end_matches('-').to_string();
-        let base = if slug.is_empty() {
-            format!("thought-{number}")
-        } else {
-            slug
-        };
+        let base = learning_stem(title, number);
         let mut path = format!("{dir}/{cat}/{base}.md");
         let mut k = 2;
         while used_paths.contains(&path) {
@@ -418,7 +431,7 @@ pub fn extract_learnings(
             // with the correction, it would tell later readers to avoid the
             // right answer).
             let title = match revised {
-                Some(r) => excerpt(first_line(&r.data.thought), 80),
+                Some(r) => belief_title(&r.data.thought),
                 // The thought revised is gone (a hand edit): named, not quoted.
                 None => format!(
                     "thought {}{}, revised by thought {}",

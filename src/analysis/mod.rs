@@ -24,6 +24,7 @@ pub use learnings::{
     BehaviorCharacteristics, ExtractedLearning, Extraction, KeyMoment, LearningMetadata, LearningType, MomentKind,
     extract_learnings,
 };
+pub(crate) use learnings::{belief_title, learning_stem};
 pub use session::{SessionAnalysis, session_analysis};
 
 use crate::domain::Thought;

@@ -194,20 +194,9 @@ pub async fn extract_learnings(gw: &Gateway, args: Args) -> Result<Value> {
                 .map(|(p, _)| p.id.clone())
                 .collect()
         };
-        let retitled = ids(|how| how == Saved::Retitled);
-        if !retitled.is_empty() {
-            // Saved before, so also under alreadySaved: no copy was made.
-            let say = format!(
-                "{} (listed in retitled): saved by an earlier call headed \"Avoid:\" with the correction or the \
-                 moment's summary, now titled and headed with the belief revised (ids kept)",
-                retitled.join(", ")
-            );
-            answers::add_note(&mut extraction.note, &say);
-        }
         SavedPatterns {
             saved_patterns: ids(|_| true),
-            already_saved: ids(|how| how != Saved::Created),
-            retitled,
+            already_saved: ids(|how| how == Saved::Already),
         }
     });
     answers::to_value(&ExtractionAnswer { extraction, saved })

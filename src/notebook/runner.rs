@@ -443,16 +443,71 @@ fn without_userinfo(text: &str) -> String {
     out
 }
 
-/// Kills the process group it names when dropped: a run that ends, times
-/// out or is abandoned (a server stopping) leaves nothing behind.
+/// Kills the process group it names when dropped, unless [`GroupKill::now`]
+/// did already: a run abandoned (a server stopping, the call dropped) leaves
+/// nothing behind.
 struct GroupKill(Option<u32>);
 
-impl Drop for GroupKill {
-    fn drop(&mut self) {
-        if let Some(pgid) = self.0.and_then(|p| rustix::process::Pid::from_raw(p as i32)) {
+impl GroupKill {
+    /// Kill the group now, and not again when dropped (its id may be
+    /// another group's by then).
+    fn now(&mut self) {
+        if let Some(pgid) = self.0.take().and_then(|p| rustix::process::Pid::from_raw(p as i32)) {
             // The group may be gone already: nothing to do then.
             let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
         }
+    }
+}
+
+impl Drop for GroupKill {
+    fn drop(&mut self) {
+        self.now();
+    }
+}
+
+/// Wait until the child `pid` has exited, without reaping it: while it is a
+/// zombie its pid, and so its process group's id, cannot be given to
+/// another process, and the group can be killed safely. (tokio's
+/// `Child::wait` reaps.) Woken by SIGCHLD, and looks once before the first.
+async fn exited_unreaped(pid: rustix::process::Pid) -> std::io::Result<()> {
+    use rustix::process::{WaitId, WaitIdOptions, waitid};
+    let mut sigchld = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::child())?;
+    loop {
+        match waitid(
+            WaitId::Pid(pid),
+            WaitIdOptions::EXITED | WaitIdOptions::NOWAIT | WaitIdOptions::NOHANG,
+        ) {
+            Ok(Some(_)) => return Ok(()),
+            Ok(None) | Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+        if sigchld.recv().await.is_none() {
+            return Err(std::io::Error::other("SIGCHLD is no longer delivered"));
+        }
+    }
+}
+
+/// Let the child run until it exits or `limit` passes, then `kill` its
+/// group, and only then reap it: killed after the reap, a group with no
+/// process left could be another's by the same id. `None`: the limit passed.
+async fn settle(
+    child: &mut tokio::process::Child,
+    limit: Duration,
+    kill: impl FnOnce(),
+) -> std::io::Result<Option<std::process::ExitStatus>> {
+    let pid = child
+        .id()
+        .and_then(|p| rustix::process::Pid::from_raw(p as i32))
+        .ok_or_else(|| std::io::Error::other("the cell's process was reaped before its end was seen"))?;
+    let exited = tokio::time::timeout(limit, exited_unreaped(pid)).await;
+    // Whatever it left running goes with it, the leader still a zombie (or
+    // still running, when the limit passed).
+    kill();
+    let status = child.wait().await?;
+    match exited {
+        Ok(Ok(())) => Ok(Some(status)),
+        Ok(Err(e)) => Err(e),
+        Err(_) => Ok(None),
     }
 }
 
@@ -538,7 +593,7 @@ async fn run(
     let mut child = cmd
         .spawn()
         .map_err(|e| Error::io(format!("starting {:?}", cmd.as_std().get_program()), e))?;
-    let group = GroupKill(child.id());
+    let mut group = GroupKill(child.id());
     let capture = Arc::new(Mutex::new(Capture::default()));
     let mut readers = Vec::new();
     if let Some(out) = child.stdout.take() {
@@ -547,16 +602,9 @@ async fn run(
     if let Some(err) = child.stderr.take() {
         readers.push(tokio::spawn(read_into(err, capture.clone(), limits.output, true)));
     }
-    let waited = tokio::time::timeout(limits.time, child.wait()).await;
-    // Whatever it left running goes with it.
-    drop(group);
-    let status = match waited {
-        Ok(status) => Some(status.map_err(|e| Error::io("waiting for the cell", e))?),
-        Err(_) => {
-            let _ = child.wait().await;
-            None
-        }
-    };
+    let status = settle(&mut child, limits.time, || group.now())
+        .await
+        .map_err(|e| Error::io("waiting for the cell", e))?;
     let duration_ms = start.elapsed().as_millis() as u64;
     for r in readers {
         let _ = tokio::time::timeout(Duration::from_secs(1), r).await;
@@ -646,6 +694,119 @@ mod tests {
             "{clean}"
         );
         assert_eq!(without_userinfo("no address"), "no address");
+    }
+
+    /// Whether process `pid` has ended: gone, or a zombie no one reaped
+    /// (a killed grandchild is reparented, and whoever adopts it may not
+    /// reap it at once). Asked until it says so, for up to ten seconds.
+    #[cfg(target_os = "linux")]
+    async fn ends(pid: u32) -> bool {
+        for _ in 0..200 {
+            let ended = match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+                Err(_) => true,
+                Ok(stat) => stat
+                    .rsplit(')')
+                    .next()
+                    .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+            };
+            if ended {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        false
+    }
+
+    /// A shell in a group of its own that starts `sleep 30` in the
+    /// background, says its pid, then runs `then`.
+    async fn leader_with_grandchild(then: &str) -> (tokio::process::Child, u32) {
+        use tokio::io::AsyncBufReadExt;
+        let mut child = Command::new("/bin/sh")
+            .args(["-c", &format!("sleep 30 & echo $!; {then}")])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        tokio::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .await
+            .unwrap();
+        (child, line.trim().parse().unwrap())
+    }
+
+    /// Whether `pid`, a child of this process, has exited and is not reaped.
+    fn unreaped_exit(pid: u32) -> bool {
+        use rustix::process::{Pid, WaitId, WaitIdOptions, waitid};
+        let pid = Pid::from_raw(pid as i32).unwrap();
+        let how = WaitIdOptions::EXITED | WaitIdOptions::NOWAIT | WaitIdOptions::NOHANG;
+        waitid(WaitId::Pid(pid), how).unwrap().is_some()
+    }
+
+    /// A leader that exits leaving a process in its group: the group is
+    /// killed while the leader is a zombie, not yet reaped (its id cannot
+    /// be another group's then), and reaped after, with its exit code.
+    #[tokio::test]
+    async fn the_group_is_killed_before_its_leader_is_reaped() {
+        let (mut child, grandchild) = leader_with_grandchild("exit 3").await;
+        let leader = child.id().unwrap();
+        let mut group = GroupKill(Some(leader));
+        let mut seen = None;
+        let status = settle(&mut child, MAX_TIME_LIMIT, || {
+            seen = Some(unreaped_exit(leader));
+            group.now();
+        })
+        .await
+        .unwrap();
+        assert_eq!(
+            seen,
+            Some(true),
+            "the group was killed after the leader was reaped, or before it exited"
+        );
+        assert_eq!(status.and_then(|s| s.code()), Some(3));
+        assert_eq!(child.id(), None, "the leader is reaped");
+        assert_eq!(group.0, None, "killed once, not again when dropped");
+        #[cfg(target_os = "linux")]
+        assert!(ends(grandchild).await, "the background process outlived its group");
+        let _ = grandchild;
+    }
+
+    /// Past the time limit the group is killed with the leader still
+    /// running, then the leader is reaped.
+    #[tokio::test]
+    async fn past_the_limit_the_group_is_killed_then_reaped() {
+        let (mut child, grandchild) = leader_with_grandchild("sleep 30").await;
+        let leader = child.id().unwrap();
+        let mut group = GroupKill(Some(leader));
+        let mut seen = None;
+        let status = settle(&mut child, Duration::from_millis(100), || {
+            seen = Some(unreaped_exit(leader));
+            group.now();
+        })
+        .await
+        .unwrap();
+        assert_eq!(seen, Some(false), "the leader was still running at the limit");
+        assert_eq!(status, None);
+        assert_eq!(child.id(), None, "the leader is reaped");
+        #[cfg(target_os = "linux")]
+        assert!(ends(grandchild).await, "the background process outlived its group");
+        let _ = grandchild;
+    }
+
+    /// A run whose process exits with a process of its group still running
+    /// ends with nothing of the group left.
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn a_run_leaves_no_process_of_its_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cmd = Command::new("/bin/sh");
+        cmd.args(["-c", "sleep 30 & echo $!"]);
+        let outcome = run(cmd, dir.path(), Limits::default(), "process", &[]).await.unwrap();
+        assert_eq!(outcome.status, CellStatus::Completed, "{outcome:?}");
+        let grandchild: u32 = outcome.output.trim().parse().unwrap();
+        assert!(ends(grandchild).await, "the background process outlived the run");
     }
 
     #[test]

@@ -3,8 +3,11 @@
 //!
 //! This file saves, reads, updates and deletes patterns (a learning saved
 //! twice is kept once); notes are in `notes`, searching both by text in
-//! `ranking`, and `list_patterns` with its filters and pages in `listing`.
+//! `ranking`, `list_patterns` with its filters and pages in `listing`, and
+//! the one-off rewrite of anti-patterns saved in an older wording in
+//! `legacy`.
 
+pub(super) mod legacy;
 mod listing;
 mod notes;
 mod ranking;
@@ -108,80 +111,6 @@ pub enum Saved {
     Created,
     /// The same pattern was stored already; left as it is.
     Already,
-    /// The same anti-pattern was stored with the older, inverted heading;
-    /// its title, description and content were replaced.
-    Retitled,
-}
-
-/// The content of a learning without its "- Source: ..." line.
-fn without_source_line(content: &str) -> String {
-    content
-        .split_inclusive('\n')
-        .filter(|line| !line.starts_with("- Source: "))
-        .collect()
-}
-
-/// The same anti-pattern as `n` (title, description and author; `older` is
-/// its description in the older wording), saved with another thought as its
-/// source: before the correction was always the source, a moment naming the
-/// thought revised and one naming its revision saved two (session 19). Its
-/// id (the oldest, if several).
-fn same_anti_pattern_other_source_tx(tx: &Tx<'_>, n: &NewPattern, older: &str) -> Result<Option<String>> {
-    if !n.description.starts_with("An anti-pattern ") {
-        return Ok(None);
-    }
-    let mut candidates = tx.prepare_cached(
-        "SELECT id, content FROM knowledge_patterns
-         WHERE title = ?1 COLLATE NOCASE AND title = ?1 AND description IN (?2, ?3) AND created_by IS ?4
-         ORDER BY created_at, seq",
-    )?;
-    let rows = candidates.query_map(params![n.title, n.description, older, n.created_by], |r| {
-        Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
-    })?;
-    let want = without_source_line(&n.content);
-    for row in rows {
-        let (id, content) = row?;
-        if without_source_line(&content) == want {
-            return Ok(Some(id));
-        }
-    }
-    Ok(None)
-}
-
-/// An anti-pattern `extract_learnings` saved before its "Avoid:" heading
-/// named the belief revised, the same learning as `n`: by the same author,
-/// its content the same below the heading line, and its title still the one
-/// that heading gave it (a title someone changed since is theirs, and left
-/// alone). Its id (the oldest, if several).
-fn misheaded_anti_pattern_tx(tx: &Tx<'_>, n: &NewPattern) -> Result<Option<String>> {
-    const AVOID: &str = "# Avoid: ";
-    let (Some(body_at), true) = (
-        n.content.find('\n'),
-        n.description.starts_with("An anti-pattern ") && n.content.starts_with(AVOID),
-    ) else {
-        return Ok(None);
-    };
-    // `instr` counts characters from 1 and `substr` takes characters: the
-    // content from its first line break, as `body` is.
-    let body = &n.content[body_at..];
-    let mut candidates = tx.prepare_cached(
-        "SELECT id, title, content FROM knowledge_patterns
-         WHERE created_by IS ?1 AND title <> ?2 AND substr(content, 1, 9) = '# Avoid: '
-           AND instr(content, char(10)) > 0 AND substr(content, instr(content, char(10))) = ?3
-         ORDER BY created_at, seq",
-    )?;
-    let rows = candidates.query_map(params![n.created_by, n.title, body], |r| {
-        Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?))
-    })?;
-    for row in rows {
-        let (id, title, content) = row?;
-        let heading = content.lines().next().unwrap_or("").strip_prefix(AVOID).unwrap_or("");
-        let as_saved: String = heading.chars().take(crate::knowledge::MAX_TITLE_CHARS).collect();
-        if title == as_saved {
-            return Ok(Some(id));
-        }
-    }
-    Ok(None)
 }
 
 impl Store {
@@ -195,10 +124,9 @@ impl Store {
     /// those stored already: a pattern with the same title, description,
     /// content and author (what `extract_learnings` saves again when an
     /// agent repeats the call) is answered as it is ([`Saved::Already`]).
-    /// An anti-pattern saved in the older wording, headed "Avoid:" with
-    /// the correction or the moment's summary, is the same learning: it
-    /// is retitled in place ([`Saved::Retitled`]) rather than kept beside
-    /// a copy that says the opposite.
+    /// Anti-patterns saved in an older wording were rewritten into the
+    /// current one once, when the ledger was upgraded (migration V17 and
+    /// [`legacy`]), so the same learning is the same text.
     pub fn create_patterns_once(&self, new: &[NewPattern]) -> Result<Vec<(KnowledgePattern, Saved)>> {
         self.write(|tx| {
             let now = domain::now();
@@ -206,47 +134,18 @@ impl Store {
             // candidates; the exact comparisons then decide.
             let mut same = tx.prepare_cached(
                 "SELECT id FROM knowledge_patterns
-                 WHERE title = ?1 COLLATE NOCASE AND title = ?1 AND description IN (?2, ?5) AND content = ?3
+                 WHERE title = ?1 COLLATE NOCASE AND title = ?1 AND description = ?2 AND content = ?3
                    AND created_by IS ?4
                  ORDER BY created_at LIMIT 1",
             )?;
             let mut out = Vec::with_capacity(new.len());
             for n in new {
-                // Anti-patterns saved before "A anti-pattern" became "An
-                // anti-pattern" are the same learning.
-                let older = n
-                    .description
-                    .strip_prefix("An anti-pattern ")
-                    .map_or_else(|| n.description.clone(), |rest| format!("A anti-pattern {rest}"));
                 let existing: Option<String> = same
-                    .query_row(params![n.title, n.description, n.content, n.created_by, older], |r| {
-                        r.get(0)
-                    })
+                    .query_row(params![n.title, n.description, n.content, n.created_by], |r| r.get(0))
                     .optional()?;
-                let existing = match existing {
-                    Some(id) => Some(id),
-                    None => same_anti_pattern_other_source_tx(tx, n, &older)?,
-                };
                 out.push(match existing {
                     Some(id) => (get_pattern_tx(tx, &id)?, Saved::Already),
-                    None => match misheaded_anti_pattern_tx(tx, n)? {
-                        Some(id) => {
-                            tx.prepare_cached(
-                                "UPDATE knowledge_patterns SET title = ?2, description = ?3, content = ?4,
-                                     updated_at = ?5
-                                 WHERE id = ?1",
-                            )?
-                            .execute(params![
-                                id,
-                                n.title,
-                                n.description,
-                                n.content,
-                                now
-                            ])?;
-                            (get_pattern_tx(tx, &id)?, Saved::Retitled)
-                        }
-                        None => (insert_pattern_tx(tx, n, &now)?, Saved::Created),
-                    },
+                    None => (insert_pattern_tx(tx, n, &now)?, Saved::Created),
                 });
             }
             Ok(out)
@@ -390,109 +289,48 @@ mod tests {
         }
     }
 
-    /// An anti-pattern saved before its description read "An anti-pattern"
-    /// is the same learning when extract_learnings saves it again.
+    /// A learning saved again (same title, description, content and
+    /// author) answers the stored one; one that differs in any of them is
+    /// another pattern. (Older wordings were rewritten at the upgrade to
+    /// schema 17: see `legacy`.)
     #[test]
-    fn a_learning_saved_with_the_older_article_is_not_saved_twice() {
+    fn a_learning_saved_twice_is_kept_once() {
         let (_d, store) = temp_store();
-        let learning = |description: &str| NewPattern {
-            description: description.into(),
-            created_by: Some("extract_learnings".into()),
-            ..p("Do not cache tokens", &["learning"], "Caching tokens broke logout.")
-        };
-        let before = learning("A anti-pattern extracted from session s (patterns/x.md).");
-        let (first, saved) = store.create_patterns_once(&[before]).unwrap().remove(0);
-        assert_eq!(saved, Saved::Created);
-        let now = learning("An anti-pattern extracted from session s (patterns/x.md).");
-        let (again, saved) = store.create_patterns_once(&[now]).unwrap().remove(0);
-        assert_eq!(saved, Saved::Already, "a second copy was saved");
-        assert_eq!(again.id, first.id);
-    }
-
-    /// An anti-pattern saved headed "Avoid: <the correction>" is retitled
-    /// when the same learning is saved headed with the belief revised; one
-    /// whose title was changed since, or whose body differs, is not the same
-    /// learning.
-    #[test]
-    fn an_anti_pattern_saved_with_the_inverted_heading_is_retitled_in_place() {
-        let (_d, store) = temp_store();
-        let body = "\n\n- Source: session \"s\"\n\n## What was believed (thought 1)\n\n> Reads\n";
-        let learning = |title: &str, article: &str, body: &str| NewPattern {
-            title: title.into(),
-            description: format!("{article} anti-pattern extracted from session s (anti-patterns/x/{title}.md)."),
-            tags: vec!["learning".into(), "anti-pattern".into()],
-            content: format!("# Avoid: {title}{body}"),
-            created_by: Some("extract_learnings".into()),
-            ..Default::default()
-        };
-        let old = learning("No: N+1 queries", "A", body);
-        let edited = learning("Mine", "An", body);
-        let other = learning("No: N+1 queries", "An", "\n\nanother body");
-        // (Each created as it is: saved once, each would retitle the one before.)
-        let [old, edited, other] = [old, edited, other].map(|n| store.create_pattern(n).unwrap());
-        // Someone retitled this one by hand: theirs.
-        store
-            .update_pattern(
-                &edited.id,
-                PatternUpdate {
-                    title: Some("Reads first".into()),
-                    ..Default::default()
-                },
-            )
-            .unwrap();
-        let now = learning("DB reads dominate", "An", body);
-        let (fixed, saved) = store
-            .create_patterns_once(std::slice::from_ref(&now))
-            .unwrap()
-            .remove(0);
-        assert_eq!(saved, Saved::Retitled);
-        assert_eq!(fixed.id, old.id, "ids stay");
-        assert_eq!(
-            (fixed.title.as_str(), fixed.content.as_str()),
-            (now.title.as_str(), now.content.as_str())
-        );
-        assert_eq!(fixed.description, now.description);
-        assert_eq!(fixed.tags, ["learning", "anti-pattern"]);
-        // Saved again: already there; the others untouched.
-        let (again, saved) = store.create_patterns_once(&[now]).unwrap().remove(0);
-        assert_eq!((again.id.as_str(), saved), (old.id.as_str(), Saved::Already));
-        assert_eq!(store.pattern(&edited.id).unwrap().title, "Reads first");
-        assert_eq!(store.pattern(&other.id).unwrap().title, "No: N+1 queries");
-    }
-
-    /// An anti-pattern saved with the thought revised as its source (a
-    /// moment naming that thought, before the correction was always the
-    /// source) is the same learning: not saved twice (session 19).
-    #[test]
-    fn an_anti_pattern_saved_from_the_other_thought_is_already_saved() {
-        let (_d, store) = temp_store();
-        let learning = |source: u32, lesson: &str| NewPattern {
-            title: "DB reads dominate".into(),
+        let learning = || NewPattern {
             description: "An anti-pattern extracted from session s (anti-patterns/x/db.md).".into(),
-            content: format!(
-                "# Avoid: DB reads dominate\n\n- Source: session \"s\" (`s`), thought {source}\n- Moment: revision\n\n## Lesson\n\n{lesson}\n"
-            ),
             created_by: Some("extract_learnings".into()),
-            ..Default::default()
+            ..p(
+                "DB reads dominate",
+                &["learning"],
+                "# Avoid: DB reads dominate\n\n## Lesson\n\nProfile first\n",
+            )
         };
-        let before = store.create_pattern(learning(2, "Profile first")).unwrap();
-        let (same, saved) = store
-            .create_patterns_once(&[learning(3, "Profile first")])
-            .unwrap()
-            .remove(0);
-        assert_eq!((same.id.as_str(), saved), (before.id.as_str(), Saved::Already));
-        assert!(same.content.contains("thought 2"), "left as it is");
-        // Another lesson is another learning.
-        let (other, saved) = store.create_patterns_once(&[learning(3, "Measure")]).unwrap().remove(0);
+        let (first, saved) = store.create_patterns_once(&[learning()]).unwrap().remove(0);
         assert_eq!(saved, Saved::Created);
-        assert_ne!(other.id, before.id);
-        // And a pattern (not an anti-pattern) is matched by its whole text.
-        let pattern = |source: u32| NewPattern {
-            description: "A pattern extracted from session s (patterns/x/db.md).".into(),
-            ..learning(source, "x")
-        };
-        store.create_pattern(pattern(2)).unwrap();
-        assert_eq!(store.create_patterns_once(&[pattern(3)]).unwrap()[0].1, Saved::Created);
+        let (again, saved) = store.create_patterns_once(&[learning()]).unwrap().remove(0);
+        assert_eq!((again.id.as_str(), saved), (first.id.as_str(), Saved::Already));
+        let others = [
+            NewPattern {
+                description: "A anti-pattern extracted from session s (anti-patterns/x/db.md).".into(),
+                ..learning()
+            },
+            NewPattern {
+                content: learning().content.replace("Profile", "Measure"),
+                ..learning()
+            },
+            NewPattern {
+                created_by: None,
+                ..learning()
+            },
+        ];
+        for other in others {
+            let (made, saved) = store
+                .create_patterns_once(std::slice::from_ref(&other))
+                .unwrap()
+                .remove(0);
+            assert_eq!(saved, Saved::Created, "{other:?}");
+            assert_ne!(made.id, first.id);
+        }
     }
 
     #[test]

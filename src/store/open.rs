@@ -178,9 +178,39 @@ fn latest_known_version() -> i64 {
         .unwrap_or(0)
 }
 
+/// The schema version before migration V17, which records that the
+/// anti-patterns saved in an older wording were rewritten.
+const BEFORE_CURRENT_WORDING: i32 = 16;
+
 fn migrate(conn: &mut Connection) -> Result<()> {
+    // Up to version 16, then the rewrite that needs Rust (a title cut from a
+    // quoted line, a slug), then the rest: run once, when V17 is next. Cut
+    // short between the two, it runs again on the next open, and leaves
+    // what it rewrote as it is.
+    embedded::migrations::runner()
+        .set_target(refinery::Target::Version(BEFORE_CURRENT_WORDING))
+        .run(conn)?;
+    let at: i64 = conn.query_row(
+        "SELECT COALESCE(MAX(version), 0) FROM refinery_schema_history",
+        [],
+        |r| r.get(0),
+    )?;
+    if at == i64::from(BEFORE_CURRENT_WORDING) {
+        super::knowledge::legacy::rewrite_older_anti_patterns(conn)?;
+    }
     embedded::migrations::runner().run(conn)?;
     Ok(())
+}
+
+/// A new ledger at `path` at schema `version`, as an older thoughtbox left it.
+#[cfg(test)]
+pub(super) fn ledger_at(path: &Path, version: i32) -> Connection {
+    let mut conn = Connection::open(path).expect("open the ledger");
+    embedded::migrations::runner()
+        .set_target(refinery::Target::Version(version))
+        .run(&mut conn)
+        .expect("migrate");
+    conn
 }
 
 fn ensure_config(conn: &Connection) -> Result<()> {

@@ -373,6 +373,37 @@ console.log(JSON.stringify(tries));
     s.stop().await;
 }
 
+/// A cell that starts a process in the background and exits: the run
+/// ends with nothing of its process group left running.
+#[tokio::test]
+async fn a_cells_background_process_ends_with_the_run() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    s.ready("Background work").await;
+    let open = s
+        .ok(
+            "notebook",
+            nb("create", json!({ "name": "Spawner", "allowChildProcesses": true })),
+        )
+        .await;
+    let id = open["notebookId"].as_str().unwrap();
+    let cell = add_code(
+        &s,
+        id,
+        "spawn.js",
+        "import cp from 'node:child_process';\n\
+         const c = cp.spawn('sleep', ['30'], { detached: false, stdio: 'ignore' });\n\
+         c.unref();\n\
+         console.log(c.pid);",
+    )
+    .await;
+    let r = run(&s, id, &cell, Value::Null).await;
+    assert_eq!(r["status"], "completed", "{r}");
+    let pid: u32 = r["output"].as_str().unwrap().trim().parse().expect("the sleep's pid");
+    wait_exit(pid).await;
+    s.stop().await;
+}
+
 #[tokio::test]
 async fn a_runaway_cell_is_stopped_while_the_server_keeps_answering() {
     let (_d, db) = temp_db();

@@ -25,9 +25,6 @@ pub(crate) struct SavedPatterns {
     pub saved_patterns: Vec<String>,
     /// Those saved by an earlier call (the same learning of the same session).
     pub already_saved: Vec<String>,
-    /// Those saved before under an older title, now retitled.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub retitled: Vec<String>,
 }
 
 /// `deep_analysis`.
