@@ -3,6 +3,7 @@
 //! existing chains through [`ChainFacts`] and persists what [`plan_thought`]
 //! decides.
 
+mod config_key;
 mod connection;
 pub mod layout;
 mod partition;
@@ -11,6 +12,7 @@ mod thought;
 pub mod thread;
 mod types;
 
+pub use config_key::{ConfigDefault, ConfigKey};
 pub use connection::{ConnectionState, Current};
 pub use partition::{Granularity, partition_path};
 pub use stage::Stage;
