@@ -549,6 +549,32 @@ mod tests {
         assert_eq!(minute("2026-11-22T01:12:02.123Z"), "2026-11-22 01:12");
     }
 
+    /// The help of `config get` and `config set` is written by hand (doc
+    /// comments cannot be derived): it names every key, and for `set`
+    /// every settable key with the values it takes, and no other.
+    #[test]
+    fn the_config_help_names_the_keys() {
+        use clap::Subcommand;
+        let config = ConfigCommand::augment_subcommands(clap::Command::new("config"));
+        let help = |sub: &str, arg: &str| {
+            let sub = config.find_subcommand(sub).unwrap();
+            let arg = sub.get_arguments().find(|a| a.get_id() == arg).unwrap();
+            let about = sub.get_about().map(ToString::to_string).unwrap_or_default();
+            (about, arg.get_help().map(ToString::to_string).unwrap_or_default())
+        };
+        let (_, get_key) = help("get", "key");
+        let (set_about, set_key) = help("set", "key");
+        let (_, set_value) = help("set", "value");
+        for key in ConfigKey::ALL {
+            assert!(get_key.contains(key.name()), "{key:?}: {get_key}");
+            assert_eq!(set_key.contains(key.name()), key.settable(), "{key:?}: {set_key}");
+            assert_eq!(set_about.contains(key.name()), key.settable(), "{key:?}: {set_about}");
+            if key.settable() {
+                assert!(set_value.contains(key.allowed()), "{key:?}: {set_value}");
+            }
+        }
+    }
+
     /// What `config set` takes and refuses follows [`ConfigKey`]: every key
     /// is listed once, a settable one takes its default and a read-only one
     /// is refused whatever the value.
