@@ -490,7 +490,8 @@ fn serve(store: &Store, queue: &Receiver<Job>, closed: &AtomicBool, counts: &Cou
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::test_support::temp_store;
+    use crate::domain::ConfigKey;
+    use crate::store::test_support::{has_config_row, temp_store};
 
     #[tokio::test(flavor = "current_thread")]
     async fn runs_jobs_in_order_on_its_own_thread() {
@@ -589,7 +590,7 @@ mod tests {
             let w = writer.clone();
             tasks.push(tokio::spawn(async move {
                 match i {
-                    7 => w.write(|s| put(s, "installId")).await,
+                    7 => w.write(|s| put(s, ConfigKey::InstallId.name())).await,
                     11 => w.write(|_| -> Result<()> { panic!("a bug in a grouped write") }).await,
                     _ => w.write(move |s| put(s, &format!("grouped-{i}"))).await,
                 }
@@ -615,7 +616,7 @@ mod tests {
             }
         }
         for i in 0..20 {
-            let kept = store.config_value(&format!("grouped-{i}")).expect("read").is_some();
+            let kept = has_config_row(&store, &format!("grouped-{i}"));
             assert_eq!(kept, i != 7 && i != 11, "write {i}");
         }
         let (writes, commits) = writer.counts();
@@ -635,7 +636,7 @@ mod tests {
                 .expect("write");
         }
         assert_eq!(writer.counts(), (3, 3));
-        assert!(store.config_value("alone-2").expect("read").is_some());
+        assert!(has_config_row(&store, "alone-2"));
     }
 
     #[tokio::test(flavor = "current_thread")]
@@ -745,7 +746,7 @@ mod tests {
     }
 
     fn written(store: &Store, key: &str) -> bool {
-        store.config_value(key).expect("read").is_some()
+        has_config_row(store, key)
     }
 
     /// With the writer idle, a write runs on the caller's thread, as its

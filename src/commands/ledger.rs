@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::{ConfigCommand, SessionsCommand, SortArg, StatusArg, clip, out, out_json, table};
 use crate::cli::DbArgs;
-use crate::domain::{Granularity, Session, SessionFilter, SessionStatus, SortBy, SortOrder};
+use crate::domain::{ConfigKey, Session, SessionFilter, SessionStatus, SortBy, SortOrder};
 use crate::error::{Error, Result};
 use crate::export::{self, Format, Layout};
 use crate::store::{Access, FileSizes, SEARCH_CANDIDATES};
@@ -427,44 +427,35 @@ pub fn info(db: &DbArgs, json: bool) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Settings users may change, and how their values are checked.
-const SETTABLE: &[(&str, &str)] = &[
-    ("sessionPartitionGranularity", "monthly, weekly, daily or none"),
-    ("disableThoughtLogging", "true or false"),
-];
-/// Settings that are only read.
-const READ_ONLY: &[&str] = &["installId", "createdAt"];
+/// Every setting's name, those users may change first, then those that
+/// are only read: the order a message lists them in.
+fn setting_names() -> Vec<&'static str> {
+    let (settable, read_only): (Vec<ConfigKey>, Vec<ConfigKey>) =
+        ConfigKey::ALL.into_iter().partition(|k| k.settable());
+    settable.into_iter().chain(read_only).map(ConfigKey::name).collect()
+}
 
-fn check_setting(key: &str, value: &str) -> Result<()> {
-    let ok = match key {
-        "sessionPartitionGranularity" => Granularity::parse(value).is_some(),
-        "disableThoughtLogging" => matches!(value, "true" | "false"),
-        _ if READ_ONLY.contains(&key) => {
-            return Err(Error::invalid(
-                key,
-                format!("{key} is set once when the database is created"),
-            ));
-        }
-        _ => {
-            return Err(Error::invalid(
-                key,
-                format!(
-                    "unknown setting {key:?}; settings: {}",
-                    SETTABLE
-                        .iter()
-                        .map(|(k, _)| *k)
-                        .chain(READ_ONLY.iter().copied())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            ));
-        }
+/// The setting `key` names, if users may set it to `value`.
+fn check_setting(key: &str, value: &str) -> Result<ConfigKey> {
+    let Some(setting) = ConfigKey::from_name(key) else {
+        return Err(Error::invalid(
+            key,
+            format!("unknown setting {key:?}; settings: {}", setting_names().join(", ")),
+        ));
     };
-    if ok {
-        Ok(())
+    if !setting.settable() {
+        return Err(Error::invalid(
+            key,
+            format!("{key} is set once when the database is created"),
+        ));
+    }
+    if setting.accepts(value) {
+        Ok(setting)
     } else {
-        let allowed = SETTABLE.iter().find(|(k, _)| *k == key).map_or("", |(_, a)| a);
-        Err(Error::invalid(key, format!("{key} must be {allowed} (got {value:?})")))
+        Err(Error::invalid(
+            key,
+            format!("{key} must be {} (got {value:?})", setting.allowed()),
+        ))
     }
 }
 
@@ -511,8 +502,8 @@ pub fn config(db: &DbArgs, command: ConfigCommand) -> Result<ExitCode> {
         }
         ConfigCommand::Set { key, value } => {
             let value = value.trim().to_ascii_lowercase();
-            check_setting(&key, &value)?;
-            store.set_config_value(&key, &value)?;
+            let setting = check_setting(&key, &value)?;
+            store.set_config_value(setting, &value)?;
             // Into the database file itself, so that copying the file now
             // carries the change.
             store.checkpoint_settled(std::time::Duration::from_millis(500))?;
@@ -527,16 +518,88 @@ pub fn config(db: &DbArgs, command: ConfigCommand) -> Result<ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::ConfigDefault;
 
     #[test]
     fn settings_are_checked() {
-        assert!(check_setting("sessionPartitionGranularity", "weekly").is_ok());
-        assert!(check_setting("sessionPartitionGranularity", "yearly").is_err());
-        assert!(check_setting("disableThoughtLogging", "yes").is_err());
-        assert!(check_setting("installId", "x").is_err());
-        assert!(check_setting("nope", "x").is_err());
+        assert_eq!(
+            check_setting("sessionPartitionGranularity", "weekly").unwrap(),
+            ConfigKey::SessionPartitionGranularity
+        );
+        let refused = |key: &str, value: &str| check_setting(key, value).unwrap_err().to_string();
+        assert_eq!(
+            refused("sessionPartitionGranularity", "yearly"),
+            "sessionPartitionGranularity must be monthly, weekly, daily or none (got \"yearly\")"
+        );
+        assert_eq!(
+            refused("disableThoughtLogging", "yes"),
+            "disableThoughtLogging must be true or false (got \"yes\")"
+        );
+        assert_eq!(
+            refused("installId", "x"),
+            "installId is set once when the database is created"
+        );
+        assert_eq!(
+            refused("nope", "x"),
+            "unknown setting \"nope\"; settings: sessionPartitionGranularity, disableThoughtLogging, installId, \
+             createdAt"
+        );
         assert_eq!(human(512), "512 B");
         assert_eq!(human(1536), "1.5 KiB");
         assert_eq!(minute("2026-11-22T01:12:02.123Z"), "2026-11-22 01:12");
+    }
+
+    /// The help of `config get` and `config set` is written by hand (doc
+    /// comments cannot be derived): it names every key, and for `set`
+    /// every settable key with the values it takes, and no other.
+    #[test]
+    fn the_config_help_names_the_keys() {
+        use clap::Subcommand;
+        let config = ConfigCommand::augment_subcommands(clap::Command::new("config"));
+        let help = |sub: &str, arg: &str| {
+            let sub = config.find_subcommand(sub).unwrap();
+            let arg = sub.get_arguments().find(|a| a.get_id() == arg).unwrap();
+            let about = sub.get_about().map(ToString::to_string).unwrap_or_default();
+            (about, arg.get_help().map(ToString::to_string).unwrap_or_default())
+        };
+        let (_, get_key) = help("get", "key");
+        let (set_about, set_key) = help("set", "key");
+        let (_, set_value) = help("set", "value");
+        for key in ConfigKey::ALL {
+            assert!(get_key.contains(key.name()), "{key:?}: {get_key}");
+            assert_eq!(set_key.contains(key.name()), key.settable(), "{key:?}: {set_key}");
+            assert_eq!(set_about.contains(key.name()), key.settable(), "{key:?}: {set_about}");
+            if key.settable() {
+                assert!(set_value.contains(key.allowed()), "{key:?}: {set_value}");
+            }
+        }
+    }
+
+    /// What `config set` takes and refuses follows [`ConfigKey`]: every key
+    /// is listed once, a settable one takes its default and a read-only one
+    /// is refused whatever the value.
+    #[test]
+    fn the_settable_and_read_only_lists_come_from_the_keys() {
+        let names = setting_names();
+        assert_eq!(names.len(), ConfigKey::ALL.len());
+        let settable = names
+            .iter()
+            .take_while(|n| ConfigKey::from_name(n).is_some_and(ConfigKey::settable));
+        assert_eq!(settable.count(), ConfigKey::ALL.iter().filter(|k| k.settable()).count());
+        for key in ConfigKey::ALL {
+            assert!(names.contains(&key.name()), "{key:?}");
+            match key.default_value() {
+                ConfigDefault::Fixed(v) if key.settable() => {
+                    assert_eq!(check_setting(key.name(), v).unwrap(), key);
+                }
+                _ => {
+                    assert!(!key.settable(), "{key:?}: a setting users change has a fixed default");
+                    let err = check_setting(key.name(), "2026-11-23T08:42:10.000Z")
+                        .unwrap_err()
+                        .to_string();
+                    assert!(err.ends_with("is set once when the database is created"), "{err}");
+                }
+            }
+        }
     }
 }

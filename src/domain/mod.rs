@@ -4,6 +4,7 @@
 //! decides.
 
 pub mod anchors;
+mod config_key;
 mod connection;
 pub mod layout;
 mod partition;
@@ -12,6 +13,7 @@ mod thought;
 pub mod thread;
 mod types;
 
+pub use config_key::{ConfigDefault, ConfigKey};
 pub use connection::{ConnectionState, Current};
 pub use partition::{Granularity, partition_path};
 pub use stage::Stage;

@@ -43,7 +43,7 @@ pub use refused::Refused;
 pub(crate) use refused::unknown_name;
 use refused::{argument_names, ignored_shown};
 
-use crate::domain::{ConnectionState, Stage};
+use crate::domain::{ConfigKey, ConnectionState, Stage};
 use crate::error::{Error, Result};
 use crate::events::{self, EventType, Events};
 use crate::maintenance::WriteSignal;
@@ -247,7 +247,7 @@ impl Gateway {
         shutdown: Arc<Shutdown>,
     ) -> Gateway {
         // The ledger's `disableThoughtLogging` keeps thought text out of the event stream.
-        let quiet_text = crate::store::thought_logging_disabled(store.config_value("disableThoughtLogging"));
+        let quiet_text = crate::store::thought_logging_disabled(store.config_value(ConfigKey::DisableThoughtLogging));
         Gateway {
             writer,
             store,

@@ -7,6 +7,7 @@ use rusqlite::OptionalExtension;
 use rusqlite::backup::{Backup, StepResult};
 
 use super::{Store, with_suffix};
+use crate::domain::ConfigKey;
 use crate::error::{Error, Result};
 
 impl Store {
@@ -207,7 +208,11 @@ impl Store {
                 let install: Option<String> = match found {
                     super::Found::Other { .. } | super::Found::Fresh => None,
                     _ => conn
-                        .query_row("SELECT value FROM config WHERE key = 'installId'", [], |r| r.get(0))
+                        .query_row(
+                            "SELECT value FROM config WHERE key = ?1",
+                            [ConfigKey::InstallId.name()],
+                            |r| r.get(0),
+                        )
                         .optional()?,
                 };
                 Ok((found, install))
@@ -225,7 +230,9 @@ impl Store {
                 // version 12 refused that) tells it from no other ledger,
                 // so it matches nothing, not even another missing one.
                 Ok((super::Found::Current | super::Found::Behind(_) | super::Found::Unset, theirs)) => {
-                    let ours = self.config_value("installId")?.filter(|id| !id.trim().is_empty());
+                    let ours = self
+                        .config_value(ConfigKey::InstallId)?
+                        .filter(|id| !id.trim().is_empty());
                     match (theirs.filter(|id| !id.trim().is_empty()), ours) {
                         (None, _) => {
                             return refuse(format!(
@@ -437,7 +444,7 @@ fn same_file(a: &Path, b: &Path) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use crate::domain::NewSession;
+    use crate::domain::{ConfigKey, NewSession};
     use crate::store::test_support::temp_store;
     use crate::store::{OpenOptionsStore, Store};
 
@@ -561,7 +568,7 @@ mod tests {
         // `repair` gives ours a new one; then a new file is a fine backup
         // and the next backup replaces it.
         assert!(store.repair().unwrap().install_id_set);
-        let id = store.config_value("installId").unwrap().unwrap();
+        let id = store.config_value(ConfigKey::InstallId).unwrap().unwrap();
         assert_eq!(id.len(), 36, "{id}");
         let fresh = dir.path().join("fresh.db");
         store.backup_to(&fresh).unwrap();

@@ -512,6 +512,7 @@ pub(crate) fn remove_leftovers(dir: &Path, ours: impl Fn(&str) -> bool, dirs: bo
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::ConfigKey;
     use crate::store::OpenOptionsStore;
     use crate::store::test_support::temp_store;
     use rusqlite::Connection;
@@ -629,7 +630,9 @@ mod tests {
         let store = Store::open(&link, OpenOptionsStore::default()).unwrap();
         assert!(with_suffix(&real, ".lock").exists());
         assert!(!with_suffix(&link, ".lock").exists());
-        store.set_config_value("note", "x").unwrap();
+        store
+            .set_config_value(ConfigKey::DisableThoughtLogging, "true")
+            .unwrap();
         let sizes = store.file_sizes();
         assert!(sizes.wal > 0 && sizes.shm > 0, "{sizes:?}");
     }

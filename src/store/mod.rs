@@ -185,6 +185,20 @@ pub(crate) mod test_support {
         (dir, store)
     }
 
+    /// Whether the `config` table holds a row under `key`: tests of
+    /// writes use it as scratch space, with keys that are no setting.
+    pub fn has_config_row(store: &Store, key: &str) -> bool {
+        store
+            .read(|tx| {
+                Ok(
+                    tx.query_row("SELECT EXISTS (SELECT 1 FROM config WHERE key = ?1)", [key], |r| {
+                        r.get::<_, bool>(0)
+                    })?,
+                )
+            })
+            .expect("read config")
+    }
+
     /// What SQLite plans for `sql`, one line per step (parameters, if any,
     /// bound to placeholder text).
     pub fn plan(store: &Store, sql: &str) -> String {

@@ -14,7 +14,7 @@ use rusqlite::Connection;
 use super::files::{check_header, check_writable, create_file, private_mode};
 use super::pool::{BUSY_TIMEOUT, configure, pool};
 use super::{Access, LastClone, Media, OpenOptionsStore, Store, absolute, open_file, real_path, with_suffix};
-use crate::domain::{self, Granularity};
+use crate::domain::{self, ConfigDefault, ConfigKey, Granularity};
 use crate::error::{Error, Result};
 
 mod embedded {
@@ -153,16 +153,21 @@ fn inspect_in(conn: &Connection, path: &Path) -> Result<Found> {
             known,
         });
     }
+    // A setting missing (a key added since, or a creation cut short) is
+    // written by `ensure_config` when the ledger is opened for writing.
     let settings: i64 = conn
         .query_row(
-            "SELECT count(*) FROM config WHERE key IN ('installId', 'createdAt', 'sessionPartitionGranularity', 'disableThoughtLogging')",
-            [],
+            &format!(
+                "SELECT count(*) FROM config WHERE key IN ({})",
+                ["?"; ConfigKey::ALL.len()].join(", ")
+            ),
+            rusqlite::params_from_iter(ConfigKey::ALL.map(ConfigKey::name)),
             |r| r.get(0),
         )
         .unwrap_or(0);
     Ok(if found < known {
         Found::Behind(found)
-    } else if settings < 4 {
+    } else if settings < ConfigKey::ALL.len() as i64 {
         Found::Unset
     } else {
         Found::Current
@@ -214,16 +219,14 @@ pub(super) fn ledger_at(path: &Path, version: i32) -> Connection {
 }
 
 fn ensure_config(conn: &Connection) -> Result<()> {
-    let now = domain::now();
-    let install_id = uuid::Uuid::new_v4().to_string();
     let mut stmt = conn.prepare("INSERT OR IGNORE INTO config (key, value) VALUES (?1, ?2)")?;
-    for (k, v) in [
-        ("installId", install_id.as_str()),
-        ("createdAt", now.as_str()),
-        ("sessionPartitionGranularity", "monthly"),
-        ("disableThoughtLogging", "false"),
-    ] {
-        stmt.execute((k, v))?;
+    for key in ConfigKey::ALL {
+        let value = match key.default_value() {
+            ConfigDefault::Fixed(v) => v.to_string(),
+            ConfigDefault::NewUuid => uuid::Uuid::new_v4().to_string(),
+            ConfigDefault::Now => domain::now(),
+        };
+        stmt.execute((key.name(), value))?;
     }
     Ok(())
 }
@@ -376,7 +379,7 @@ impl Store {
             opts,
             watched: None,
         };
-        let granularity = match store.config_value("sessionPartitionGranularity")? {
+        let granularity = match store.config_value(ConfigKey::SessionPartitionGranularity)? {
             None => Granularity::default(),
             Some(g) => Granularity::parse(&g).unwrap_or_else(|| {
                 // Set by hand to something else: said, not followed silently.
@@ -423,6 +426,32 @@ mod tests {
         // Reopening keeps the install id.
         let again = Store::open(dir.path().join("t.db"), OpenOptionsStore::default()).unwrap();
         assert_eq!(again.config().unwrap().install_id, cfg.install_id);
+    }
+
+    /// A setting missing (deleted by hand, or one added since the ledger
+    /// was made) is written with its default when the ledger is opened to
+    /// write; the others are kept.
+    #[test]
+    fn a_missing_setting_is_written_on_opening() {
+        let (dir, store) = temp_store();
+        let before = store.config().unwrap();
+        store
+            .conn()
+            .unwrap()
+            .execute(
+                "DELETE FROM config WHERE key IN (?1, ?2)",
+                [ConfigKey::CreatedAt.name(), ConfigKey::DisableThoughtLogging.name()],
+            )
+            .unwrap();
+        drop(store);
+        let again = Store::open(dir.path().join("t.db"), OpenOptionsStore::default()).unwrap();
+        for key in ConfigKey::ALL {
+            let value = again.config_value(key).unwrap().unwrap_or_default();
+            assert!(key.accepts(&value), "{key:?} = {value:?}");
+        }
+        let after = again.config().unwrap();
+        assert_eq!(after.install_id, before.install_id);
+        assert!(!after.disable_thought_logging);
     }
 
     /// An empty file that was there already (`touch`) becomes a private

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use super::Store;
+use crate::domain::ConfigKey;
 use crate::error::Result;
 
 /// What a repair found wrong and put right.
@@ -633,8 +634,8 @@ impl Store {
             // A ledger whose installId was blanked by hand before version
             // 12 gets one: a blank one tells it from no other ledger.
             r.install_id_set = tx.execute(
-                "UPDATE config SET value = ?1 WHERE key = 'installId' AND trim(value, ' ' || char(9, 10, 13)) = ''",
-                [uuid::Uuid::new_v4().to_string()],
+                "UPDATE config SET value = ?1 WHERE key = ?2 AND trim(value, ' ' || char(9, 10, 13)) = ''",
+                (uuid::Uuid::new_v4().to_string(), ConfigKey::InstallId.name()),
             )? > 0;
             // Each pass can leave what the next one mends (a thought
             // relinked to one that another pass relinks), so they run until

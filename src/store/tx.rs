@@ -216,8 +216,9 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::ConfigKey;
     use crate::store::OpenOptionsStore;
-    use crate::store::test_support::temp_store;
+    use crate::store::test_support::{has_config_row, temp_store};
 
     #[test]
     fn a_failed_or_panicking_write_leaves_nothing_and_the_connection_usable() {
@@ -242,10 +243,10 @@ mod tests {
         }));
         assert!(panicked.is_err());
         // A duplicate key fails inside SQLite; the transaction still ends.
-        assert!(store.write(|tx| insert(tx, "installId")).is_err());
+        assert!(store.write(|tx| insert(tx, ConfigKey::InstallId.name())).is_err());
         store.write(|tx| insert(tx, "kept")).expect("the next write works");
         for (key, present) in [("failed", false), ("panicked", false), ("kept", true)] {
-            assert_eq!(shared.config_value(key).unwrap().is_some(), present, "{key}");
+            assert_eq!(has_config_row(&shared, key), present, "{key}");
         }
         let reads = store.read(|tx| Ok(tx.query_row("SELECT count(*) FROM config", [], |r| r.get::<_, i64>(0))?));
         assert!(reads.unwrap() >= 5);

@@ -32,6 +32,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::domain::ConfigKey;
 use crate::error::{Error, Result};
 
 /// Version written into every manifest.
@@ -153,8 +154,15 @@ fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
 /// allowed). A project folder's own `config.json` is not.
 pub fn is_our_config(bytes: &[u8]) -> bool {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(bytes)
-        .is_ok_and(|m| m.contains_key("installId") || m.contains_key("sessionPartitionGranularity"))
+    serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(bytes).is_ok_and(|m| names_settings(&m))
+}
+
+/// Whether a JSON object has a key only a tree's `config.json` has:
+/// `installId` or `sessionPartitionGranularity`.
+pub(crate) fn names_settings(map: &serde_json::Map<String, serde_json::Value>) -> bool {
+    [ConfigKey::InstallId, ConfigKey::SessionPartitionGranularity]
+        .iter()
+        .any(|k| map.contains_key(k.name()))
 }
 
 #[cfg(test)]

@@ -37,7 +37,7 @@ use super::{
     CONFIG, MANIFEST, MANIFEST_VERSION, ManifestMetadata, SessionManifest, check_project, check_session_id, io,
     project_from_tags, session_dir, thought_file,
 };
-use crate::domain::{Granularity, partition_path, validate_branch_id};
+use crate::domain::{ConfigKey, Granularity, partition_path, validate_branch_id};
 use crate::error::{Error, Result};
 use crate::export::{ImportFitness, NextLinks, SessionSource};
 use crate::store::Store;
@@ -302,10 +302,11 @@ fn check_config_is_ours(dest: &Path) -> Result<()> {
 fn is_tree_config(bytes: &[u8]) -> bool {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(bytes).is_ok_and(|m| {
-        m.get("installId").is_some_and(serde_json::Value::is_string)
-            && m.get("sessionPartitionGranularity")
+        m.get(ConfigKey::InstallId.name())
+            .is_some_and(serde_json::Value::is_string)
+            && m.get(ConfigKey::SessionPartitionGranularity.name())
                 .and_then(serde_json::Value::as_str)
-                .is_some_and(|g| crate::domain::Granularity::parse(g).is_some())
+                .is_some_and(|g| Granularity::parse(g).is_some())
     })
 }
 

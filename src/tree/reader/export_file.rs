@@ -21,7 +21,7 @@ use crate::domain::{json_kind as kind, validate_branch_id};
 use crate::error::Error;
 use crate::export::VERSION;
 use crate::tree::integrity::{IntegrityValidationResult, SessionReport};
-use crate::tree::{MANIFEST_VERSION, ManifestMetadata, SessionManifest, is_session_id};
+use crate::tree::{MANIFEST_VERSION, ManifestMetadata, SessionManifest, is_session_id, names_settings};
 
 /// How the JSON export is written, for messages.
 const HOW_TO_EXPORT: &str = "`thoughtbox export --session ID --format json --out FILE`";
@@ -243,7 +243,7 @@ fn found_keys(map: &Map<String, Value>) -> String {
         ": it looks like a session's manifest.json; give the session's directory instead"
     } else if map.contains_key("data") && map.contains_key("id") {
         ": it looks like one thought file of the directory layout; give its session's directory instead"
-    } else if map.contains_key("installId") || map.contains_key("sessionPartitionGranularity") {
+    } else if names_settings(map) {
         ": it looks like a tree's config.json; give the tree's directory instead"
     } else {
         ""
