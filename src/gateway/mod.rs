@@ -483,19 +483,20 @@ impl Gateway {
     /// does not walk the staged flow again. The session is read only when
     /// the connection falls short.
     async fn check_stage(&self, operation: &str, required: Stage, args: &Args) -> Result<()> {
-        let named = ["sessionId", "session_id"].iter().find_map(|k| match args.peek(k) {
-            Some(Value::String(id)) if !id.trim().is_empty() => Some(crate::domain::canonical_session_id(id)),
+        let given = ["sessionId", "session_id"].iter().find_map(|k| match args.peek(k) {
+            Some(Value::String(id)) if !id.trim().is_empty() => Some(id),
             _ => None,
         });
         // The handle is a parameter of every staged operation (the schema
         // lists it), so it is never reported ignored, whoever admits the call.
-        if named.is_some() && required > Stage::Entry {
+        if given.is_some() && required > Stage::Entry {
             args.mark_all_read(&["sessionId", "session_id"]);
         }
         let connection = self.stage();
         if !self.options.stages || connection >= required {
             return Ok(());
         }
+        let named = given.map(|id| crate::domain::canonical_session_id(id));
         if named.is_none() && self.stateless() {
             // The stage is the session's, and only a handle names one.
             return Err(Error::invalid_with(
