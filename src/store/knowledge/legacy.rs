@@ -35,8 +35,11 @@ pub(in crate::store) fn rewrite_older_anti_patterns(conn: &mut Connection) -> Re
     let tx = conn.transaction()?;
     let older: Vec<(String, Wording)> = {
         let mut stmt = tx.prepare(
+            // A row changed since it was saved (`update_pattern`, a hand
+            // edit through the gateway) is its editor's, whatever it reads.
             "SELECT id, title, description, content FROM knowledge_patterns
-             WHERE created_by = 'extract_learnings' AND substr(content, 1, 9) = '# Avoid: '",
+             WHERE created_by = 'extract_learnings' AND substr(content, 1, 9) = '# Avoid: '
+               AND updated_at = created_at",
         )?;
         let rows = stmt.query_map([], |r| {
             Ok((
@@ -332,11 +335,17 @@ mod tests {
             title: "Someone's".into(),
             ..headed(&today, "Someone's")
         };
+        // Renamed through update_pattern, title and heading alike.
+        let renamed = Wording {
+            title: "Do not blame the timezone".into(),
+            ..headed(&today, "Do not blame the timezone")
+        };
         let rows = [
             ("oldest", &summary, Some("extract_learnings")),
             ("other-thought", &both, Some("extract_learnings")),
             ("by-hand", &by_hand, Some("extract_learnings")),
             ("someone", &someone, None),
+            ("renamed", &renamed, Some("extract_learnings")),
         ];
         {
             let conn = super::super::super::open::ledger_at(&path, 16);
@@ -348,6 +357,11 @@ mod tests {
                 )
                 .unwrap();
             }
+            conn.execute(
+                "UPDATE knowledge_patterns SET updated_at = '2026-02-01T00:00:00.000Z' WHERE id = 'renamed'",
+                [],
+            )
+            .unwrap();
         }
         let store = Store::open(&path, OpenOptionsStore::default()).unwrap();
         assert!(store.schema_version().unwrap() >= 17);
@@ -373,6 +387,11 @@ mod tests {
         };
         assert_eq!(read("by-hand").0, hand);
         assert_eq!(read("someone").0, someone, "not saved by extract_learnings");
+        let renamed_now = Wording {
+            description: renamed.description.replacen("A ", "An ", 1),
+            ..renamed.clone()
+        };
+        assert_eq!(read("renamed").0, renamed_now, "changed since it was saved: its editor's");
         // Saved again: the oldest copy answers; nothing is added.
         let (found, saved) = store.create_patterns_once(&[now]).unwrap().remove(0);
         assert_eq!((found.id.as_str(), saved), ("oldest", Saved::Already));
