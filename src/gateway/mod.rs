@@ -482,7 +482,13 @@ impl Gateway {
     /// `required`: an agent returning with its handle on a new connection
     /// does not walk the staged flow again. The session is read only when
     /// the connection falls short.
-    async fn check_stage(&self, operation: &str, required: Stage, args: &Args) -> Result<()> {
+    async fn check_stage(
+        &self,
+        operation: &str,
+        sub_operation: Option<&str>,
+        required: Stage,
+        args: &Args,
+    ) -> Result<()> {
         let given = ["sessionId", "session_id"].iter().find_map(|k| match args.peek(k) {
             Some(Value::String(id)) if !id.trim().is_empty() => Some(id),
             _ => None,
@@ -494,6 +500,15 @@ impl Gateway {
         }
         let connection = self.stage();
         if !self.options.stages || connection >= required {
+            // A handle that only admits the call names a session all the
+            // same, whoever admits it: one that names none is refused alike.
+            if let Some(id) = given.filter(|_| params::admission_only_handle(operation, sub_operation)) {
+                let id = crate::domain::canonical_session_id(id);
+                let sid = id.clone();
+                if self.blocking(move |s| s.session_stage(&sid)).await?.is_none() {
+                    return Err(Error::session_not_found(id));
+                }
+            }
             return Ok(());
         }
         let named = given.map(|id| crate::domain::canonical_session_id(id));
@@ -588,7 +603,8 @@ impl Gateway {
                     details: Some(json!({ "operation": operation, "hidden": true })),
                 });
             }
-            self.check_stage(&operation, required, &args).await?;
+            self.check_stage(&operation, sub_operation.as_deref(), required, &args)
+                .await?;
             self.dispatch(&operation, args, ctx).await.map_err(|e| match e {
                 Error::ReadOnly { .. } => Error::ReadOnly {
                     operation: match &sub_operation {

@@ -862,6 +862,33 @@ async fn ignored_arguments_are_named_in_the_answer() {
         .await
         .unwrap();
     assert_eq!(r["ignoredArguments"], json!(["colour"]), "{r}");
+    // It names a session all the same: one naming none is refused, whether
+    // or not this connection's stage would have admitted the call.
+    let e = s
+        .err(
+            "knowledge",
+            json!({ "action": "list_tags", "sessionId": "no-such-session" }),
+            "SESSION_NOT_FOUND",
+        )
+        .await;
+    assert_eq!(e["details"]["sessionId"], "no-such-session", "{e}");
+    // A thread's id takes sessionId as its other name: both at once name
+    // one parameter, which may not hold two values.
+    let r = s
+        .ok(
+            "thread",
+            json!({ "subOperation": "get", "threadId": sid, "sessionId": sid }),
+        )
+        .await;
+    assert_eq!(r["threadId"], sid.as_str());
+    let e = s
+        .err(
+            "thread",
+            json!({ "subOperation": "get", "threadId": sid, "sessionId": "other" }),
+            "INVALID_PAYLOAD",
+        )
+        .await;
+    assert_eq!(e["details"]["field"], "threadId", "{e}");
     // Operations that take nothing name whatever they were given.
     let r = s.call("get_state", json!({ "verbose": true })).await.unwrap();
     assert_eq!(r["ignoredArguments"], json!(["verbose"]));

@@ -198,6 +198,16 @@ pub const PARAMS: &[Params] = &[
     ),
 ];
 
+/// Whether `sessionId` is only the handle that admits a call of
+/// `operation` (`sub_operation`) by its session's stage: the operation
+/// needs a stage and its parameter type does not take the name.
+pub fn admission_only_handle(operation: &str, sub_operation: Option<&str>) -> bool {
+    find(operation, sub_operation).is_some_and(|p| {
+        super::required_stage(operation).is_some_and(|s| s > crate::domain::Stage::Entry)
+            && !p.names().contains(&"sessionId")
+    })
+}
+
 /// The names of the object parameters' own fields (`newWork.project`,
 /// `options.compareWith`, `keyMoments[i].type`), which the misspelling
 /// check also knows.
@@ -395,13 +405,13 @@ fn build_schema(visible: impl Fn(&str) -> bool) -> Map<String, Value> {
 
 /// A staged operation that acts on no session still takes `sessionId`: a
 /// request that keeps no connection state (stateless HTTP) has only the
-/// session's stage to be admitted by.
+/// session's stage to be admitted by. One whose type takes the name (as a
+/// parameter of its own, or an alias: a thread's id) keeps that meaning.
 fn admitted_by_handle(p: &Params, schema: &mut Value) {
-    let staged = super::required_stage(p.operation).is_some_and(|s| s > crate::domain::Stage::Entry);
     let Some(Value::Object(properties)) = schema.get_mut("properties") else {
         return;
     };
-    if staged && !properties.contains_key("sessionId") {
+    if admission_only_handle(p.operation, p.sub_operation) {
         properties.insert(
             "sessionId".into(),
             json!({

@@ -391,7 +391,11 @@ mod tests {
             description: renamed.description.replacen("A ", "An ", 1),
             ..renamed.clone()
         };
-        assert_eq!(read("renamed").0, renamed_now, "changed since it was saved: its editor's");
+        assert_eq!(
+            read("renamed").0,
+            renamed_now,
+            "changed since it was saved: its editor's"
+        );
         // Saved again: the oldest copy answers; nothing is added.
         let (found, saved) = store.create_patterns_once(&[now]).unwrap().remove(0);
         assert_eq!((found.id.as_str(), saved), ("oldest", Saved::Already));
