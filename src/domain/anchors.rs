@@ -3,15 +3,28 @@
 //! keyword rather than an id. A JSON `session export` resolves them
 //! (`resolveAnchors`, default true) into `crossReferences`: the sessions
 //! each keyword may mean, best first, and the one chosen when the match
-//! is clear. The keyword matches a session's tag exactly (confidence 0.95)
-//! or the words of its title (0.85 times the share of the keyword's words
-//! found there; under 0.6 is no match).
+//! is clear. The keyword matches a session's tag exactly, letter case
+//! aside (confidence 0.95), or the words of its title (0.85 times the
+//! share of the keyword's words found there; under 0.6 is no match).
+//!
+//! Thought text is the agent's to write, so what an export resolves is
+//! bounded: at most [`MAX_ANCHORS`] anchors and [`MAX_KEYWORDS`] keywords
+//! (each matched once against the ledger), keywords of at most 64
+//! characters, ranges of at most 100 thoughts; the rest is counted.
+
+use std::collections::{HashMap, HashSet};
 
 use serde::Serialize;
 
-/// The longest range an anchor may span: `S1-S1000000` names no thoughts
-/// rather than a million numbers.
-const MAX_RANGE: u32 = 1_000;
+/// The longest range an anchor may span: `S1-S1000` names no thoughts
+/// rather than a thousand numbers.
+const MAX_RANGE: u32 = 100;
+/// The longest keyword, as for tags and branch ids.
+const MAX_KEYWORD_CHARS: usize = 64;
+/// Anchors resolved per export.
+pub const MAX_ANCHORS: usize = 1_000;
+/// Distinct keywords (letter case aside) resolved per export.
+pub const MAX_KEYWORDS: usize = 100;
 /// Candidates kept per anchor.
 const MAX_CANDIDATES: usize = 5;
 const TAG_CONFIDENCE: f64 = 0.95;
@@ -92,30 +105,36 @@ pub struct ThoughtAnchors {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CrossReferences {
-    /// Thoughts with at least one anchor.
+    /// Thoughts with at least one anchor resolved.
     pub anchors_found: usize,
     pub resolved: usize,
     pub ambiguous: usize,
     pub unresolved: usize,
+    /// Anchors past [`MAX_ANCHORS`], or with a keyword past
+    /// [`MAX_KEYWORDS`]: found, not resolved.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub anchors_omitted: usize,
     pub details: Vec<ThoughtAnchors>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// The anchors in `text`, in order. An `@` inside a word (an e-mail
 /// address) starts none.
-pub fn find(text: &str) -> Vec<Anchor> {
-    let mut found = Vec::new();
+pub fn anchors(text: &str) -> impl Iterator<Item = Anchor> + '_ {
     let mut previous: Option<char> = None;
-    for (at, c) in text.char_indices() {
+    text.char_indices().filter_map(move |(at, c)| {
         let starts = c == '@' && !previous.is_some_and(is_keyword_char);
         previous = Some(c);
-        if !starts {
-            continue;
-        }
-        if let Some(anchor) = anchor_at(&text[at + 1..]) {
-            found.push(anchor);
-        }
-    }
-    found
+        starts.then(|| anchor_at(&text[at + 1..])).flatten()
+    })
+}
+
+/// [`anchors`], collected.
+pub fn find(text: &str) -> Vec<Anchor> {
+    anchors(text).collect()
 }
 
 fn is_keyword_char(c: char) -> bool {
@@ -126,6 +145,9 @@ fn is_keyword_char(c: char) -> bool {
 fn anchor_at(rest: &str) -> Option<Anchor> {
     let keyword_len = rest.find(|c: char| !is_keyword_char(c)).unwrap_or(rest.len());
     let keyword = &rest[..keyword_len];
+    if keyword.chars().count() > MAX_KEYWORD_CHARS || !keyword.chars().any(char::is_alphanumeric) {
+        return None;
+    }
     let reference = rest[keyword_len..].strip_prefix(':')?;
     let (first, after) = thought_number(reference)?;
     let (last, used) = match after.strip_prefix('-').and_then(thought_number) {
@@ -133,7 +155,7 @@ fn anchor_at(rest: &str) -> Option<Anchor> {
         None => (None, reference.len() - after.len()),
     };
     // `S3x` is no anchor: the reference must end where a word would.
-    if reference[used..].chars().next().is_some_and(is_keyword_char) || keyword.trim_matches('-').is_empty() {
+    if reference[used..].chars().next().is_some_and(is_keyword_char) {
         return None;
     }
     let thought_numbers = match last {
@@ -158,80 +180,151 @@ fn thought_number(s: &str) -> Option<(u32, &str)> {
     Some((n, &digits[len..]))
 }
 
-/// Resolve `anchor` against `sessions`.
-pub fn resolve(anchor: Anchor, sessions: &[SessionRef]) -> Resolution {
-    let mut candidates: Vec<Candidate> = sessions
-        .iter()
-        .filter_map(|s| {
-            let (match_reason, confidence) = score(&anchor.keyword, s)?;
-            Some(Candidate {
-                session_id: s.id.clone(),
-                title: s.title.clone(),
-                thought_count: s.thought_count,
-                created_at: s.created_at.clone(),
+/// The anchors of one thought: its number, its branch, and the anchors.
+pub type Found = (u64, Option<String>, Vec<Anchor>);
+
+/// What an export's thoughts (number, branch, text) hold: those with
+/// anchors, with them, within the bounds; and how many anchors were left
+/// out past them.
+pub fn find_in<'a>(thoughts: impl IntoIterator<Item = (u64, Option<String>, &'a str)>) -> (Vec<Found>, usize) {
+    let (mut found, mut kept, mut omitted) = (Vec::new(), 0, 0);
+    let mut keywords: HashSet<String> = HashSet::new();
+    for (n, branch, text) in thoughts {
+        let mut here = Vec::new();
+        for anchor in anchors(text) {
+            let keyword = anchor.keyword.to_lowercase();
+            let room = keywords.contains(&keyword) || keywords.len() < MAX_KEYWORDS;
+            if kept < MAX_ANCHORS && room {
+                keywords.insert(keyword);
+                here.push(anchor);
+                kept += 1;
+            } else {
+                omitted += 1;
+            }
+        }
+        if !here.is_empty() {
+            found.push((n, branch, here));
+        }
+    }
+    (found, omitted)
+}
+
+/// A session as it is matched: its tags and title words in lower case.
+struct Prepared<'a> {
+    session: &'a SessionRef,
+    tags: Vec<String>,
+    words: Vec<String>,
+}
+
+/// Matches keywords against the ledger's sessions, each keyword once.
+pub struct Matcher<'a> {
+    sessions: Vec<Prepared<'a>>,
+    known: HashMap<String, Vec<Candidate>>,
+}
+
+impl<'a> Matcher<'a> {
+    /// Over `sessions` but the one `except` (the session exported: an
+    /// anchor points at another).
+    pub fn new(sessions: &'a [SessionRef], except: &str) -> Self {
+        let sessions = sessions
+            .iter()
+            .filter(|s| s.id != except)
+            .map(|session| Prepared {
+                session,
+                tags: session.tags.iter().map(|t| t.to_lowercase()).collect(),
+                words: session
+                    .title
+                    .split(|c: char| !c.is_alphanumeric())
+                    .filter(|w| w.chars().count() >= 2)
+                    .map(str::to_lowercase)
+                    .collect(),
+            })
+            .collect();
+        Matcher {
+            sessions,
+            known: HashMap::new(),
+        }
+    }
+
+    /// Resolve `anchor`.
+    pub fn resolve(&mut self, anchor: Anchor) -> Resolution {
+        let keyword = anchor.keyword.to_lowercase();
+        let candidates = match self.known.get(&keyword) {
+            Some(c) => c.clone(),
+            None => {
+                let c = self.candidates(&keyword);
+                self.known.insert(keyword, c.clone());
+                c
+            }
+        };
+        let clear = match candidates.as_slice() {
+            [only] => Some(only),
+            [best, second, ..] if best.confidence >= TAG_CONFIDENCE && second.confidence < TAG_CONFIDENCE => Some(best),
+            _ => None,
+        };
+        let (status, selected) = match clear {
+            Some(c) => (
+                Status::Resolved,
+                Some(Selected {
+                    session_id: c.session_id.clone(),
+                    thoughts: anchor.thought_numbers.clone(),
+                }),
+            ),
+            None if candidates.is_empty() => (Status::Unresolved, None),
+            None => (Status::Ambiguous, None),
+        };
+        Resolution {
+            anchor,
+            status,
+            candidates,
+            selected,
+        }
+    }
+
+    /// The best sessions for `keyword` (lower case): best first, among
+    /// equals the newest; never more than [`MAX_CANDIDATES`] held.
+    fn candidates(&self, keyword: &str) -> Vec<Candidate> {
+        let wanted: Vec<&str> = keyword.split(['-', '_']).filter(|w| !w.is_empty()).collect();
+        let mut best: Vec<Candidate> = Vec::with_capacity(MAX_CANDIDATES + 1);
+        for p in &self.sessions {
+            let Some((match_reason, confidence)) = score(keyword, &wanted, p) else {
+                continue;
+            };
+            best.push(Candidate {
+                session_id: p.session.id.clone(),
+                title: p.session.title.clone(),
+                thought_count: p.session.thought_count,
+                created_at: p.session.created_at.clone(),
                 match_reason,
                 confidence,
-            })
-        })
-        .collect();
-    // Best first; among equals the newest session.
-    candidates.sort_by(|a, b| {
-        b.confidence
-            .total_cmp(&a.confidence)
-            .then_with(|| b.created_at.cmp(&a.created_at))
-    });
-    candidates.truncate(MAX_CANDIDATES);
-    let clear = match candidates.as_slice() {
-        [only] => Some(only),
-        [best, second, ..] if best.confidence >= TAG_CONFIDENCE && second.confidence < TAG_CONFIDENCE => Some(best),
-        _ => None,
-    };
-    let (status, selected) = match clear {
-        Some(c) => (
-            Status::Resolved,
-            Some(Selected {
-                session_id: c.session_id.clone(),
-                thoughts: anchor.thought_numbers.clone(),
-            }),
-        ),
-        None if candidates.is_empty() => (Status::Unresolved, None),
-        None => (Status::Ambiguous, None),
-    };
-    Resolution {
-        anchor,
-        status,
-        candidates,
-        selected,
+            });
+            best.sort_by(|a, b| {
+                b.confidence
+                    .total_cmp(&a.confidence)
+                    .then_with(|| b.created_at.cmp(&a.created_at))
+            });
+            best.truncate(MAX_CANDIDATES);
+        }
+        best
     }
 }
 
-/// How well `keyword` names `session`: a tag equal to it, else the share
-/// of its words (split at `-`, `_`) that a title word contains or is
+/// How well `keyword` (its `wanted` words) names session `p`: a tag equal
+/// to it, else the share of its words that a title word contains or is
 /// contained in.
-fn score(keyword: &str, session: &SessionRef) -> Option<(&'static str, f64)> {
-    if session.tags.iter().any(|t| t.eq_ignore_ascii_case(keyword)) {
+fn score(keyword: &str, wanted: &[&str], p: &Prepared<'_>) -> Option<(&'static str, f64)> {
+    if p.tags.iter().any(|t| t == keyword) {
         return Some(("tag", TAG_CONFIDENCE));
     }
-    let wanted: Vec<String> = keyword
-        .split(['-', '_'])
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect();
-    let title: Vec<String> = session
-        .title
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| w.chars().count() >= 2)
-        .map(str::to_lowercase)
-        .collect();
-    if wanted.is_empty() || title.is_empty() {
+    if wanted.is_empty() || p.words.is_empty() {
         return None;
     }
     let matched = wanted
         .iter()
         .filter(|w| {
-            title
+            p.words
                 .iter()
-                .any(|t| t.contains(w.as_str()) || (t.chars().count() >= 3 && w.contains(t.as_str())))
+                .any(|t| t.contains(*w) || (t.chars().count() >= 3 && w.contains(t.as_str())))
         })
         .count();
     let confidence = TITLE_WEIGHT * matched as f64 / wanted.len() as f64;
@@ -240,29 +333,18 @@ fn score(keyword: &str, session: &SessionRef) -> Option<(&'static str, f64)> {
     (confidence >= MIN_CONFIDENCE).then_some(("title", confidence))
 }
 
-/// The anchors of one thought: its number, its branch, and the anchors.
-pub type Found = (u64, Option<String>, Vec<Anchor>);
-
-/// The thoughts (number, branch, text) that have anchors, with them.
-pub fn find_in<'a>(thoughts: impl IntoIterator<Item = (u64, Option<String>, &'a str)>) -> Vec<Found> {
-    thoughts
-        .into_iter()
-        .map(|(n, branch, text)| (n, branch, find(text)))
-        .filter(|(_, _, anchors)| !anchors.is_empty())
-        .collect()
-}
-
-/// `crossReferences`: each anchor of `found` resolved against `sessions`.
-pub fn cross_references(found: Vec<Found>, sessions: &[SessionRef]) -> CrossReferences {
+/// `crossReferences`: each anchor of `found` resolved by `matcher`.
+pub fn cross_references(found: Vec<Found>, omitted: usize, matcher: &mut Matcher<'_>) -> CrossReferences {
     let mut refs = CrossReferences {
         anchors_found: found.len(),
         resolved: 0,
         ambiguous: 0,
         unresolved: 0,
+        anchors_omitted: omitted,
         details: Vec::with_capacity(found.len()),
     };
     for (thought_number, branch_id, anchors) in found {
-        let anchors: Vec<Resolution> = anchors.into_iter().map(|a| resolve(a, sessions)).collect();
+        let anchors: Vec<Resolution> = anchors.into_iter().map(|a| matcher.resolve(a)).collect();
         for a in &anchors {
             match a.status {
                 Status::Resolved => refs.resolved += 1,
@@ -316,6 +398,7 @@ mod tests {
             "@--:S3",
             "@auth S3",
             "@auth:S99999999999",
+            "@_:S1",
         ] {
             assert_eq!(find(text), [], "{text}");
         }
@@ -333,7 +416,7 @@ mod tests {
             session("t", "Caching layer", &["auth-design"], "2026-01-01"),
             session("w", "Auth design review", &[], "2026-02-01"),
         ];
-        let r = resolve(find("@auth-design:S2")[0].clone(), &sessions);
+        let r = Matcher::new(&sessions, "").resolve(find("@auth-design:S2")[0].clone());
         assert_eq!(r.status, Status::Resolved);
         assert_eq!(r.candidates[0].session_id, "t");
         assert_eq!(r.candidates[0].match_reason, "tag");
@@ -348,27 +431,70 @@ mod tests {
             session("b", "Design of auth tokens", &[], "2026-03-01"),
             session("c", "Unrelated", &[], "2026-02-01"),
         ];
-        let r = resolve(find("@auth-design:S1")[0].clone(), &sessions);
+        let mut m = Matcher::new(&sessions, "");
+        let r = m.resolve(find("@auth-design:S1")[0].clone());
         assert_eq!(r.status, Status::Ambiguous);
         // Equal scores: the newest first.
         let ids: Vec<&str> = r.candidates.iter().map(|c| c.session_id.as_str()).collect();
         assert_eq!(ids, ["b", "a"]);
         assert!(r.selected.is_none());
-        let r = resolve(find("@tokens:S1")[0].clone(), &sessions);
+        let r = m.resolve(find("@tokens:S1")[0].clone());
         assert_eq!(r.status, Status::Resolved);
         // Half the words is 0.43: no match.
-        let r = resolve(find("@auth-billing:S1")[0].clone(), &sessions);
+        let r = m.resolve(find("@auth-billing:S1")[0].clone());
         assert_eq!(r.status, Status::Unresolved);
         assert!(r.candidates.is_empty());
     }
 
     #[test]
     fn each_thought_with_anchors_is_counted_once() {
-        let found = find_in([(1, None, "plain"), (2, Some("alt".into()), "@x:S1 @y:S2")]);
-        assert_eq!(found.len(), 1);
-        let refs = cross_references(found, &[session("s", "X marks", &["x"], "2026-01-01")]);
+        let (found, omitted) = find_in([(1, None, "plain"), (2, Some("alt".into()), "@x:S1 @y:S2")]);
+        assert_eq!((found.len(), omitted), (1, 0));
+        let sessions = [session("s", "X marks", &["x"], "2026-01-01")];
+        let refs = cross_references(found, omitted, &mut Matcher::new(&sessions, ""));
         assert_eq!((refs.anchors_found, refs.resolved, refs.unresolved), (1, 1, 1));
         assert_eq!(refs.details[0].thought_number, 2);
         assert_eq!(refs.details[0].branch_id.as_deref(), Some("alt"));
+    }
+
+    #[test]
+    fn tags_match_in_any_letter_case_and_never_the_session_itself() {
+        let sessions = [
+            session("self", "Ключ", &["ключ"], "2026-03-01"),
+            session("other", "Something", &["Ключ"], "2026-01-01"),
+        ];
+        let r = Matcher::new(&sessions, "self").resolve(find("@КЛЮЧ:S1")[0].clone());
+        assert_eq!(r.status, Status::Resolved);
+        let ids: Vec<&str> = r.candidates.iter().map(|c| c.session_id.as_str()).collect();
+        assert_eq!(ids, ["other"]);
+    }
+
+    #[test]
+    fn what_an_export_resolves_is_bounded() {
+        let long = format!("@{}:S1", "k".repeat(MAX_KEYWORD_CHARS + 1));
+        assert_eq!(find(&long), []);
+        assert_eq!(find("@a:S1-S100")[0].thought_numbers.len(), 100);
+        assert_eq!(find("@a:S1-S101")[0].thought_numbers, Vec::<u32>::new());
+        // Anchors past the cap are counted, not resolved.
+        let many = "@x:S1 ".repeat(MAX_ANCHORS + 7);
+        let (found, omitted) = find_in([(1, None, many.as_str()), (2, None, "@x:S2")]);
+        assert_eq!(found.iter().map(|f| f.2.len()).sum::<usize>(), MAX_ANCHORS);
+        assert_eq!(omitted, 8);
+        // So are anchors whose keyword comes past the keywords' cap; one
+        // already seen (letter case aside) still counts.
+        let keywords: String = (0..MAX_KEYWORDS + 2).map(|i| format!("@k{i}:S1 ")).collect();
+        let text = format!("{keywords} @K0:S2");
+        let (found, omitted) = find_in([(1, None, text.as_str())]);
+        assert_eq!((found[0].2.len(), omitted), (MAX_KEYWORDS + 1, 2));
+        // Each keyword is matched against the sessions once.
+        let sessions: Vec<SessionRef> = (0..50)
+            .map(|i| session(&format!("s{i}"), "x", &["x"], "2026-01-01"))
+            .collect();
+        let mut m = Matcher::new(&sessions, "");
+        let (found, omitted) = find_in([(1, None, many.as_str())]);
+        let refs = cross_references(found, omitted, &mut m);
+        assert_eq!(m.known.len(), 1);
+        assert_eq!(refs.details[0].anchors[0].candidates.len(), MAX_CANDIDATES);
+        assert_eq!(refs.anchors_omitted, 7);
     }
 }

@@ -308,9 +308,17 @@ async fn export(gw: &Gateway, args: Args) -> Result<Value> {
         ),
     };
     let content = match content {
-        Value::Object(mut export) if format == Format::Json && resolve_anchors != Some(false) => {
-            if let Some(refs) = cross_references(gw, &export).await? {
-                export.insert("crossReferences".into(), answers::to_value(&refs)?);
+        Value::Object(export) if format == Format::Json && resolve_anchors != Some(false) => {
+            // Matching is CPU work of its own: off the protocol's thread.
+            let except = session.id.clone();
+            let (mut export, refs) = gw
+                .heavy(move |s| {
+                    let refs = cross_references(s, &export, &except)?;
+                    Ok((export, refs))
+                })
+                .await?;
+            if let Some(refs) = refs {
+                export.insert("crossReferences".into(), refs);
             }
             Value::Object(export)
         }
@@ -330,11 +338,12 @@ async fn export(gw: &Gateway, args: Args) -> Result<Value> {
     })
 }
 
-/// The `crossReferences` of a JSON export: the anchors in its thoughts'
-/// text and the sessions they may mean; `None` when it has no anchor.
-async fn cross_references(gw: &Gateway, export: &Map<String, Value>) -> Result<Option<anchors::CrossReferences>> {
+/// The `crossReferences` of a JSON export of session `except`: the
+/// anchors in its thoughts' text and the other sessions they may mean;
+/// `None` when it has no anchor (the sessions are not read then).
+fn cross_references(store: &crate::store::Store, export: &Map<String, Value>, except: &str) -> Result<Option<Value>> {
     /// What anchors are read from in an exported node.
-    #[derive(serde::Deserialize)]
+    #[derive(Deserialize)]
     #[serde(rename_all = "camelCase")]
     struct Said<'a> {
         thought: &'a str,
@@ -346,16 +355,16 @@ async fn cross_references(gw: &Gateway, export: &Map<String, Value>) -> Result<O
         .and_then(Value::as_array)
         .map(Vec::as_slice)
         .unwrap_or_default();
-    let said: Vec<Said<'_>> = nodes
+    let said = nodes
         .iter()
-        .filter_map(|node| node.get("data").and_then(|d| Said::deserialize(d).ok()))
-        .collect();
-    let found = anchors::find_in(said.iter().map(|s| (s.thought_number, s.branch_id.clone(), s.thought)));
-    if found.is_empty() {
+        .filter_map(|node| node.get("data").and_then(|d| Said::deserialize(d).ok()));
+    let (found, omitted) = anchors::find_in(said.map(|s| (s.thought_number, s.branch_id, s.thought)));
+    if found.is_empty() && omitted == 0 {
         return Ok(None);
     }
-    let sessions = gw.heavy(|s| s.anchor_sessions()).await?;
-    Ok(Some(anchors::cross_references(found, &sessions)))
+    let sessions = store.anchor_sessions()?;
+    let refs = anchors::cross_references(found, omitted, &mut anchors::Matcher::new(&sessions, except));
+    answers::to_value(&refs).map(Some)
 }
 
 async fn delete(gw: &Gateway, args: Args) -> Result<Value> {

@@ -84,6 +84,20 @@ async fn a_json_export_resolves_the_anchors_in_its_thoughts() {
         .unwrap();
     assert_eq!(r["ignoredArguments"], json!(["resolveAnchors"]));
 
+    // What one export resolves is bounded; the rest is counted.
+    let many = "@login-flow:S1 ".repeat(1_100);
+    s.thought(json!({ "sessionId": sid, "thought": many, "nextThoughtNeeded": true }))
+        .await;
+    let r = s
+        .ok("session", json!({ "subOperation": "export", "sessionId": sid }))
+        .await;
+    let refs = &r["content"]["crossReferences"];
+    assert_eq!(refs["anchorsOmitted"], 103, "{}", refs["anchorsFound"]);
+    assert_eq!(
+        refs["details"][1]["anchors"][0]["candidates"][0]["sessionId"],
+        tagged.as_str()
+    );
+
     // Bad input: refused, and the server goes on.
     let e = s
         .err(
