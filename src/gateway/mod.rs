@@ -480,8 +480,8 @@ impl Gateway {
     /// A call passes when its connection or the session it acts on (its
     /// `sessionId`, else the connection's current session) has reached
     /// `required`: an agent returning with its handle on a new connection
-    /// does not walk the staged flow again. The session is read only when
-    /// the connection falls short.
+    /// does not walk the staged flow again. The session is read when the
+    /// connection falls short, or when the handle only admits the call.
     async fn check_stage(
         &self,
         operation: &str,
