@@ -503,6 +503,9 @@ async fn settle(
     // Whatever it left running goes with it, the leader still a zombie (or
     // still running, when the limit passed).
     kill();
+    // The leader too, should it have left its group: it is not reaped yet,
+    // so its pid is still its own, and the reap below cannot hang on it.
+    let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
     let status = child.wait().await?;
     match exited {
         Ok(Ok(())) => Ok(Some(status)),
