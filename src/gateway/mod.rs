@@ -493,6 +493,20 @@ impl Gateway {
             Some(Value::String(id)) if !id.trim().is_empty() => Some(id),
             _ => None,
         });
+        // As the operations that take a session check their sessionId's type.
+        if given.is_none()
+            && let Some(v) = ["sessionId", "session_id"].iter().find_map(|k| args.peek(k))
+            && !v.is_string()
+            && params::admission_only_handle(operation, sub_operation)
+        {
+            return Err(Error::invalid(
+                "sessionId",
+                format!(
+                    "sessionId must be a session's id (a string), got {}; nothing was done",
+                    crate::domain::json_kind(v)
+                ),
+            ));
+        }
         // The handle is a parameter of every staged operation (the schema
         // lists it), so it is never reported ignored, whoever admits the call.
         if given.is_some() && required > Stage::Entry {

@@ -872,6 +872,14 @@ async fn ignored_arguments_are_named_in_the_answer() {
         )
         .await;
     assert_eq!(e["details"]["sessionId"], "no-such-session", "{e}");
+    let e = s
+        .err(
+            "knowledge",
+            json!({ "action": "list_tags", "sessionId": 5 }),
+            "INVALID_PAYLOAD",
+        )
+        .await;
+    assert_eq!(e["details"]["field"], "sessionId", "{e}");
     // A thread's id takes sessionId as its other name: both at once name
     // one parameter, which may not hold two values.
     let r = s
