@@ -132,11 +132,6 @@ pub fn anchors(text: &str) -> impl Iterator<Item = Anchor> + '_ {
     })
 }
 
-/// [`anchors`], collected.
-pub fn find(text: &str) -> Vec<Anchor> {
-    anchors(text).collect()
-}
-
 fn is_keyword_char(c: char) -> bool {
     c.is_alphanumeric() || c == '_' || c == '-'
 }
@@ -364,6 +359,10 @@ pub fn cross_references(found: Vec<Found>, omitted: usize, matcher: &mut Matcher
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn find(text: &str) -> Vec<Anchor> {
+        anchors(text).collect()
+    }
 
     fn session(id: &str, title: &str, tags: &[&str], created_at: &str) -> SessionRef {
         SessionRef {

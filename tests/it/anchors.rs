@@ -5,30 +5,22 @@ use serde_json::json;
 
 use crate::common::*;
 
+/// `start_new` with `args`: the new session's id.
+async fn started(s: &Server, args: serde_json::Value) -> String {
+    let r = s.ok("start_new", args).await;
+    r["sessionId"].as_str().expect("sessionId").to_string()
+}
+
 #[tokio::test]
 async fn a_json_export_resolves_the_anchors_in_its_thoughts() {
     let (_dir, db) = temp_db();
     let s = start(&db).await;
-    let tagged = s
-        .ok(
-            "start_new",
-            json!({ "sessionTitle": "Login flow", "tags": ["auth-design"] }),
-        )
-        .await["sessionId"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let tagged = started(&s, json!({ "sessionTitle": "Login flow", "tags": ["auth-design"] })).await;
     s.ok("cipher", json!({ "brief": true })).await;
     s.thought(t("Tokens expire after an hour")).await;
-    let titled = s.ok("start_new", json!({ "sessionTitle": "Caching plan" })).await["sessionId"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let titled = started(&s, json!({ "sessionTitle": "Caching plan" })).await;
     s.thought(t("Cache in process")).await;
-    let sid = s.ok("start_new", json!({ "sessionTitle": "Release notes" })).await["sessionId"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let sid = started(&s, json!({ "sessionTitle": "Release notes" })).await;
     s.thought(t("No anchors here")).await;
     s.thought(t(
         "Builds on @auth-design:S1 and @caching-plan:S2-S3; @nowhere:S1 is unknown.",
