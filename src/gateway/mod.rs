@@ -736,26 +736,34 @@ impl Gateway {
         Ok((operation, required, args))
     }
 
+    /// Each operation's future is boxed: a call's future is as large as the
+    /// largest operation's, and every request's task moves it several times
+    /// (rmcp spawns one per request), so inline it cost every thought
+    /// kilobytes of copying.
     async fn dispatch(&self, operation: &str, args: Args, ctx: Option<&RequestContext<RoleServer>>) -> Result<Value> {
-        match operation {
-            "get_state" => ops::get_state(self, args).await,
-            "start_new" => ops::start_new(self, args).await,
-            "load_context" => ops::load_context(self, args).await,
-            "list_sessions" => ops::list_sessions(self, args).await,
-            "navigate" => init_ops::navigate(self, args).await,
-            "list_roots" => init_ops::list_roots(self, ctx).await,
-            "bind_root" => init_ops::bind_root(self, args, ctx).await,
-            "cipher" => ops::cipher(self, args).await,
-            "session" => session_ops::session(self, args, ctx).await,
-            "deep_analysis" => analysis_ops::deep_analysis(self, args).await,
-            "thought" => thought_ops::thought(self, args, ctx).await,
-            "read_thoughts" => read_ops::read_thoughts(self, args).await,
-            "get_structure" => read_ops::get_structure(self, args).await,
-            "mental_models" => models_ops::mental_models(self, args).await,
-            "knowledge" => knowledge_ops::knowledge(self, args).await,
-            "notebook" => notebook_ops::notebook(self, args).await,
-            "thread" => thread_ops::thread(self, args).await,
-            other => Err(Error::operation(format!("unknown operation {other:?}"))),
-        }
+        let run: Operation<'_> = match operation {
+            "get_state" => Box::pin(ops::get_state(self, args)),
+            "start_new" => Box::pin(ops::start_new(self, args)),
+            "load_context" => Box::pin(ops::load_context(self, args)),
+            "list_sessions" => Box::pin(ops::list_sessions(self, args)),
+            "navigate" => Box::pin(init_ops::navigate(self, args)),
+            "list_roots" => Box::pin(init_ops::list_roots(self, ctx)),
+            "bind_root" => Box::pin(init_ops::bind_root(self, args, ctx)),
+            "cipher" => Box::pin(ops::cipher(self, args)),
+            "session" => Box::pin(session_ops::session(self, args, ctx)),
+            "deep_analysis" => Box::pin(analysis_ops::deep_analysis(self, args)),
+            "thought" => Box::pin(thought_ops::thought(self, args, ctx)),
+            "read_thoughts" => Box::pin(read_ops::read_thoughts(self, args)),
+            "get_structure" => Box::pin(read_ops::get_structure(self, args)),
+            "mental_models" => Box::pin(models_ops::mental_models(self, args)),
+            "knowledge" => Box::pin(knowledge_ops::knowledge(self, args)),
+            "notebook" => Box::pin(notebook_ops::notebook(self, args)),
+            "thread" => Box::pin(thread_ops::thread(self, args)),
+            other => return Err(Error::operation(format!("unknown operation {other:?}"))),
+        };
+        run.await
     }
 }
+
+/// One operation's run, boxed (see [`Gateway::dispatch`]).
+type Operation<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Value>> + Send + 'a>>;

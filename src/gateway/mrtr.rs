@@ -103,12 +103,27 @@ pub(crate) enum Sealed {
 /// it from being altered; a collision needs a client that holds the token
 /// already, so SipHash is enough.
 fn call_digest(arguments: Option<&serde_json::Map<String, Value>>) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut hasher = std::hash::DefaultHasher::new();
-    arguments
-        .map(|a| Value::Object(a.clone()).to_string())
-        .hash(&mut hasher);
-    hasher.finish()
+    use std::hash::Hasher;
+    /// serde_json writes the arguments straight into the hasher: every
+    /// call is digested, and a copy of a long thought would cost each one.
+    struct Feed(std::hash::DefaultHasher);
+    impl std::io::Write for Feed {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.write(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut feed = Feed(std::hash::DefaultHasher::new());
+    if let Some(arguments) = arguments {
+        feed.0.write_u8(1);
+        // A hasher takes every byte, and a map of JSON values always
+        // serializes, so this cannot fail.
+        let _ = serde_json::to_writer(&mut feed, arguments);
+    }
+    feed.0.finish()
 }
 
 /// What an operation asks of a 2026-07-28 client in this round.
@@ -188,7 +203,13 @@ pub(crate) async fn call(
             asked: None,
         },
         Some(Sealed::Critique { recorded, answer }) => {
-            let answer = super::critique::resume(gw, recorded, answer, responses.remove(CRITIQUE_KEY)).await;
+            let answer = Box::pin(super::critique::resume(
+                gw,
+                recorded,
+                answer,
+                responses.remove(CRITIQUE_KEY),
+            ))
+            .await;
             return Ok(Called::Answer(answer));
         }
     };

@@ -225,8 +225,17 @@ pub async fn thought(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleS
     drop(order);
     // Asked for once the thought is recorded, which it stays whatever
     // happens to its critique.
+    // Boxed, as a request to the client is a large future that most
+    // thoughts never make (see `Gateway::dispatch`).
     let critique = if want_critique {
-        Some(super::critique::critique_thought(gw, ctx, &mut written.appended.thought).await)
+        Some(
+            Box::pin(super::critique::critique_thought(
+                gw,
+                ctx,
+                &mut written.appended.thought,
+            ))
+            .await,
+        )
     } else {
         None
     };
