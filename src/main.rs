@@ -12,8 +12,12 @@ fn main() -> ExitCode {
     } else {
         EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("thoughtbox=info"))
     };
+    // A log line that cannot be written (the terminal closed, a log pipe
+    // went away) is dropped: reporting that failure would panic in
+    // `eprintln!`, in whichever task logged, the signal watcher included.
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .log_internal_errors(false)
         .with_ansi(false)
         .with_env_filter(filter)
         .init();
@@ -25,7 +29,9 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             if !quiet {
-                eprintln!("thoughtbox: {e}");
+                use std::io::Write;
+                // Nothing is left to tell when stderr is gone.
+                let _ = writeln!(std::io::stderr(), "thoughtbox: {e}");
             }
             ExitCode::FAILURE
         }

@@ -138,12 +138,14 @@ fn watch_signals() -> (tokio::task::JoinHandle<()>, tokio::sync::watch::Receiver
             }
             last = Some(tokio::time::Instant::now());
             n += 1;
+            // Acted on before it is logged, so that no logging trouble can
+            // keep a server from stopping.
+            let _ = on_signal.send(n);
             if n == 1 {
                 tracing::info!("signal received, shutting down");
             } else {
                 tracing::warn!("another signal received: exiting without waiting for what is still running");
             }
-            let _ = on_signal.send(n);
         }
     });
     (signals, signal_seen)

@@ -10,6 +10,7 @@
 mod auth;
 mod observatory;
 
+use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
@@ -175,14 +176,17 @@ pub fn announce(addr: SocketAddr, source: &TokenSource) {
     } else {
         addr.to_string()
     };
-    eprintln!("thoughtbox: serving MCP at http://{host}/mcp and the Observatory at http://{host}/");
-    match source {
-        TokenSource::Environment => eprintln!("thoughtbox: bearer token from THOUGHTBOX_TOKEN"),
-        TokenSource::File(path) => eprintln!("thoughtbox: bearer token in {}", shown(path)),
-        TokenSource::Created(path) => {
-            eprintln!("thoughtbox: created a bearer token in {} (mode 0600)", shown(path))
-        }
-    }
+    let said = match source {
+        TokenSource::Environment => "bearer token from THOUGHTBOX_TOKEN".to_string(),
+        TokenSource::File(path) => format!("bearer token in {}", shown(path)),
+        TokenSource::Created(path) => format!("created a bearer token in {} (mode 0600)", shown(path)),
+    };
+    // Written, not `eprintln!`ed: a server started without a stderr to
+    // write to serves all the same.
+    let _ = write!(
+        std::io::stderr(),
+        "thoughtbox: serving MCP at http://{host}/mcp and the Observatory at http://{host}/\nthoughtbox: {said}\n"
+    );
 }
 
 fn shown(path: &Path) -> String {

@@ -613,3 +613,40 @@ async fn clients_that_disconnect_mid_request_leave_whole_thoughts() {
     );
     assert!(texts.contains(&"after"), "{rows:?}");
 }
+
+/// A server whose stderr has gone (its terminal closed, a log pipe ended)
+/// still stops on SIGTERM: logging the signal must not be what fails.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_server_without_a_stderr_still_stops_on_a_signal() {
+    let dir = tempfile::tempdir().expect("dir");
+    let mut cmd = command(&dir.path().join("t.db"));
+    // The default level, at which the signal is logged.
+    cmd.args(["serve", "--http", "127.0.0.1:0"])
+        .env("RUST_LOG", "thoughtbox=info");
+    cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
+    cmd.kill_on_drop(true);
+    let mut child = cmd.spawn().expect("spawn thoughtbox --http");
+    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let mut url = None;
+    while let Some(line) = lines.next_line().await.expect("stderr line") {
+        if let Some(rest) = line.strip_prefix("thoughtbox: serving MCP at ") {
+            url = rest.split_whitespace().next().map(str::to_string);
+            break;
+        }
+    }
+    // Nobody reads the server's stderr from here on: its writes fail.
+    drop(lines);
+    // Serving, so its signal handlers are in place.
+    let status = reqwest::get(url.expect("the server said where it listens"))
+        .await
+        .expect("GET /mcp")
+        .status();
+    assert_eq!(status, 401, "the server answers");
+    crate::common::kill(child.id().expect("pid"), "TERM");
+    let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
+        .await
+        .expect("the server exits after SIGTERM")
+        .expect("wait");
+    assert!(status.success(), "{status:?}");
+}
