@@ -33,6 +33,9 @@ pub struct Cli {
     pub serve: ServeArgs,
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// THOUGHTBOX_HTTP was set, and left unread (see `parse_from_args`).
+    #[arg(skip)]
+    http_variable_unread: bool,
 }
 
 impl Cli {
@@ -73,6 +76,14 @@ impl Cli {
             }
         }
         let mut cli = Cli::from_arg_matches(&matches)?;
+        // Only `thoughtbox serve` reads THOUGHTBOX_HTTP: a client starts the
+        // bare binary for stdio and passes its environment on, so the
+        // variable exported for a shared HTTP server would turn each stdio
+        // server it starts into an HTTP one that its client cannot reach.
+        if cli.command.is_none() && matches.value_source("http") == Some(ValueSource::EnvVariable) {
+            cli.serve.http = None;
+            cli.http_variable_unread = true;
+        }
         // An empty flag is refused, not read as "not given" as an empty
         // variable is: `--db "$X"` with X unset in a client config would
         // otherwise put the thoughts in the default ledger (or the one
@@ -549,6 +560,9 @@ impl DbArgs {
 /// Run the command line. Errors are returned for `main` to print.
 pub fn run(cli: Cli) -> Result<ExitCode> {
     crate::limits::ensure_open_files()?;
+    if cli.http_variable_unread {
+        tracing::info!("THOUGHTBOX_HTTP is read by `thoughtbox serve` only: serving stdio");
+    }
     let command = match cli.command {
         Some(c) => c,
         None => Command::Serve(cli.serve),

@@ -650,3 +650,34 @@ async fn a_server_without_a_stderr_still_stops_on_a_signal() {
         .expect("wait");
     assert!(status.success(), "{status:?}");
 }
+
+/// THOUGHTBOX_HTTP, exported for a shared server, is read by `serve` only:
+/// a client that starts the bare binary (passing its environment on) still
+/// gets a stdio server.
+#[tokio::test]
+async fn the_http_variable_is_read_by_serve_only() {
+    let dir = tempfile::tempdir().expect("dir");
+    let db = dir.path().join("t.db");
+    let mut cmd = command(&db);
+    cmd.env("THOUGHTBOX_HTTP", "127.0.0.1:0");
+    let server = crate::common::start_with((), cmd).await;
+    let started = server.call("start_new", json!({ "sessionTitle": "over stdio" })).await;
+    assert!(started.is_ok(), "{started:?}");
+
+    let mut cmd = command(&db);
+    cmd.arg("serve").env("THOUGHTBOX_HTTP", "127.0.0.1:0");
+    cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
+    cmd.kill_on_drop(true);
+    let mut child = cmd.spawn().expect("spawn thoughtbox serve");
+    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let first = tokio::time::timeout(Duration::from_secs(60), lines.next_line())
+        .await
+        .expect("a line in time")
+        .expect("stderr line");
+    assert!(
+        first
+            .as_deref()
+            .is_some_and(|l| l.starts_with("thoughtbox: serving MCP at ")),
+        "{first:?}"
+    );
+}
