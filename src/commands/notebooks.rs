@@ -142,7 +142,7 @@ pub fn notebooks(db: &DbArgs, command: NotebooksCommand) -> Result<ExitCode> {
         NotebooksCommand::Import { path, session, name } => {
             let text = srcbook::read_file(&path)?;
             let (name, decoded) = srcbook::decode(&text)?.checked(name)?;
-            let store = db.open()?;
+            let store = db.open_present(crate::store::Access::Existing)?;
             let nb = store.create_notebook(NewNotebook {
                 name,
                 language: decoded.language,

@@ -155,7 +155,7 @@ fn import(db: &DbArgs, file: &str, json: bool) -> Result<ExitCode> {
         violations_error(violations)
     };
     let registry = parse_registry(&text).map_err(|v| report(&v))?;
-    let store = db.open()?;
+    let store = db.open_present(crate::store::Access::Existing)?;
     let done = store.import_registry(&registry).inspect_err(|e| {
         if let Some(violations) = e.details().and_then(|d| d.get("violations").cloned())
             && let Ok(list) = serde_json::from_value::<Vec<ViolationText>>(violations)

@@ -720,6 +720,11 @@ async fn srcbook_export_import_export_is_byte_identical() {
     .unwrap();
     let said = crate::cli::fails(&db, &["notebooks", "import", bad.to_str().unwrap()]);
     assert!(said.contains("line 5"), "{said}");
+    // A mistyped --db is no ledger to import into: none is made there.
+    let typo = dir.path().join("typo.db");
+    let said = crate::cli::fails(&typo, &["notebooks", "import", path]);
+    assert!(said.contains("no database at"), "{said}");
+    assert!(!typo.exists());
 }
 
 /// Whether the `node` the server finds strips TypeScript types (22.6 and later).

@@ -624,6 +624,11 @@ async fn the_threads_commands() {
     let first = ok(&db, &["threads", "export"]);
     assert_eq!(std::fs::read_to_string(&file).unwrap(), first);
     let empty = dir.path().join("empty.db");
+    // A mistyped --db is no ledger to import into: none is made there.
+    let e = fails(&empty, &["threads", "import", file.to_str().unwrap()]);
+    assert!(e.contains("no database at"), "{e}");
+    assert!(!empty.exists());
+    ok(&empty, &["config", "set", "sessionPartitionGranularity", "monthly"]);
     let done = ok_json(&empty, &["threads", "import", file.to_str().unwrap()]);
     assert_eq!(done["threadsCreated"], 2);
     assert_eq!(ok(&empty, &["threads", "export"]), first);
@@ -762,8 +767,7 @@ async fn a_deletion_logs_what_it_changes_in_other_threads() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("registry.json");
     std::fs::write(&file, registry.to_string()).unwrap();
-    ok(
-        &dir.path().join("elsewhere.db"),
-        &["threads", "import", file.to_str().unwrap()],
-    );
+    let elsewhere = dir.path().join("elsewhere.db");
+    ok(&elsewhere, &["config", "set", "sessionPartitionGranularity", "monthly"]);
+    ok(&elsewhere, &["threads", "import", file.to_str().unwrap()]);
 }
