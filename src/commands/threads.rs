@@ -322,7 +322,9 @@ fn read(store: &Store, command: ThreadsCommand) -> Result<ExitCode> {
             match path {
                 None => out(&text)?,
                 Some(path) => {
-                    std::fs::write(&path, text).map_err(|e| Error::io(format!("writing {}", path.display()), e))?;
+                    // Written as the other exports are: 0600, whole or not at all.
+                    store.check_export_destination(&path)?;
+                    crate::tree::writer::write_atomic(&path, text.as_bytes())?;
                     eprintln!(
                         "wrote {} thread(s) and {} operation(s) to {}",
                         registry.metadata.thread_count,

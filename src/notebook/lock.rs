@@ -20,8 +20,7 @@ const LOCKS: &str = ".locks";
 
 /// The lock files of notebook `notebook`'s cells.
 pub fn locks_dir(database: &Path, notebook: &str) -> PathBuf {
-    let base = database.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-    base.join("notebooks").join(LOCKS).join(notebook)
+    super::runner::notebooks_root(database).join(LOCKS).join(notebook)
 }
 
 /// Cell `cell`'s lock file.
@@ -56,6 +55,7 @@ impl RunLock {
             )
         };
         if let Some(dir) = path.parent() {
+            super::runner::make_notebooks_root(database)?;
             std::fs::create_dir_all(dir).map_err(failed)?;
         }
         let mut opts = OpenOptions::new();

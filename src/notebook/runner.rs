@@ -188,10 +188,38 @@ fn on_path(name: &str) -> Option<PathBuf> {
     std::env::split_paths(&path).map(|d| d.join(name)).find(|p| p.is_file())
 }
 
+/// The notebooks' folder, beside the database.
+pub fn notebooks_root(database: &Path) -> PathBuf {
+    let base = database.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    base.join("notebooks")
+}
+
+/// Create [`notebooks_root`] if missing, mode 0700 whatever the umask: the
+/// cells' sources and outputs under it are as private as the ledger, and
+/// the folders below it are reached only through it.
+pub fn make_notebooks_root(database: &Path) -> Result<()> {
+    let root = notebooks_root(database);
+    let mut builder = std::fs::DirBuilder::new();
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    match builder.create(&root) {
+        Ok(()) => {
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o700))
+                    .map_err(|e| Error::io(format!("making {} private", root.display()), e))?;
+            }
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(Error::io(format!("creating {}", root.display()), e)),
+    }
+}
+
 /// A notebook's working directory: `notebooks/<id>` beside the database.
 pub fn notebook_dir(database: &Path, id: &str) -> PathBuf {
-    let base = database.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-    base.join("notebooks").join(id)
+    notebooks_root(database).join(id)
 }
 
 /// Write `bytes` to `path` unless it holds them already (an unchanged file
@@ -209,6 +237,7 @@ fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<()> {
 pub fn prepare(database: &Path, notebook: &Notebook) -> Result<PathBuf> {
     let dir = notebook_dir(database, &notebook.id);
     let src = dir.join("src");
+    make_notebooks_root(database)?;
     std::fs::create_dir_all(&src).map_err(|e| Error::io(format!("creating {}", src.display()), e))?;
     let dir = std::fs::canonicalize(&dir).map_err(|e| Error::io(format!("resolving {}", dir.display()), e))?;
     // Node's permission flags take a comma-separated list and `*` as a

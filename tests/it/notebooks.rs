@@ -199,6 +199,16 @@ async fn code_cells_run_and_their_failures_are_statuses() {
     assert_eq!(r["error"], Value::Null);
     assert_eq!(r["sandbox"], "node-permission");
     assert!(r["durationMs"].as_u64().is_some());
+    // The cells' sources and outputs are as private as the ledger.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let notebooks = db.parent().unwrap().join("notebooks");
+        assert_eq!(
+            std::fs::metadata(notebooks).unwrap().permissions().mode() & 0o777,
+            0o700
+        );
+    }
 
     let throws = add_code(&s, &id, "throws.js", "throw new Error('the claim does not hold');").await;
     let r = run(&s, &id, &throws, Value::Null).await;

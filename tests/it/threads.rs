@@ -621,6 +621,11 @@ async fn the_threads_commands() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("registry.json");
     ok(&db, &["threads", "export", "--out", file.to_str().unwrap()]);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+    }
     let first = ok(&db, &["threads", "export"]);
     assert_eq!(std::fs::read_to_string(&file).unwrap(), first);
     let empty = dir.path().join("empty.db");
