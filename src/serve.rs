@@ -292,18 +292,15 @@ async fn wind_down(running: Running, outcome: Result<()>) -> Result<()> {
 /// Observatory) on that listener, until the stdio client goes.
 /// What both modes run before they serve, started in the runtime.
 struct Started {
-    store: Store,
     gateway: Gateway,
     release: Arc<crate::memory::Release>,
-    shutdown: Arc<Shutdown>,
-    maintenance: Maintenance,
-    writer_thread: crate::writer::WriterThread,
-    releasing: tokio::task::JoinHandle<()>,
+    /// What [`wind_down`] stops once the connections have ended.
+    running: Running,
 }
 
 /// Watch the ledger's files, fail notebook runs a killed server left, and
-/// start the writer thread, the maintenance and memory tasks, and the
-/// gateway on them.
+/// start the writer thread, the maintenance and memory tasks, the gateway
+/// on them, and the watch for signals.
 fn start(store: Store, options: ServeOptions) -> Result<Started> {
     let store = store.watching_files()?;
     fail_orphaned_runs(&store, &options);
@@ -327,14 +324,19 @@ fn start(store: Store, options: ServeOptions) -> Result<Started> {
         release.clone(),
         shutdown.clone(),
     );
+    let (signals, signal_seen) = watch_signals();
     Ok(Started {
-        store,
         gateway,
         release,
-        shutdown,
-        maintenance,
-        writer_thread,
-        releasing,
+        running: Running {
+            store,
+            shutdown,
+            maintenance,
+            writer_thread,
+            releasing,
+            signals,
+            signal_seen,
+        },
     })
 }
 
@@ -377,25 +379,21 @@ pub fn run_stdio(store: Store, options: ServeOptions, http: Option<Listening>) -
             );
         }
         let Started {
-            store,
             gateway,
             release,
-            shutdown,
-            maintenance,
-            writer_thread,
-            releasing,
+            running,
         } = start(store, options)?;
+        let (store, shutdown) = (running.store.clone(), running.shutdown.clone());
+        // How many signals have come. The wait for `initialize`, the session
+        // after it, and the shutdown after that watch this: once a handler
+        // is set, a signal nobody watches would do nothing at all.
+        let signal_seen = running.signal_seen.clone();
         let (input, output, stdout_gone) = crate::stdio::streams();
         let transport =
             crate::stdio::StdioTransport::new(EndOfInput(input, shutdown.clone()), output).releasing(release.clone());
         let stopped_reading = stdout_gone.clone();
         let gone_before_initialize = stdout_gone.clone();
-        // How many signals have come. The wait for `initialize`, the session
-        // after it, and the shutdown after that watch this: once a handler
-        // is set, a signal nobody watches would do nothing at all.
-        let (signals, signal_seen) = watch_signals();
         let http_task = http.map(|listening| tokio::spawn(listening.serve(gateway.clone(), shutdown.clone())));
-        let signal_at_exit = signal_seen.clone();
         let signal_in_session = signal_seen.clone();
         let second_signal = signal_seen.clone();
         let session_started = std::cell::Cell::new(false);
@@ -473,19 +471,7 @@ pub fn run_stdio(store: Store, options: ServeOptions, http: Option<Listening>) -
                 tracing::warn!("HTTP requests still running at shutdown were dropped");
             }
         }
-        wind_down(
-            Running {
-                store,
-                shutdown,
-                maintenance,
-                writer_thread,
-                releasing,
-                signals,
-                signal_seen: signal_at_exit,
-            },
-            outcome,
-        )
-        .await
+        wind_down(running, outcome).await
     });
     // stdin may still be held by a blocking read; do not wait for it.
     runtime.shutdown_timeout(Duration::from_millis(100));
@@ -507,16 +493,16 @@ pub fn run_http(store: Store, options: ServeOptions, listening: Listening) -> Re
         .map_err(|e| Error::io("starting the async runtime", e))?;
     let result = runtime.block_on(async move {
         let Started {
-            store,
             gateway,
             // Answers over HTTP are noted as heavy work where they are built.
             release: _,
-            shutdown,
-            maintenance,
-            writer_thread,
-            releasing,
+            running,
         } = start(store, options)?;
-        let (signals, signal_seen) = watch_signals();
+        let (store, shutdown, signal_seen) = (
+            running.store.clone(),
+            running.shutdown.clone(),
+            running.signal_seen.clone(),
+        );
         let mut serving = tokio::spawn(listening.serve(gateway, shutdown.clone()));
         let outcome = tokio::select! {
             served = &mut serving => served.map_err(|e| Error::Internal(format!("the HTTP server failed: {e}")))?,
@@ -532,19 +518,7 @@ pub fn run_http(store: Store, options: ServeOptions, listening: Listening) -> Re
                 Ok(())
             }
         };
-        wind_down(
-            Running {
-                store,
-                shutdown,
-                maintenance,
-                writer_thread,
-                releasing,
-                signals,
-                signal_seen,
-            },
-            outcome,
-        )
-        .await
+        wind_down(running, outcome).await
     });
     runtime.shutdown_timeout(Duration::from_millis(100));
     result
