@@ -383,7 +383,9 @@ pub fn run_stdio(store: Store, options: ServeOptions, http: Option<Listening>) -
             release,
             running,
         } = start(store, options)?;
-        let (store, shutdown) = (running.store.clone(), running.shutdown.clone());
+        // Borrowed, not cloned: wind_down waits for every clone of the
+        // store to be dropped, and would wait for these.
+        let (store, shutdown) = (&running.store, &running.shutdown);
         // How many signals have come. The wait for `initialize`, the session
         // after it, and the shutdown after that watch this: once a handler
         // is set, a signal nobody watches would do nothing at all.
@@ -498,11 +500,8 @@ pub fn run_http(store: Store, options: ServeOptions, listening: Listening) -> Re
             release: _,
             running,
         } = start(store, options)?;
-        let (store, shutdown, signal_seen) = (
-            running.store.clone(),
-            running.shutdown.clone(),
-            running.signal_seen.clone(),
-        );
+        // Borrowed: see run_stdio.
+        let (store, shutdown, signal_seen) = (&running.store, &running.shutdown, running.signal_seen.clone());
         let mut serving = tokio::spawn(listening.serve(gateway, shutdown.clone()));
         let outcome = tokio::select! {
             served = &mut serving => served.map_err(|e| Error::Internal(format!("the HTTP server failed: {e}")))?,

@@ -266,7 +266,8 @@ async fn clean_shutdown_leaves_one_complete_file() {
             continue;
         }
         let (dir, db) = temp_db();
-        let s = start(&db).await;
+        let log = dir.path().join("server.log");
+        let s = start_logging(&db, &log).await;
         let sid = s.ready("copy me").await;
         for i in 0..20 {
             s.thought(t(&format!("thought {i}"))).await;
@@ -278,6 +279,10 @@ async fn clean_shutdown_leaves_one_complete_file() {
             wait_exit(s.pid).await;
         }
         assert!(!wal(&db).exists(), "{how}: the -wal file is still there");
+        // Nothing was left running to wait for (the shutdown waits for
+        // every user of the store, and warns when one does not let go).
+        let said = std::fs::read_to_string(&log).unwrap();
+        assert!(!said.contains(" WARN "), "{how}: {said}");
         let copy = dir.path().join("copy.db");
         std::fs::copy(&db, &copy).unwrap();
         let s = start(&copy).await;
