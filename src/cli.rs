@@ -377,7 +377,7 @@ impl ServeArgs {
     }
 
     /// Bind the HTTP listener, with its token (read, or created beside the
-    /// database `db`), and say where both are.
+    /// database `db`), to say where both are once serving.
     fn http_listening(&self, db: &std::path::Path) -> Result<Option<crate::http::Listening>> {
         let Some(addr) = self.http_addr()? else {
             return Ok(None);
@@ -392,10 +392,10 @@ impl ServeArgs {
             .collect();
         let listening = crate::http::Listening::bind(addr, crate::http::Guard::new(token, hosts)?)?;
         // Not beside stdio when stderr is stdout's own pipe: that carries the protocol.
-        if !(self.stdio && crate::stdio::stderr_is_stdout()) {
-            crate::http::announce(listening.addr(), &source);
+        if self.stdio && crate::stdio::stderr_is_stdout() {
+            return Ok(Some(listening));
         }
-        Ok(Some(listening))
+        Ok(Some(listening.announcing(source)))
     }
 }
 

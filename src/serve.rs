@@ -31,42 +31,67 @@ pub fn hangup_ignored() -> bool {
     }
 }
 
-async fn shutdown_signal() {
+/// The signals that stop a server. Their handlers are installed when this
+/// is made, not when it is first awaited: a signal in between (sent by
+/// whoever read that the server listens) would otherwise end the process
+/// without its clean exit.
+struct StopSignals {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        // SIGHUP too (the terminal or session that started the server went
-        // away): a clean exit checkpoints the WAL and gives stdin and stdout
-        // back as they were, where the default action would just end the
-        // process. Unless it came ignored (`nohup`): a handler would undo that.
-        let hangup = if hangup_ignored() {
-            None
-        } else {
-            signal(SignalKind::hangup()).ok()
-        };
-        let hangup = async move {
-            match hangup {
-                Some(mut hup) => {
-                    hup.recv().await;
-                }
-                None => std::future::pending::<()>().await,
+    interrupt: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    terminate: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    hangup: Option<tokio::signal::unix::Signal>,
+}
+
+impl StopSignals {
+    /// Install the handlers (inside the runtime).
+    fn install() -> StopSignals {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            StopSignals {
+                interrupt: signal(SignalKind::interrupt()).ok(),
+                terminate: signal(SignalKind::terminate()).ok(),
+                // SIGHUP too (the terminal or session that started the
+                // server went away): a clean exit checkpoints the WAL and
+                // gives stdin and stdout back as they were, where the
+                // default action would just end the process. Unless it came
+                // ignored (`nohup`): a handler would undo that.
+                hangup: if hangup_ignored() {
+                    None
+                } else {
+                    signal(SignalKind::hangup()).ok()
+                },
             }
-        };
-        match (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) {
-            (Ok(mut int), Ok(mut term)) => {
-                tokio::select! {
-                    _ = int.recv() => {}
-                    _ = term.recv() => {}
-                    _ = hangup => {}
-                }
-            }
-            _ => std::future::pending::<()>().await,
         }
+        #[cfg(not(unix))]
+        StopSignals {}
     }
-    #[cfg(not(unix))]
-    {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
+
+    /// The next stop signal.
+    async fn next(&mut self) {
+        #[cfg(unix)]
+        {
+            async fn recv(signal: &mut Option<tokio::signal::unix::Signal>) {
+                match signal {
+                    Some(s) => {
+                        s.recv().await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            }
+            tokio::select! {
+                _ = recv(&mut self.interrupt) => {}
+                _ = recv(&mut self.terminate) => {}
+                _ = recv(&mut self.hangup) => {}
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            if tokio::signal::ctrl_c().await.is_err() {
+                std::future::pending::<()>().await;
+            }
         }
     }
 }
@@ -119,15 +144,16 @@ impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for EndOfInput<R> {
     }
 }
 
-/// Count the shutdown signals as they come (see [`shutdown_signal`]), from
+/// Count the shutdown signals as they come (see [`StopSignals`]), from
 /// a task of the runtime.
 fn watch_signals() -> (tokio::task::JoinHandle<()>, tokio::sync::watch::Receiver<u32>) {
     let (on_signal, signal_seen) = tokio::sync::watch::channel(0u32);
+    let mut stop_signals = StopSignals::install();
     let signals = tokio::spawn(async move {
         let mut last: Option<tokio::time::Instant> = None;
         let mut n = 0u32;
         loop {
-            shutdown_signal().await;
+            stop_signals.next().await;
             // The same signal twice in a row is one request to stop: a
             // closing terminal sends SIGHUP to the job and the shell
             // sends it again, a launcher may forward the Ctrl-C its group
@@ -383,6 +409,10 @@ pub fn run_stdio(store: Store, options: ServeOptions, http: Option<Listening>) -
             release,
             running,
         } = start(store, options)?;
+        // Said once a signal would stop it cleanly.
+        if let Some(listening) = &http {
+            listening.announce();
+        }
         // Borrowed, not cloned: wind_down waits for every clone of the
         // store to be dropped, and would wait for these.
         let (store, shutdown) = (&running.store, &running.shutdown);
@@ -500,6 +530,7 @@ pub fn run_http(store: Store, options: ServeOptions, listening: Listening) -> Re
             release: _,
             running,
         } = start(store, options)?;
+        listening.announce();
         // Borrowed: see run_stdio.
         let (store, shutdown, signal_seen) = (&running.store, &running.shutdown, running.signal_seen.clone());
         let mut serving = tokio::spawn(listening.serve(gateway, shutdown.clone()));

@@ -42,6 +42,9 @@ pub struct Listening {
     listener: std::net::TcpListener,
     addr: SocketAddr,
     guard: Arc<Guard>,
+    /// Where the token is, to say once the server can be stopped cleanly
+    /// (see [`Listening::announce`]); `None`: nothing to say.
+    token_source: Option<TokenSource>,
 }
 
 impl Listening {
@@ -59,7 +62,23 @@ impl Listening {
             listener,
             addr,
             guard: Arc::new(guard),
+            token_source: None,
         })
+    }
+
+    /// Say where the server listens and where its token is from `source`,
+    /// once [`Listening::announce`] is called.
+    pub fn announcing(mut self, source: TokenSource) -> Listening {
+        self.token_source = Some(source);
+        self
+    }
+
+    /// Say where it listens, if asked to: after the signal handlers are in
+    /// place, since whoever reads the line may stop the server at once.
+    pub fn announce(&self) {
+        if let Some(source) = &self.token_source {
+            announce(self.addr, source);
+        }
     }
 
     /// The address bound (the port chosen when 0 was asked for).
@@ -170,7 +189,7 @@ async fn parse_errors(request: axum::extract::Request, next: axum::middleware::N
 }
 
 /// Say where the server listens and where its token is (never the token).
-pub fn announce(addr: SocketAddr, source: &TokenSource) {
+fn announce(addr: SocketAddr, source: &TokenSource) {
     let host = if addr.ip().is_unspecified() {
         format!("<this machine>:{}", addr.port())
     } else {

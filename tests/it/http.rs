@@ -681,3 +681,32 @@ async fn the_http_variable_is_read_by_serve_only() {
         "{first:?}"
     );
 }
+
+/// The server says where it listens only once a signal would stop it
+/// cleanly: whoever reads that line may stop it at once.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_signal_right_after_the_announcement_is_a_clean_stop() {
+    let dir = tempfile::tempdir().expect("dir");
+    let mut cmd = command(&dir.path().join("t.db"));
+    cmd.args(["serve", "--http", "127.0.0.1:0"]);
+    cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
+    cmd.kill_on_drop(true);
+    let mut child = cmd.spawn().expect("spawn thoughtbox --http");
+    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    while let Some(line) = lines.next_line().await.expect("stderr line") {
+        if line.starts_with("thoughtbox: serving MCP at ") {
+            break;
+        }
+    }
+    crate::common::kill(child.id().expect("pid"), "TERM");
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
+        .await
+        .expect("the server exits after SIGTERM")
+        .expect("wait");
+    assert!(
+        status.success(),
+        "ended by the signal, not by its clean exit: {status:?}"
+    );
+}
