@@ -81,8 +81,9 @@ impl Cli {
         // variable exported for a shared HTTP server would turn each stdio
         // server it starts into an HTTP one that its client cannot reach.
         if cli.command.is_none() && matches.value_source("http") == Some(ValueSource::EnvVariable) {
+            // An empty one asks for nothing, so nothing is said of it.
+            cli.http_variable_unread = cli.serve.http.as_deref().is_some_and(|v| !v.trim().is_empty());
             cli.serve.http = None;
-            cli.http_variable_unread = true;
         }
         // An empty flag is refused, not read as "not given" as an empty
         // variable is: `--db "$X"` with X unset in a client config would
@@ -330,7 +331,7 @@ pub struct ServeArgs {
     pub read_only: bool,
     /// Serve MCP over Streamable HTTP at http://ADDR/mcp, and the
     /// Observatory at http://ADDR/ (default 127.0.0.1:1731), instead of stdio
-    /// (with --stdio, beside it)
+    /// (with --stdio, beside it). THOUGHTBOX_HTTP is read by `serve` only
     #[arg(
         long,
         env = "THOUGHTBOX_HTTP",
