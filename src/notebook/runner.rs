@@ -199,9 +199,14 @@ pub fn notebooks_root(database: &Path) -> PathBuf {
 /// the folders below it are reached only through it.
 pub fn make_notebooks_root(database: &Path) -> Result<()> {
     let root = notebooks_root(database);
-    let mut builder = std::fs::DirBuilder::new();
     #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    let builder = {
+        let mut builder = std::fs::DirBuilder::new();
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder
+    };
+    #[cfg(not(unix))]
+    let builder = std::fs::DirBuilder::new();
     match builder.create(&root) {
         Ok(()) => {
             #[cfg(unix)]
