@@ -99,31 +99,16 @@ pub(crate) enum Sealed {
 }
 
 /// Which call `arguments` make: the same arguments sent again give the
-/// same digest (serde_json's maps keep their keys sorted). The seal keeps
-/// it from being altered; a collision needs a client that holds the token
-/// already, so SipHash is enough.
+/// same digest (a map hashes its entries in key order). Hashed as values,
+/// not as JSON text: every call is digested, and writing out a long
+/// thought cost each one. The seal keeps the digest from being altered; a
+/// collision needs a client that holds the token already, so SipHash is
+/// enough.
 fn call_digest(arguments: Option<&serde_json::Map<String, Value>>) -> u64 {
-    use std::hash::Hasher;
-    /// serde_json writes the arguments straight into the hasher: every
-    /// call is digested, and a copy of a long thought would cost each one.
-    struct Feed(std::hash::DefaultHasher);
-    impl std::io::Write for Feed {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0.write(bytes);
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut feed = Feed(std::hash::DefaultHasher::new());
-    if let Some(arguments) = arguments {
-        feed.0.write_u8(1);
-        // A hasher takes every byte, and a map of JSON values always
-        // serializes, so this cannot fail.
-        let _ = serde_json::to_writer(&mut feed, arguments);
-    }
-    feed.0.finish()
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::hash::DefaultHasher::new();
+    arguments.hash(&mut hasher);
+    hasher.finish()
 }
 
 /// What an operation asks of a 2026-07-28 client in this round.
