@@ -486,10 +486,15 @@ impl GroupKill {
     /// Kill the group now, and not again when dropped (its id may be
     /// another group's by then).
     fn now(&mut self) {
-        if let Some(pgid) = self.0.take().and_then(|p| rustix::process::Pid::from_raw(p as i32)) {
-            // The group may be gone already: nothing to do then.
+        let pgid = self.0.take();
+        // The group may be gone already: nothing to do then.
+        #[cfg(unix)]
+        if let Some(pgid) = pgid.and_then(|p| rustix::process::Pid::from_raw(p as i32)) {
             let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
         }
+        // Windows has no process groups to kill: `settle` kills the cell.
+        #[cfg(not(unix))]
+        let _ = pgid;
     }
 }
 
@@ -499,6 +504,7 @@ impl Drop for GroupKill {
     }
 }
 
+#[cfg(unix)]
 /// Wait until the child `pid` has exited, without reaping it: while it is a
 /// zombie its pid, and so its process group's id, cannot be given to
 /// another process, and the group can be killed safely. (tokio's
@@ -524,6 +530,7 @@ async fn exited_unreaped(pid: rustix::process::Pid) -> std::io::Result<()> {
 /// Let the child run until it exits or `limit` passes, then `kill` its
 /// group, and only then reap it: killed after the reap, a group with no
 /// process left could be another's by the same id. `None`: the limit passed.
+#[cfg(unix)]
 async fn settle(
     child: &mut tokio::process::Child,
     limit: Duration,
@@ -545,6 +552,33 @@ async fn settle(
         Ok(Ok(())) => Ok(Some(status)),
         Ok(Err(e)) => Err(e),
         Err(_) => Ok(None),
+    }
+}
+
+/// [`settle`] where there are no process groups (Windows): the cell is
+/// killed at the limit; what it started itself may outlive it.
+#[cfg(not(unix))]
+async fn settle(
+    child: &mut tokio::process::Child,
+    limit: Duration,
+    kill: impl FnOnce(),
+) -> std::io::Result<Option<std::process::ExitStatus>> {
+    let waited = tokio::time::timeout(limit, child.wait()).await;
+    kill();
+    match waited {
+        Ok(status) => status.map(Some),
+        Err(_) => child.kill().await.map(|()| None),
+    }
+}
+
+/// The signal that ended a process, where there are signals.
+fn signal_of(status: &std::process::ExitStatus) -> Option<i32> {
+    #[cfg(unix)]
+    return std::os::unix::process::ExitStatusExt::signal(status);
+    #[cfg(not(unix))]
+    {
+        let _ = status;
+        None
     }
 }
 
@@ -601,30 +635,9 @@ async fn run(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .process_group(0);
-    let parent = std::process::id();
-    // SAFETY: between fork and exec this only makes raw system calls
-    // (prctl, setrlimit, getppid), which allocate nothing and take no lock.
-    unsafe {
-        cmd.pre_exec(move || {
-            // The cell dies with the server, even a server killed outright
-            // (Linux and FreeBSD: macOS has no such signal, and there a
-            // server killed with SIGKILL leaves its cell running).
-            #[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
-            rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
-            if rustix::process::getppid().map(|p| p.as_raw_pid() as u32) != Some(parent) {
-                return Err(std::io::Error::other("the server exited"));
-            }
-            // No core files of a crashing cell in its directory.
-            let none = rustix::process::Rlimit {
-                current: Some(0),
-                maximum: Some(0),
-            };
-            let _ = rustix::process::setrlimit(rustix::process::Resource::Core, none);
-            Ok(())
-        });
-    }
+        .kill_on_drop(true);
+    #[cfg(unix)]
+    isolate(&mut cmd);
     let started_at = crate::domain::now();
     let start = Instant::now();
     let mut child = cmd
@@ -672,7 +685,7 @@ async fn run(
             ))),
             None,
         ),
-        Some(s) => match (s.code(), std::os::unix::process::ExitStatusExt::signal(&s)) {
+        Some(s) => match (s.code(), signal_of(&s)) {
             (Some(0), _) => (CellStatus::Completed, None, Some(0)),
             (Some(code), _) => (
                 CellStatus::Failed,
@@ -699,6 +712,35 @@ async fn run(
         started_at,
         sandbox,
     })
+}
+
+/// Start a cell's process in a group of its own (killed whole when the run
+/// ends), dying with the server where the system allows, without core files.
+#[cfg(unix)]
+fn isolate(cmd: &mut tokio::process::Command) {
+    cmd.process_group(0);
+    let parent = std::process::id();
+    // SAFETY: between fork and exec this only makes raw system calls
+    // (prctl, setrlimit, getppid), which allocate nothing and take no lock.
+    unsafe {
+        cmd.pre_exec(move || {
+            // The cell dies with the server, even a server killed outright
+            // (Linux and FreeBSD: macOS has no such signal, and there a
+            // server killed with SIGKILL leaves its cell running).
+            #[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
+            rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
+            if rustix::process::getppid().map(|p| p.as_raw_pid() as u32) != Some(parent) {
+                return Err(std::io::Error::other("the server exited"));
+            }
+            // No core files of a crashing cell in its directory.
+            let none = rustix::process::Rlimit {
+                current: Some(0),
+                maximum: Some(0),
+            };
+            let _ = rustix::process::setrlimit(rustix::process::Resource::Core, none);
+            Ok(())
+        });
+    }
 }
 
 fn said_duration(d: Duration) -> String {
@@ -756,6 +798,7 @@ mod tests {
 
     /// A shell in a group of its own that starts `sleep 30` in the
     /// background, says its pid, then runs `then`.
+    #[cfg(unix)]
     async fn leader_with_grandchild(then: &str) -> (tokio::process::Child, u32) {
         use tokio::io::AsyncBufReadExt;
         let mut child = Command::new("/bin/sh")
@@ -775,6 +818,7 @@ mod tests {
     }
 
     /// Whether `pid`, a child of this process, has exited and is not reaped.
+    #[cfg(unix)]
     fn unreaped_exit(pid: u32) -> bool {
         use rustix::process::{Pid, WaitId, WaitIdOptions, waitid};
         let pid = Pid::from_raw(pid as i32).unwrap();
@@ -785,6 +829,7 @@ mod tests {
     /// A leader that exits leaving a process in its group: the group is
     /// killed while the leader is a zombie, not yet reaped (its id cannot
     /// be another group's then), and reaped after, with its exit code.
+    #[cfg(unix)]
     #[tokio::test]
     async fn the_group_is_killed_before_its_leader_is_reaped() {
         let (mut child, grandchild) = leader_with_grandchild("exit 3").await;
@@ -812,6 +857,7 @@ mod tests {
 
     /// Past the time limit the group is killed with the leader still
     /// running, then the leader is reaped.
+    #[cfg(unix)]
     #[tokio::test]
     async fn past_the_limit_the_group_is_killed_then_reaped() {
         let (mut child, grandchild) = leader_with_grandchild("sleep 30").await;

@@ -512,6 +512,7 @@ pub(crate) fn remove_leftovers(dir: &Path, ours: impl Fn(&str) -> bool, dirs: bo
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[cfg(unix)]
     use crate::domain::ConfigKey;
     use crate::store::OpenOptionsStore;
     use crate::store::test_support::temp_store;

@@ -551,6 +551,7 @@ mod tests {
     use crate::domain::{NewSession, Session, Thought, ThoughtInput};
     use crate::store::Target;
     use crate::store::test_support::temp_store;
+    #[cfg(unix)]
     use crate::tree::REFERENCE_BRANCH_DIR;
     use crate::tree::reader::load_session;
 
