@@ -537,7 +537,9 @@ async fn export(gw: &Gateway, args: Args) -> Result<Value> {
     let (f, t) = (file.clone(), text.clone());
     super::changed_something();
     gw.blocking_to_end(move |store| {
-        std::fs::create_dir_all(&dir).map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
+        // Folders it makes are private, as an export's are.
+        crate::tree::writer::create_private_dirs(&dir)
+            .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
         // Never over the ledger, another database or one of their files.
         store.check_export_destination(&f).map_err(|e| match e {
             Error::InvalidPayload { message, details, .. } => Error::InvalidPayload {

@@ -44,11 +44,12 @@ use crate::store::Store;
 
 use crate::store::remove_leftovers;
 pub use files::{
-    EXPORT_LOCK, lock_for_reading, remove_leftovers_of, sync_dir, write_atomic, write_atomic_with, write_file,
+    EXPORT_LOCK, create_private_dirs, lock_for_reading, remove_leftovers_of, sync_dir, write_atomic, write_atomic_with,
+    write_file,
 };
 use files::{
-    create_private_dir, create_private_dirs, is_temporary_of, is_temporary_session_file, lock_for_export, refuse_link,
-    refuse_links_below, staging_session, temporary_name, write_private,
+    create_private_dir, is_temporary_of, is_temporary_session_file, lock_for_export, refuse_link, refuse_links_below,
+    staging_session, temporary_name, write_private,
 };
 use replace::{Listed, Staged, remove_empty_folders, remove_session_files};
 

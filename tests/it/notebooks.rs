@@ -688,6 +688,12 @@ async fn srcbook_export_import_export_is_byte_identical() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(names.len(), 1, "no temporary file is left: {names:?}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!((mode(&out), mode(std::path::Path::new(path))), (0o700, 0o600));
+    }
     // Never over a database: a file of that name which is one is kept.
     let guarded = dir.path().join("guarded");
     std::fs::create_dir_all(&guarded).unwrap();

@@ -223,7 +223,7 @@ pub(super) fn create_private_dir(dir: &Path) -> std::io::Result<()> {
 
 /// `fs::create_dir_all` with mode [`PRIVATE_DIR`] for each folder it
 /// creates; those already there are left as they are.
-pub(super) fn create_private_dirs(dir: &Path) -> std::io::Result<()> {
+pub fn create_private_dirs(dir: &Path) -> std::io::Result<()> {
     let missing: Vec<&Path> = dir
         .ancestors()
         .take_while(|a| !a.as_os_str().is_empty() && fs::metadata(a).is_err())
