@@ -27,6 +27,48 @@ pub struct HttpServer {
     _dir: Option<tempfile::TempDir>,
 }
 
+/// Spawn `cmd` (a server over HTTP) with its stderr piped, and read that
+/// until it says where it listens: the child, the rest of its stderr, and
+/// the URL of `/mcp`.
+async fn announced(
+    mut cmd: tokio::process::Command,
+) -> (
+    tokio::process::Child,
+    tokio::io::Lines<BufReader<tokio::process::ChildStderr>>,
+    String,
+) {
+    cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
+    cmd.kill_on_drop(true);
+    let mut child = cmd.spawn().expect("spawn thoughtbox --http");
+    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let url = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Some(line) = lines.next_line().await.expect("stderr line") {
+            if let Some(rest) = line.strip_prefix("thoughtbox: serving MCP at ") {
+                return rest.split_whitespace().next().expect("url").to_string();
+            }
+        }
+        panic!("the server exited before listening");
+    })
+    .await
+    .expect("the server said where it listens");
+    (child, lines, url)
+}
+
+/// SIGTERM `child`, and check it ends by its clean exit (status 0), not
+/// by the signal.
+#[cfg(unix)]
+async fn stops_cleanly_on_sigterm(mut child: tokio::process::Child) {
+    crate::common::kill(child.id().expect("pid"), "TERM");
+    let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
+        .await
+        .expect("the server exits after SIGTERM")
+        .expect("wait");
+    assert!(
+        status.success(),
+        "ended by the signal, not by its clean exit: {status:?}"
+    );
+}
+
 impl HttpServer {
     /// Start on a new database in a temporary directory.
     pub async fn start() -> HttpServer {
@@ -41,20 +83,7 @@ impl HttpServer {
     pub async fn start_on(db: &Path, extra: &[&str]) -> HttpServer {
         let mut cmd = command(db);
         cmd.args(["serve", "--http", "127.0.0.1:0"]).args(extra);
-        cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
-        cmd.kill_on_drop(true);
-        let mut child = cmd.spawn().expect("spawn thoughtbox --http");
-        let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
-        let url = tokio::time::timeout(Duration::from_secs(60), async {
-            while let Some(line) = lines.next_line().await.expect("stderr line") {
-                if let Some(rest) = line.strip_prefix("thoughtbox: serving MCP at ") {
-                    return rest.split_whitespace().next().expect("url").to_string();
-                }
-            }
-            panic!("the server exited before listening");
-        })
-        .await
-        .expect("the server said where it listens");
+        let (child, mut lines, url) = announced(cmd).await;
         // Keep reading its log, so that it never blocks on a full pipe.
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
         let token = std::fs::read_to_string(db.with_extension("token"))
@@ -624,31 +653,12 @@ async fn a_server_without_a_stderr_still_stops_on_a_signal() {
     // The default level, at which the signal is logged.
     cmd.args(["serve", "--http", "127.0.0.1:0"])
         .env("RUST_LOG", "thoughtbox=info");
-    cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
-    cmd.kill_on_drop(true);
-    let mut child = cmd.spawn().expect("spawn thoughtbox --http");
-    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
-    let mut url = None;
-    while let Some(line) = lines.next_line().await.expect("stderr line") {
-        if let Some(rest) = line.strip_prefix("thoughtbox: serving MCP at ") {
-            url = rest.split_whitespace().next().map(str::to_string);
-            break;
-        }
-    }
+    let (child, lines, url) = announced(cmd).await;
     // Nobody reads the server's stderr from here on: its writes fail.
     drop(lines);
-    // Serving, so its signal handlers are in place.
-    let status = reqwest::get(url.expect("the server said where it listens"))
-        .await
-        .expect("GET /mcp")
-        .status();
+    let status = reqwest::get(url).await.expect("GET /mcp").status();
     assert_eq!(status, 401, "the server answers");
-    crate::common::kill(child.id().expect("pid"), "TERM");
-    let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
-        .await
-        .expect("the server exits after SIGTERM")
-        .expect("wait");
-    assert!(status.success(), "{status:?}");
+    stops_cleanly_on_sigterm(child).await;
 }
 
 /// THOUGHTBOX_HTTP, exported for a shared server, is read by `serve` only:
@@ -666,20 +676,8 @@ async fn the_http_variable_is_read_by_serve_only() {
 
     let mut cmd = command(&db);
     cmd.arg("serve").env("THOUGHTBOX_HTTP", "127.0.0.1:0");
-    cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
-    cmd.kill_on_drop(true);
-    let mut child = cmd.spawn().expect("spawn thoughtbox serve");
-    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
-    let first = tokio::time::timeout(Duration::from_secs(60), lines.next_line())
-        .await
-        .expect("a line in time")
-        .expect("stderr line");
-    assert!(
-        first
-            .as_deref()
-            .is_some_and(|l| l.starts_with("thoughtbox: serving MCP at ")),
-        "{first:?}"
-    );
+    let (_child, _lines, url) = announced(cmd).await;
+    assert!(url.ends_with("/mcp"), "{url}");
 }
 
 /// The server says where it listens only once a signal would stop it
@@ -690,23 +688,7 @@ async fn a_signal_right_after_the_announcement_is_a_clean_stop() {
     let dir = tempfile::tempdir().expect("dir");
     let mut cmd = command(&dir.path().join("t.db"));
     cmd.args(["serve", "--http", "127.0.0.1:0"]);
-    cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
-    cmd.kill_on_drop(true);
-    let mut child = cmd.spawn().expect("spawn thoughtbox --http");
-    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
-    while let Some(line) = lines.next_line().await.expect("stderr line") {
-        if line.starts_with("thoughtbox: serving MCP at ") {
-            break;
-        }
-    }
-    crate::common::kill(child.id().expect("pid"), "TERM");
+    let (child, mut lines, _url) = announced(cmd).await;
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
-        .await
-        .expect("the server exits after SIGTERM")
-        .expect("wait");
-    assert!(
-        status.success(),
-        "ended by the signal, not by its clean exit: {status:?}"
-    );
+    stops_cleanly_on_sigterm(child).await;
 }
