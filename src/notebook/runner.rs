@@ -199,27 +199,7 @@ pub fn notebooks_root(database: &Path) -> PathBuf {
 /// the folders below it are reached only through it.
 pub fn make_notebooks_root(database: &Path) -> Result<()> {
     let root = notebooks_root(database);
-    #[cfg(unix)]
-    let builder = {
-        let mut builder = std::fs::DirBuilder::new();
-        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-        builder
-    };
-    #[cfg(not(unix))]
-    let builder = std::fs::DirBuilder::new();
-    match builder.create(&root) {
-        Ok(()) => {
-            #[cfg(unix)]
-            {
-                use std::os::unix::fs::PermissionsExt;
-                std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o700))
-                    .map_err(|e| Error::io(format!("making {} private", root.display()), e))?;
-            }
-            Ok(())
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(Error::io(format!("creating {}", root.display()), e)),
-    }
+    crate::tree::writer::create_private_dirs(&root).map_err(|e| Error::io(format!("creating {}", root.display()), e))
 }
 
 /// A notebook's working directory: `notebooks/<id>` beside the database.
