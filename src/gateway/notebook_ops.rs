@@ -239,7 +239,10 @@ async fn list(gw: &Gateway, args: Args) -> Result<Value> {
     let p: params::ListNotebooks = args.parse("notebook.list")?;
     let limit = params::bounded("limit", p.limit, (1, 100), 20)?;
     let offset = p.offset.unwrap_or(0);
-    let session = p.session_id.map(|s| canonical_session_id(&s));
+    let session = p
+        .session_id
+        .filter(|_| p.all_sessions != Some(true))
+        .map(|s| canonical_session_id(&s));
     let (notebooks, total) = gw
         .blocking(move |s| s.list_notebooks(session.as_deref(), limit, offset))
         .await?;

@@ -256,6 +256,17 @@ async fn a_stateless_client_works_by_handles() {
     // Nothing was recorded by the refused call, and no session was made for it.
     assert_eq!(server.count("thoughts"), 3);
     assert_eq!(server.count("sessions"), 1);
+    // A later conversation finds an earlier one's notebook: its own
+    // sessionId admits the call, allSessions widens the list.
+    let notebook = json!({ "subOperation": "create", "name": "kept", "sessionId": id });
+    s.ok("notebook", notebook).await;
+    let later = s.ok("start_new", json!({ "sessionTitle": "later" })).await;
+    let later = later["session"]["id"].as_str().expect("id").to_string();
+    s.ok("cipher", json!({ "sessionId": later, "brief": true })).await;
+    let list = |all: Value| json!({ "subOperation": "list", "sessionId": later, "allSessions": all });
+    assert_eq!(s.ok("notebook", list(json!(false))).await["total"], 0);
+    let every = s.ok("notebook", list(json!("true"))).await;
+    assert_eq!(every["notebooks"][0]["sessionId"], id.as_str(), "{every}");
 }
 
 /// Two legacy sessions on one server: each has its own stage and current session.

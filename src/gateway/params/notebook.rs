@@ -66,9 +66,14 @@ pub struct NotebookGet {
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ListNotebooks {
-    /// Only the notebooks of this session.
+    /// Only the notebooks of this session (unless allSessions is true).
     #[serde(alias = "session_id")]
     pub session_id: Option<String>,
+    /// Every session's notebooks; a sessionId then only admits the call,
+    /// as a client without a current session must name one.
+    #[serde(alias = "all")]
+    #[schemars(extend("default" = false))]
+    pub all_sessions: Option<bool>,
     /// Page size, 1-100.
     #[schemars(range(min = 1, max = 100), extend("default" = 20))]
     pub limit: Option<u32>,
