@@ -6,7 +6,7 @@
 //! gateway can tell the caller about the ones it ignored (a misspelt
 //! `thougthNumber`, or a `sessionId` given to an operation without one).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
@@ -26,7 +26,9 @@ pub struct Args {
 struct Tracking {
     /// A set: a nested `args` of 100,000 names is merged in one by one.
     given: BTreeSet<String>,
-    read: Vec<String>,
+    /// A set too: every name of a call can be read, and a call may name
+    /// up to [`MAX_ARGUMENTS`].
+    read: BTreeSet<String>,
     /// Every field an operation looked for, given or not.
     asked: Vec<String>,
     /// Object parameters read as arguments of their own (`options`,
@@ -44,7 +46,7 @@ type Nested = (String, Arc<Mutex<Tracking>>, Arc<Map<String, Value>>);
 
 impl Tracking {
     fn unread(&self) -> Vec<String> {
-        let mut unread: Vec<String> = self.given.iter().filter(|k| !self.read.contains(k)).cloned().collect();
+        let mut unread: Vec<String> = self.given.difference(&self.read).cloned().collect();
         for (key, child, _) in &self.nested {
             if let Ok(child) = child.lock() {
                 unread.extend(child.unread().into_iter().map(|k| format!("{key}.{k}")));
@@ -321,6 +323,27 @@ fn not_an_object(field: &str, v: &Value) -> Error {
     )
 }
 
+/// The most names a call's arguments (or its nested `args`) may hold: no
+/// operation takes a hundred, and each name costs ~10 µs of checks (unread,
+/// misspelt) on the thread that reads every request, so 10,000 hold it
+/// for a tenth of a second.
+pub const MAX_ARGUMENTS: usize = 10_000;
+
+/// Refuse `map`, given as `field`, when it names more than [`MAX_ARGUMENTS`].
+pub fn check_argument_count(field: &str, map: &Map<String, Value>) -> Result<()> {
+    if map.len() <= MAX_ARGUMENTS {
+        return Ok(());
+    }
+    Err(Error::invalid_with(
+        field,
+        format!(
+            "{field} holds {} names, more than the {MAX_ARGUMENTS} a call may give (nothing was done)",
+            map.len()
+        ),
+        serde_json::json!({ "names": map.len(), "maxNames": MAX_ARGUMENTS }),
+    ))
+}
+
 impl Args {
     pub fn new(map: Map<String, Value>) -> Args {
         let tracking = Tracking {
@@ -339,9 +362,15 @@ impl Args {
     pub fn from_value(field: &str, v: Option<&Value>) -> Result<Args> {
         match v {
             None | Some(Value::Null) => Ok(Args::default()),
-            Some(Value::Object(m)) => Ok(Args::new(m.clone())),
+            Some(Value::Object(m)) => {
+                check_argument_count(field, m)?;
+                Ok(Args::new(m.clone()))
+            }
             Some(v @ Value::String(s)) => match json_in_string(field, s)? {
-                Some(Value::Object(m)) => Ok(Args::new(m)),
+                Some(Value::Object(m)) => {
+                    check_argument_count(field, &m)?;
+                    Ok(Args::new(m))
+                }
                 _ => Err(not_an_object(field, v)),
             },
             Some(other) => Err(not_an_object(field, other)),
@@ -359,7 +388,7 @@ impl Args {
 
     fn mark_read(&self, key: &str) {
         if let Ok(mut t) = self.tracking.lock() {
-            Tracking::note(&mut t.read, key);
+            t.read.insert(key.to_string());
         }
     }
 
@@ -370,9 +399,15 @@ impl Args {
     pub fn check_spelling(&self, nested_args: bool, placement: bool) -> Result<()> {
         check_names(&self.map, "", placement)?;
         match self.map.get("args") {
-            Some(Value::Object(m)) if nested_args => check_names(m, "args.", placement),
+            Some(Value::Object(m)) if nested_args => {
+                check_argument_count("args", m)?;
+                check_names(m, "args.", placement)
+            }
             Some(Value::String(s)) if nested_args => match json_in_string("args", s)? {
-                Some(Value::Object(m)) => check_names(&m, "args.", placement),
+                Some(Value::Object(m)) => {
+                    check_argument_count("args", &m)?;
+                    check_names(&m, "args.", placement)
+                }
                 _ => Ok(()),
             },
             _ => Ok(()),
@@ -410,7 +445,7 @@ impl Args {
         let t = self.tracking.lock().ok()?;
         // Every key of the map was given (`new`, `insert`); one taken out
         // (`remove`) counts as read.
-        let stray = |map: &Map<String, Value>, read: &[String]| {
+        let stray = |map: &Map<String, Value>, read: &BTreeSet<String>| {
             map.iter().find_map(|(k, v)| {
                 let id = crate::domain::canonical_session_id(v.as_str()?);
                 (crate::tree::is_session_id(&id) && Some(id.as_str()) != using && !read.contains(k))
@@ -462,7 +497,7 @@ impl Args {
     /// that the answer names it among the ignored ones.
     pub fn mark_unread(&self, name: &str) {
         if let Ok(mut t) = self.tracking.lock() {
-            t.read.retain(|k| k != name);
+            t.read.remove(name);
         }
     }
 
@@ -480,6 +515,7 @@ impl Args {
     /// used when the thought starts a session).
     pub fn parse_leaving<T: serde::de::DeserializeOwned + 'static>(&self, key: &str, left: &[&str]) -> Result<T> {
         let (parsed, ignored) = super::params::parse::<T>(key, Value::Object(self.map.clone()))?;
+        let ignored_here: HashSet<&str> = ignored.iter().map(String::as_str).collect();
         // A misspelt name inside an object parameter (`newWork.Project`) is
         // refused as a flat one is, rather than dropped.
         for path in ignored.iter().filter(|p| p.contains('.')) {
@@ -500,8 +536,8 @@ impl Args {
         };
         if let Ok(mut t) = self.tracking.lock() {
             for name in self.map.keys() {
-                if !ignored.contains(name) && !under_left(name) {
-                    Tracking::note(&mut t.read, name);
+                if !ignored_here.contains(name.as_str()) && !under_left(name) {
+                    t.read.insert(name.clone());
                 }
             }
             t.ignored_nested.extend(

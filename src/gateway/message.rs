@@ -176,12 +176,17 @@ pub(super) fn bounded_error(mut payload: Value) -> Value {
     if let Some(details) = payload.get_mut("details") {
         clip_strings(details);
     }
-    // Details of many entries, each short: a last resort.
-    if message_bytes(&payload) > 64 << 10
-        && let Value::Object(fields) = &mut payload
-        && let Some(Value::Object(details)) = fields.get_mut("details")
-    {
-        details.retain(|k, _| k == "field");
+    // Details of many entries, each short: first the arguments received
+    // (a call of thousands of names), then all but the field.
+    for keep in [&(|k: &str| k != "receivedArguments") as &dyn Fn(&str) -> bool, &|k| {
+        k == "field"
+    }] {
+        if message_bytes(&payload) > 64 << 10
+            && let Value::Object(fields) = &mut payload
+            && let Some(Value::Object(details)) = fields.get_mut("details")
+        {
+            details.retain(|k, _| keep(k));
+        }
     }
     payload
 }

@@ -672,7 +672,9 @@ impl Gateway {
     /// The operation of a gateway call, the stage it needs, its arguments,
     /// and those of its arguments given twice (taken from `args`).
     fn parse_call(&self, arguments: Option<Map<String, Value>>) -> Result<(String, Stage, Args)> {
-        let mut arguments = Args::new(arguments.unwrap_or_default());
+        let arguments = arguments.unwrap_or_default();
+        args::check_argument_count("arguments", &arguments)?;
+        let mut arguments = Args::new(arguments);
         let operation = match arguments.get("operation") {
             Some(Value::String(s)) => s.clone(),
             Some(other) => {

@@ -1346,6 +1346,36 @@ async fn ignored_arguments_are_named_briefly() {
     // A few, short: named as they are.
     let r = s.call("get_state", json!({ "b": 1, "a": 2 })).await.unwrap();
     assert_eq!(r["ignoredArguments"], json!(["a", "b"]));
+    // Past 10,000 names, flat or nested, the call is refused before any
+    // check (each name costs time on the thread that reads requests).
+    let thought = |extra: Map<String, Value>| {
+        let mut a = extra;
+        a.insert("sessionId".into(), json!(sid));
+        a.insert("thought".into(), json!("crowded"));
+        a.insert("nextThoughtNeeded".into(), json!(true));
+        Value::Object(a)
+    };
+    let crowd: Map<String, Value> = (0..10_001).map(|i| (format!("k{i:05}"), json!(1))).collect();
+    let e = s.err("thought", thought(crowd.clone()), "INVALID_PAYLOAD").await;
+    assert_eq!(e["details"]["maxNames"], 10_000, "{e}");
+    let e = s
+        .err(
+            "session",
+            json!({ "subOperation": "get", "args": crowd.clone() }),
+            "INVALID_PAYLOAD",
+        )
+        .await;
+    assert_eq!(e["details"]["field"], "args", "{e}");
+    let mut fewer = crowd;
+    fewer.retain(|k, _| k.as_str() >= "k00004");
+    let r = s.call("thought", thought(fewer)).await.unwrap();
+    assert_eq!(r["ignoredArgumentsMore"], 9_977, "{r}");
+    assert_eq!(
+        s.ok("read_thoughts", json!({ "sessionId": sid })).await["thoughts"]
+            .as_array()
+            .map(Vec::len),
+        Some(1)
+    );
     s.stop().await;
 }
 
