@@ -421,8 +421,9 @@ pub fn run_stdio(store: Store, options: ServeOptions, http: Option<Listening>) -
         // is set, a signal nobody watches would do nothing at all.
         let signal_seen = running.signal_seen.clone();
         let (input, output, stdout_gone) = crate::stdio::streams();
-        let transport =
-            crate::stdio::StdioTransport::new(EndOfInput(input, shutdown.clone()), output).releasing(release.clone());
+        let transport = crate::stdio::StdioTransport::new(EndOfInput(input, shutdown.clone()), output)
+            .releasing(release.clone())
+            .supporting(rmcp::ServerHandler::supported_protocol_versions(&gateway));
         let stopped_reading = stdout_gone.clone();
         let gone_before_initialize = stdout_gone.clone();
         let http_task = http.map(|listening| tokio::spawn(listening.serve(gateway.clone(), shutdown.clone())));

@@ -6,10 +6,11 @@
 //! with a JSON-RPC error, and never reaches the MCP library. Outgoing
 //! messages are written as rmcp made them, one a line.
 
+use std::borrow::Cow;
 use std::io;
 use std::sync::Arc;
 
-use rmcp::model::{ErrorCode, ErrorData};
+use rmcp::model::{ClientRequest, ErrorCode, ErrorData, GetMeta, JsonRpcMessage, ProtocolVersion};
 use rmcp::service::{RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde::Deserialize;
@@ -32,6 +33,14 @@ pub struct StdioTransport<R, W> {
     /// saying how a session starts: someone trying the server by hand
     /// (`echo '{...tools/list}' | thoughtbox`) learns to send `initialize`.
     introduced: bool,
+    /// Whether the MCP library has started the session: until then it
+    /// ends the whole connection on a notification or a reply, so those
+    /// are dropped here. Set by the request that starts it, as the
+    /// library decides that: `initialize`, or a request of the stateless
+    /// protocol with the whole `_meta` and a version in `supported`.
+    started: bool,
+    /// The protocol versions the server speaks (its handler's list).
+    supported: Cow<'static, [ProtocolVersion]>,
     /// Told when a large message has been written and freed, so that its
     /// memory goes back to the system after it rather than before.
     release: Option<Arc<Release>>,
@@ -43,8 +52,16 @@ impl<R: AsyncRead + Unpin, W> StdioTransport<R, W> {
             lines: Lines::new(input),
             out: Arc::new(Mutex::new(output)),
             introduced: false,
+            started: false,
+            supported: Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS),
             release: None,
         }
+    }
+
+    /// The versions the handler speaks, when not every one rmcp knows.
+    pub fn supporting(mut self, versions: Cow<'static, [ProtocolVersion]>) -> Self {
+        self.supported = versions;
+        self
     }
 
     /// Note every message of [`LARGE_ANSWER`] bytes or more as heavy work
@@ -108,6 +125,22 @@ where
     }
 }
 
+/// Whether the MCP library starts the session on `request` (rmcp's
+/// `serve_server`): on `initialize`; on a request of the stateless protocol
+/// with every field its `_meta` needs and a version the server speaks,
+/// other than `ping` and `server/discover`, which it answers and waits on.
+fn starts_session(request: &ClientRequest, supported: &[ProtocolVersion]) -> bool {
+    match request {
+        ClientRequest::InitializeRequest(_) => true,
+        ClientRequest::PingRequest(_) | ClientRequest::DiscoverRequest(_) => false,
+        other => {
+            let meta = other.get_meta();
+            meta.missing_required_keys(&ProtocolVersion::V_2026_07_28).is_empty()
+                && meta.protocol_version().is_some_and(|v| supported.contains(&v))
+        }
+    }
+}
+
 /// Where a request of the stateless protocol names its version.
 const PROTOCOL_VERSION_META: &str = "io.modelcontextprotocol/protocolVersion";
 
@@ -160,7 +193,14 @@ where
                 continue;
             }
             match serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(&message) {
-                Ok(message) => return Some(message),
+                Ok(message) if self.started => return Some(message),
+                Ok(JsonRpcMessage::Request(request)) => {
+                    self.started = starts_session(&request.request, &self.supported);
+                    return Some(JsonRpcMessage::Request(request));
+                }
+                Ok(_) => {
+                    tracing::debug!("dropped a notification or reply sent before the session started");
+                }
                 Err(e) => {
                     // JSON (the lines were checked), of a shape no MCP
                     // message has: a request among them is answered.
@@ -390,6 +430,40 @@ mod tests {
         // A ping, a request of the stateless protocol, and everything after it pass.
         let ids: Vec<&Value> = received.iter().map(|m| &m["id"]).collect();
         assert_eq!(ids, [&json!(2), &json!(3), &json!(4)]);
+    }
+
+    /// rmcp ends the connection on a notification or a reply before the
+    /// session starts: they are dropped until a request starts it.
+    #[tokio::test]
+    async fn notifications_and_replies_before_the_session_are_dropped() {
+        let meta = |version: &str| json!({ "io.modelcontextprotocol/protocolVersion": version, "io.modelcontextprotocol/clientCapabilities": {} });
+        let lines = [
+            json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }),
+            json!({ "jsonrpc": "2.0", "id": 5, "result": {} }),
+            json!({ "jsonrpc": "2.0", "id": 1, "method": "ping", "params": { "_meta": meta("2026-07-28") } }),
+            json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": 1 } }),
+            // A version the server does not speak: refused, and no session.
+            json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": { "_meta": meta("1999-01-01") } }),
+            json!({ "jsonrpc": "2.0", "method": "notifications/roots/list_changed" }),
+            json!({ "jsonrpc": "2.0", "id": 3, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "0" } } }),
+            json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }),
+            json!({ "jsonrpc": "2.0", "id": 6, "result": {} }),
+        ];
+        let input: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        let (received, written) = run(&input).await;
+        assert!(written.is_empty(), "{written:?}");
+        let seen: Vec<(&Value, &Value)> = received.iter().map(|m| (&m["id"], &m["method"])).collect();
+        assert_eq!(
+            seen,
+            [
+                (&json!(1), &json!("ping")),
+                (&json!(2), &json!("tools/list")),
+                (&json!(3), &json!("initialize")),
+                (&Value::Null, &json!("notifications/initialized")),
+                (&json!(6), &Value::Null),
+            ]
+        );
     }
 
     #[tokio::test]
