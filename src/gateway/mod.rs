@@ -734,6 +734,20 @@ impl Gateway {
             }
             None => arguments,
         };
+        // A retry's fields put among the arguments would run the call anew
+        // (a critique's thought recorded again on every round).
+        if let Some(field) = ["requestState", "inputResponses"]
+            .into_iter()
+            .find(|f| args.peek(f).is_some())
+        {
+            return Err(Error::invalid(
+                field,
+                format!(
+                    "{field} goes in the request's params, beside name and arguments, not among the tool's \
+                     arguments (nothing was done)"
+                ),
+            ));
+        }
         args.check_spelling(params::has_sub_operations(&operation), operation == "thought")?;
         Ok((operation, required, args))
     }

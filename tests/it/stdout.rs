@@ -612,7 +612,11 @@ async fn a_request_before_initialize_is_told_to_initialize_first() {
     // end of the server (a client that cancels a ping it gave up on).
     send(&mut stdin, r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await;
     send(&mut stdin, r#"{"jsonrpc":"2.0","id":7,"result":{}}"#).await;
-    send(&mut stdin, r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#).await;
+    send(
+        &mut stdin,
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#,
+    )
+    .await;
     // A ping answered before initialize changes nothing of that.
     send(&mut stdin, r#"{"jsonrpc":"2.0","id":10,"method":"ping"}"#).await;
     let pong = next_message(&mut lines).await;
