@@ -76,6 +76,17 @@ fn readable_id(id: &serde_json::Value) -> bool {
     id.is_string() || id.as_i64().is_some()
 }
 
+/// The id to answer under: a number read as a float past the integers a
+/// float holds exactly (`18446744073709551623`) would come back as another
+/// number (`1.8446744073709552e19`), so it is answered as null, the id of
+/// a request whose id could not be read (JSON-RPC 2.0).
+fn echoable(id: serde_json::Value) -> serde_json::Value {
+    match id.as_f64() {
+        Some(f) if !(id.is_i64() || id.is_u64()) && f.abs() >= 9.0e15 => serde_json::Value::Null,
+        _ => id,
+    }
+}
+
 /// serde_json's limit on nested objects and arrays.
 const MAX_DEPTH: usize = 128;
 
@@ -152,7 +163,11 @@ pub(super) fn inspect(line: &[u8]) -> Verdict {
                     Version::Other => Problem::NotVersion2,
                 },
             };
-            Verdict::Refuse { id, method, problem }
+            Verdict::Refuse {
+                id: echoable(id),
+                method,
+                problem,
+            }
         }
         // A notification, or a reply of the client's: nothing to answer.
         Ok(Envelope {
@@ -597,14 +612,21 @@ impl TopLevel {
             // A JSON-RPC id is a string or an integer (`1e3` and `1.0` are
             // integers written as floats, which the MCP library accepts too).
             Some(Member::Id) => {
-                self.id = parsed().and_then(|v| match v {
-                    serde_json::Value::Number(n) if !(n.is_i64() || n.is_u64()) => n
-                        .as_f64()
-                        .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15)
-                        .map(|f| serde_json::Value::from(f as i64)),
-                    serde_json::Value::Number(_) | serde_json::Value::String(_) => Some(v),
-                    _ => None,
-                });
+                self.id = match parsed() {
+                    Some(serde_json::Value::Number(n)) if !(n.is_i64() || n.is_u64()) => Some(
+                        n.as_f64()
+                            .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15)
+                            .map_or(serde_json::Value::Null, |f| serde_json::Value::from(f as i64)),
+                    ),
+                    Some(v @ (serde_json::Value::Number(_) | serde_json::Value::String(_))) => Some(v),
+                    Some(_) => None,
+                    // A number past what a reader holds (`1e400`): an id
+                    // that cannot be read, answered as null (JSON-RPC 2.0).
+                    None if self.value.first().is_some_and(|b| b.is_ascii_digit() || *b == b'-') => {
+                        Some(serde_json::Value::Null)
+                    }
+                    None => None,
+                };
             }
             Some(Member::Method) => {
                 self.method = parsed().and_then(|v| v.as_str().map(str::to_string));
@@ -699,17 +721,15 @@ mod tests {
     /// id), a method that is no string, a batch (under a null id).
     #[test]
     fn ids_and_methods_the_library_cannot_read_and_batches_are_answered() {
-        for id in [
-            "1.5",
-            "true",
-            "null",
-            "1e29",
-            "18446744073709551616",
-            "9223372036854775808",
-        ] {
+        for id in ["1.5", "true", "null", "9223372036854775808"] {
             let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
             let expected: serde_json::Value = serde_json::from_str(id).unwrap();
             assert_eq!(refused(&line), Some((expected, Problem::BadId)), "{line}");
+        }
+        // Read as floats, they would come back as other numbers: null.
+        for id in ["1e29", "18446744073709551616", "-9223372036854775809"] {
+            let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
+            assert_eq!(refused(&line), Some((json!(null), Problem::BadId)), "{line}");
         }
         for id in [r#""s""#, "7", "-3", "9223372036854775807"] {
             let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
@@ -775,6 +795,12 @@ mod tests {
         ] {
             assert_eq!(refused(line), Some((json!(7), Problem::NumberTooLarge)), "{line}");
             assert!(serde_json::from_str::<serde_json::Value>(line).is_err());
+        }
+        // As the id itself: answered under a null id, since none was read.
+        let digits = "9".repeat(400);
+        for id in ["1e400", "-1e999", digits.as_str()] {
+            let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
+            assert_eq!(refused(&line), Some((json!(null), Problem::NumberTooLarge)), "{line}");
         }
         // Large but readable numbers pass.
         let line =
@@ -859,13 +885,24 @@ mod tests {
                 );
             }
         }
+        // Numbers that are no id, or that no reader holds: a request whose
+        // id could not be read, answered under null.
+        for message in [
+            r#"{"id":1.5,"method":"ping"}"#,
+            r#"{"id":1e300,"method":"ping"}"#,
+            r#"{"id":1e400,"method":"ping"}"#,
+        ] {
+            assert_eq!(
+                scanned(message, 2),
+                Some((json!(null), "ping".to_string())),
+                "{message}"
+            );
+        }
         for message in [
             // A notification, a reply of the client's, ids that are not ids.
             r#"{"jsonrpc":"2.0","method":"notifications/x","params":{"id":1}}"#,
             r#"{"jsonrpc":"2.0","id":5,"result":{"method":"x"}}"#,
             r#"{"jsonrpc":"2.0","id":5,"method":"x","error":{}}"#,
-            r#"{"id":1.5,"method":"ping"}"#,
-            r#"{"id":1e300,"method":"ping"}"#,
             r#"{"id":{"n":1},"method":"ping"}"#,
             r#"{"id":null,"method":"ping"}"#,
             r#"{"id":1,"method":["ping"]}"#,
