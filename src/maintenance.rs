@@ -95,6 +95,11 @@ async fn index_pending(writer: &Writer, stop: impl Fn() -> bool) {
 static CHECKPOINT_FAILING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 fn checkpoint_failed(e: &Error) {
+    // Stopped by a shutdown (interrupt_running): nothing failed.
+    if e.is_interrupted() {
+        tracing::debug!("checkpoint interrupted: {e}");
+        return;
+    }
     if CHECKPOINT_FAILING.swap(true, std::sync::atomic::Ordering::Relaxed) {
         tracing::debug!("checkpoint failed again: {e}");
     } else {
