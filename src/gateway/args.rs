@@ -302,7 +302,8 @@ pub(super) fn json_in_string(field: &str, s: &str) -> Result<Option<Value>> {
 fn not_an_object(field: &str, v: &Value) -> Error {
     if let Value::String(s) = v
         && s.trim_start().starts_with(['{', '['])
-        && let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(s)
+        // Read whole: skipped over, a number too large to read (`1e999`) passes.
+        && let Err(e) = serde_json::from_str::<Value>(s)
     {
         return Error::invalid(
             field,
@@ -963,6 +964,12 @@ mod tests {
                 Args::from_value("args", Some(&v)).unwrap_err().code(),
                 "INVALID_PAYLOAD"
             );
+        }
+        // JSON text of an object that does not read says why, a number too
+        // large for any reader included.
+        for text in [r#"{"x": 1e999}"#, r#"{"x": }"#] {
+            let e = Args::from_value("args", Some(&json!(text))).unwrap_err();
+            assert!(e.to_string().contains("does not parse"), "{text}: {e}");
         }
     }
 }
