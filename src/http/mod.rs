@@ -8,6 +8,7 @@
 //! own stage and current session, as a stdio connection has.
 
 mod auth;
+mod drain;
 mod observatory;
 
 use std::io::Write as _;
@@ -92,7 +93,19 @@ impl Listening {
         let listener = tokio::net::TcpListener::from_std(self.listener)
             .map_err(|e| Error::io("handing the listener to the runtime", e))?;
         let stop = CancellationToken::new();
-        let app = router(&gateway, self.guard, stop.clone(), shutdown.clone());
+        let drain = Arc::new(drain::Drain::default());
+        let app = router(&gateway, self.guard, stop.clone(), shutdown.clone(), drain.clone());
+        // The calls in flight are answered before the MCP sessions end
+        // (see drain.rs); ending them also ends their open streams, which
+        // the graceful shutdown waits for.
+        let ending = tokio::spawn({
+            let shutdown = shutdown.clone();
+            async move {
+                shutdown.wait().await;
+                drain.close().await;
+                stop.cancel();
+            }
+        });
         // Without TCP_NODELAY a small answer waits for the client's delayed
         // ACK (Nagle): about 40 ms per request.
         let listener = listener.tap_io(|tcp| {
@@ -100,18 +113,22 @@ impl Listening {
                 tracing::debug!("could not set TCP_NODELAY: {e}");
             }
         });
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                shutdown.wait().await;
-                stop.cancel();
-            })
-            .await
-            .map_err(|e| Error::io("serving HTTP", e))
+        let served = axum::serve(listener, app)
+            .with_graceful_shutdown(async move { shutdown.wait().await })
+            .await;
+        ending.abort();
+        served.map_err(|e| Error::io("serving HTTP", e))
     }
 }
 
 /// Every route, behind the guard.
-fn router(gateway: &Gateway, guard: Arc<Guard>, stop: CancellationToken, shutdown: Arc<Shutdown>) -> Router {
+fn router(
+    gateway: &Gateway,
+    guard: Arc<Guard>,
+    stop: CancellationToken,
+    shutdown: Arc<Shutdown>,
+    drain: Arc<drain::Drain>,
+) -> Router {
     let config = StreamableHttpServerConfig::default()
         .with_cancellation_token(stop)
         // Checked by the guard in front, which also knows --allowed-host.
@@ -128,7 +145,8 @@ fn router(gateway: &Gateway, guard: Arc<Guard>, stop: CancellationToken, shutdow
     let mcp = StreamableHttpService::new(move || Ok(base.for_http_connection()), Arc::new(sessions), config);
     let mcp = Router::new()
         .nest_service("/mcp", mcp)
-        .layer(axum::middleware::from_fn(parse_errors));
+        .layer(axum::middleware::from_fn(parse_errors))
+        .layer(axum::middleware::from_fn_with_state(drain, drain::count));
     Router::new()
         .merge(mcp)
         .merge(observatory::routes(gateway, shutdown))
