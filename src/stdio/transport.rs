@@ -101,7 +101,21 @@ where
             .and_then(|p| p.meta)
             .is_some_and(|m| m.contains_key(PROTOCOL_VERSION_META));
         match method.as_str() {
-            "initialize" => self.introduced = true,
+            // One rmcp cannot read would be told that the stateless
+            // protocol's `_meta` is missing: say what initialize takes.
+            "initialize" => match serde_json::from_slice::<Initialize>(message) {
+                Ok(_) => self.introduced = true,
+                Err(e) => {
+                    let message = format!(
+                        "initialize: its params are {{ protocolVersion: string, capabilities: object, clientInfo: \
+                         {{ name, version }} }} ({e})"
+                    );
+                    return Some((
+                        id,
+                        ErrorData::invalid_params(message, Some(json!({ "method": "initialize" }))),
+                    ));
+                }
+            },
             "ping" => {}
             _ if stateless => self.introduced = true,
             _ => {
@@ -139,6 +153,13 @@ fn starts_session(request: &ClientRequest, supported: &[ProtocolVersion]) -> boo
                 && meta.protocol_version().is_some_and(|v| supported.contains(&v))
         }
     }
+}
+
+/// An `initialize` request as rmcp reads it.
+#[derive(Deserialize)]
+struct Initialize {
+    #[serde(rename = "params")]
+    _params: rmcp::model::InitializeRequestParams,
 }
 
 /// Where a request of the stateless protocol names its version.
@@ -404,6 +425,26 @@ mod tests {
                 .contains("params.a is named twice")
         );
         assert!(written[4]["error"]["message"].as_str().unwrap().contains("too large"));
+    }
+
+    /// An initialize rmcp cannot read is told what initialize takes, and
+    /// the session still starts with a good one.
+    #[tokio::test]
+    async fn a_malformed_initialize_is_told_what_it_takes() {
+        let (received, written) = run(concat!(
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":5}}"#,
+            "\n",
+            r#"{"jsonrpc":"2.0","id":2,"method":"initialize"}"#,
+            "\n",
+            r#"{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#,
+            "\n",
+        ))
+        .await;
+        let refused: Vec<(&Value, &Value)> = written.iter().map(|m| (&m["id"], &m["error"]["code"])).collect();
+        assert_eq!(refused, [(&json!(1), &json!(-32602)), (&json!(2), &json!(-32602))]);
+        assert!(written[0]["error"]["message"].as_str().unwrap().contains("clientInfo"));
+        let ids: Vec<&Value> = received.iter().map(|m| &m["id"]).collect();
+        assert_eq!(ids, [&json!(3)]);
     }
 
     #[tokio::test]
