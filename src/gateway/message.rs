@@ -177,15 +177,17 @@ pub(super) fn bounded_error(mut payload: Value) -> Value {
         clip_strings(details);
     }
     // Details of many entries, each short: first the arguments received
-    // (a call of thousands of names), then all but the field.
-    for keep in [&(|k: &str| k != "receivedArguments") as &dyn Fn(&str) -> bool, &|k| {
-        k == "field"
-    }] {
+    // (a call of thousands of names) go, then all but the field.
+    for last_resort in [false, true] {
         if message_bytes(&payload) > 64 << 10
             && let Value::Object(fields) = &mut payload
             && let Some(Value::Object(details)) = fields.get_mut("details")
         {
-            details.retain(|k, _| keep(k));
+            if last_resort {
+                details.retain(|k, _| k == "field");
+            } else {
+                details.remove("receivedArguments");
+            }
         }
     }
     payload
