@@ -760,6 +760,7 @@ async fn a_sigterm_answers_the_writes_in_flight() {
 /// Write thoughts into a new session of `name` until the server stops:
 /// each thought's text, and whether it was answered as done (`None`: no
 /// answer at all).
+#[cfg(unix)]
 async fn write_until_stopped(s: Server, name: String) -> Vec<(String, Option<bool>)> {
     use rmcp::model::CallToolRequestParams;
     let started = s.ok("start_new", json!({ "sessionTitle": name })).await;
