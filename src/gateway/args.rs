@@ -6,6 +6,7 @@
 //! gateway can tell the caller about the ones it ignored (a misspelt
 //! `thougthNumber`, or a `sessionId` given to an operation without one).
 
+use std::borrow::Cow;
 use std::collections::{BTreeSet, HashSet};
 use std::sync::{Arc, Mutex};
 
@@ -194,23 +195,38 @@ pub fn misspelling_of(key: &str, placement: bool) -> Option<&'static str> {
 /// What sits at `path` (`keyMoments[0].sid`) in `map`, looking into an
 /// object or list sent as JSON text as the typed parse did.
 fn value_at(map: &Map<String, Value>, path: &str) -> Option<Value> {
-    let inside = |v: Value| match v {
-        Value::String(s) => serde_json::from_str::<Value>(&s).ok(),
-        other => Some(other),
-    };
-    let steps: Vec<&str> = path.split('.').collect();
-    let mut at = Value::Object(map.clone());
-    for (i, step) in steps.iter().enumerate() {
-        let (name, indexes) = step.split_once('[').map_or((*step, ""), |(n, rest)| (n, rest));
-        at = at.get(name)?.clone();
-        for index in indexes.split('[').filter_map(|i| i.strip_suffix(']')) {
-            at = inside(at)?.get(index.parse::<usize>().ok()?)?.clone();
+    // Borrowed as far as it goes: a copy of the map per path made the check
+    // of a call's ignored names quadratic in their number.
+    fn inside(v: Cow<'_, Value>) -> Option<Cow<'_, Value>> {
+        if let Value::String(s) = &*v {
+            return serde_json::from_str::<Value>(s).ok().map(Cow::Owned);
         }
-        if i + 1 < steps.len() {
-            at = inside(at)?;
+        Some(v)
+    }
+    fn child<'a>(v: Cow<'a, Value>, get: impl Fn(&Value) -> Option<&Value>) -> Option<Cow<'a, Value>> {
+        match v {
+            Cow::Borrowed(b) => get(b).map(Cow::Borrowed),
+            Cow::Owned(o) => get(&o).cloned().map(Cow::Owned),
         }
     }
-    Some(at)
+    let steps: Vec<&str> = path.split('.').collect();
+    let mut at: Option<Cow<'_, Value>> = None;
+    for (i, step) in steps.iter().enumerate() {
+        let (name, indexes) = step.split_once('[').unwrap_or((step, ""));
+        let mut here = match at {
+            None => Cow::Borrowed(map.get(name)?),
+            Some(v) => child(v, |v| v.get(name))?,
+        };
+        for index in indexes.split('[').filter_map(|i| i.strip_suffix(']')) {
+            let n = index.parse::<usize>().ok()?;
+            here = child(inside(here)?, |v| v.get(n))?;
+        }
+        if i + 1 < steps.len() {
+            here = inside(here)?;
+        }
+        at = Some(here);
+    }
+    at.map(Cow::into_owned)
 }
 
 /// Refuse the first of `map`'s names that misspells a parameter (shown
@@ -516,6 +532,18 @@ impl Args {
     /// used when the thought starts a session).
     pub fn parse_leaving<T: serde::de::DeserializeOwned + 'static>(&self, key: &str, left: &[&str]) -> Result<T> {
         let (parsed, ignored) = super::params::parse::<T>(key, Value::Object(self.map.clone()))?;
+        // Names inside object parameters escape the count of a call's own:
+        // each ignored one costs the checks below.
+        if ignored.len() > MAX_ARGUMENTS {
+            return Err(Error::invalid_with(
+                "arguments",
+                format!(
+                    "{} names given are no parameter, more than the {MAX_ARGUMENTS} a call may give (nothing was done)",
+                    ignored.len()
+                ),
+                serde_json::json!({ "names": ignored.len(), "maxNames": MAX_ARGUMENTS }),
+            ));
+        }
         let ignored_here: HashSet<&str> = ignored.iter().map(String::as_str).collect();
         // A misspelt name inside an object parameter (`newWork.Project`) is
         // refused as a flat one is, rather than dropped.

@@ -1366,6 +1366,15 @@ async fn ignored_arguments_are_named_briefly() {
         )
         .await;
     assert_eq!(e["details"]["field"], "args", "{e}");
+    // Names inside an object parameter count too, once no parameter takes them.
+    let e = s
+        .err(
+            "deep_analysis",
+            json!({ "sessionId": sid, "analysisType": "patterns", "options": crowd.clone() }),
+            "INVALID_PAYLOAD",
+        )
+        .await;
+    assert_eq!(e["details"]["maxNames"], 10_000, "{e}");
     let mut fewer = crowd;
     fewer.retain(|k, _| k.as_str() >= "k00004");
     let r = s.call("thought", thought(fewer)).await.unwrap();
