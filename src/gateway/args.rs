@@ -431,6 +431,23 @@ impl Args {
         }
     }
 
+    /// The first name given, flat or in a nested `args` (an object or its
+    /// JSON text), for which `test` holds, with its path (`args.x`).
+    pub fn name_where(&self, test: impl Fn(&str) -> bool) -> Option<String> {
+        if let Some(name) = self.map.keys().find(|k| test(k)) {
+            return Some(name.clone());
+        }
+        let nested = match self.map.get("args")? {
+            Value::Object(m) => Cow::Borrowed(m),
+            Value::String(s) => match serde_json::from_str::<Value>(s).ok()? {
+                Value::Object(m) => Cow::Owned(m),
+                _ => return None,
+            },
+            _ => return None,
+        };
+        nested.keys().find(|k| test(k)).map(|k| format!("args.{k}"))
+    }
+
     /// A name given that no operation takes and that holds `fragment` once
     /// folded (`sessionUUID` for "session").
     pub fn unknown_like(&self, fragment: &str) -> Option<String> {

@@ -734,14 +734,12 @@ impl Gateway {
             }
             None => arguments,
         };
-        // A retry's fields put among the arguments would run the call anew
-        // (a critique's thought recorded again on every round).
-        if let Some(field) = ["requestState", "inputResponses"]
-            .into_iter()
-            .find(|f| args.peek(f).is_some())
+        // A retry's fields put among the arguments, in any spelling, would
+        // run the call anew (a critique's thought recorded again each round).
+        if let Some(field) = args.name_where(|k| matches!(args::folded(k).as_str(), "requeststate" | "inputresponses"))
         {
             return Err(Error::invalid(
-                field,
+                field.clone(),
                 format!(
                     "{field} goes in the request's params, beside name and arguments, not among the tool's \
                      arguments (nothing was done)"

@@ -760,6 +760,19 @@ async fn the_critique_round_trip_by_hand_refuses_forged_state_and_never_writes_t
         .expect("an answer")
         .expect_err("refused");
     assert_eq!(e["details"]["field"], "inputResponses", "{e}");
+    // In another spelling, or in a nested args, the same.
+    let mut misplaced = args.clone();
+    misplaced["request_state"] = json!(state);
+    let e = call_once(&s, "thought", misplaced, None, None)
+        .await
+        .expect("an answer")
+        .expect_err("refused");
+    assert_eq!(e["details"]["field"], "request_state", "{e}");
+    let e = call_once(&s, "thought", json!({ "args": { "requestState": state } }), None, None)
+        .await
+        .expect("an answer")
+        .expect_err("refused");
+    assert_eq!(e["details"]["field"], "args.requestState", "{e}");
     assert_eq!(stored_thoughts(&db), [("Ship it".to_string(), None)]);
     // A true state sent with another call (here a delete) answers neither
     // call with the first one's result: it is refused, nothing is done.
