@@ -315,7 +315,7 @@ pub(super) fn json_in_string(field: &str, s: &str) -> Result<Option<Value>> {
 
 /// What a parameter that must be an object holds instead, for the message:
 /// JSON text that does not parse says why.
-fn not_an_object(field: &str, v: &Value) -> Error {
+pub(super) fn not_an_object(field: &str, v: &Value) -> Error {
     if let Value::String(s) = v
         && s.trim_start().starts_with(['{', '['])
         // Read whole: skipped over, a number too large to read (`1e999`) passes.

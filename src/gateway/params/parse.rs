@@ -352,7 +352,8 @@ fn payload_error(schema: &Value, value: &Value, path: &str, message: &str, field
         (Some("integer"), Some(v)) => format!("{field} must be a whole number, got {}", clipped(v)),
         (Some("boolean"), Some(v)) => format!("{field} must be true or false, got {}", clipped(v)),
         (Some("string"), Some(v)) if !v.is_string() => format!("{field} must be a string, got {}", type_name(v)),
-        (Some("object"), Some(v)) if !v.is_object() => format!("{field} must be an object, got {}", type_name(v)),
+        // JSON text that does not read says why (`{"x": 1e999}`).
+        (Some("object"), Some(v)) if !v.is_object() => return super::super::args::not_an_object(&field, v),
         (Some("array"), Some(v)) if !v.is_array() => format!("{field} must be a list, got {}", type_name(v)),
         _ => format!("{field}: {message}"),
     };
@@ -500,8 +501,14 @@ mod tests {
         let e = parse::<DeepAnalysis>("deep_analysis", json!({ "options": "full" })).unwrap_err();
         assert_eq!(
             field(e),
-            ("options".into(), "options must be an object, got a string".into())
+            (
+                "options".into(),
+                "options must be an object, got a string: send it as a JSON object".into()
+            )
         );
+        // JSON text that does not read says why.
+        let e = parse::<DeepAnalysis>("deep_analysis", json!({ "options": r#"{"x": 1e999}"# })).unwrap_err();
+        assert!(field(e).1.contains("does not parse"));
         // A name outside a fixed set lists the set.
         let e = parse::<DeepAnalysis>("deep_analysis", json!({ "analysisType": "vibes" })).unwrap_err();
         assert!(
