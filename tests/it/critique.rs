@@ -744,30 +744,23 @@ async fn the_critique_round_trip_by_hand_refuses_forged_state_and_never_writes_t
         assert!(e["message"].as_str().unwrap().contains("nothing was done"), "{e}");
     }
     assert_eq!(stored_thoughts(&db), [("Ship it".to_string(), None)]);
-    // The retry's fields among the tool's arguments, flat or in args:
-    // refused, rather than run as a new call that records the thought again.
-    let mut misplaced = args.clone();
-    misplaced["requestState"] = json!(state);
-    let e = call_once(&s, "thought", misplaced, None, None)
-        .await
-        .expect("an answer")
-        .expect_err("refused");
-    assert_eq!(e["details"]["field"], "requestState", "{e}");
-    let mut misplaced = args.clone();
-    misplaced["inputResponses"] = serde_json::to_value(sampled("misplaced", "m")).unwrap();
-    let e = call_once(&s, "thought", misplaced, None, None)
-        .await
-        .expect("an answer")
-        .expect_err("refused");
-    assert_eq!(e["details"]["field"], "inputResponses", "{e}");
-    // In another spelling, or in a nested args, the same.
-    let mut misplaced = args.clone();
-    misplaced["request_state"] = json!(state);
-    let e = call_once(&s, "thought", misplaced, None, None)
-        .await
-        .expect("an answer")
-        .expect_err("refused");
-    assert_eq!(e["details"]["field"], "request_state", "{e}");
+    // The retry's fields among the tool's arguments, in any spelling, flat
+    // or in a nested args: refused, rather than run as a new call that
+    // records the thought again.
+    let responses = serde_json::to_value(sampled("misplaced", "m")).unwrap();
+    for (name, value) in [
+        ("requestState", json!(state)),
+        ("inputResponses", responses),
+        ("request_state", json!(state)),
+    ] {
+        let mut misplaced = args.clone();
+        misplaced[name] = value;
+        let e = call_once(&s, "thought", misplaced, None, None)
+            .await
+            .expect("an answer")
+            .expect_err("refused");
+        assert_eq!(e["details"]["field"], name, "{e}");
+    }
     let e = call_once(&s, "thought", json!({ "args": { "requestState": state } }), None, None)
         .await
         .expect("an answer")
