@@ -348,16 +348,19 @@ pub const MAX_ARGUMENTS: usize = 10_000;
 
 /// Refuse `map`, given as `field`, when it names more than [`MAX_ARGUMENTS`].
 pub fn check_argument_count(field: &str, map: &Map<String, Value>) -> Result<()> {
-    if map.len() <= MAX_ARGUMENTS {
+    within_argument_limit(field, map.len(), "names")
+}
+
+/// Refuse `count` names of `field` past [`MAX_ARGUMENTS`]; `what` says
+/// which names they are.
+fn within_argument_limit(field: &str, count: usize, what: &str) -> Result<()> {
+    if count <= MAX_ARGUMENTS {
         return Ok(());
     }
     Err(Error::invalid_with(
         field,
-        format!(
-            "{field} holds {} names, more than the {MAX_ARGUMENTS} a call may give (nothing was done)",
-            map.len()
-        ),
-        serde_json::json!({ "names": map.len(), "maxNames": MAX_ARGUMENTS }),
+        format!("{field} holds {count} {what}, more than the {MAX_ARGUMENTS} a call may give (nothing was done)"),
+        serde_json::json!({ "names": count, "maxNames": MAX_ARGUMENTS }),
     ))
 }
 
@@ -551,16 +554,7 @@ impl Args {
         let (parsed, ignored) = super::params::parse::<T>(key, Value::Object(self.map.clone()))?;
         // Names inside object parameters escape the count of a call's own:
         // each ignored one costs the checks below.
-        if ignored.len() > MAX_ARGUMENTS {
-            return Err(Error::invalid_with(
-                "arguments",
-                format!(
-                    "{} names given are no parameter, more than the {MAX_ARGUMENTS} a call may give (nothing was done)",
-                    ignored.len()
-                ),
-                serde_json::json!({ "names": ignored.len(), "maxNames": MAX_ARGUMENTS }),
-            ));
-        }
+        within_argument_limit("arguments", ignored.len(), "names no parameter takes")?;
         let ignored_here: HashSet<&str> = ignored.iter().map(String::as_str).collect();
         // A misspelt name inside an object parameter (`newWork.Project`) is
         // refused as a flat one is, rather than dropped.
