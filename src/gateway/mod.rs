@@ -489,13 +489,15 @@ impl Gateway {
         required: Stage,
         args: &Args,
     ) -> Result<()> {
-        let given = ["sessionId", "session_id"].iter().find_map(|k| match args.peek(k) {
+        let handles = params::find(operation, sub_operation)
+            .map_or_else(|| vec!["sessionId", "session_id"], params::Params::handle_names);
+        let given = handles.iter().find_map(|k| match args.peek(k) {
             Some(Value::String(id)) if !id.trim().is_empty() => Some(id),
             _ => None,
         });
         // As the operations that take a session check their sessionId's type.
         if given.is_none()
-            && let Some(v) = ["sessionId", "session_id"].iter().find_map(|k| args.peek(k))
+            && let Some(v) = handles.iter().find_map(|k| args.peek(k))
             && !v.is_string()
             && params::admission_only_handle(operation, sub_operation)
         {
@@ -510,7 +512,7 @@ impl Gateway {
         // The handle is a parameter of every staged operation (the schema
         // lists it), so it is never reported ignored, whoever admits the call.
         if given.is_some() && required > Stage::Entry {
-            args.mark_all_read(&["sessionId", "session_id"]);
+            args.mark_all_read(&handles);
         }
         let connection = self.stage();
         if !self.options.stages || connection >= required {

@@ -221,11 +221,12 @@ async fn the_stage_travels_with_the_session() {
 
     let s = start(&db).await;
     assert_eq!(s.ok("get_state", Value::Null).await["stage"], 0);
-    for id in [&ciphered, &fresh] {
+    // The gate reads the handle under every name the thought takes for it.
+    for (name, id) in [("sessionId", &ciphered), ("id", &fresh), ("session_id", &ciphered)] {
         let got = s
-            .thought(json!({ "thought": "back again", "nextThoughtNeeded": true, "sessionId": id }))
+            .thought(json!({ "thought": "back again", "nextThoughtNeeded": true, name: id }))
             .await;
-        assert_eq!(got["sessionId"], id.as_str());
+        assert_eq!(got["sessionId"], id.as_str(), "{name}");
     }
     let e = s
         .err(

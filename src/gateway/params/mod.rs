@@ -47,7 +47,6 @@ pub struct Params {
     schema: fn() -> Value,
     names: fn() -> &'static [&'static str],
     /// The aliases the parser finds for it, given its schema.
-    #[cfg(test)]
     aliases: fn(&Value) -> parse::Aliases,
 }
 
@@ -64,6 +63,25 @@ impl Params {
     pub fn names(&self) -> &'static [&'static str] {
         (self.names)()
     }
+
+    /// The names its session handle goes by: `sessionId` and the aliases
+    /// its type reads as `sessionId` (`session_id`, `id`), so that the
+    /// stage gate reads the handle the operation will act on.
+    pub fn handle_names(&self) -> Vec<&'static str> {
+        let aliases = schema_of_op(&self.key()).map(|schema| (self.aliases)(schema));
+        let mut names = vec!["sessionId"];
+        names.extend(
+            aliases
+                .iter()
+                .flat_map(|a| a.iter())
+                .filter(|(_, name)| name == "sessionId")
+                .map(|(alias, _)| *alias),
+        );
+        if !names.contains(&"session_id") {
+            names.push("session_id");
+        }
+        names
+    }
 }
 
 macro_rules! params {
@@ -74,7 +92,6 @@ macro_rules! params {
             what: "",
             schema: schema_of::<$ty>,
             names: field_names::<$ty>,
-            #[cfg(test)]
             aliases: parse::aliases_of::<$ty>,
         }
     };
@@ -85,7 +102,6 @@ macro_rules! params {
             what: $what,
             schema: schema_of::<$ty>,
             names: field_names::<$ty>,
-            #[cfg(test)]
             aliases: parse::aliases_of::<$ty>,
         }
     };
