@@ -564,16 +564,21 @@ impl Gateway {
     }
 
     /// The stage of session `id` just opened on this connection (by
-    /// `start_new`, `load_context`, `session resume`): the session is
-    /// raised to the connection's stage when `write` (a read-only open
-    /// writes nothing), and the higher of the two is answered.
-    pub(crate) async fn settle_session_stage(&self, id: &str, write: bool) -> Stage {
+    /// `start_new`, `load_context`, `session resume`, named `trigger`):
+    /// the session is raised to the connection's stage when `write` (a
+    /// read-only open writes nothing), the connection to the session's,
+    /// and the higher of the two is answered, so that the answer and
+    /// `get_state` agree once the session is closed.
+    pub(crate) async fn settle_session_stage(&self, id: &str, write: bool, trigger: &str) -> Stage {
         let connection = self.stage();
         let sid = id.to_string();
         let session = match self.blocking(move |s| s.session_stage(&sid)).await {
             Ok(Some(stage)) => stage,
             _ => return connection,
         };
+        if session > connection {
+            self.advance(session, trigger);
+        }
         if write && session < connection && !self.read_only() {
             let sid = id.to_string();
             // The stage only spares a later connection the guide: a ledger

@@ -299,11 +299,13 @@ fn completed_next_step(gw: &Gateway, stage: Stage) -> &'static str {
 }
 
 /// What a connection with an open session calls next.
-fn next_step_in_session(gw: &Gateway, stage: Stage) -> &'static str {
+/// It names the handle: a stateless request, or another conversation on
+/// the same process, has no current session to fall back on.
+fn next_step_in_session(gw: &Gateway, stage: Stage, id: &str) -> String {
     if gw.options.stages && stage < Stage::CipherLoaded {
-        "Call cipher (brief: true if you have read its guide), then thought, passing this sessionId."
+        format!("Call cipher (brief: true if you have read its guide), then thought, passing sessionId \"{id}\".")
     } else {
-        "Call thought."
+        format!("Call thought with sessionId \"{id}\".")
     }
 }
 
@@ -329,7 +331,7 @@ pub async fn start_new(gw: &Gateway, args: Args) -> Result<Value> {
         events::session_started(&session)
     });
     gw.advance(Stage::InitComplete, "start_new");
-    let stage = gw.settle_session_stage(&session.id, true).await;
+    let stage = gw.settle_session_stage(&session.id, true, "start_new").await;
     // An agent that meant to go on with a session it named again gets a
     // new one: say which one it may have meant.
     let (title, id) = (session.title.clone(), session.id.clone());
@@ -350,9 +352,9 @@ pub async fn start_new(gw: &Gateway, args: Args) -> Result<Value> {
             "Session \"{}\" created and active. Pass its sessionId on every later call about it.",
             session.title
         ),
+        next_step: next_step_in_session(gw, stage, &session.id),
         session,
         stage: stage.number(),
-        next_step: next_step_in_session(gw, stage),
         note,
         same_title_session_id,
     })
@@ -480,7 +482,7 @@ pub(crate) async fn open_session(gw: &Gateway, args: &Args, trigger: &str) -> Re
         events::session_loaded(&session)
     });
     gw.advance(Stage::InitComplete, trigger);
-    let stage = gw.settle_session_stage(&session.id, reopen_it).await;
+    let stage = gw.settle_session_stage(&session.id, reopen_it, trigger).await;
     let Restoration {
         mut recent,
         current,
@@ -489,7 +491,7 @@ pub(crate) async fn open_session(gw: &Gateway, args: &Args, trigger: &str) -> Re
     } = restoration;
     let mut preview = Preview::new(false);
     preview.apply(&mut recent, true);
-    let mut next_step = next_step_in_session(gw, stage);
+    let mut next_step = next_step_in_session(gw, stage, &session.id);
     let mut note = None;
     // A frozen or archived thread is opened to read: it takes no thought.
     let sid = session.id.clone();
@@ -499,7 +501,8 @@ pub(crate) async fn open_session(gw: &Gateway, args: &Args, trigger: &str) -> Re
     };
     if let Some(status) = settled {
         next_step = "This session is a settled thread: read it (read_thoughts, get_structure, session export, thread \
-                     get) or cite it (thread reference); for new work, thread spawn or start_new.";
+                     get) or cite it (thread reference); for new work, thread spawn or start_new."
+            .into();
         note = Some(format!(
             "session {} is a {} thread: it can be read and cited, and accepts no thought",
             session.id,
@@ -510,7 +513,7 @@ pub(crate) async fn open_session(gw: &Gateway, args: &Args, trigger: &str) -> Re
     {
         // Open to read: the next step is a read, not a thought, which would
         // reopen a finished session.
-        next_step = completed_next_step(gw, stage);
+        next_step = completed_next_step(gw, stage).into();
         note = Some(if reopen_it {
             format!(
                 "the session was completed at {at} and could not be reopened now (see warning); it is open here \
@@ -761,7 +764,10 @@ pub async fn cipher(gw: &Gateway, args: Args) -> Result<Value> {
         guide: (!brief).then_some(content::CIPHER_GUIDE),
         guide_resource: brief.then_some("thoughtbox://cipher"),
         guide_bytes: brief.then_some(content::CIPHER_GUIDE.len()),
-        next_step: format!("{} are now available.", open.join(", ")),
+        next_step: match &session {
+            Some(id) => format!("{} are now available; pass sessionId \"{id}\".", open.join(", ")),
+            None => format!("{} are now available.", open.join(", ")),
+        },
         session_id: session,
     })
 }

@@ -101,7 +101,9 @@ async fn no_stages_option_opens_everything() {
     let state = s.ok("get_state", Value::Null).await;
     assert_eq!(state["activeSession"]["id"], r["sessionId"]);
     assert_eq!(state["nextStep"], "Call thought to record the next step.");
-    assert_eq!(s.ok("start_new", Value::Null).await["nextStep"], "Call thought.");
+    let started = s.ok("start_new", Value::Null).await;
+    let id = started["sessionId"].as_str().unwrap();
+    assert_eq!(started["nextStep"], format!("Call thought with sessionId \"{id}\"."));
     s.stop().await;
     let mut cmd = command(&db);
     cmd.env("THOUGHTBOX_STAGES", "off");

@@ -241,7 +241,12 @@ async fn the_stage_travels_with_the_session() {
     let loaded = s.ok("load_context", json!({ "sessionId": ciphered })).await;
     assert_eq!(loaded["stage"], 2);
     assert_eq!(loaded["sessionId"], ciphered.as_str());
-    assert_eq!(loaded["nextStep"], "Call thought.");
+    assert_eq!(
+        loaded["nextStep"],
+        format!("Call thought with sessionId \"{ciphered}\".")
+    );
+    // The connection takes the session's stage, as answered: get_state agrees.
+    assert_eq!(s.ok("get_state", Value::Null).await["stage"], 2);
     // A cipher for a session unknown is refused; nothing is raised.
     s.err(
         "cipher",

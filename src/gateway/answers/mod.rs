@@ -125,7 +125,7 @@ pub(crate) struct StartNewAnswer {
     pub session: Session,
     pub stage: u8,
     pub message: String,
-    pub next_step: &'static str,
+    pub next_step: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
     /// Another session of the same title, which the agent may have meant.
@@ -142,7 +142,7 @@ pub(crate) struct OpenAnswer {
     pub recent_thoughts: Vec<Value>,
     pub restoration_info: RestorationInfo,
     pub stage: u8,
-    pub next_step: &'static str,
+    pub next_step: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub truncated: Option<Truncated>,
     /// The session was completed, and opening it reopened it.
