@@ -57,7 +57,7 @@ pub async fn notebook(gw: &Gateway, args: Args) -> Result<Value> {
             })
         }
         "delete_cell" => {
-            let p: params::CellRef = args.parse("notebook.get_cell")?;
+            let p: params::CellRef = args.parse("notebook.delete_cell")?;
             let (nb, cell) = (p.notebook_id.trim().to_string(), p.cell_id.trim().to_string());
             known_notebook(gw, &nb).await?;
             let (n, c) = (nb.clone(), cell.clone());
@@ -524,7 +524,7 @@ async fn export(gw: &Gateway, args: Args) -> Result<Value> {
     let i = id.clone();
     let nb = gw.blocking(move |s| s.notebook(&i)).await?;
     let text = srcbook::encode(&nb);
-    let Some(dir) = destination else {
+    let Some(destination) = destination else {
         return answers::to_value(&NotebookExportAnswer {
             notebook_id: &id,
             format: "srcmd",
@@ -533,10 +533,17 @@ async fn export(gw: &Gateway, args: Args) -> Result<Value> {
             bytes: text.len(),
         });
     };
-    let file = dir.join(format!(
-        "{}.src.md",
-        crate::knowledge::slug_or_fallback("notebook", nb.title())
-    ));
+    // A path ending in .src.md is the file (the TypeScript Thoughtbox's
+    // `path`); else a directory to write <slug of the title>.src.md into.
+    let (dir, file) = match destination.parent() {
+        Some(parent) if destination.to_string_lossy().ends_with(".src.md") => {
+            (parent.to_path_buf(), destination.clone())
+        }
+        _ => {
+            let name = format!("{}.src.md", crate::knowledge::slug_or_fallback("notebook", nb.title()));
+            (destination.clone(), destination.join(name))
+        }
+    };
     let (f, t) = (file.clone(), text.clone());
     super::changed_something();
     gw.blocking_to_end(move |store| {

@@ -43,13 +43,20 @@ impl Decoded {
 
     /// Ready to become a notebook: every cell checked, and its name the one
     /// `name` gives, else its first title cell's text, else "Imported
-    /// notebook" (checked as a title, trimmed).
+    /// notebook" (checked as a title, trimmed). A `name` given renames the
+    /// first title cell too, since the title cell is the notebook's name.
     pub fn checked(self, name: Option<String>) -> Result<(String, Decoded)> {
-        let cells = self
+        let mut cells = self
             .cells
             .into_iter()
             .map(NewCell::checked)
             .collect::<Result<Vec<_>>>()?;
+        if let Some(name) = &name {
+            super::check_title("name", name)?;
+            if let Some(title) = cells.iter_mut().find(|c| c.kind == CellKind::Title) {
+                title.content = name.trim().to_string();
+            }
+        }
         let decoded = Decoded { cells, ..self };
         let name = name
             .or_else(|| decoded.title().map(str::to_string))
@@ -66,6 +73,10 @@ pub fn encode(notebook: &Notebook) -> String {
         header["tsconfig.json"] = serde_json::from_str(ts).unwrap_or(Value::String(ts.to_string()));
     }
     let mut blocks = vec![format!("{HEADER_START}{header}{HEADER_END}")];
+    // Its name travels with it even when its title cell was deleted.
+    if notebook.cells.iter().all(|c| c.kind != CellKind::Title) {
+        blocks.push(format!("# {}", notebook.name));
+    }
     blocks.extend(notebook.cells.iter().filter_map(|c| encode_cell(c, notebook.language)));
     let mut out = blocks.join("\n\n");
     out.push('\n');
@@ -363,6 +374,19 @@ mod tests {
                 })
                 .collect(),
         )
+    }
+
+    #[test]
+    fn a_name_given_renames_the_title_cell_and_a_lost_title_is_exported() {
+        let text = encode(&notebook(vec![cell(CellKind::Title, "Original", None)]));
+        let (name, decoded) = decode(&text).unwrap().checked(Some(" Copy ".into())).unwrap();
+        assert_eq!(name, "Copy");
+        assert_eq!(decoded.title(), Some("Copy"));
+        // A notebook whose title cell was deleted keeps its name in the file.
+        let untitled = encode(&notebook(vec![cell(CellKind::Code, "1;\n", Some("a.js"))]));
+        let (name, decoded) = decode(&untitled).unwrap().checked(None).unwrap();
+        assert_eq!(name, "N", "{untitled}");
+        assert_eq!(decoded.title(), Some("N"));
     }
 
     #[test]

@@ -688,6 +688,19 @@ async fn srcbook_export_import_export_is_byte_identical() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(names.len(), 1, "no temporary file is left: {names:?}");
+    // The TypeScript Thoughtbox's `path`, naming the file itself.
+    let named = out.join("named").join("mine.src.md");
+    let written_there = s
+        .ok(
+            "notebook",
+            nb(
+                "export",
+                json!({ "notebookId": id, "path": named.display().to_string() }),
+            ),
+        )
+        .await;
+    assert_eq!(written_there["path"], named.display().to_string());
+    assert_eq!(std::fs::read_to_string(&named).unwrap(), text);
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -718,10 +731,9 @@ async fn srcbook_export_import_export_is_byte_identical() {
     let from_file = s
         .ok("notebook", nb("load", json!({ "path": path, "name": "From a file" })))
         .await;
-    assert_eq!(
-        from_file["notebook"]["title"], "Probe",
-        "the title cell stays the title"
-    );
+    // A name given renames the copy, its title cell too.
+    assert_eq!(from_file["notebook"]["title"], "From a file");
+    assert_eq!(from_file["notebook"]["cells"][0]["text"], "From a file", "{from_file}");
     s.stop().await;
     assert_eq!(crate::cli::ok(&db, &["notebooks", "export", &id]), text);
     let cli_id = crate::cli::ok(&db, &["notebooks", "import", path]).trim().to_string();
@@ -1027,19 +1039,21 @@ async fn install_deps_installs_from_the_registry() {
 }
 
 /// `get` answers each cell's output cut to 4,000 characters, saying which
-/// and how long they were; `full: true` and `get_cell` answer it whole.
+/// and how long they were (a run's answer keeps the end); `full: true`
+/// and `get_cell` answer it whole.
 #[tokio::test]
 async fn get_cuts_long_outputs_unless_asked_for_them_whole() {
     let (_d, db) = temp_db();
     let (s, id, _) = with_notebook(&db, "javascript").await;
-    let cell = add_code(&s, &id, "long.js", "console.log('x'.repeat(10000));").await;
+    let cell = add_code(&s, &id, "long.js", "console.log('x'.repeat(9997) + 'END');").await;
     let ran = run(&s, &id, &cell, Value::Null).await;
     assert_eq!(ran["status"], "completed", "{ran}");
-    assert_eq!(
-        ran["output"].as_str().map(str::len),
-        Some(10_001),
-        "run_cell answers its output whole"
-    );
+    // run_cell answers the output's end, where the result and errors are.
+    let tail = ran["output"].as_str().unwrap();
+    assert_eq!(tail.len(), 4_000, "{ran}");
+    assert!(tail.ends_with("END\n"), "{tail}");
+    assert_eq!(ran["truncated"]["outputChars"], 10_001, "{ran}");
+    assert_eq!(ran["truncated"]["shownChars"], 4_000, "{ran}");
     let output_of = |answer: &Value| {
         answer["notebook"]["cells"]
             .as_array()

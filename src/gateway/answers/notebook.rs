@@ -5,6 +5,7 @@
 
 use serde::Serialize;
 
+use crate::gateway::preview::PREVIEW_CHARS;
 use crate::notebook::runner::Outcome;
 use crate::notebook::{Cell, Notebook, NotebookSummary};
 use crate::store::NotebookHit;
@@ -93,6 +94,20 @@ pub(crate) struct RunAnswer<'a> {
     /// install_deps: the package.json cell's dependencies after the install.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub package_json: Option<&'a str>,
+    /// The output was cut to its end, where a run's result and errors are.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<RunOutputCut>,
+}
+
+/// What a run's answer says when it cut the output.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct RunOutputCut {
+    /// The whole output's length, in characters.
+    pub output_chars: usize,
+    /// How many of its last characters `output` holds.
+    pub shown_chars: usize,
+    pub read_whole: &'static str,
 }
 
 impl<'a> RunAnswer<'a> {
@@ -103,11 +118,23 @@ impl<'a> RunAnswer<'a> {
         node: String,
         limit: u64,
     ) -> RunAnswer<'a> {
+        let chars = o.output.chars().count();
+        let (output, truncated) = match o.output.char_indices().nth_back(PREVIEW_CHARS - 1) {
+            Some((at, _)) if chars > PREVIEW_CHARS => (
+                &o.output[at..],
+                Some(RunOutputCut {
+                    output_chars: chars,
+                    shown_chars: PREVIEW_CHARS,
+                    read_whole: "notebook get_cell with notebookId and cellId answers the cell's output whole",
+                }),
+            ),
+            _ => (o.output.as_str(), None),
+        };
         RunAnswer {
             notebook_id,
             cell_id,
             status: o.status.as_str(),
-            output: &o.output,
+            output,
             error: o.error.as_deref(),
             exit_code: o.exit_code,
             duration_ms: o.duration_ms,
@@ -116,6 +143,7 @@ impl<'a> RunAnswer<'a> {
             node,
             time_limit_secs: limit,
             package_json: None,
+            truncated,
         }
     }
 }

@@ -181,7 +181,7 @@ pub const PARAMS: &[Params] = &[
         InstallDeps,
         "npm install the package.json cell's dependencies (packages adds to them first)."
     ),
-    params!("notebook"."export", ExportNotebook, "The notebook as Srcbook .src.md text, or a file in a directory."),
+    params!("notebook"."export", ExportNotebook, "The notebook as Srcbook .src.md text, or written to a file."),
     params!("notebook"."import", ImportNotebook, "Create a notebook from .src.md text or a file."),
     params!("notebook"."delete", NotebookRef, "Delete a notebook, its cells, runs and directory."),
     params!(

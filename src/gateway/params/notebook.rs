@@ -156,7 +156,7 @@ pub struct ExportNotebook {
     /// The notebook.
     #[serde(alias = "id")]
     pub notebook_id: String,
-    /// An absolute directory: write <title>.src.md there instead of answering the text.
+    /// Write a file instead of answering the text: an absolute path ending in .src.md, or a directory for <slug>.src.md.
     #[serde(alias = "path")]
     pub destination: Option<String>,
 }
