@@ -504,9 +504,13 @@ pub(crate) async fn open_session(gw: &Gateway, args: &Args, trigger: &str) -> Re
                      get) or cite it (thread reference); for new work, thread spawn or start_new."
             .into();
         note = Some(format!(
-            "session {} is a {} thread: it can be read and cited, and accepts no thought",
+            "session {} is {} thread: it can be read and cited, and accepts no thought",
             session.id,
-            status.as_str()
+            if status == domain::thread::ThreadStatus::Archived {
+                "an archived"
+            } else {
+                "a frozen"
+            }
         ));
     } else if was_completed.is_none()
         && let Some(at) = session.completed_at.as_deref()

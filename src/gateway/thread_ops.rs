@@ -56,7 +56,13 @@ fn id_given(field: &str, id: &str) -> Result<String> {
 
 async fn spawn(gw: &Gateway, args: Args) -> Result<Value> {
     let p: params::ThreadSpawn = args.parse("thread.spawn")?;
-    let parent_id = p.parent_id.as_deref().map(|id| id_given("parentId", id)).transpose()?;
+    // A stateless client names its session to be admitted: a spawn from
+    // it means a child of it, not a root thread.
+    let parent_id = match (p.parent_id.as_deref(), p.session_id.as_deref()) {
+        (Some(id), _) => Some(id_given("parentId", id)?),
+        (None, Some(id)) => Some(id_given("sessionId", id)?),
+        (None, None) => None,
+    };
     let mut session = NewSession {
         title: p.title,
         tags: p.tags.unwrap_or_default(),
@@ -72,7 +78,17 @@ async fn spawn(gw: &Gateway, args: Args) -> Result<Value> {
         objective: p.objective,
     };
     let by = operator(p.operator);
-    let (thread, op) = gw.write(move |s| s.spawn_thread(spawn, by)).await?;
+    let handle = p.parent_id.is_none().then_some(p.session_id).flatten();
+    let (thread, op) = gw
+        .write(move |s| s.spawn_thread(spawn, by))
+        .await
+        .map_err(|e| match (e, handle) {
+            // The parent came from the handle: an unknown one is that.
+            (Error::InvalidPayload { field, .. }, Some(id)) if field == "parentId" => {
+                Error::session_not_found(canonical_session_id(&id))
+            }
+            (e, _) => e,
+        })?;
     gw.wrote();
     changed(
         &thread,

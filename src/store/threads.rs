@@ -418,7 +418,8 @@ impl Store {
         if update.title.is_none() && update.objective.is_none() && update.tags.is_none() {
             return Err(Error::invalid(
                 "title",
-                "update needs at least one of title, objective, tags (nothing was changed)",
+                "update needs at least one of title, objective, tags (freeze and archive change a thread's status; \
+                 nothing was changed)",
             ));
         }
         if let Some(o) = &update.objective {
@@ -430,7 +431,16 @@ impl Store {
             let before = thread_tx(tx, id, granularity)?;
             let checked = NewSession {
                 title: update.title.clone().unwrap_or(before.title.clone()),
-                tags: update.tags.clone().unwrap_or(before.tags.clone()),
+                // Tags given replace the old ones but for the project, which
+                // files the thread (its storage path): kept unless one is given.
+                tags: match update.tags.clone() {
+                    Some(mut tags) if !tags.iter().any(|t| t.starts_with("project:")) => {
+                        tags.extend(before.tags.iter().filter(|t| t.starts_with("project:")).cloned());
+                        tags
+                    }
+                    Some(tags) => tags,
+                    None => before.tags.clone(),
+                },
                 ..Default::default()
             }
             .checked_as_thread()?;

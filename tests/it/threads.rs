@@ -298,6 +298,54 @@ async fn every_sub_operation_and_status_rule() {
     s2.stop().await;
 }
 
+/// The handle a stateless client passes to be admitted is the parent when
+/// parentId is not given; with neither, the thread is a root. An update's
+/// tags keep the project tag.
+#[tokio::test]
+async fn a_spawn_naming_its_session_is_a_child_and_updates_keep_the_project() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    let root = s.ready("Plan the migration").await;
+    let a = s
+        .ok(
+            "thread",
+            th(
+                "spawn",
+                json!({ "sessionId": root, "title": "Data", "objective": "copy the data" }),
+            ),
+        )
+        .await;
+    assert_eq!(a["thread"]["parent_id"], json!(root), "{a}");
+    let b = s
+        .ok("thread", th("spawn", json!({ "title": "Alone", "objective": "o" })))
+        .await;
+    assert_eq!(b["thread"]["parent_id"], Value::Null, "{b}");
+    // New tags keep the project, which files the thread, unless one is given.
+    let c = s
+        .ok(
+            "thread",
+            th(
+                "spawn",
+                json!({ "title": "Billing", "objective": "o", "tags": ["project:billing"] }),
+            ),
+        )
+        .await;
+    let (id, path) = (c["threadId"].clone(), c["thread"]["storage_path"].clone());
+    let u = s
+        .ok("thread", th("update", json!({ "threadId": id, "tags": ["reviewed"] })))
+        .await;
+    assert_eq!(u["thread"]["tags"], json!(["reviewed", "project:billing"]), "{u}");
+    assert_eq!(u["thread"]["storage_path"], path);
+    let u = s
+        .ok(
+            "thread",
+            th("update", json!({ "threadId": id, "tags": ["project:web"] })),
+        )
+        .await;
+    assert_eq!(u["thread"]["tags"], json!(["project:web"]), "{u}");
+    s.stop().await;
+}
+
 #[tokio::test]
 async fn bad_input_is_refused_and_changes_nothing() {
     let (_d, db) = temp_db();
@@ -337,6 +385,12 @@ async fn bad_input_is_refused_and_changes_nothing() {
         )
         .await;
     assert_eq!(field(&e), "parentId");
+    s.err(
+        "thread",
+        th("spawn", json!({ "sessionId": unknown, "title": "t", "objective": "o" })),
+        "SESSION_NOT_FOUND",
+    )
+    .await;
     let e = s
         .err(
             "thread",

@@ -39,9 +39,12 @@ names_enum! {
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ThreadSpawn {
-    /// The thread to spawn under (not an archived one); none: a root thread.
+    /// The thread to spawn under (not an archived one); none: the sessionId given, else a root thread.
     #[serde(alias = "parent_id")]
     pub parent_id: Option<String>,
+    /// The session whose stage admits the call; the parent when parentId is not given.
+    #[serde(alias = "session_id")]
+    pub session_id: Option<String>,
     /// The new session's title (at most 200 characters).
     pub title: String,
     /// What the new thread is for (at most 10,000 characters).
@@ -109,7 +112,7 @@ pub struct ThreadUpdate {
     pub title: Option<String>,
     /// A new objective.
     pub objective: Option<String>,
-    /// New tags (replace the old ones).
+    /// New tags: they replace the old ones, but a project:<name> tag is kept unless one is given.
     pub tags: Option<Vec<String>>,
     /// Who asks.
     #[schemars(extend("default" = "agent"))]
