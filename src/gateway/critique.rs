@@ -174,6 +174,36 @@ pub(crate) async fn resume(gw: &Gateway, recorded: Recorded, mut answer: Value, 
     answer
 }
 
+/// A first round sent again (the same arguments, no `requestState`) while
+/// its critique was never answered: the client declined or failed the
+/// sampling request, and its agent resent the thought. The thought recorded
+/// then is the answer; it is not recorded twice.
+pub(crate) async fn repeated(gw: &Gateway, recorded: Recorded, mut answer: Value) -> Value {
+    let outcome = match stored_critique(gw, &recorded).await {
+        Err(e) => Outcome::Failed(e.payload()),
+        Ok(Some(c)) => Outcome::Made(c),
+        Ok(None) => Outcome::Failed(
+            Error::SamplingNotSupported(
+                "the critique asked for when this thought was recorded was never answered (the sampling \
+                 request was declined or failed)"
+                    .into(),
+            )
+            .payload(),
+        ),
+    };
+    outcome.answer(&mut answer);
+    let repeat = format!(
+        "this call repeats one whose thought was recorded as {} while its critique was asked for: it was not \
+         recorded again (the same call sent once more records a new thought)",
+        recorded.node_id
+    );
+    answer["note"] = match answer.get("note").and_then(Value::as_str) {
+        Some(earlier) => json!(format!("{repeat}; {earlier}")),
+        None => json!(repeat),
+    };
+    answer
+}
+
 /// The critique already attached to a recorded thought (a retry sent
 /// twice); `THOUGHT_NOT_FOUND` once the thought is gone.
 async fn stored_critique(gw: &Gateway, recorded: &Recorded) -> Result<Option<Critique>> {

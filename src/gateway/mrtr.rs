@@ -22,8 +22,9 @@
 #![allow(deprecated)] // sampling and roots request types
 
 use std::cell::RefCell;
-use std::sync::LazyLock;
-use std::time::Duration;
+use std::collections::HashMap;
+use std::sync::{LazyLock, Mutex};
+use std::time::{Duration, Instant};
 
 use rmcp::RoleServer;
 use rmcp::model::{
@@ -60,9 +61,43 @@ static CODEC: LazyLock<RequestStateCodec> = LazyLock::new(|| {
     RequestStateCodec::new_unchecked(key)
 });
 
+/// How many unanswered critique rounds are remembered (the oldest go first).
+const WAITING_MAX: usize = 1_000;
+
+/// Critiques asked of 2026-07-28 clients and not answered yet, by the
+/// digest of the call that asked, with when: a client whose sampling was
+/// declined or failed cannot say so (its SDK ends the call with an error),
+/// and the agent sends the thought again as a new call. That call is
+/// answered with the thought already recorded, once, not recorded twice.
+/// Kept beside the sealing key: a state means nothing to another process.
+static WAITING: LazyLock<Mutex<HashMap<u64, (Instant, Recorded, Value)>>> = LazyLock::new(Default::default);
+
+fn waiting() -> std::sync::MutexGuard<'static, HashMap<u64, (Instant, Recorded, Value)>> {
+    WAITING.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Remember that `call` waits for a critique of `recorded`.
+fn remember(call: u64, recorded: &Recorded, answer: &Value) {
+    let mut waiting = waiting();
+    waiting.retain(|_, (at, _, _)| at.elapsed() < STATE_TTL);
+    if waiting.len() >= WAITING_MAX
+        && let Some(oldest) = waiting.iter().min_by_key(|(_, (at, _, _))| *at).map(|(k, _)| *k)
+    {
+        waiting.remove(&oldest);
+    }
+    waiting.insert(call, (Instant::now(), recorded.clone(), answer.clone()));
+}
+
+/// The critique round `call` left unanswered, taken (a repeat is answered
+/// once; the one after it records a thought).
+fn take_waiting(call: u64) -> Option<(Recorded, Value)> {
+    let (at, recorded, answer) = waiting().remove(&call)?;
+    (at.elapsed() < STATE_TTL).then_some((recorded, answer))
+}
+
 /// Where a thought that waits for its critique is, as the retry of the
 /// call finds it again.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Recorded {
     pub session_id: String,
@@ -181,6 +216,13 @@ pub(crate) async fn call(
             received: None,
         });
     }
+    if opened.is_none()
+        && modern(ctx)
+        && let Some((recorded, answer)) = take_waiting(call)
+    {
+        let answer = Box::pin(super::critique::repeated(gw, recorded, answer)).await;
+        return Ok(Called::Answer(answer));
+    }
     let round = match opened.map(|s| s.waiting) {
         None => Round::default(),
         Some(Sealed::Roots) => Round {
@@ -188,6 +230,7 @@ pub(crate) async fn call(
             asked: None,
         },
         Some(Sealed::Critique { recorded, answer }) => {
+            waiting().remove(&call);
             let answer = Box::pin(super::critique::resume(
                 gw,
                 recorded,
@@ -220,6 +263,7 @@ pub(crate) async fn call(
             // verbose answer) is the call's answer, as it would be without
             // a critique.
             let answer = answer?;
+            remember(call, &recorded, &answer);
             let state = State {
                 call,
                 waiting: Sealed::Critique { recorded, answer },

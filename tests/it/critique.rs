@@ -842,6 +842,39 @@ async fn a_retry_without_the_sampling_answer_answers_the_thought_with_critique_e
     assert_eq!(stored_thoughts(&db), [("Ship it".to_string(), None)]);
 }
 
+/// A client whose sampling was declined or failed cannot answer the
+/// round (its SDK ends the call with an error), and its agent sends the
+/// thought again: that call answers the thought recorded in the first
+/// round, with the critique's error, and does not record it twice.
+#[tokio::test]
+async fn a_thought_resent_after_a_declined_critique_is_recorded_once() {
+    let (_d, db) = temp_db();
+    let s = start_2026(SamplingClient, command(&db)).await;
+    s.ready("declined").await;
+    let args = json!({ "thought": "Ship it", "nextThoughtNeeded": true, "critique": true });
+    call_once(&s, "thought", args.clone(), None, None)
+        .await
+        .expect_err("an InputRequiredResult");
+    let again = call_once(&s, "thought", args.clone(), None, None)
+        .await
+        .expect("an answer")
+        .expect("the thought's answer");
+    assert_eq!(again["thoughtNumber"], 1, "{again}");
+    assert!(again["critique"].is_null(), "{again}");
+    assert_eq!(again["critiqueError"]["code"], "SAMPLING_NOT_SUPPORTED", "{again}");
+    assert!(
+        again["note"].as_str().unwrap().contains("not recorded again"),
+        "{again}"
+    );
+    assert_eq!(stored_thoughts(&db), [("Ship it".to_string(), None)]);
+    // Once more: a new thought, asked for its critique in turn.
+    call_once(&s, "thought", args, None, None)
+        .await
+        .expect_err("an InputRequiredResult");
+    s.stop().await;
+    assert_eq!(stored_thoughts(&db).len(), 2);
+}
+
 /// A state sealed by an earlier server process is stale: each process seals
 /// with its own key, so the retry after a restart is refused, not run.
 #[tokio::test]
