@@ -70,9 +70,12 @@ const WAITING_MAX: usize = 1_000;
 /// and the agent sends the thought again as a new call. That call is
 /// answered with the thought already recorded, once, not recorded twice.
 /// Kept beside the sealing key: a state means nothing to another process.
-static WAITING: LazyLock<Mutex<HashMap<u64, (Instant, Recorded, Value)>>> = LazyLock::new(Default::default);
+static WAITING: LazyLock<Mutex<Waiting>> = LazyLock::new(Default::default);
 
-fn waiting() -> std::sync::MutexGuard<'static, HashMap<u64, (Instant, Recorded, Value)>> {
+/// Each waiting call's digest, when it asked, its thought and its answer.
+type Waiting = HashMap<u64, (Instant, Recorded, Value)>;
+
+fn waiting() -> std::sync::MutexGuard<'static, Waiting> {
     WAITING.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
