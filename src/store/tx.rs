@@ -126,7 +126,10 @@ impl<'c> Tx<'c> {
 
 impl Store {
     /// Run `f` in a `BEGIN IMMEDIATE` transaction and commit it; an error
-    /// (or a panic) in `f` rolls it back.
+    /// (or a panic) in `f` rolls it back. On the writer's connection inside
+    /// a group it is a savepoint instead: committed by `commit_group` (which
+    /// may still fail), so nothing outside the database may act on it as
+    /// durable before the writer answers.
     pub(crate) fn write<T>(&self, f: impl FnOnce(&Tx<'_>) -> Result<T>) -> Result<T> {
         let conn = self.conn()?;
         // Checked once the write lock is held: a file removed while this
