@@ -99,6 +99,15 @@ pub enum Error {
     )]
     CommitUncertain(rusqlite::Error),
 
+    /// SQLite rolled back the transaction a write was grouped in (a full
+    /// disk, an I/O error): nothing of it was written.
+    #[error("a storage error rolled back this write{grouped}; nothing was written", grouped = if *.0 { " and the writes grouped with it" } else { "" })]
+    RolledBack(bool),
+
+    /// The server is stopping: the write was never run.
+    #[error("the server is shutting down; nothing was written")]
+    ShuttingDown,
+
     #[error("database pool error: {0}")]
     Pool(#[from] r2d2::Error),
 
@@ -207,6 +216,8 @@ impl Error {
             | Error::Migration(_)
             | Error::SchemaTooNew { .. }
             | Error::FilesChanged { .. }
+            | Error::RolledBack(_)
+            | Error::ShuttingDown
             | Error::Io { .. } => "STORAGE_ERROR",
             // Never sent: rmcp drops the answer of a request its client
             // cancelled. A stopped read is the storage layer's to report.
@@ -274,14 +285,9 @@ impl Error {
         matches!(self, Error::Database(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::OperationInterrupted))
     }
 
-    /// True when SQLite reported a UNIQUE constraint violation.
-    pub fn is_unique_violation(&self) -> bool {
-        matches!(
-            self,
-            Error::Database(rusqlite::Error::SqliteFailure(e, _))
-                if e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
-                    || e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY
-        )
+    /// True when SQLite refused a row for a constraint of the schema.
+    pub fn is_constraint_violation(&self) -> bool {
+        matches!(self, Error::Database(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::ConstraintViolation))
     }
 }
 

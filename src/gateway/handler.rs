@@ -148,9 +148,11 @@ impl ServerHandler for Gateway {
                 let e = &refused.error;
                 match &e {
                     Error::Cancelled => tracing::info!("gateway call cancelled by the client"),
+                    Error::ShuttingDown => tracing::info!("gateway call refused: the server is stopping"),
                     _ if e.is_interrupted() => tracing::info!("gateway call stopped by the shutdown"),
                     Error::Database(_)
                     | Error::CommitUncertain(_)
+                    | Error::RolledBack(_)
                     | Error::Pool(_)
                     | Error::Io { .. }
                     | Error::Internal(_) => {
@@ -205,12 +207,13 @@ pub(crate) fn request_cancelled() -> bool {
     REQUEST_CANCEL.try_with(|c| c.fired()).unwrap_or(false)
 }
 
-/// Wait for `call`, a request of ours to the client (sampling, roots):
-/// `None` once the request we are handling is cancelled (by the client,
-/// or by the shutdown) or the server is stopping, since the client's
-/// answer can no longer come or be used (stdin closed: rmcp would otherwise
-/// wait up to 5 s for this request's own answer, past a client's SIGKILL).
 impl Gateway {
+    /// Wait for `call`, a request of ours to the client (sampling, roots):
+    /// `None` once the request we are handling is cancelled (by the client,
+    /// or by the shutdown) or the server is stopping, since the client's
+    /// answer can no longer come or be used (stdin closed: rmcp would
+    /// otherwise wait up to 5 s for this request's own answer, past a
+    /// client's SIGKILL).
     pub(crate) async fn ask_client<T>(
         &self,
         ctx: &RequestContext<RoleServer>,
