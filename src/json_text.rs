@@ -1,7 +1,9 @@
-//! Repairs of the JSON text clients write: a string may escape half of a
-//! surrogate pair (`"\ud83d"`), as JavaScript clients do when they cut text
-//! in the middle of an emoji, and serde_json refuses such a string. Used on
-//! the protocol's input (`stdio`) and on exported files read back (`tree`).
+//! Repairs and checks of the JSON text clients write: a string may escape
+//! half of a surrogate pair (`"\ud83d"`), as JavaScript clients do when they
+//! cut text in the middle of an emoji, and serde_json refuses such a string;
+//! an object may name a key twice, which serde_json reads as the last one.
+//! Used on the protocol's input (`stdio`, `gateway`), on registries
+//! imported (`domain`) and on exported files read back (`tree`).
 
 /// Replace every `\uXXXX` escape inside a JSON string that is half of a
 /// surrogate pair without its other half by `\ufffd`. Answers the repaired
@@ -71,6 +73,145 @@ pub fn repair_surrogates(json: &[u8]) -> Option<(Vec<u8>, usize)> {
         }
     }
     (replaced > 0).then_some((out, replaced))
+}
+
+/// An object key, borrowed from the text unless it holds escapes.
+pub(crate) struct Key<'de>(pub std::borrow::Cow<'de, str>);
+
+impl<'de> serde::Deserialize<'de> for Key<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct Text;
+        impl<'de> serde::de::Visitor<'de> for Text {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> std::result::Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> std::result::Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Owned(v.to_string())))
+            }
+        }
+        d.deserialize_str(Text)
+    }
+}
+
+/// The keys of one object so far: a short list (most objects have a few
+/// keys), a hash set past that, so that an object of many keys costs no
+/// more than reading it.
+#[derive(Default)]
+pub(crate) struct Seen<'de> {
+    few: Vec<std::borrow::Cow<'de, str>>,
+    many: std::collections::HashSet<std::borrow::Cow<'de, str>>,
+}
+
+impl<'de> Seen<'de> {
+    pub(crate) fn contains(&self, key: &str) -> bool {
+        self.few.iter().any(|k| k == key) || self.many.contains(key)
+    }
+
+    /// Note `key`; false if it was there already.
+    pub(crate) fn insert(&mut self, key: std::borrow::Cow<'de, str>) -> bool {
+        if self.many.is_empty() {
+            if self.few.contains(&key) {
+                return false;
+            }
+            if self.few.len() < 16 {
+                self.few.push(key);
+                return true;
+            }
+            self.many.extend(self.few.drain(..));
+        }
+        self.many.insert(key)
+    }
+}
+
+/// A key as a path shows it: cut to 100 characters.
+pub(crate) fn shown(key: &str) -> String {
+    match key.char_indices().nth(100) {
+        Some((at, _)) => format!("{}...", &key[..at]),
+        None => key.to_string(),
+    }
+}
+
+/// Any JSON value, read for the path of the first key some object in it
+/// names twice (keys compared once their escapes are read, as a JSON reader
+/// compares them): `.a.b[2].c` below the value.
+pub(crate) struct FirstDuplicate(pub Option<String>);
+
+impl<'de> serde::Deserialize<'de> for FirstDuplicate {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct Walk;
+        impl<'de> serde::de::Visitor<'de> for Walk {
+            type Value = FirstDuplicate;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> std::result::Result<FirstDuplicate, A::Error> {
+                Ok(FirstDuplicate(first_duplicate_in_map(map)?))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> std::result::Result<FirstDuplicate, A::Error> {
+                let mut found = None;
+                let mut at = 0usize;
+                while let Some(FirstDuplicate(inner)) = seq.next_element()? {
+                    if found.is_none() {
+                        found = inner.map(|path| format!("[{at}]{path}"));
+                    }
+                    at += 1;
+                }
+                Ok(FirstDuplicate(found))
+            }
+            fn visit_str<E>(self, _: &str) -> std::result::Result<FirstDuplicate, E> {
+                Ok(FirstDuplicate(None))
+            }
+            fn visit_bool<E>(self, _: bool) -> std::result::Result<FirstDuplicate, E> {
+                Ok(FirstDuplicate(None))
+            }
+            fn visit_i64<E>(self, _: i64) -> std::result::Result<FirstDuplicate, E> {
+                Ok(FirstDuplicate(None))
+            }
+            fn visit_u64<E>(self, _: u64) -> std::result::Result<FirstDuplicate, E> {
+                Ok(FirstDuplicate(None))
+            }
+            fn visit_f64<E>(self, _: f64) -> std::result::Result<FirstDuplicate, E> {
+                Ok(FirstDuplicate(None))
+            }
+            fn visit_unit<E>(self) -> std::result::Result<FirstDuplicate, E> {
+                Ok(FirstDuplicate(None))
+            }
+        }
+        d.deserialize_any(Walk)
+    }
+}
+
+/// The path (`.a.b[2].c`) of the first key some object in the JSON text
+/// `text` names twice; `None` when there is none or `text` is not JSON.
+pub(crate) fn first_duplicate_key(text: &str) -> Option<String> {
+    serde_json::from_str::<FirstDuplicate>(text).ok()?.0
+}
+
+/// [`FirstDuplicate`] of an object.
+pub(crate) fn first_duplicate_in_map<'de, A: serde::de::MapAccess<'de>>(
+    mut map: A,
+) -> std::result::Result<Option<String>, A::Error> {
+    let mut seen = Seen::default();
+    let mut found = None;
+    while let Some(Key(key)) = map.next_key()? {
+        let FirstDuplicate(inner) = map.next_value()?;
+        let shown_key = |key: &str| format!(".{}", shown(key));
+        found = match (found, inner) {
+            (Some(earlier), _) => Some(earlier),
+            (None, Some(path)) => Some(format!("{}{path}", shown_key(&key))),
+            (None, None) if seen.contains(&key) => Some(shown_key(&key)),
+            (None, None) => None,
+        };
+        seen.insert(key);
+    }
+    Ok(found)
 }
 
 #[cfg(test)]

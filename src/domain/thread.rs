@@ -613,7 +613,7 @@ pub fn parse_registry(text: &str) -> std::result::Result<Registry, Vec<Violation
             message: format!("not JSON: {e}"),
         }]
     })?;
-    let duplicate = crate::stdio::first_duplicate_key(text);
+    let duplicate = crate::json_text::first_duplicate_key(text);
     let violations = validate(&value, duplicate.as_deref());
     if !violations.is_empty() {
         return Err(violations);

@@ -300,7 +300,7 @@ pub(super) fn json_in_string(field: &str, s: &str) -> Result<Option<Value>> {
     else {
         return Ok(None);
     };
-    if let Some(path) = crate::stdio::first_duplicate_key(s) {
+    if let Some(path) = crate::json_text::first_duplicate_key(s) {
         return Err(Error::invalid_with(
             field,
             format!(

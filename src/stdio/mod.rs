@@ -16,7 +16,6 @@ mod envelope;
 mod lines;
 mod transport;
 
-pub(crate) use envelope::first_duplicate_key;
 pub use transport::StdioTransport;
 pub(crate) use transport::{expected_params, refused_answer};
 

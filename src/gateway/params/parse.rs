@@ -51,7 +51,7 @@ pub fn normalise(schema: &Value, value: Value) -> Value {
             // refused): which of the two values a reader keeps is not defined.
             let parsed = serde_json::from_str::<Value>(&s)
                 .ok()
-                .filter(|_| crate::stdio::first_duplicate_key(&s).is_none());
+                .filter(|_| crate::json_text::first_duplicate_key(&s).is_none());
             let looks_like_json = s.trim_start().starts_with(['[', '{']) && s.contains('"');
             match parsed {
                 Some(v @ Value::Object(_)) if kind == "object" => normalise(schema, v),
