@@ -6,10 +6,6 @@ use serde_json::{Map, Value, json};
 use super::{Gateway, args, clip};
 use crate::error::Error;
 
-/// `unknown {what} "given"`, naming the valid names under `keys.1` and,
-/// when `given` misspells one of them ([`args::name_meant`]: `startNew`,
-/// `readThoughts`), that one as `didYouMean` (the list alone leaves the agent
-/// to find it).
 /// The sub-operation a call named, or the refusal that lists those of
 /// `operation` (from its parameter types, so the list cannot drift).
 pub(crate) fn required_sub_operation(operation: &str, name: Option<String>) -> Result<String, Error> {
@@ -33,6 +29,10 @@ pub(crate) fn unknown_sub_operation(operation: &str, given: &str) -> Error {
     )
 }
 
+/// `unknown {what} "given"`, naming the valid names under `keys.1` and,
+/// when `given` misspells one of them ([`args::name_meant`]: `startNew`,
+/// `readThoughts`), that one as `didYouMean` (the list alone leaves the agent
+/// to find it).
 pub(crate) fn unknown_name(what: &str, given: &str, valid: &[&'static str], keys: (&str, &str)) -> Error {
     let meant = args::name_meant(given, valid);
     let mut details = json!({ keys.0: given, keys.1: valid });

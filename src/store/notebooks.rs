@@ -527,6 +527,7 @@ impl Store {
     }
 
     /// How many runs cell `cell_id` has had.
+    #[cfg(test)]
     pub fn run_count(&self, cell_id: &str) -> Result<u64> {
         self.read(|tx| {
             let n: i64 = tx

@@ -224,7 +224,9 @@ impl Store {
         })
     }
 
-    /// Mark a session completed (a main-chain thought said nextThoughtNeeded: false).
+    /// Mark a session completed, for tests: the real way is a main-chain
+    /// thought saying nextThoughtNeeded: false (`append_thought`).
+    #[cfg(test)]
     pub fn complete_session(&self, id: &str) -> Result<()> {
         self.write(|tx| {
             let now = domain::now();

@@ -92,6 +92,7 @@ impl Store {
     }
 
     /// Sizes of the database file, `-wal` and `-shm` (0 when absent).
+    #[cfg(test)]
     pub fn file_sizes(&self) -> FileSizes {
         FileSizes::of(self.path())
     }

@@ -325,7 +325,8 @@ pub(crate) fn insert_thought(tx: &Tx<'_>, session_id: &str, t: &Thought) -> Resu
 
 impl Store {
     /// Append a thought to a session: number it, link it, store it, and
-    /// update the session, all in one `BEGIN IMMEDIATE` transaction.
+    /// update the session, all in one [`Store::write`] (a savepoint of the
+    /// writer's group, committed before the caller is answered).
     pub fn append_thought(&self, target: Target, input: ThoughtInput) -> Result<Appended> {
         let granularity = self.granularity();
         self.write(|tx| {
@@ -672,6 +673,7 @@ impl Store {
     }
 
     /// Node ids whose `prev` is `node_id`, in creation order.
+    #[cfg(test)]
     pub fn next_nodes(&self, node_id: &str) -> Result<Vec<String>> {
         self.read(|tx| {
             Ok(tx

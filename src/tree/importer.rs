@@ -15,7 +15,7 @@ use super::CONFIG;
 use super::integrity::SessionReport;
 use super::reader::{LoadedSession, is_export_file, load_export_file, load_session, session_dirs_to_read};
 use super::threads::ThreadsImported;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::store::{ImportOutcome, Store};
 
 /// What became of one session (directory, or SessionExport of a file).
@@ -152,7 +152,7 @@ fn insert(store: &Store, mut report: SessionReport, loaded: Option<LoadedSession
                 (Status::AlreadyPresent, 0)
             }
             // A row the schema refuses fails this session only.
-            Err(Error::Database(e)) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::ConstraintViolation) => {
+            Err(e) if e.is_constraint_violation() => {
                 report
                     .result
                     .errors

@@ -5,32 +5,6 @@ use serde::Deserialize;
 
 use super::{SortByName, SortOrderName, names_enum};
 
-/// `mental_models`, by its sub-operation.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(tag = "subOperation", rename_all = "snake_case")]
-pub enum MentalModelsArgs {
-    GetModel(GetModel),
-    ListModels(ListModels),
-    ListTags(ListModelTags),
-}
-
-/// `knowledge`, by its sub-operation.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(tag = "subOperation", rename_all = "snake_case")]
-pub enum KnowledgeArgs {
-    CreatePattern(CreatePattern),
-    GetPattern(PatternRef),
-    UpdatePattern(UpdatePattern),
-    DeletePattern(PatternRef),
-    ListPatterns(ListPatterns),
-    ListTags(ListPatternTags),
-    WriteScratchpad(WriteScratchpad),
-    ReadScratchpad(NoteRef),
-    ListScratchpad(ListScratchpad),
-    DeleteScratchpad(NoteRef),
-    Search(KnowledgeSearch),
-}
-
 names_enum! {
     /// What `knowledge search` searches.
     KnowledgeInclude { Patterns = "patterns", Notes = "notes" }

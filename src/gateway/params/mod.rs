@@ -783,13 +783,11 @@ mod tests {
         assert_eq!(r.range.map(ThoughtRange::ends), Some((1, 3)));
         let r: ReadThoughts = serde_json::from_value(json!({ "range": [2, 4] })).unwrap();
         assert_eq!(r.range.map(ThoughtRange::ends), Some((2, 4)));
-        let s: SessionArgs = serde_json::from_value(json!({ "subOperation": "search", "q": "kafka" })).unwrap();
-        assert!(matches!(s, SessionArgs::Search(SessionSearch { query, .. }) if query == "kafka"));
-        let k: KnowledgeArgs =
-            serde_json::from_value(json!({ "subOperation": "read_scratchpad", "title": "plan" })).unwrap();
-        assert!(matches!(k, KnowledgeArgs::ReadScratchpad(NoteRef { topic: Some(t), .. }) if t == "plan"));
-        let m: MentalModelsArgs =
-            serde_json::from_value(json!({ "subOperation": "get_model", "model": "five-whys" })).unwrap();
-        assert!(matches!(m, MentalModelsArgs::GetModel(GetModel { model_id }) if model_id == "five-whys"));
+        let s: SessionSearch = serde_json::from_value(json!({ "q": "kafka" })).unwrap();
+        assert_eq!(s.query, "kafka");
+        let k: NoteRef = serde_json::from_value(json!({ "title": "plan" })).unwrap();
+        assert_eq!(k.topic.as_deref(), Some("plan"));
+        let m: GetModel = serde_json::from_value(json!({ "model": "five-whys" })).unwrap();
+        assert_eq!(m.model_id, "five-whys");
     }
 }

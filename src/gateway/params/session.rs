@@ -3,23 +3,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{ListSessions, LoadContext, names_enum};
-
-/// `session`, by its sub-operation. (`operation` for `subOperation`, and
-/// parameters nested in `args`, are put in this form before reading.)
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(tag = "subOperation", rename_all = "snake_case")]
-pub enum SessionArgs {
-    List(Box<ListSessions>),
-    Get(SessionGet),
-    Search(SessionSearch),
-    Resume(LoadContext),
-    Export(SessionExport),
-    Delete(SessionDelete),
-    Analyze(SessionAnalyze),
-    ExtractLearnings(ExtractLearnings),
-    Discovery(Discovery),
-}
+use super::names_enum;
 
 names_enum! {
     /// What `session search` searches besides sessions.

@@ -7,24 +7,6 @@ use serde_json::{Map, Value};
 
 use super::names_enum;
 
-/// `thread`, by its sub-operation.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(tag = "subOperation", rename_all = "snake_case")]
-pub enum ThreadArgs {
-    Spawn(ThreadSpawn),
-    Reference(ThreadReference),
-    Depend(ThreadDepend),
-    Freeze(ThreadRef),
-    Archive(ThreadRef),
-    Update(ThreadUpdate),
-    Get(ThreadGet),
-    List(ThreadList),
-    Tree(ThreadGet),
-    Log(ThreadLog),
-    Export(ThreadExport),
-    Import(ThreadImport),
-}
-
 names_enum! {
     /// Who makes a registry change.
     OperatorName { User = "user", System = "system", Agent = "agent" }
