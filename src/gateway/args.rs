@@ -1,6 +1,9 @@
-//! Lenient reading of `args`: integers accept JSON integers and decimal
-//! strings, booleans accept `true`/`false` and their strings; anything else
-//! is `INVALID_PAYLOAD` naming the field. `null` counts as absent.
+//! A call's arguments before their typed parse: `Args` merges flat and
+//! nested `args` (two names of one parameter must agree), splits off the
+//! sub-operation, checks spelling against the schema's names (hints from
+//! `name_meant`), refuses JSON text where an object goes when it is not
+//! an object, and caps the number of names. The typed parse, with the
+//! schema's normalisation (`"3"` to `3`), is `params::parse`.
 //!
 //! `Args` also notes which of its fields an operation looked at, so that the
 //! gateway can tell the caller about the ones it ignored (a misspelt
@@ -665,6 +668,7 @@ impl Args {
         }
     }
 
+    #[cfg(test)]
     pub fn str_req(&self, keys: &[&str]) -> Result<String> {
         match self.str_opt(keys)? {
             Some(s) if !s.trim().is_empty() => Ok(s),
@@ -673,6 +677,7 @@ impl Args {
         }
     }
 
+    #[cfg(test)]
     pub fn bool_opt(&self, keys: &[&str]) -> Result<Option<bool>> {
         match self.pick(keys)? {
             None => Ok(None),
