@@ -23,7 +23,7 @@ use crate::export::{self, Format, Layout};
 use crate::gateway::Gateway;
 use crate::shutdown::Shutdown;
 use crate::store::Store;
-use payloads::{ObservatorySession, SessionSnapshotPayload};
+use payloads::{ObservatorySession, ObservatoryThought, SessionSnapshotPayload};
 
 const PAGE: &str = include_str!("assets/index.html");
 const SCRIPT: &str = include_str!("assets/observatory.js");
@@ -60,6 +60,7 @@ pub(super) fn routes(gateway: &Gateway, shutdown: Arc<Shutdown>) -> Router {
         .route("/api/sessions/{id}/export", get(export_session))
         .route("/api/sessions/{id}/analysis", get(analysis))
         .route("/api/sessions/{id}/thread", get(thread))
+        .route("/api/sessions/{id}/thoughts/{node}", get(thought))
         .route("/ws", get(live::upgrade))
         .with_state(state)
 }
@@ -71,7 +72,7 @@ fn asset(kind: &'static str, body: &'static str) -> Response {
 /// An error as JSON, with the status its kind calls for.
 fn failed(e: Error) -> Response {
     let status = match &e {
-        Error::SessionNotFound { .. } => StatusCode::NOT_FOUND,
+        Error::SessionNotFound { .. } | Error::ThoughtNotFound { .. } => StatusCode::NOT_FOUND,
         Error::InvalidPayload { .. } | Error::InvalidOperation { .. } => StatusCode::BAD_REQUEST,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     };
@@ -176,11 +177,37 @@ async fn tags(State(o): State<Observatory>) -> Response {
     }
 }
 
-/// One session whole, as the WebSocket's `session_snapshot` payload.
-async fn session(State(o): State<Observatory>, Path(id): Path<String>) -> Response {
+#[derive(Deserialize)]
+struct SnapshotQuery {
+    full: Option<bool>,
+}
+
+/// One session, as the WebSocket's `session_snapshot` payload: each text
+/// cut as there, unless `full=true`.
+async fn session(State(o): State<Observatory>, Path(id): Path<String>, Query(q): Query<SnapshotQuery>) -> Response {
     let id = crate::domain::canonical_session_id(&id);
-    match reading(&o.store, move |s| s.session_thoughts(&id)).await {
-        Ok((session, thoughts)) => axum::Json(SessionSnapshotPayload::of(&session, &thoughts)).into_response(),
+    let read = reading(&o.store, move |s| {
+        Ok(if q.full == Some(true) {
+            let (session, thoughts) = s.session_thoughts(&id)?;
+            SessionSnapshotPayload::of(&session, &thoughts)
+        } else {
+            let (session, thoughts) = s.session_cut(&id)?;
+            SessionSnapshotPayload::cut(&session, &thoughts)
+        })
+    })
+    .await;
+    match read {
+        Ok(snapshot) => axum::Json(snapshot).into_response(),
+        Err(r) => r,
+    }
+}
+
+/// One thought whole (ObservatoryThought), by its node id: what the page
+/// reads to show a thought whose text the snapshot cut.
+async fn thought(State(o): State<Observatory>, Path((id, node)): Path<(String, String)>) -> Response {
+    let id = crate::domain::canonical_session_id(&id);
+    match reading(&o.store, move |s| s.thought_by_node(&id, &node)).await {
+        Ok(t) => axum::Json(ObservatoryThought::from(&t)).into_response(),
         Err(r) => r,
     }
 }
