@@ -105,11 +105,15 @@ async fn the_api_serves_lists_snapshots_exports_and_analysis_behind_the_cookie()
     let server = HttpServer::start().await;
     let s = server.legacy().await;
     let id = reasoned(&s, "Observed session").await;
-    s.ok(
-        "start_new",
-        json!({ "sessionTitle": "Another", "tags": ["caching"], "newWork": { "project": "web" } }),
-    )
-    .await;
+    let another = s
+        .ok(
+            "start_new",
+            json!({ "sessionTitle": "Another", "tags": ["caching"], "newWork": { "project": "web" } }),
+        )
+        .await["session"]["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
     let cookie = server.login().await;
     let list: Value = server.api(&cookie, "/api/sessions").await.json().await.expect("JSON");
     assert_eq!(list["sessions"].as_array().expect("sessions").len(), 2);
@@ -166,6 +170,35 @@ async fn the_api_serves_lists_snapshots_exports_and_analysis_behind_the_cookie()
         (Some(1), Some("Another")),
         "{in_web}"
     );
+    // A word only in a thought's text is found with a project or tag as
+    // without, with the matching thought, and only in those sessions.
+    s.thought(json!({ "sessionId": another, "thought": "Evict the oldest entries first.", "nextThoughtNeeded": true }))
+        .await;
+    for q in [
+        "/api/sessions?search=oldest",
+        "/api/sessions?search=oldest&project=web",
+        "/api/sessions?search=oldest&tag=caching",
+        "/api/sessions?search=oldest&project=web&tag=caching",
+    ] {
+        let found = page(q).await;
+        assert_eq!(
+            (found["total"].as_u64(), found["sessions"][0]["id"].as_str()),
+            (Some(1), Some(another.as_str())),
+            "{q}: {found}"
+        );
+        assert_eq!(found["sessions"][0]["matches"][0]["thoughtNumber"], 1, "{q}: {found}");
+    }
+    for q in [
+        "/api/sessions?search=oldest&project=nowhere",
+        "/api/sessions?search=measure&project=web",
+    ] {
+        let none = page(q).await;
+        assert_eq!(
+            (none["total"].as_u64(), &none["sessions"]),
+            (Some(0), &json!([])),
+            "{q}: {none}"
+        );
+    }
     let tags: Value = server.api(&cookie, "/api/tags").await.json().await.expect("JSON");
     assert_eq!(tags["projects"][0]["name"], "web");
     let snap: Value = server

@@ -101,7 +101,8 @@ struct ListQuery {
 }
 
 /// Sessions, newest first; with `search`, those the full-text index finds
-/// (best first, with the matching thoughts); `project` and `tag` filter.
+/// (best first, with the matching thoughts); `project` and `tag` filter
+/// either.
 async fn sessions(State(o): State<Observatory>, Query(q): Query<ListQuery>) -> Response {
     let mut tags: Vec<String> = Vec::new();
     if let Some(p) = q.project.as_deref().map(str::trim).filter(|p| !p.is_empty()) {
@@ -118,8 +119,8 @@ async fn sessions(State(o): State<Observatory>, Query(q): Query<ListQuery>) -> R
         // the first `offset` skipped. Counting every match would cost a pass
         // over all of them, which the ranking avoids: `total` is given only
         // when the ranking saw every matching session.
-        Some(text) if tags.is_empty() => {
-            let (hits, more) = s.search(&text, offset.saturating_add(limit), 3)?;
+        Some(text) => {
+            let (hits, more) = s.search_tagged(&text, &tags, offset.saturating_add(limit), 3)?;
             let seen = hits.len();
             let items: Vec<_> = hits
                 .into_iter()
@@ -133,14 +134,10 @@ async fn sessions(State(o): State<Observatory>, Query(q): Query<ListQuery>) -> R
             let total = (!more).then_some(seen);
             Ok(json!({ "sessions": items, "total": total, "hasMore": more }))
         }
-        // Otherwise the list, newest first, paged and counted exactly; with
-        // a project or tag, filtered by the search too but without the
-        // matching thoughts: the ranking's first hundred may hold none of a
-        // project's sessions.
-        search => {
+        // Otherwise the list, newest first, paged and counted exactly.
+        None => {
             let filter = SessionFilter {
                 tags,
-                search,
                 limit,
                 offset,
                 sort_by: SortBy::CreatedAt,
