@@ -85,19 +85,27 @@ impl Store {
     }
 
     /// A session and its thoughts, cut, as [`Store::session_thoughts`]
-    /// orders them.
-    pub fn session_cut(&self, session_id: &str) -> Result<(Session, Vec<CutThought>)> {
+    /// orders them; with `budget`, the reading stops once the texts read
+    /// pass that many bytes, and the answer says whether it read them all.
+    pub fn session_cut(&self, session_id: &str, budget: Option<usize>) -> Result<(Session, Vec<CutThought>, bool)> {
         let granularity = self.granularity();
         self.read(|tx| {
             let session = get_session_tx(tx, session_id, granularity)?;
-            let thoughts = tx
-                .prepare_cached(&format!(
-                    "SELECT {} FROM thoughts WHERE session_id = ?1 ORDER BY branch_id, thought_number",
-                    cut_columns()
-                ))?
-                .query_map([session_id], cut_from_row)?
-                .collect::<rusqlite::Result<Vec<_>>>()?;
-            Ok((session, thoughts))
+            let mut stmt = tx.prepare_cached(&format!(
+                "SELECT {} FROM thoughts WHERE session_id = ?1 ORDER BY branch_id, thought_number",
+                cut_columns()
+            ))?;
+            let mut thoughts = Vec::new();
+            let mut bytes = 0usize;
+            for row in stmt.query_map([session_id], cut_from_row)? {
+                let thought = row?;
+                bytes += thought.0.data.thought.len();
+                thoughts.push(thought);
+                if budget.is_some_and(|b| bytes > b) {
+                    return Ok((session, thoughts, false));
+                }
+            }
+            Ok((session, thoughts, true))
         })
     }
 
@@ -184,7 +192,11 @@ mod tests {
             let input = ThoughtInput::text(text.to_string());
             store.append_thought(Target::Session(s.id.clone()), input).unwrap();
         }
-        let (_, cut) = store.session_cut(&s.id).unwrap();
+        let (_, cut, whole) = store.session_cut(&s.id, None).unwrap();
+        assert!(whole);
+        // Past a budget, the reading stops and says so.
+        let (_, first, whole) = store.session_cut(&s.id, Some(10)).unwrap();
+        assert_eq!((first.len(), whole), (1, false));
         assert_eq!(cut[0].0.data.thought.chars().count(), OBSERVED_CHARS as usize);
         assert_eq!(cut[0].1, OBSERVED_CHARS as u64 + 10);
         assert_eq!((cut[1].0.data.thought.as_str(), cut[1].1), ("short", 5));

@@ -455,3 +455,41 @@ async fn a_session_of_huge_thoughts_is_watched_with_its_texts_cut() {
         assert_eq!(server.api(&cookie, &bad).await.status(), 404, "{bad}");
     }
 }
+
+/// A session too large for a snapshot even with its texts cut (here 400
+/// thoughts of 4,000 four-byte characters, 6.4 MB cut): an error frame
+/// names it instead, the socket stays open and its new thoughts arrive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_too_large_for_a_snapshot_is_still_watched() {
+    let server = HttpServer::start().await;
+    let s = server.legacy().await;
+    let id = s.ready("too large").await;
+    let big = "🦀".repeat(4000);
+    for i in 0..400 {
+        s.thought(json!({ "thought": format!("{i} {big}"), "nextThoughtNeeded": true }))
+            .await;
+    }
+    let cookie = server.login().await;
+    let mut ws = socket(&server, Some(&cookie)).await.expect("socket");
+    ws.send(Message::text(
+        json!({ "type": "subscribe", "sessionId": id }).to_string(),
+    ))
+    .await
+    .expect("send");
+    let error = next_frame(&mut ws, "error").await;
+    assert_eq!(error["sessionId"], id.as_str(), "{error}");
+    let message = error["payload"]["message"].as_str().expect("message");
+    assert!(
+        message.contains("too large") && message.contains("400 thoughts"),
+        "{message}"
+    );
+    s.thought(json!({ "thought": "Still watched.", "nextThoughtNeeded": true }))
+        .await;
+    let added = loop {
+        let added = next_frame(&mut ws, "thought_added").await;
+        if added["payload"]["thought"]["thoughtNumber"] == 401 {
+            break added;
+        }
+    };
+    assert_eq!(added["payload"]["thought"]["thought"], "Still watched.");
+}

@@ -221,30 +221,35 @@ async fn handle(hub: &Hub, watching: &mut Watching, request: Request) -> Option<
             let id = crate::domain::canonical_session_id(&id);
             let store = hub.store.clone();
             let sid = id.clone();
+            // The texts alone past the frame's bound: the rest is not read.
             let snapshot = tokio::task::spawn_blocking(move || {
-                store.session_cut(&sid).map(|(session, thoughts)| {
-                    let count = thoughts.len();
-                    let payload = SessionSnapshotPayload::cut(&session, &thoughts);
-                    let frame = serde_json::json!({ "type": "session_snapshot", "sessionId": sid, "payload": payload });
-                    (frame.to_string(), count)
-                })
+                store
+                    .session_cut(&sid, Some(SNAPSHOT_MAX))
+                    .map(|(session, thoughts, whole)| {
+                        let frame = whole.then(|| {
+                            let payload = SessionSnapshotPayload::cut(&session, &thoughts);
+                            serde_json::json!({ "type": "session_snapshot", "sessionId": sid, "payload": payload })
+                                .to_string()
+                        });
+                        (frame, session.thought_count)
+                    })
             })
             .await;
             match snapshot {
                 Ok(Ok((frame, count))) => {
                     watching.ids.insert(id.clone());
-                    if frame.len() > SNAPSHOT_MAX {
+                    let frame = frame.filter(|f| f.len() <= SNAPSHOT_MAX);
+                    let Some(frame) = frame else {
                         let message = format!(
-                            "session {id} is too large for a snapshot ({count} thoughts, {} bytes; at most {SNAPSHOT_MAX}): \
-                             read it from /api/sessions/{id}; its new thoughts still come here",
-                            frame.len()
+                            "session {id} is too large for a snapshot ({count} thoughts; a snapshot is at most \
+                             {SNAPSHOT_MAX} bytes): read it from /api/sessions/{id}; its new thoughts still come here"
                         );
                         return Some(
                             serde_json::json!({ "type": "error", "sessionId": id, "payload": { "message": message } })
                                 .to_string()
                                 .into(),
                         );
-                    }
+                    };
                     Some(frame.into())
                 }
                 Ok(Err(e)) => Some(error_frame(&e.to_string())),

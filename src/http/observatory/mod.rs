@@ -188,7 +188,7 @@ async fn session(State(o): State<Observatory>, Path(id): Path<String>, Query(q):
             let (session, thoughts) = s.session_thoughts(&id)?;
             SessionSnapshotPayload::of(&session, &thoughts)
         } else {
-            let (session, thoughts) = s.session_cut(&id)?;
+            let (session, thoughts, _) = s.session_cut(&id, None)?;
             SessionSnapshotPayload::cut(&session, &thoughts)
         })
     })
