@@ -62,7 +62,7 @@ pub use threads::{
     MAX_TREE_THREADS, OperationPage, RegistryImport, Spawn, ThreadFilter, ThreadPage, ThreadTree, ThreadUpdate,
 };
 pub(crate) use tx::Tx;
-pub use watch::Mark;
+pub use watch::{CutThought, Mark, OBSERVED_CHARS};
 
 /// How hard a commit is pushed to disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -82,6 +82,16 @@ pub const TEXT_SCAN: i64 = 100_000;
 /// searches that read it rather than its index.
 pub(crate) const SESSION_TEXT: &str = "(s.title || ' ' || coalesce(s.description, '') || ' ' || s.tags)";
 
+/// The condition that the session whose id is `column` carries every tag
+/// of a JSON array, the parameter `param` (a search restricted to a
+/// project or tag: one lookup of the tag table's key per tag and row).
+fn carries_tags(column: &str, param: &str) -> String {
+    format!(
+        "NOT EXISTS (SELECT 1 FROM json_each({param}) AS j WHERE NOT EXISTS
+           (SELECT 1 FROM session_tags AS st WHERE st.tag = j.value AND st.session_id = {column}))"
+    )
+}
+
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ThoughtHit {
@@ -149,14 +159,21 @@ impl Store {
     pub fn search_thoughts(&self, text: &str, limit: u32) -> Result<Vec<ThoughtHit>> {
         self.index_before_search()?;
         Ok(self
-            .search_thoughts_indexed(text, Pick::Best(limit as usize), CANDIDATES)?
+            .search_thoughts_indexed(text, Pick::Best(limit as usize), CANDIDATES, None)?
             .hits)
     }
 
     /// [`Store::search_thoughts`] for a caller that has just indexed
     /// whatever was pending itself (the server does, on its writer thread),
-    /// ranking the newest `bound` matches and picking hits as `pick` says.
-    fn search_thoughts_indexed(&self, text: &str, pick: Pick<'_>, bound: i64) -> Result<ThoughtSearch> {
+    /// ranking the newest `bound` matches and picking hits as `pick` says;
+    /// with `within` (a JSON array of tags), of sessions carrying them all.
+    fn search_thoughts_indexed(
+        &self,
+        text: &str,
+        pick: Pick<'_>,
+        bound: i64,
+        within: Option<&str>,
+    ) -> Result<ThoughtSearch> {
         let plan = QueryPlan::of(text);
         if plan.is_empty() {
             return Ok(ThoughtSearch::default());
@@ -168,13 +185,25 @@ impl Store {
             // candidates (see ThoughtSearch::older_missing).
             let mut older_missing: Option<i64> = None;
             let mut candidates: Vec<Candidate> = if plan.texts.is_empty() {
-                let found: Vec<Candidate> = tx
-                    .prepare_cached(&format!(
-                        "SELECT {COLUMNS} FROM thoughts AS t
-                         WHERE t.id IN (SELECT rowid FROM thoughts_fts WHERE thoughts_fts MATCH ?1 ORDER BY rowid DESC LIMIT ?2)"
-                    ))?
-                    .query_map(params![plan.fts, bound], candidate_from_row)?
-                    .collect::<rusqlite::Result<_>>()?;
+                let found: Vec<Candidate> = match within {
+                    None => tx
+                        .prepare_cached(&format!(
+                            "SELECT {COLUMNS} FROM thoughts AS t
+                             WHERE t.id IN (SELECT rowid FROM thoughts_fts WHERE thoughts_fts MATCH ?1 ORDER BY rowid DESC LIMIT ?2)"
+                        ))?
+                        .query_map(params![plan.fts, bound], candidate_from_row)?
+                        .collect::<rusqlite::Result<_>>()?,
+                    // The index's matches, newest first, each kept when its
+                    // session carries the tags, until `bound` are kept.
+                    Some(tags) => tx
+                        .prepare_cached(&format!(
+                            "SELECT {COLUMNS} FROM thoughts_fts AS f CROSS JOIN thoughts AS t ON t.id = f.rowid
+                             WHERE f.thoughts_fts MATCH ?1 AND {} ORDER BY f.rowid DESC LIMIT ?2",
+                            carries_tags("t.session_id", "?3")
+                        ))?
+                        .query_map(params![plan.fts, bound, tags], candidate_from_row)?
+                        .collect::<rusqlite::Result<_>>()?,
+                };
                 if found.len() as i64 >= bound {
                     older_missing = found.iter().map(|c| c.rowid).min();
                 }
@@ -185,7 +214,11 @@ impl Store {
                 // words, if any), indexed or not.
                 let newest: i64 = tx.query_row("SELECT coalesce(max(id), 0) FROM thoughts", [], |r| r.get(0))?;
                 let from = newest - TEXT_SCAN;
-                let (clauses, texts) = plan.conditions("t.thought", "t.id", "thoughts_fts");
+                let (mut clauses, mut texts) = plan.conditions("t.thought", "t.id", "thoughts_fts");
+                if let Some(tags) = within {
+                    clauses.push(carries_tags("t.session_id", "?"));
+                    texts.push(tags.to_string());
+                }
                 let sql = format!(
                     "SELECT {COLUMNS} FROM thoughts AS t WHERE t.id > ? AND {} ORDER BY t.id DESC LIMIT ?",
                     clauses.join(" AND ")
@@ -210,13 +243,17 @@ impl Store {
             // when they hold every word, as the index would match them.
             if plan.fts.is_some() {
                 let scan = if self.may_write() { PENDING_SCAN } else { -1 };
+                let restricted = within.map(|_| format!("AND {}", carries_tags("t.session_id", "?2")));
+                let mut values: Vec<rusqlite::types::Value> = vec![scan.into()];
+                values.extend(within.map(|tags| tags.to_string().into()));
                 let pending = tx
                     .prepare_cached(&format!(
                         "SELECT {COLUMNS} FROM thoughts AS t
-                         WHERE t.id > (SELECT indexed_through FROM thoughts_fts_state WHERE id = 1)
-                         ORDER BY t.id DESC LIMIT ?1"
+                         WHERE t.id > (SELECT indexed_through FROM thoughts_fts_state WHERE id = 1) {}
+                         ORDER BY t.id DESC LIMIT ?1",
+                        restricted.unwrap_or_default()
                     ))?
-                    .query_map([scan], candidate_from_row)?
+                    .query_map(rusqlite::params_from_iter(values), candidate_from_row)?
                     .collect::<rusqlite::Result<Vec<_>>>()?;
                 // Pending thoughts older than those read were not looked
                 // at; every indexed candidate is older than any of them.
@@ -267,6 +304,17 @@ impl Store {
     /// (a word in most sessions' descriptions had FTS5 score every one of
     /// them: 25 ms a search at 16,000 sessions, growing).
     pub fn search_session_fields(&self, text: &str, limit: u32) -> Result<Vec<(Session, f64)>> {
+        self.search_session_fields_within(text, limit, None)
+    }
+
+    /// [`Store::search_session_fields`]; with `within` (a JSON array of
+    /// tags), of sessions carrying them all.
+    fn search_session_fields_within(
+        &self,
+        text: &str,
+        limit: u32,
+        within: Option<&str>,
+    ) -> Result<Vec<(Session, f64)>> {
         let plan = QueryPlan::of(text);
         if plan.is_empty() {
             return Ok(Vec::new());
@@ -279,18 +327,36 @@ impl Store {
                 .collect::<Vec<_>>()
                 .join(", ");
             let rows = if plan.texts.is_empty() {
-                let sql = format!(
-                    "SELECT {cols} FROM sessions AS s
-                     WHERE s.seq IN (SELECT rowid FROM sessions_fts WHERE sessions_fts MATCH ?1 ORDER BY rowid DESC LIMIT ?2)
-                     ORDER BY s.seq DESC"
-                );
+                // Restricted, the newest matches carrying the tags (the
+                // limit after the restriction, not before).
+                let sql = match within {
+                    None => format!(
+                        "SELECT {cols} FROM sessions AS s
+                         WHERE s.seq IN (SELECT rowid FROM sessions_fts WHERE sessions_fts MATCH ?1 ORDER BY rowid DESC LIMIT ?2)
+                         ORDER BY s.seq DESC"
+                    ),
+                    Some(_) => format!(
+                        "SELECT {cols} FROM sessions AS s
+                         WHERE s.seq IN (SELECT rowid FROM sessions_fts WHERE sessions_fts MATCH ?1) AND {}
+                         ORDER BY s.seq DESC LIMIT ?2",
+                        carries_tags("s.id", "?3")
+                    ),
+                };
+                let mut values: Vec<rusqlite::types::Value> = vec![plan.fts.clone().into(), CANDIDATES.into()];
+                if let Some(tags) = within {
+                    values.push(tags.to_string().into());
+                }
                 tx.prepare_cached(&sql)?
-                    .query_map(params![plan.fts, CANDIDATES], |r| session_from_row(r, granularity))?
+                    .query_map(rusqlite::params_from_iter(values), |r| session_from_row(r, granularity))?
                     .collect::<rusqlite::Result<Vec<Session>>>()?
             } else {
                 // Words of scripts written without spaces: by their text,
                 // newest sessions first (sessions are few beside thoughts).
-                let (clauses, texts) = plan.conditions(SESSION_TEXT, "s.seq", "sessions_fts");
+                let (mut clauses, mut texts) = plan.conditions(SESSION_TEXT, "s.seq", "sessions_fts");
+                if let Some(tags) = within {
+                    clauses.push(carries_tags("s.id", "?"));
+                    texts.push(tags.to_string());
+                }
                 let sql = format!(
                     "SELECT {cols} FROM sessions AS s WHERE {} ORDER BY s.seq DESC LIMIT ?",
                     clauses.join(" AND ")
@@ -341,13 +407,40 @@ impl Store {
     /// may have been left out (more matched than `limit`, or than the
     /// ranking looks at).
     pub fn search_indexed(&self, text: &str, limit: u32, per_session: u32) -> Result<(Vec<SessionHits>, bool)> {
-        self.search_within(text, limit, per_session, CANDIDATES)
+        self.search_within(text, limit, per_session, CANDIDATES, None)
     }
 
-    /// [`Store::search_indexed`] ranking the newest `bound` matching thoughts.
-    fn search_within(&self, text: &str, limit: u32, per_session: u32, bound: i64) -> Result<(Vec<SessionHits>, bool)> {
+    /// [`Store::search`] among the sessions carrying every one of `tags`
+    /// (the Observatory's search with a project or tag chosen): the same
+    /// matches, thought text included, and the same ranking.
+    pub fn search_tagged(
+        &self,
+        text: &str,
+        tags: &[String],
+        limit: u32,
+        per_session: u32,
+    ) -> Result<(Vec<SessionHits>, bool)> {
+        self.index_before_search()?;
+        let within = (!tags.is_empty())
+            .then(|| serde_json::to_string(tags))
+            .transpose()
+            .map_err(|e| crate::Error::Internal(e.to_string()))?;
+        self.search_within(text, limit, per_session, CANDIDATES, within.as_deref())
+    }
+
+    /// [`Store::search_indexed`] ranking the newest `bound` matching
+    /// thoughts; with `within` (a JSON array of tags), of sessions carrying
+    /// them all.
+    fn search_within(
+        &self,
+        text: &str,
+        limit: u32,
+        per_session: u32,
+        bound: i64,
+        within: Option<&str>,
+    ) -> Result<(Vec<SessionHits>, bool)> {
         // One more than asked for, to know whether there are more.
-        let mut session_hits = self.search_session_fields(text, limit.saturating_add(1))?;
+        let mut session_hits = self.search_session_fields_within(text, limit.saturating_add(1), within)?;
         let more_sessions = session_hits.len() > limit as usize;
         session_hits.truncate(limit as usize);
         // The best thoughts of the `limit` sessions with the best thoughts,
@@ -360,7 +453,7 @@ impl Store {
             per_session: per_session as usize,
             keep: &keep,
         };
-        let found = self.search_thoughts_indexed(text, pick, bound)?;
+        let found = self.search_thoughts_indexed(text, pick, bound, within)?;
         let mut order: Vec<String> = Vec::new();
         let mut by_session: HashMap<String, SessionHits> = HashMap::new();
         for (session, score) in session_hits {
@@ -483,6 +576,59 @@ mod tests {
         assert_eq!(store.search_thoughts("words", 300).unwrap().len(), 200);
     }
 
+    /// Restricted to a project or tag, a search finds what it finds
+    /// without, among those sessions only: thought text included, and
+    /// words of scripts written without spaces.
+    #[test]
+    fn a_search_within_tags_matches_thought_text_of_those_sessions_only() {
+        use crate::store::Target;
+        let (_d, store) = temp_store();
+        let session = |title: &str, tags: &[&str]| {
+            let new = NewSession {
+                title: title.into(),
+                tags: tags.iter().map(|t| t.to_string()).collect(),
+                ..Default::default()
+            };
+            store.create_session(new).unwrap().id
+        };
+        let add = |id: &str, text: &str| {
+            let input = ThoughtInput::text(text.to_string());
+            store.append_thought(Target::Session(id.to_string()), input).unwrap();
+        };
+        let web = session("Cache design", &["project:web", "caching"]);
+        add(&web, "eviction by age 数据库");
+        let api = session("Other", &["project:api"]);
+        add(&api, "eviction by size 数据库");
+        let titled = session("Eviction notes", &["project:web"]);
+        let tags = |t: &[&str]| t.iter().map(|t| t.to_string()).collect::<Vec<_>>();
+        let found = |text: &str, t: &[&str]| {
+            let (hits, more) = store.search_tagged(text, &tags(t), 10, 3).unwrap();
+            assert!(!more);
+            let mut ids: Vec<String> = hits.into_iter().map(|h| h.session.id).collect();
+            ids.sort();
+            ids
+        };
+        let sorted = |mut v: Vec<String>| {
+            v.sort();
+            v
+        };
+        assert_eq!(found("eviction", &[]).len(), 3);
+        assert_eq!(
+            found("eviction", &["project:web"]),
+            sorted(vec![web.clone(), titled.clone()])
+        );
+        assert_eq!(found("eviction", &["project:api"]), vec![api.clone()]);
+        assert_eq!(found("eviction", &["project:web", "caching"]), vec![web.clone()]);
+        assert!(found("eviction", &["project:none"]).is_empty());
+        assert_eq!(found("数据库", &["project:api"]), vec![api.clone()]);
+        // Thoughts recorded since the last search are found too.
+        add(&api, "a walrus in the cache");
+        add(&web, "another walrus");
+        assert_eq!(found("walrus", &["project:api"]), vec![api.clone()]);
+        let (hits, _) = store.search_tagged("walrus", &tags(&["project:web"]), 10, 3).unwrap();
+        assert!(hits[0].matches[0].snippet.contains("walrus"), "{:?}", hits[0].matches);
+    }
+
     /// A session with many strong matches does not crowd out one with a
     /// single match (else the older session goes missing with `limitReached`
     /// false), and whether sessions were left out is told.
@@ -600,7 +746,7 @@ mod tests {
             add(&store, &new.id, &format!("walrus seen again {i}"));
         }
         store.index_all_pending().unwrap();
-        let (found, more) = store.search_within("walrus", 10, 5, 50).unwrap();
+        let (found, more) = store.search_within("walrus", 10, 5, 50, None).unwrap();
         assert!(more);
         let of = |title: &str| found.iter().find(|h| h.session.title == title).unwrap();
         // The newest 50 matches: the 30 of "new" and 20 of "old".
@@ -621,7 +767,7 @@ mod tests {
             (0, Some(0), true)
         );
         // Within the bound, every count is exact again.
-        let (found, more) = store.search_within("walrus", 10, 5, 1000).unwrap();
+        let (found, more) = store.search_within("walrus", 10, 5, 1000, None).unwrap();
         assert!(!more);
         assert!(found.iter().all(|h| !h.more_matches_at_least));
         let old = found.iter().find(|h| h.session.title == "old").unwrap();

@@ -372,3 +372,162 @@ async fn the_page_lists_draws_updates_and_searches_sessions() {
     browser.screenshot("observatory-list.png").await;
     browser.quit().await;
 }
+
+/// Open the page and sign in with the token.
+async fn signed_in(browser: &Browser, server: &HttpServer) {
+    browser.go(&format!("{}/", server.url.trim_end_matches("/mcp"))).await;
+    browser
+        .until("the login form", "return !!document.querySelector('#token')")
+        .await;
+    browser.type_into("#token", &server.token).await;
+    browser.click("button[type=submit]").await;
+}
+
+/// More sessions than a page: the list says how many it shows of how many,
+/// and "More" brings the rest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_list_counts_its_sessions_and_pages_through_them() {
+    let server = HttpServer::start().await;
+    let s = server.legacy().await;
+    let oldest = s.ready("Session 0").await;
+    for i in 1..53 {
+        s.ok("start_new", json!({ "sessionTitle": format!("Session {i}") }))
+            .await;
+    }
+    s.thought(json!({ "thought": "One.", "nextThoughtNeeded": true })).await;
+    s.thought(json!({ "thought": "Aside.", "branchId": "b", "branchFromThought": 1, "nextThoughtNeeded": true }))
+        .await;
+    let browser = Browser::start().await;
+    signed_in(&browser, &server).await;
+    browser
+        .until(
+            "a page of sessions, counted",
+            "return document.querySelectorAll('#sessions li').length === 50 && \
+             document.querySelector('#list-count').textContent === '50 of 53' && \
+             !document.querySelector('#more').hidden",
+        )
+        .await;
+    let meta = browser
+        .script("return document.querySelector('#sessions li .meta').textContent")
+        .await;
+    assert!(
+        meta.as_str().is_some_and(|m| m.starts_with("2 thoughts · 1 branch ·")),
+        "{meta}"
+    );
+    browser.click("#more").await;
+    browser
+        .until(
+            "every session",
+            &format!(
+                "const ids = [...document.querySelectorAll('#sessions li')].map(li => li.dataset.sessionId); \
+                 return ids.length === 53 && new Set(ids).size === 53 && ids.includes('{oldest}') && \
+                 document.querySelector('#list-count').textContent === '53 of 53' && \
+                 document.querySelector('#more').hidden"
+            ),
+        )
+        .await;
+    // A session created now is counted too.
+    s.ok("start_new", json!({ "sessionTitle": "Session 53" })).await;
+    browser
+        .until(
+            "the new session, counted",
+            "return document.querySelectorAll('#sessions li').length === 54 && \
+             document.querySelector('#list-count').textContent === '54 of 54'",
+        )
+        .await;
+    browser.quit().await;
+}
+
+/// The page keeps up: a long thought is shown whole, a completed session
+/// that gets a new thought is active again, a deleted session leaves the
+/// list when the page finds it gone, and a socket closed on a page whose
+/// cookie the server no longer takes sends the user to the sign-in form.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_keeps_up_with_long_thoughts_reopens_deletes_and_sign_outs() {
+    let server = HttpServer::start().await;
+    let s = server.legacy().await;
+    let doomed = s.ready("To be deleted").await;
+    let id = s.ready("Finished, then reopened").await;
+    let long = format!("long {}", "x".repeat(4995));
+    for (text, more) in [("First.", true), (long.as_str(), true), ("Done.", false)] {
+        s.thought(json!({ "thought": text, "nextThoughtNeeded": more })).await;
+    }
+    let browser = Browser::start().await;
+    signed_in(&browser, &server).await;
+    browser
+        .until(
+            "two sessions",
+            "return document.querySelectorAll('#sessions li').length === 2",
+        )
+        .await;
+    browser.click(&format!("#sessions li[data-session-id='{id}']")).await;
+    browser
+        .until(
+            "the completed session",
+            &format!(
+                "return document.querySelectorAll('#graph g.node').length === 3 && \
+                 document.querySelector('#session-meta').textContent.startsWith('completed') && \
+                 !!document.querySelector(\"#sessions li[data-session-id='{id}'] .status-completed\")"
+            ),
+        )
+        .await;
+    // The socket carried the long thought cut: shown, it is read whole.
+    browser
+        .until(
+            "the live connection",
+            "return document.querySelector('#live').textContent === 'live'",
+        )
+        .await;
+    browser.click("#graph g.node[data-number='2']").await;
+    browser
+        .until(
+            "the long thought whole",
+            "return document.querySelector('#detail-text').textContent.length === 5000",
+        )
+        .await;
+    let shown = browser
+        .script("return document.querySelector('#detail-text').textContent")
+        .await;
+    assert_eq!(shown.as_str(), Some(long.as_str()));
+    // Reopened and continued: active again, in the list and the header.
+    s.ok("load_context", json!({ "sessionId": id })).await;
+    s.thought(json!({ "sessionId": id, "thought": "Back to it.", "nextThoughtNeeded": true }))
+        .await;
+    browser
+        .until(
+            "the session active again",
+            &format!(
+                "return document.querySelectorAll('#graph g.node').length === 4 && \
+                 document.querySelector('#session-meta').textContent.startsWith('active') && \
+                 !!document.querySelector(\"#sessions li[data-session-id='{id}'] .status-active\")"
+            ),
+        )
+        .await;
+    // Deleted elsewhere: opening it takes it out of the list.
+    s.ok("session", json!({ "subOperation": "delete", "sessionId": doomed }))
+        .await;
+    browser
+        .click(&format!("#sessions li[data-session-id='{doomed}']"))
+        .await;
+    browser
+        .until(
+            "the deleted session gone",
+            &format!(
+                "return !document.querySelector(\"#sessions li[data-session-id='{doomed}']\") && \
+                 document.querySelector('#session-empty').textContent.includes('gone') && \
+                 document.querySelector('#list-count').textContent === '1 of 1'"
+            ),
+        )
+        .await;
+    // As after a restart, the cookie is no longer taken: when the socket
+    // closes, the page goes to the sign-in form.
+    browser.command(reqwest::Method::DELETE, "/cookie", Value::Null).await;
+    browser.script("state.socket.close(); return true").await;
+    browser
+        .until(
+            "the sign-in form",
+            "return location.pathname === '/login' && !!document.querySelector('#token')",
+        )
+        .await;
+    browser.quit().await;
+}

@@ -105,11 +105,15 @@ async fn the_api_serves_lists_snapshots_exports_and_analysis_behind_the_cookie()
     let server = HttpServer::start().await;
     let s = server.legacy().await;
     let id = reasoned(&s, "Observed session").await;
-    s.ok(
-        "start_new",
-        json!({ "sessionTitle": "Another", "tags": ["caching"], "newWork": { "project": "web" } }),
-    )
-    .await;
+    let another = s
+        .ok(
+            "start_new",
+            json!({ "sessionTitle": "Another", "tags": ["caching"], "newWork": { "project": "web" } }),
+        )
+        .await["session"]["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
     let cookie = server.login().await;
     let list: Value = server.api(&cookie, "/api/sessions").await.json().await.expect("JSON");
     assert_eq!(list["sessions"].as_array().expect("sessions").len(), 2);
@@ -166,6 +170,35 @@ async fn the_api_serves_lists_snapshots_exports_and_analysis_behind_the_cookie()
         (Some(1), Some("Another")),
         "{in_web}"
     );
+    // A word only in a thought's text is found with a project or tag as
+    // without, with the matching thought, and only in those sessions.
+    s.thought(json!({ "sessionId": another, "thought": "Evict the oldest entries first.", "nextThoughtNeeded": true }))
+        .await;
+    for q in [
+        "/api/sessions?search=oldest",
+        "/api/sessions?search=oldest&project=web",
+        "/api/sessions?search=oldest&tag=caching",
+        "/api/sessions?search=oldest&project=web&tag=caching",
+    ] {
+        let found = page(q).await;
+        assert_eq!(
+            (found["total"].as_u64(), found["sessions"][0]["id"].as_str()),
+            (Some(1), Some(another.as_str())),
+            "{q}: {found}"
+        );
+        assert_eq!(found["sessions"][0]["matches"][0]["thoughtNumber"], 1, "{q}: {found}");
+    }
+    for q in [
+        "/api/sessions?search=oldest&project=nowhere",
+        "/api/sessions?search=measure&project=web",
+    ] {
+        let none = page(q).await;
+        assert_eq!(
+            (none["total"].as_u64(), &none["sessions"]),
+            (Some(0), &json!([])),
+            "{q}: {none}"
+        );
+    }
     let tags: Value = server.api(&cookie, "/api/tags").await.json().await.expect("JSON");
     assert_eq!(tags["projects"][0]["name"], "web");
     let snap: Value = server
@@ -309,13 +342,14 @@ async fn a_socket_that_never_reads_holds_nothing_up() {
         .expect("send");
     let s = server.legacy().await;
     s.ready("flooded").await;
-    // Frames far beyond what the socket buffers hold (~40 MiB).
-    let big = "x".repeat(256 << 10);
-    for i in 0..160 {
+    // Frames far beyond what the socket buffers hold (~16 MiB: a frame
+    // carries 4,000 characters of a thought, here of 4 bytes each).
+    let big = "🦀".repeat(4000);
+    for i in 0..1000 {
         s.thought(json!({ "thought": format!("{i} {big}"), "nextThoughtNeeded": true }))
             .await;
     }
-    assert_eq!(server.count("thoughts"), 160);
+    assert_eq!(server.count("thoughts"), 1000);
     let mut fresh = socket(&server, Some(&cookie)).await.expect("a new socket");
     fresh
         .send(Message::text(
@@ -338,5 +372,124 @@ async fn a_socket_that_never_reads_holds_nothing_up() {
         }
     };
     assert!(ended, "the socket that never read was dropped (it had {got} frames)");
-    assert!(got < 160, "dropped before it took every frame: {got}");
+    assert!(got < 1000, "dropped before it took every frame: {got}");
+}
+
+/// A session of ten thoughts of 0.9 MiB each: its snapshot (9 MB whole, over
+/// what may wait to go out to a socket) comes with each text cut, the socket
+/// stays open and later thoughts arrive, cut too; a thought is read whole
+/// over the API.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_of_huge_thoughts_is_watched_with_its_texts_cut() {
+    let server = HttpServer::start().await;
+    let s = server.legacy().await;
+    let id = s.ready("huge thoughts").await;
+    let huge = |i: usize| format!("{i} {}", "é".repeat(450 << 10));
+    for i in 0..10 {
+        s.thought(json!({ "thought": huge(i), "nextThoughtNeeded": true }))
+            .await;
+    }
+    let cookie = server.login().await;
+    let mut ws = socket(&server, Some(&cookie)).await.expect("socket");
+    ws.send(Message::text(
+        json!({ "type": "subscribe", "sessionId": id }).to_string(),
+    ))
+    .await
+    .expect("send");
+    let snap = next_frame(&mut ws, "session_snapshot").await;
+    let thoughts = snap["payload"]["thoughts"].as_array().expect("thoughts");
+    assert_eq!(thoughts.len(), 10);
+    let whole_chars = huge(0).chars().count() as u64;
+    for t in thoughts {
+        assert_eq!(t["thoughtTruncated"], true, "{}", t["id"]);
+        assert_eq!(t["thoughtChars"], whole_chars);
+        assert_eq!(t["thought"].as_str().expect("text").chars().count(), 4000);
+    }
+    // Still open: a later thought arrives, cut, and a short one whole.
+    s.thought(json!({ "thought": huge(10), "nextThoughtNeeded": true }))
+        .await;
+    // Frames of the thoughts recorded just before subscribing may come first.
+    let added = loop {
+        let added = next_frame(&mut ws, "thought_added").await;
+        if added["payload"]["thought"]["thoughtNumber"] == 11 {
+            break added;
+        }
+    };
+    assert_eq!(added["payload"]["thought"]["thoughtTruncated"], true);
+    s.thought(json!({ "thought": "A short one.", "nextThoughtNeeded": true }))
+        .await;
+    let short = next_frame(&mut ws, "thought_added").await;
+    assert_eq!(short["payload"]["thought"]["thought"], "A short one.");
+    assert!(short["payload"]["thought"].get("thoughtTruncated").is_none(), "{short}");
+    // The API cuts the same way, reads one thought whole, and the whole
+    // session when asked.
+    let node = thoughts[3]["id"].as_str().expect("node id").to_string();
+    let rest: Value = server
+        .api(&cookie, &format!("/api/sessions/{id}"))
+        .await
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(rest["thoughts"][3]["thoughtTruncated"], true);
+    let one = server
+        .api(
+            &cookie,
+            &format!("/api/sessions/{id}/thoughts/{}", node.replace(':', "%3A")),
+        )
+        .await;
+    assert_eq!(one.status(), 200);
+    let one: Value = one.json().await.expect("JSON");
+    assert_eq!(one["thought"].as_str(), Some(huge(3).as_str()));
+    assert!(one.get("thoughtTruncated").is_none());
+    let full: Value = server
+        .api(&cookie, &format!("/api/sessions/{id}?full=true"))
+        .await
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(full["thoughts"][0]["thought"].as_str(), Some(huge(0).as_str()));
+    for bad in [
+        format!("/api/sessions/{id}/thoughts/nope"),
+        format!("/api/sessions/nope/thoughts/{node}"),
+    ] {
+        assert_eq!(server.api(&cookie, &bad).await.status(), 404, "{bad}");
+    }
+}
+
+/// A session too large for a snapshot even with its texts cut (here 400
+/// thoughts of 4,000 four-byte characters, 6.4 MB cut): an error frame
+/// names it instead, the socket stays open and its new thoughts arrive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_too_large_for_a_snapshot_is_still_watched() {
+    let server = HttpServer::start().await;
+    let s = server.legacy().await;
+    let id = s.ready("too large").await;
+    let big = "🦀".repeat(4000);
+    for i in 0..400 {
+        s.thought(json!({ "thought": format!("{i} {big}"), "nextThoughtNeeded": true }))
+            .await;
+    }
+    let cookie = server.login().await;
+    let mut ws = socket(&server, Some(&cookie)).await.expect("socket");
+    ws.send(Message::text(
+        json!({ "type": "subscribe", "sessionId": id }).to_string(),
+    ))
+    .await
+    .expect("send");
+    let error = next_frame(&mut ws, "error").await;
+    assert_eq!(error["sessionId"], id.as_str(), "{error}");
+    let message = error["payload"]["message"].as_str().expect("message");
+    assert!(
+        message.contains("too large") && message.contains("400 thoughts"),
+        "{message}"
+    );
+    s.thought(json!({ "thought": "Still watched.", "nextThoughtNeeded": true }))
+        .await;
+    let added = loop {
+        let added = next_frame(&mut ws, "thought_added").await;
+        if added["payload"]["thought"]["thoughtNumber"] == 401 {
+            break added;
+        }
+    };
+    assert_eq!(added["payload"]["thought"]["thought"], "Still watched.");
 }

@@ -28,9 +28,17 @@ const BATCH: u32 = 100;
 /// Frames a slow socket may fall behind by before it is dropped.
 const BACKLOG: usize = 256;
 
-/// What may wait to go out to one socket (a frame carries a whole
-/// thought, up to 1 MiB of text).
+/// What may wait to go out to one socket: frames a slow client has not
+/// read yet. One frame is far smaller (a thought's text is cut to
+/// `OBSERVED_CHARS`, and a snapshot is at most [`SNAPSHOT_MAX`]).
 const OUT_BUFFER: usize = 8 << 20;
+
+/// The largest `session_snapshot` frame sent. A session too large for it
+/// even with its texts cut (about 1,500 thoughts of 4,000 characters)
+/// gets an `error` frame instead, and its live frames all the same: a
+/// frame over [`OUT_BUFFER`] would close the socket, and the page, which
+/// reconnects and subscribes again, would have it closed again.
+const SNAPSHOT_MAX: usize = 6 << 20;
 
 /// How long one frame may take to go out before its socket is dropped.
 const SEND_WAIT: Duration = Duration::from_secs(5);
@@ -79,13 +87,13 @@ impl Hub {
                     if let Some((seq, _)) = sessions.last() {
                         to.session = *seq;
                     }
-                    if let Some(t) = thoughts.last() {
+                    if let Some((t, _)) = thoughts.last() {
                         to.thought = t.seq;
                     }
                     // The final count of a session a thought closed.
                     let counts: Vec<Option<u64>> = thoughts
                         .iter()
-                        .map(|t| {
+                        .map(|(t, _)| {
                             (t.data.branch_id.is_none() && !t.data.next_thought_needed)
                                 .then(|| store.session(&t.session_id).ok().map(|s| s.thought_count))
                                 .flatten()
@@ -213,17 +221,36 @@ async fn handle(hub: &Hub, watching: &mut Watching, request: Request) -> Option<
             let id = crate::domain::canonical_session_id(&id);
             let store = hub.store.clone();
             let sid = id.clone();
-            let snapshot = tokio::task::spawn_blocking(move || store.session_thoughts(&sid)).await;
+            // The texts alone past the frame's bound: the rest is not read.
+            let snapshot = tokio::task::spawn_blocking(move || {
+                store
+                    .session_cut(&sid, Some(SNAPSHOT_MAX))
+                    .map(|(session, thoughts, whole)| {
+                        let frame = whole.then(|| {
+                            let payload = SessionSnapshotPayload::cut(&session, &thoughts);
+                            serde_json::json!({ "type": "session_snapshot", "sessionId": sid, "payload": payload })
+                                .to_string()
+                        });
+                        (frame, session.thought_count)
+                    })
+            })
+            .await;
             match snapshot {
-                Ok(Ok((session, thoughts))) => {
+                Ok(Ok((frame, count))) => {
                     watching.ids.insert(id.clone());
-                    let payload = serde_json::to_value(SessionSnapshotPayload::of(&session, &thoughts)).ok()?;
-                    let frame = Frame {
-                        kind: "session_snapshot",
-                        session_id: Some(id),
-                        payload,
+                    let frame = frame.filter(|f| f.len() <= SNAPSHOT_MAX);
+                    let Some(frame) = frame else {
+                        let message = format!(
+                            "session {id} is too large for a snapshot ({count} thoughts; a snapshot is at most \
+                             {SNAPSHOT_MAX} bytes): read it from /api/sessions/{id}; its new thoughts still come here"
+                        );
+                        return Some(
+                            serde_json::json!({ "type": "error", "sessionId": id, "payload": { "message": message } })
+                                .to_string()
+                                .into(),
+                        );
                     };
-                    serde_json::to_string(&frame).ok().map(Into::into)
+                    Some(frame.into())
                 }
                 Ok(Err(e)) => Some(error_frame(&e.to_string())),
                 Err(e) => Some(error_frame(&e.to_string())),

@@ -23,7 +23,7 @@ use crate::export::{self, Format, Layout};
 use crate::gateway::Gateway;
 use crate::shutdown::Shutdown;
 use crate::store::Store;
-use payloads::{ObservatorySession, SessionSnapshotPayload};
+use payloads::{ObservatorySession, ObservatoryThought, SessionSnapshotPayload};
 
 const PAGE: &str = include_str!("assets/index.html");
 const SCRIPT: &str = include_str!("assets/observatory.js");
@@ -60,6 +60,7 @@ pub(super) fn routes(gateway: &Gateway, shutdown: Arc<Shutdown>) -> Router {
         .route("/api/sessions/{id}/export", get(export_session))
         .route("/api/sessions/{id}/analysis", get(analysis))
         .route("/api/sessions/{id}/thread", get(thread))
+        .route("/api/sessions/{id}/thoughts/{node}", get(thought))
         .route("/ws", get(live::upgrade))
         .with_state(state)
 }
@@ -71,7 +72,7 @@ fn asset(kind: &'static str, body: &'static str) -> Response {
 /// An error as JSON, with the status its kind calls for.
 fn failed(e: Error) -> Response {
     let status = match &e {
-        Error::SessionNotFound { .. } => StatusCode::NOT_FOUND,
+        Error::SessionNotFound { .. } | Error::ThoughtNotFound { .. } => StatusCode::NOT_FOUND,
         Error::InvalidPayload { .. } | Error::InvalidOperation { .. } => StatusCode::BAD_REQUEST,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     };
@@ -100,7 +101,8 @@ struct ListQuery {
 }
 
 /// Sessions, newest first; with `search`, those the full-text index finds
-/// (best first, with the matching thoughts); `project` and `tag` filter.
+/// (best first, with the matching thoughts); `project` and `tag` filter
+/// either.
 async fn sessions(State(o): State<Observatory>, Query(q): Query<ListQuery>) -> Response {
     let mut tags: Vec<String> = Vec::new();
     if let Some(p) = q.project.as_deref().map(str::trim).filter(|p| !p.is_empty()) {
@@ -117,8 +119,8 @@ async fn sessions(State(o): State<Observatory>, Query(q): Query<ListQuery>) -> R
         // the first `offset` skipped. Counting every match would cost a pass
         // over all of them, which the ranking avoids: `total` is given only
         // when the ranking saw every matching session.
-        Some(text) if tags.is_empty() => {
-            let (hits, more) = s.search(&text, offset.saturating_add(limit), 3)?;
+        Some(text) => {
+            let (hits, more) = s.search_tagged(&text, &tags, offset.saturating_add(limit), 3)?;
             let seen = hits.len();
             let items: Vec<_> = hits
                 .into_iter()
@@ -132,14 +134,10 @@ async fn sessions(State(o): State<Observatory>, Query(q): Query<ListQuery>) -> R
             let total = (!more).then_some(seen);
             Ok(json!({ "sessions": items, "total": total, "hasMore": more }))
         }
-        // Otherwise the list, newest first, paged and counted exactly; with
-        // a project or tag, filtered by the search too but without the
-        // matching thoughts: the ranking's first hundred may hold none of a
-        // project's sessions.
-        search => {
+        // Otherwise the list, newest first, paged and counted exactly.
+        None => {
             let filter = SessionFilter {
                 tags,
-                search,
                 limit,
                 offset,
                 sort_by: SortBy::CreatedAt,
@@ -176,11 +174,37 @@ async fn tags(State(o): State<Observatory>) -> Response {
     }
 }
 
-/// One session whole, as the WebSocket's `session_snapshot` payload.
-async fn session(State(o): State<Observatory>, Path(id): Path<String>) -> Response {
+#[derive(Deserialize)]
+struct SnapshotQuery {
+    full: Option<bool>,
+}
+
+/// One session, as the WebSocket's `session_snapshot` payload: each text
+/// cut as there, unless `full=true`.
+async fn session(State(o): State<Observatory>, Path(id): Path<String>, Query(q): Query<SnapshotQuery>) -> Response {
     let id = crate::domain::canonical_session_id(&id);
-    match reading(&o.store, move |s| s.session_thoughts(&id)).await {
-        Ok((session, thoughts)) => axum::Json(SessionSnapshotPayload::of(&session, &thoughts)).into_response(),
+    let read = reading(&o.store, move |s| {
+        Ok(if q.full == Some(true) {
+            let (session, thoughts) = s.session_thoughts(&id)?;
+            SessionSnapshotPayload::of(&session, &thoughts)
+        } else {
+            let (session, thoughts, _) = s.session_cut(&id, None)?;
+            SessionSnapshotPayload::cut(&session, &thoughts)
+        })
+    })
+    .await;
+    match read {
+        Ok(snapshot) => axum::Json(snapshot).into_response(),
+        Err(r) => r,
+    }
+}
+
+/// One thought whole (ObservatoryThought), by its node id: what the page
+/// reads to show a thought whose text the snapshot cut.
+async fn thought(State(o): State<Observatory>, Path((id, node)): Path<(String, String)>) -> Response {
+    let id = crate::domain::canonical_session_id(&id);
+    match reading(&o.store, move |s| s.thought_by_node(&id, &node)).await {
+        Ok(t) => axum::Json(ObservatoryThought::from(&t)).into_response(),
         Err(r) => r,
     }
 }

@@ -9,6 +9,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::domain::{Session, Thought};
+use crate::store::{CutThought, OBSERVED_CHARS};
 
 /// ObservatorySession (`id` to `status`), with the list's counts and
 /// `updatedAt` besides.
@@ -47,7 +48,9 @@ impl From<&Session> for ObservatorySession {
     }
 }
 
-/// ObservatoryThought; `id` is the thought's node id.
+/// ObservatoryThought; `id` is the thought's node id. A text cut to
+/// [`OBSERVED_CHARS`] says so (`thoughtTruncated`, `thoughtChars`, as the
+/// gateway's overview reads do).
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ObservatoryThought {
@@ -64,6 +67,11 @@ pub struct ObservatoryThought {
     pub branch_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub branch_from_thought: Option<u32>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub thought_truncated: bool,
+    /// The whole text's length in characters, when cut.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thought_chars: Option<u64>,
 }
 
 impl From<&Thought> for ObservatoryThought {
@@ -80,7 +88,21 @@ impl From<&Thought> for ObservatoryThought {
             revises_thought: d.revises_thought,
             branch_id: d.branch_id.clone(),
             branch_from_thought: d.branch_from_thought,
+            thought_truncated: false,
+            thought_chars: None,
         }
+    }
+}
+
+impl ObservatoryThought {
+    /// From a thought read cut, with its whole text's length.
+    pub fn cut((t, chars): &CutThought) -> Self {
+        let mut o = ObservatoryThought::from(t);
+        if *chars > u64::from(OBSERVED_CHARS) {
+            o.thought_truncated = true;
+            o.thought_chars = Some(*chars);
+        }
+        o
     }
 }
 
@@ -103,23 +125,32 @@ pub struct SessionSnapshotPayload {
 }
 
 impl SessionSnapshotPayload {
-    /// From a session and its thoughts (any order; numbered order here).
+    /// From a session and its thoughts, whole (any order; numbered order here).
     pub fn of(session: &Session, thoughts: &[Thought]) -> Self {
+        Self::of_observed(session, thoughts.iter().map(ObservatoryThought::from))
+    }
+
+    /// From a session and its thoughts read cut.
+    pub fn cut(session: &Session, thoughts: &[CutThought]) -> Self {
+        Self::of_observed(session, thoughts.iter().map(ObservatoryThought::cut))
+    }
+
+    fn of_observed(session: &Session, thoughts: impl Iterator<Item = ObservatoryThought>) -> Self {
         let mut main = Vec::new();
         let mut branches: BTreeMap<String, ObservatoryBranch> = BTreeMap::new();
-        for t in thoughts {
-            let o = ObservatoryThought::from(t);
-            match &t.data.branch_id {
+        for o in thoughts {
+            match o.branch_id.clone() {
                 None => main.push(o),
                 Some(b) => {
+                    let from = o.branch_from_thought.unwrap_or(0);
                     let branch = branches.entry(b.clone()).or_insert_with(|| ObservatoryBranch {
-                        id: b.clone(),
+                        id: b,
                         name: None,
-                        from_thought_number: t.data.branch_from_thought.unwrap_or(0),
+                        from_thought_number: from,
                         thoughts: Vec::new(),
                     });
                     if branch.from_thought_number == 0 {
-                        branch.from_thought_number = t.data.branch_from_thought.unwrap_or(0);
+                        branch.from_thought_number = from;
                     }
                     branch.thoughts.push(o);
                 }
@@ -151,10 +182,11 @@ pub struct Frame {
 /// The frames a newly recorded thought makes: `thought_branched` for a
 /// branch's first thought, `thought_revised` for a revision, else
 /// `thought_added`; then `session_ended` when it closed its session
-/// (`nextThoughtNeeded: false` on the main chain).
-pub fn thought_frames(t: &Thought, thought_count: Option<u64>) -> Vec<Frame> {
+/// (`nextThoughtNeeded: false` on the main chain). The text is cut.
+pub fn thought_frames(cut: &CutThought, thought_count: Option<u64>) -> Vec<Frame> {
+    let t = &cut.0;
     let d = &t.data;
-    let thought = serde_json::to_value(ObservatoryThought::from(t)).unwrap_or(Value::Null);
+    let thought = serde_json::to_value(ObservatoryThought::cut(cut)).unwrap_or(Value::Null);
     let parent = t.prev_node.clone();
     let first_of_branch = d.branch_id.is_some() && t.branch_origin.is_some() && t.prev_node == t.branch_origin;
     let (kind, payload) = if let (true, Some(branch)) = (first_of_branch, &d.branch_id) {
@@ -227,14 +259,18 @@ mod tests {
 
     #[test]
     fn a_branch_first_thought_is_branched_and_the_next_added() {
-        let first = thought(2, Some("alt"), Some("s:1"), Some("s:1"));
+        let first = (thought(2, Some("alt"), Some("s:1"), Some("s:1")), 9);
         let frames = thought_frames(&first, None);
         assert_eq!(frames[0].kind, "thought_branched");
         assert_eq!(frames[0].payload["branchId"], "alt");
         assert_eq!(frames[0].payload["fromThoughtNumber"], 1);
         assert_eq!(frames[0].payload["parentId"], "s:1");
-        let second = thought(3, Some("alt"), Some("s:alt:2"), Some("s:1"));
-        assert_eq!(thought_frames(&second, None)[0].kind, "thought_added");
+        assert!(frames[0].payload["thought"].get("thoughtTruncated").is_none());
+        let second = (thought(3, Some("alt"), Some("s:alt:2"), Some("s:1")), 5000);
+        let frames = thought_frames(&second, None);
+        assert_eq!(frames[0].kind, "thought_added");
+        assert_eq!(frames[0].payload["thought"]["thoughtTruncated"], true);
+        assert_eq!(frames[0].payload["thought"]["thoughtChars"], 5000);
     }
 
     #[test]
@@ -243,7 +279,7 @@ mod tests {
         last.data.next_thought_needed = false;
         last.data.is_revision = true;
         last.data.revises_thought = Some(1);
-        let frames = thought_frames(&last, Some(3));
+        let frames = thought_frames(&(last, 9), Some(3));
         assert_eq!(frames[0].kind, "thought_revised");
         assert_eq!(frames[0].payload["originalThoughtNumber"], 1);
         assert_eq!(frames[1].kind, "session_ended");

@@ -8,6 +8,8 @@
 const state = {
   sessions: new Map(), // id -> ObservatorySession (+ matches)
   order: [],           // ids as listed
+  total: null,         // how many sessions the list's filters match (null: unknown)
+  hasMore: false,      // the server has more past those listed
   open: null,          // id of the session shown
   snapshot: null,      // its SessionSnapshotPayload
   fresh: new Set(),    // node ids that arrived live
@@ -36,7 +38,11 @@ function svg(tag, attrs, ...children) {
 async function getJson(url) {
   const r = await fetch(url, { credentials: "same-origin" });
   if (r.status === 401) { location.href = "/login"; throw new Error("signed out"); }
-  if (!r.ok) throw new Error((await r.json().catch(() => ({}))).error || r.statusText);
+  if (!r.ok) {
+    const e = new Error((await r.json().catch(() => ({}))).error || r.statusText);
+    e.status = r.status;
+    throw e;
+  }
   return r.json();
 }
 
@@ -57,10 +63,40 @@ function filters() {
   return p;
 }
 
-async function loadList() {
-  const answer = await getJson("/api/sessions?" + filters());
-  state.sessions = new Map(answer.sessions.map((s) => [s.id, s]));
-  state.order = answer.sessions.map((s) => s.id);
+const PAGE = 50;
+let listAsked = 0; // the latest list request: an older answer is dropped
+
+// The list's first page (`more`: the next page, after those listed).
+async function loadList(more) {
+  const p = filters();
+  p.set("limit", PAGE);
+  if (more === true) p.set("offset", state.order.length);
+  const asked = ++listAsked;
+  const answer = await getJson("/api/sessions?" + p);
+  if (asked !== listAsked) return;
+  if (more !== true) {
+    state.sessions = new Map();
+    state.order = [];
+  }
+  for (const s of answer.sessions) {
+    // A session created since the first page moved the rest down by one.
+    if (!state.sessions.has(s.id)) state.order.push(s.id);
+    state.sessions.set(s.id, s);
+  }
+  state.total = answer.total ?? null;
+  state.hasMore = !!answer.hasMore;
+  renderList();
+}
+
+const plural = (n, one) => `${n} ${one}${n === 1 ? "" : one.endsWith("h") ? "es" : "s"}`;
+
+function forget(id) {
+  state.sessions.delete(id);
+  const at = state.order.indexOf(id);
+  if (at >= 0) {
+    state.order.splice(at, 1);
+    if (state.total !== null) state.total = Math.max(0, state.total - 1);
+  }
   renderList();
 }
 
@@ -73,7 +109,7 @@ function renderList() {
     const li = el("li", { "data-session-id": s.id, class: s.id === state.open ? "open" : "" },
       el("div", { class: "title status-" + s.status }, s.title || s.id),
       el("div", { class: "meta" },
-        `${s.thoughtCount} thoughts · ${s.branchCount} branches · ${when(s.createdAt)}` +
+        `${plural(s.thoughtCount, "thought")} · ${plural(s.branchCount, "branch")} · ${when(s.createdAt)}` +
         (s.tags.length ? " · " + s.tags.join(", ") : "")));
     for (const m of (s.matches || []).slice(0, 2)) {
       li.append(el("div", { class: "match" }, `#${m.thoughtNumber}${m.branchId ? " (" + m.branchId + ")" : ""}: ${m.snippet || ""}`));
@@ -82,6 +118,12 @@ function renderList() {
     ul.append(li);
   }
   $("list-empty").hidden = state.order.length > 0;
+  const shown = state.order.length;
+  $("list-count").textContent = state.total !== null
+    ? `${shown} of ${state.total}`
+    : `${shown}${state.hasMore ? "+" : ""}`;
+  $("list-count").hidden = shown === 0;
+  $("more").hidden = !state.hasMore;
 }
 
 async function loadTags() {
@@ -110,7 +152,16 @@ async function openSession(id) {
   state.fresh.clear();
   state.selected = null;
   renderList();
-  const snapshot = await getJson("/api/sessions/" + encodeURIComponent(id));
+  let snapshot;
+  try {
+    snapshot = await getJson("/api/sessions/" + encodeURIComponent(id));
+  } catch (e) {
+    if (state.open !== id) return;
+    if (e.status === 404) gone(id, e.message);
+    else showFailure(`The session could not be read: ${e.message}`);
+    return;
+  }
+  if (state.open !== id) return;
   showSnapshot(snapshot);
   $("export-json").href = `/api/sessions/${encodeURIComponent(id)}/export?format=json`;
   $("export-md").href = `/api/sessions/${encodeURIComponent(id)}/export?format=markdown`;
@@ -163,6 +214,22 @@ async function showThread(id) {
     nav.append(p);
   });
   nav.hidden = false;
+}
+
+// The session shown is not found (deleted since it was listed): out of
+// the list, and said so.
+function gone(id, message) {
+  forget(id);
+  if (state.open === id) showFailure(`That session is gone (${message}). Choose another on the left.`);
+}
+
+function showFailure(text) {
+  state.open = null;
+  state.snapshot = null;
+  renderList();
+  $("session-view").hidden = true;
+  $("session-empty").hidden = false;
+  $("session-empty").textContent = text;
 }
 
 function showSnapshot(snapshot) {
@@ -258,6 +325,17 @@ function showThought(t, lane) {
   $("detail-title").textContent = `Thought #${t.thoughtNumber}` + (lane.id ? ` on branch ${lane.id}` : "");
   $("detail-meta").textContent = [when(t.timestamp), t.isRevision ? `revises #${t.revisesThought}` : "", t.nextThoughtNeeded ? "" : "closes the session", t.id].filter(Boolean).join(" · ");
   $("detail-text").textContent = t.thought;
+  if (!t.thoughtTruncated) return;
+  // Frames carry the first characters of a long thought: read it whole.
+  $("detail-text").textContent = t.thought + `… (${t.thoughtChars} characters; reading the whole text)`;
+  const session = state.open;
+  getJson(`/api/sessions/${encodeURIComponent(session)}/thoughts/${encodeURIComponent(t.id)}`)
+    .then((whole) => {
+      if (state.selected === t.id && state.open === session) $("detail-text").textContent = whole.thought;
+    })
+    .catch((e) => {
+      if (state.selected === t.id) $("detail-text").textContent = t.thought + `… (the whole text could not be read: ${e.message})`;
+    });
 }
 
 async function showAnalysis() {
@@ -284,10 +362,16 @@ function subscribe(message) {
   else pending.push(message);
 }
 
+// Reconnecting waits longer each time a socket did not last (up to 30 s),
+// so that nothing the server refuses is asked for every second forever.
+let retry = 1000;
+
 function connect() {
   const ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws");
   state.socket = ws;
+  let opened = 0;
   ws.onopen = () => {
+    opened = Date.now();
     $("live").textContent = "live";
     $("live").classList.remove("off");
     ws.send(JSON.stringify({ type: "subscribe", scope: "sessions" }));
@@ -300,7 +384,11 @@ function connect() {
   ws.onclose = () => {
     $("live").textContent = "offline";
     $("live").classList.add("off");
-    setTimeout(connect, 1000);
+    retry = opened && Date.now() - opened > 30000 ? 1000 : Math.min(retry * 2, 30000);
+    // A browser does not say why a socket was refused: a 401 from the API
+    // (the server restarted, the cookie is stale) goes to the sign-in form.
+    getJson("/api/tags").catch(() => {});
+    setTimeout(connect, retry);
   };
   ws.onmessage = (event) => {
     const frame = JSON.parse(event.data);
@@ -318,20 +406,32 @@ function onFrame(frame) {
       if (!state.sessions.has(p.session.id) && listed(p.session)) {
         state.sessions.set(p.session.id, p.session);
         state.order.unshift(p.session.id);
+        if (state.total !== null) state.total += 1;
         renderList();
       }
       break;
     case "thought_added":
     case "thought_revised":
     case "thought_branched": {
+      // A thought reopens a completed session (a session_ended follows
+      // when it closes it again).
       const s = state.sessions.get(frame.sessionId);
       if (s) {
         s.thoughtCount += 1;
         if (frame.type === "thought_branched") s.branchCount += 1;
         s.updatedAt = p.thought.timestamp;
+        s.status = "active";
+        s.completedAt = null;
         renderList();
       }
-      if (frame.sessionId === state.open) addThought(p.thought);
+      if (frame.sessionId === state.open && state.snapshot) {
+        if (state.snapshot.session.status !== "active") {
+          state.snapshot.session.status = "active";
+          state.snapshot.session.completedAt = null;
+          showSnapshot(state.snapshot);
+        }
+        addThought(p.thought);
+      }
       break;
     }
     case "session_ended": {
@@ -343,6 +443,15 @@ function onFrame(frame) {
       }
       break;
     }
+    case "error":
+      // A subscription to a session deleted since it was listed.
+      if (frame.sessionId === undefined && state.open && /not found/i.test(p.message || "")) {
+        const id = state.open;
+        getJson("/api/sessions/" + encodeURIComponent(id) + "/thread").catch((e) => {
+          if (e.status === 404) gone(id, e.message);
+        });
+      }
+      break;
   }
 }
 
@@ -356,6 +465,7 @@ $("search").addEventListener("input", () => {
 $("project").addEventListener("change", loadList);
 $("tag").addEventListener("change", loadList);
 $("show-analysis").addEventListener("click", showAnalysis);
+$("more").addEventListener("click", () => loadList(true).catch((e) => console.error(e)));
 
 loadList().then(loadTags).catch((e) => console.error(e));
 connect();
