@@ -183,6 +183,13 @@ pub async fn extract_learnings(gw: &Gateway, args: Args) -> Result<Value> {
                    keep them as knowledge patterns)";
         answers::add_note(&mut extraction.note, say);
     }
+    // Without key moments only the signal can be drawn: say how to get more.
+    if !moments_given {
+        let say = "no keyMoments were given, so only the session's signal (its outcome and metrics, as JSON text in \
+                   content) was drawn: pass keyMoments [{thoughtNumber, type, significance}] and targetTypes \
+                   [\"pattern\", \"anti-pattern\"] to extract learnings (save: true keeps them as knowledge patterns)";
+        answers::add_note(&mut extraction.note, say);
+    }
     let saved = save.then(|| {
         gw.wrote();
         // Every learning's pattern id; those saved by an earlier call (the

@@ -155,6 +155,22 @@ fn required_stage(operation: &str) -> Option<Stage> {
         .map(|(_, s, _)| *s)
 }
 
+/// A call without `operation`: the operations, and the name the caller
+/// put it under when one of its arguments holds an operation's name
+/// (`{"op": "get_state"}`).
+fn no_operation(arguments: &Args) -> Error {
+    let valid: Vec<&str> = OPERATIONS.iter().map(|(n, _, _)| *n).collect();
+    let misplaced =
+        arguments.unknown_find(|_, v| v.as_str().filter(|op| required_stage(op).is_some()).map(str::to_string));
+    let mut details = json!({ "validOperations": valid });
+    let mut message = format!("operation is required: one of {}", valid.join(", "));
+    if let Some((name, op)) = misplaced {
+        message = format!("operation is required; {name:?} holds {op:?}: send it as \"operation\": {op:?}");
+        details["didYouMean"] = json!({ "operation": op });
+    }
+    Error::invalid_with("operation", message, details)
+}
+
 /// A client root bound as the connection's project.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct BoundRoot {
@@ -690,7 +706,7 @@ impl Gateway {
                     format!("operation must be a string, got {other}"),
                 ));
             }
-            None => return Err(Error::invalid("operation", "operation is required")),
+            None => return Err(no_operation(&arguments)),
         };
         let Some(required) = required_stage(&operation) else {
             let valid: Vec<&str> = OPERATIONS.iter().map(|(n, _, _)| *n).collect();

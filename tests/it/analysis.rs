@@ -114,6 +114,8 @@ async fn extract_learnings_from_key_moments() {
     assert_eq!(content["metrics"]["branches"], 1);
     assert_eq!(signal["metadata"]["sourceSession"], sid.as_str());
     assert!(signal["metadata"]["extractedAt"].is_string());
+    // And how to get more than the signal.
+    assert!(x["note"].as_str().unwrap().contains("keyMoments"), "{x}");
 
     let moments = json!([
         { "thoughtNumber": 2, "type": "decision", "significance": 8, "summary": "Prefer the simplest cache" },

@@ -455,8 +455,12 @@ async fn gateway_shape_errors() {
     let e = s.call_raw(Map::new()).await.unwrap_err();
     assert_eq!(e["code"], "INVALID_PAYLOAD");
     assert_eq!(e["details"]["field"], "operation");
+    assert!(e["details"]["validOperations"].as_array().unwrap().len() > 10, "{e}");
     let m = object(json!({ "operation": 7 }));
     assert_eq!(s.call_raw(m).await.unwrap_err()["details"]["field"], "operation");
+    // An operation's name under another key is pointed out.
+    let e = s.call_raw(object(json!({ "op": "get_state" }))).await.unwrap_err();
+    assert_eq!(e["details"]["didYouMean"], json!({ "operation": "get_state" }), "{e}");
     // notebook needs stage 2, as thoughts do.
     let e = s
         .err(

@@ -254,6 +254,15 @@ async fn scratchpad_notes_overwrite_by_topic() {
         "INVALID_PAYLOAD",
     )
     .await;
+    // Named by its topic, a missing note is refused on topic.
+    let e = s
+        .err(
+            "knowledge",
+            k("read_scratchpad", json!({ "topic": "API design ideas" })),
+            "INVALID_PAYLOAD",
+        )
+        .await;
+    assert_eq!(e["details"]["field"], "topic", "{e}");
     // Long topics that differ only past 64 slug characters are two notes.
     let topic =
         |part: u32| format!("Meeting notes for the quarterly planning review of the infrastructure team - part {part}");

@@ -23,12 +23,21 @@ pub(super) fn note_from_row(r: &Row<'_>) -> rusqlite::Result<ScratchpadNote> {
     })
 }
 
-pub(super) fn no_note(id: &str) -> Error {
-    Error::invalid_with(
-        "id",
-        format!("no scratchpad note with id '{id}' (list_scratchpad shows the ids)"),
-        json!({ "id": id }),
-    )
+/// No note where `note` points (`id` is where it resolved to): refused
+/// on the parameter the caller gave.
+pub(super) fn no_note(note: &NoteRef, id: &str) -> Error {
+    match note {
+        NoteRef::Id(_) => Error::invalid_with(
+            "id",
+            format!("no scratchpad note with id '{id}' (list_scratchpad shows the ids)"),
+            json!({ "id": id }),
+        ),
+        NoteRef::Topic(topic) => Error::invalid_with(
+            "topic",
+            format!("no scratchpad note with topic '{topic}' (list_scratchpad shows the topics)"),
+            json!({ "topic": topic, "id": id }),
+        ),
+    }
 }
 
 /// The id of the note `topic` names: its slug, cut to [`MAX_SLUG`](crate::knowledge::MAX_SLUG). Two
@@ -98,21 +107,21 @@ impl Store {
             let found: bool = tx
                 .prepare_cached("SELECT EXISTS (SELECT 1 FROM scratchpad_notes WHERE id = ?1)")?
                 .query_row([&id], |r| r.get(0))?;
-            if found { Ok(()) } else { Err(no_note(&id)) }
+            if found { Ok(()) } else { Err(no_note(note, &id)) }
         })
     }
 
     pub fn note(&self, note: &NoteRef) -> Result<ScratchpadNote> {
         self.read(|tx| {
             let id = resolve_note(tx, note)?;
-            get_note_tx(tx, &id)?.ok_or_else(|| no_note(&id))
+            get_note_tx(tx, &id)?.ok_or_else(|| no_note(note, &id))
         })
     }
 
     pub fn delete_note(&self, note: &NoteRef) -> Result<ScratchpadNote> {
         self.write(|tx| {
             let id = resolve_note(tx, note)?;
-            let old = get_note_tx(tx, &id)?.ok_or_else(|| no_note(&id))?;
+            let old = get_note_tx(tx, &id)?.ok_or_else(|| no_note(note, &id))?;
             tx.prepare_cached("DELETE FROM scratchpad_notes WHERE id = ?1")?
                 .execute([&id])?;
             Ok(old)
