@@ -146,12 +146,27 @@ fn router(
     let mcp = Router::new()
         .nest_service("/mcp", mcp)
         .layer(axum::middleware::from_fn(parse_errors))
+        .layer(axum::middleware::from_fn(session_closed))
         .layer(axum::middleware::from_fn_with_state(drain, drain::count));
     Router::new()
         .merge(mcp)
         .merge(observatory::routes(gateway, shutdown))
         .layer(axum::middleware::from_fn_with_state(guard.clone(), auth::check))
         .layer(axum::Extension(guard))
+}
+
+/// A legacy session closed by `DELETE /mcp` is answered 204, not rmcp's
+/// 202: the MCP Python SDK takes only 200 or 204 as closed, and logs
+/// "Session termination failed" on every exit otherwise.
+async fn session_closed(request: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
+    use axum::http::{Method, StatusCode};
+    let delete = request.method() == Method::DELETE;
+    let mut response = next.run(request).await;
+    if delete && response.status() == StatusCode::ACCEPTED {
+        *response.status_mut() = StatusCode::NO_CONTENT;
+        *response.body_mut() = axum::body::Body::empty();
+    }
+    response
 }
 
 /// What rmcp would answer wrongly or not at all, answered here before it

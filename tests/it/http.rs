@@ -300,6 +300,26 @@ async fn legacy_sessions_keep_their_own_stage_and_session() {
         .await;
     assert_eq!(at["sessionId"], a_id.as_str());
     assert_eq!(at["thoughtNumber"], 2);
+
+    // Closing a legacy session answers 204 (the Python SDK takes 200 or
+    // 204 as closed); the session is gone after it.
+    let bearer = server.bearer();
+    let auth = ("authorization", bearer.as_str());
+    let r = server.post(&[JSON, JSON_AND_SSE, auth], initialize()).await;
+    let session = r.headers()["mcp-session-id"].to_str().unwrap().to_string();
+    let closed = reqwest::Client::new()
+        .delete(&server.url)
+        .header("authorization", bearer.as_str())
+        .header("mcp-session-id", session.as_str())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(closed.status(), 204);
+    let list = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" }).to_string();
+    let after = server
+        .post(&[JSON, JSON_AND_SSE, auth, ("mcp-session-id", session.as_str())], list)
+        .await;
+    assert_eq!(after.status(), 404);
 }
 
 /// Without the right token nothing is reached: 401, and the database is untouched.
