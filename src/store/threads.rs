@@ -349,6 +349,22 @@ impl Store {
                     });
                 }
             }
+            // A UUID is a notebook id, which must be one of the thread's.
+            if let Some(notebook) = asset_path.filter(|p| uuid::Uuid::try_parse(p).is_ok()) {
+                let found: bool = tx
+                    .prepare_cached("SELECT EXISTS (SELECT 1 FROM notebooks WHERE id = ?1 AND session_id = ?2)")?
+                    .query_row([notebook, to], |r| r.get(0))?;
+                if !found {
+                    return Err(Error::invalid_with(
+                        "assetPath",
+                        format!(
+                            "assetPath {notebook} names no notebook of thread {to} (notebook list with its sessionId \
+                             shows them; nothing was recorded)"
+                        ),
+                        json!({ "notebookId": notebook, "sessionId": to }),
+                    ));
+                }
+            }
             let inserted = tx
                 .prepare_cached(
                     "INSERT OR IGNORE INTO thread_references (from_id, to_id, asset_path, created_at)

@@ -316,6 +316,24 @@ async fn a_spawn_naming_its_session_is_a_child_and_updates_keep_the_project() {
         )
         .await;
     assert_eq!(a["thread"]["parent_id"], json!(root), "{a}");
+    // The child cites one of its parent's notebooks.
+    let notebook = s
+        .ok(
+            "notebook",
+            json!({ "subOperation": "create", "name": "Plan", "sessionId": root }),
+        )
+        .await["notebookId"]
+        .clone();
+    let cited = s
+        .ok(
+            "thread",
+            th(
+                "reference",
+                json!({ "fromId": a["threadId"], "toId": root, "assetPath": notebook }),
+            ),
+        )
+        .await;
+    assert_eq!(cited["recorded"], true, "{cited}");
     let b = s
         .ok("thread", th("spawn", json!({ "title": "Alone", "objective": "o" })))
         .await;
@@ -461,6 +479,26 @@ async fn bad_input_is_refused_and_changes_nothing() {
         "THOUGHT_NOT_FOUND",
     )
     .await;
+    // A notebook id must name one of the cited thread's notebooks.
+    let of_b = s
+        .ok(
+            "notebook",
+            json!({ "subOperation": "create", "name": "B's", "sessionId": b }),
+        )
+        .await["notebookId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for asset in [of_b, "0b6f2c1e-8d4a-4c5e-9f3b-2a7d1e6c8b90".to_string()] {
+        let e = s
+            .err(
+                "thread",
+                th("reference", json!({ "fromId": b, "toId": a, "assetPath": asset })),
+                "INVALID_PAYLOAD",
+            )
+            .await;
+        assert_eq!(field(&e), "assetPath", "{e}");
+    }
     let e = s.err("thread", th("fork", json!({})), "INVALID_OPERATION").await;
     assert!(e["message"].as_str().unwrap().contains("fork"), "{e}");
     s.err("thread", json!({}), "INVALID_PAYLOAD").await;
