@@ -242,11 +242,13 @@ impl Gateway {
 
     /// [`Gateway::blocking`] for work that writes files (an export into a
     /// directory): like a write, a client's cancel does not stop it, since
-    /// stopping would leave the files half-updated.
+    /// stopping would leave the files half-updated; and like a write, the
+    /// call's answer is never refused for its length ([`changed_something`]).
     pub(crate) async fn blocking_to_end<T: Send + 'static>(
         &self,
         f: impl FnOnce(&Store) -> Result<T> + Send + 'static,
     ) -> Result<T> {
+        changed_something();
         let _permit = self.heavy_permit().await?;
         let _heavy = self.release.heavy_work();
         self.on_blocking_pool(None, f).await

@@ -545,7 +545,6 @@ async fn export(gw: &Gateway, args: Args) -> Result<Value> {
         }
     };
     let (f, t) = (file.clone(), text.clone());
-    super::changed_something();
     gw.blocking_to_end(move |store| {
         // Folders it makes are private, as an export's are.
         crate::tree::writer::create_private_dirs(&dir)
