@@ -174,6 +174,37 @@ pub(crate) async fn resume(gw: &Gateway, recorded: Recorded, mut answer: Value, 
     answer
 }
 
+/// Whether a call with the arguments of one whose critique was never
+/// answered sends that call again, rather than a new thought of the same
+/// text: it acts on the same session (the one it names, else the
+/// connection's current one), and nothing has been recorded there since.
+pub(crate) async fn is_resend(
+    gw: &Gateway,
+    recorded: &Recorded,
+    arguments: Option<&serde_json::Map<String, Value>>,
+) -> bool {
+    let names = super::params::find("thought", None).map(super::params::Params::handle_names);
+    let named = arguments.and_then(|map| {
+        let nested = map.get("args").and_then(Value::as_object);
+        names.iter().flatten().find_map(|k| {
+            map.get(*k)
+                .or_else(|| nested.and_then(|n| n.get(*k)))
+                .and_then(Value::as_str)
+                .map(crate::domain::canonical_session_id)
+        })
+    });
+    let Some(target) = named.or_else(|| gw.active_session()) else {
+        return false;
+    };
+    if target != recorded.session_id {
+        return false;
+    }
+    matches!(
+        gw.blocking(move |s| s.newest_node(&target)).await,
+        Ok(Some(node)) if node == recorded.node_id
+    )
+}
+
 /// A first round sent again (the same arguments, no `requestState`) while
 /// its critique was never answered: the client declined or failed the
 /// sampling request, and its agent resent the thought. The thought recorded

@@ -222,6 +222,7 @@ pub(crate) async fn call(
     if opened.is_none()
         && modern(ctx)
         && let Some((recorded, answer)) = take_waiting(call)
+        && super::critique::is_resend(gw, &recorded, request.arguments.as_ref()).await
     {
         let answer = Box::pin(super::critique::repeated(gw, recorded, answer)).await;
         return Ok(Called::Answer(answer));

@@ -84,6 +84,17 @@ impl Store {
         })
     }
 
+    /// The node id of the thought last recorded in session `id`, on any
+    /// chain; `None` when it has none (or there is no such session).
+    pub fn newest_node(&self, id: &str) -> Result<Option<String>> {
+        self.read(|tx| {
+            Ok(tx
+                .prepare_cached("SELECT node_id FROM thoughts WHERE session_id = ?1 ORDER BY id DESC LIMIT 1")?
+                .query_row([id], |r| r.get(0))
+                .optional()?)
+        })
+    }
+
     /// The stage session `id` has reached, `None` when there is no such session.
     pub fn session_stage(&self, id: &str) -> Result<Option<Stage>> {
         self.read(|tx| {

@@ -845,7 +845,8 @@ async fn a_retry_without_the_sampling_answer_answers_the_thought_with_critique_e
 /// A client whose sampling was declined or failed cannot answer the
 /// round (its SDK ends the call with an error), and its agent sends the
 /// thought again: that call answers the thought recorded in the first
-/// round, with the critique's error, and does not record it twice.
+/// round, with the critique's error, and does not record it twice. The
+/// same call after another thought, or in another session, is a new one.
 #[tokio::test]
 async fn a_thought_resent_after_a_declined_critique_is_recorded_once() {
     let (_d, db) = temp_db();
@@ -868,11 +869,22 @@ async fn a_thought_resent_after_a_declined_critique_is_recorded_once() {
     );
     assert_eq!(stored_thoughts(&db), [("Ship it".to_string(), None)]);
     // Once more: a new thought, asked for its critique in turn.
-    call_once(&s, "thought", args, None, None)
+    call_once(&s, "thought", args.clone(), None, None)
         .await
         .expect_err("an InputRequiredResult");
+    // A thought recorded since makes the same call a new thought.
+    s.thought(json!({ "thought": "Between", "nextThoughtNeeded": true }))
+        .await;
+    call_once(&s, "thought", args.clone(), None, None)
+        .await
+        .expect_err("a new thought, asked for its critique");
+    // So does another session (another conversation on the process).
+    s.ok("start_new", json!({ "sessionTitle": "another" })).await;
+    call_once(&s, "thought", args, None, None)
+        .await
+        .expect_err("a new thought, asked for its critique");
     s.stop().await;
-    assert_eq!(stored_thoughts(&db).len(), 2);
+    assert_eq!(stored_thoughts(&db).len(), 5);
 }
 
 /// A state sealed by an earlier server process is stale: each process seals
