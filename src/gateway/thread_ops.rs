@@ -58,8 +58,16 @@ async fn spawn(gw: &Gateway, args: Args) -> Result<Value> {
     let p: params::ThreadSpawn = args.parse("thread.spawn")?;
     // A stateless client names its session to be admitted: a spawn from
     // it means a child of it, not a root thread.
+    let root = p.root.unwrap_or(false);
     let parent_id = match (p.parent_id.as_deref(), p.session_id.as_deref()) {
+        (Some(_), _) if root => {
+            return Err(Error::invalid(
+                "root",
+                "root: true spawns a thread with no parent: leave out parentId, or root (nothing was created)",
+            ));
+        }
         (Some(id), _) => Some(id_given("parentId", id)?),
+        (None, _) if root => None,
         (None, Some(id)) => Some(id_given("sessionId", id)?),
         (None, None) => None,
     };
@@ -78,7 +86,7 @@ async fn spawn(gw: &Gateway, args: Args) -> Result<Value> {
         objective: p.objective,
     };
     let by = operator(p.operator);
-    let handle = p.parent_id.is_none().then_some(p.session_id).flatten();
+    let handle = (p.parent_id.is_none() && !root).then_some(p.session_id).flatten();
     let (thread, op) = gw
         .write(move |s| s.spawn_thread(spawn, by))
         .await

@@ -290,7 +290,7 @@ impl Store {
                     return Err(Error::InvalidOperation {
                         message: format!(
                             "thread {parent} is archived: no thread can be spawned under it; spawn under an \
-                             active or frozen thread, or without parentId (nothing was created)"
+                             active or frozen thread, or a root thread with root: true (nothing was created)"
                         ),
                         details: Some(json!({ "threadId": parent, "status": status.as_str() })),
                     });

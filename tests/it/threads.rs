@@ -338,6 +338,26 @@ async fn a_spawn_naming_its_session_is_a_child_and_updates_keep_the_project() {
         .ok("thread", th("spawn", json!({ "title": "Alone", "objective": "o" })))
         .await;
     assert_eq!(b["thread"]["parent_id"], Value::Null, "{b}");
+    // A client that must name its session to be admitted asks for a root.
+    let r = s
+        .ok(
+            "thread",
+            th(
+                "spawn",
+                json!({ "sessionId": root, "root": true, "title": "Own", "objective": "o" }),
+            ),
+        )
+        .await;
+    assert_eq!(r["thread"]["parent_id"], Value::Null, "{r}");
+    s.err(
+        "thread",
+        th(
+            "spawn",
+            json!({ "parentId": root, "root": true, "title": "Both", "objective": "o" }),
+        ),
+        "INVALID_PAYLOAD",
+    )
+    .await;
     // New tags keep the project, which files the thread, unless one is given.
     let c = s
         .ok(

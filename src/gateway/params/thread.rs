@@ -24,9 +24,11 @@ pub struct ThreadSpawn {
     /// The thread to spawn under (not an archived one); none: the sessionId given, else a root thread.
     #[serde(alias = "parent_id")]
     pub parent_id: Option<String>,
-    /// The session whose stage admits the call; the parent when parentId is not given.
+    /// The session whose stage admits the call; the parent when parentId is not given and root is not true.
     #[serde(alias = "session_id")]
     pub session_id: Option<String>,
+    /// A root thread, whatever sessionId is given (not with parentId).
+    pub root: Option<bool>,
     /// The new session's title (at most 200 characters).
     pub title: String,
     /// What the new thread is for (at most 10,000 characters).
