@@ -174,6 +174,10 @@ async fn tags(State(o): State<Observatory>) -> Response {
     }
 }
 
+/// What the page reads of a session at most (as JSON, about): a session
+/// past it is drawn from its first thoughts, and says so.
+const PAGE_SNAPSHOT_MAX: usize = 16 << 20;
+
 #[derive(Deserialize)]
 struct SnapshotQuery {
     full: Option<bool>,
@@ -188,8 +192,11 @@ async fn session(State(o): State<Observatory>, Path(id): Path<String>, Query(q):
             let (session, thoughts) = s.session_thoughts(&id)?;
             SessionSnapshotPayload::of(&session, &thoughts)
         } else {
-            let (session, thoughts, _) = s.session_cut(&id, None)?;
-            SessionSnapshotPayload::cut(&session, &thoughts)
+            let (session, thoughts, whole) = s.session_cut(&id, Some(PAGE_SNAPSHOT_MAX))?;
+            SessionSnapshotPayload {
+                partial: !whole,
+                ..SessionSnapshotPayload::cut(&session, &thoughts)
+            }
         })
     })
     .await;

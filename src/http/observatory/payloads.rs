@@ -122,6 +122,10 @@ pub struct SessionSnapshotPayload {
     pub session: ObservatorySession,
     pub thoughts: Vec<ObservatoryThought>,
     pub branches: BTreeMap<String, ObservatoryBranch>,
+    /// Only the session's first thoughts, in the order read: the rest would
+    /// pass the answer's bound.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub partial: bool,
 }
 
 impl SessionSnapshotPayload {
@@ -164,6 +168,7 @@ impl SessionSnapshotPayload {
             session: session.into(),
             thoughts: main,
             branches,
+            partial: false,
         }
     }
 }

@@ -241,7 +241,8 @@ function showSnapshot(snapshot) {
   const s = snapshot.session;
   $("session-meta").textContent =
     `${s.status} · started ${when(s.createdAt)}` + (s.completedAt ? ` · completed ${when(s.completedAt)}` : "") +
-    ` · ${s.id}` + (s.tags.length ? " · " + s.tags.join(", ") : "");
+    ` · ${s.id}` + (s.tags.length ? " · " + s.tags.join(", ") : "") +
+    (snapshot.partial ? " · too large to draw whole: its first thoughts are shown (Export JSON has them all)" : "");
   renderGraph();
 }
 
