@@ -534,9 +534,10 @@ async fn export(gw: &Gateway, args: Args) -> Result<Value> {
         });
     };
     // A path ending in .src.md is the file (the TypeScript Thoughtbox's
-    // `path`); else a directory to write <slug of the title>.src.md into.
+    // `path`), unless it is a directory; else a directory to write
+    // <slug of the title>.src.md into.
     let (dir, file) = match destination.parent() {
-        Some(parent) if destination.to_string_lossy().ends_with(".src.md") => {
+        Some(parent) if destination.to_string_lossy().ends_with(".src.md") && !destination.is_dir() => {
             (parent.to_path_buf(), destination.clone())
         }
         _ => {

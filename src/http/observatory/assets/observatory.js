@@ -366,12 +366,16 @@ function subscribe(message) {
 // Reconnecting waits longer each time a socket did not last (up to 30 s),
 // so that nothing the server refuses is asked for every second forever.
 let retry = 1000;
+let connected = false;
 
 function connect() {
   const ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws");
   state.socket = ws;
   let opened = 0;
   ws.onopen = () => {
+    // What changed while the socket was down is read again.
+    if (connected) loadList().catch((e) => console.error(e));
+    connected = true;
     opened = Date.now();
     $("live").textContent = "live";
     $("live").classList.remove("off");
@@ -436,10 +440,12 @@ function onFrame(frame) {
       break;
     }
     case "session_ended": {
+      const at = new Date().toISOString();
       const s = state.sessions.get(frame.sessionId);
-      if (s) { s.status = "completed"; renderList(); }
+      if (s) { s.status = "completed"; s.completedAt = at; renderList(); }
       if (frame.sessionId === state.open && state.snapshot) {
         state.snapshot.session.status = "completed";
+        state.snapshot.session.completedAt = at;
         showSnapshot(state.snapshot);
       }
       break;
