@@ -12,6 +12,10 @@
 
 use crate::error::{Error, Result};
 
+/// Threads of the runtime's blocking pool, and the pooled read connections
+/// they use: every SQLite read runs on one of them.
+pub const BLOCKING_THREADS: usize = 8;
+
 /// The fewest open files thoughtbox runs with: room for every connection
 /// of a busy server and the files an export or import keeps open at once.
 pub const MIN_OPEN_FILES: u64 = 64;

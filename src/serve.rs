@@ -391,7 +391,7 @@ pub fn run_stdio(store: Store, options: ServeOptions, http: Option<Listening>) -
         None => tokio::runtime::Builder::new_current_thread(),
         Some(_) => tokio::runtime::Builder::new_multi_thread(),
     }
-    .max_blocking_threads(8)
+    .max_blocking_threads(crate::limits::BLOCKING_THREADS)
     .enable_all()
     .build()
     .map_err(|e| Error::io("starting the async runtime", e))?;
@@ -520,7 +520,7 @@ pub fn run_http(store: Store, options: ServeOptions, listening: Listening) -> Re
     // Many clients: every core runs requests; SQLite work runs off the
     // runtime as in stdio mode.
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .max_blocking_threads(8)
+        .max_blocking_threads(crate::limits::BLOCKING_THREADS)
         .enable_all()
         .build()
         .map_err(|e| Error::io("starting the async runtime", e))?;

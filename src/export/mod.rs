@@ -21,6 +21,8 @@ use crate::store::SessionSnapshot;
 mod cipher;
 mod fitness;
 mod json;
+#[cfg(test)]
+mod loaded;
 mod markdown;
 
 use cipher::write_cipher;
@@ -137,64 +139,6 @@ impl SessionSource for SessionSnapshot<'_> {
     }
 }
 
-/// A session whose thoughts are already in memory, in any order (the
-/// tests' reference for what streaming from the database must give).
-#[cfg(test)]
-pub struct Loaded<'a> {
-    pub session: &'a Session,
-    pub thoughts: &'a [Thought],
-}
-
-#[cfg(test)]
-impl SessionSource for Loaded<'_> {
-    fn session(&self) -> &Session {
-        self.session
-    }
-
-    fn links(&self) -> Result<Vec<(String, String)>> {
-        Ok(links_of(self.thoughts))
-    }
-
-    fn creation_order(&self) -> Result<Vec<i64>> {
-        let mut seqs: Vec<i64> = self.thoughts.iter().map(|t| t.seq).collect();
-        seqs.sort_unstable();
-        Ok(seqs)
-    }
-
-    fn each_thought(&self, f: &mut dyn FnMut(Thought) -> Result<()>) -> Result<()> {
-        // A branch's row is created with its first thought, at that
-        // thought's time: branches by that time, then by id, as the store
-        // has them.
-        let mut created: HashMap<&str, &str> = HashMap::new();
-        for t in self.thoughts {
-            if let Some(b) = t.data.branch_id.as_deref() {
-                let at = created.entry(b).or_insert(&t.data.timestamp);
-                *at = (*at).min(t.data.timestamp.as_str());
-            }
-        }
-        let chain = |t: &'_ Thought| -> Option<(&str, String)> {
-            t.data
-                .branch_id
-                .as_deref()
-                .map(|b| (created.get(b).copied().unwrap_or_default(), b.to_string()))
-        };
-        let mut in_order: Vec<&Thought> = self.thoughts.iter().collect();
-        in_order.sort_by(|a, b| (chain(a), a.data.thought_number).cmp(&(chain(b), b.data.thought_number)));
-        in_order.into_iter().try_for_each(|t| f(t.clone()))
-    }
-}
-
-/// `(prev_node, node_id)` of every thought that follows another, in creation order.
-#[cfg(test)]
-fn links_of(thoughts: &[Thought]) -> Vec<(String, String)> {
-    let mut by_seq: Vec<&Thought> = thoughts.iter().collect();
-    by_seq.sort_by_key(|t| t.seq);
-    by_seq
-        .into_iter()
-        .filter_map(|t| Some((t.prev_node.clone()?, t.node_id.clone())))
-        .collect()
-}
-
 /// For each node, the nodes whose `prev` it is, in creation order.
 pub struct NextLinks(HashMap<String, Vec<String>>);
 
@@ -228,14 +172,6 @@ impl NextLinks {
             data: t.data,
         }
     }
-}
-
-/// The nodes of loaded thoughts, in the order given. `next` lists every node
-/// whose `prev` is the node, in creation order.
-#[cfg(test)]
-fn nodes(thoughts: &[Thought]) -> Vec<ThoughtNode> {
-    let next = NextLinks::new(links_of(thoughts));
-    thoughts.iter().map(|t| next.node(t.clone())).collect()
 }
 
 /// How the JSON form is laid out.
@@ -353,6 +289,7 @@ mod tests {
     use serde_json::Value;
 
     use super::cipher::step_type;
+    use super::loaded::{Loaded, nodes};
     use super::markdown::{block_quote, in_steps};
     use super::*;
 

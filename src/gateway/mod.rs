@@ -106,9 +106,9 @@ pub struct Gateway {
     over_http: bool,
 }
 
-/// How many heavy reads run at once: two of the blocking pool's eight
-/// threads stay for everything else.
-const HEAVY_READS: usize = 6;
+/// How many heavy reads run at once: two of the blocking pool's threads
+/// stay for everything else.
+const HEAVY_READS: usize = crate::limits::BLOCKING_THREADS - 2;
 
 /// The tool, listing the operations not in `hidden`: the description says
 /// how to use it, the input schema gives each operation's parameters.

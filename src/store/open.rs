@@ -368,7 +368,14 @@ impl Store {
         }
         let stop = Arc::default();
         let clones = LastClone::default();
-        let pool = pool(&path, &opts, media, opts.pool_size.unwrap_or(8), &stop, &clones.open)?;
+        let pool = pool(
+            &path,
+            &opts,
+            media,
+            opts.pool_size.unwrap_or(crate::limits::BLOCKING_THREADS as u32),
+            &stop,
+            &clones.open,
+        )?;
         let store = Store {
             pool,
             stop,
