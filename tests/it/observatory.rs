@@ -83,6 +83,15 @@ async fn socket(server: &HttpServer, cookie: Option<&str>) -> Result<Socket, tok
     tokio_tungstenite::connect_async(request).await.map(|(s, _)| s)
 }
 
+/// Subscribe the socket to session `id`.
+async fn subscribe(ws: &mut Socket, id: &str) {
+    ws.send(Message::text(
+        json!({ "type": "subscribe", "sessionId": id }).to_string(),
+    ))
+    .await
+    .expect("send");
+}
+
 /// The next frame of `kind` (others skipped), waiting at most a minute.
 async fn next_frame(ws: &mut Socket, kind: &str) -> Value {
     tokio::time::timeout(Duration::from_secs(60), async {
@@ -276,11 +285,7 @@ async fn the_websocket_sends_a_snapshot_then_every_thought_whoever_records_it() 
     let id = s.ready("watched").await;
     let started = next_frame(&mut ws, "session_started").await;
     assert_eq!(started["payload"]["session"]["id"], id.as_str());
-    ws.send(Message::text(
-        json!({ "type": "subscribe", "sessionId": id }).to_string(),
-    ))
-    .await
-    .expect("send");
+    subscribe(&mut ws, &id).await;
     let snap = next_frame(&mut ws, "session_snapshot").await;
     assert_eq!(snap["sessionId"], id.as_str());
     assert_eq!(snap["payload"]["thoughts"], json!([]));
@@ -391,11 +396,7 @@ async fn a_session_of_huge_thoughts_is_watched_with_its_texts_cut() {
     }
     let cookie = server.login().await;
     let mut ws = socket(&server, Some(&cookie)).await.expect("socket");
-    ws.send(Message::text(
-        json!({ "type": "subscribe", "sessionId": id }).to_string(),
-    ))
-    .await
-    .expect("send");
+    subscribe(&mut ws, &id).await;
     let snap = next_frame(&mut ws, "session_snapshot").await;
     let thoughts = snap["payload"]["thoughts"].as_array().expect("thoughts");
     assert_eq!(thoughts.len(), 10);
@@ -471,11 +472,7 @@ async fn a_session_too_large_for_a_snapshot_is_still_watched() {
     }
     let cookie = server.login().await;
     let mut ws = socket(&server, Some(&cookie)).await.expect("socket");
-    ws.send(Message::text(
-        json!({ "type": "subscribe", "sessionId": id }).to_string(),
-    ))
-    .await
-    .expect("send");
+    subscribe(&mut ws, &id).await;
     let error = next_frame(&mut ws, "error").await;
     assert_eq!(error["sessionId"], id.as_str(), "{error}");
     let message = error["payload"]["message"].as_str().expect("message");
