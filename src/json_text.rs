@@ -214,9 +214,36 @@ pub(crate) fn first_duplicate_in_map<'de, A: serde::de::MapAccess<'de>>(
     Ok(found)
 }
 
+/// How many bytes `text` takes as a JSON string's contents, as serde_json
+/// writes it (quotes, backslashes and control characters escaped; the rest
+/// as UTF-8), without writing it.
+pub fn escaped_len(text: &str) -> usize {
+    text.bytes()
+        .map(|b| match b {
+            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
+            0..=0x1f => 6,
+            _ => 1,
+        })
+        .sum()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn escaped_len_is_what_serde_json_writes() {
+        for text in [
+            "plain",
+            "é and 🦀",
+            "quote \" back \\ nl \n tab \t",
+            "\u{1}\u{1f}\u{8}\u{c}\r",
+            "",
+        ] {
+            let written = serde_json::to_string(text).unwrap();
+            assert_eq!(escaped_len(text), written.len() - 2, "{text:?}");
+        }
+    }
 
     fn repaired(s: &str) -> Option<String> {
         repair_surrogates(s.as_bytes()).map(|(v, _)| String::from_utf8(v).expect("utf-8"))

@@ -177,7 +177,8 @@ pub(crate) async fn resume(gw: &Gateway, recorded: Recorded, mut answer: Value, 
 /// Whether a call with the arguments of one whose critique was never
 /// answered sends that call again, rather than a new thought of the same
 /// text: it acts on the same session (the one it names, else the
-/// connection's current one), and nothing has been recorded there since.
+/// connection's current one, else the one it just closed), and nothing has
+/// been recorded there since.
 pub(crate) async fn is_resend(
     gw: &Gateway,
     recorded: &Recorded,
@@ -190,10 +191,13 @@ pub(crate) async fn is_resend(
             map.get(*k)
                 .or_else(|| nested.and_then(|n| n.get(*k)))
                 .and_then(Value::as_str)
+                .filter(|id| !id.trim().is_empty())
                 .map(crate::domain::canonical_session_id)
         })
     });
-    let Some(target) = named.or_else(|| gw.active_session()) else {
+    // A thought that closed its session left the connection without a
+    // current one: the session it closed is where its resend goes.
+    let Some(target) = named.or_else(|| gw.active_session()).or_else(|| gw.closed_session()) else {
         return false;
     };
     if target != recorded.session_id {

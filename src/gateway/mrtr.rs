@@ -64,6 +64,11 @@ static CODEC: LazyLock<RequestStateCodec> = LazyLock::new(|| {
 /// How many unanswered critique rounds are remembered (the oldest go first).
 const WAITING_MAX: usize = 1_000;
 
+/// How long an unanswered critique round is remembered: an agent resends
+/// at once when its call fails; later, the same text is more likely a new
+/// step (another agent of the session, say).
+const WAITING_TTL: Duration = Duration::from_secs(10 * 60);
+
 /// Critiques asked of 2026-07-28 clients and not answered yet, by the
 /// digest of the call that asked, with when: a client whose sampling was
 /// declined or failed cannot say so (its SDK ends the call with an error),
@@ -82,7 +87,7 @@ fn waiting() -> std::sync::MutexGuard<'static, Waiting> {
 /// Remember that `call` waits for a critique of `recorded`.
 fn remember(call: u64, recorded: &Recorded, answer: &Value) {
     let mut waiting = waiting();
-    waiting.retain(|_, (at, _, _)| at.elapsed() < STATE_TTL);
+    waiting.retain(|_, (at, _, _)| at.elapsed() < WAITING_TTL);
     if waiting.len() >= WAITING_MAX
         && let Some(oldest) = waiting.iter().min_by_key(|(_, (at, _, _))| *at).map(|(k, _)| *k)
     {
@@ -95,7 +100,7 @@ fn remember(call: u64, recorded: &Recorded, answer: &Value) {
 /// once; the one after it records a thought).
 fn take_waiting(call: u64) -> Option<(Recorded, Value)> {
     let (at, recorded, answer) = waiting().remove(&call)?;
-    (at.elapsed() < STATE_TTL).then_some((recorded, answer))
+    (at.elapsed() < WAITING_TTL).then_some((recorded, answer))
 }
 
 /// Where a thought that waits for its critique is, as the retry of the

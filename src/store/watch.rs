@@ -91,7 +91,8 @@ impl Store {
 
     /// A session and its thoughts, cut, as [`Store::session_thoughts`]
     /// orders them; with `budget`, the reading stops once the thoughts read
-    /// pass that many bytes as JSON (each text plus [`JSON_PER_THOUGHT`]),
+    /// pass that many bytes as JSON (each text escaped, plus
+    /// [`JSON_PER_THOUGHT`]),
     /// and the answer says whether it read them all.
     pub fn session_cut(&self, session_id: &str, budget: Option<usize>) -> Result<(Session, Vec<CutThought>, bool)> {
         let granularity = self.granularity();
@@ -105,7 +106,7 @@ impl Store {
             let mut bytes = 0usize;
             for row in stmt.query_map([session_id], cut_from_row)? {
                 let thought = row?;
-                bytes += thought.0.data.thought.len() + JSON_PER_THOUGHT;
+                bytes += crate::json_text::escaped_len(&thought.0.data.thought) + JSON_PER_THOUGHT;
                 thoughts.push(thought);
                 if budget.is_some_and(|b| bytes > b) {
                     return Ok((session, thoughts, false));

@@ -887,6 +887,39 @@ async fn a_thought_resent_after_a_declined_critique_is_recorded_once() {
     assert_eq!(stored_thoughts(&db).len(), 5);
 }
 
+/// A resend is found whatever the call left the connection with: a final
+/// thought closed its session, and a blank sessionId names none.
+#[tokio::test]
+async fn a_final_thought_resent_after_a_declined_critique_is_recorded_once() {
+    let (_d, db) = temp_db();
+    let s = start_2026(SamplingClient, command(&db)).await;
+    s.ready("final").await;
+    for args in [
+        json!({ "thought": "Done", "nextThoughtNeeded": false, "critique": true }),
+        json!({ "thought": "Blank", "nextThoughtNeeded": true, "critique": true, "sessionId": "" }),
+    ] {
+        if args["sessionId"] == "" {
+            s.ok("start_new", json!({ "sessionTitle": "blank" })).await;
+        }
+        call_once(&s, "thought", args.clone(), None, None)
+            .await
+            .expect_err("an InputRequiredResult");
+        let again = call_once(&s, "thought", args.clone(), None, None)
+            .await
+            .expect("an answer")
+            .expect("the thought's answer");
+        assert!(
+            again["note"].as_str().unwrap().contains("not recorded again"),
+            "{again}"
+        );
+    }
+    s.stop().await;
+    assert_eq!(
+        stored_thoughts(&db),
+        [("Done".to_string(), None), ("Blank".to_string(), None)]
+    );
+}
+
 /// A state sealed by an earlier server process is stale: each process seals
 /// with its own key, so the retry after a restart is refused, not run.
 #[tokio::test]

@@ -440,8 +440,9 @@ function onFrame(frame) {
       break;
     }
     case "session_ended": {
-      const at = new Date().toISOString();
+      // The closing thought's time (its thought_added came first).
       const s = state.sessions.get(frame.sessionId);
+      const at = (s && s.updatedAt) || new Date().toISOString();
       if (s) { s.status = "completed"; s.completedAt = at; renderList(); }
       if (frame.sessionId === state.open && state.snapshot) {
         state.snapshot.session.status = "completed";
