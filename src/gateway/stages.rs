@@ -193,6 +193,13 @@ impl Gateway {
             return Ok(());
         }
         let named = given.map(|id| crate::domain::canonical_session_id(id));
+        // A stateless request has no connection to walk the staged flow,
+        // and an operation on no session (models, knowledge, lists) no
+        // session whose stage to read: it passes, as it would once any
+        // session of the agent's had the guide.
+        if named.is_none() && self.stateless() && params::admission_only_handle(operation, sub_operation) {
+            return Ok(());
+        }
         if named.is_none() && self.stateless() {
             // The stage is the session's, and only a handle names one.
             return Err(Error::invalid_with(

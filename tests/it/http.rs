@@ -240,6 +240,18 @@ async fn a_stateless_client_works_by_handles() {
         )
         .await;
     assert!(models.get("ignoredArguments").is_none(), "{models}");
+    // Without one it passes too: it acts on no session, and a stateless
+    // request has no staged flow of its own.
+    for (operation, args) in [
+        (
+            "mental_models",
+            json!({ "subOperation": "get_model", "modelId": "five-whys" }),
+        ),
+        ("knowledge", json!({ "subOperation": "list_patterns" })),
+        ("session", json!({ "subOperation": "list" })),
+    ] {
+        s.ok(operation, args).await;
+    }
     // A handle that names no session says so, not that a stage is missing.
     s.err(
         "read_thoughts",
