@@ -6,7 +6,7 @@
 //! is best effort: a failure is logged and never fails the operation that
 //! caused it.
 
-use std::fs::{DirBuilder, File, OpenOptions};
+use std::fs::{DirBuilder, File};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -101,10 +101,8 @@ fn open_append(path: &Path) -> std::io::Result<File> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         DirBuilder::new().recursive(true).create(dir)?;
     }
-    let mut opts = OpenOptions::new();
+    let mut opts = crate::private::file_options();
     opts.create(true).append(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
     let file = opts.open(path)?;
     if crate::stdio::is_stdin_or_stdout(&file) {
         return Err(std::io::Error::new(
@@ -305,7 +303,7 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn writes_count_what_went_out() {
-        let mut full = OpenOptions::new().append(true).open("/dev/full").unwrap();
+        let mut full = std::fs::OpenOptions::new().append(true).open("/dev/full").unwrap();
         let (sent, e) = write_counted(&mut full, b"{}\n").unwrap_err();
         assert_eq!((sent, e.kind()), (0, std::io::ErrorKind::StorageFull));
         let dir = tempfile::tempdir().unwrap();

@@ -33,6 +33,7 @@ pub mod maintenance;
 pub mod memory;
 pub mod models;
 pub mod notebook;
+pub mod private;
 pub mod serve;
 pub mod shutdown;
 pub mod stdio;

@@ -155,10 +155,8 @@ fn warn_if_others_can_read(path: &Path) {
 fn create_token_file(path: &Path) -> Result<Token> {
     use std::io::Write;
     let token = mint()?;
-    let mut opts = std::fs::OpenOptions::new();
+    let mut opts = crate::private::file_options();
     opts.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
     match opts.open(path) {
         Ok(mut file) => {
             file.write_all(format!("{}\n", token.as_str()).as_bytes())

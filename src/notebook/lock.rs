@@ -9,7 +9,7 @@
 //! the run counts as alive: nothing is taken over or deleted under a run
 //! that may still be going.
 
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::{File, TryLockError};
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
@@ -58,10 +58,8 @@ impl RunLock {
             super::runner::make_notebooks_root(database)?;
             std::fs::create_dir_all(dir).map_err(failed)?;
         }
-        let mut opts = OpenOptions::new();
+        let mut opts = crate::private::file_options();
         opts.create(true).truncate(false).write(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
         let file = opts.open(&path).map_err(failed)?;
         match file.try_lock() {
             Ok(()) => Ok(Some(RunLock { _file: file })),

@@ -279,10 +279,8 @@ impl Store {
             // A stale copy of an earlier run (or anything planted there,
             // a symlink included) is removed, not written through.
             let _ = std::fs::remove_file(tmp);
-            let mut opts = std::fs::OpenOptions::new();
+            let mut opts = crate::private::file_options();
             opts.write(true).create_new(true);
-            #[cfg(unix)]
-            std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
             opts.open(tmp)
                 .map_err(|e| Error::io(format!("creating {}", tmp.display()), e))?;
             let src = self.conn()?;
@@ -310,7 +308,7 @@ impl Store {
             #[cfg(unix)]
             {
                 use std::os::unix::fs::PermissionsExt;
-                std::fs::set_permissions(tmp, std::fs::Permissions::from_mode(0o600))
+                std::fs::set_permissions(tmp, std::fs::Permissions::from_mode(crate::private::FILE))
                     .map_err(|e| Error::io(format!("setting permissions on {}", tmp.display()), e))?;
             }
             Ok(())

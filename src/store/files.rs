@@ -6,7 +6,7 @@
 //! server's watch on those files ([`Watched`]); also the removal of what
 //! a killed backup or export left in a folder ([`remove_leftovers`]).
 
-use std::fs::{self, DirBuilder, File, OpenOptions};
+use std::fs::{self, File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -199,10 +199,8 @@ fn file_id(path: &Path) -> std::io::Result<FileId> {
 /// Create the database file (mode 0600) and its directory (0700) if missing.
 pub(super) fn create_file(path: &Path) -> Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        let mut builder = DirBuilder::new();
+        let mut builder = crate::private::dir_builder();
         builder.recursive(true);
-        #[cfg(unix)]
-        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
         if dir.exists() && !dir.is_dir() {
             return Err(Error::invalid(
                 "db",
@@ -218,7 +216,7 @@ pub(super) fn create_file(path: &Path) -> Result<()> {
             .create(dir)
             .map_err(|e| Error::io(format!("creating directory {}", dir.display()), e))?;
     }
-    let mut opts = OpenOptions::new();
+    let mut opts = crate::private::file_options();
     // A symlink to a file not made yet (a link set up ahead, into a synced
     // folder, say) gets its file: create_new alone would stop at the link.
     let dangling = path.is_symlink() && !path.exists();
@@ -228,8 +226,6 @@ pub(super) fn create_file(path: &Path) -> Result<()> {
     } else {
         opts.create_new(true);
     }
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
     match opts.open(path) {
         Ok(_) => Ok(()),
         Err(_) if path.is_dir() => Err(Error::invalid(
@@ -257,7 +253,7 @@ pub(super) fn private_mode(path: &Path) {
         if let Ok(meta) = std::fs::metadata(&real)
             && meta.is_file()
             && meta.permissions().mode() & 0o077 != 0
-            && let Err(e) = std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o600))
+            && let Err(e) = std::fs::set_permissions(&real, std::fs::Permissions::from_mode(crate::private::FILE))
         {
             tracing::warn!("could not make {} private (mode 0600): {e}", real.display());
         }

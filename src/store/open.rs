@@ -5,7 +5,7 @@
 //! in. The file-system checks it makes first are in `files`, the pool it
 //! ends with in `pool`.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -30,10 +30,8 @@ fn migration_lock(path: &Path) -> Result<File> {
     let mut lock_path = path.as_os_str().to_owned();
     lock_path.push(".lock");
     let lock_path = PathBuf::from(lock_path);
-    let mut opts = OpenOptions::new();
+    let mut opts = crate::private::file_options();
     opts.read(true).write(true).create(true).truncate(false);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
     let file = opts
         .open(&lock_path)
         .map_err(|e| Error::io(format!("opening lock file {}", lock_path.display()), e))?;

@@ -29,10 +29,8 @@ pub(super) fn lock_for_export(root: &Path, wait: Option<std::time::Duration>) ->
         );
         Ok(None)
     };
-    let mut opts = fs::OpenOptions::new();
+    let mut opts = crate::private::file_options();
     opts.create(true).truncate(false).write(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut opts, PRIVATE_FILE);
     let file = match opts.open(&path) {
         Ok(file) => file,
         Err(e) => return unlocked(format!("creating {}: {e}", path.display())),
@@ -166,26 +164,23 @@ pub(super) fn refuse_links_below(root: &Path, path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The mode of the files an export writes (Unix): the ledger's own, as the
-/// database, its backups and the event files have, since an export holds
-/// the same thoughts (under umask 022 the tree would be world-readable, 0644
-/// files in 0755 folders, while the database beside it is 0600).
+/// The mode of the files an export writes (Unix): the ledger's own, since
+/// an export holds the same thoughts (under umask 022 the tree would be
+/// world-readable while the database beside it is 0600).
 #[cfg_attr(not(unix), allow(dead_code))]
-pub(super) const PRIVATE_FILE: u32 = 0o600;
+pub(super) const PRIVATE_FILE: u32 = crate::private::FILE;
 
 /// The mode of the folders an export creates; folders that were there
 /// already (the user's) keep theirs.
 #[cfg_attr(not(unix), allow(dead_code))]
-pub(super) const PRIVATE_DIR: u32 = 0o700;
+pub(super) const PRIVATE_DIR: u32 = crate::private::DIR;
 
 /// Create (or truncate) `path` with mode [`PRIVATE_FILE`], whatever the
 /// umask: set on the open file too, as a umask may narrow the mode given
 /// at creation.
 pub(super) fn create_private(path: &Path) -> std::io::Result<fs::File> {
-    let mut opts = fs::OpenOptions::new();
+    let mut opts = crate::private::file_options();
     opts.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut opts, PRIVATE_FILE);
     let file = opts.open(path)?;
     #[cfg(unix)]
     {
@@ -204,15 +199,7 @@ pub(super) fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// Create the folder `dir` (its parent exists) with mode [`PRIVATE_DIR`],
 /// whatever the umask.
 pub(super) fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    #[cfg(unix)]
-    let builder = {
-        let mut builder = fs::DirBuilder::new();
-        std::os::unix::fs::DirBuilderExt::mode(&mut builder, PRIVATE_DIR);
-        builder
-    };
-    #[cfg(not(unix))]
-    let builder = fs::DirBuilder::new();
-    builder.create(dir)?;
+    crate::private::dir_builder().create(dir)?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
