@@ -842,6 +842,21 @@ async fn a_retry_without_the_sampling_answer_answers_the_thought_with_critique_e
     assert_eq!(stored_thoughts(&db), [("Ship it".to_string(), None)]);
 }
 
+/// The first round of `args` (asked for its critique, never answered),
+/// then the same call again: answered, said not recorded again.
+async fn declined_then_resent<H: ClientHandler>(s: &Server<H>, args: &Value) -> Value {
+    call_once(s, "thought", args.clone(), None, None)
+        .await
+        .expect_err("an InputRequiredResult");
+    let again = call_once(s, "thought", args.clone(), None, None)
+        .await
+        .expect("an answer")
+        .expect("the thought's answer");
+    let note = again["note"].as_str().unwrap_or_default();
+    assert!(note.contains("not recorded again"), "{again}");
+    again
+}
+
 /// A client whose sampling was declined or failed cannot answer the
 /// round (its SDK ends the call with an error), and its agent sends the
 /// thought again: that call answers the thought recorded in the first
@@ -853,20 +868,10 @@ async fn a_thought_resent_after_a_declined_critique_is_recorded_once() {
     let s = start_2026(SamplingClient, command(&db)).await;
     s.ready("declined").await;
     let args = json!({ "thought": "Ship it", "nextThoughtNeeded": true, "critique": true });
-    call_once(&s, "thought", args.clone(), None, None)
-        .await
-        .expect_err("an InputRequiredResult");
-    let again = call_once(&s, "thought", args.clone(), None, None)
-        .await
-        .expect("an answer")
-        .expect("the thought's answer");
+    let again = declined_then_resent(&s, &args).await;
     assert_eq!(again["thoughtNumber"], 1, "{again}");
     assert!(again["critique"].is_null(), "{again}");
     assert_eq!(again["critiqueError"]["code"], "SAMPLING_NOT_SUPPORTED", "{again}");
-    assert!(
-        again["note"].as_str().unwrap().contains("not recorded again"),
-        "{again}"
-    );
     assert_eq!(stored_thoughts(&db), [("Ship it".to_string(), None)]);
     // Once more: a new thought, asked for its critique in turn.
     call_once(&s, "thought", args.clone(), None, None)
@@ -901,17 +906,7 @@ async fn a_final_thought_resent_after_a_declined_critique_is_recorded_once() {
         if args["sessionId"] == "" {
             s.ok("start_new", json!({ "sessionTitle": "blank" })).await;
         }
-        call_once(&s, "thought", args.clone(), None, None)
-            .await
-            .expect_err("an InputRequiredResult");
-        let again = call_once(&s, "thought", args.clone(), None, None)
-            .await
-            .expect("an answer")
-            .expect("the thought's answer");
-        assert!(
-            again["note"].as_str().unwrap().contains("not recorded again"),
-            "{again}"
-        );
+        declined_then_resent(&s, &args).await;
     }
     s.stop().await;
     assert_eq!(
