@@ -361,7 +361,7 @@ pub async fn navigate(gw: &Gateway, args: Args) -> Result<Value> {
             }
         }
     }
-    let limit = params::bounded("limit", p.limit, (1, 100), 20)?;
+    let limit = p.limit.get("limit")?;
     let offset = p.offset.unwrap_or(0);
     let tags: Vec<String> = parts.iter().map(|(k, v)| format!("{k}:{v}")).collect();
     let project_tag = tags[0].clone();

@@ -57,7 +57,7 @@ pub async fn knowledge(gw: &Gateway, args: Args) -> Result<Value> {
         }
         "list_scratchpad" => {
             let p: params::ListScratchpad = args.parse("knowledge.list_scratchpad")?;
-            let limit = params::bounded("limit", p.limit, (1, 100), 20)?;
+            let limit = p.limit.get("limit")?;
             let offset = p.offset.unwrap_or(0);
             let with_content = p.include_content.unwrap_or(true);
             let (notes, total) = gw.blocking(move |s| s.list_notes(limit, offset)).await?;
@@ -345,7 +345,7 @@ async fn list_patterns(gw: &Gateway, args: Args) -> Result<Value> {
     let filter = PatternFilter {
         tags: params::tag_filter(f.tags)?,
         search: params::search_text("search", f.search)?,
-        limit: params::bounded("limit", f.limit, (1, 100), 20)?,
+        limit: f.limit.get("limit")?,
         offset: f.offset.unwrap_or(0),
         sort_by: f.sort_by.map(Into::into),
         sort_order: f.sort_order.map_or(SortOrder::Desc, Into::into),
@@ -399,7 +399,7 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
     let p: params::KnowledgeSearch = args.parse("knowledge.search")?;
     let query = params::search_text("query", Some(p.query))?
         .ok_or_else(|| Error::invalid("query", "query must not be blank"))?;
-    let limit = params::bounded("limit", p.limit, (1, 100), 10)?;
+    let limit = p.limit.get("limit")?;
     let include = p
         .include
         .unwrap_or_else(|| vec![params::KnowledgeInclude::Patterns, params::KnowledgeInclude::Notes]);

@@ -237,7 +237,7 @@ async fn create(gw: &Gateway, args: Args) -> Result<Value> {
 
 async fn list(gw: &Gateway, args: Args) -> Result<Value> {
     let p: params::ListNotebooks = args.parse("notebook.list")?;
-    let limit = params::bounded("limit", p.limit, (1, 100), 20)?;
+    let limit = p.limit.get("limit")?;
     let offset = p.offset.unwrap_or(0);
     let session = p
         .session_id

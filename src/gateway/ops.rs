@@ -608,7 +608,7 @@ pub(crate) fn session_filter(p: params::ListSessions) -> Result<SessionFilter> {
             params::StatusName::Active => domain::SessionStatus::Active,
             params::StatusName::Completed => domain::SessionStatus::Completed,
         }),
-        limit: params::bounded("limit", f.limit, (1, 100), 20)?,
+        limit: f.limit.get("limit")?,
         offset: f.offset.unwrap_or(0),
         sort_by: f.sort_by.map(Into::into).unwrap_or_default(),
         sort_order: f.sort_order.map(Into::into).unwrap_or_default(),

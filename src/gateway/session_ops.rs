@@ -105,10 +105,6 @@ async fn session_notebooks(gw: &Gateway, id: &str) -> Result<Vec<crate::notebook
     Ok(gw.blocking(move |s| s.list_notebooks(Some(&id), 100, 0)).await?.0)
 }
 
-/// Matches of each session in a `session search` answer when
-/// `matchesPerSession` is not given.
-const DEFAULT_MATCHES_PER_SESSION: u32 = 5;
-
 /// An empty `session search` for one word: what it searched.
 const SEARCHED_NOTE: &str = "no session matched: session search matches the text of thoughts (every branch \
      included) and sessions' titles, descriptions and tags, not their domain";
@@ -117,17 +113,10 @@ async fn search(gw: &Gateway, args: Args) -> Result<Value> {
     let p: params::SessionSearch = args.parse("session.search")?;
     let query = params::search_text("query", Some(p.query))?
         .ok_or_else(|| Error::invalid("query", "query must not be blank"))?;
-    let limit = params::bounded("limit", p.limit, (1, 100), 10)?;
-    // At most this many matches per session, best first: a search over
-    // ten sessions answered ~18 KB, most of it six snippets each. Five by
-    // default: one session with many matches answered 50 of them, ~7 KB;
-    // `moreMatches` says how many were left out.
-    let per_session = params::bounded(
-        "matchesPerSession",
-        p.matches_per_session,
-        (1, 100),
-        DEFAULT_MATCHES_PER_SESSION,
-    )?;
+    let limit = p.limit.get("limit")?;
+    // At most this many matches per session, best first (`moreMatches`
+    // says how many were left out).
+    let per_session = p.matches_per_session.get("matchesPerSession")?;
     let include = p.include.unwrap_or_default();
     let patterns = include.contains(&params::SessionSearchInclude::Patterns);
     let notes = include.contains(&params::SessionSearchInclude::Notes);

@@ -199,7 +199,7 @@ async fn get(gw: &Gateway, args: Args) -> Result<Value> {
 
 async fn list(gw: &Gateway, args: Args) -> Result<Value> {
     let p: params::ThreadList = args.parse("thread.list")?;
-    let limit = params::bounded("limit", p.limit, (1, 100), 20)?;
+    let limit = p.limit.get("limit")?;
     let filter = ThreadFilter {
         status: p.status.map(|s| match s {
             params::ThreadStatusName::Active => ThreadStatus::Active,
@@ -243,7 +243,7 @@ async fn tree(gw: &Gateway, args: Args) -> Result<Value> {
 async fn log(gw: &Gateway, args: Args) -> Result<Value> {
     let p: params::ThreadLog = args.parse("thread.log")?;
     let id = p.thread_id.as_deref().map(|id| id_given("threadId", id)).transpose()?;
-    let limit = params::bounded("limit", p.limit, (1, 100), 20)?;
+    let limit = p.limit.get("limit")?;
     let offset = p.offset.unwrap_or(0);
     let asked = id.clone();
     let page = gw

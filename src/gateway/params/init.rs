@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::names_enum;
+use super::{Limit, names_enum};
 
 names_enum! {
     /// A session's status in lists.
@@ -109,9 +109,9 @@ macro_rules! with_session_filter_fields {
             pub search: Option<String>,
             /// Only active or only completed sessions.
             pub status: Option<StatusName>,
-            /// Page size, 1-100.
-            #[schemars(range(min = 1, max = 100), extend("default" = 20))]
-            pub limit: Option<u32>,
+            /// Page size.
+            #[serde(default)]
+            pub limit: Limit<20>,
             /// Sessions to skip.
             #[schemars(extend("default" = 0))]
             pub offset: Option<u32>,
@@ -168,9 +168,9 @@ pub struct Navigate {
     pub task: Option<String>,
     /// target.aspect given flat.
     pub aspect: Option<String>,
-    /// Page size of its sessions, 1-100.
-    #[schemars(range(min = 1, max = 100), extend("default" = 20))]
-    pub limit: Option<u32>,
+    /// Page size of its sessions.
+    #[serde(default)]
+    pub limit: Limit<20>,
     /// Sessions to skip.
     #[schemars(extend("default" = 0))]
     pub offset: Option<u32>,

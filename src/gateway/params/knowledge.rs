@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{SortByName, SortOrderName, names_enum};
+use super::{Limit, SortByName, SortOrderName, names_enum};
 
 names_enum! {
     /// What `knowledge search` searches.
@@ -106,9 +106,9 @@ macro_rules! with_pattern_filter_fields {
             /// Words to find; ranked best first unless sortBy is given.
             #[serde(alias = "query")]
             pub search: Option<String>,
-            /// Page size, 1-100.
-            #[schemars(range(min = 1, max = 100), extend("default" = 20))]
-            pub limit: Option<u32>,
+            /// Page size.
+            #[serde(default)]
+            pub limit: Limit<20>,
             /// Patterns to skip.
             #[schemars(extend("default" = 0))]
             pub offset: Option<u32>,
@@ -166,9 +166,9 @@ pub struct NoteRef {
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ListScratchpad {
-    /// Page size, 1-100.
-    #[schemars(range(min = 1, max = 100), extend("default" = 20))]
-    pub limit: Option<u32>,
+    /// Page size.
+    #[serde(default)]
+    pub limit: Limit<20>,
     /// Notes to skip.
     #[schemars(extend("default" = 0))]
     pub offset: Option<u32>,
@@ -184,9 +184,9 @@ pub struct KnowledgeSearch {
     /// The words to find (at most 1,000 characters, 64 words).
     #[serde(alias = "q")]
     pub query: String,
-    /// Results of each kind, 1-100.
-    #[schemars(range(min = 1, max = 100), extend("default" = 10))]
-    pub limit: Option<u32>,
+    /// Results of each kind.
+    #[serde(default)]
+    pub limit: Limit<10>,
     /// Which kinds to search (default both).
     pub include: Option<Vec<KnowledgeInclude>>,
 }

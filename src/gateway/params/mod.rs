@@ -13,6 +13,7 @@
 
 mod init;
 mod knowledge;
+mod limit;
 mod notebook;
 mod parse;
 mod probe;
@@ -31,6 +32,7 @@ use serde_json::{Map, Value, json};
 
 pub use init::*;
 pub use knowledge::*;
+pub use limit::{Limit, MAX_LIMIT};
 pub use notebook::*;
 pub use parse::{normalise, parse, schema_of_op, thought_number};
 pub use session::*;
@@ -551,19 +553,6 @@ pub fn tag_filter(tags: Option<Vec<String>>) -> crate::error::Result<Vec<String>
         .collect();
     crate::domain::check_tag_filter(&tags)?;
     Ok(tags)
-}
-
-/// A number the schema bounds to `min..=max` (serde takes any u32), or
-/// `default` when not given.
-pub fn bounded(field: &str, given: Option<u32>, (min, max): (u32, u32), default: u32) -> crate::error::Result<u32> {
-    match given {
-        None => Ok(default),
-        Some(n) if (min..=max).contains(&n) => Ok(n),
-        Some(n) => Err(crate::error::Error::invalid(
-            field,
-            format!("{field} must be between {min} and {max}, got {n}"),
-        )),
-    }
 }
 
 /// Search text: blank is none (clients fill optional fields with ""), the

@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::names_enum;
+use super::{Limit, names_enum};
 
 names_enum! {
     /// The cells a new notebook starts with.
@@ -74,9 +74,9 @@ pub struct ListNotebooks {
     #[serde(alias = "all")]
     #[schemars(extend("default" = false))]
     pub all_sessions: Option<bool>,
-    /// Page size, 1-100.
-    #[schemars(range(min = 1, max = 100), extend("default" = 20))]
-    pub limit: Option<u32>,
+    /// Page size.
+    #[serde(default)]
+    pub limit: Limit<20>,
     /// Notebooks to skip.
     #[schemars(extend("default" = 0))]
     pub offset: Option<u32>,

@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::names_enum;
+use super::{Limit, names_enum};
 
 names_enum! {
     /// What `session search` searches besides sessions.
@@ -62,12 +62,14 @@ pub struct SessionSearch {
     /// The words to find (at most 1,000 characters, 64 words); all must match.
     #[serde(alias = "q")]
     pub query: String,
-    /// Sessions answered, 1-100.
-    #[schemars(range(min = 1, max = 100), extend("default" = 10))]
-    pub limit: Option<u32>,
-    /// Matches answered per session, its best, 1-100.
-    #[schemars(range(min = 1, max = 100), extend("default" = 5))]
-    pub matches_per_session: Option<u32>,
+    /// Sessions answered.
+    #[serde(default)]
+    pub limit: Limit<10>,
+    /// Matches answered per session, its best.
+    // Five by default: a search over ten sessions answered ~18 KB with
+    // six snippets each, and one session with many matches ~7 KB for 50.
+    #[serde(default)]
+    pub matches_per_session: Limit<5>,
     /// Also search knowledge patterns and notes, and notebook cells (text and output).
     pub include: Option<Vec<SessionSearchInclude>>,
 }

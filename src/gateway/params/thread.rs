@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::names_enum;
+use super::{Limit, names_enum};
 
 names_enum! {
     /// Who makes a registry change.
@@ -123,9 +123,9 @@ pub struct ThreadList {
     pub parent_id: Option<String>,
     /// Only threads with this tag (exact).
     pub tag: Option<String>,
-    /// Threads answered, 1-100.
-    #[schemars(range(min = 1, max = 100), extend("default" = 20))]
-    pub limit: Option<u32>,
+    /// Threads answered.
+    #[serde(default)]
+    pub limit: Limit<20>,
     /// Threads skipped (oldest first).
     #[schemars(extend("default" = 0))]
     pub offset: Option<u32>,
@@ -138,9 +138,9 @@ pub struct ThreadLog {
     /// Only the operations naming this thread; none: the whole log.
     #[serde(alias = "thread_id", alias = "sessionId", alias = "session_id", alias = "id")]
     pub thread_id: Option<String>,
-    /// Operations answered, 1-100, newest first.
-    #[schemars(range(min = 1, max = 100), extend("default" = 20))]
-    pub limit: Option<u32>,
+    /// Operations answered, newest first.
+    #[serde(default)]
+    pub limit: Limit<20>,
     /// Operations skipped.
     #[schemars(extend("default" = 0))]
     pub offset: Option<u32>,
