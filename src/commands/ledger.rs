@@ -5,9 +5,9 @@ use std::process::ExitCode;
 
 use serde_json::{Value, json};
 
-use super::{ConfigCommand, SessionsCommand, SortArg, StatusArg, clip, out, out_json, table};
+use super::{ConfigCommand, SessionsCommand, clip, out, out_json, table};
 use crate::cli::DbArgs;
-use crate::domain::{ConfigKey, Session, SessionFilter, SessionStatus, SortBy, SortOrder};
+use crate::domain::{ConfigKey, Session, SessionFilter, SortOrder};
 use crate::error::{Error, Result};
 use crate::export::{self, Format, Layout};
 use crate::store::{Access, FileSizes, SEARCH_CANDIDATES};
@@ -51,17 +51,10 @@ fn sessions_on(store: &crate::store::Store, command: SessionsCommand) -> Result<
             let filter = SessionFilter {
                 tags,
                 search,
-                status: only.map(|s| match s {
-                    StatusArg::Active => SessionStatus::Active,
-                    StatusArg::Completed => SessionStatus::Completed,
-                }),
+                status: only.map(Into::into),
                 limit,
                 offset,
-                sort_by: match sort {
-                    SortArg::Created => SortBy::CreatedAt,
-                    SortArg::Updated => SortBy::UpdatedAt,
-                    SortArg::Title => SortBy::Title,
-                },
+                sort_by: sort.into(),
                 sort_order: if asc { SortOrder::Asc } else { SortOrder::Desc },
             };
             let page = store.list_sessions(&filter)?;

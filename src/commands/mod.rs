@@ -172,11 +172,31 @@ pub enum StatusArg {
     Completed,
 }
 
+impl From<StatusArg> for crate::domain::SessionStatus {
+    fn from(s: StatusArg) -> Self {
+        match s {
+            StatusArg::Active => Self::Active,
+            StatusArg::Completed => Self::Completed,
+        }
+    }
+}
+
+/// Shorter than the gateway's names (`updatedAt`) for typing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SortArg {
     Created,
     Updated,
     Title,
+}
+
+impl From<SortArg> for crate::domain::SortBy {
+    fn from(s: SortArg) -> Self {
+        match s {
+            SortArg::Created => Self::CreatedAt,
+            SortArg::Updated => Self::UpdatedAt,
+            SortArg::Title => Self::Title,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Args)]
@@ -405,6 +425,31 @@ pub(crate) fn name_sessions_meant(store: &crate::store::Store, e: Error) -> Erro
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each value the ledger has can be given on the command line: the
+    /// flags' enums are kept beside the domain's, so a value added there
+    /// must be added here.
+    #[test]
+    fn every_domain_value_has_a_flag_value() {
+        fn covers<A, D>(names: &[&str], parse: fn(&str) -> Option<D>)
+        where
+            A: ValueEnum + Into<D> + Clone,
+            D: PartialEq + std::fmt::Debug,
+        {
+            let given: Vec<D> = A::value_variants().iter().cloned().map(Into::into).collect();
+            for name in names {
+                let value = parse(name).unwrap_or_else(|| panic!("{name} does not parse"));
+                assert!(given.contains(&value), "{value:?} cannot be given as a flag value");
+            }
+        }
+        use crate::domain::thread::ThreadStatus;
+        use crate::domain::{Granularity, SessionStatus, SortBy};
+        covers::<SortArg, _>(SortBy::NAMES, SortBy::parse);
+        covers::<StatusArg, _>(SessionStatus::NAMES, SessionStatus::parse);
+        covers::<FormatArg, _>(Format::NAMES, Format::parse);
+        covers::<PartitionArg, _>(Granularity::NAMES, Granularity::parse);
+        covers::<threads::ThreadStatusArg, _>(ThreadStatus::NAMES, ThreadStatus::parse);
+    }
 
     /// A thought's escape sequences (clear the screen, OSC 52 to set the
     /// clipboard) must not reach the terminal `sessions show` writes to.

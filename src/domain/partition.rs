@@ -11,6 +11,8 @@ pub enum Granularity {
 }
 
 impl Granularity {
+    pub const NAMES: &'static [&'static str] = &["monthly", "weekly", "daily", "none"];
+
     pub fn parse(s: &str) -> Option<Self> {
         match s {
             "monthly" => Some(Granularity::Monthly),

@@ -40,6 +40,8 @@ pub enum Format {
 }
 
 impl Format {
+    pub const NAMES: &'static [&'static str] = &["json", "markdown", "cipher"];
+
     pub fn parse(s: &str) -> Option<Self> {
         match s {
             "json" => Some(Format::Json),

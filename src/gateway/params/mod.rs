@@ -758,6 +758,8 @@ mod tests {
         assert_eq!(LearningTypeName::NAMES, L::NAMES);
         assert_eq!(LanguageName::NAMES, crate::notebook::Language::NAMES);
         assert_eq!(TemplateName::NAMES, crate::notebook::Template::NAMES);
+        assert_eq!(ExportFormat::NAMES, crate::export::Format::NAMES);
+        assert_eq!(ThreadStatusName::NAMES, crate::domain::thread::ThreadStatus::NAMES);
     }
 
     #[test]
