@@ -24,6 +24,7 @@ pub mod domain;
 pub mod error;
 pub mod events;
 pub mod export;
+pub mod files;
 pub mod gateway;
 pub mod http;
 pub mod json_text;

@@ -6,9 +6,10 @@ use std::time::Duration;
 use rusqlite::OptionalExtension;
 use rusqlite::backup::{Backup, StepResult};
 
-use super::{Store, with_suffix};
+use super::Store;
 use crate::domain::ConfigKey;
 use crate::error::{Error, Result};
+use crate::files::with_suffix;
 
 impl Store {
     /// Copy the whole database to `dest` while other connections (and other
@@ -44,7 +45,7 @@ impl Store {
         }
         if dest.is_dir() {
             // What interrupted backups into this directory left.
-            super::remove_leftovers(
+            crate::files::remove_leftovers(
                 dest,
                 |n| n.starts_with(".thoughtbox-backup-") && n.contains(".tmp-"),
                 false,
@@ -56,7 +57,7 @@ impl Store {
             let _ = std::fs::remove_file(&tmp);
             placed
         } else {
-            let folder = super::folder_of(dest);
+            let folder = crate::files::folder_of(dest);
             if !folder.is_dir() {
                 return Err(Error::invalid(
                     "dest",
@@ -77,8 +78,8 @@ impl Store {
                     Err(_) => {
                         let link = std::fs::read_link(dest)
                             .map_err(|e| Error::io(format!("reading {}", dest.display()), e))?;
-                        let target = super::folder_of(dest).join(link);
-                        if !super::folder_of(&target).is_dir() {
+                        let target = crate::files::folder_of(dest).join(link);
+                        if !crate::files::folder_of(&target).is_dir() {
                             return Err(Error::invalid(
                                 "dest",
                                 format!(
@@ -100,7 +101,7 @@ impl Store {
                         .map(|rest| rest.strip_suffix("-journal").unwrap_or(rest))
                         .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
                 };
-                super::remove_leftovers(super::folder_of(&target), leftover, false);
+                crate::files::remove_leftovers(crate::files::folder_of(&target), leftover, false);
             }
             let mut tmp = target.as_os_str().to_owned();
             tmp.push(format!(".tmp-{}", std::process::id()));
@@ -418,7 +419,7 @@ fn place_under_new_name(tmp: &Path, dir: &Path, stem: &str) -> Result<PathBuf> {
 fn move_into_place(tmp: &Path, dest: &Path) -> Result<()> {
     std::fs::rename(tmp, dest).map_err(|e| Error::io(format!("moving backup into place at {}", dest.display()), e))?;
     // The rename itself reaches the disk before the backup is reported made.
-    crate::tree::writer::sync_dir(crate::store::folder_of(dest))
+    crate::files::sync_dir(crate::files::folder_of(dest))
 }
 
 /// Whether two paths name the same file (following symlinks). False when
@@ -589,7 +590,7 @@ mod tests {
             store.backup_to(&copy).unwrap();
             for suffix in ["-wal", "-shm"] {
                 assert!(
-                    !crate::store::with_suffix(&copy, suffix).exists(),
+                    !crate::files::with_suffix(&copy, suffix).exists(),
                     "{suffix} left beside the backup"
                 );
             }
@@ -655,7 +656,10 @@ mod tests {
         };
         refused(store.path(), "this ledger's database");
         for suffix in ["-wal", "-shm", ".lock"] {
-            refused(&super::with_suffix(store.path(), suffix), "a file of the database");
+            refused(
+                &crate::files::with_suffix(store.path(), suffix),
+                "a file of the database",
+            );
         }
         // Any other database, open or not.
         let other = dir.path().join("other.db");
@@ -696,9 +700,13 @@ mod tests {
         assert_eq!(store.counts().unwrap().0, 1);
         // The database's own files, and another database's.
         for suffix in ["-wal", "-shm", ".lock"] {
-            let err = store.backup_to(&super::with_suffix(store.path(), suffix)).unwrap_err();
+            let err = store
+                .backup_to(&crate::files::with_suffix(store.path(), suffix))
+                .unwrap_err();
             assert!(err.to_string().contains("a file of the database"), "{suffix}: {err}");
-            let err = store.backup_to(&super::with_suffix(&other_path, suffix)).unwrap_err();
+            let err = store
+                .backup_to(&crate::files::with_suffix(&other_path, suffix))
+                .unwrap_err();
             assert!(err.to_string().contains("file of the database"), "{suffix}: {err}");
         }
         assert_eq!(other.counts().unwrap().0, 1);
@@ -712,7 +720,7 @@ mod tests {
             let odd = dir.path().join(std::ffi::OsStr::from_bytes(b"l\xff.db"));
             let odd_store = Store::open(&odd, OpenOptionsStore::default()).unwrap();
             odd_store.create_session(NewSession::titled("odd")).unwrap();
-            let err = store.backup_to(&super::with_suffix(&odd, "-wal")).unwrap_err();
+            let err = store.backup_to(&crate::files::with_suffix(&odd, "-wal")).unwrap_err();
             assert!(err.to_string().contains("file of the database"), "{err}");
             assert_eq!(odd_store.counts().unwrap().0, 1);
         }
@@ -735,7 +743,7 @@ mod tests {
             // Something planted at the temporary copy's name is not written through.
             let victim = dir.path().join("victim.txt");
             std::fs::write(&victim, b"keep").unwrap();
-            let tmp = super::with_suffix(&plain, &format!(".tmp-{}", std::process::id()));
+            let tmp = crate::files::with_suffix(&plain, &format!(".tmp-{}", std::process::id()));
             std::os::unix::fs::symlink(&victim, &tmp).unwrap();
             store.backup_to(&plain).unwrap();
             assert_eq!(std::fs::read(&victim).unwrap(), b"keep");

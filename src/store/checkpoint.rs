@@ -182,8 +182,9 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::files::with_suffix;
+    use crate::store::OpenOptionsStore;
     use crate::store::test_support::temp_store;
-    use crate::store::{OpenOptionsStore, with_suffix};
 
     #[test]
     fn the_mode_is_read_and_auto_follows_litestreams_directory() {

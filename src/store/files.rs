@@ -3,18 +3,17 @@
 //! that cannot work (a directory, a read-only file, another format) before
 //! SQLite gives a vaguer error, how a file on a read-only mount is opened
 //! ([`Media`]), the names of the `-wal` and `-shm` files beside it, and the
-//! server's watch on those files ([`Watched`]); also the removal of what
-//! a killed backup or export left in a folder ([`remove_leftovers`]).
+//! server's watch on those files ([`Watched`]).
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use rusqlite::OpenFlags;
 
 use super::{Access, Store};
 use crate::error::{Error, Result};
+use crate::files::{folder_of, with_suffix};
 
 /// How a database file is opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -348,20 +347,6 @@ fn in_wal_mode(path: &Path) -> bool {
     File::open(path).and_then(|mut f| f.read_exact(&mut header)).is_ok() && header[18] == 2 && header[19] == 2
 }
 
-/// The folder `path` is in (`.` for a bare file name).
-pub(crate) fn folder_of(path: &Path) -> &Path {
-    path.parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."))
-}
-
-/// `path` with `suffix` appended to its file name (`a.db` + `-wal`).
-pub(crate) fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(suffix);
-    PathBuf::from(name)
-}
-
 /// The first bytes of every SQLite database file.
 const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
 
@@ -462,46 +447,6 @@ impl Store {
             tracing::error!("{error}");
         }
         Err(error)
-    }
-}
-
-/// How old what an export left must be before another export removes it
-/// (an export of an older version, which takes no lock, may be running).
-const LEFTOVER_AGE: Duration = Duration::from_secs(600);
-
-/// Remove what a killed export (or backup) left in `dir`: the entries whose
-/// names `ours` recognises, unchanged for [`LEFTOVER_AGE`]; directories only
-/// when `dirs` (a session's staging directory, whose name holds the session
-/// id). A run still writing one changes it far more often than that.
-pub(crate) fn remove_leftovers(dir: &Path, ours: impl Fn(&str) -> bool, dirs: bool) {
-    let Ok(entries) = fs::read_dir(dir) else { return };
-    for entry in entries.flatten() {
-        if !entry.file_name().to_str().is_some_and(&ours) {
-            continue;
-        }
-        let Ok(meta) = entry.metadata() else { continue };
-        if meta
-            .modified()
-            .ok()
-            .and_then(|m| m.elapsed().ok())
-            .is_none_or(|age| age < LEFTOVER_AGE)
-        {
-            continue;
-        }
-        let removed = if meta.is_dir() {
-            if !dirs {
-                continue;
-            }
-            fs::remove_dir_all(entry.path())
-        } else {
-            fs::remove_file(entry.path())
-        };
-        if removed.is_ok() {
-            tracing::info!(
-                "removed {}, left by an earlier run that did not finish",
-                entry.path().display()
-            );
-        }
     }
 }
 

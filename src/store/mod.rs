@@ -44,7 +44,7 @@ pub use check::CheckReport;
 pub use checkpoint::{Checkpoints, WAL_RESTART_BYTES, litestream_meta_dir};
 pub use config::{Config, thought_logging_disabled};
 use files::{Media, Watched};
-pub(crate) use files::{absolute, file_uri, folder_of, may_be_database, real_path, remove_leftovers, with_suffix};
+pub(crate) use files::{absolute, file_uri, may_be_database, real_path};
 pub use import::ImportOutcome;
 pub use knowledge::{KnowledgeItem, Saved};
 pub use notebooks::{NewNotebook, NotebookHit, RunKind, running as cell_running};

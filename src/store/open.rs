@@ -13,9 +13,10 @@ use rusqlite::Connection;
 
 use super::files::{check_header, check_writable, create_file, private_mode};
 use super::pool::{BUSY_TIMEOUT, configure, pool};
-use super::{Access, LastClone, Media, OpenOptionsStore, Store, absolute, open_file, real_path, with_suffix};
+use super::{Access, LastClone, Media, OpenOptionsStore, Store, absolute, open_file, real_path};
 use crate::domain::{self, ConfigDefault, ConfigKey, Granularity};
 use crate::error::{Error, Result};
+use crate::files::with_suffix;
 
 mod embedded {
     refinery::embed_migrations!("migrations");

@@ -305,8 +305,8 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
+    use crate::files::with_suffix;
     use crate::store::test_support::temp_store;
-    use crate::store::with_suffix;
 
     /// A database that will not take WAL (here one in memory, whose mode
     /// stays `memory`) is refused, not served in another journal mode.

@@ -106,7 +106,7 @@ impl FileSizes {
         // The -wal and -shm are beside the file a symlink points to.
         let real = super::real_path(path);
         let size = |suffix: &str| {
-            std::fs::metadata(super::with_suffix(&real, suffix))
+            std::fs::metadata(crate::files::with_suffix(&real, suffix))
                 .map(|m| m.len())
                 .unwrap_or(0)
         };

@@ -42,9 +42,9 @@ use crate::error::{Error, Result};
 use crate::export::{ImportFitness, NextLinks, SessionSource};
 use crate::store::Store;
 
-use crate::store::remove_leftovers;
+use crate::files::remove_leftovers;
 pub use files::{
-    EXPORT_LOCK, create_private_dirs, lock_for_reading, remove_leftovers_of, sync_dir, write_atomic, write_atomic_with,
+    EXPORT_LOCK, create_private_dirs, lock_for_reading, remove_leftovers_of, write_atomic, write_atomic_with,
     write_file,
 };
 use files::{

@@ -8,7 +8,7 @@ use std::fs;
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::store::remove_leftovers;
+use crate::files::{folder_of, remove_leftovers, sync_dir};
 use crate::tree::{MANIFEST, io, is_session_id, thought_file_number};
 
 /// The lock file in a tree's root (see the module documentation).
@@ -258,7 +258,7 @@ pub fn remove_leftovers_of(path: &Path) {
     let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
         return;
     };
-    remove_leftovers(crate::store::folder_of(path), |n| is_temporary_of(n, name), false);
+    remove_leftovers(folder_of(path), |n| is_temporary_of(n, name), false);
 }
 
 /// [`write_atomic`] for content written piece by piece by `fill`: `path`
@@ -291,25 +291,11 @@ fn replace(path: &Path, durable: bool, fill: impl FnOnce(&mut dyn std::io::Write
         })
         .and_then(|()| fs::rename(&tmp, path).map_err(io(format!("moving {} into place", path.display()))))
         .and_then(|()| match durable {
-            true => sync_dir(crate::store::folder_of(path)),
+            true => sync_dir(folder_of(path)),
             false => Ok(()),
         });
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
     }
     result
-}
-
-/// Flush directory `dir`'s entries (a rename into it) to disk. Where a
-/// directory cannot be opened as a file (Windows), there is nothing to do.
-pub fn sync_dir(dir: &Path) -> Result<()> {
-    #[cfg(unix)]
-    {
-        fs::File::open(dir)
-            .and_then(|d| d.sync_all())
-            .map_err(io(format!("flushing the directory {}", dir.display())))?;
-    }
-    #[cfg(not(unix))]
-    let _ = dir;
-    Ok(())
 }

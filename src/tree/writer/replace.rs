@@ -12,7 +12,7 @@ use super::ExportSummary;
 use super::files::{is_link, is_temporary_session_file, temporary_name, write_private};
 use crate::domain::validate_branch_id;
 use crate::error::{Error, Result};
-use crate::store::remove_leftovers;
+use crate::files::remove_leftovers;
 use crate::tree::{MANIFEST, REFERENCE_BRANCH_DIR, io, thought_file_number};
 
 /// The changed files of a session folder, written beside the files they
