@@ -16,8 +16,9 @@ use super::preview::PREVIEW_CHARS;
 use super::{Args, Gateway, answers, params};
 use crate::domain::canonical_session_id;
 use crate::error::{Error, Result};
+use crate::notebook::Outcome;
 use crate::notebook::lock::{self, RunLock};
-use crate::notebook::runner::{self, Limits, Node, Outcome};
+use crate::notebook::runner::{self, Limits, Node};
 use crate::notebook::{
     Cell, CellKind, Language, NewCell, Notebook, Template, check_title, default_tsconfig, parse_package_spec, srcbook,
     template_cells, with_dependencies,

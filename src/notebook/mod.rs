@@ -303,6 +303,23 @@ pub struct NotebookSummary {
     pub updated_at: i64,
 }
 
+/// How a cell's run ended, as [`runner`] reports it and the store records it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    pub status: CellStatus,
+    /// Standard output and standard error in the order they came, cut at
+    /// the output limit with a note.
+    pub output: String,
+    /// Why it failed (with the end of standard error), `None` when it did not.
+    pub error: Option<String>,
+    /// `None` when it was killed or ended by a signal.
+    pub exit_code: Option<i32>,
+    pub duration_ms: u64,
+    pub started_at: String,
+    /// `node-permission` when Node's permission model confined it, else `process`.
+    pub sandbox: &'static str,
+}
+
 /// Unix milliseconds now, the type of a notebook's times in its JSON.
 pub fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()

@@ -17,7 +17,7 @@ use serde_json::json;
 use tokio::io::AsyncReadExt;
 use tokio::process::Command;
 
-use super::{Cell, CellStatus, Language, Notebook};
+use super::{Cell, CellStatus, Language, Notebook, Outcome};
 use crate::error::{Error, Result};
 
 /// The TypeScript compiler a TypeScript notebook's package.json lists, for
@@ -50,23 +50,6 @@ impl Default for Limits {
             output: DEFAULT_OUTPUT_LIMIT,
         }
     }
-}
-
-/// How a run ended.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Outcome {
-    pub status: CellStatus,
-    /// Standard output and standard error in the order they came, cut at
-    /// the output limit with a note.
-    pub output: String,
-    /// Why it failed (with the end of standard error), `None` when it did not.
-    pub error: Option<String>,
-    /// `None` when it was killed or ended by a signal.
-    pub exit_code: Option<i32>,
-    pub duration_ms: u64,
-    pub started_at: String,
-    /// `node-permission` when Node's permission model confined it, else `process`.
-    pub sandbox: &'static str,
 }
 
 /// A Node.js version: major, minor, patch.

@@ -13,8 +13,8 @@ use super::search::{QueryPlan, SNIPPET_TOKENS, Scorer, query_words};
 use super::snippet::best_snippet;
 use super::{Store, Tx};
 use crate::error::{Error, Result};
+use crate::notebook::Outcome;
 use crate::notebook::lock::{self, RunLock};
-use crate::notebook::runner::Outcome;
 use crate::notebook::{Cell, CellKind, CellStatus, Language, MAX_CELLS, NewCell, Notebook, NotebookSummary, now_ms};
 
 /// A notebook to create: its cells come from a template or an import.

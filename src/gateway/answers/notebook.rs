@@ -6,7 +6,7 @@
 use serde::Serialize;
 
 use crate::gateway::preview::PREVIEW_CHARS;
-use crate::notebook::runner::Outcome;
+use crate::notebook::Outcome;
 use crate::notebook::{Cell, Notebook, NotebookSummary};
 use crate::store::NotebookHit;
 
