@@ -169,9 +169,11 @@ fn import(db: &DbArgs, file: &str, json: bool) -> Result<ExitCode> {
         out_json(&done)?;
     } else {
         out(&format!(
-            "imported: {} thread(s) created, {} updated, {} operation(s), {} reference(s), {} dependenc(ies)\n",
+            "imported: {} thread(s) created, {} updated, {} kept as the ledger changed them later, {} operation(s), \
+             {} reference(s), {} dependenc(ies)\n",
             done.threads_created,
             done.threads_updated,
+            done.threads_kept,
             done.operations_added,
             done.references_added,
             done.dependencies_added

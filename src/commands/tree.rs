@@ -205,6 +205,12 @@ pub fn import(db: &DbArgs, args: ImportArgs) -> Result<ExitCode> {
                 "thread registry: {} created, {} updated, {} operations, {} references and {} dependencies added\n",
                 d.threads_created, d.threads_updated, d.operations_added, d.references_added, d.dependencies_added
             ));
+            if d.threads_kept > 0 {
+                text.push_str(&format!(
+                    "thread registry: {} kept as the ledger has them (changed here after the export was written)\n",
+                    counted(d.threads_kept, "thread", "threads")
+                ));
+            }
             if !t.threads_left_out.is_empty() {
                 text.push_str(&format!(
                     "thread registry: {} left out, their sessions not being in the ledger: {}\n",

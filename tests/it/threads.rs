@@ -638,8 +638,17 @@ async fn bad_input_is_refused_and_changes_nothing() {
         json!([Y])
     );
     s.ok("thread", th("freeze", json!({ "threadId": X }))).await;
+    // Imported again, the older registry leaves the frozen thread be.
+    let done = s.ok("thread", th("import", json!({ "registry": base }))).await;
+    assert_eq!(done["threadsKept"], 1, "{done}");
+    // One that changed the thread later elsewhere cannot make it active.
+    let mut newer = base.clone();
+    newer["operations"] = json!([{
+        "id": "9f0c1d2e-3a4b-4c5d-8e6f-7a8b9c0d1e2f", "timestamp": "2999-01-01T00:00:00.000Z",
+        "command": "update", "operator": "agent", "params": { "thread_id": X, "title": "X" },
+    }]);
     let e = s
-        .err("thread", th("import", json!({ "registry": base })), "INVALID_PAYLOAD")
+        .err("thread", th("import", json!({ "registry": newer })), "INVALID_PAYLOAD")
         .await;
     assert_eq!(e["details"]["violations"][0]["path"], at("threads.{X}.status"));
     // Nothing else changed, and the server still serves.
@@ -768,6 +777,63 @@ async fn the_threads_commands() {
     assert!(fails(&other, &["threads", "import", file.to_str().unwrap()]).contains("not JSON"));
     let out = run(&other, &["threads", "import", "/nonexistent/registry.json"]);
     assert!(!out.status.success());
+}
+
+/// A registry written before a thread's last change (an older export,
+/// imported again) leaves that thread as the ledger has it, through the
+/// gateway and through `thoughtbox import` of a tree; one written after
+/// the ledger's last change is applied.
+#[tokio::test]
+async fn an_older_registry_does_not_undo_later_changes() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    let root = s.ready("Original title").await;
+    let child = spawn(&s, Some(&root), "Child").await;
+    let old = s.ok("thread", th("export", json!({}))).await;
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    ok(&db, &["export", "--out", tree.to_str().unwrap()]);
+    s.ok(
+        "thread",
+        th(
+            "update",
+            json!({ "threadId": root, "title": "Renamed", "tags": ["kept"] }),
+        ),
+    )
+    .await;
+    s.ok("thread", th("freeze", json!({ "threadId": child }))).await;
+    let new = s.ok("thread", th("export", json!({}))).await;
+    let logged = s.ok("thread", th("log", json!({}))).await["total"].clone();
+
+    let done = s.ok("thread", th("import", json!({ "registry": old }))).await;
+    assert_eq!(done["threadsKept"], 2, "{done}");
+    assert_eq!(done["threadsUpdated"], 0, "{done}");
+    s.stop().await;
+    let text = ok(&db, &["import", tree.to_str().unwrap()]);
+    assert!(text.contains("2 threads kept as the ledger has them"), "{text}");
+    let s = start(&db).await;
+    s.ok("load_context", json!({ "sessionId": root })).await;
+    let g = s.ok("thread", th("get", json!({ "threadId": root }))).await;
+    assert_eq!(g["thread"]["title"], "Renamed");
+    assert_eq!(g["thread"]["tags"], json!(["kept"]));
+    let g = s.ok("thread", th("get", json!({ "threadId": child }))).await;
+    assert_eq!(g["thread"]["status"], "frozen");
+    assert_eq!(s.ok("thread", th("log", json!({}))).await["total"], logged);
+    s.stop().await;
+
+    // Elsewhere: the old registry, then the newer one, which wins.
+    let (_d2, db2) = temp_db();
+    let s2 = start(&db2).await;
+    s2.ok("start_new", json!({ "sessionTitle": "to reach stage 1" })).await;
+    s2.ok("thread", th("import", json!({ "registry": old }))).await;
+    let done = s2.ok("thread", th("import", json!({ "registry": new }))).await;
+    assert_eq!(done["threadsUpdated"], 2, "{done}");
+    assert_eq!(done["threadsKept"], 0, "{done}");
+    let g = s2.ok("thread", th("get", json!({ "threadId": root }))).await;
+    assert_eq!(g["thread"]["title"], "Renamed");
+    let g = s2.ok("thread", th("get", json!({ "threadId": child }))).await;
+    assert_eq!(g["thread"]["status"], "frozen");
+    s2.stop().await;
 }
 
 /// Moving a ledger with `export` and `import` keeps its threads (status,

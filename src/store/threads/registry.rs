@@ -21,6 +21,9 @@ const NEVER: &str = "1970-01-01T00:00:00.000Z";
 pub struct RegistryImport {
     pub threads_created: u64,
     pub threads_updated: u64,
+    /// Threads the ledger changed after the registry was written: left as
+    /// the ledger has them.
+    pub threads_kept: u64,
     pub operations_added: u64,
     pub references_added: u64,
     pub dependencies_added: u64,
@@ -39,6 +42,50 @@ fn later<'a>(a: &'a str, b: &'a str) -> &'a str {
         }
         _ => a.max(b),
     }
+}
+
+/// When an operation was logged, as an instant (text as a tie-break), and
+/// its id: the order of a thread's changes.
+type Stamp = (Option<chrono::DateTime<chrono::FixedOffset>>, String, String);
+
+fn stamp(timestamp: &str, id: &str) -> Stamp {
+    (
+        chrono::DateTime::parse_from_rfc3339(timestamp).ok(),
+        timestamp.to_string(),
+        id.to_string(),
+    )
+}
+
+/// The thread whose own fields (title, objective, tags, status) an
+/// operation set: `update`, `freeze` and `archive` name it `thread_id`,
+/// `spawn` `child_id`.
+fn thread_changed_by<'a>(command: &str, params: &'a serde_json::Value) -> Option<&'a str> {
+    let key = match command {
+        "update" | "freeze" | "archive" => "thread_id",
+        "spawn" => "child_id",
+        _ => return None,
+    };
+    params.get(key)?.as_str()
+}
+
+/// The newest change of each thread among `ops`.
+fn newest_changes<'a>(
+    ops: impl Iterator<Item = (&'a str, &'a str, &'a str, &'a serde_json::Value)>,
+) -> BTreeMap<String, Stamp> {
+    let mut newest: BTreeMap<String, Stamp> = BTreeMap::new();
+    for (id, timestamp, command, params) in ops {
+        if let Some(thread) = thread_changed_by(command, params) {
+            let at = stamp(timestamp, id);
+            match newest.get_mut(thread) {
+                Some(seen) if *seen >= at => {}
+                Some(seen) => *seen = at,
+                None => {
+                    newest.insert(thread.to_string(), at);
+                }
+            }
+        }
+    }
+    newest
 }
 
 impl Store {
@@ -95,11 +142,38 @@ impl Store {
     /// is written.
     pub fn import_registry(&self, registry: &Registry) -> Result<RegistryImport> {
         let granularity = self.granularity;
+        let in_registry = newest_changes(
+            registry
+                .operations
+                .iter()
+                .map(|o| (o.id.as_str(), o.timestamp.as_str(), o.command.as_str(), &o.params)),
+        );
         self.write(|tx| {
             let mut done = RegistryImport::default();
             let mut violations = Vec::new();
             let mut bad = |path: String, message: String| violations.push(Violation { path, message });
+            // A registry written before the ledger's last change to a thread
+            // (an older export imported again) must not put its old title,
+            // tags or status back: that thread is left as the ledger has it.
+            let logged: Vec<(String, String, String, serde_json::Value)> = tx
+                .prepare_cached("SELECT id, timestamp, command, params FROM thread_operations")?
+                .query_map([], |r| {
+                    let params: String = r.get(3)?;
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, serde_json::from_str(&params).unwrap_or_default()))
+                })?
+                .collect::<rusqlite::Result<_>>()?;
+            let in_ledger = newest_changes(logged.iter().map(|(i, t, c, p)| (i.as_str(), t.as_str(), c.as_str(), p)));
+            let stale: BTreeSet<&str> = registry
+                .threads
+                .keys()
+                .map(String::as_str)
+                .filter(|id| in_ledger.get(*id).is_some_and(|ours| in_registry.get(*id).is_none_or(|theirs| ours > theirs)))
+                .collect();
             for (id, t) in &registry.threads {
+                if stale.contains(id.as_str()) {
+                    done.threads_kept += 1;
+                    continue;
+                }
                 let at = format!("threads.{id}");
                 let tags = serde_json::to_string(&t.tags).map_err(|e| crate::Error::Internal(e.to_string()))?;
                 let existing = tx
@@ -169,7 +243,7 @@ impl Store {
                 }
             }
             // Parents once every thread is there.
-            for (id, t) in &registry.threads {
+            for (id, t) in registry.threads.iter().filter(|(id, _)| !stale.contains(id.as_str())) {
                 tx.prepare_cached("UPDATE sessions SET parent_id = ?2 WHERE id = ?1 AND parent_id IS NOT ?2")?
                     .execute(params![id, t.parent_id])?;
             }
