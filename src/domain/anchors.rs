@@ -10,13 +10,13 @@
 //! Thought text is the agent's to write, so what an export resolves is
 //! bounded: at most [`MAX_ANCHORS`] anchors and [`MAX_KEYWORDS`] keywords
 //! (each matched once against the ledger), keywords of at most 64
-//! characters, ranges of at most 100 thoughts; the rest is counted.
+//! characters, a range's first 100 thoughts; the rest is counted.
 
 use std::collections::{HashMap, HashSet};
 
 use serde::Serialize;
 
-/// The longest range an anchor may span: `S1-S1000` names no thoughts
+/// The most thoughts a range names: `S1-S1000` names its first hundred
 /// rather than a thousand numbers.
 const MAX_RANGE: u32 = 100;
 /// The longest keyword, as for tags and branch ids.
@@ -40,7 +40,8 @@ pub struct Anchor {
     pub keyword: String,
     /// The part after the colon: `S3-S5`.
     pub thought_ref: String,
-    /// The thoughts it names; none for a descending or too long range.
+    /// The thoughts it names: none for a descending range, the first
+    /// [`MAX_RANGE`] of a longer one.
     pub thought_numbers: Vec<u32>,
 }
 
@@ -155,7 +156,7 @@ fn anchor_at(rest: &str) -> Option<Anchor> {
     }
     let thought_numbers = match last {
         None => vec![first],
-        Some(last) if last >= first && last - first < MAX_RANGE => (first..=last).collect(),
+        Some(last) if last >= first => (first..=last.min(first.saturating_add(MAX_RANGE - 1))).collect(),
         Some(_) => Vec::new(),
     };
     let thought_ref = &reference[..used];
@@ -401,9 +402,10 @@ mod tests {
         ] {
             assert_eq!(find(text), [], "{text}");
         }
-        // A descending or huge range names no thoughts, but is an anchor.
+        // A descending range names no thoughts, but is an anchor; a huge
+        // one names its first hundred.
         assert_eq!(find("@a:S5-S2")[0].thought_numbers, Vec::<u32>::new());
-        assert_eq!(find("@a:S1-S5000")[0].thought_numbers, Vec::<u32>::new());
+        assert_eq!(find("@a:S1-S5000")[0].thought_numbers, (1..=100).collect::<Vec<u32>>());
         // A reference runs to the end of a word: `S5-` is none.
         assert_eq!(find("@a:S5-"), []);
         assert_eq!(find("@a:S5.")[0].raw, "@a:S5");
@@ -473,7 +475,10 @@ mod tests {
         let long = format!("@{}:S1", "k".repeat(MAX_KEYWORD_CHARS + 1));
         assert_eq!(find(&long), []);
         assert_eq!(find("@a:S1-S100")[0].thought_numbers.len(), 100);
-        assert_eq!(find("@a:S1-S101")[0].thought_numbers, Vec::<u32>::new());
+        assert_eq!(find("@a:S2-S101")[0].thought_numbers.len(), 100);
+        assert_eq!(find("@a:S1-S101")[0].thought_numbers.last(), Some(&100));
+        let top = format!("@a:S{}-S{}", u32::MAX - 1, u32::MAX);
+        assert_eq!(find(&top)[0].thought_numbers, [u32::MAX - 1, u32::MAX]);
         // Anchors past the cap are counted, not resolved.
         let many = "@x:S1 ".repeat(MAX_ANCHORS + 7);
         let (found, omitted) = find_in([(1, None, many.as_str()), (2, None, "@x:S2")]);
