@@ -100,9 +100,12 @@ impl ThreadStatus {
         }
         Err(Error::InvalidOperation {
             message: format!(
-                "session {id} is a {} thread: it accepts no {what} (reads, exports, search and references to it \
+                "session {id} is {} thread: it accepts no {what} (reads, exports, search and references to it \
                  still work; spawn a new thread to go on from it); nothing was written",
-                self.as_str()
+                match self {
+                    ThreadStatus::Archived => "an archived",
+                    _ => "a frozen",
+                }
             ),
             details: Some(json!({ "threadId": id, "status": self.as_str() })),
         })

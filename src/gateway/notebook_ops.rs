@@ -548,6 +548,16 @@ async fn export(gw: &Gateway, args: Args) -> Result<Value> {
     };
     let (f, t) = (file.clone(), text.clone());
     gw.blocking_to_end(move |store| {
+        if dir.exists() && !dir.is_dir() {
+            return Err(Error::invalid(
+                "destination",
+                format!(
+                    "{} is a file, not a directory: give a directory to write the notebook into, or a path \
+                     ending in .src.md; nothing was written",
+                    dir.display()
+                ),
+            ));
+        }
         // Folders it makes are private, as an export's are.
         crate::tree::writer::create_private_dirs(&dir)
             .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;

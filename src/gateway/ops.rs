@@ -167,6 +167,7 @@ pub async fn get_state(gw: &Gateway, args: Args) -> Result<Value> {
         .map(|(n, _, _)| *n)
         .collect();
     let next = match stage {
+        _ if gw.read_only() && stage >= Stage::CipherLoaded => READ_ONLY_NEXT_STEP,
         // Without stages the next step is the same at every stage.
         _ if !gw.options.stages && gone.is_some() => {
             "The active session was deleted (perhaps by another process). Call thought to start a new session, \
@@ -298,11 +299,18 @@ fn completed_next_step(gw: &Gateway, stage: Stage) -> &'static str {
     }
 }
 
+/// The next step on a read-only ledger (a standby), where every write,
+/// `thought` included, is refused.
+const READ_ONLY_NEXT_STEP: &str = "This ledger is open read-only (a standby): read with read_thoughts, \
+     get_structure, session get, search and export; thought and other writes are refused.";
+
 /// What a connection with an open session calls next.
 /// It names the handle: a stateless request, or another conversation on
 /// the same process, has no current session to fall back on.
 fn next_step_in_session(gw: &Gateway, stage: Stage, id: &str) -> String {
-    if gw.options.stages && stage < Stage::CipherLoaded {
+    if gw.read_only() {
+        format!("{READ_ONLY_NEXT_STEP} Pass sessionId \"{id}\".")
+    } else if gw.options.stages && stage < Stage::CipherLoaded {
         format!("Call cipher (brief: true if you have read its guide), then thought, passing sessionId \"{id}\".")
     } else {
         format!("Call thought with sessionId \"{id}\".")
@@ -769,6 +777,7 @@ pub async fn cipher(gw: &Gateway, args: Args) -> Result<Value> {
         guide_resource: brief.then_some("thoughtbox://cipher"),
         guide_bytes: brief.then_some(content::CIPHER_GUIDE.len()),
         next_step: match &session {
+            _ if gw.read_only() => READ_ONLY_NEXT_STEP.to_string(),
             Some(id) => format!("{} are now available; pass sessionId \"{id}\".", open.join(", ")),
             None => format!("{} are now available.", open.join(", ")),
         },

@@ -728,6 +728,19 @@ async fn srcbook_export_import_export_is_byte_identical() {
         .await;
     assert_eq!(e["details"]["field"], "destination", "{e}");
     assert_eq!(std::fs::read(&victim).unwrap(), before);
+    // Nor into a file taken for a directory: refused as bad input.
+    let e = s
+        .err(
+            "notebook",
+            nb(
+                "export",
+                json!({ "notebookId": id, "destination": victim.display().to_string() }),
+            ),
+            "INVALID_PAYLOAD",
+        )
+        .await;
+    assert_eq!(e["details"]["field"], "destination", "{e}");
+    assert_eq!(std::fs::read(&victim).unwrap(), before);
     let from_file = s
         .ok("notebook", nb("load", json!({ "path": path, "name": "From a file" })))
         .await;
