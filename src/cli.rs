@@ -357,6 +357,11 @@ pub struct ServeArgs {
         value_delimiter = ','
     )]
     pub allowed_hosts: Vec<String>,
+    /// With --http: the folder whose files HTTP agents may name in export
+    /// destinations and notebook import paths; without it, they may name
+    /// none (stdio agents, the local user's, may name any)
+    #[arg(long, env = "THOUGHTBOX_FILES_ROOT", value_name = "DIR", value_parser = user_path())]
+    pub files_root: Option<PathBuf>,
 }
 
 impl ServeArgs {
@@ -425,7 +430,20 @@ impl ServeArgs {
                 target
             }
         };
+        let files_root = match &self.files_root {
+            Some(dir) => Some(std::fs::canonicalize(dir).ok().filter(|d| d.is_dir()).ok_or_else(|| {
+                crate::Error::invalid(
+                    "files-root",
+                    format!(
+                        "--files-root / THOUGHTBOX_FILES_ROOT {} is not an existing folder",
+                        dir.display()
+                    ),
+                )
+            })?),
+            None => None,
+        };
         Ok(ServeOptions {
+            files_root,
             read_only: self.read_only,
             stages: !(self.no_stages || config::stages_disabled_by_env()?),
             critique_timeout: Duration::from_secs(secs(
@@ -703,6 +721,26 @@ mod tests {
         assert!(serve.options().expect("options").read_only);
         // Only for the server.
         assert!(parse(&["--read-only", "info"]).is_err());
+    }
+
+    #[test]
+    fn the_files_root_is_an_existing_folder_made_canonical() {
+        let options = |args: &[&str]| {
+            let Some(Command::Serve(serve)) = parse(args).expect("parse").command else {
+                panic!("serve")
+            };
+            serve.options()
+        };
+        let dir = tempfile::tempdir().expect("dir");
+        let given = dir.path().join(".");
+        let root = options(&["serve", "--files-root", given.to_str().expect("utf-8")]).expect("options");
+        assert_eq!(root.files_root, Some(std::fs::canonicalize(dir.path()).expect("canonical")));
+        let missing = dir.path().join("missing");
+        let refused = options(&["serve", "--files-root", missing.to_str().expect("utf-8")]);
+        assert!(
+            matches!(&refused, Err(crate::Error::InvalidPayload { field, .. }) if field == "files-root"),
+            "{refused:?}"
+        );
     }
 
     #[test]

@@ -18,6 +18,7 @@ mod notebook_ops;
 mod ops;
 mod options;
 pub mod params;
+mod paths;
 mod preview;
 mod read_ops;
 mod refused;

@@ -500,7 +500,8 @@ async fn install_deps(gw: &Gateway, args: Args) -> Result<Value> {
 
 /// An absolute path from the agent: a relative one would be read from the
 /// server's working directory, which the client chose and the agent cannot see.
-fn absolute(field: &str, given: &str) -> Result<PathBuf> {
+/// Over HTTP, only inside the files root ([`super::paths`]).
+fn absolute(gw: &Gateway, field: &str, given: &str) -> Result<PathBuf> {
     let path = crate::config::expand_home(PathBuf::from(given.trim()))?;
     if given.trim().is_empty() || !path.is_absolute() {
         return Err(Error::invalid(
@@ -511,7 +512,7 @@ fn absolute(field: &str, given: &str) -> Result<PathBuf> {
             ),
         ));
     }
-    Ok(path)
+    super::paths::agent_path(gw, field, path)
 }
 
 async fn export(gw: &Gateway, args: Args) -> Result<Value> {
@@ -520,7 +521,7 @@ async fn export(gw: &Gateway, args: Args) -> Result<Value> {
     let destination = p
         .destination
         .as_deref()
-        .map(|d| absolute("destination", d))
+        .map(|d| absolute(gw, "destination", d))
         .transpose()?;
     let i = id.clone();
     let nb = gw.blocking(move |s| s.notebook(&i)).await?;
@@ -600,7 +601,7 @@ async fn import(gw: &Gateway, args: Args) -> Result<Value> {
         }
         (Some(text), None) => text,
         (None, Some(path)) => {
-            let path = absolute("path", &path)?;
+            let path = absolute(gw, "path", &path)?;
             tokio::task::spawn_blocking(move || srcbook::read_file(&path))
                 .await
                 .map_err(|e| Error::Internal(format!("reading the file: {e}")))??

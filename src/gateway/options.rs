@@ -22,6 +22,9 @@ pub struct ServeOptions {
     pub notebook_timeout: Duration,
     /// Refuse every write (`serve --read-only`, a standby on a replica).
     pub read_only: bool,
+    /// The folder (canonical) whose files HTTP agents may name
+    /// (`--files-root`); `None`: they may name none.
+    pub files_root: Option<std::path::PathBuf>,
 }
 
 impl Default for ServeOptions {
@@ -34,6 +37,7 @@ impl Default for ServeOptions {
             events: EventTarget::Off,
             notebook_timeout: crate::notebook::runner::DEFAULT_TIME_LIMIT,
             read_only: false,
+            files_root: None,
         }
     }
 }

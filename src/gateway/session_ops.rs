@@ -224,6 +224,7 @@ async fn export(gw: &Gateway, args: Args) -> Result<Value> {
                 json!({ "workingDirectory": cwd }),
             ));
         }
+        let dest = super::paths::agent_path(gw, "destination", dest)?;
         let opts = ExportOptions {
             sessions: vec![id.clone()],
             // Behind a long export into the same directory: an error, not a hang.

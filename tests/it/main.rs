@@ -11,6 +11,7 @@ mod core_flow;
 mod critique;
 mod durability;
 mod events;
+mod files_root;
 mod gateway_doc;
 mod hand_edits;
 mod handles;

@@ -459,7 +459,12 @@ async fn a_read_only_server_reads_everything_and_writes_nothing() {
     let ctx = s.ok("load_context", json!({ "sessionId": sid })).await;
     assert_eq!(ctx["restorationInfo"]["message"], "Next thought will be #7");
     // Nothing sends the agent to write.
-    let read_only = |answer: &Value| answer["nextStep"].as_str().unwrap().starts_with("This ledger is open read-only");
+    let read_only = |answer: &Value| {
+        answer["nextStep"]
+            .as_str()
+            .unwrap()
+            .starts_with("This ledger is open read-only")
+    };
     assert!(read_only(&ctx), "{ctx}");
     assert!(read_only(&s.ok("cipher", json!({ "sessionId": sid })).await));
     assert!(read_only(&s.ok("get_state", Value::Null).await));
