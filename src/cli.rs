@@ -734,7 +734,10 @@ mod tests {
         let dir = tempfile::tempdir().expect("dir");
         let given = dir.path().join(".");
         let root = options(&["serve", "--files-root", given.to_str().expect("utf-8")]).expect("options");
-        assert_eq!(root.files_root, Some(std::fs::canonicalize(dir.path()).expect("canonical")));
+        assert_eq!(
+            root.files_root,
+            Some(std::fs::canonicalize(dir.path()).expect("canonical"))
+        );
         let missing = dir.path().join("missing");
         let refused = options(&["serve", "--files-root", missing.to_str().expect("utf-8")]);
         assert!(

@@ -92,10 +92,10 @@ pub fn lock_for_reading(dir: &Path) -> Option<fs::File> {
 }
 
 /// A name for a temporary file or directory beside `name`, unique to this
-/// call: `.{name}.{pid}-{n}.tmp`.
+/// call: `.{name}.{pid}-{n}.tmp`, `n` random so that no one can plant a
+/// link at the name before it is created (it is created exclusively too).
 pub(super) fn temporary_name(name: &str) -> String {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let n = uuid::Uuid::new_v4().as_u64_pair().0;
     format!(".{name}.{}-{n}.tmp", std::process::id())
 }
 
@@ -196,6 +196,20 @@ pub(super) fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     create_private(path)?.write_all(bytes)
 }
 
+/// Create the temporary file `path` with mode [`PRIVATE_FILE`], failing
+/// if anything is there: a link planted at its name is not followed.
+pub(super) fn create_temporary(path: &Path) -> std::io::Result<fs::File> {
+    let mut opts = crate::private::file_options();
+    opts.write(true).create_new(true);
+    let file = opts.open(path)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        file.set_permissions(fs::Permissions::from_mode(PRIVATE_FILE))?;
+    }
+    Ok(file)
+}
+
 /// Create the folder `dir` (its parent exists) with mode [`PRIVATE_DIR`],
 /// whatever the umask.
 pub(super) fn create_private_dir(dir: &Path) -> std::io::Result<()> {
@@ -276,7 +290,7 @@ fn replace(path: &Path, durable: bool, fill: impl FnOnce(&mut dyn std::io::Write
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let tmp = path.with_file_name(temporary_name(&name));
-    let result = create_private(&tmp)
+    let result = create_temporary(&tmp)
         .map_err(io(format!("creating {}", tmp.display())))
         .and_then(|file| {
             let mut w = std::io::BufWriter::new(file);
@@ -298,4 +312,26 @@ fn replace(path: &Path, durable: bool, fill: impl FnOnce(&mut dyn std::io::Write
         let _ = fs::remove_file(&tmp);
     }
     result
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    /// A link planted at a temporary file's name is neither followed nor
+    /// replaced, and names are not guessable from the process id.
+    #[test]
+    fn a_temporary_file_is_created_exclusively_under_an_unguessable_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        fs::write(&victim, "kept").unwrap();
+        let planted = dir.path().join("planted");
+        std::os::unix::fs::symlink(&victim, &planted).unwrap();
+        assert!(create_temporary(&planted).is_err());
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "kept");
+        let (a, b) = (temporary_name("x.json"), temporary_name("x.json"));
+        assert_ne!(a, b);
+        let tag = a.trim_start_matches(".x.json.").trim_end_matches(".tmp");
+        assert!(is_temporary_tag(tag), "{a}: leftovers are still recognised");
+    }
 }

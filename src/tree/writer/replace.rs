@@ -9,7 +9,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::ExportSummary;
-use super::files::{is_link, is_temporary_session_file, temporary_name, write_private};
+use super::files::{create_temporary, is_link, is_temporary_session_file, temporary_name};
 use crate::domain::validate_branch_id;
 use crate::error::{Error, Result};
 use crate::files::remove_leftovers;
@@ -35,7 +35,9 @@ impl Staged {
         let tmp = path.with_file_name(temporary_name(&name));
         // Listed first: a write cut short by a full disk is removed too.
         self.files.push((tmp.clone(), path.to_path_buf()));
-        write_private(&tmp, bytes).map_err(io(format!("writing {}", tmp.display())))
+        create_temporary(&tmp)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, bytes))
+            .map_err(io(format!("writing {}", tmp.display())))
     }
 
     /// Rename every staged file into place, in the order staged.
