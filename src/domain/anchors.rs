@@ -106,7 +106,8 @@ pub struct ThoughtAnchors {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CrossReferences {
-    /// Thoughts with at least one anchor resolved.
+    /// Thoughts with at least one anchor, as the reference counts them;
+    /// the three counts after it are of anchors.
     pub anchors_found: usize,
     pub resolved: usize,
     pub ambiguous: usize,
