@@ -67,7 +67,9 @@ pub enum Error {
     #[error("{message}")]
     InvalidOperation { message: String, details: Option<Value> },
 
-    #[error("operation '{operation}' requires stage {required}, but the connection is at stage {current}")]
+    #[error(
+        "operation '{operation}' requires stage {required}, but this call is at stage {current} (its connection's or its session's, whichever is further)"
+    )]
     StageRequirementNotMet {
         operation: String,
         current: u8,

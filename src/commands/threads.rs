@@ -194,7 +194,11 @@ fn rows(threads: &[Thread], depth: Option<&[u32]>) -> String {
         .iter()
         .enumerate()
         .map(|(i, t)| {
-            let indent = depth.map(|d| "  ".repeat(d[i] as usize)).unwrap_or_default();
+            // A child under its parent's title, so the indent reads as a tree.
+            let indent = match depth.map(|d| d[i] as usize) {
+                Some(d) if d > 0 => format!("{}└─ ", "   ".repeat(d - 1)),
+                _ => String::new(),
+            };
             vec![
                 t.id.clone(),
                 t.status.as_str().to_string(),

@@ -725,7 +725,7 @@ async fn the_threads_commands() {
     assert_eq!(show["relations"]["children"], json!([child]));
     assert!(ok(&db, &["threads", "show", &child]).contains(&format!("parent:        {root}")));
     let tree = ok(&db, &["threads", "tree", &root]);
-    assert!(tree.contains("  Child"), "{tree}");
+    assert!(tree.contains("└─ Child"), "{tree}");
     assert_eq!(ok_json(&db, &["threads", "tree", &root])["descendants"][0]["depth"], 1);
     assert!(ok(&db, &["threads", "freeze", &child]).contains("frozen"));
     let e = fails(&db, &["threads", "freeze", &child]);
