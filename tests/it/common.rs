@@ -206,6 +206,36 @@ pub fn sighup_ignored() -> bool {
     false
 }
 
+/// Wait until server `pid`'s ledger writer sleeps in SQLite's busy
+/// handler, waiting for a lock another connection holds, so that a test
+/// acts while a write is held up rather than after a guessed delay. Reads
+/// the kernel's wait channel of each thread (Linux); where it is not shown
+/// (another system, or a kernel that hides it), waits a fixed moment.
+#[cfg(unix)]
+pub async fn writer_waits_for_lock(pid: u32) {
+    #[cfg(target_os = "linux")]
+    {
+        let wchan = |tid: &str| std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/wchan")).unwrap_or_default();
+        // The main thread waits in epoll: a "0" there means wchan is hidden.
+        let shown = !matches!(wchan(&pid.to_string()).trim(), "" | "0");
+        if shown {
+            for _ in 0..1000 {
+                let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("the server's threads");
+                for task in tasks.flatten() {
+                    let tid = task.file_name().to_string_lossy().into_owned();
+                    let name = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+                    if name.trim() == "ledger-writer" && wchan(&tid).contains("nanosleep") {
+                        return;
+                    }
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+            panic!("the server's writer never waited for the lock");
+        }
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+}
+
 /// Wait until a process has exited (polls /proc; bounded).
 #[cfg(target_os = "linux")]
 pub async fn wait_exit(pid: u32) {

@@ -200,9 +200,11 @@ async fn a_second_signal_ends_a_shutdown_held_up() {
         let _ = s.call("thought", t("waits for the lock")).await;
         s
     });
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    writer_waits_for_lock(pid).await;
     kill(pid, "TERM");
-    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    // Past the window in which a second signal is taken for an echo of
+    // the first (300 ms), with room for a busy machine.
+    tokio::time::sleep(std::time::Duration::from_millis(1000)).await;
     let second = std::time::Instant::now();
     kill(pid, "TERM");
     wait_exit(pid).await;

@@ -572,9 +572,11 @@ async fn a_signal_after_stdin_closed_ends_a_shutdown_held_up() {
         &call(3, "thought", json!({ "thought": "waits", "nextThoughtNeeded": true })),
     )
     .await;
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    writer_waits_for_lock(child.id().unwrap()).await;
     drop(stdin);
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // Time to read the end of stdin (nothing shows it), with room for a
+    // busy machine.
+    tokio::time::sleep(std::time::Duration::from_millis(1000)).await;
     let signalled = std::time::Instant::now();
     kill(child.id().unwrap(), "TERM");
     // Before the SIGKILL an MCP client sends 3 s after SIGTERM.
