@@ -39,6 +39,10 @@ const CHECKPOINT_RETRY_MAX: Duration = Duration::from_secs(30);
 /// 4,000 thoughts, too much for one line at the info level).
 const WAL_WARN_BYTES: u64 = 64 << 20;
 
+/// How often, during a burst of writes, the WAL Litestream has not copied
+/// yet is measured (also once writes pause).
+const WAL_WATCH_EVERY: Duration = Duration::from_secs(10);
+
 /// At shutdown, indexing stops after this long (between two batches).
 const SHUTDOWN_INDEXING: Duration = Duration::from_millis(500);
 
@@ -160,22 +164,34 @@ async fn checkpoint_truncate(store: &Store) -> std::result::Result<(), String> {
     }
 }
 
-/// Where Litestream checkpoints, only the WAL's size is watched: it grows
-/// for as long as Litestream is not running. Said at [`WAL_WARN_BYTES`]
-/// and at each doubling; answers the next size to speak at.
+/// Where Litestream checkpoints, the server watches what Litestream has not
+/// yet copied out of the WAL: it grows while Litestream is not running, or
+/// cannot keep up (on a full disk it backs off for minutes while the
+/// server's writes still commit). Said at [`WAL_WARN_BYTES`], at each
+/// doubling, and once it is back under; answers the next size to speak at.
 fn litestream_wal_check(store: &Store, warn_at: u64) -> u64 {
-    let wal = crate::store::FileSizes::of(store.path()).wal;
-    if wal < warn_at {
+    let backlog = store.wal_backlog();
+    if backlog < WAL_WARN_BYTES {
+        if warn_at > WAL_WARN_BYTES {
+            tracing::info!(
+                "Litestream has copied the WAL again (less than {} MiB left)",
+                WAL_WARN_BYTES >> 20
+            );
+        }
+        return WAL_WARN_BYTES;
+    }
+    if backlog < warn_at {
         return warn_at;
     }
     tracing::warn!(
-        "the WAL has grown to {} MiB: checkpoints are left to Litestream ({} is beside the database, or \
-         --checkpoints litestream was given), and only Litestream's empty it; is it running? If it no longer \
+        "{} MiB of the WAL are not yet copied into the database: checkpoints are left to Litestream ({} is \
+         beside the database, or --checkpoints litestream was given), which copies them once it has replicated \
+         them, so the replica is behind too; is Litestream running, and has its disk room? If it no longer \
          replicates this ledger, remove that directory or pass --checkpoints thoughtbox",
-        wal >> 20,
+        backlog >> 20,
         crate::store::litestream_meta_dir(store.path()).display()
     );
-    wal.saturating_mul(2)
+    backlog.saturating_mul(2)
 }
 
 impl Maintenance {
@@ -208,6 +224,7 @@ impl Maintenance {
                 // A burst: wait for a pause, checkpointing (and, in long bursts, indexing) meanwhile.
                 let mut burst = Instant::now();
                 let mut checkpointed = Instant::now();
+                let mut watched = Instant::now();
                 loop {
                     seen = sig.count();
                     tokio::select! {
@@ -220,6 +237,11 @@ impl Maintenance {
                     if checkpointed.elapsed() >= CHECKPOINT_EVERY {
                         checkpoint(&store, &writer).await;
                         checkpointed = Instant::now();
+                    }
+                    // A steady stream of writes never pauses for the check below.
+                    if store.checkpoints_left_to_litestream() && watched.elapsed() >= WAL_WATCH_EVERY {
+                        warn_at = litestream_wal_check(&store, warn_at);
+                        watched = Instant::now();
                     }
                     if burst.elapsed() >= INDEX_MAX_DELAY {
                         index_pending(&writer, stopping).await;

@@ -116,6 +116,16 @@ impl Store {
         Ok(u64::try_from(frames).unwrap_or(0) * frame_bytes)
     }
 
+    /// Bytes of WAL frames not yet copied into the database file, read
+    /// from the `-shm` file's WAL-index header (SQLite's documented file
+    /// format: `mxFrame` at byte 16, the page size at 14, `nBackfill` at
+    /// 96, in the machine's byte order), so that no checkpoint runs to
+    /// learn it: where Litestream checkpoints, what it has not copied yet.
+    /// 0 without a `-shm` file (no connection has the WAL open).
+    pub fn wal_backlog(&self) -> u64 {
+        wal_backlog_at(&real_path(self.path()))
+    }
+
     /// Copy the whole WAL into the database file without waiting for other
     /// writers, so that the file alone holds what this process wrote (for
     /// the command line's writes). A PASSIVE checkpoint stops at the oldest
@@ -179,9 +189,58 @@ impl Store {
     }
 }
 
+/// [`Store::wal_backlog`] of the database at `db`.
+fn wal_backlog_at(db: &Path) -> u64 {
+    use std::io::Read;
+    let mut header = [0u8; 100];
+    let shm = crate::files::with_suffix(db, "-shm");
+    if std::fs::File::open(shm)
+        .and_then(|mut f| f.read_exact(&mut header))
+        .is_err()
+    {
+        return 0;
+    }
+    wal_backlog_of(&header)
+}
+
+/// [`Store::wal_backlog`] from the first 100 bytes of a `-shm` file.
+fn wal_backlog_of(header: &[u8; 100]) -> u64 {
+    let u32_at = |at: usize| u32::from_ne_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]]);
+    let page_size = match u16::from_ne_bytes([header[14], header[15]]) {
+        1 => 65_536,
+        n => u64::from(n),
+    };
+    let (frames, copied) = (u32_at(16), u32_at(96));
+    u64::from(frames.saturating_sub(copied)) * (page_size + 24)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The backlog read from the `-shm` file is what a checkpoint then
+    /// copies, and nothing once it has.
+    #[test]
+    fn the_wal_backlog_is_read_without_a_checkpoint() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("b.db");
+        let conn = Connection::open(&db).unwrap();
+        conn.execute_batch(
+            "PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0; CREATE TABLE t (x BLOB);
+             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200)
+             INSERT INTO t SELECT randomblob(1000) FROM n;",
+        )
+        .unwrap();
+        let before = wal_backlog_at(&db);
+        let page: i64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0)).unwrap();
+        let (log, copied): (i64, i64) = conn
+            .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| Ok((r.get(1)?, r.get(2)?)))
+            .unwrap();
+        assert!(log > 50 && copied == log, "{log} {copied}");
+        assert_eq!(before, u64::try_from(log * (page + 24)).unwrap());
+        assert_eq!(wal_backlog_at(&db), 0);
+        assert_eq!(wal_backlog_at(&dir.path().join("none.db")), 0);
+    }
     use crate::files::with_suffix;
     use crate::store::OpenOptionsStore;
     use crate::store::test_support::temp_store;

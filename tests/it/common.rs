@@ -100,8 +100,13 @@ pub async fn start(db: &Path) -> Server {
 
 /// [`start`], with the server's log (`RUST_LOG=thoughtbox=info`) in `log`.
 pub async fn start_logging(db: &Path, log: &Path) -> Server {
+    start_logging_with(db, log, &[]).await
+}
+
+/// [`start_logging`] with these environment variables set.
+pub async fn start_logging_with(db: &Path, log: &Path, env: &[(&str, &str)]) -> Server {
     let mut cmd = command(db);
-    cmd.env("RUST_LOG", "thoughtbox=info");
+    cmd.env("RUST_LOG", "thoughtbox=info").envs(env.iter().copied());
     let file = std::fs::File::create(log).expect("log file");
     let (transport, _stderr) = TokioChildProcess::builder(cmd)
         .stderr(Stdio::from(file))

@@ -897,6 +897,31 @@ async fn a_reader_left_open_is_logged_once_and_its_end_too() {
     s.stop().await;
 }
 
+/// Where checkpoints are left to Litestream and it does not copy the WAL
+/// (not running, or its disk full), the log warns once what it has not
+/// copied passes 64 MiB, and says when it has been copied again.
+#[tokio::test]
+async fn a_wal_litestream_does_not_copy_is_logged_and_its_copy_too() {
+    let (dir, db) = temp_db();
+    let log = dir.path().join("server.log");
+    let s = start_logging_with(&db, &log, &[("THOUGHTBOX_CHECKPOINTS", "litestream")]).await;
+    s.ready("left to Litestream").await;
+    let big = "x".repeat(900_000);
+    for _ in 0..80 {
+        s.thought(t(&big)).await;
+    }
+    let behind = "of the WAL are not yet copied into the database";
+    logged(&log, behind).await;
+    // What Litestream does once it has replicated the frames.
+    let copier = rusqlite::Connection::open(&db).unwrap();
+    copier.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)").unwrap();
+    s.thought(t("after the copy")).await;
+    logged(&log, "Litestream has copied the WAL again").await;
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(text.matches(behind).count(), 1, "{text}");
+    s.stop().await;
+}
+
 /// A full disk: writes are refused saying so and change nothing; a client
 /// that connects meanwhile can still open a session and read and search it
 /// (opening it could not be recorded, and left every read behind a stage it
