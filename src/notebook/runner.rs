@@ -193,10 +193,45 @@ pub fn notebook_dir(database: &Path, id: &str) -> PathBuf {
 /// Write `bytes` to `path` unless it holds them already (an unchanged file
 /// keeps its time, so the TypeScript runner does not compile it again).
 fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
     if std::fs::read(path).is_ok_and(|old| old == bytes) {
         return Ok(());
     }
-    std::fs::write(path, bytes).map_err(|e| Error::io(format!("writing {}", path.display()), e))
+    crate::private::file_options()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(bytes))
+        .map_err(|e| Error::io(format!("writing {}", path.display()), e))
+}
+
+/// Create `dir` and its missing parents, mode 0700 (see [`crate::private`]).
+pub(super) fn create_private_dir(dir: &Path) -> Result<()> {
+    crate::private::dir_builder()
+        .recursive(true)
+        .create(dir)
+        .map_err(|e| Error::io(format!("creating {}", dir.display()), e))
+}
+
+/// Make a notebook's directory 0700 when an earlier version made it 0755:
+/// what is below it then is private whatever its own mode.
+fn make_private(dir: &Path) -> Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(dir)
+            .map_err(|e| Error::io(format!("reading {}", dir.display()), e))?
+            .permissions()
+            .mode();
+        if mode & 0o777 != crate::private::DIR {
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(crate::private::DIR))
+                .map_err(|e| Error::io(format!("making {} private", dir.display()), e))?;
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = dir;
+    Ok(())
 }
 
 /// Make the notebook's directory hold its cells: `package.json`,
@@ -206,8 +241,9 @@ pub fn prepare(database: &Path, notebook: &Notebook) -> Result<PathBuf> {
     let dir = notebook_dir(database, &notebook.id);
     let src = dir.join("src");
     make_notebooks_root(database)?;
-    std::fs::create_dir_all(&src).map_err(|e| Error::io(format!("creating {}", src.display()), e))?;
+    create_private_dir(&src)?;
     let dir = std::fs::canonicalize(&dir).map_err(|e| Error::io(format!("resolving {}", dir.display()), e))?;
+    make_private(&dir)?;
     // Node's permission flags take a comma-separated list and `*` as a
     // wildcard: a directory holding either would be allowed wrongly.
     if dir.to_string_lossy().contains([',', '*']) {
@@ -232,7 +268,7 @@ pub fn prepare(database: &Path, notebook: &Notebook) -> Result<PathBuf> {
         }
     }
     let ts_dir = dir.join(TS_DIR);
-    std::fs::create_dir_all(&ts_dir).map_err(|e| Error::io(format!("creating {}", ts_dir.display()), e))?;
+    create_private_dir(&ts_dir)?;
     write_if_changed(&ts_dir.join("ts-run.mjs"), TS_RUNNER.as_bytes())?;
     Ok(dir)
 }

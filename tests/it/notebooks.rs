@@ -380,6 +380,21 @@ console.log(JSON.stringify(tries));
     .await;
     let r = run(&s, oid, &spawns, Value::Null).await;
     assert_eq!(r["output"], "child\n", "{r}");
+    // Its directory and files are the user's alone.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let here = std::path::Path::new(a["directory"].as_str().unwrap());
+        let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        for (path, want) in [
+            (here.to_path_buf(), 0o700),
+            (here.join("src"), 0o700),
+            (here.join("package.json"), 0o600),
+            (here.join("src/probe.js"), 0o600),
+        ] {
+            assert_eq!(mode(&path), want, "{}", path.display());
+        }
+    }
     s.stop().await;
 }
 
