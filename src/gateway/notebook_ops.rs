@@ -20,8 +20,8 @@ use crate::notebook::Outcome;
 use crate::notebook::lock::{self, RunLock};
 use crate::notebook::runner::{self, Limits, Node};
 use crate::notebook::{
-    Cell, CellKind, Language, NewCell, Notebook, Template, check_title, default_tsconfig, parse_package_spec, srcbook,
-    template_cells, with_dependencies,
+    Cell, CellKind, Language, NewCell, Notebook, Template, check_package_json, check_title, default_tsconfig,
+    parse_package_spec, srcbook, template_cells, with_dependencies,
 };
 use crate::store::{NewNotebook, RunKind};
 
@@ -455,6 +455,9 @@ async fn install_deps(gw: &Gateway, args: Args) -> Result<Value> {
             details: Some(json!({ "notebookId": nb_id })),
         });
     };
+    // A package.json kept from before its dependencies were checked is
+    // refused here, before anything runs.
+    check_package_json(&package.content)?;
     let source = if specs.is_empty() {
         None
     } else {

@@ -892,6 +892,73 @@ async fn install_deps_without_a_registry_fails_and_changes_nothing() {
     s.stop().await;
 }
 
+/// The package.json cell names registry packages only, however it
+/// arrives: a `file:` dependency (npm would link the ledger's folder into
+/// node_modules), git, URLs, aliases and `overrides` are refused by
+/// update_cell and import, and one already stored by install_deps.
+#[tokio::test]
+async fn package_json_names_registry_packages_only() {
+    let (_d, db) = temp_db();
+    let (s, id, created) = with_notebook(&db, "javascript").await;
+    let package = created["notebook"]["cells"][1].clone();
+    let package_id = package["id"].as_str().unwrap();
+    for bad in [
+        json!({ "type": "module", "dependencies": { "x": "file:../..", "root": "file:/" } }),
+        json!({ "devDependencies": { "y": "git+https://example.invalid/y.git" } }),
+        json!({ "optionalDependencies": { "z": "user/repo" } }),
+        json!({ "peerDependencies": { "w": "npm:other@1" } }),
+        json!({ "dependencies": { "../up": "1.0.0" } }),
+        json!({ "dependencies": {}, "overrides": { "a": "file:.." } }),
+        json!({ "dependencies": {}, "workspaces": [".."] }),
+    ] {
+        let e = s
+            .err(
+                "notebook",
+                nb(
+                    "update_cell",
+                    json!({ "notebookId": id, "cellId": package_id, "content": bad.to_string() }),
+                ),
+                "INVALID_PAYLOAD",
+            )
+            .await;
+        assert_eq!(e["details"]["field"], "content", "{bad}: {e}");
+    }
+    let src = "<!-- srcbook:{\"language\":\"javascript\"} -->\n\n# Handy\n\n###### package.json\n\n```json\n\
+               {\"type\":\"module\",\"dependencies\":{\"up\":\"file:../..\"}}\n```\n";
+    s.err("notebook", nb("import", json!({ "content": src })), "INVALID_PAYLOAD")
+        .await;
+    assert_eq!(
+        s.ok("notebook", nb("list", json!({}))).await["total"],
+        1,
+        "nothing imported"
+    );
+    let got = s.ok("notebook", nb("get", json!({ "notebookId": id }))).await;
+    assert_eq!(
+        got["notebook"]["cells"][1], package,
+        "the package.json cell is unchanged"
+    );
+    // One stored before these checks is refused before npm runs.
+    let stored = r#"{"dependencies":{"x":"file:../.."}}"#;
+    let c = rusqlite::Connection::open(&db).unwrap();
+    c.busy_timeout(Duration::from_secs(10)).unwrap();
+    c.execute(
+        "UPDATE notebook_cells SET content = ?2 WHERE id = ?1",
+        (package_id, stored),
+    )
+    .unwrap();
+    let e = s
+        .err(
+            "notebook",
+            nb("install_deps", json!({ "notebookId": id })),
+            "INVALID_PAYLOAD",
+        )
+        .await;
+    assert!(e["message"].as_str().unwrap().contains("registry"), "{e}");
+    let dir = std::path::Path::new(created["directory"].as_str().unwrap());
+    assert!(!dir.join("node_modules").exists(), "nothing installed");
+    s.stop().await;
+}
+
 #[tokio::test]
 async fn without_node_run_cell_says_how_to_install_it() {
     let (_d, db) = temp_db();
