@@ -17,6 +17,7 @@ use super::{Args, Gateway, answers, params};
 use crate::domain::canonical_session_id;
 use crate::error::{Error, Result};
 use crate::notebook::Outcome;
+use crate::notebook::install;
 use crate::notebook::lock::{self, RunLock};
 use crate::notebook::runner::{self, Limits, Node};
 use crate::notebook::{
@@ -472,9 +473,10 @@ async fn install_deps(gw: &Gateway, args: Args) -> Result<Value> {
         cell.content = src.clone();
     }
     let (node2, old) = (node.clone(), package.content.clone());
+    let installed = source.clone().unwrap_or_else(|| old.clone());
     let work = async move {
         let dir = prepared(database, staged).await?;
-        let outcome = runner::npm_install(&node2, &dir, limits).await;
+        let outcome = install::npm_install(&node2, &dir, &installed, limits).await;
         if !outcome
             .as_ref()
             .is_ok_and(|o| o.status == crate::notebook::CellStatus::Completed)

@@ -5,6 +5,7 @@
 //! cell in its sandbox. SQL is in `store::notebooks`, the gateway's
 //! operation in `gateway::notebook_ops`.
 
+pub mod install;
 pub mod lock;
 pub mod runner;
 pub mod srcbook;

@@ -4,9 +4,8 @@
 //! with its whole group when a limit passes, and, where Node has its
 //! permission model, allowed to read and write only its directory, with
 //! no child processes and no worker threads. `npm install` for
-//! `install_deps` runs under the same limits, outside the permission model
-//! (it needs the network and npm's cache). What the sandbox does not stop
-//! is listed in docs/notebooks.md.
+//! `install_deps` runs under the same limits ([`super::install`]). What
+//! the sandbox does not stop is listed in docs/notebooks.md.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -32,7 +31,7 @@ pub const DEFAULT_OUTPUT_LIMIT: usize = 1 << 20;
 /// The end of standard error kept for a failed run's `error`.
 const ERROR_TAIL: usize = 4096;
 /// The only PATH a cell sees.
-const CELL_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+pub(super) const CELL_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 /// Where the TypeScript runner and its output live in a notebook's directory.
 const TS_DIR: &str = ".thoughtbox";
 
@@ -378,31 +377,10 @@ pub async fn run_cell(node: &Node, dir: &Path, cell: &Cell, limits: Limits, chil
     run(cmd, dir, limits, sandbox, &extra_ca_certs()).await
 }
 
-/// The variables `npm install` keeps of the server's: how to reach the
-/// registry through a proxy, which registry, and which certificate
-/// authorities to trust besides Node's own (a proxy that re-signs TLS:
-/// Node from nodejs.org trusts only its bundled list, Debian's the
-/// system's). Paths and addresses (npm's own `.npmrc`, which may hold
-/// tokens, is not read: `HOME` is the notebook's directory); a proxy
-/// address may hold a password, which npm's output is cleaned of.
-const NPM_PASSED: &[&str] = &[
-    "HTTP_PROXY",
-    "HTTPS_PROXY",
-    "NO_PROXY",
-    "http_proxy",
-    "https_proxy",
-    "no_proxy",
-    "npm_config_registry",
-    "NPM_CONFIG_REGISTRY",
-    "npm_config_cafile",
-    "NPM_CONFIG_CAFILE",
-    NODE_EXTRA_CA_CERTS,
-];
-
 /// Node's variable for certificate authorities to trust besides its own;
 /// cells get it too (their network is open, and `fetch` behind such a
 /// proxy needs it).
-const NODE_EXTRA_CA_CERTS: &str = "NODE_EXTRA_CA_CERTS";
+pub(super) const NODE_EXTRA_CA_CERTS: &str = "NODE_EXTRA_CA_CERTS";
 
 /// What of the server's environment every run keeps: the extra
 /// certificate authorities, when set.
@@ -412,68 +390,6 @@ fn extra_ca_certs() -> Vec<(String, String)> {
         .map(|v| (NODE_EXTRA_CA_CERTS.to_string(), v))
         .into_iter()
         .collect()
-}
-
-/// `npm install` in the notebook's directory from its package.json, with
-/// install scripts off, npm's cache in `notebooks/.npm-cache`.
-pub async fn npm_install(node: &Node, dir: &Path, limits: Limits) -> Result<Outcome> {
-    let npm = node.npm()?;
-    let cache = dir
-        .parent()
-        .map_or_else(|| dir.join(".npm-cache"), |p| p.join(".npm-cache"));
-    let mut cmd = Command::new(&npm);
-    cmd.args([
-        "install",
-        "--no-audit",
-        "--no-fund",
-        "--ignore-scripts",
-        "--no-update-notifier",
-        // An unreachable registry fails in seconds, not after a minute of retries.
-        "--fetch-retries=1",
-        "--fetch-retry-mintimeout=1000",
-        "--fetch-retry-maxtimeout=5000",
-    ]);
-    cmd.arg(format!("--cache={}", cache.display()));
-    let passed: Vec<(String, String)> = NPM_PASSED
-        .iter()
-        .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
-        .collect();
-    // npm is a node script: it finds node through PATH.
-    let node_dir = node.path.parent().map(|d| d.display().to_string());
-    let mut env = passed;
-    if let Some(d) = node_dir {
-        env.push(("PATH".into(), format!("{d}:{CELL_PATH}")));
-    }
-    let mut outcome = run(cmd, dir, limits, "process", &env).await?;
-    // What npm printed is kept as the cell's output and shown to the agent:
-    // a proxy or registry address it names may carry a password.
-    outcome.output = without_userinfo(&outcome.output);
-    outcome.error = outcome.error.as_deref().map(without_userinfo);
-    Ok(outcome)
-}
-
-/// `text` with the user and password of every URL in it (`://user:pw@`)
-/// replaced by `***`.
-fn without_userinfo(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find("://") {
-        let (head, tail) = rest.split_at(at + 3);
-        out.push_str(head);
-        // The authority ends at a path, a query, a space or a quote.
-        let end = tail
-            .find(|c: char| matches!(c, '/' | '?' | '#') || c.is_whitespace() || c == '"' || c == '\'')
-            .unwrap_or(tail.len());
-        match tail[..end].rfind('@') {
-            Some(user_end) => {
-                out.push_str("***");
-                rest = &tail[user_end..];
-            }
-            None => rest = tail,
-        }
-    }
-    out.push_str(rest);
-    out
 }
 
 /// Kills the process group it names when dropped, unless [`GroupKill::now`]
@@ -614,7 +530,7 @@ fn text_of(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-async fn run(
+pub(super) async fn run(
     mut cmd: Command,
     dir: &Path,
     limits: Limits,
@@ -753,26 +669,6 @@ fn said_duration(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn npm_output_is_cleaned_of_passwords_in_urls() {
-        let said = "npm ERR! request to https://registry.example/x failed via http://bob:s3cret@proxy:3128 \
-                    (proxy 'https://tok@proxy/') at ftp://a@b and user@host stays";
-        let clean = without_userinfo(said);
-        assert!(
-            !clean.contains("s3cret") && !clean.contains("bob") && !clean.contains("tok@"),
-            "{clean}"
-        );
-        assert!(
-            clean.contains("http://***@proxy:3128") && clean.contains("https://***@proxy/"),
-            "{clean}"
-        );
-        assert!(
-            clean.contains("https://registry.example/x") && clean.contains("user@host stays"),
-            "{clean}"
-        );
-        assert_eq!(without_userinfo("no address"), "no address");
-    }
 
     /// Whether process `pid` has ended: gone, or a zombie no one reaped
     /// (a killed grandchild is reparented, and whoever adopts it may not

@@ -1082,7 +1082,17 @@ async fn bad_notebook_input_is_refused_and_changes_nothing() {
 #[tokio::test]
 async fn install_deps_installs_from_the_registry() {
     let (_d, db) = temp_db();
-    let (s, id, _) = with_notebook(&db, "javascript").await;
+    let (s, id, created) = with_notebook(&db, "javascript").await;
+    // npm reads no configuration a cell can write: this one would send it
+    // to a registry nobody answers at.
+    let writes = add_code(
+        &s,
+        &id,
+        "npmrc.js",
+        "import fs from 'node:fs'; fs.writeFileSync('.npmrc', 'registry=http://127.0.0.1:9/\\n');",
+    )
+    .await;
+    assert_eq!(run(&s, &id, &writes, Value::Null).await["status"], "completed");
     let r = s
         .ok(
             "notebook",
@@ -1120,6 +1130,8 @@ async fn install_deps_installs_from_the_registry() {
         )
         .await;
     assert_eq!(r["status"], "completed", "{r}");
+    let dir = std::path::Path::new(created["directory"].as_str().unwrap());
+    assert!(dir.join("package-lock.json").is_file() && dir.join("node_modules/is-number").is_dir());
     let cell = add_code(
         &s,
         &id,
