@@ -218,6 +218,10 @@ async fn create(gw: &Gateway, args: Args) -> Result<Value> {
         Some(params::TemplateName::SequentialFeynman) => Template::SequentialFeynman,
         _ => Template::Blank,
     };
+    let allow_child_processes = p.allow_child_processes.unwrap_or(false);
+    if allow_child_processes {
+        child_processes_allowed(gw, "leave it out to create the notebook; nothing was created")?;
+    }
     let session_id = linked_session(gw, p.session_id).await?;
     let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
     let new = NewNotebook {
@@ -226,7 +230,7 @@ async fn create(gw: &Gateway, args: Args) -> Result<Value> {
         name,
         language,
         session_id,
-        allow_child_processes: p.allow_child_processes.unwrap_or(false),
+        allow_child_processes,
     };
     let nb = gw.write(move |s| s.create_notebook(new)).await?;
     gw.wrote();
@@ -235,6 +239,25 @@ async fn create(gw: &Gateway, args: Args) -> Result<Value> {
         &nb,
         Some("add_cell adds markdown and code cells; run_cell runs a code cell; pass this notebookId back."),
     )
+}
+
+/// Refuse `allowChildProcesses` unless the server was started with
+/// `--notebook-child-processes`: the processes a cell starts are outside
+/// the sandbox (they can read what the server's user can), so whoever runs
+/// the server chooses, not the agent. `then` says what became of the call.
+fn child_processes_allowed(gw: &Gateway, then: &str) -> Result<()> {
+    if gw.options.notebook_child_processes {
+        return Ok(());
+    }
+    Err(Error::invalid_with(
+        "allowChildProcesses",
+        format!(
+            "allowChildProcesses: true lets a notebook's cells start processes outside the sandbox, and this server \
+             does not allow it: whoever runs the server enables it with `thoughtbox serve \
+             --notebook-child-processes` (or THOUGHTBOX_NOTEBOOK_CHILD_PROCESSES=on); {then}"
+        ),
+        json!({ "allowChildProcesses": true, "enable": "--notebook-child-processes" }),
+    ))
 }
 
 async fn list(gw: &Gateway, args: Args) -> Result<Value> {
@@ -403,6 +426,12 @@ async fn run_cell(gw: &Gateway, args: Args) -> Result<Value> {
             ),
             details: Some(json!({ "notebookId": nb_id, "cellId": cell_id, "type": cell.kind.as_str() })),
         });
+    }
+    if nb.allow_child_processes {
+        child_processes_allowed(
+            gw,
+            &format!("notebook {nb_id} was created with allowChildProcesses: true; nothing was run"),
+        )?;
     }
     let node = Node::find().await?;
     let started = start_run(gw, &nb_id, &cell_id, RunKind::Run).await?;

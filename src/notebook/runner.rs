@@ -40,6 +40,10 @@ const TS_DIR: &str = ".thoughtbox";
 pub struct Limits {
     pub time: Duration,
     pub output: usize,
+    /// At most this many processes of the server's user (threads, as Linux
+    /// counts them) while the run lasts, where set: a cell that may start
+    /// processes cannot fork the machine to a halt.
+    pub processes: Option<u64>,
 }
 
 impl Default for Limits {
@@ -47,6 +51,7 @@ impl Default for Limits {
         Limits {
             time: DEFAULT_TIME_LIMIT,
             output: DEFAULT_OUTPUT_LIMIT,
+            processes: None,
         }
     }
 }
@@ -320,6 +325,12 @@ fn run_slots() -> &'static tokio::sync::Semaphore {
 /// ([`prepare`] wrote its files); `children`: the notebook opted in to
 /// child processes.
 pub async fn run_cell(node: &Node, dir: &Path, cell: &Cell, limits: Limits, children: bool) -> Result<Outcome> {
+    let mut limits = limits;
+    if children {
+        limits.processes = tokio::task::spawn_blocking(processes_bound)
+            .await
+            .map_err(|e| Error::Internal(format!("counting processes: {e}")))?;
+    }
     let filename = cell.filename.as_deref().unwrap_or_default();
     let mut args: Vec<String> = Vec::new();
     let sandbox = match node.permission_flag() {
@@ -552,7 +563,7 @@ pub(super) async fn run(
         .stderr(Stdio::piped())
         .kill_on_drop(true);
     #[cfg(unix)]
-    isolate(&mut cmd);
+    isolate(&mut cmd, limits.processes);
     let started_at = crate::domain::now();
     let start = Instant::now();
     let mut child = cmd
@@ -632,7 +643,7 @@ pub(super) async fn run(
 /// Start a cell's process in a group of its own (killed whole when the run
 /// ends), dying with the server where the system allows, without core files.
 #[cfg(unix)]
-fn isolate(cmd: &mut tokio::process::Command) {
+fn isolate(cmd: &mut tokio::process::Command, processes: Option<u64>) {
     cmd.process_group(0);
     let parent = std::process::id();
     // SAFETY: between fork and exec this only makes raw system calls
@@ -653,9 +664,67 @@ fn isolate(cmd: &mut tokio::process::Command) {
                 maximum: Some(0),
             };
             let _ = rustix::process::setrlimit(rustix::process::Resource::Core, none);
+            #[cfg(target_os = "linux")]
+            if let Some(n) = processes {
+                let bound = rustix::process::Rlimit {
+                    current: Some(n),
+                    maximum: Some(n),
+                };
+                rustix::process::setrlimit(rustix::process::Resource::Nproc, bound)?;
+            }
+            #[cfg(not(target_os = "linux"))]
+            let _ = processes;
             Ok(())
         });
     }
+}
+
+/// How many more processes (threads, as Linux counts them) the server's
+/// user may start while a cell that may start processes runs: room for
+/// Node's own threads and a busy cell's, not for a fork bomb.
+const PROCESS_ROOM: u64 = 512;
+
+/// The user's processes now (threads, which `RLIMIT_NPROC` counts, of the
+/// processes whose real user is the server's) plus [`PROCESS_ROOM`], or
+/// the hard limit if lower. The limit counts the user's processes
+/// everywhere, so it cannot be a number of the cell's own. `None` where
+/// there is no `/proc` to count them with.
+#[cfg(target_os = "linux")]
+fn processes_bound() -> Option<u64> {
+    let uid = rustix::process::getuid().as_raw();
+    let mut threads = 0u64;
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        if !entry
+            .file_name()
+            .to_str()
+            .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        {
+            continue;
+        }
+        // A process gone meanwhile has nothing to count.
+        let Ok(status) = std::fs::read_to_string(entry.path().join("status")) else {
+            continue;
+        };
+        let (mut real, mut count) = (None, None);
+        for line in status.lines() {
+            if let Some(ids) = line.strip_prefix("Uid:") {
+                real = ids.split_whitespace().next().and_then(|u| u.parse::<u32>().ok());
+            } else if let Some(n) = line.strip_prefix("Threads:") {
+                count = n.trim().parse::<u64>().ok();
+            }
+        }
+        if real == Some(uid) {
+            threads += count.unwrap_or(1);
+        }
+    }
+    let bound = threads + PROCESS_ROOM;
+    let hard = rustix::process::getrlimit(rustix::process::Resource::Nproc).maximum;
+    Some(hard.map_or(bound, |h| h.min(bound)))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn processes_bound() -> Option<u64> {
+    None
 }
 
 fn said_duration(d: Duration) -> String {
