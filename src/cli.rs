@@ -324,6 +324,12 @@ pub struct ServeArgs {
         default_value = "30"
     )]
     pub notebook_timeout: String,
+    /// Let notebooks created with allowChildProcesses: true start processes
+    /// (outside the sandbox: they can read what the server's user can); off
+    /// by default, when such notebooks are refused; also
+    /// THOUGHTBOX_NOTEBOOK_CHILD_PROCESSES=on
+    #[arg(long)]
+    pub notebook_child_processes: bool,
     /// Serve an existing ledger read-only (a standby on a restored replica):
     /// reads, searches and exports answer; every write is refused, and the
     /// file is never created, migrated, written or checkpointed
@@ -488,6 +494,7 @@ impl ServeArgs {
                 }
                 Duration::from_secs(limit)
             },
+            notebook_child_processes: self.notebook_child_processes || config::notebook_child_processes_by_env()?,
         })
     }
 }
@@ -588,6 +595,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     };
     match command {
         Command::Serve(args) => {
+            crate::serve::keep_memory_private();
             let options = args.options()?;
             let store = if options.read_only {
                 cli.db.open_read_only()?
@@ -630,6 +638,24 @@ mod tests {
 
     fn parse(args: &[&str]) -> std::result::Result<Cli, clap::Error> {
         Cli::parse_from_args(std::iter::once("thoughtbox").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn child_processes_are_the_operators_to_allow() {
+        let off = parse(&[]).expect("parse").serve.options().expect("options");
+        assert!(!off.notebook_child_processes);
+        for args in [
+            &["--notebook-child-processes"][..],
+            &["serve", "--notebook-child-processes"][..],
+        ] {
+            let cli = parse(args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+            let serve = match cli.command {
+                None => cli.serve,
+                Some(Command::Serve(s)) => s,
+                Some(other) => panic!("{args:?} parsed as {other:?}"),
+            };
+            assert!(serve.options().expect("options").notebook_child_processes, "{args:?}");
+        }
     }
 
     #[test]

@@ -61,9 +61,40 @@ fn stages_disabled(value: Option<&str>) -> Result<bool> {
     }
 }
 
+/// Whether `THOUGHTBOX_NOTEBOOK_CHILD_PROCESSES` turns the opt-in on
+/// (`on`, `1`, `true`, `yes`; unset, empty or `off` leave it off).
+pub fn notebook_child_processes_by_env() -> Result<bool> {
+    on_off(
+        "THOUGHTBOX_NOTEBOOK_CHILD_PROCESSES",
+        std::env::var("THOUGHTBOX_NOTEBOOK_CHILD_PROCESSES").ok().as_deref(),
+    )
+}
+
+fn on_off(var: &str, value: Option<&str>) -> Result<bool> {
+    let Some(value) = value else { return Ok(false) };
+    match value.trim().to_ascii_lowercase().as_str() {
+        "on" | "1" | "true" | "yes" => Ok(true),
+        "" | "off" | "0" | "false" | "no" => Ok(false),
+        _ => Err(Error::invalid(
+            var,
+            format!("{var} must be `on` or `off`, not {value:?}"),
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn switches_are_on_or_off() {
+        let var = "THOUGHTBOX_NOTEBOOK_CHILD_PROCESSES";
+        assert!(!on_off(var, None).unwrap());
+        assert!(on_off(var, Some(" ON ")).unwrap());
+        assert!(!on_off(var, Some("off")).unwrap());
+        assert!(!on_off(var, Some("")).unwrap());
+        assert!(on_off(var, Some("maybe")).unwrap_err().to_string().contains(var));
+    }
 
     #[test]
     fn flag_wins_over_data_dir() {

@@ -31,6 +31,18 @@ pub fn hangup_ignored() -> bool {
     }
 }
 
+/// Make the server's memory and environment unreadable to the other
+/// processes of its user (a notebook cell's included): `/proc/<pid>/environ`
+/// holds THOUGHTBOX_TOKEN when it came from there, and a process that may
+/// be traced can be made to say anything. No core file either. Linux only;
+/// root still reads them, so a server run as root has this from nothing.
+pub fn keep_memory_private() {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    if let Err(e) = rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable) {
+        tracing::warn!("could not make the server's memory private (PR_SET_DUMPABLE): {e}");
+    }
+}
+
 /// The signals that stop a server. Their handlers are installed when this
 /// is made, not when it is first awaited: a signal in between (sent by
 /// whoever read that the server listens) would otherwise end the process
@@ -560,6 +572,17 @@ mod tests {
     use tokio::io::AsyncReadExt;
 
     use super::*;
+
+    /// The server's process cannot be traced or read by its user's others.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_servers_memory_is_private() {
+        keep_memory_private();
+        assert_eq!(
+            rustix::process::dumpable_behavior().unwrap(),
+            rustix::process::DumpableBehavior::NotDumpable
+        );
+    }
 
     /// The input's end, not before, marks the server as stopping.
     #[tokio::test]

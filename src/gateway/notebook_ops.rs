@@ -17,11 +17,12 @@ use super::{Args, Gateway, answers, params};
 use crate::domain::canonical_session_id;
 use crate::error::{Error, Result};
 use crate::notebook::Outcome;
+use crate::notebook::install;
 use crate::notebook::lock::{self, RunLock};
 use crate::notebook::runner::{self, Limits, Node};
 use crate::notebook::{
-    Cell, CellKind, Language, NewCell, Notebook, Template, check_title, default_tsconfig, parse_package_spec, srcbook,
-    template_cells, with_dependencies,
+    Cell, CellKind, Language, NewCell, Notebook, Template, check_package_json, check_title, default_tsconfig,
+    parse_package_spec, srcbook, template_cells, with_dependencies,
 };
 use crate::store::{NewNotebook, RunKind};
 
@@ -217,6 +218,10 @@ async fn create(gw: &Gateway, args: Args) -> Result<Value> {
         Some(params::TemplateName::SequentialFeynman) => Template::SequentialFeynman,
         _ => Template::Blank,
     };
+    let allow_child_processes = p.allow_child_processes.unwrap_or(false);
+    if allow_child_processes {
+        child_processes_allowed(gw, "leave it out to create the notebook; nothing was created")?;
+    }
     let session_id = linked_session(gw, p.session_id).await?;
     let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
     let new = NewNotebook {
@@ -225,7 +230,7 @@ async fn create(gw: &Gateway, args: Args) -> Result<Value> {
         name,
         language,
         session_id,
-        allow_child_processes: p.allow_child_processes.unwrap_or(false),
+        allow_child_processes,
     };
     let nb = gw.write(move |s| s.create_notebook(new)).await?;
     gw.wrote();
@@ -234,6 +239,25 @@ async fn create(gw: &Gateway, args: Args) -> Result<Value> {
         &nb,
         Some("add_cell adds markdown and code cells; run_cell runs a code cell; pass this notebookId back."),
     )
+}
+
+/// Refuse `allowChildProcesses` unless the server was started with
+/// `--notebook-child-processes`: the processes a cell starts are outside
+/// the sandbox (they can read what the server's user can), so whoever runs
+/// the server chooses, not the agent. `then` says what became of the call.
+fn child_processes_allowed(gw: &Gateway, then: &str) -> Result<()> {
+    if gw.options.notebook_child_processes {
+        return Ok(());
+    }
+    Err(Error::invalid_with(
+        "allowChildProcesses",
+        format!(
+            "allowChildProcesses: true lets a notebook's cells start processes outside the sandbox, and this server \
+             does not allow it: whoever runs the server enables it with `thoughtbox serve \
+             --notebook-child-processes` (or THOUGHTBOX_NOTEBOOK_CHILD_PROCESSES=on); {then}"
+        ),
+        json!({ "allowChildProcesses": true, "enable": "--notebook-child-processes" }),
+    ))
 }
 
 async fn list(gw: &Gateway, args: Args) -> Result<Value> {
@@ -403,6 +427,12 @@ async fn run_cell(gw: &Gateway, args: Args) -> Result<Value> {
             details: Some(json!({ "notebookId": nb_id, "cellId": cell_id, "type": cell.kind.as_str() })),
         });
     }
+    if nb.allow_child_processes {
+        child_processes_allowed(
+            gw,
+            &format!("notebook {nb_id} was created with allowChildProcesses: true; nothing was run"),
+        )?;
+    }
     let node = Node::find().await?;
     let started = start_run(gw, &nb_id, &cell_id, RunKind::Run).await?;
     let nb = started.0.clone();
@@ -455,6 +485,9 @@ async fn install_deps(gw: &Gateway, args: Args) -> Result<Value> {
             details: Some(json!({ "notebookId": nb_id })),
         });
     };
+    // A package.json kept from before its dependencies were checked is
+    // refused here, before anything runs.
+    check_package_json(&package.content)?;
     let source = if specs.is_empty() {
         None
     } else {
@@ -469,9 +502,10 @@ async fn install_deps(gw: &Gateway, args: Args) -> Result<Value> {
         cell.content = src.clone();
     }
     let (node2, old) = (node.clone(), package.content.clone());
+    let installed = source.clone().unwrap_or_else(|| old.clone());
     let work = async move {
         let dir = prepared(database, staged).await?;
-        let outcome = runner::npm_install(&node2, &dir, limits).await;
+        let outcome = install::npm_install(&node2, &dir, &installed, limits).await;
         if !outcome
             .as_ref()
             .is_ok_and(|o| o.status == crate::notebook::CellStatus::Completed)

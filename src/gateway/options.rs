@@ -20,6 +20,10 @@ pub struct ServeOptions {
     pub events: EventTarget,
     /// A notebook cell's (and npm install's) time limit unless a call gives one.
     pub notebook_timeout: Duration,
+    /// Honour a notebook's `allowChildProcesses` (`--notebook-child-processes`):
+    /// its cells' processes are outside the sandbox, so the operator, not
+    /// the agent, says whether they may run.
+    pub notebook_child_processes: bool,
     /// Refuse every write (`serve --read-only`, a standby on a replica).
     pub read_only: bool,
     /// The folder (canonical) whose files HTTP agents may name
@@ -36,6 +40,7 @@ impl Default for ServeOptions {
             default_project: None,
             events: EventTarget::Off,
             notebook_timeout: crate::notebook::runner::DEFAULT_TIME_LIMIT,
+            notebook_child_processes: false,
             read_only: false,
             files_root: None,
         }

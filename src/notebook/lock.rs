@@ -56,7 +56,10 @@ impl RunLock {
         };
         if let Some(dir) = path.parent() {
             super::runner::make_notebooks_root(database)?;
-            std::fs::create_dir_all(dir).map_err(failed)?;
+            crate::private::dir_builder()
+                .recursive(true)
+                .create(dir)
+                .map_err(failed)?;
         }
         let mut opts = crate::private::file_options();
         opts.create(true).truncate(false).write(true);

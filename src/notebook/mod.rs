@@ -5,6 +5,7 @@
 //! cell in its sandbox. SQL is in `store::notebooks`, the gateway's
 //! operation in `gateway::notebook_ops`.
 
+pub mod install;
 pub mod lock;
 pub mod runner;
 pub mod srcbook;
@@ -405,22 +406,69 @@ pub fn check_filename(name: &str, language: Option<Language>) -> Result<()> {
     }
 }
 
-/// The package.json cell: a JSON object whose `dependencies` and
-/// `devDependencies`, when given, are objects of version strings.
+/// The fields of package.json that name packages to install.
+pub const DEPENDENCY_FIELDS: &[&str] = &[
+    "dependencies",
+    "devDependencies",
+    "optionalDependencies",
+    "peerDependencies",
+];
+
+/// Fields of package.json that make npm fetch or link packages other than
+/// the registry versions the dependency fields name.
+const REFUSED_FIELDS: &[&str] = &[
+    "overrides",
+    "workspaces",
+    "bundleDependencies",
+    "bundledDependencies",
+    "resolutions",
+];
+
+/// The package.json cell: a JSON object whose dependency fields
+/// ([`DEPENDENCY_FIELDS`]), when given, map npm package names to registry
+/// versions, ranges or dist-tags, as [`parse_package_spec`] allows them:
+/// a `file:`, `link:`, git, URL, `user/repo`, `npm:` or `workspace:` value
+/// would have npm link or fetch from anywhere, a folder outside the
+/// notebook's included. [`REFUSED_FIELDS`] are refused for the same reason.
 pub fn check_package_json(source: &str) -> Result<()> {
     let parsed: Value = serde_json::from_str(source)
         .map_err(|e| Error::invalid("content", format!("the package.json cell is not JSON: {e}")))?;
     let Value::Object(fields) = parsed else {
         return Err(Error::invalid("content", "the package.json cell must be a JSON object"));
     };
-    for key in ["dependencies", "devDependencies"] {
-        match fields.get(key) {
-            None => {}
-            Some(Value::Object(deps)) if deps.values().all(Value::is_string) => {}
+    if let Some(key) = REFUSED_FIELDS.iter().find(|k| fields.contains_key(**k)) {
+        return Err(Error::invalid_with(
+            "content",
+            format!(
+                "package.json's {key} is not allowed in a notebook: it makes npm install packages other than the                  registry versions its dependencies name (nothing was changed)"
+            ),
+            json!({ "packageJsonField": key }),
+        ));
+    }
+    for key in DEPENDENCY_FIELDS {
+        let deps = match fields.get(*key) {
+            None => continue,
+            Some(Value::Object(deps)) => deps,
             Some(_) => {
                 return Err(Error::invalid(
                     "content",
                     format!("package.json's {key} must be an object of version strings"),
+                ));
+            }
+        };
+        for (name, version) in deps {
+            let problem = match version {
+                Value::String(v) => name_problem(name).or_else(|| version_problem(v)),
+                _ => Some("the version must be a string"),
+            };
+            if let Some(why) = problem {
+                return Err(Error::invalid_with(
+                    "content",
+                    format!(
+                        "package.json's {key} {:?}: {why} (only registry packages; nothing was changed)",
+                        name.chars().take(80).collect::<String>()
+                    ),
+                    json!({ "packageJsonField": key, "package": name }),
                 ));
             }
         }
@@ -469,17 +517,27 @@ pub struct PackageSpec {
 /// `git+`, URLs or paths), since npm would fetch those from anywhere.
 pub fn parse_package_spec(spec: &str) -> Result<PackageSpec> {
     let spec = spec.trim();
-    let bad = |why: &str| {
-        Err(Error::invalid_with(
-            "packages",
-            format!("package {:?}: {why}", spec.chars().take(80).collect::<String>()),
-            json!({ "package": spec }),
-        ))
-    };
     let (name, version) = match spec.char_indices().skip(1).find(|(_, c)| *c == '@') {
         Some((at, _)) => (&spec[..at], &spec[at + 1..]),
         None => (spec, "latest"),
     };
+    if let Some(why) = name_problem(name).or_else(|| version_problem(version)) {
+        return Err(Error::invalid_with(
+            "packages",
+            format!("package {:?}: {why}", spec.chars().take(80).collect::<String>()),
+            json!({ "package": spec }),
+        ));
+    }
+    Ok(PackageSpec {
+        name: name.to_string(),
+        version: version.to_string(),
+    })
+}
+
+/// Why `name` is not an npm package name, if it is not: lower-case letters,
+/// digits, `-`, `.`, `_`, `~`, optionally under `@scope/` (so never a path
+/// leaving `node_modules`).
+fn name_problem(name: &str) -> Option<&'static str> {
     let part_ok = |p: &str| {
         !p.is_empty()
             && !p.starts_with(['.', '_', '-'])
@@ -490,21 +548,20 @@ pub fn parse_package_spec(spec: &str) -> Result<PackageSpec> {
         Some(scoped) => scoped.split_once('/').is_some_and(|(s, n)| part_ok(s) && part_ok(n)),
         None => part_ok(name),
     };
-    if !name_ok || name.len() > 214 {
-        return bad("not an npm package name (lower-case letters, digits, '-', '.', '_', '~', optionally @scope/)");
-    }
-    if version.is_empty()
-        || version.len() > 64
-        || !version
+    (!name_ok || name.len() > 214)
+        .then_some("not an npm package name (lower-case letters, digits, '-', '.', '_', '~', optionally @scope/)")
+}
+
+/// Why `version` is not a registry version, range or dist-tag, if it is
+/// not: no ':' or '/', so no `file:`, `link:`, git, URL, `user/repo`,
+/// `npm:` alias or `workspace:`.
+fn version_problem(version: &str) -> Option<&'static str> {
+    let ok = !version.is_empty()
+        && version.len() <= 64
+        && version
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || ".^~<>=*|-+ ".contains(c))
-    {
-        return bad("the version must be a version or range (1.2.3, ^4, latest), not a path, URL or git address");
-    }
-    Ok(PackageSpec {
-        name: name.to_string(),
-        version: version.to_string(),
-    })
+            .all(|c| c.is_ascii_alphanumeric() || ".^~<>=*|-+ ".contains(c));
+    (!ok).then_some("the version must be a version or range (1.2.3, ^4, latest), not a path, URL or git address")
 }
 
 /// The package.json `source` with `packages` added to its dependencies.
@@ -572,6 +629,42 @@ mod tests {
         let v: Value = serde_json::from_str(&source).unwrap();
         assert_eq!(v["dependencies"]["@types/node"], "^20.1");
         assert_eq!(v["type"], "module");
+    }
+
+    #[test]
+    fn package_json_names_registry_packages_only() {
+        let ok = r#"{"type":"module","dependencies":{"a":"^1.2","@s/b":"latest"},"devDependencies":{"c":"1.0.0 - 2"},
+                    "optionalDependencies":{"d":"*"},"peerDependencies":{"e":">=3 <4 || 5"}}"#;
+        check_package_json(ok).unwrap();
+        for field in DEPENDENCY_FIELDS {
+            for bad in [
+                "file:../..",
+                "file:/",
+                "link:../x",
+                "../x",
+                "/abs",
+                "git+https://h/r.git",
+                "git://h/r",
+                "https://h/x.tgz",
+                "user/repo",
+                "github:user/repo",
+                "npm:other@1",
+                "workspace:*",
+                "",
+            ] {
+                let source = json!({ *field: { "x": bad } }).to_string();
+                let e = check_package_json(&source).unwrap_err();
+                assert_eq!(e.code(), "INVALID_PAYLOAD", "{field} {bad}");
+            }
+            for bad_name in ["../x", "X", "@s", ".x", "a/b"] {
+                let source = json!({ *field: { bad_name: "1" } }).to_string();
+                assert!(check_package_json(&source).is_err(), "{field} {bad_name}");
+            }
+        }
+        for refused in REFUSED_FIELDS {
+            let source = json!({ "dependencies": {}, *refused: {} }).to_string();
+            assert!(check_package_json(&source).is_err(), "{refused}");
+        }
     }
 
     #[test]

@@ -4,9 +4,8 @@
 //! with its whole group when a limit passes, and, where Node has its
 //! permission model, allowed to read and write only its directory, with
 //! no child processes and no worker threads. `npm install` for
-//! `install_deps` runs under the same limits, outside the permission model
-//! (it needs the network and npm's cache). What the sandbox does not stop
-//! is listed in docs/notebooks.md.
+//! `install_deps` runs under the same limits ([`super::install`]). What
+//! the sandbox does not stop is listed in docs/notebooks.md.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -32,7 +31,7 @@ pub const DEFAULT_OUTPUT_LIMIT: usize = 1 << 20;
 /// The end of standard error kept for a failed run's `error`.
 const ERROR_TAIL: usize = 4096;
 /// The only PATH a cell sees.
-const CELL_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+pub(super) const CELL_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 /// Where the TypeScript runner and its output live in a notebook's directory.
 const TS_DIR: &str = ".thoughtbox";
 
@@ -41,6 +40,10 @@ const TS_DIR: &str = ".thoughtbox";
 pub struct Limits {
     pub time: Duration,
     pub output: usize,
+    /// At most this many processes of the server's user (threads, as Linux
+    /// counts them) while the run lasts, where set: a cell that may start
+    /// processes cannot fork the machine to a halt.
+    pub processes: Option<u64>,
 }
 
 impl Default for Limits {
@@ -48,6 +51,7 @@ impl Default for Limits {
         Limits {
             time: DEFAULT_TIME_LIMIT,
             output: DEFAULT_OUTPUT_LIMIT,
+            processes: None,
         }
     }
 }
@@ -193,10 +197,45 @@ pub fn notebook_dir(database: &Path, id: &str) -> PathBuf {
 /// Write `bytes` to `path` unless it holds them already (an unchanged file
 /// keeps its time, so the TypeScript runner does not compile it again).
 fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
     if std::fs::read(path).is_ok_and(|old| old == bytes) {
         return Ok(());
     }
-    std::fs::write(path, bytes).map_err(|e| Error::io(format!("writing {}", path.display()), e))
+    crate::private::file_options()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(bytes))
+        .map_err(|e| Error::io(format!("writing {}", path.display()), e))
+}
+
+/// Create `dir` and its missing parents, mode 0700 (see [`crate::private`]).
+pub(super) fn create_private_dir(dir: &Path) -> Result<()> {
+    crate::private::dir_builder()
+        .recursive(true)
+        .create(dir)
+        .map_err(|e| Error::io(format!("creating {}", dir.display()), e))
+}
+
+/// Make a notebook's directory 0700 when an earlier version made it 0755:
+/// what is below it then is private whatever its own mode.
+fn make_private(dir: &Path) -> Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(dir)
+            .map_err(|e| Error::io(format!("reading {}", dir.display()), e))?
+            .permissions()
+            .mode();
+        if mode & 0o777 != crate::private::DIR {
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(crate::private::DIR))
+                .map_err(|e| Error::io(format!("making {} private", dir.display()), e))?;
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = dir;
+    Ok(())
 }
 
 /// Make the notebook's directory hold its cells: `package.json`,
@@ -206,8 +245,9 @@ pub fn prepare(database: &Path, notebook: &Notebook) -> Result<PathBuf> {
     let dir = notebook_dir(database, &notebook.id);
     let src = dir.join("src");
     make_notebooks_root(database)?;
-    std::fs::create_dir_all(&src).map_err(|e| Error::io(format!("creating {}", src.display()), e))?;
+    create_private_dir(&src)?;
     let dir = std::fs::canonicalize(&dir).map_err(|e| Error::io(format!("resolving {}", dir.display()), e))?;
+    make_private(&dir)?;
     // Node's permission flags take a comma-separated list and `*` as a
     // wildcard: a directory holding either would be allowed wrongly.
     if dir.to_string_lossy().contains([',', '*']) {
@@ -232,7 +272,7 @@ pub fn prepare(database: &Path, notebook: &Notebook) -> Result<PathBuf> {
         }
     }
     let ts_dir = dir.join(TS_DIR);
-    std::fs::create_dir_all(&ts_dir).map_err(|e| Error::io(format!("creating {}", ts_dir.display()), e))?;
+    create_private_dir(&ts_dir)?;
     write_if_changed(&ts_dir.join("ts-run.mjs"), TS_RUNNER.as_bytes())?;
     Ok(dir)
 }
@@ -285,6 +325,12 @@ fn run_slots() -> &'static tokio::sync::Semaphore {
 /// ([`prepare`] wrote its files); `children`: the notebook opted in to
 /// child processes.
 pub async fn run_cell(node: &Node, dir: &Path, cell: &Cell, limits: Limits, children: bool) -> Result<Outcome> {
+    let mut limits = limits;
+    if children {
+        limits.processes = tokio::task::spawn_blocking(processes_bound)
+            .await
+            .map_err(|e| Error::Internal(format!("counting processes: {e}")))?;
+    }
     let filename = cell.filename.as_deref().unwrap_or_default();
     let mut args: Vec<String> = Vec::new();
     let sandbox = match node.permission_flag() {
@@ -342,31 +388,10 @@ pub async fn run_cell(node: &Node, dir: &Path, cell: &Cell, limits: Limits, chil
     run(cmd, dir, limits, sandbox, &extra_ca_certs()).await
 }
 
-/// The variables `npm install` keeps of the server's: how to reach the
-/// registry through a proxy, which registry, and which certificate
-/// authorities to trust besides Node's own (a proxy that re-signs TLS:
-/// Node from nodejs.org trusts only its bundled list, Debian's the
-/// system's). Paths and addresses (npm's own `.npmrc`, which may hold
-/// tokens, is not read: `HOME` is the notebook's directory); a proxy
-/// address may hold a password, which npm's output is cleaned of.
-const NPM_PASSED: &[&str] = &[
-    "HTTP_PROXY",
-    "HTTPS_PROXY",
-    "NO_PROXY",
-    "http_proxy",
-    "https_proxy",
-    "no_proxy",
-    "npm_config_registry",
-    "NPM_CONFIG_REGISTRY",
-    "npm_config_cafile",
-    "NPM_CONFIG_CAFILE",
-    NODE_EXTRA_CA_CERTS,
-];
-
 /// Node's variable for certificate authorities to trust besides its own;
 /// cells get it too (their network is open, and `fetch` behind such a
 /// proxy needs it).
-const NODE_EXTRA_CA_CERTS: &str = "NODE_EXTRA_CA_CERTS";
+pub(super) const NODE_EXTRA_CA_CERTS: &str = "NODE_EXTRA_CA_CERTS";
 
 /// What of the server's environment every run keeps: the extra
 /// certificate authorities, when set.
@@ -376,68 +401,6 @@ fn extra_ca_certs() -> Vec<(String, String)> {
         .map(|v| (NODE_EXTRA_CA_CERTS.to_string(), v))
         .into_iter()
         .collect()
-}
-
-/// `npm install` in the notebook's directory from its package.json, with
-/// install scripts off, npm's cache in `notebooks/.npm-cache`.
-pub async fn npm_install(node: &Node, dir: &Path, limits: Limits) -> Result<Outcome> {
-    let npm = node.npm()?;
-    let cache = dir
-        .parent()
-        .map_or_else(|| dir.join(".npm-cache"), |p| p.join(".npm-cache"));
-    let mut cmd = Command::new(&npm);
-    cmd.args([
-        "install",
-        "--no-audit",
-        "--no-fund",
-        "--ignore-scripts",
-        "--no-update-notifier",
-        // An unreachable registry fails in seconds, not after a minute of retries.
-        "--fetch-retries=1",
-        "--fetch-retry-mintimeout=1000",
-        "--fetch-retry-maxtimeout=5000",
-    ]);
-    cmd.arg(format!("--cache={}", cache.display()));
-    let passed: Vec<(String, String)> = NPM_PASSED
-        .iter()
-        .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
-        .collect();
-    // npm is a node script: it finds node through PATH.
-    let node_dir = node.path.parent().map(|d| d.display().to_string());
-    let mut env = passed;
-    if let Some(d) = node_dir {
-        env.push(("PATH".into(), format!("{d}:{CELL_PATH}")));
-    }
-    let mut outcome = run(cmd, dir, limits, "process", &env).await?;
-    // What npm printed is kept as the cell's output and shown to the agent:
-    // a proxy or registry address it names may carry a password.
-    outcome.output = without_userinfo(&outcome.output);
-    outcome.error = outcome.error.as_deref().map(without_userinfo);
-    Ok(outcome)
-}
-
-/// `text` with the user and password of every URL in it (`://user:pw@`)
-/// replaced by `***`.
-fn without_userinfo(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find("://") {
-        let (head, tail) = rest.split_at(at + 3);
-        out.push_str(head);
-        // The authority ends at a path, a query, a space or a quote.
-        let end = tail
-            .find(|c: char| matches!(c, '/' | '?' | '#') || c.is_whitespace() || c == '"' || c == '\'')
-            .unwrap_or(tail.len());
-        match tail[..end].rfind('@') {
-            Some(user_end) => {
-                out.push_str("***");
-                rest = &tail[user_end..];
-            }
-            None => rest = tail,
-        }
-    }
-    out.push_str(rest);
-    out
 }
 
 /// Kills the process group it names when dropped, unless [`GroupKill::now`]
@@ -578,7 +541,7 @@ fn text_of(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-async fn run(
+pub(super) async fn run(
     mut cmd: Command,
     dir: &Path,
     limits: Limits,
@@ -600,7 +563,7 @@ async fn run(
         .stderr(Stdio::piped())
         .kill_on_drop(true);
     #[cfg(unix)]
-    isolate(&mut cmd);
+    isolate(&mut cmd, limits.processes);
     let started_at = crate::domain::now();
     let start = Instant::now();
     let mut child = cmd
@@ -680,7 +643,7 @@ async fn run(
 /// Start a cell's process in a group of its own (killed whole when the run
 /// ends), dying with the server where the system allows, without core files.
 #[cfg(unix)]
-fn isolate(cmd: &mut tokio::process::Command) {
+fn isolate(cmd: &mut tokio::process::Command, processes: Option<u64>) {
     cmd.process_group(0);
     let parent = std::process::id();
     // SAFETY: between fork and exec this only makes raw system calls
@@ -701,9 +664,67 @@ fn isolate(cmd: &mut tokio::process::Command) {
                 maximum: Some(0),
             };
             let _ = rustix::process::setrlimit(rustix::process::Resource::Core, none);
+            #[cfg(target_os = "linux")]
+            if let Some(n) = processes {
+                let bound = rustix::process::Rlimit {
+                    current: Some(n),
+                    maximum: Some(n),
+                };
+                rustix::process::setrlimit(rustix::process::Resource::Nproc, bound)?;
+            }
+            #[cfg(not(target_os = "linux"))]
+            let _ = processes;
             Ok(())
         });
     }
+}
+
+/// How many more processes (threads, as Linux counts them) the server's
+/// user may start while a cell that may start processes runs: room for
+/// Node's own threads and a busy cell's, not for a fork bomb.
+const PROCESS_ROOM: u64 = 512;
+
+/// The user's processes now (threads, which `RLIMIT_NPROC` counts, of the
+/// processes whose real user is the server's) plus [`PROCESS_ROOM`], or
+/// the hard limit if lower. The limit counts the user's processes
+/// everywhere, so it cannot be a number of the cell's own. `None` where
+/// there is no `/proc` to count them with.
+#[cfg(target_os = "linux")]
+fn processes_bound() -> Option<u64> {
+    let uid = rustix::process::getuid().as_raw();
+    let mut threads = 0u64;
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        if !entry
+            .file_name()
+            .to_str()
+            .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        {
+            continue;
+        }
+        // A process gone meanwhile has nothing to count.
+        let Ok(status) = std::fs::read_to_string(entry.path().join("status")) else {
+            continue;
+        };
+        let (mut real, mut count) = (None, None);
+        for line in status.lines() {
+            if let Some(ids) = line.strip_prefix("Uid:") {
+                real = ids.split_whitespace().next().and_then(|u| u.parse::<u32>().ok());
+            } else if let Some(n) = line.strip_prefix("Threads:") {
+                count = n.trim().parse::<u64>().ok();
+            }
+        }
+        if real == Some(uid) {
+            threads += count.unwrap_or(1);
+        }
+    }
+    let bound = threads + PROCESS_ROOM;
+    let hard = rustix::process::getrlimit(rustix::process::Resource::Nproc).maximum;
+    Some(hard.map_or(bound, |h| h.min(bound)))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn processes_bound() -> Option<u64> {
+    None
 }
 
 fn said_duration(d: Duration) -> String {
@@ -717,26 +738,6 @@ fn said_duration(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn npm_output_is_cleaned_of_passwords_in_urls() {
-        let said = "npm ERR! request to https://registry.example/x failed via http://bob:s3cret@proxy:3128 \
-                    (proxy 'https://tok@proxy/') at ftp://a@b and user@host stays";
-        let clean = without_userinfo(said);
-        assert!(
-            !clean.contains("s3cret") && !clean.contains("bob") && !clean.contains("tok@"),
-            "{clean}"
-        );
-        assert!(
-            clean.contains("http://***@proxy:3128") && clean.contains("https://***@proxy/"),
-            "{clean}"
-        );
-        assert!(
-            clean.contains("https://registry.example/x") && clean.contains("user@host stays"),
-            "{clean}"
-        );
-        assert_eq!(without_userinfo("no address"), "no address");
-    }
 
     /// Whether process `pid` has ended: gone, or a zombie no one reaped
     /// (a killed grandchild is reparented, and whoever adopts it may not

@@ -50,6 +50,13 @@ async fn run(s: &Server, id: &str, cell: &str, extra: Value) -> Value {
     s.ok("notebook", nb("run_cell", args)).await
 }
 
+/// A server whose operator lets notebooks start child processes.
+fn child_processes_on(db: &std::path::Path) -> tokio::process::Command {
+    let mut cmd = command(db);
+    cmd.env("THOUGHTBOX_NOTEBOOK_CHILD_PROCESSES", "on");
+    cmd
+}
+
 #[tokio::test]
 async fn notebooks_live_in_the_ledger_linked_to_their_session() {
     let (_d, db) = temp_db();
@@ -362,24 +369,21 @@ console.log(JSON.stringify(tries));
     );
     assert_eq!(tries["ca"], "true", "the extra certificate authorities");
     assert_eq!(tries["own"], "mine", "its own directory is its to use");
-    // A notebook that opts in may start processes.
-    let open = s
-        .ok(
-            "notebook",
-            nb("create", json!({ "name": "C", "allowChildProcesses": true })),
-        )
-        .await;
-    assert_eq!(open["notebook"]["allowChildProcesses"], true);
-    let oid = open["notebookId"].as_str().unwrap();
-    let spawns = add_code(
-        &s,
-        oid,
-        "spawn.js",
-        "import cp from 'node:child_process'; console.log(String(cp.execSync('echo child')).trim());",
-    )
-    .await;
-    let r = run(&s, oid, &spawns, Value::Null).await;
-    assert_eq!(r["output"], "child\n", "{r}");
+    // Its directory and files are the user's alone.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let here = std::path::Path::new(a["directory"].as_str().unwrap());
+        let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        for (path, want) in [
+            (here.to_path_buf(), 0o700),
+            (here.join("src"), 0o700),
+            (here.join("package.json"), 0o600),
+            (here.join("src/probe.js"), 0o600),
+        ] {
+            assert_eq!(mode(&path), want, "{}", path.display());
+        }
+    }
     s.stop().await;
 }
 
@@ -388,7 +392,7 @@ console.log(JSON.stringify(tries));
 #[tokio::test]
 async fn a_cells_background_process_ends_with_the_run() {
     let (_d, db) = temp_db();
-    let s = start(&db).await;
+    let s = start_with((), child_processes_on(&db)).await;
     s.ready("Background work").await;
     let open = s
         .ok(
@@ -877,6 +881,141 @@ async fn install_deps_without_a_registry_fails_and_changes_nothing() {
     s.stop().await;
 }
 
+/// `allowChildProcesses` takes the server's opt-in: without it a notebook
+/// asking for it is refused, and one made under it does not run; with it
+/// its cells start processes, under a bound on the user's processes.
+#[tokio::test]
+async fn child_processes_need_the_operators_opt_in() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    s.ready("Processes").await;
+    let asked = nb("create", json!({ "name": "C", "allowChildProcesses": true }));
+    let e = s.err("notebook", asked.clone(), "INVALID_PAYLOAD").await;
+    assert_eq!(e["details"]["field"], "allowChildProcesses", "{e}");
+    assert!(
+        e["message"].as_str().unwrap().contains("--notebook-child-processes"),
+        "{e}"
+    );
+    assert_eq!(
+        s.ok("notebook", nb("list", json!({}))).await["total"],
+        0,
+        "nothing created"
+    );
+    s.stop().await;
+
+    let s = start_with((), child_processes_on(&db)).await;
+    s.ready("Processes").await;
+    let open = s.ok("notebook", asked).await;
+    assert_eq!(open["notebook"]["allowChildProcesses"], true);
+    let id = open["notebookId"].as_str().unwrap().to_string();
+    let cell = add_code(
+        &s,
+        &id,
+        "spawn.js",
+        "import cp from 'node:child_process';\n\
+         console.log(String(cp.execSync('echo child')).trim());\n\
+         console.log(String(cp.execSync('grep \"Max processes\" /proc/self/limits || echo none')).trim());",
+    )
+    .await;
+    let r = run(&s, &id, &cell, Value::Null).await;
+    assert_eq!(r["status"], "completed", "{r}");
+    let output = r["output"].as_str().unwrap();
+    assert!(output.starts_with("child\n"), "{r}");
+    if cfg!(target_os = "linux") {
+        // Max processes  SOFT  HARD  processes: a number, not unlimited.
+        let limit: Vec<&str> = output.lines().nth(1).unwrap_or_default().split_whitespace().collect();
+        assert!(
+            limit.len() >= 4 && limit[2].parse::<u64>().is_ok() && limit[2] == limit[3],
+            "{output}"
+        );
+    }
+    s.stop().await;
+
+    // The opt-in gone, the notebook is kept but its cells do not run.
+    let s = start(&db).await;
+    s.ready("Processes").await;
+    let e = s
+        .err(
+            "notebook",
+            nb("run_cell", json!({ "notebookId": id, "cellId": cell })),
+            "INVALID_PAYLOAD",
+        )
+        .await;
+    assert_eq!(e["details"]["field"], "allowChildProcesses", "{e}");
+    let got = s
+        .ok("notebook", nb("get_cell", json!({ "notebookId": id, "cellId": cell })))
+        .await;
+    assert_eq!(got["cell"]["status"], "completed", "left as it was");
+    s.stop().await;
+}
+
+/// The package.json cell names registry packages only, however it
+/// arrives: a `file:` dependency (npm would link the ledger's folder into
+/// node_modules), git, URLs, aliases and `overrides` are refused by
+/// update_cell and import, and one already stored by install_deps.
+#[tokio::test]
+async fn package_json_names_registry_packages_only() {
+    let (_d, db) = temp_db();
+    let (s, id, created) = with_notebook(&db, "javascript").await;
+    let package = created["notebook"]["cells"][1].clone();
+    let package_id = package["id"].as_str().unwrap();
+    for bad in [
+        json!({ "type": "module", "dependencies": { "x": "file:../..", "root": "file:/" } }),
+        json!({ "devDependencies": { "y": "git+https://example.invalid/y.git" } }),
+        json!({ "optionalDependencies": { "z": "user/repo" } }),
+        json!({ "peerDependencies": { "w": "npm:other@1" } }),
+        json!({ "dependencies": { "../up": "1.0.0" } }),
+        json!({ "dependencies": {}, "overrides": { "a": "file:.." } }),
+        json!({ "dependencies": {}, "workspaces": [".."] }),
+    ] {
+        let e = s
+            .err(
+                "notebook",
+                nb(
+                    "update_cell",
+                    json!({ "notebookId": id, "cellId": package_id, "content": bad.to_string() }),
+                ),
+                "INVALID_PAYLOAD",
+            )
+            .await;
+        assert_eq!(e["details"]["field"], "content", "{bad}: {e}");
+    }
+    let src = "<!-- srcbook:{\"language\":\"javascript\"} -->\n\n# Handy\n\n###### package.json\n\n```json\n\
+               {\"type\":\"module\",\"dependencies\":{\"up\":\"file:../..\"}}\n```\n";
+    s.err("notebook", nb("import", json!({ "content": src })), "INVALID_PAYLOAD")
+        .await;
+    assert_eq!(
+        s.ok("notebook", nb("list", json!({}))).await["total"],
+        1,
+        "nothing imported"
+    );
+    let got = s.ok("notebook", nb("get", json!({ "notebookId": id }))).await;
+    assert_eq!(
+        got["notebook"]["cells"][1], package,
+        "the package.json cell is unchanged"
+    );
+    // One stored before these checks is refused before npm runs.
+    let stored = r#"{"dependencies":{"x":"file:../.."}}"#;
+    let c = rusqlite::Connection::open(&db).unwrap();
+    c.busy_timeout(Duration::from_secs(10)).unwrap();
+    c.execute(
+        "UPDATE notebook_cells SET content = ?2 WHERE id = ?1",
+        (package_id, stored),
+    )
+    .unwrap();
+    let e = s
+        .err(
+            "notebook",
+            nb("install_deps", json!({ "notebookId": id })),
+            "INVALID_PAYLOAD",
+        )
+        .await;
+    assert!(e["message"].as_str().unwrap().contains("registry"), "{e}");
+    let dir = std::path::Path::new(created["directory"].as_str().unwrap());
+    assert!(!dir.join("node_modules").exists(), "nothing installed");
+    s.stop().await;
+}
+
 #[tokio::test]
 async fn without_node_run_cell_says_how_to_install_it() {
     let (_d, db) = temp_db();
@@ -1000,7 +1139,17 @@ async fn bad_notebook_input_is_refused_and_changes_nothing() {
 #[tokio::test]
 async fn install_deps_installs_from_the_registry() {
     let (_d, db) = temp_db();
-    let (s, id, _) = with_notebook(&db, "javascript").await;
+    let (s, id, created) = with_notebook(&db, "javascript").await;
+    // npm reads no configuration a cell can write: this one would send it
+    // to a registry nobody answers at.
+    let writes = add_code(
+        &s,
+        &id,
+        "npmrc.js",
+        "import fs from 'node:fs'; fs.writeFileSync('.npmrc', 'registry=http://127.0.0.1:9/\\n');",
+    )
+    .await;
+    assert_eq!(run(&s, &id, &writes, Value::Null).await["status"], "completed");
     let r = s
         .ok(
             "notebook",
@@ -1011,6 +1160,8 @@ async fn install_deps_installs_from_the_registry() {
         )
         .await;
     assert_eq!(r["status"], "completed", "{r}");
+    let dir = std::path::Path::new(created["directory"].as_str().unwrap());
+    assert!(dir.join("package-lock.json").is_file() && dir.join("node_modules/is-number").is_dir());
     let cell = add_code(
         &s,
         &id,
