@@ -8,6 +8,7 @@
 //! own stage and current session, as a stdio connection has.
 
 mod auth;
+mod conn;
 mod drain;
 mod observatory;
 
@@ -18,7 +19,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::serve::ListenerExt;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
@@ -106,18 +106,15 @@ impl Listening {
                 stop.cancel();
             }
         });
-        // Without TCP_NODELAY a small answer waits for the client's delayed
-        // ACK (Nagle): about 40 ms per request.
-        let listener = listener.tap_io(|tcp| {
-            if let Err(e) = tcp.set_nodelay(true) {
-                tracing::debug!("could not set TCP_NODELAY: {e}");
-            }
-        });
-        let served = axum::serve(listener, app)
-            .with_graceful_shutdown(async move { shutdown.wait().await })
-            .await;
+        conn::serve(
+            listener,
+            app,
+            conn::Limits::for_open_files(conn::open_files()),
+            shutdown,
+        )
+        .await;
         ending.abort();
-        served.map_err(|e| Error::io("serving HTTP", e))
+        Ok(())
     }
 }
 
