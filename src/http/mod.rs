@@ -11,6 +11,7 @@ mod auth;
 mod conn;
 mod drain;
 mod observatory;
+mod throttle;
 
 use std::io::Write as _;
 use std::net::SocketAddr;

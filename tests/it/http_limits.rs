@@ -188,3 +188,26 @@ async fn a_client_with_the_token_gets_through_a_full_cap() {
         .await;
     assert_eq!(server.count("thoughts"), 2);
 }
+
+/// A login form whose body never arrives is answered (408) or closed at
+/// the deadline, not held open.
+#[tokio::test]
+async fn a_login_body_that_never_arrives_is_not_waited_for() {
+    let server = HttpServer::start_limited("header_read_ms=500").await;
+    let mut stream = TcpStream::connect(server.authority()).await.expect("connect");
+    stream
+        .write_all(
+            b"POST /login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\n\
+              Content-Length: 100\r\n\r\ntoken=abc",
+        )
+        .await
+        .expect("write");
+    let answer = closed_within(&mut stream, CLOSED_BEFORE)
+        .await
+        .expect("the connection is closed");
+    assert!(
+        answer.starts_with(b"HTTP/1.1 408"),
+        "{}",
+        String::from_utf8_lossy(&answer)
+    );
+}

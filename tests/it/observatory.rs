@@ -490,3 +490,61 @@ async fn a_session_too_large_for_a_snapshot_is_still_watched() {
     };
     assert_eq!(added["payload"]["thought"]["thought"], "Still watched.");
 }
+
+/// Wrong tokens typed into the login form: each failure slows the next
+/// attempt from that address, many at once are refused past a few, an
+/// attempt from another address is not slowed, and the right token still
+/// signs in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_logins_slow_down_their_address_only() {
+    let server = HttpServer::start().await;
+    let login = |from: &str, token: &str| {
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .local_address(Some(from.parse().expect("address")))
+            .build()
+            .expect("client");
+        client
+            .post(format!("{}/login", server.base()))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(format!("token={token}"))
+            .send()
+    };
+    let wrong = "0123456789abcdef-wrong";
+    let started = Instant::now();
+    for _ in 0..6 {
+        let r = login("127.0.0.1", wrong).await.expect("login");
+        assert_eq!(r.status(), 401);
+    }
+    // 50, 100, 200, 400, 800 and 1,000 ms of delay, at least.
+    assert!(
+        started.elapsed() >= Duration::from_millis(2550),
+        "{:?}",
+        started.elapsed()
+    );
+
+    // A burst from the slowed address: past a few waiting, refused unchecked.
+    let burst: Vec<_> = (0..12).map(|_| tokio::spawn(login("127.0.0.1", wrong))).collect();
+    // Meanwhile another address signs in at once.
+    let other = login("127.0.0.2", &server.token).await.expect("login");
+    assert_eq!(other.status(), 303);
+    let mut refused = 0;
+    for attempt in burst {
+        let r = attempt.await.expect("join").expect("login");
+        match r.status().as_u16() {
+            401 => {}
+            429 => {
+                refused += 1;
+                assert!(r.headers().contains_key("retry-after"));
+            }
+            other => panic!("status {other}"),
+        }
+    }
+    assert!(refused > 0, "a burst of 12 was all checked");
+    // The right token from the slowed address signs in, after its turn.
+    let r = tokio::time::timeout(Duration::from_secs(30), login("127.0.0.1", &server.token))
+        .await
+        .expect("answered")
+        .expect("login");
+    assert_eq!(r.status(), 303);
+}

@@ -43,8 +43,12 @@ pub(super) fn routes(gateway: &Gateway, shutdown: Arc<Shutdown>) -> Router {
         hub: live::Hub::start(store.clone(), shutdown),
         store,
     };
+    let logins = Arc::new(crate::http::throttle::Throttle::default());
     Router::new()
-        .route("/login", get(login::form).post(login::submit))
+        .route(
+            "/login",
+            get(login::form).post(login::submit).layer(axum::Extension(logins)),
+        )
         .route("/", get(|| async { Html(PAGE) }))
         .route(
             "/observatory.js",
