@@ -491,6 +491,58 @@ async fn a_session_too_large_for_a_snapshot_is_still_watched() {
     assert_eq!(added["payload"]["thought"]["thought"], "Still watched.");
 }
 
+/// What a browser must not do with the server's answers, on every kind of
+/// answer: the page, its assets, the API, the login form and a refusal.
+#[tokio::test]
+async fn every_answer_says_what_a_browser_may_do_with_it() {
+    let server = HttpServer::start().await;
+    let cookie = server.login().await;
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client");
+    let base = server.base();
+    let answers = [
+        http.get(format!("{base}/login")).send().await.expect("login"),
+        http.get(format!("{base}/login.css")).send().await.expect("login.css"),
+        server.api(&cookie, "/").await,
+        server.api(&cookie, "/observatory.js").await,
+        server.api(&cookie, "/api/sessions").await,
+        http.get(format!("{base}/api/sessions"))
+            .send()
+            .await
+            .expect("no cookie"),
+        http.get(format!("{base}/")).send().await.expect("no cookie"),
+    ];
+    let statuses: Vec<u16> = answers.iter().map(|r| r.status().as_u16()).collect();
+    assert_eq!(statuses, [200, 200, 200, 200, 200, 401, 303]);
+    for r in &answers {
+        let csp = r.headers()["content-security-policy"].to_str().expect("text");
+        assert!(
+            csp.contains("default-src 'self'") && csp.contains("frame-ancestors 'none'"),
+            "{csp}"
+        );
+        assert_eq!(r.headers()["x-content-type-options"], "nosniff");
+        assert_eq!(r.headers()["referrer-policy"], "same-origin");
+    }
+    // The login form's style is a file the policy allows, served without the token.
+    assert!(
+        answers[1].headers()["content-type"]
+            .to_str()
+            .expect("type")
+            .starts_with("text/css")
+    );
+    let form = http
+        .get(format!("{base}/login"))
+        .send()
+        .await
+        .expect("login")
+        .text()
+        .await
+        .expect("body");
+    assert!(!form.contains("<style") && form.contains("/login.css"), "{form}");
+}
+
 /// Wrong tokens typed into the login form: each failure slows the next
 /// attempt from that address, many at once are refused past a few, an
 /// attempt from another address is not slowed, and the right token still
