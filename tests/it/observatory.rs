@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
@@ -14,7 +15,7 @@ use crate::common::Server;
 use crate::http::HttpServer;
 
 impl HttpServer {
-    fn base(&self) -> String {
+    pub fn base(&self) -> String {
         self.url.trim_end_matches("/mcp").to_string()
     }
 
@@ -599,4 +600,54 @@ async fn failed_logins_slow_down_their_address_only() {
         .expect("answered")
         .expect("login");
     assert_eq!(r.status(), 303);
+}
+
+/// The bounds on connections leave the Observatory's sockets alone: a
+/// socket idle past the header deadline still answers, and open sockets
+/// count against the cap, so a connection past it waits until one closes.
+#[tokio::test]
+async fn sockets_outlive_the_deadline_and_count_against_the_cap() {
+    let server = HttpServer::start_limited("header_read_ms=300,max_connections=2").await;
+    let cookie = server.login().await;
+    let mut first = socket(&server, Some(&cookie)).await.expect("a socket");
+    let mut second = socket(&server, Some(&cookie)).await.expect("a socket");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    for ws in [&mut first, &mut second] {
+        ws.send(Message::Ping(b"still there?".to_vec().into()))
+            .await
+            .expect("ping");
+        let pong = tokio::time::timeout(Duration::from_secs(30), async {
+            loop {
+                match ws.next().await {
+                    Some(Ok(Message::Pong(p))) => return Some(p),
+                    Some(Ok(_)) => {}
+                    _ => return None,
+                }
+            }
+        })
+        .await
+        .expect("answered");
+        assert_eq!(pong.as_deref(), Some(&b"still there?"[..]), "the socket was cut");
+    }
+    let mut third = tokio::net::TcpStream::connect(server.authority())
+        .await
+        .expect("connect: the kernel queues it");
+    third
+        .write_all(b"GET /login HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        .await
+        .expect("write");
+    let mut answer = Vec::new();
+    let early = tokio::time::timeout(Duration::from_millis(700), third.read_to_end(&mut answer)).await;
+    assert!(early.is_err() && answer.is_empty(), "answered past the cap");
+    first.close(None).await.expect("close");
+    drop(first);
+    tokio::time::timeout(Duration::from_secs(15), third.read_to_end(&mut answer))
+        .await
+        .expect("answered once a socket closed")
+        .expect("read");
+    assert!(
+        answer.starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&answer)
+    );
 }
