@@ -211,3 +211,44 @@ async fn a_login_body_that_never_arrives_is_not_waited_for() {
         String::from_utf8_lossy(&answer)
     );
 }
+
+/// A client that sends request after request and reads none of the
+/// answers holds its connection only until the server's writes have
+/// waited the stall bound.
+#[tokio::test]
+async fn a_client_that_reads_no_answers_is_dropped() {
+    let server = HttpServer::start_limited("write_stall_ms=500").await;
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    // A small receive buffer, as a slow client over a real network has.
+    socket.set_recv_buffer_size(4 << 10).expect("buffer size");
+    let stream = socket
+        .connect(server.authority().parse().expect("addr"))
+        .await
+        .expect("connect");
+    let (mut reading, mut writing) = stream.into_split();
+    // About 20 MB of answers (1 KB each), far more than the socket buffers hold.
+    let flood = tokio::spawn(async move {
+        let request = b"GET /login HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".repeat(20_000);
+        writing.write_all(&request).await.is_ok()
+    });
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let mut got = Vec::new();
+    let ended = tokio::time::timeout(CLOSED_BEFORE, async {
+        let mut buf = vec![0u8; 64 << 10];
+        loop {
+            match reading.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+            }
+        }
+    })
+    .await;
+    let answers = got.windows(12).filter(|w| w == b"HTTP/1.1 200").count();
+    assert!(ended.is_ok(), "the connection is still open ({answers} answers read)");
+    // Closed by the stall, not by the idle deadline once all were sent.
+    assert!(answers < 20_000, "every answer was sent");
+    flood.abort();
+    // The server serves on.
+    let s = server.legacy().await;
+    s.ready("after the client that read nothing").await;
+}
