@@ -99,18 +99,6 @@ impl Limits {
     }
 }
 
-/// The soft limit on open files, as `ulimit -n` says it.
-pub(super) fn open_files() -> u64 {
-    #[cfg(unix)]
-    {
-        rustix::process::getrlimit(rustix::process::Resource::Nofile)
-            .current
-            .unwrap_or(u64::MAX)
-    }
-    #[cfg(not(unix))]
-    u64::MAX
-}
-
 /// Serve `app` on `listener` until `shutdown` begins; then take no more
 /// connections, let each finish the request it is answering, and return
 /// once they are closed (an upgraded WebSocket is no longer the HTTP

@@ -110,7 +110,7 @@ impl Listening {
         conn::serve(
             listener,
             app,
-            conn::Limits::for_open_files(conn::open_files()),
+            conn::Limits::for_open_files(crate::limits::open_files()),
             shutdown,
         )
         .await;
