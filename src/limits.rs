@@ -57,6 +57,20 @@ pub fn ensure_open_files() -> Result<u64> {
     Ok(u64::MAX)
 }
 
+/// The soft limit on open files in force (`ulimit -n`), once
+/// [`ensure_open_files`] has raised it: the HTTP server keeps its
+/// connections to half of it.
+pub fn open_files() -> u64 {
+    #[cfg(unix)]
+    {
+        rustix::process::getrlimit(rustix::process::Resource::Nofile)
+            .current
+            .unwrap_or(u64::MAX)
+    }
+    #[cfg(not(unix))]
+    u64::MAX
+}
+
 /// The refusal for a limit of `now` open files (hard limit `hard`).
 #[cfg_attr(not(unix), allow(dead_code))]
 fn check(now: u64, hard: u64) -> Result<u64> {

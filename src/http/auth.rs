@@ -289,9 +289,11 @@ impl Guard {
     }
 }
 
-/// Paths served without the token: the login form and what it posts to.
+/// Paths served without the token: the login form, its style (a file, for
+/// the Content-Security-Policy allows no inline style) and what it posts to.
 fn public(method: &Method, path: &str) -> bool {
-    path == "/login" && (method == Method::GET || method == Method::POST)
+    (path == "/login" && (method == Method::GET || method == Method::POST))
+        || (path == "/login.css" && method == Method::GET)
 }
 
 /// The middleware in front of every route: Host and Origin, then the token

@@ -8,8 +8,10 @@
 //! own stage and current session, as a stdio connection has.
 
 mod auth;
+mod conn;
 mod drain;
 mod observatory;
+mod throttle;
 
 use std::io::Write as _;
 use std::net::SocketAddr;
@@ -18,7 +20,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::serve::ListenerExt;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
@@ -106,18 +107,15 @@ impl Listening {
                 stop.cancel();
             }
         });
-        // Without TCP_NODELAY a small answer waits for the client's delayed
-        // ACK (Nagle): about 40 ms per request.
-        let listener = listener.tap_io(|tcp| {
-            if let Err(e) = tcp.set_nodelay(true) {
-                tracing::debug!("could not set TCP_NODELAY: {e}");
-            }
-        });
-        let served = axum::serve(listener, app)
-            .with_graceful_shutdown(async move { shutdown.wait().await })
-            .await;
+        conn::serve(
+            listener,
+            app,
+            conn::Limits::for_open_files(crate::limits::open_files()),
+            shutdown,
+        )
+        .await;
         ending.abort();
-        served.map_err(|e| Error::io("serving HTTP", e))
+        Ok(())
     }
 }
 
@@ -153,6 +151,32 @@ fn router(
         .merge(observatory::routes(gateway, shutdown))
         .layer(axum::middleware::from_fn_with_state(guard.clone(), auth::check))
         .layer(axum::Extension(guard))
+        .layer(axum::middleware::map_response(hardened))
+}
+
+/// What a browser may do with any answer of this server (refusals and
+/// `/mcp` included, so that none is missed): the Observatory's page loads
+/// its script, style, API and WebSocket from this origin only, runs no
+/// inline script or style and is framed by no page; nothing is sniffed as
+/// another type; and no URL of it is sent to another site as a referrer.
+/// `same-origin` rather than `no-referrer`: under `no-referrer` a browser
+/// sends `Origin: null` with the login form's POST, which the Origin check
+/// refuses.
+async fn hardened(mut response: axum::response::Response) -> axum::response::Response {
+    use axum::http::{HeaderName, HeaderValue, header};
+    const HEADERS: [(HeaderName, &str); 3] = [
+        (
+            header::CONTENT_SECURITY_POLICY,
+            "default-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'; object-src 'none'",
+        ),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        (header::REFERRER_POLICY, "same-origin"),
+    ];
+    let headers = response.headers_mut();
+    for (name, value) in HEADERS {
+        headers.insert(name, HeaderValue::from_static(value));
+    }
+    response
 }
 
 /// A legacy session closed by `DELETE /mcp` is answered 204, not rmcp's

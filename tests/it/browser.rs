@@ -531,3 +531,80 @@ async fn the_page_keeps_up_with_long_thoughts_reopens_deletes_and_sign_outs() {
         .await;
     browser.quit().await;
 }
+
+/// Under the server's Content-Security-Policy the sign-in form and the page
+/// get their styles, scripts, API and live socket; and text from the ledger
+/// is laid out apart from what surrounds it, so a right-to-left override in
+/// one tag does not turn the next tag around.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_works_under_its_policy_and_isolates_ledger_text() {
+    let server = HttpServer::start().await;
+    let s = server.legacy().await;
+    let reversed = "\u{202e}gnp.exe";
+    let started = s
+        .ok(
+            "start_new",
+            json!({ "sessionTitle": reversed, "tags": ["\u{202e}first", "second"] }),
+        )
+        .await;
+    let id = started["session"]["id"].as_str().expect("id").to_string();
+    s.ok("cipher", Value::Null).await;
+    s.thought(json!({ "thought": format!("{reversed} then plain"), "nextThoughtNeeded": true }))
+        .await;
+    let browser = Browser::start().await;
+    browser.go(&format!("{}/", server.base())).await;
+    browser
+        .until(
+            "the sign-in form styled by /login.css",
+            "const f = document.querySelector('form'); \
+             return !!f && getComputedStyle(f).backgroundColor === 'rgb(255, 255, 255)'",
+        )
+        .await;
+    signed_in(&browser, &server).await;
+    browser
+        .until(
+            "the list, styled, with the live socket open",
+            "return document.querySelectorAll('#sessions li').length === 1 && \
+             getComputedStyle(document.querySelector('header')).backgroundColor === 'rgb(29, 36, 48)' && \
+             document.querySelector('#live').textContent === 'live'",
+        )
+        .await;
+    let title = browser
+        .script(
+            "const b = document.querySelector('#sessions li .title bdi'); \
+             return [b.textContent, getComputedStyle(b).unicodeBidi]",
+        )
+        .await;
+    assert_eq!(title, json!([reversed, "isolate"]));
+    // The override turns the first tag around, and stops there: the
+    // second tag reads left to right (its first letter left of its last).
+    let order = browser
+        .script(
+            "const x = (node, i) => { const r = document.createRange(); r.setStart(node, i); r.setEnd(node, i + 1); \
+               return r.getBoundingClientRect().left; }; \
+             const [a, b] = [...document.querySelectorAll('#sessions li .meta bdi')].map(e => e.firstChild); \
+             return [a.textContent, x(a, 1) > x(a, 5), b.textContent, x(b, 0) < x(b, 5)]",
+        )
+        .await;
+    assert_eq!(order, json!(["\u{202e}first", true, "second", true]));
+    browser.click(&format!("#sessions li[data-session-id='{id}']")).await;
+    browser
+        .until(
+            "the graph, its label isolated",
+            "const t = document.querySelector('#graph g.node text tspan.user'); \
+             return !!t && getComputedStyle(t).unicodeBidi === 'isolate'",
+        )
+        .await;
+    browser.click("#graph g.node").await;
+    browser
+        .until(
+            "the thought's text, isolated",
+            &format!(
+                "const b = document.querySelector('#detail-text bdi'); \
+                 return !!b && b.textContent === {}",
+                json!(format!("{reversed} then plain"))
+            ),
+        )
+        .await;
+    browser.quit().await;
+}

@@ -38,6 +38,7 @@ pub const SCRUBBED_ENV: &[&str] = &[
     "THOUGHTBOX_TOKEN",
     "THOUGHTBOX_TOKEN_FILE",
     "THOUGHTBOX_ALLOWED_HOSTS",
+    "THOUGHTBOX_HTTP_LIMITS",
 ];
 
 /// A command for the binary with a scrubbed environment.

@@ -81,8 +81,24 @@ impl HttpServer {
 
     /// Start on `db` with `extra` arguments after `serve --http 127.0.0.1:0`.
     pub async fn start_on(db: &Path, extra: &[&str]) -> HttpServer {
+        HttpServer::start_with(db, extra, &[]).await
+    }
+
+    /// Start on a new database with the connection bounds `limits` (as
+    /// `THOUGHTBOX_HTTP_LIMITS`, which debug builds read).
+    pub async fn start_limited(limits: &str) -> HttpServer {
+        let dir = tempfile::tempdir().expect("dir");
+        let db = dir.path().join("t.db");
+        let mut s = HttpServer::start_with(&db, &[], &[("THOUGHTBOX_HTTP_LIMITS", limits)]).await;
+        s._dir = Some(dir);
+        s
+    }
+
+    /// Start on `db` with `extra` arguments and `env` variables.
+    pub async fn start_with(db: &Path, extra: &[&str], env: &[(&str, &str)]) -> HttpServer {
         let mut cmd = command(db);
         cmd.args(["serve", "--http", "127.0.0.1:0"]).args(extra);
+        cmd.envs(env.iter().copied());
         let (child, mut lines, url) = announced(cmd).await;
         // Keep reading its log, so that it never blocks on a full pipe.
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });

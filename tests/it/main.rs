@@ -16,6 +16,7 @@ mod gateway_doc;
 mod hand_edits;
 mod handles;
 mod http;
+mod http_limits;
 mod knowledge;
 mod models;
 mod notebooks;

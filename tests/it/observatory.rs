@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
@@ -14,7 +15,7 @@ use crate::common::Server;
 use crate::http::HttpServer;
 
 impl HttpServer {
-    fn base(&self) -> String {
+    pub fn base(&self) -> String {
         self.url.trim_end_matches("/mcp").to_string()
     }
 
@@ -489,4 +490,164 @@ async fn a_session_too_large_for_a_snapshot_is_still_watched() {
         }
     };
     assert_eq!(added["payload"]["thought"]["thought"], "Still watched.");
+}
+
+/// What a browser must not do with the server's answers, on every kind of
+/// answer: the page, its assets, the API, the login form and a refusal.
+#[tokio::test]
+async fn every_answer_says_what_a_browser_may_do_with_it() {
+    let server = HttpServer::start().await;
+    let cookie = server.login().await;
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client");
+    let base = server.base();
+    let answers = [
+        http.get(format!("{base}/login")).send().await.expect("login"),
+        http.get(format!("{base}/login.css")).send().await.expect("login.css"),
+        server.api(&cookie, "/").await,
+        server.api(&cookie, "/observatory.js").await,
+        server.api(&cookie, "/api/sessions").await,
+        http.get(format!("{base}/api/sessions"))
+            .send()
+            .await
+            .expect("no cookie"),
+        http.get(format!("{base}/")).send().await.expect("no cookie"),
+    ];
+    let statuses: Vec<u16> = answers.iter().map(|r| r.status().as_u16()).collect();
+    assert_eq!(statuses, [200, 200, 200, 200, 200, 401, 303]);
+    for r in &answers {
+        let csp = r.headers()["content-security-policy"].to_str().expect("text");
+        assert!(
+            csp.contains("default-src 'self'") && csp.contains("frame-ancestors 'none'"),
+            "{csp}"
+        );
+        assert_eq!(r.headers()["x-content-type-options"], "nosniff");
+        assert_eq!(r.headers()["referrer-policy"], "same-origin");
+    }
+    // The login form's style is a file the policy allows, served without the token.
+    assert!(
+        answers[1].headers()["content-type"]
+            .to_str()
+            .expect("type")
+            .starts_with("text/css")
+    );
+    let form = http
+        .get(format!("{base}/login"))
+        .send()
+        .await
+        .expect("login")
+        .text()
+        .await
+        .expect("body");
+    assert!(!form.contains("<style") && form.contains("/login.css"), "{form}");
+}
+
+/// Wrong tokens typed into the login form: each failure slows the next
+/// attempt from that address, many at once are refused past a few, an
+/// attempt from another address is not slowed, and the right token still
+/// signs in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_logins_slow_down_their_address_only() {
+    let server = HttpServer::start().await;
+    let login = |from: &str, token: &str| {
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .local_address(Some(from.parse().expect("address")))
+            .build()
+            .expect("client");
+        client
+            .post(format!("{}/login", server.base()))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(format!("token={token}"))
+            .send()
+    };
+    let wrong = "0123456789abcdef-wrong";
+    let started = Instant::now();
+    for _ in 0..6 {
+        let r = login("127.0.0.1", wrong).await.expect("login");
+        assert_eq!(r.status(), 401);
+    }
+    // 50, 100, 200, 400, 800 and 1,000 ms of delay, at least.
+    assert!(
+        started.elapsed() >= Duration::from_millis(2550),
+        "{:?}",
+        started.elapsed()
+    );
+
+    // A burst from the slowed address: past a few waiting, refused unchecked.
+    let burst: Vec<_> = (0..12).map(|_| tokio::spawn(login("127.0.0.1", wrong))).collect();
+    // Meanwhile another address signs in at once.
+    let other = login("127.0.0.2", &server.token).await.expect("login");
+    assert_eq!(other.status(), 303);
+    let mut refused = 0;
+    for attempt in burst {
+        let r = attempt.await.expect("join").expect("login");
+        match r.status().as_u16() {
+            401 => {}
+            429 => {
+                refused += 1;
+                assert!(r.headers().contains_key("retry-after"));
+            }
+            other => panic!("status {other}"),
+        }
+    }
+    assert!(refused > 0, "a burst of 12 was all checked");
+    // The right token from the slowed address signs in, after its turn.
+    let r = tokio::time::timeout(Duration::from_secs(30), login("127.0.0.1", &server.token))
+        .await
+        .expect("answered")
+        .expect("login");
+    assert_eq!(r.status(), 303);
+}
+
+/// The bounds on connections leave the Observatory's sockets alone: a
+/// socket idle past the header deadline still answers, and open sockets
+/// count against the cap, so a connection past it waits until one closes.
+#[tokio::test]
+async fn sockets_outlive_the_deadline_and_count_against_the_cap() {
+    let server = HttpServer::start_limited("header_read_ms=300,max_connections=2").await;
+    let cookie = server.login().await;
+    let mut first = socket(&server, Some(&cookie)).await.expect("a socket");
+    let mut second = socket(&server, Some(&cookie)).await.expect("a socket");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    for ws in [&mut first, &mut second] {
+        ws.send(Message::Ping(b"still there?".to_vec().into()))
+            .await
+            .expect("ping");
+        let pong = tokio::time::timeout(Duration::from_secs(30), async {
+            loop {
+                match ws.next().await {
+                    Some(Ok(Message::Pong(p))) => return Some(p),
+                    Some(Ok(_)) => {}
+                    _ => return None,
+                }
+            }
+        })
+        .await
+        .expect("answered");
+        assert_eq!(pong.as_deref(), Some(&b"still there?"[..]), "the socket was cut");
+    }
+    let mut third = tokio::net::TcpStream::connect(server.authority())
+        .await
+        .expect("connect: the kernel queues it");
+    third
+        .write_all(b"GET /login HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        .await
+        .expect("write");
+    let mut answer = Vec::new();
+    let early = tokio::time::timeout(Duration::from_millis(700), third.read_to_end(&mut answer)).await;
+    assert!(early.is_err() && answer.is_empty(), "answered past the cap");
+    first.close(None).await.expect("close");
+    drop(first);
+    tokio::time::timeout(Duration::from_secs(15), third.read_to_end(&mut answer))
+        .await
+        .expect("answered once a socket closed")
+        .expect("read");
+    assert!(
+        answer.starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&answer)
+    );
 }

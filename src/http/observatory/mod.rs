@@ -28,6 +28,7 @@ use payloads::{ObservatorySession, ObservatoryThought, SessionSnapshotPayload};
 const PAGE: &str = include_str!("assets/index.html");
 const SCRIPT: &str = include_str!("assets/observatory.js");
 const STYLE: &str = include_str!("assets/observatory.css");
+const LOGIN_STYLE: &str = include_str!("assets/login.css");
 
 /// What the Observatory's handlers share.
 #[derive(Clone)]
@@ -43,8 +44,16 @@ pub(super) fn routes(gateway: &Gateway, shutdown: Arc<Shutdown>) -> Router {
         hub: live::Hub::start(store.clone(), shutdown),
         store,
     };
+    let logins = Arc::new(crate::http::throttle::Throttle::default());
     Router::new()
-        .route("/login", get(login::form).post(login::submit))
+        .route(
+            "/login",
+            get(login::form).post(login::submit).layer(axum::Extension(logins)),
+        )
+        .route(
+            "/login.css",
+            get(|| async { asset("text/css; charset=utf-8", LOGIN_STYLE) }),
+        )
         .route("/", get(|| async { Html(PAGE) }))
         .route(
             "/observatory.js",

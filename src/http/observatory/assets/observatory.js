@@ -35,6 +35,24 @@ function svg(tag, attrs, ...children) {
   return e;
 }
 
+// Text from the ledger (titles, tags, thoughts, branch ids), isolated from
+// what is drawn around it: a bidi control in it (U+202E ...) then turns
+// around only itself, never the label, count or other text beside it.
+const user = (text) => el("bdi", {}, text);
+const userSvg = (text) => svg("tspan", { class: "user" }, text);
+// An <option> holds text only: its label's explicit bidi controls are
+// dropped and the rest isolated with FSI ... PDI.
+const userLabel = (text) => "\u2068" + String(text).replace(/[\u202a-\u202e\u2066-\u2069]/g, "") + "\u2069";
+
+function joined(items, separator) {
+  const out = [];
+  items.forEach((item, i) => {
+    if (i) out.push(separator);
+    out.push(item);
+  });
+  return out;
+}
+
 async function getJson(url) {
   const r = await fetch(url, { credentials: "same-origin" });
   if (r.status === 401) { location.href = "/login"; throw new Error("signed out"); }
@@ -107,12 +125,13 @@ function renderList() {
     const s = state.sessions.get(id);
     if (!s) continue;
     const li = el("li", { "data-session-id": s.id, class: s.id === state.open ? "open" : "" },
-      el("div", { class: "title status-" + s.status }, s.title || s.id),
+      el("div", { class: "title status-" + s.status }, user(s.title || s.id)),
       el("div", { class: "meta" },
-        `${plural(s.thoughtCount, "thought")} · ${plural(s.branchCount, "branch")} · ${when(s.createdAt)}` +
-        (s.tags.length ? " · " + s.tags.join(", ") : "")));
+        `${plural(s.thoughtCount, "thought")} · ${plural(s.branchCount, "branch")} · ${when(s.createdAt)}`,
+        ...(s.tags.length ? [" · ", ...joined(s.tags.map(user), ", ")] : [])));
     for (const m of (s.matches || []).slice(0, 2)) {
-      li.append(el("div", { class: "match" }, `#${m.thoughtNumber}${m.branchId ? " (" + m.branchId + ")" : ""}: ${m.snippet || ""}`));
+      li.append(el("div", { class: "match" }, `#${m.thoughtNumber}`,
+        ...(m.branchId ? [" (", user(m.branchId), ")"] : []), ": ", user(m.snippet || "")));
     }
     li.addEventListener("click", () => openSession(s.id));
     ul.append(li);
@@ -131,7 +150,7 @@ async function loadTags() {
   for (const [select, items] of [[$("project"), answer.projects], [$("tag"), answer.tags]]) {
     const keep = select.value;
     select.replaceChildren(select.firstElementChild);
-    for (const t of items) select.append(el("option", { value: t.name }, `${t.name} (${t.count})`));
+    for (const t of items) select.append(el("option", { value: t.name }, `${userLabel(t.name)} (${t.count})`));
     select.value = keep;
   }
 }
@@ -185,7 +204,7 @@ async function showThread(id) {
   }
   if (state.open !== id) return;
   const link = (other) => {
-    const a = el("a", { href: "#", "data-thread-id": other }, t.titles[other] || other.slice(0, 8));
+    const a = el("a", { href: "#", "data-thread-id": other }, user(t.titles[other] || other.slice(0, 8)));
     a.addEventListener("click", (ev) => {
       ev.preventDefault();
       openSession(other);
@@ -237,12 +256,13 @@ function showSnapshot(snapshot) {
   $("session-empty").hidden = true;
   $("session-view").hidden = false;
   $("session-view").dataset.sessionId = snapshot.session.id;
-  $("session-title").textContent = snapshot.session.title || snapshot.session.id;
+  $("session-title").replaceChildren(user(snapshot.session.title || snapshot.session.id));
   const s = snapshot.session;
-  $("session-meta").textContent =
+  $("session-meta").replaceChildren(
     `${s.status} · started ${when(s.createdAt)}` + (s.completedAt ? ` · completed ${when(s.completedAt)}` : "") +
-    ` · ${s.id}` + (s.tags.length ? " · " + s.tags.join(", ") : "") +
-    (snapshot.partial ? " · too large to draw whole: its first thoughts are shown (Export JSON has them all)" : "");
+    ` · ${s.id}`,
+    ...(s.tags.length ? [" · ", ...joined(s.tags.map(user), ", ")] : []),
+    snapshot.partial ? " · too large to draw whole: its first thoughts are shown (Export JSON has them all)" : "");
   renderGraph();
 }
 
@@ -268,14 +288,14 @@ function renderGraph() {
   const defs = svg("defs", {}, svg("marker", { id: "arrow", viewBox: "0 0 10 10", refX: "9", refY: "5", markerWidth: "7", markerHeight: "7", orient: "auto-start-reverse" },
     svg("path", { d: "M0,0 L10,5 L0,10 z", fill: "#8e44ad" })));
   g.append(defs);
-  const lanes = [{ id: null, title: "main chain", thoughts: snap.thoughts }];
-  for (const b of Object.values(snap.branches)) lanes.push({ id: b.id, title: `branch ${b.id} (from #${b.fromThoughtNumber})`, from: b.fromThoughtNumber, thoughts: b.thoughts });
+  const lanes = [{ id: null, title: ["main chain"], thoughts: snap.thoughts }];
+  for (const b of Object.values(snap.branches)) lanes.push({ id: b.id, title: ["branch ", userSvg(b.id), ` (from #${b.fromThoughtNumber})`], from: b.fromThoughtNumber, thoughts: b.thoughts });
   const pos = new Map(); // "lane:number" -> {x, y}
   const key = (lane, n) => `${lane ?? ""}:${n}`;
   let maxRow = 1;
   lanes.forEach((lane, i) => {
     const x = LEFT + i * LANE;
-    g.append(svg("text", { x: x - 10, y: 18, class: "lane" }, lane.title));
+    g.append(svg("text", { x: x - 10, y: 18, class: "lane" }, ...lane.title));
     for (const t of lane.thoughts) {
       const y = TOP + (t.thoughtNumber - 1) * ROW;
       maxRow = Math.max(maxRow, t.thoughtNumber);
@@ -310,7 +330,7 @@ function renderGraph() {
       const label = t.thought.length > 28 ? t.thought.slice(0, 27) + "…" : t.thought;
       const node = svg("g", { class: classes, "data-node-id": t.id, "data-number": t.thoughtNumber, tabindex: "0" },
         svg("circle", { cx: x, cy: y, r: 9 }),
-        svg("text", { x: x + 14, y: y + 4 }, `#${t.thoughtNumber} ${label}`));
+        svg("text", { x: x + 14, y: y + 4 }, `#${t.thoughtNumber} `, userSvg(label)));
       node.addEventListener("click", () => showThought(t, lane));
       g.append(node);
     }
@@ -323,19 +343,19 @@ function showThought(t, lane) {
   state.selected = t.id;
   renderGraph();
   $("detail").hidden = false;
-  $("detail-title").textContent = `Thought #${t.thoughtNumber}` + (lane.id ? ` on branch ${lane.id}` : "");
+  $("detail-title").replaceChildren(`Thought #${t.thoughtNumber}`, ...(lane.id ? [" on branch ", user(lane.id)] : []));
   $("detail-meta").textContent = [when(t.timestamp), t.isRevision ? `revises #${t.revisesThought}` : "", t.nextThoughtNeeded ? "" : "closes the session", t.id].filter(Boolean).join(" · ");
-  $("detail-text").textContent = t.thought;
+  $("detail-text").replaceChildren(user(t.thought));
   if (!t.thoughtTruncated) return;
   // Frames carry the first characters of a long thought: read it whole.
-  $("detail-text").textContent = t.thought + `… (${t.thoughtChars} characters; reading the whole text)`;
+  $("detail-text").replaceChildren(user(t.thought), `… (${t.thoughtChars} characters; reading the whole text)`);
   const session = state.open;
   getJson(`/api/sessions/${encodeURIComponent(session)}/thoughts/${encodeURIComponent(t.id)}`)
     .then((whole) => {
-      if (state.selected === t.id && state.open === session) $("detail-text").textContent = whole.thought;
+      if (state.selected === t.id && state.open === session) $("detail-text").replaceChildren(user(whole.thought));
     })
     .catch((e) => {
-      if (state.selected === t.id) $("detail-text").textContent = t.thought + `… (the whole text could not be read: ${e.message})`;
+      if (state.selected === t.id) $("detail-text").replaceChildren(user(t.thought), `… (the whole text could not be read: ${e.message})`);
     });
 }
 
@@ -350,7 +370,7 @@ async function showAnalysis() {
     else rows.push([prefix, Array.isArray(v) ? v.join(", ") : String(v)]);
   };
   walk("", a);
-  for (const [k, v] of rows) dl.append(el("dt", {}, k), el("dd", {}, v));
+  for (const [k, v] of rows) dl.append(el("dt", {}, k), el("dd", {}, user(v)));
   $("analysis").hidden = false;
 }
 

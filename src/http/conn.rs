@@ -1,0 +1,333 @@
+//! Taking connections: each one is served by hyper's HTTP/1 connection
+//! with a deadline on its request headers, counted against a cap on the
+//! connections open at once, and closed when the client stops reading.
+//!
+//! `axum::serve` has none of these, so a client that sends nothing, sends
+//! its headers a byte at a time, or never reads its answers held its
+//! connection (and a descriptor) for ever; enough of them, and clients that
+//! hold the token could not connect. None of the bounds need the token, and
+//! none cuts a long answer that is being read: an MCP event stream or an
+//! Observatory WebSocket lives as long as its client reads it.
+
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, ready};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::ConnectInfo;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+use tokio::time::{Instant, Sleep};
+use tower_service::Service as _;
+
+use crate::shutdown::Shutdown;
+
+/// The bounds on every connection.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Limits {
+    /// How long a client has to send a request's headers, from the moment
+    /// the server waits for them: a new connection's first request, and
+    /// each next one on a kept-alive connection (so this is also how long
+    /// an idle kept-alive connection stays open).
+    pub header_read: Duration,
+    /// How long a write may wait for a client that reads nothing.
+    pub write_stall: Duration,
+    /// Connections open at once (WebSockets included); past it, new ones
+    /// wait in the listener's queue until one closes.
+    pub max_connections: usize,
+}
+
+/// The header deadline: long enough for a slow network, short enough that
+/// a connection sending nothing gives its descriptor back soon.
+const HEADER_READ: Duration = Duration::from_secs(10);
+
+/// A client that has read nothing for this long is gone or hostile.
+const WRITE_STALL: Duration = Duration::from_secs(30);
+
+/// The cap on connections when the open-file limit allows it: far more
+/// than the agents and browsers that share one ledger.
+const MAX_CONNECTIONS: usize = 1024;
+
+impl Limits {
+    /// The bounds for a process that may open `open_files` files: at most
+    /// half of them for connections, so that the ledger, its readers and
+    /// the files an export writes still have theirs.
+    pub(super) fn for_open_files(open_files: u64) -> Limits {
+        let half = usize::try_from(open_files / 2).unwrap_or(usize::MAX);
+        Limits {
+            header_read: HEADER_READ,
+            write_stall: WRITE_STALL,
+            max_connections: MAX_CONNECTIONS.min(half).max(16),
+        }
+        .overridden()
+    }
+
+    /// Debug builds (the tests) take smaller bounds from the environment,
+    /// so that a test of the deadline does not wait ten seconds: e.g.
+    /// `THOUGHTBOX_HTTP_LIMITS=header_read_ms=500,max_connections=4`.
+    #[cfg(debug_assertions)]
+    fn overridden(mut self) -> Limits {
+        let Ok(given) = std::env::var("THOUGHTBOX_HTTP_LIMITS") else {
+            return self;
+        };
+        for pair in given.split(',') {
+            let Some((name, value)) = pair.split_once('=') else {
+                continue;
+            };
+            let Ok(n) = value.trim().parse::<u64>() else {
+                continue;
+            };
+            match name.trim() {
+                "header_read_ms" => self.header_read = Duration::from_millis(n),
+                "write_stall_ms" => self.write_stall = Duration::from_millis(n),
+                "max_connections" => self.max_connections = usize::try_from(n).unwrap_or(usize::MAX).max(1),
+                _ => {}
+            }
+        }
+        self
+    }
+
+    #[cfg(not(debug_assertions))]
+    fn overridden(self) -> Limits {
+        self
+    }
+}
+
+/// Serve `app` on `listener` until `shutdown` begins; then take no more
+/// connections, let each finish the request it is answering, and return
+/// once they are closed (an upgraded WebSocket is no longer the HTTP
+/// server's, and ends with the Observatory).
+pub(super) async fn serve(listener: TcpListener, app: Router, limits: Limits, shutdown: Arc<Shutdown>) {
+    let permits = Arc::new(Semaphore::new(limits.max_connections));
+    // Each connection's task holds a receiver: all are gone once
+    // `closed()` resolves.
+    let (open_tx, open_rx) = watch::channel(());
+    loop {
+        // A permit first: at the cap, the next connection waits in the
+        // kernel's queue, in order, rather than being taken and dropped.
+        let permit = tokio::select! {
+            permit = permits.clone().acquire_owned() => permit,
+            () = shutdown.wait() => break,
+        };
+        let Ok(permit) = permit else { break };
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = shutdown.wait() => break,
+        };
+        let (tcp, peer) = match accepted {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                accept_failed(e).await;
+                continue;
+            }
+        };
+        // Without TCP_NODELAY a small answer waits for the client's delayed
+        // ACK (Nagle): about 40 ms per request.
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!("could not set TCP_NODELAY: {e}");
+        }
+        let io = Guarded::new(tcp, permit, limits.write_stall);
+        tokio::spawn(connection(
+            io,
+            peer,
+            app.clone(),
+            limits,
+            shutdown.clone(),
+            open_rx.clone(),
+        ));
+    }
+    drop(open_rx);
+    drop(listener);
+    open_tx.closed().await;
+}
+
+/// One connection, until it closes or, once the shutdown begins, has
+/// answered the request in hand.
+async fn connection(
+    io: Guarded,
+    peer: SocketAddr,
+    app: Router,
+    limits: Limits,
+    shutdown: Arc<Shutdown>,
+    _open: watch::Receiver<()>,
+) {
+    let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
+        // The login's backoff is kept per client address, and its form
+        // has the header deadline to arrive.
+        request.extensions_mut().insert(ConnectInfo(peer));
+        request.extensions_mut().insert(limits);
+        app.clone().call(request)
+    });
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder.timer(TokioTimer::new()).header_read_timeout(limits.header_read);
+    let conn = builder.serve_connection(TokioIo::new(io), service).with_upgrades();
+    tokio::pin!(conn);
+    let mut stopping = std::pin::pin!(shutdown.wait());
+    let mut told = false;
+    loop {
+        tokio::select! {
+            served = conn.as_mut() => {
+                if let Err(e) = served {
+                    tracing::debug!("HTTP connection from {peer} ended: {e}");
+                }
+                return;
+            }
+            () = &mut stopping, if !told => {
+                told = true;
+                conn.as_mut().graceful_shutdown();
+            }
+        }
+    }
+}
+
+/// What axum's own loop does when `accept` fails: a connection reset before
+/// it was taken is nothing; anything else (out of descriptors) is logged,
+/// and the loop pauses a second rather than spin.
+async fn accept_failed(e: io::Error) {
+    if matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionRefused | io::ErrorKind::ConnectionAborted | io::ErrorKind::ConnectionReset
+    ) {
+        return;
+    }
+    tracing::error!("accepting an HTTP connection failed: {e}");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+}
+
+/// A connection's socket holding its place under the cap until it is
+/// dropped (after a WebSocket upgrade too: the upgraded stream is this),
+/// and failing a write the client has not made room for within the stall
+/// bound.
+pub(super) struct Guarded<T = TcpStream> {
+    inner: T,
+    _permit: OwnedSemaphorePermit,
+    stall: Duration,
+    /// Armed while a write waits for the client.
+    waiting: Option<Pin<Box<Sleep>>>,
+}
+
+impl<T> Guarded<T> {
+    fn new(inner: T, permit: OwnedSemaphorePermit, stall: Duration) -> Guarded<T> {
+        Guarded {
+            inner,
+            _permit: permit,
+            stall,
+            waiting: None,
+        }
+    }
+
+    /// The outcome of a write-side poll: progress disarms the stall timer,
+    /// waiting arms it, and waiting past it is an error that closes the
+    /// connection.
+    fn watched<R>(&mut self, cx: &mut Context<'_>, polled: Poll<io::Result<R>>) -> Poll<io::Result<R>> {
+        if polled.is_ready() {
+            self.waiting = None;
+            return polled;
+        }
+        let stall = self.stall;
+        let timer = self
+            .waiting
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(Instant::now() + stall)));
+        ready!(timer.as_mut().poll(cx));
+        Poll::Ready(Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            "the client read nothing of its answer",
+        )))
+    }
+}
+
+impl<T: AsyncRead + Unpin> AsyncRead for Guarded<T> {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<T: AsyncWrite + Unpin> AsyncWrite for Guarded<T> {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        let polled = Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.watched(cx, polled)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let polled = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.watched(cx, polled)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let polled = Pin::new(&mut self.inner).poll_flush(cx);
+        self.watched(cx, polled)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let polled = Pin::new(&mut self.inner).poll_shutdown(cx);
+        self.watched(cx, polled)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    #[test]
+    fn the_cap_stays_under_half_the_open_file_limit() {
+        assert_eq!(Limits::for_open_files(1 << 20).max_connections, MAX_CONNECTIONS);
+        assert_eq!(Limits::for_open_files(1024).max_connections, 512);
+        assert_eq!(Limits::for_open_files(64).max_connections, 32);
+        assert_eq!(Limits::for_open_files(u64::MAX).max_connections, MAX_CONNECTIONS);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_write_the_client_never_reads_fails_after_the_stall_bound() {
+        let (near, mut far) = tokio::io::duplex(64);
+        let permits = Arc::new(Semaphore::new(1));
+        let permit = permits.clone().acquire_owned().await.unwrap();
+        let mut guarded = Guarded::new(near, permit, Duration::from_secs(30));
+        // Read at first: the writes go through.
+        guarded.write_all(&[1; 64]).await.unwrap();
+        let mut buf = [0; 64];
+        far.read_exact(&mut buf).await.unwrap();
+        // Then nothing is read: the write fails once the bound has passed.
+        let started = Instant::now();
+        let e = guarded.write_all(&[2; 256]).await.unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut);
+        assert!(started.elapsed() >= Duration::from_secs(30));
+        // The place under the cap is given back with the socket.
+        assert_eq!(permits.available_permits(), 0);
+        drop(guarded);
+        assert_eq!(permits.available_permits(), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_slow_reader_that_keeps_reading_is_not_cut() {
+        let (near, mut far) = tokio::io::duplex(16);
+        let permit = Arc::new(Semaphore::new(1)).acquire_owned().await.unwrap();
+        let mut guarded = Guarded::new(near, permit, Duration::from_secs(30));
+        let reader = tokio::spawn(async move {
+            let mut buf = [0; 16];
+            let mut total = 0;
+            while total < 160 {
+                // Each read within the bound, all of them far past it.
+                tokio::time::sleep(Duration::from_secs(20)).await;
+                total += far.read(&mut buf).await.unwrap();
+            }
+            total
+        });
+        guarded.write_all(&[3; 160]).await.unwrap();
+        assert_eq!(reader.await.unwrap(), 160);
+    }
+}
