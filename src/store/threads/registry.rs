@@ -8,7 +8,7 @@ use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 
 use super::{THREAD_COLUMNS, dependency_path, operation_from_row, relations_tx, thread_from_row};
-use crate::domain::thread::{Metadata, REGISTRY_VERSION, Registry, ThreadStatus, Violation, violations_error};
+use crate::domain::thread::{Command, Metadata, REGISTRY_VERSION, Registry, ThreadStatus, Violation, violations_error};
 use crate::error::Result;
 use crate::store::Store;
 
@@ -60,10 +60,10 @@ fn stamp(timestamp: &str, id: &str) -> Stamp {
 /// operation set: `update`, `freeze` and `archive` name it `thread_id`,
 /// `spawn` `child_id`.
 fn thread_changed_by<'a>(command: &str, params: &'a serde_json::Value) -> Option<&'a str> {
-    let key = match command {
-        "update" | "freeze" | "archive" => "thread_id",
-        "spawn" => "child_id",
-        _ => return None,
+    let key = match Command::parse(command)? {
+        Command::Update | Command::Freeze | Command::Archive => "thread_id",
+        Command::Spawn => "child_id",
+        Command::Reference | Command::Depend => return None,
     };
     params.get(key)?.as_str()
 }
