@@ -7,7 +7,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// The folder `path` is in (`.` for a bare file name).
 pub(crate) fn folder_of(path: &Path) -> &Path {
@@ -30,7 +30,7 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
     {
         fs::File::open(dir)
             .and_then(|d| d.sync_all())
-            .map_err(|e| Error::io(format!("flushing the directory {}", dir.display()), e))?;
+            .map_err(|e| crate::error::Error::io(format!("flushing the directory {}", dir.display()), e))?;
     }
     #[cfg(not(unix))]
     let _ = dir;

@@ -682,6 +682,7 @@ fn isolate(cmd: &mut tokio::process::Command, processes: Option<u64>) {
 /// How many more processes (threads, as Linux counts them) the server's
 /// user may start while a cell that may start processes runs: room for
 /// Node's own threads and a busy cell's, not for a fork bomb.
+#[cfg(target_os = "linux")]
 const PROCESS_ROOM: u64 = 512;
 
 /// The user's processes now (threads, which `RLIMIT_NPROC` counts, of the

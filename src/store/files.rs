@@ -13,7 +13,7 @@ use rusqlite::OpenFlags;
 
 use super::{Access, Store};
 use crate::error::{Error, Result};
-use crate::files::{folder_of, with_suffix};
+use crate::files::with_suffix;
 
 /// How a database file is opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -322,7 +322,7 @@ pub(super) fn check_writable(path: &Path, access: Access) -> Result<()> {
     if (access.may_write() || in_wal_mode(&real))
         && (!with_suffix(&real, "-wal").exists() || !with_suffix(&real, "-shm").exists())
     {
-        let dir = folder_of(&real);
+        let dir = crate::files::folder_of(&real);
         if let Err(e) = rustix::fs::access(dir, rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK) {
             return Err(Error::invalid(
                 "db",

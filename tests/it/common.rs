@@ -220,6 +220,8 @@ pub fn sighup_ignored() -> bool {
 /// (another system, or a kernel that hides it), waits a fixed moment.
 #[cfg(unix)]
 pub async fn writer_waits_for_lock(pid: u32) {
+    #[cfg(not(target_os = "linux"))]
+    let _ = pid;
     #[cfg(target_os = "linux")]
     {
         let wchan = |tid: &str| std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/wchan")).unwrap_or_default();
