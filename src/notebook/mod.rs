@@ -440,7 +440,8 @@ pub fn check_package_json(source: &str) -> Result<()> {
         return Err(Error::invalid_with(
             "content",
             format!(
-                "package.json's {key} is not allowed in a notebook: it makes npm install packages other than the                  registry versions its dependencies name (nothing was changed)"
+                "package.json's {key} is not allowed in a notebook: it makes npm install packages other than the \
+                 registry versions its dependencies name (nothing was changed)"
             ),
             json!({ "packageJsonField": key }),
         ));
@@ -560,7 +561,11 @@ fn version_problem(version: &str) -> Option<&'static str> {
         && version.len() <= 64
         && version
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || ".^~<>=*|-+ ".contains(c));
+            .all(|c| c.is_ascii_alphanumeric() || ".^~<>=*|-+ ".contains(c))
+        // npm reads a version starting with a dot as a folder (`..`), and
+        // one ending in an archive's extension as a file.
+        && !version.starts_with('.')
+        && ![".tgz", ".tar", ".tar.gz"].iter().any(|ext| version.to_ascii_lowercase().ends_with(ext));
     (!ok).then_some("the version must be a version or range (1.2.3, ^4, latest), not a path, URL or git address")
 }
 
@@ -622,6 +627,8 @@ mod tests {
             "-x",
             "",
             "x@",
+            "x@..",
+            "x@a.tgz",
         ] {
             assert!(parse_package_spec(bad).is_err(), "{bad}");
         }
@@ -650,6 +657,10 @@ mod tests {
                 "github:user/repo",
                 "npm:other@1",
                 "workspace:*",
+                ".",
+                "..",
+                "a.tgz",
+                "x.TAR.GZ",
                 "",
             ] {
                 let source = json!({ *field: { "x": bad } }).to_string();
