@@ -378,8 +378,9 @@ fn start(store: Store, options: ServeOptions) -> Result<Started> {
     })
 }
 
-/// Cells left running by a server that was killed: failed, not stuck (a
-/// read-only standby leaves that to the ledger's own servers).
+/// Cells left running by a server that was killed: failed, not stuck; and
+/// the install folders it left, removed once an hour old (a read-only
+/// standby leaves both to the ledger's own servers).
 fn fail_orphaned_runs(store: &Store, options: &ServeOptions) {
     if options.read_only {
         return;
@@ -389,6 +390,7 @@ fn fail_orphaned_runs(store: &Store, options: &ServeOptions) {
         Ok(n) => tracing::info!("{n} notebook cell(s) left running by a stopped server marked failed"),
         Err(e) => tracing::warn!("could not check for notebook cells left running: {e}"),
     }
+    crate::notebook::install::remove_stale_installs(&crate::notebook::runner::notebooks_root(store.path()));
 }
 
 pub fn run_stdio(store: Store, options: ServeOptions, http: Option<Listening>) -> Result<()> {

@@ -85,16 +85,22 @@ pub async fn npm_install(node: &Node, dir: &Path, package_json: &str, limits: Li
     outcome.error = outcome.error.as_deref().map(without_userinfo);
     if outcome.status == CellStatus::Completed {
         let (project, dir2) = (staging.project.clone(), dir.to_path_buf());
+        // Swept where npm made it, before anything reaches the notebook:
+        // a refused install leaves the notebook's packages as they were.
         let removed = tokio::task::spawn_blocking(move || {
-            move_in(&project, &dir2)?;
-            Ok::<_, Error>(remove_links_outside(&dir2))
+            let removed = remove_links_outside(&project);
+            if removed.is_empty() {
+                move_in(&project, &dir2)?;
+            }
+            Ok::<_, Error>(removed)
         })
         .await
         .map_err(|e| Error::Internal(format!("moving the install in: {e}")))??;
         if !removed.is_empty() {
             outcome.status = CellStatus::Failed;
             outcome.error = Some(format!(
-                "refused: npm installed links leading out of the notebook's directory, which were removed: {}",
+                "refused: npm installed links leading out of the notebook's directory ({}); the notebook's \
+                 packages are as they were",
                 removed.join(", ")
             ));
         }
@@ -136,6 +142,12 @@ impl Staging {
         write(&staging.project.join("package.json"), package_json.as_bytes())?;
         Ok(staging)
     }
+}
+
+/// Remove what installs of a server killed mid-install left under the
+/// notebooks' folder `root` (called at start; also before each install).
+pub fn remove_stale_installs(root: &Path) {
+    remove_stale(&root.join(".install"));
 }
 
 /// Remove the folders in `all` last changed over [`STALE`] ago.
