@@ -6,7 +6,7 @@
 //! 1 s, and the failure itself is answered only once that delay has
 //! passed. At most [`MAX_WAITING`] attempts of one address wait at a time;
 //! more are refused without being checked, so that sending many at once
-//! gains nothing. A success forgets the address's failures, and so does a
+//! gains little (those waiting share one check time). A success forgets the address's failures, and so does a
 //! minute without one: an attacker slows their own address, and a user on
 //! another address is not slowed at all.
 
@@ -26,7 +26,7 @@ const FORGET: Duration = Duration::from_secs(60);
 /// Attempts of one address waiting for their turn or answer at once.
 const MAX_WAITING: u32 = 4;
 /// Addresses remembered at most; past it, the forgotten ones are dropped
-/// and, if that is not enough, the rest share one entry.
+/// and, if that is not enough, those that failed longest ago.
 const MAX_PEERS: usize = 4096;
 
 #[derive(Debug, Default)]
@@ -89,12 +89,26 @@ impl Throttle {
     /// too many waiting already.
     pub(super) fn turn(&self, ip: IpAddr) -> Result<Turn<'_>, Busy> {
         let now = Instant::now();
-        let mut key = key(ip);
+        let key = key(ip);
         let mut peers = self.peers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if peers.len() >= MAX_PEERS && !peers.contains_key(&key) {
             peers.retain(|_, p| p.waiting > 0 || now.duration_since(p.failed_at) < FORGET);
+            // Still full (many addresses failing at once): the addresses
+            // that failed longest ago and wait for nothing are forgotten,
+            // rather than new ones made to share a turn, which would let
+            // an attacker with many addresses slow everyone else. Those
+            // waiting are at most the connection cap, far fewer.
             if peers.len() >= MAX_PEERS {
-                key = IpAddr::V6(Ipv6Addr::UNSPECIFIED);
+                let mut idle: Vec<(Instant, IpAddr)> = peers
+                    .iter()
+                    .filter(|(_, p)| p.waiting == 0)
+                    .map(|(k, p)| (p.failed_at, *k))
+                    .collect();
+                idle.sort_unstable();
+                let excess = peers.len() + 1 - MAX_PEERS;
+                for (_, old) in idle.into_iter().take(excess) {
+                    peers.remove(&old);
+                }
             }
         }
         let peer = peers.entry(key).or_insert(Peer {
@@ -261,5 +275,30 @@ mod tests {
         let started = Instant::now();
         turn.failed().await;
         assert_eq!(started.elapsed(), BASE);
+    }
+
+    /// Addresses past the table's size do not share a turn: the one that
+    /// failed longest ago is forgotten instead.
+    #[tokio::test(start_paused = true)]
+    async fn a_full_table_forgets_the_oldest_rather_than_merge_new_addresses() {
+        let throttle = Throttle::default();
+        for i in 0..MAX_PEERS as u32 {
+            let ip = IpAddr::V4(std::net::Ipv4Addr::from(0x0a00_0000 + i));
+            throttle.turn(ip).unwrap().failed().await;
+            tokio::time::advance(Duration::from_millis(1)).await;
+        }
+        let fresh = IpAddr::V4(std::net::Ipv4Addr::new(192, 0, 2, 1));
+        let turn = throttle.turn(fresh).unwrap();
+        assert!(
+            turn.at <= Instant::now(),
+            "a new address is not slowed by others' failures"
+        );
+        turn.succeeded();
+        let peers = throttle.peers.lock().unwrap();
+        assert!(peers.len() < MAX_PEERS);
+        assert!(
+            !peers.contains_key(&IpAddr::V4(std::net::Ipv4Addr::from(0x0a00_0000))),
+            "the oldest went"
+        );
     }
 }
