@@ -9,10 +9,11 @@
 //! none cuts a long answer that is being read: an MCP event stream or an
 //! Observatory WebSocket lives as long as its client reads it.
 
+use std::collections::HashMap;
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
@@ -41,11 +42,19 @@ pub(super) struct Limits {
     /// Connections open at once (WebSockets included); past it, new ones
     /// wait in the listener's queue until one closes.
     pub max_connections: usize,
+    /// Connections one client address (an IPv6 /64) may hold at once;
+    /// past it, a new one is closed at once.
+    pub per_address: usize,
 }
 
-/// The header deadline: long enough for a slow network, short enough that
-/// a connection sending nothing gives its descriptor back soon.
-const HEADER_READ: Duration = Duration::from_secs(10);
+/// The header deadline, and so how long a kept-alive connection may idle:
+/// longer than the idle connections' lifetime of common HTTP clients'
+/// pools (reqwest's and Go's 90 s, Node's and httpx's a few seconds), so
+/// that none sends a request into a connection the server is closing (at
+/// 10 s, 4-7 % of calls after a 10 s pause failed for pools that keep
+/// connections longer); a connection sending nothing still gives its
+/// place back.
+const HEADER_READ: Duration = Duration::from_secs(120);
 
 /// A client that has read nothing for this long is gone or hostile.
 const WRITE_STALL: Duration = Duration::from_secs(30);
@@ -64,12 +73,15 @@ impl Limits {
             header_read: HEADER_READ,
             write_stall: WRITE_STALL,
             max_connections: MAX_CONNECTIONS.min(half).max(16),
+            // A quarter of the places: a client busy with public requests
+            // (the login page) cannot take them all from one address.
+            per_address: (MAX_CONNECTIONS.min(half).max(16) / 4).max(4),
         }
         .overridden()
     }
 
     /// Debug builds (the tests) take smaller bounds from the environment,
-    /// so that a test of the deadline does not wait ten seconds: e.g.
+    /// so that a test of the deadline does not wait two minutes: e.g.
     /// `THOUGHTBOX_HTTP_LIMITS=header_read_ms=500,max_connections=4`.
     #[cfg(debug_assertions)]
     fn overridden(mut self) -> Limits {
@@ -87,6 +99,7 @@ impl Limits {
                 "header_read_ms" => self.header_read = Duration::from_millis(n),
                 "write_stall_ms" => self.write_stall = Duration::from_millis(n),
                 "max_connections" => self.max_connections = usize::try_from(n).unwrap_or(usize::MAX).max(1),
+                "per_address" => self.per_address = usize::try_from(n).unwrap_or(usize::MAX).max(1),
                 _ => {}
             }
         }
@@ -105,6 +118,7 @@ impl Limits {
 /// server's, and ends with the Observatory).
 pub(super) async fn serve(listener: TcpListener, app: Router, limits: Limits, shutdown: Arc<Shutdown>) {
     let permits = Arc::new(Semaphore::new(limits.max_connections));
+    let addresses = Arc::new(Addresses::default());
     // Each connection's task holds a receiver: all are gone once
     // `closed()` resolves.
     let (open_tx, open_rx) = watch::channel(());
@@ -127,12 +141,20 @@ pub(super) async fn serve(listener: TcpListener, app: Router, limits: Limits, sh
                 continue;
             }
         };
+        // Closed at once, giving its place back: this address holds its share.
+        let Some(held) = addresses.take(peer.ip(), limits.per_address) else {
+            tracing::debug!(
+                "HTTP connection from {peer} refused: that address holds {} already",
+                limits.per_address
+            );
+            continue;
+        };
         // Without TCP_NODELAY a small answer waits for the client's delayed
         // ACK (Nagle): about 40 ms per request.
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::debug!("could not set TCP_NODELAY: {e}");
         }
-        let io = Guarded::new(tcp, permit, limits.write_stall);
+        let io = Guarded::new(tcp, permit, Some(held), limits.write_stall);
         tokio::spawn(connection(
             io,
             peer,
@@ -157,12 +179,24 @@ async fn connection(
     shutdown: Arc<Shutdown>,
     _open: watch::Receiver<()>,
 ) {
+    // Clients that read it (Node's) close an idle connection before the
+    // server does, rather than send a request into one being closed.
+    let keep_alive = axum::http::HeaderValue::from_str(&format!("timeout={}", limits.header_read.as_secs().max(1)))
+        .unwrap_or(axum::http::HeaderValue::from_static("timeout=1"));
     let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
         // The login's backoff is kept per client address, and its form
         // has the header deadline to arrive.
         request.extensions_mut().insert(ConnectInfo(peer));
         request.extensions_mut().insert(limits);
-        app.clone().call(request)
+        let answer = app.clone().call(request);
+        let keep_alive = keep_alive.clone();
+        async move {
+            let mut response = answer.await?;
+            response
+                .headers_mut()
+                .insert(axum::http::header::HeaderName::from_static("keep-alive"), keep_alive);
+            Ok::<_, std::convert::Infallible>(response)
+        }
     });
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder.timer(TokioTimer::new()).header_read_timeout(limits.header_read);
@@ -181,6 +215,49 @@ async fn connection(
             () = &mut stopping, if !told => {
                 told = true;
                 conn.as_mut().graceful_shutdown();
+            }
+        }
+    }
+}
+
+/// The connections each client address holds.
+#[derive(Default)]
+struct Addresses(Mutex<HashMap<IpAddr, usize>>);
+
+/// One connection's place in [`Addresses`], given back when dropped.
+struct Held {
+    addresses: Arc<Addresses>,
+    key: IpAddr,
+}
+
+impl Addresses {
+    /// A place for a connection from `ip`, unless it holds `max` already.
+    fn take(self: &Arc<Self>, ip: IpAddr, max: usize) -> Option<Held> {
+        let key = super::throttle::key(ip);
+        let mut held = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let count = held.entry(key).or_insert(0);
+        if *count >= max {
+            return None;
+        }
+        *count += 1;
+        Some(Held {
+            addresses: self.clone(),
+            key,
+        })
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let mut held = self
+            .addresses
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(count) = held.get_mut(&self.key) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                held.remove(&self.key);
             }
         }
     }
@@ -206,17 +283,19 @@ async fn accept_failed(e: io::Error) {
 /// bound.
 pub(super) struct Guarded<T = TcpStream> {
     inner: T,
-    _permit: OwnedSemaphorePermit,
+    /// Its place under the cap, and its address's: kept by the socket, so
+    /// that an upgraded WebSocket keeps them.
+    _places: (OwnedSemaphorePermit, Option<Held>),
     stall: Duration,
     /// Armed while a write waits for the client.
     waiting: Option<Pin<Box<Sleep>>>,
 }
 
 impl<T> Guarded<T> {
-    fn new(inner: T, permit: OwnedSemaphorePermit, stall: Duration) -> Guarded<T> {
+    fn new(inner: T, permit: OwnedSemaphorePermit, held: Option<Held>, stall: Duration) -> Guarded<T> {
         Guarded {
             inner,
-            _permit: permit,
+            _places: (permit, held),
             stall,
             waiting: None,
         }
@@ -296,7 +375,7 @@ mod tests {
         let (near, mut far) = tokio::io::duplex(64);
         let permits = Arc::new(Semaphore::new(1));
         let permit = permits.clone().acquire_owned().await.unwrap();
-        let mut guarded = Guarded::new(near, permit, Duration::from_secs(30));
+        let mut guarded = Guarded::new(near, permit, None, Duration::from_secs(30));
         // Read at first: the writes go through.
         guarded.write_all(&[1; 64]).await.unwrap();
         let mut buf = [0; 64];
@@ -316,7 +395,7 @@ mod tests {
     async fn a_slow_reader_that_keeps_reading_is_not_cut() {
         let (near, mut far) = tokio::io::duplex(16);
         let permit = Arc::new(Semaphore::new(1)).acquire_owned().await.unwrap();
-        let mut guarded = Guarded::new(near, permit, Duration::from_secs(30));
+        let mut guarded = Guarded::new(near, permit, None, Duration::from_secs(30));
         let reader = tokio::spawn(async move {
             let mut buf = [0; 16];
             let mut total = 0;

@@ -69,9 +69,9 @@ fn delay(failures: u32) -> Duration {
     BASE.saturating_mul(1 << (failures - 1).min(16)).min(MAX_DELAY)
 }
 
-/// The address an attempt is counted under: an IPv6 client is given a
-/// whole /64 by its network, so that is what one client is.
-fn key(ip: IpAddr) -> IpAddr {
+/// The address an attempt (or a connection) is counted under: an IPv6
+/// client is given a whole /64 by its network, so that is what one client is.
+pub(super) fn key(ip: IpAddr) -> IpAddr {
     match ip {
         IpAddr::V4(_) => ip,
         IpAddr::V6(v6) => match v6.to_ipv4_mapped() {

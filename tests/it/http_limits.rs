@@ -189,6 +189,44 @@ async fn a_client_with_the_token_gets_through_a_full_cap() {
     assert_eq!(server.count("thoughts"), 2);
 }
 
+/// One address holds at most its share of the places, however busy its
+/// connections keep (requests for the public login page): a further one
+/// is closed at once, and one given back is usable again.
+#[tokio::test]
+async fn one_address_holds_at_most_its_share_of_connections() {
+    let server = HttpServer::start_limited("max_connections=16,per_address=3").await;
+    let addr = server.authority();
+    let request = format!("GET /login HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+    let mut busy = Vec::new();
+    for _ in 0..3 {
+        let mut stream = TcpStream::connect(&addr).await.expect("connect");
+        stream.write_all(request.as_bytes()).await.expect("request");
+        let mut buf = [0u8; 12];
+        stream.read_exact(&mut buf).await.expect("answered");
+        assert_eq!(&buf, b"HTTP/1.1 200");
+        busy.push(stream);
+    }
+    let mut fourth = TcpStream::connect(&addr).await.expect("connect");
+    let _ = fourth.write_all(request.as_bytes()).await;
+    let got = closed_within(&mut fourth, CLOSED_BEFORE).await;
+    assert_eq!(got.as_deref(), Some(&b""[..]), "closed unanswered");
+    drop(busy.pop());
+    // Once the server has seen that one close, its place serves again.
+    tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            let mut stream = TcpStream::connect(&addr).await.expect("connect");
+            let _ = stream.write_all(request.as_bytes()).await;
+            let mut buf = [0u8; 12];
+            if stream.read_exact(&mut buf).await.is_ok() && &buf == b"HTTP/1.1 200" {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("a place given back is usable");
+}
+
 /// A login form whose body never arrives is answered (408) or closed at
 /// the deadline, not held open.
 #[tokio::test]

@@ -525,6 +525,8 @@ async fn every_answer_says_what_a_browser_may_do_with_it() {
         );
         assert_eq!(r.headers()["x-content-type-options"], "nosniff");
         assert_eq!(r.headers()["referrer-policy"], "same-origin");
+        // How long an idle connection is kept, for clients that close theirs first.
+        assert_eq!(r.headers()["keep-alive"], "timeout=120");
     }
     // The login form's style is a file the policy allows, served without the token.
     assert!(
