@@ -43,8 +43,11 @@ pub(super) struct Limits {
     /// wait in the listener's queue until one closes.
     pub max_connections: usize,
     /// Connections one client address (an IPv6 /64) may hold at once;
-    /// past it, a new one is closed at once.
+    /// past it, a new one is closed at once. Not on loopback, which every
+    /// client of the machine shares (they are the user's own), but in
+    /// the tests, which have no other address.
     pub per_address: usize,
+    pub per_address_on_loopback: bool,
 }
 
 /// The header deadline, and so how long a kept-alive connection may idle:
@@ -76,6 +79,7 @@ impl Limits {
             // A quarter of the places: a client busy with public requests
             // (the login page) cannot take them all from one address.
             per_address: (MAX_CONNECTIONS.min(half).max(16) / 4).max(4),
+            per_address_on_loopback: false,
         }
         .overridden()
     }
@@ -99,7 +103,10 @@ impl Limits {
                 "header_read_ms" => self.header_read = Duration::from_millis(n),
                 "write_stall_ms" => self.write_stall = Duration::from_millis(n),
                 "max_connections" => self.max_connections = usize::try_from(n).unwrap_or(usize::MAX).max(1),
-                "per_address" => self.per_address = usize::try_from(n).unwrap_or(usize::MAX).max(1),
+                "per_address" => {
+                    self.per_address = usize::try_from(n).unwrap_or(usize::MAX).max(1);
+                    self.per_address_on_loopback = true;
+                }
                 _ => {}
             }
         }
@@ -142,7 +149,7 @@ pub(super) async fn serve(listener: TcpListener, app: Router, limits: Limits, sh
             }
         };
         // Closed at once, giving its place back: this address holds its share.
-        let Some(held) = addresses.take(peer.ip(), limits.per_address) else {
+        let Some(held) = addresses.take(peer.ip(), &limits) else {
             tracing::debug!(
                 "HTTP connection from {peer} refused: that address holds {} already",
                 limits.per_address
@@ -231,8 +238,13 @@ struct Held {
 }
 
 impl Addresses {
-    /// A place for a connection from `ip`, unless it holds `max` already.
-    fn take(self: &Arc<Self>, ip: IpAddr, max: usize) -> Option<Held> {
+    /// A place for a connection from `ip`, unless it holds as many as
+    /// `limits` allow already.
+    fn take(self: &Arc<Self>, ip: IpAddr, limits: &Limits) -> Option<Held> {
+        let max = match ip.to_canonical().is_loopback() && !limits.per_address_on_loopback {
+            true => usize::MAX,
+            false => limits.per_address,
+        };
         let key = super::throttle::key(ip);
         let mut held = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let count = held.entry(key).or_insert(0);
@@ -360,6 +372,24 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Guarded<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_address_holds_its_share_but_loopback_is_not_bounded() {
+        let limits = Limits {
+            per_address: 2,
+            ..Limits::for_open_files(4096)
+        };
+        let addresses = Arc::new(Addresses::default());
+        let remote: IpAddr = "203.0.113.7".parse().unwrap();
+        let (a, b) = (addresses.take(remote, &limits), addresses.take(remote, &limits));
+        assert!(a.is_some() && b.is_some());
+        assert!(addresses.take(remote, &limits).is_none(), "past its share");
+        drop(a);
+        assert!(addresses.take(remote, &limits).is_some(), "a place given back");
+        let local: IpAddr = "127.0.0.1".parse().unwrap();
+        let held: Vec<_> = (0..5).map(|_| addresses.take(local, &limits)).collect();
+        assert!(held.iter().all(Option::is_some));
+    }
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     #[test]
