@@ -28,6 +28,18 @@ fn refused_on(e: &Value, field: &str) {
     assert_eq!(e["details"]["field"], field, "{e}");
 }
 
+/// `notebook import` of a file outside any files root is refused on `path`.
+async fn a_file_outside_is_not_read(s: &crate::common::Server, id: &str) {
+    let e = s
+        .err(
+            "notebook",
+            json!({ "subOperation": "import", "sessionId": id, "path": "/etc/hostname" }),
+            "INVALID_PAYLOAD",
+        )
+        .await;
+    refused_on(&e, "path");
+}
+
 #[tokio::test]
 async fn without_a_files_root_http_agents_name_no_files() {
     let server = HttpServer::start().await;
@@ -52,14 +64,7 @@ async fn without_a_files_root_http_agents_name_no_files() {
         )
         .await;
     refused_on(&e, "destination");
-    let e = s
-        .err(
-            "notebook",
-            json!({ "subOperation": "import", "sessionId": id, "path": "/etc/hostname" }),
-            "INVALID_PAYLOAD",
-        )
-        .await;
-    refused_on(&e, "path");
+    a_file_outside_is_not_read(&s, &id).await;
     assert!(!dest.exists(), "nothing was written");
     // The content itself still comes back in the answer.
     let inline = s
@@ -110,14 +115,7 @@ async fn with_a_files_root_http_agents_name_files_inside_it_only() {
         let e = s.err("session", export(dest), "INVALID_PAYLOAD").await;
         refused_on(&e, "destination");
     }
-    let e = s
-        .err(
-            "notebook",
-            json!({ "subOperation": "import", "sessionId": id, "path": "/etc/hostname" }),
-            "INVALID_PAYLOAD",
-        )
-        .await;
-    refused_on(&e, "path");
+    a_file_outside_is_not_read(&s, &id).await;
     assert_eq!(
         std::fs::read_dir(outside.path()).unwrap().count(),
         0,
