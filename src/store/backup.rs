@@ -51,7 +51,7 @@ impl Store {
                 false,
             );
             let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ");
-            let tmp = dest.join(format!(".thoughtbox-backup-{stamp}.tmp-{}", std::process::id()));
+            let tmp = dest.join(format!(".thoughtbox-backup-{stamp}{}", temporary_suffix()));
             self.write_copy(&tmp)?;
             let placed = place_under_new_name(&tmp, dest, &format!("thoughtbox-backup-{stamp}"));
             let _ = std::fs::remove_file(&tmp);
@@ -95,17 +95,9 @@ impl Store {
                 false => dest.to_path_buf(),
             };
             if let Some(name) = target.file_name().and_then(|n| n.to_str()) {
-                let leftover = |n: &str| {
-                    n.strip_prefix(name)
-                        .and_then(|rest| rest.strip_prefix(".tmp-"))
-                        .map(|rest| rest.strip_suffix("-journal").unwrap_or(rest))
-                        .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
-                };
-                crate::files::remove_leftovers(crate::files::folder_of(&target), leftover, false);
+                crate::files::remove_leftovers(crate::files::folder_of(&target), |n| is_temporary_of(n, name), false);
             }
-            let mut tmp = target.as_os_str().to_owned();
-            tmp.push(format!(".tmp-{}", std::process::id()));
-            let tmp = PathBuf::from(tmp);
+            let tmp = with_suffix(&target, &temporary_suffix());
             self.write_copy(&tmp)?;
             move_into_place(&tmp, &target).inspect_err(|_| {
                 let _ = std::fs::remove_file(&tmp);
@@ -330,6 +322,28 @@ impl Store {
             other => other,
         })
     }
+}
+
+/// The suffix of a copy's temporary name, `.tmp-{pid}-{n}`: `n` is random
+/// so that no one can plant a link at the name, or at the `-journal` name
+/// SQLite creates beside it, before the copy is made.
+fn temporary_suffix() -> String {
+    let n = uuid::Uuid::new_v4().as_u64_pair().0;
+    format!(".tmp-{}-{n}", std::process::id())
+}
+
+/// Whether `name` is the temporary copy (or its journal) of a backup to
+/// `base`: `{base}.tmp-{pid}[-{n}][-journal]` (`{pid}` alone from earlier
+/// versions).
+fn is_temporary_of(name: &str, base: &str) -> bool {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    name.strip_prefix(base)
+        .and_then(|rest| rest.strip_prefix(".tmp-"))
+        .map(|rest| rest.strip_suffix("-journal").unwrap_or(rest))
+        .is_some_and(|tag| match tag.split_once('-') {
+            Some((pid, n)) => digits(pid) && digits(n),
+            None => digits(tag),
+        })
 }
 
 /// What a file is replaced with.
@@ -636,6 +650,29 @@ mod tests {
     }
 
     #[test]
+    fn temporary_names_cannot_be_foreseen_and_are_known_as_leftovers() {
+        let (a, b) = (super::temporary_suffix(), super::temporary_suffix());
+        assert_ne!(a, b, "a random part, unknown before the backup starts");
+        assert!(a.starts_with(&format!(".tmp-{}-", std::process::id())), "{a}");
+        for left in [
+            format!("nightly.db{a}"),
+            format!("nightly.db{a}-journal"),
+            "nightly.db.tmp-42".into(),
+        ] {
+            assert!(super::is_temporary_of(&left, "nightly.db"), "{left}");
+        }
+        for kept in [
+            "nightly.db",
+            "nightly.db.tmp-",
+            "nightly.db.tmp-4x",
+            "nightly.db.tmp-42-",
+            "other.db.tmp-42",
+        ] {
+            assert!(!super::is_temporary_of(kept, "nightly.db"), "{kept}");
+        }
+    }
+
+    #[test]
     fn a_taken_name_gets_the_next_number() {
         let dir = tempfile::tempdir().unwrap();
         let tmp = dir.path().join("copy.tmp");
@@ -738,16 +775,6 @@ mod tests {
         }
         // An ordinary file, such as an earlier backup, is replaced.
         let plain = dir.path().join("nightly.db");
-        #[cfg(unix)]
-        {
-            // Something planted at the temporary copy's name is not written through.
-            let victim = dir.path().join("victim.txt");
-            std::fs::write(&victim, b"keep").unwrap();
-            let tmp = crate::files::with_suffix(&plain, &format!(".tmp-{}", std::process::id()));
-            std::os::unix::fs::symlink(&victim, &tmp).unwrap();
-            store.backup_to(&plain).unwrap();
-            assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
-        }
         store.backup_to(&plain).unwrap();
         store.create_session(NewSession::titled("later")).unwrap();
         store.backup_to(&plain).unwrap();
