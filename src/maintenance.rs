@@ -93,41 +93,46 @@ async fn index_pending(writer: &Writer, stop: impl Fn() -> bool) {
     }
 }
 
-/// Whether the last background checkpoint failed (logged at warning level
-/// once, then at debug level until one succeeds: on a full disk the retries
+/// Whether the last background checkpoint failed: logged at warning level
+/// once, then at debug level until one succeeds (on a full disk the retries
 /// would write a warning every few seconds for as long as it lasts).
-static CHECKPOINT_FAILING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-fn checkpoint_failed(e: &Error) {
-    // Stopped by a shutdown (interrupt_running): nothing failed.
-    if e.is_interrupted() {
-        tracing::debug!("checkpoint interrupted: {e}");
-        return;
-    }
-    if CHECKPOINT_FAILING.swap(true, std::sync::atomic::Ordering::Relaxed) {
-        tracing::debug!("checkpoint failed again: {e}");
-    } else {
-        tracing::warn!("checkpoint failed: {e} (retried in the background; logged again once it works)");
-    }
+#[derive(Default)]
+struct CheckpointHealth {
+    failing: bool,
 }
 
-fn checkpoint_worked() {
-    if CHECKPOINT_FAILING.swap(false, std::sync::atomic::Ordering::Relaxed) {
-        tracing::info!("checkpoints work again");
+impl CheckpointHealth {
+    fn failed(&mut self, e: &Error) {
+        // Stopped by a shutdown (interrupt_running): nothing failed.
+        if e.is_interrupted() {
+            tracing::debug!("checkpoint interrupted: {e}");
+            return;
+        }
+        if std::mem::replace(&mut self.failing, true) {
+            tracing::debug!("checkpoint failed again: {e}");
+        } else {
+            tracing::warn!("checkpoint failed: {e} (retried in the background; logged again once it works)");
+        }
+    }
+
+    fn worked(&mut self) {
+        if std::mem::take(&mut self.failing) {
+            tracing::info!("checkpoints work again");
+        }
     }
 }
 
 /// Copy the WAL into the database beside the writers; once it has grown
 /// past [`WAL_RESTART_BYTES`], copy the rest between two writes on the writer
 /// thread, so that the next write starts the WAL over from its beginning.
-async fn checkpoint(store: &Store, writer: &Writer) {
+async fn checkpoint(store: &Store, writer: &Writer, health: &mut CheckpointHealth) {
     let wal = match blocking(store, |s| s.checkpoint_passive()).await {
         Ok(bytes) => {
-            checkpoint_worked();
+            health.worked();
             bytes
         }
         Err(e) => {
-            checkpoint_failed(&e);
+            health.failed(&e);
             return;
         }
     };
@@ -135,10 +140,10 @@ async fn checkpoint(store: &Store, writer: &Writer) {
         // Once more beside the writers, for what they wrote during the first
         // pass, so that the writer thread has only a few frames left to copy.
         if let Err(e) = blocking(store, |s| s.checkpoint_passive()).await {
-            checkpoint_failed(&e);
+            health.failed(&e);
         }
         if let Err(e) = writer.run(|s| s.checkpoint_passive()).await {
-            checkpoint_failed(&e);
+            health.failed(&e);
         }
     }
 }
@@ -146,10 +151,10 @@ async fn checkpoint(store: &Store, writer: &Writer) {
 /// Copy the whole WAL into the database and truncate it, unless a reader
 /// in another connection keeps that from finishing within
 /// [`CHECKPOINT_WAIT`]. Answers whether the WAL is empty, or why not.
-async fn checkpoint_truncate(store: &Store) -> std::result::Result<(), String> {
+async fn checkpoint_truncate(store: &Store, health: &mut CheckpointHealth) -> std::result::Result<(), String> {
     match blocking(store, |s| s.checkpoint_within(CHECKPOINT_WAIT)).await {
         Ok(true) => {
-            checkpoint_worked();
+            health.worked();
             Ok(())
         }
         Ok(false) => {
@@ -158,7 +163,7 @@ async fn checkpoint_truncate(store: &Store) -> std::result::Result<(), String> {
         // Logged once, when first seen.
         Err(e @ Error::FilesChanged { .. }) => Err(e.to_string()),
         Err(e) => {
-            checkpoint_failed(&e);
+            health.failed(&e);
             Err(e.to_string())
         }
     }
@@ -211,6 +216,7 @@ impl Maintenance {
             // hour), so that the all-clear can follow.
             let mut told = false;
             let mut warn_at = WAL_WARN_BYTES;
+            let mut health = CheckpointHealth::default();
             'outer: loop {
                 // Sleep until the next write (re-checking after announcing idleness).
                 sig.idle.store(true, Ordering::Release);
@@ -235,7 +241,7 @@ impl Maintenance {
                         break;
                     }
                     if checkpointed.elapsed() >= CHECKPOINT_EVERY {
-                        checkpoint(&store, &writer).await;
+                        checkpoint(&store, &writer, &mut health).await;
                         checkpointed = Instant::now();
                     }
                     // A steady stream of writes never pauses for the check below.
@@ -283,7 +289,7 @@ impl Maintenance {
                         warn_at = litestream_wal_check(&store, warn_at);
                         break;
                     }
-                    let emptied = checkpoint_truncate(&store).await;
+                    let emptied = checkpoint_truncate(&store, &mut health).await;
                     if sig.count() != seen {
                         continue 'outer;
                     }
