@@ -73,7 +73,8 @@ fn install_hint() -> &'static str {
 
 impl Node {
     /// `THOUGHTBOX_NODE`, else `node` on the server's PATH; asked its
-    /// version once per path.
+    /// version once per executable, known by its path and its file's
+    /// modification time (a Node upgraded while the server runs is asked again).
     pub async fn find() -> Result<Node> {
         let path = match std::env::var_os("THOUGHTBOX_NODE").filter(|v| !v.is_empty()) {
             Some(p) => PathBuf::from(p),
@@ -82,12 +83,20 @@ impl Node {
                 details: Some(json!({ "node": null, "install": install_hint() })),
             })?,
         };
-        static VERSIONS: OnceLock<Mutex<Vec<(PathBuf, Version)>>> = OnceLock::new();
+        Node::at(path).await
+    }
+
+    /// The Node.js at `path`, asked its version unless known (see [`Node::find`]).
+    async fn at(path: PathBuf) -> Result<Node> {
+        type Executable = (PathBuf, Option<std::time::SystemTime>);
+        static VERSIONS: OnceLock<Mutex<Vec<(Executable, Version)>>> = OnceLock::new();
         let known = VERSIONS.get_or_init(Mutex::default);
+        // Through links too: an upgrade replaces the file a link points to.
+        let executable = (path.clone(), std::fs::metadata(&path).and_then(|m| m.modified()).ok());
         if let Some((_, v)) = known
             .lock()
             .ok()
-            .and_then(|k| k.iter().find(|(p, _)| *p == path).cloned())
+            .and_then(|k| k.iter().find(|(e, _)| *e == executable).cloned())
         {
             return Ok(Node { path, version: v });
         }
@@ -115,7 +124,8 @@ impl Node {
         let text = String::from_utf8_lossy(&out.stdout);
         let version = parse_version(&text).ok_or_else(|| failed(format!("`node --version` said {:?}", text.trim())))?;
         if let Ok(mut k) = known.lock() {
-            k.push((path.clone(), version));
+            k.retain(|((p, _), _)| *p != path);
+            k.push((executable, version));
         }
         Ok(Node { path, version })
     }
@@ -739,6 +749,36 @@ fn said_duration(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_node_replaced_while_the_server_runs_is_asked_its_version_again() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let node = dir.path().join("node");
+        let install = |version: &str, modified: std::time::SystemTime| {
+            // Written beside and renamed over, as a package manager does
+            // (writing into a file being run fails with ETXTBSY).
+            let new = dir.path().join("node.new");
+            std::fs::write(&new, format!("#!/bin/sh\necho {version}\n")).unwrap();
+            std::fs::set_permissions(&new, std::fs::Permissions::from_mode(0o755)).unwrap();
+            std::fs::File::options()
+                .write(true)
+                .open(&new)
+                .unwrap()
+                .set_modified(modified)
+                .unwrap();
+            std::fs::rename(&new, &node).unwrap();
+        };
+        let then = std::time::SystemTime::now() - Duration::from_secs(3600);
+        install("v20.1.0", then);
+        assert_eq!(Node::at(node.clone()).await.unwrap().version, (20, 1, 0));
+        assert_eq!(Node::at(node.clone()).await.unwrap().version, (20, 1, 0), "known");
+        install("v22.13.0", std::time::SystemTime::now());
+        let upgraded = Node::at(node.clone()).await.unwrap();
+        assert_eq!(upgraded.version, (22, 13, 0));
+        assert_eq!(upgraded.permission_flag(), Some("--permission"));
+    }
 
     /// Whether process `pid` has ended: gone, or a zombie no one reaped
     /// (a killed grandchild is reparented, and whoever adopts it may not
