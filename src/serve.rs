@@ -576,13 +576,35 @@ mod tests {
     use super::*;
 
     /// The server's process cannot be traced or read by its user's others.
+    /// Checked in a child test process, since the flag is the whole
+    /// process's and would stay on the other unit tests.
     #[cfg(target_os = "linux")]
     #[test]
     fn the_servers_memory_is_private() {
-        keep_memory_private();
+        const CHILD: &str = "THOUGHTBOX_TEST_PRIVATE_MEMORY_CHILD";
+        if std::env::var_os(CHILD).is_some() {
+            keep_memory_private();
+            assert_eq!(
+                rustix::process::dumpable_behavior().unwrap(),
+                rustix::process::DumpableBehavior::NotDumpable
+            );
+            return;
+        }
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "serve::tests::the_servers_memory_is_private",
+                "--test-threads=1",
+            ])
+            .env(CHILD, "1")
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success() && said.contains("1 passed"), "{said}");
         assert_eq!(
             rustix::process::dumpable_behavior().unwrap(),
-            rustix::process::DumpableBehavior::NotDumpable
+            rustix::process::DumpableBehavior::Dumpable,
+            "this process is left as it was"
         );
     }
 
