@@ -534,8 +534,8 @@ async fn the_page_keeps_up_with_long_thoughts_reopens_deletes_and_sign_outs() {
 
 /// Under the server's Content-Security-Policy the sign-in form and the page
 /// get their styles, scripts, API and live socket; and text from the ledger
-/// is laid out apart from what surrounds it, so a right-to-left override in
-/// one tag does not turn the next tag around.
+/// is laid out apart from what surrounds it, its bidi controls shown as
+/// marks instead of obeyed: a right-to-left override reverses nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_works_under_its_policy_and_isolates_ledger_text() {
     let server = HttpServer::start().await;
@@ -575,18 +575,28 @@ async fn the_page_works_under_its_policy_and_isolates_ledger_text() {
              return [b.textContent, getComputedStyle(b).unicodeBidi]",
         )
         .await;
-    assert_eq!(title, json!([reversed, "isolate"]));
-    // The override turns the first tag around, and stops there: the
-    // second tag reads left to right (its first letter left of its last).
+    assert_eq!(title, json!(["\u{27e8}RLO\u{27e9}gnp.exe", "isolate"]));
+    // The override is a mark, not obeyed: both tags read left to right
+    // (each one's first letter left of its last).
     let order = browser
         .script(
             "const x = (node, i) => { const r = document.createRange(); r.setStart(node, i); r.setEnd(node, i + 1); \
                return r.getBoundingClientRect().left; }; \
-             const [a, b] = [...document.querySelectorAll('#sessions li .meta bdi')].map(e => e.firstChild); \
-             return [a.textContent, x(a, 1) > x(a, 5), b.textContent, x(b, 0) < x(b, 5)]",
+             const [a, b] = [...document.querySelectorAll('#sessions li .meta bdi')]; \
+             return [a.textContent, a.querySelector('.bidi-control').title, x(a.lastChild, 0) < x(a.lastChild, 4), \
+                     b.textContent, x(b.firstChild, 0) < x(b.firstChild, 5)]",
         )
         .await;
-    assert_eq!(order, json!(["\u{202e}first", true, "second", true]));
+    assert_eq!(
+        order,
+        json!([
+            "\u{27e8}RLO\u{27e9}first",
+            "U+202E, a bidi control, shown instead of obeyed",
+            true,
+            "second",
+            true
+        ])
+    );
     browser.click(&format!("#sessions li[data-session-id='{id}']")).await;
     browser
         .until(
@@ -602,7 +612,7 @@ async fn the_page_works_under_its_policy_and_isolates_ledger_text() {
             &format!(
                 "const b = document.querySelector('#detail-text bdi'); \
                  return !!b && b.textContent === {}",
-                json!(format!("{reversed} then plain"))
+                json!("\u{27e8}RLO\u{27e9}gnp.exe then plain")
             ),
         )
         .await;

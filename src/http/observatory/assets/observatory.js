@@ -36,13 +36,25 @@ function svg(tag, attrs, ...children) {
 }
 
 // Text from the ledger (titles, tags, thoughts, branch ids), isolated from
-// what is drawn around it: a bidi control in it (U+202E ...) then turns
-// around only itself, never the label, count or other text beside it.
-const user = (text) => el("bdi", {}, text);
-const userSvg = (text) => svg("tspan", { class: "user" }, text);
-// An <option> holds text only: its label's explicit bidi controls are
-// dropped and the rest isolated with FSI ... PDI.
-const userLabel = (text) => "\u2068" + String(text).replace(/[\u202a-\u202e\u2066-\u2069]/g, "") + "\u2069";
+// what is drawn around it, with its explicit bidi controls shown as marks
+// in their place instead of obeyed: "\u202egnp.exe" reads "⟨RLO⟩gnp.exe",
+// not "exe.png" (the disguise known as Trojan Source).
+const BIDI_CONTROLS = /([\u202a-\u202e\u2066-\u2069])/;
+const BIDI_NAMES = {
+  "\u202a": "LRE", "\u202b": "RLE", "\u202c": "PDF", "\u202d": "LRO", "\u202e": "RLO",
+  "\u2066": "LRI", "\u2067": "RLI", "\u2068": "FSI", "\u2069": "PDI",
+};
+const bidiMark = (c) => `\u27e8${BIDI_NAMES[c]}\u27e9`;
+const bidiTitle = (c) => `U+${c.codePointAt(0).toString(16).toUpperCase()}, a bidi control, shown instead of obeyed`;
+// Split at the controls: odd indices are controls.
+const bidiParts = (text) => String(text).split(BIDI_CONTROLS);
+const user = (text) => el("bdi", {}, ...bidiParts(text).map((part, i) =>
+  i % 2 ? el("span", { class: "bidi-control", title: bidiTitle(part) }, bidiMark(part)) : part).filter((p) => p !== ""));
+const userSvg = (text) => svg("tspan", { class: "user" }, ...bidiParts(text).map((part, i) =>
+  i % 2 ? svg("tspan", { class: "bidi-control" }, bidiMark(part)) : part).filter((p) => p !== ""));
+// An <option> holds text only: its label's controls become marks and the
+// rest is isolated with FSI ... PDI.
+const userLabel = (text) => "\u2068" + bidiParts(text).map((part, i) => i % 2 ? bidiMark(part) : part).join("") + "\u2069";
 
 function joined(items, separator) {
   const out = [];
