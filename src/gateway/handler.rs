@@ -50,7 +50,7 @@ impl ServerHandler for Gateway {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> std::result::Result<ListToolsResult, McpError> {
-        let hidden = self.with_conn(|c| c.hidden.clone());
+        let hidden = self.with_client(|c| c.hidden.clone());
         let tool = if hidden.is_empty() {
             (*self.tool).clone()
         } else {

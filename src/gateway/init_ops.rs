@@ -38,7 +38,7 @@ pub const OPTIONAL_OPERATIONS: &[&str] = &[
 
 /// The connection's project and where it comes from (`root` or `default`).
 pub(crate) fn current_project(gw: &Gateway) -> Option<(String, &'static str)> {
-    if let Some(root) = gw.with_conn(|c| c.root.clone()) {
+    if let Some(root) = gw.with_client(|c| c.root.clone()) {
         return Some((root.name, "root"));
     }
     gw.options.default_project.clone().map(|p| (p, "default"))
@@ -46,7 +46,7 @@ pub(crate) fn current_project(gw: &Gateway) -> Option<(String, &'static str)> {
 
 /// The project as `get_state` shows it.
 pub(crate) fn project_json(gw: &Gateway) -> Option<ProjectInfo> {
-    let root = gw.with_conn(|c| c.root.clone());
+    let root = gw.with_client(|c| c.root.clone());
     current_project(gw).map(|(name, source)| ProjectInfo {
         name,
         source,
@@ -223,7 +223,7 @@ fn root_listed(root: &Root, bound: Option<&BoundRoot>) -> RootListed {
 
 pub async fn list_roots(gw: &Gateway, ctx: Option<&RequestContext<RoleServer>>) -> Result<Value> {
     let roots = client_roots(gw, ctx).await?;
-    let bound = gw.with_conn(|c| c.root.clone());
+    let bound = gw.with_client(|c| c.root.clone());
     let message = match (roots.len(), &bound) {
         (0, _) => "The client shares no roots; use newWork.project or --project to name a project.".to_string(),
         (n, Some(b)) => format!("Found {n} root(s); bound to {}.", b.name),
@@ -294,7 +294,7 @@ pub async fn bind_root(gw: &Gateway, args: Args, ctx: Option<&RequestContext<Rol
         uri: root.uri.clone(),
         name: root_name(root),
     };
-    let previous = gw.with_conn(|c| c.root.replace(bound.clone()));
+    let previous = gw.with_client(|c| c.root.replace(bound.clone()));
     answers::to_value(&BindRootAnswer {
         message: format!(
             "Bound to root {}: new sessions get the tag project:{}.",
@@ -432,7 +432,7 @@ pub async fn discovery(gw: &Gateway, args: Args, ctx: Option<&RequestContext<Rol
     }
     .to_string();
     if action == "list" {
-        let hidden = gw.with_conn(|c| c.hidden.clone());
+        let hidden = gw.with_client(|c| c.hidden.clone());
         return answers::to_value(&DiscoveryAnswer {
             action,
             success: true,
@@ -457,7 +457,7 @@ pub async fn discovery(gw: &Gateway, args: Args, ctx: Option<&RequestContext<Rol
             json!({ "allowed": OPTIONAL_OPERATIONS }),
         ));
     }
-    let changed = gw.with_conn(|c| {
+    let changed = gw.with_client(|c| {
         if action == "hide" {
             c.hidden.insert(name.clone())
         } else {
@@ -482,7 +482,7 @@ pub async fn discovery(gw: &Gateway, args: Args, ctx: Option<&RequestContext<Rol
         action,
         success: true,
         optional_operations: None,
-        hidden: gw.with_conn(|c| c.hidden.clone()),
+        hidden: gw.with_client(|c| c.hidden.clone()),
         changed: Some(changed),
         message,
     })

@@ -67,10 +67,11 @@ pub(crate) struct BoundRoot {
     pub name: String,
 }
 
-/// One MCP connection's state: the stage and current session (see
-/// [`ConnectionState`]), and what this protocol layer adds to them.
+/// One MCP client's state on its connection: the stage and current
+/// session (see [`ConnectionState`]), and what this protocol layer adds to
+/// them. Not a database connection (the store pools those as `Conn`).
 #[derive(Debug, Default)]
-pub(crate) struct Connection {
+pub(crate) struct ClientState {
     pub state: ConnectionState,
     pub root: Option<BoundRoot>,
     /// Optional operations hidden with `session discovery`.
@@ -85,7 +86,7 @@ pub(crate) struct Connection {
 pub struct Gateway {
     pub(crate) store: Store,
     pub(crate) options: ServeOptions,
-    pub(crate) conn: Arc<Mutex<Connection>>,
+    pub(crate) client: Arc<Mutex<ClientState>>,
     pub(crate) events: Arc<Events>,
     writes: Arc<WriteSignal>,
     writer: Writer,
@@ -103,7 +104,7 @@ pub struct Gateway {
     /// doing, and waits for the client end.
     pub(crate) shutdown: Arc<Shutdown>,
     /// Serving an HTTP connection: a request of protocol 2026-07-28 there
-    /// is stateless (see [`Connection::stateless`]).
+    /// is stateless (see [`ClientState::stateless`]).
     over_http: bool,
 }
 
@@ -158,7 +159,7 @@ impl Gateway {
             store,
             events: Arc::new(Events::new(options.events.clone()).without_thought_text(quiet_text)),
             options,
-            conn: Arc::new(Mutex::new(Connection::default())),
+            client: Arc::new(Mutex::new(ClientState::default())),
             writes,
             tool: Arc::new(tool_definition(&BTreeSet::new())),
             session_order: Arc::default(),
@@ -174,7 +175,7 @@ impl Gateway {
     /// connection state of its own.
     pub fn for_http_connection(&self) -> Gateway {
         Gateway {
-            conn: Arc::new(Mutex::new(Connection::default())),
+            client: Arc::new(Mutex::new(ClientState::default())),
             session_order: Arc::default(),
             over_http: true,
             ..self.clone()
@@ -185,13 +186,13 @@ impl Gateway {
     /// HTTP (each such request gets a handler of its own).
     pub(crate) fn note_protocol(&self, ctx: &RequestContext<RoleServer>) {
         if self.over_http && mrtr::modern(ctx) {
-            self.with_conn(|c| c.stateless = true);
+            self.with_client(|c| c.stateless = true);
         }
     }
 
     /// Whether this request is stateless: it has no current session.
     pub(crate) fn stateless(&self) -> bool {
-        self.with_conn(|c| c.stateless)
+        self.with_client(|c| c.stateless)
     }
 
     /// Wait for the operations before this one that read and set the
@@ -324,8 +325,8 @@ impl Gateway {
         self.writes.wrote();
     }
 
-    pub(crate) fn with_conn<T>(&self, f: impl FnOnce(&mut Connection) -> T) -> T {
-        let mut guard = match self.conn.lock() {
+    pub(crate) fn with_client<T>(&self, f: impl FnOnce(&mut ClientState) -> T) -> T {
+        let mut guard = match self.client.lock() {
             Ok(g) => g,
             Err(poisoned) => poisoned.into_inner(),
         };
@@ -334,37 +335,37 @@ impl Gateway {
 
     /// The connection's current session (see [`ConnectionState::current`]).
     pub(crate) fn active_session(&self) -> Option<String> {
-        self.with_conn(|c| c.state.current().map(str::to_string))
+        self.with_client(|c| c.state.current().map(str::to_string))
     }
 
     /// `id` was started, loaded, resumed or written to.
     pub(crate) fn set_active_session(&self, id: String) {
-        self.with_conn(|c| c.state.open(id));
+        self.with_client(|c| c.state.open(id));
     }
 
     /// The session `id` was closed by `nextThoughtNeeded: false`.
     pub(crate) fn close_active_session(&self, id: &str) {
-        self.with_conn(|c| c.state.close(id.to_string()));
+        self.with_client(|c| c.state.close(id.to_string()));
     }
 
     /// The session closed on this connection, if none has been opened since.
     pub(crate) fn closed_session(&self) -> Option<String> {
-        self.with_conn(|c| c.state.closed().map(str::to_string))
+        self.with_client(|c| c.state.closed().map(str::to_string))
     }
 
     /// `id` was deleted through this connection.
     pub(crate) fn session_deleted_here(&self, id: &str) {
-        self.with_conn(|c| c.state.deleted_here(id));
+        self.with_client(|c| c.state.deleted_here(id));
     }
 
     /// The current session, if still `id`, was found deleted elsewhere.
     pub(crate) fn clear_active_session_if(&self, id: &str) {
-        self.with_conn(|c| c.state.found_deleted(id));
+        self.with_client(|c| c.state.found_deleted(id));
     }
 
     /// The current session found deleted, if none has been opened since.
     pub(crate) fn deleted_session(&self) -> Option<String> {
-        self.with_conn(|c| c.state.deleted().map(str::to_string))
+        self.with_client(|c| c.state.deleted().map(str::to_string))
     }
 
     /// Parse, gate and run one gateway call.
@@ -391,7 +392,7 @@ impl Gateway {
             })
             .flatten();
         let run = async {
-            if self.with_conn(|c| c.hidden.contains(&operation)) {
+            if self.with_client(|c| c.hidden.contains(&operation)) {
                 return Err(Error::InvalidOperation {
                     message: format!(
                         "operation {operation:?} is hidden on this connection; session discovery with action \"show\" brings it back"

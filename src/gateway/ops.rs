@@ -160,7 +160,7 @@ pub async fn get_state(gw: &Gateway, args: Args) -> Result<Value> {
         },
         None => None,
     };
-    let hidden = gw.with_conn(|c| c.hidden.clone());
+    let hidden = gw.with_client(|c| c.hidden.clone());
     let available: Vec<&str> = OPERATIONS
         .iter()
         .filter(|(n, s, _)| (!gw.options.stages || *s <= stage) && !hidden.contains(*n))
@@ -765,7 +765,7 @@ pub async fn cipher(gw: &Gateway, args: Args) -> Result<Value> {
         || json!({ "stage": stage.number() }),
     );
     // The operations this stage opens, but those this connection has hidden.
-    let hidden = gw.with_conn(|c| c.hidden.clone());
+    let hidden = gw.with_client(|c| c.hidden.clone());
     let open: Vec<&str> = OPERATIONS
         .iter()
         .filter(|(name, needs, _)| *needs == Stage::CipherLoaded && !hidden.contains(*name))

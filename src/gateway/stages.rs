@@ -126,13 +126,13 @@ pub(super) fn no_operation(arguments: &Args) -> Error {
 
 impl Gateway {
     pub(crate) fn stage(&self) -> Stage {
-        self.with_conn(|c| c.state.stage())
+        self.with_client(|c| c.state.stage())
     }
 
     /// Raise the connection's stage (it never goes down); `trigger` is the
     /// operation that caused it, for the `stage_changed` event.
     pub(crate) fn advance(&self, to: Stage, trigger: &str) -> Stage {
-        let (rose, now) = self.with_conn(|c| (c.state.advance(to), c.state.stage()));
+        let (rose, now) = self.with_client(|c| (c.state.advance(to), c.state.stage()));
         if let Some((before, now)) = rose {
             tracing::debug!(from = before.number(), to = now.number(), "stage advanced");
             self.emit(EventType::StageChanged, self.active_session().as_deref(), || {
