@@ -694,11 +694,12 @@ impl Args {
         }
     }
 
-    /// Split a call with a sub-operation: the name comes from `subOperation`
-    /// or `operation`, flat in `args` or in a nested `args` object; its
-    /// parameters are `args` itself plus the nested `args`.
-    pub fn sub_operation(self) -> Result<(Option<String>, Args)> {
-        self.sub_operation_named(&["subOperation", "operation"])
+    /// Split a call to `operation` with a sub-operation: the name comes from
+    /// one of [`params::sub_operation_keys`](super::params::sub_operation_keys)
+    /// (`subOperation`, `operation`), flat in `args` or in a nested `args`
+    /// object; its parameters are `args` itself plus the nested `args`.
+    pub fn sub_operation(self, operation: &str) -> Result<(Option<String>, Args)> {
+        self.sub_operation_named(super::params::sub_operation_keys(operation))
     }
 
     /// [`Args::sub_operation`] with the name's spellings given (`knowledge`
@@ -880,7 +881,7 @@ mod tests {
         let a =
             args(json!({ "subOperation": "get", "flat": 1, "nul": null, "args": { "sessionId": "s", "extra": true } }));
         let kept = a.usage();
-        let (name, rest) = a.sub_operation().unwrap();
+        let (name, rest) = a.sub_operation("session").unwrap();
         assert_eq!(name.as_deref(), Some("get"));
         assert_eq!(rest.str_req(&["sessionId"]).unwrap(), "s");
         assert_eq!(rest.get("missing"), None);
@@ -939,11 +940,15 @@ mod tests {
             json!({ "subOperation": "get", "args": { "sessionId": "x" } }),
             json!({ "operation": "get", "args": { "sessionId": "x" } }),
         ] {
-            let (name, rest) = args(v).sub_operation().unwrap();
+            let (name, rest) = args(v).sub_operation("session").unwrap();
             assert_eq!(name.as_deref(), Some("get"));
             assert_eq!(rest.str_req(&["sessionId"]).unwrap(), "x");
         }
-        assert!(args(json!({ "operation": "get", "args": 3 })).sub_operation().is_err());
+        assert!(
+            args(json!({ "operation": "get", "args": 3 }))
+                .sub_operation("session")
+                .is_err()
+        );
     }
 
     #[test]
@@ -954,7 +959,7 @@ mod tests {
             json!({ "operation": "delete", "args": { "subOperation": "get" } }),
             json!({ "args": { "subOperation": "delete", "operation": "get" } }),
         ] {
-            let e = args(v.clone()).sub_operation().unwrap_err();
+            let e = args(v.clone()).sub_operation("session").unwrap_err();
             assert_eq!(e.code(), "INVALID_OPERATION", "{v}");
             let message = e.to_string();
             assert!(
@@ -969,12 +974,12 @@ mod tests {
             json!({ "subOperation": "get", "args": { "subOperation": "get" } }),
             json!({ "args": { "operation": "get" } }),
         ] {
-            let (name, rest) = args(v).sub_operation().unwrap();
+            let (name, rest) = args(v).sub_operation("session").unwrap();
             assert_eq!(name.as_deref(), Some("get"));
             assert!(rest.unread().is_empty(), "{:?}", rest.unread());
         }
         let e = args(json!({ "args": { "subOperation": 3 } }))
-            .sub_operation()
+            .sub_operation("session")
             .unwrap_err();
         assert_eq!(e.details().unwrap()["field"], "args.subOperation");
     }
@@ -982,7 +987,7 @@ mod tests {
     #[test]
     fn a_parameter_given_flat_and_nested_must_agree() {
         let e = args(json!({ "subOperation": "get", "sessionId": "a", "args": { "sessionId": "b" } }))
-            .sub_operation()
+            .sub_operation("session")
             .unwrap_err();
         assert_eq!(e.code(), "INVALID_PAYLOAD");
         assert_eq!(e.details().unwrap()["field"], "sessionId");
@@ -992,7 +997,7 @@ mod tests {
             "subOperation": "get", "sessionId": "a", "limit": 7, "flag": "true", "gone": "kept",
             "args": { "sessionId": "a", "limit": "7", "flag": true, "gone": null, "nested": null },
         }))
-        .sub_operation()
+        .sub_operation("session")
         .unwrap();
         assert_eq!(rest.str_req(&["sessionId"]).unwrap(), "a");
         assert_eq!(rest.get("limit"), Some(&json!(7)));

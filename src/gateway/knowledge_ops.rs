@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::knowledge::{NewPattern, NoteRef, PatternFilter, PatternUpdate, check_content, check_topic, is_slug};
 
 pub async fn knowledge(gw: &Gateway, args: Args) -> Result<Value> {
-    let (name, args) = args.sub_operation_named(&["subOperation", "operation", "action"])?;
+    let (name, args) = args.sub_operation("knowledge")?;
     let name = super::refused::required_sub_operation("knowledge", name)?;
     let out = match name.as_str() {
         "create_pattern" => create_pattern(gw, args).await,

@@ -382,14 +382,7 @@ impl Gateway {
         let usage = args.usage();
         // Also names a write a read-only server refuses.
         let sub_operation = params::has_sub_operations(&operation)
-            .then(|| {
-                let keys: &[&str] = if operation == "knowledge" {
-                    &["subOperation", "operation", "action"]
-                } else {
-                    &["subOperation", "operation"]
-                };
-                args.peek_sub_operation(keys)
-            })
+            .then(|| args.peek_sub_operation(params::sub_operation_keys(&operation)))
             .flatten();
         let run = async {
             if self.with_client(|c| c.hidden.contains(&operation)) {
@@ -502,7 +495,7 @@ impl Gateway {
                                 clip(&value.to_string()),
                                 clip(&other.to_string())
                             );
-                            return Err(if matches!(key.as_str(), "subOperation" | "operation" | "action") {
+                            return Err(if params::is_sub_operation_key(&key) {
                                 Error::InvalidOperation {
                                     message,
                                     details: Some(json!({ "field": key })),

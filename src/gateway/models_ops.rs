@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::models;
 
 pub async fn mental_models(gw: &Gateway, args: Args) -> Result<Value> {
-    let (name, args) = args.sub_operation()?;
+    let (name, args) = args.sub_operation("models")?;
     let name = super::refused::required_sub_operation("mental_models", name)?;
     let out = match name.as_str() {
         "get_model" => get_model(&args),

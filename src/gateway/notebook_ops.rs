@@ -27,7 +27,7 @@ use crate::notebook::{
 use crate::store::{NewNotebook, RunKind};
 
 pub async fn notebook(gw: &Gateway, args: Args) -> Result<Value> {
-    let (name, args) = args.sub_operation()?;
+    let (name, args) = args.sub_operation("notebook")?;
     let name = super::refused::required_sub_operation("notebook", name)?;
     match name.as_str() {
         "create" => create(gw, args).await,

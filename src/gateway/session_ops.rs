@@ -25,7 +25,7 @@ use crate::tree::{self, writer::ExportOptions};
 const EXPORT_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 pub async fn session(gw: &Gateway, args: Args, ctx: Option<&RequestContext<RoleServer>>) -> Result<Value> {
-    let (name, args) = args.sub_operation()?;
+    let (name, args) = args.sub_operation("session")?;
     let name = super::refused::required_sub_operation("session", name)?;
     match name.as_str() {
         "list" => super::ops::list_sessions(gw, args).await,

@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::store::{Spawn, ThreadFilter};
 
 pub async fn thread(gw: &Gateway, args: Args) -> Result<Value> {
-    let (name, args) = args.sub_operation()?;
+    let (name, args) = args.sub_operation("thread")?;
     let name = super::refused::required_sub_operation("thread", name)?;
     match name.as_str() {
         "spawn" => spawn(gw, args).await,

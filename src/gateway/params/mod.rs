@@ -238,10 +238,24 @@ const NESTED: &[fn() -> &'static [&'static str]] = &[
     field_names::<PatternFilter>,
 ];
 
-/// The names the sub-operation itself goes by (`knowledge` also takes the
-/// TypeScript Thoughtbox's `action`), and `args`, which may nest the
-/// parameters.
-const SUB_OPERATION_NAMES: &[&str] = &["subOperation", "operation", "action", "args"];
+/// Every name a sub-operation goes by, the documented one first; only
+/// `knowledge` takes the last, the TypeScript Thoughtbox's `action`.
+const SUB_OPERATION_KEYS: &[&str] = &["subOperation", "operation", "action"];
+
+/// The names the sub-operation of `operation` goes by, in the order they
+/// are read (`knowledge` also takes `action`). The one place these
+/// spellings are written.
+pub fn sub_operation_keys(operation: &str) -> &'static [&'static str] {
+    match operation {
+        "knowledge" => SUB_OPERATION_KEYS,
+        _ => &SUB_OPERATION_KEYS[..2],
+    }
+}
+
+/// Whether `name` names a sub-operation for some operation.
+pub fn is_sub_operation_key(name: &str) -> bool {
+    SUB_OPERATION_KEYS.contains(&name)
+}
 
 /// The names of the call itself, which the gateway reads for every
 /// operation (parameters may sit beside `operation`).
@@ -278,7 +292,7 @@ pub fn takes(operation: &str, sub_operation: Option<&str>, name: &str) -> Option
     Some(
         params.names().contains(&name)
             || GATEWAY_NAMES.contains(&name)
-            || (sub_operation.is_some() && SUB_OPERATION_NAMES.contains(&name)),
+            || (sub_operation.is_some() && (name == "args" || sub_operation_keys(operation).contains(&name))),
     )
 }
 
@@ -295,7 +309,8 @@ fn known_names() -> &'static BTreeSet<&'static str> {
             .iter()
             .flat_map(Params::names)
             .chain(NESTED.iter().flat_map(|names| names()))
-            .chain(SUB_OPERATION_NAMES)
+            .chain(SUB_OPERATION_KEYS)
+            .chain(GATEWAY_NAMES)
             .copied()
             .collect()
     })
