@@ -8,6 +8,7 @@ mod config_key;
 mod connection;
 pub mod layout;
 mod partition;
+mod session_id;
 mod stage;
 mod thought;
 pub mod thread;
@@ -16,6 +17,7 @@ mod types;
 pub use config_key::{ConfigDefault, ConfigKey};
 pub use connection::{ConnectionState, Current};
 pub use partition::{Granularity, partition_path};
+pub use session_id::{SessionId, canonical_session_id};
 pub use stage::Stage;
 pub use thought::{
     ChainFacts, PlannedThought, ThoughtInput, chain_full, check_thought_input, is_blank, node_id, plan_thought,
@@ -28,21 +30,6 @@ pub use types::{
 /// The current time as the ledger writes it: ISO 8601 UTC with milliseconds.
 pub fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
-}
-
-/// A session id as the ledger stores it. The ledger writes UUIDs in lower
-/// case, and UUIDs are case-insensitive, so a hyphenated UUID given in upper
-/// or mixed case (as some agents echo it) names the same session. Other ids
-/// are kept as given, apart from surrounding whitespace.
-pub fn canonical_session_id(id: &str) -> String {
-    let id = id.trim();
-    let b = id.as_bytes();
-    let uuid = b.len() == 36
-        && b.iter().enumerate().all(|(i, c)| match i {
-            8 | 13 | 18 | 23 => *c == b'-',
-            _ => c.is_ascii_hexdigit(),
-        });
-    if uuid { id.to_ascii_lowercase() } else { id.to_string() }
 }
 
 /// The longest search text, in characters and in words. People and agents
@@ -130,27 +117,5 @@ pub fn json_kind(v: &serde_json::Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::canonical_session_id;
-
-    #[test]
-    fn uuids_are_matched_in_any_case_and_other_ids_are_kept() {
-        let id = "0f8e2d9c-1b2a-4c3d-9e8f-a1b2c3d4e5f6";
-        assert_eq!(canonical_session_id(id), id);
-        assert_eq!(canonical_session_id(&id.to_uppercase()), id);
-        assert_eq!(canonical_session_id(&format!("  {}\n", id.to_uppercase())), id);
-        assert_eq!(canonical_session_id("Imported-Session"), "Imported-Session");
-        assert_eq!(
-            canonical_session_id("0F8E2D9C1B2A4C3D9E8FA1B2C3D4E5F6"),
-            "0F8E2D9C1B2A4C3D9E8FA1B2C3D4E5F6"
-        );
-        assert_eq!(
-            canonical_session_id("G0F8E2D9-1B2A-4C3D-9E8F-A1B2C3D4E5F6"),
-            "G0F8E2D9-1B2A-4C3D-9E8F-A1B2C3D4E5F6"
-        );
     }
 }
