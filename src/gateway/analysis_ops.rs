@@ -10,7 +10,7 @@ use super::{Args, Gateway, answers, params};
 use crate::analysis::{
     self, AnalysisType, DeepOptions, ExtractedLearning, KeyMoment, LearningType, MomentKind, compare,
 };
-use crate::domain::{self, Stage};
+use crate::domain::{self, SessionId, Stage};
 use crate::error::{Error, Result};
 use crate::knowledge::NewPattern;
 use crate::store::Saved;
@@ -251,14 +251,14 @@ fn deep_options(p: params::DeepAnalysis) -> Result<(DeepOptions, Vec<String>)> {
     // Each session once (one id named eleven times is not "more than 10
     // sessions").
     let mut seen = std::collections::HashSet::new();
-    compare_with.retain(|c| seen.insert(domain::canonical_session_id(c)));
+    compare_with.retain(|c| seen.insert(c.clone()));
     if compare_with.len() > MAX_COMPARE {
         return Err(Error::invalid(
             "compareWith",
             format!("compareWith names at most {MAX_COMPARE} sessions"),
         ));
     }
-    if compare_with.iter().any(|c| c.trim().is_empty()) {
+    if compare_with.iter().any(|c| c.is_empty()) {
         return Err(Error::invalid("compareWith", "compareWith must hold session ids"));
     }
     Ok((
@@ -267,7 +267,7 @@ fn deep_options(p: params::DeepAnalysis) -> Result<(DeepOptions, Vec<String>)> {
             include_timeline,
             timeline_entries,
         },
-        compare_with.iter().map(|c| domain::canonical_session_id(c)).collect(),
+        compare_with.into_iter().map(SessionId::into_string).collect(),
     ))
 }
 

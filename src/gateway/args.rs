@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
 
-use crate::domain::json_kind as type_name;
+use crate::domain::{SessionId, json_kind as type_name};
 use crate::error::{Error, Result};
 
 #[derive(Debug, Clone, Default)]
@@ -267,9 +267,9 @@ pub(super) fn same_meaning(a: &Value, b: &Value) -> bool {
     // counts: tags, titles and URIs are kept as given; a session id is read
     // in either case, so two spellings of one agree.
     let text = |s: &str| {
-        let id = crate::domain::canonical_session_id(s);
+        let id = SessionId::new(s);
         if crate::tree::is_session_id(&id) {
-            id
+            id.into_string()
         } else {
             s.trim().to_string()
         }
@@ -487,9 +487,9 @@ impl Args {
         // (`remove`) counts as read.
         let stray = |map: &Map<String, Value>, read: &BTreeSet<String>| {
             map.iter().find_map(|(k, v)| {
-                let id = crate::domain::canonical_session_id(v.as_str()?);
+                let id = SessionId::new(v.as_str()?);
                 (crate::tree::is_session_id(&id) && Some(id.as_str()) != using && !read.contains(k))
-                    .then(|| (k.clone(), id))
+                    .then(|| (k.clone(), id.into_string()))
             })
         };
         if let Some(found) = stray(&self.map, &t.read) {
@@ -506,8 +506,9 @@ impl Args {
                 // Inside an object parameter a typed struct took
                 // (`keyMoments[0].sid`).
                 t.ignored_nested.iter().find_map(|path| {
-                    let id = crate::domain::canonical_session_id(value_at(&self.map, path)?.as_str()?);
-                    (crate::tree::is_session_id(&id) && Some(id.as_str()) != using).then(|| (path.clone(), id))
+                    let id = SessionId::new(value_at(&self.map, path)?.as_str()?);
+                    (crate::tree::is_session_id(&id) && Some(id.as_str()) != using)
+                        .then(|| (path.clone(), id.into_string()))
                 })
             })
     }

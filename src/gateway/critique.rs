@@ -192,7 +192,7 @@ pub(crate) async fn is_resend(
                 .or_else(|| nested.and_then(|n| n.get(*k)))
                 .and_then(Value::as_str)
                 .filter(|id| !id.trim().is_empty())
-                .map(crate::domain::canonical_session_id)
+                .map(|id| crate::domain::SessionId::new(id).into_string())
         })
     });
     // A thought that closed its session left the connection without a

@@ -10,7 +10,7 @@ use super::answers::knowledge::{
 };
 use super::ops::refuse_unknown_sessions;
 use super::{Args, Gateway, answers, params};
-use crate::domain::{SortOrder, Stage};
+use crate::domain::{SessionId, SortOrder, Stage};
 use crate::error::{Error, Result};
 use crate::knowledge::{NewPattern, NoteRef, PatternFilter, PatternUpdate, check_content, check_topic, is_slug};
 
@@ -136,21 +136,22 @@ async fn note_ref(gw: &Gateway, p: params::NoteRef) -> Result<NoteRef> {
     Ok(NoteRef::Id(id))
 }
 
-/// Session ids in the form the ledger stores (upper-case UUIDs lowered).
-fn derived_sessions(ids: Option<Vec<String>>) -> Option<Vec<String>> {
-    ids.map(|ids| ids.iter().map(|id| crate::domain::canonical_session_id(id)).collect())
+/// Session ids as the store takes them (the parameters read them in the
+/// form the ledger stores).
+fn derived_sessions(ids: Option<Vec<SessionId>>) -> Option<Vec<String>> {
+    ids.map(|ids| ids.into_iter().map(SessionId::into_string).collect())
 }
 
 /// `sessionId` on a pattern: the one session it comes from, added to
 /// `derivedFromSessions` (an agent that names the session it is working in
 /// means that link, and would otherwise find it missing).
-fn derived_session(id: Option<String>) -> Result<Option<String>> {
+fn derived_session(id: Option<SessionId>) -> Result<Option<String>> {
     match id {
-        Some(id) if id.trim().is_empty() => Err(Error::invalid(
+        Some(id) if id.is_empty() => Err(Error::invalid(
             "sessionId",
             "sessionId must name a session (or leave it out)",
         )),
-        id => Ok(id.map(|id| crate::domain::canonical_session_id(&id))),
+        id => Ok(id.map(SessionId::into_string)),
     }
 }
 

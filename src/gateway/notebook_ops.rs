@@ -14,7 +14,7 @@ use super::answers::notebook::{
 use super::ops::refuse_unknown_sessions;
 use super::preview::PREVIEW_CHARS;
 use super::{Args, Gateway, answers, params};
-use crate::domain::canonical_session_id;
+use crate::domain::SessionId;
 use crate::error::{Error, Result};
 use crate::notebook::Outcome;
 use crate::notebook::install;
@@ -150,15 +150,15 @@ async fn known_notebook(gw: &Gateway, id: &str) -> Result<()> {
 
 /// The session a new notebook belongs to: the one named, else the
 /// connection's current one, else none.
-async fn linked_session(gw: &Gateway, given: Option<String>) -> Result<Option<String>> {
+async fn linked_session(gw: &Gateway, given: Option<SessionId>) -> Result<Option<String>> {
     let session = match given {
-        Some(id) if id.trim().is_empty() => {
+        Some(id) if id.is_empty() => {
             return Err(Error::invalid(
                 "sessionId",
                 "sessionId must name a session (or leave it out)",
             ));
         }
-        Some(id) => Some(canonical_session_id(&id)),
+        Some(id) => Some(id.into_string()),
         None => gw.active_session(),
     };
     refuse_unknown_sessions(gw, session.iter().cloned().collect()).await?;
@@ -267,7 +267,7 @@ async fn list(gw: &Gateway, args: Args) -> Result<Value> {
     let session = p
         .session_id
         .filter(|_| p.all_sessions != Some(true))
-        .map(|s| canonical_session_id(&s));
+        .map(SessionId::into_string);
     let (notebooks, total) = gw
         .blocking(move |s| s.list_notebooks(session.as_deref(), limit, offset))
         .await?;

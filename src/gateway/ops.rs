@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::preview::Preview;
 use super::{Args, Gateway, OPERATIONS, answers, params};
 use crate::content;
-use crate::domain::{self, NewSession, SessionFilter, Stage, Thought};
+use crate::domain::{self, NewSession, SessionFilter, SessionId, Stage, Thought};
 use crate::error::{Error, Result};
 use crate::events::{self, EventType};
 use crate::store::ThoughtQuery;
@@ -32,20 +32,20 @@ pub(crate) fn read_thought_json(t: &Thought, revised_by: &HashMap<String, Vec<u3
     v
 }
 
-/// A required `sessionId` as the typed parameters read it, in the form
-/// the ledger stores ([`domain::canonical_session_id`]); blank is refused.
-pub(crate) fn session_id_given(id: &str) -> Result<String> {
-    if id.trim().is_empty() {
+/// A required `sessionId` as the typed parameters read it (already in the
+/// form the ledger stores, [`SessionId`]); blank is refused.
+pub(crate) fn session_id_given(id: SessionId) -> Result<String> {
+    if id.is_empty() {
         return Err(Error::invalid("sessionId", "sessionId must not be empty"));
     }
-    Ok(domain::canonical_session_id(id))
+    Ok(id.into_string())
 }
 
 /// The session `given` (a typed `sessionId`), else the connection's
 /// current one; `args` tells a session named under an unknown name apart.
-pub(crate) fn session_or_active(gw: &Gateway, given: Option<String>, args: &Args) -> Result<String> {
+pub(crate) fn session_or_active(gw: &Gateway, given: Option<SessionId>, args: &Args) -> Result<String> {
     match given {
-        Some(id) if !id.trim().is_empty() => Ok(domain::canonical_session_id(&id)),
+        Some(id) if !id.is_empty() => Ok(id.into_string()),
         Some(_) => Err(Error::invalid("sessionId", "sessionId must not be empty")),
         // A session named under a name this does not know: not the active
         // one in its place (a misspelt `sessionUUID` would otherwise export
@@ -127,7 +127,7 @@ pub async fn get_state(gw: &Gateway, args: Args) -> Result<Value> {
     // A session named is reported on whatever this connection did last
     // (several conversations may share it); one that is gone is an error.
     let named = match params.session_id {
-        Some(id) if !id.trim().is_empty() => Some(domain::canonical_session_id(&id)),
+        Some(id) if !id.is_empty() => Some(id.into_string()),
         Some(_) => return Err(Error::invalid("sessionId", "sessionId must not be empty")),
         None => None,
     };
@@ -433,7 +433,7 @@ pub(crate) async fn refuse_unknown_sessions(gw: &Gateway, ids: Vec<String>) -> R
 pub(crate) async fn open_session(gw: &Gateway, args: &Args, trigger: &str) -> Result<Value> {
     // `session resume` is keyed `session.resume` in the schema.
     let p: params::LoadContext = args.parse(&trigger.replace(' ', "."))?;
-    let id = session_id_given(&p.session_id)?;
+    let id = session_id_given(p.session_id)?;
     let reopen_it = p.reopen.unwrap_or(true);
     refuse_stray_session_id(args, Some(&id), false)?;
     let order = gw.session_order().await;
@@ -735,7 +735,7 @@ pub async fn cipher(gw: &Gateway, args: Args) -> Result<Value> {
     // The session named, else the current one, keeps the stage too, for a
     // later connection that comes back with its id.
     let session = match params.session_id {
-        Some(id) if !id.trim().is_empty() => Some(domain::canonical_session_id(&id)),
+        Some(id) if !id.is_empty() => Some(id.into_string()),
         Some(_) => return Err(Error::invalid("sessionId", "sessionId must not be empty")),
         None => gw.active_session(),
     };

@@ -357,7 +357,7 @@ fn cross_references(store: &crate::store::Store, export: &Map<String, Value>, ex
 
 async fn delete(gw: &Gateway, args: Args) -> Result<Value> {
     let p: params::SessionDelete = args.parse("session.delete")?;
-    let id = session_id_given(&p.session_id)?;
+    let id = session_id_given(p.session_id)?;
     refuse_stray_session_id(&args, Some(&id), false)?;
     refuse_unknown_sessions(gw, vec![id.clone()]).await?;
     let sid = id.clone();

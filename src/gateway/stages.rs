@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 use super::{Args, Gateway, params};
-use crate::domain::Stage;
+use crate::domain::{SessionId, Stage};
 use crate::error::{Error, Result};
 use crate::events::{self, EventType};
 
@@ -157,7 +157,7 @@ impl Gateway {
         let handles = params::find(operation, sub_operation)
             .map_or_else(|| vec!["sessionId", "session_id"], params::Params::handle_names);
         let given = handles.iter().find_map(|k| match args.peek(k) {
-            Some(Value::String(id)) if !id.trim().is_empty() => Some(id),
+            Some(Value::String(id)) if !id.trim().is_empty() => Some(SessionId::new(id)),
             _ => None,
         });
         // As the operations that take a session check their sessionId's type.
@@ -184,7 +184,7 @@ impl Gateway {
             // A handle that only admits the call names a session all the
             // same, whoever admits it: one that names none is refused alike.
             if let Some(id) = given.filter(|_| params::admission_only_handle(operation, sub_operation)) {
-                let id = crate::domain::canonical_session_id(id);
+                let id = id.into_string();
                 let sid = id.clone();
                 if self.blocking(move |s| s.session_stage(&sid)).await?.is_none() {
                     return Err(Error::session_not_found(id));
@@ -192,7 +192,7 @@ impl Gateway {
             }
             return Ok(());
         }
-        let named = given.map(|id| crate::domain::canonical_session_id(id));
+        let named = given.map(SessionId::into_string);
         // A stateless request has no connection to walk the staged flow,
         // and an operation on no session (models, knowledge, lists) no
         // session whose stage to read: it passes, as it would once any

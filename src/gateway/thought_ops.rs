@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::ops::{SessionFields, new_session_from, refuse_stray_session_id, refuse_unknown_sessions};
 use super::{Args, Gateway, answers, params};
 use crate::content;
-use crate::domain::{self, Thought, ThoughtInput};
+use crate::domain::{self, SessionId, Thought, ThoughtInput};
 use crate::error::{Error, Result};
 use crate::events::{self, EventType};
 use crate::store::{Appended, Target};
@@ -167,7 +167,7 @@ fn refuse_misnamed_placement(args: &Args) -> Result<()> {
                 k.contains("session")
                     && (["id", "uuid", "key", "ref"].iter().any(|end| k.ends_with(end))
                         || v.as_str()
-                            .is_some_and(|s| crate::tree::is_session_id(&domain::canonical_session_id(s))))
+                            .is_some_and(|s| crate::tree::is_session_id(&SessionId::new(s))))
             },
             "sessionId",
             "a thought names the session it goes to with sessionId (without it, the current session)",
@@ -266,14 +266,12 @@ impl Placement {
 /// one, the connection's current session; without that, a new session.
 async fn resolve_target(
     gw: &Gateway,
-    session_id: Option<String>,
+    session_id: Option<SessionId>,
     fields: SessionFields,
     args: &Args,
 ) -> Result<Placement> {
     // An empty id is no id: some clients fill every optional field.
-    let named = session_id
-        .filter(|id| !id.trim().is_empty())
-        .map(|id| domain::canonical_session_id(&id));
+    let named = session_id.filter(|id| !id.is_empty()).map(SessionId::into_string);
     if let Some(id) = &named {
         refuse_unknown_sessions(gw, vec![id.clone()]).await?;
     }

@@ -10,7 +10,7 @@ use super::answers::thread::{
 };
 use super::{Args, Gateway, answers, params};
 use crate::domain::thread::{Operation, Operator, Thread, ThreadStatus, parse_registry, violations_error};
-use crate::domain::{NewSession, canonical_session_id};
+use crate::domain::{NewSession, SessionId};
 use crate::error::{Error, Result};
 use crate::store::{Spawn, ThreadFilter};
 
@@ -46,12 +46,13 @@ fn operator(given: Option<params::OperatorName>) -> Operator {
     }
 }
 
-/// A required thread id named `field`, in the form the ledger stores.
-fn id_given(field: &str, id: &str) -> Result<String> {
-    if id.trim().is_empty() {
+/// A required thread id named `field` (read in the form the ledger
+/// stores); blank is refused.
+fn id_given(field: &str, id: &SessionId) -> Result<String> {
+    if id.is_empty() {
         return Err(Error::invalid(field, format!("{field} must not be empty")));
     }
-    Ok(canonical_session_id(id))
+    Ok(id.to_string())
 }
 
 async fn spawn(gw: &Gateway, args: Args) -> Result<Value> {
@@ -59,7 +60,7 @@ async fn spawn(gw: &Gateway, args: Args) -> Result<Value> {
     // A stateless client names its session to be admitted: a spawn from
     // it means a child of it, not a root thread.
     let root = p.root.unwrap_or(false);
-    let parent_id = match (p.parent_id.as_deref(), p.session_id.as_deref()) {
+    let parent_id = match (&p.parent_id, &p.session_id) {
         (Some(_), _) if root => {
             return Err(Error::invalid(
                 "root",
@@ -93,7 +94,7 @@ async fn spawn(gw: &Gateway, args: Args) -> Result<Value> {
         .map_err(|e| match (e, handle) {
             // The parent came from the handle: an unknown one is that.
             (Error::InvalidPayload { field, .. }, Some(id)) if field == "parentId" => {
-                Error::session_not_found(canonical_session_id(&id))
+                Error::session_not_found(id.into_string())
             }
             (e, _) => e,
         })?;
@@ -206,7 +207,7 @@ async fn list(gw: &Gateway, args: Args) -> Result<Value> {
             params::ThreadStatusName::Frozen => ThreadStatus::Frozen,
             params::ThreadStatusName::Archived => ThreadStatus::Archived,
         }),
-        parent_id: p.parent_id.as_deref().map(|id| id_given("parentId", id)).transpose()?,
+        parent_id: p.parent_id.as_ref().map(|id| id_given("parentId", id)).transpose()?,
         tag: p.tag,
         limit,
         offset: p.offset.unwrap_or(0),
@@ -242,7 +243,7 @@ async fn tree(gw: &Gateway, args: Args) -> Result<Value> {
 
 async fn log(gw: &Gateway, args: Args) -> Result<Value> {
     let p: params::ThreadLog = args.parse("thread.log")?;
-    let id = p.thread_id.as_deref().map(|id| id_given("threadId", id)).transpose()?;
+    let id = p.thread_id.as_ref().map(|id| id_given("threadId", id)).transpose()?;
     let limit = p.limit.get("limit")?;
     let offset = p.offset.unwrap_or(0);
     let asked = id.clone();

@@ -5,6 +5,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{Limit, names_enum};
+use crate::domain::SessionId;
 
 names_enum! {
     /// A session's status in lists.
@@ -27,7 +28,7 @@ names_enum! {
 pub struct GetState {
     /// The session to report on, with the stage it and this connection reach together (default: the connection's current session).
     #[serde(alias = "session_id")]
-    pub session_id: Option<String>,
+    pub session_id: Option<SessionId>,
 }
 
 /// No parameters.
@@ -79,7 +80,7 @@ pub struct StartNew {
 pub struct LoadContext {
     /// The session to resume (its id: the handle start_new answered, or one list_sessions shows).
     #[serde(alias = "session_id", alias = "id")]
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Reopen a completed session; false opens it to read and leaves it completed.
     #[schemars(extend("default" = true))]
     pub reopen: Option<bool>,
@@ -196,5 +197,5 @@ pub struct Cipher {
     pub brief: Option<bool>,
     /// The session that keeps the stage too, for a later connection that comes back with its id (default: the connection's current session).
     #[serde(alias = "session_id")]
-    pub session_id: Option<String>,
+    pub session_id: Option<SessionId>,
 }

@@ -4,6 +4,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{Limit, SortByName, SortOrderName, names_enum};
+use crate::domain::SessionId;
 
 names_enum! {
     /// What `knowledge search` searches.
@@ -50,10 +51,10 @@ pub struct CreatePattern {
     /// Its tags (at most 32, each at most 64 characters).
     pub tags: Option<Vec<String>>,
     /// The sessions it comes from (they must exist).
-    pub derived_from_sessions: Option<Vec<String>>,
+    pub derived_from_sessions: Option<Vec<SessionId>>,
     /// One more session it comes from, added to derivedFromSessions.
     #[serde(alias = "session_id")]
-    pub session_id: Option<String>,
+    pub session_id: Option<SessionId>,
     /// Who wrote it.
     pub created_by: Option<String>,
 }
@@ -83,10 +84,10 @@ pub struct UpdatePattern {
     /// New tags (replacing the old).
     pub tags: Option<Vec<String>>,
     /// The sessions it comes from (replacing the old; added ones must exist).
-    pub derived_from_sessions: Option<Vec<String>>,
+    pub derived_from_sessions: Option<Vec<SessionId>>,
     /// One more session it comes from.
     #[serde(alias = "session_id")]
-    pub session_id: Option<String>,
+    pub session_id: Option<SessionId>,
     /// Who wrote it.
     pub created_by: Option<String>,
 }

@@ -4,6 +4,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{Limit, names_enum};
+use crate::domain::SessionId;
 
 names_enum! {
     /// The cells a new notebook starts with.
@@ -35,7 +36,7 @@ pub struct CreateNotebook {
     pub language: Option<LanguageName>,
     /// The session it belongs to (default: the connection's current session, if any).
     #[serde(alias = "session_id")]
-    pub session_id: Option<String>,
+    pub session_id: Option<SessionId>,
     /// true: its cells may start other processes (which Node's permission model does not confine).
     #[schemars(extend("default" = false))]
     pub allow_child_processes: Option<bool>,
@@ -68,7 +69,7 @@ pub struct NotebookGet {
 pub struct ListNotebooks {
     /// Only the notebooks of this session (unless allSessions is true).
     #[serde(alias = "session_id")]
-    pub session_id: Option<String>,
+    pub session_id: Option<SessionId>,
     /// Every session's notebooks; a sessionId then only admits the call,
     /// as a client without a current session must name one.
     #[serde(alias = "all")]
@@ -174,5 +175,5 @@ pub struct ImportNotebook {
     pub name: Option<String>,
     /// The session it belongs to (default: the connection's current session, if any).
     #[serde(alias = "session_id")]
-    pub session_id: Option<String>,
+    pub session_id: Option<SessionId>,
 }

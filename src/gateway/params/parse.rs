@@ -524,6 +524,32 @@ mod tests {
     }
 
     #[test]
+    fn session_ids_are_read_in_the_ledger_form() {
+        let given = " 0F8E2D9C-1B2A-4C3D-9E8F-A1B2C3D4E5F6 ";
+        let id = "0f8e2d9c-1b2a-4c3d-9e8f-a1b2c3d4e5f6";
+        for name in ["sessionId", "session_id", "id"] {
+            let (r, _): (ReadThoughts, _) = parse("read_thoughts", json!({ name: given })).unwrap();
+            assert_eq!(r.session_id.as_deref(), Some(id), "{name}");
+        }
+        let (d, _): (DeepAnalysis, _) = parse(
+            "deep_analysis",
+            json!({ "options": { "compareWith": [given, "Imported-1"] } }),
+        )
+        .unwrap();
+        let compared = d.options.and_then(|o| o.compare_with).unwrap();
+        assert_eq!(compared, [id, "Imported-1"]);
+        // Blank is left for the operation to refuse in its own words.
+        let (r, _): (ReadThoughts, _) = parse("read_thoughts", json!({ "sessionId": "  " })).unwrap();
+        assert_eq!(r.session_id.as_deref(), Some(""));
+        // Not a string: said as a string parameter's type says it.
+        let e = parse::<ReadThoughts>("read_thoughts", json!({ "sessionId": 7 })).unwrap_err();
+        assert_eq!(
+            field(e),
+            ("sessionId".into(), "sessionId must be a string, got a number".into())
+        );
+    }
+
+    #[test]
     fn names_ignored_inside_an_optional_object_are_paths() {
         let (_, ignored): (DeepAnalysis, _) =
             parse("deep_analysis", json!({ "options": { "colour": "red" } })).unwrap();

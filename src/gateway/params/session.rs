@@ -4,6 +4,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{Limit, names_enum};
+use crate::domain::SessionId;
 
 names_enum! {
     /// What `session search` searches besides sessions.
@@ -46,7 +47,7 @@ names_enum! {
 pub struct SessionGet {
     /// The session (default: the connection's current session).
     #[serde(alias = "session_id", alias = "id")]
-    pub session_id: Option<String>,
+    pub session_id: Option<SessionId>,
     /// false: the session alone, without its thoughts.
     #[schemars(extend("default" = true))]
     pub include_thoughts: Option<bool>,
@@ -80,7 +81,7 @@ pub struct SessionSearch {
 pub struct SessionExport {
     /// The session (default: the connection's current session).
     #[serde(alias = "session_id", alias = "id")]
-    pub session_id: Option<String>,
+    pub session_id: Option<SessionId>,
     /// The text format.
     #[schemars(extend("default" = "json"))]
     pub format: Option<ExportFormat>,
@@ -100,7 +101,7 @@ pub struct SessionExport {
 pub struct SessionDelete {
     /// The session to delete, with all its thoughts.
     #[serde(alias = "session_id", alias = "id")]
-    pub session_id: String,
+    pub session_id: SessionId,
 }
 
 /// `session analyze`.
@@ -109,7 +110,7 @@ pub struct SessionDelete {
 pub struct SessionAnalyze {
     /// The session (default: the connection's current session).
     #[serde(alias = "session_id", alias = "id")]
-    pub session_id: Option<String>,
+    pub session_id: Option<SessionId>,
 }
 
 /// A moment of a session worth learning from.
@@ -137,7 +138,7 @@ pub struct KeyMoment {
 pub struct ExtractLearnings {
     /// The session (default: the connection's current session).
     #[serde(alias = "session_id", alias = "id")]
-    pub session_id: Option<String>,
+    pub session_id: Option<SessionId>,
     /// The moments to learn from (at most 100).
     #[schemars(length(max = 100))]
     pub key_moments: Option<Vec<KeyMoment>>,
@@ -173,7 +174,7 @@ pub struct DeepOptions {
     pub include_timeline_entries: Option<bool>,
     /// Sessions to compare with (at most 10).
     #[schemars(length(max = 10))]
-    pub compare_with: Option<Vec<String>>,
+    pub compare_with: Option<Vec<SessionId>>,
 }
 
 /// `deep_analysis`.
@@ -182,7 +183,7 @@ pub struct DeepOptions {
 pub struct DeepAnalysis {
     /// The session (default: the connection's current session).
     #[serde(alias = "session_id", alias = "id")]
-    pub session_id: Option<String>,
+    pub session_id: Option<SessionId>,
     /// The analysis wanted.
     #[schemars(extend("default" = "full"))]
     pub analysis_type: Option<AnalysisTypeName>,
@@ -193,5 +194,5 @@ pub struct DeepAnalysis {
     /// options.includeTimelineEntries given flat.
     pub include_timeline_entries: Option<bool>,
     /// options.compareWith given flat.
-    pub compare_with: Option<Vec<String>>,
+    pub compare_with: Option<Vec<SessionId>>,
 }

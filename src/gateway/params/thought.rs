@@ -6,6 +6,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::Deserialize;
 
 use super::NewWork;
+use crate::domain::SessionId;
 
 /// `thought`.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
@@ -17,7 +18,7 @@ pub struct Thought {
     pub next_thought_needed: bool,
     /// The session to write to (the handle start_new or load_context returned); without it, the connection's current session.
     #[serde(alias = "session_id", alias = "id")]
-    pub session_id: Option<String>,
+    pub session_id: Option<SessionId>,
     /// This thought's number on its chain (default: the next one).
     #[schemars(range(min = 1))]
     pub thought_number: Option<u32>,
@@ -122,7 +123,7 @@ impl JsonSchema for ThoughtRange {
 pub struct ReadThoughts {
     /// The session to read (default: the connection's current session).
     #[serde(alias = "session_id", alias = "id")]
-    pub session_id: Option<String>,
+    pub session_id: Option<SessionId>,
     /// One main-chain thought.
     #[schemars(range(min = 1))]
     pub thought_number: Option<u32>,
@@ -144,5 +145,5 @@ pub struct ReadThoughts {
 pub struct GetStructure {
     /// The session (default: the connection's current session).
     #[serde(alias = "session_id", alias = "id")]
-    pub session_id: Option<String>,
+    pub session_id: Option<SessionId>,
 }

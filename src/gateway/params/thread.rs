@@ -6,6 +6,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::{Limit, names_enum};
+use crate::domain::SessionId;
 
 names_enum! {
     /// Who makes a registry change.
@@ -23,10 +24,10 @@ names_enum! {
 pub struct ThreadSpawn {
     /// The thread to spawn under (not an archived one); none: the sessionId given, else a root thread.
     #[serde(alias = "parent_id")]
-    pub parent_id: Option<String>,
+    pub parent_id: Option<SessionId>,
     /// The session whose stage admits the call; the parent when parentId is not given and root is not true.
     #[serde(alias = "session_id")]
-    pub session_id: Option<String>,
+    pub session_id: Option<SessionId>,
     /// A root thread, whatever sessionId is given (not with parentId).
     pub root: Option<bool>,
     /// The new session's title (at most 200 characters).
@@ -46,10 +47,10 @@ pub struct ThreadSpawn {
 pub struct ThreadReference {
     /// The thread that cites (an active one).
     #[serde(alias = "from_id")]
-    pub from_id: String,
+    pub from_id: SessionId,
     /// The thread cited (any status).
     #[serde(alias = "to_id")]
-    pub to_id: String,
+    pub to_id: SessionId,
     /// What of it: a thought node id ("<toId>:3"), a notebook id, or a relative path in the export layout.
     #[serde(alias = "asset_path")]
     pub asset_path: Option<String>,
@@ -64,10 +65,10 @@ pub struct ThreadReference {
 pub struct ThreadDepend {
     /// The thread whose work depends on the other (an active one).
     #[serde(alias = "from_id")]
-    pub from_id: String,
+    pub from_id: SessionId,
     /// The thread it depends on; a dependency cycle is refused.
     #[serde(alias = "to_id")]
-    pub to_id: String,
+    pub to_id: SessionId,
     /// Who asks.
     #[schemars(extend("default" = "agent"))]
     pub operator: Option<OperatorName>,
@@ -79,7 +80,7 @@ pub struct ThreadDepend {
 pub struct ThreadRef {
     /// The thread (a session id).
     #[serde(alias = "thread_id", alias = "sessionId", alias = "session_id", alias = "id")]
-    pub thread_id: String,
+    pub thread_id: SessionId,
     /// Who asks.
     #[schemars(extend("default" = "agent"))]
     pub operator: Option<OperatorName>,
@@ -91,7 +92,7 @@ pub struct ThreadRef {
 pub struct ThreadUpdate {
     /// The thread (an active one).
     #[serde(alias = "thread_id", alias = "sessionId", alias = "session_id", alias = "id")]
-    pub thread_id: String,
+    pub thread_id: SessionId,
     /// A new title.
     pub title: Option<String>,
     /// A new objective.
@@ -109,7 +110,7 @@ pub struct ThreadUpdate {
 pub struct ThreadGet {
     /// The thread (a session id).
     #[serde(alias = "thread_id", alias = "sessionId", alias = "session_id", alias = "id")]
-    pub thread_id: String,
+    pub thread_id: SessionId,
 }
 
 /// `thread list`.
@@ -120,7 +121,7 @@ pub struct ThreadList {
     pub status: Option<ThreadStatusName>,
     /// Only the children of this thread.
     #[serde(alias = "parent_id")]
-    pub parent_id: Option<String>,
+    pub parent_id: Option<SessionId>,
     /// Only threads with this tag (exact).
     pub tag: Option<String>,
     /// Threads answered.
@@ -137,7 +138,7 @@ pub struct ThreadList {
 pub struct ThreadLog {
     /// Only the operations naming this thread; none: the whole log.
     #[serde(alias = "thread_id", alias = "sessionId", alias = "session_id", alias = "id")]
-    pub thread_id: Option<String>,
+    pub thread_id: Option<SessionId>,
     /// Operations answered, newest first.
     #[serde(default)]
     pub limit: Limit<20>,
