@@ -641,6 +641,36 @@ mod tests {
     }
 
     #[test]
+    fn session_ids_are_read_in_the_ledger_form() {
+        let given = " 0F8E2D9C-1B2A-4C3D-9E8F-A1B2C3D4E5F6\n";
+        let id = "0f8e2d9c-1b2a-4c3d-9e8f-a1b2c3d4e5f6";
+        // `notebooks` once lowered its `--session` by hand; every flag and
+        // argument that names a session now does so through its type.
+        match parse(&["notebooks", "list", "--session", given])
+            .expect("parse")
+            .command
+        {
+            Some(Command::Notebooks {
+                command: NotebooksCommand::List { session, .. },
+            }) => assert_eq!(session.as_deref(), Some(id)),
+            other => panic!("parsed as {other:?}"),
+        }
+        match parse(&["export", "--session", given, "--session", "Imported-1"])
+            .expect("parse")
+            .command
+        {
+            Some(Command::Export(args)) => assert_eq!(args.sessions, [id, "Imported-1"]),
+            other => panic!("parsed as {other:?}"),
+        }
+        match parse(&["threads", "show", given]).expect("parse").command {
+            Some(Command::Threads {
+                command: ThreadsCommand::Show { id: shown, .. },
+            }) => assert_eq!(shown, id),
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    #[test]
     fn child_processes_are_the_operators_to_allow() {
         let off = parse(&[]).expect("parse").serve.options().expect("options");
         assert!(!off.notebook_child_processes);

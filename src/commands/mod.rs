@@ -23,7 +23,7 @@ pub use replication::{ReplicationCommand, replication};
 pub use threads::{ThreadsCommand, threads};
 pub use tree::{export, import, validate};
 
-use crate::domain::Granularity;
+use crate::domain::{Granularity, SessionId};
 use crate::error::{Error, Result};
 use crate::export::Format;
 
@@ -33,8 +33,8 @@ pub struct ExportArgs {
     #[arg(long, value_name = "PATH", value_parser = crate::cli::user_path())]
     pub out: Option<std::path::PathBuf>,
     /// A session to export (repeat for several); every session when none is given
-    #[arg(long = "session", value_name = "ID", value_parser = session_id)]
-    pub sessions: Vec<String>,
+    #[arg(long = "session", value_name = "ID")]
+    pub sessions: Vec<SessionId>,
     /// Project directory for every session, named as a `project:<p>` tag would name it (default:
     /// the session's `project:<p>` tag, else `_default`)
     #[arg(long, value_name = "P", conflicts_with = "format")]
@@ -104,8 +104,8 @@ pub struct ValidateArgs {
     #[arg(value_name = "PATH", value_parser = crate::cli::user_path())]
     pub dir: std::path::PathBuf,
     /// Check only this session
-    #[arg(long = "session", value_name = "ID", value_parser = session_id)]
-    pub session: Option<String>,
+    #[arg(long = "session", value_name = "ID")]
+    pub session: Option<SessionId>,
     /// Print the results as JSON
     #[arg(long)]
     pub json: bool,
@@ -143,8 +143,7 @@ pub enum SessionsCommand {
     /// Show one session with all its thoughts, branches included
     Show {
         /// Session id
-        #[arg(value_parser = session_id)]
-        id: String,
+        id: SessionId,
         /// Print SessionExport JSON
         #[arg(long)]
         json: bool,
@@ -373,12 +372,6 @@ fn clip(text: &str, max: usize) -> String {
         cut.push(c);
     }
     format!("{cut}…")
-}
-
-/// A session id on the command line, in the form the ledger stores
-/// (upper-case UUIDs are lowered, as in the gateway).
-fn session_id(s: &str) -> std::result::Result<String, String> {
-    Ok(crate::domain::canonical_session_id(s))
 }
 
 /// Search text: blank text searches for nothing, as the gateway's

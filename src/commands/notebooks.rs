@@ -9,6 +9,7 @@ use serde_json::json;
 
 use super::{clip, out, out_json, table};
 use crate::cli::{DbArgs, user_path};
+use crate::domain::SessionId;
 use crate::error::Result;
 use crate::notebook::{CellKind, srcbook};
 use crate::store::NewNotebook;
@@ -19,7 +20,7 @@ pub enum NotebooksCommand {
     List {
         /// Only the notebooks of this session
         #[arg(long, value_name = "ID")]
-        session: Option<String>,
+        session: Option<SessionId>,
         /// Notebooks per page (1-1000)
         #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1000))]
         limit: u32,
@@ -53,7 +54,7 @@ pub enum NotebooksCommand {
         path: PathBuf,
         /// The session it belongs to
         #[arg(long, value_name = "ID")]
-        session: Option<String>,
+        session: Option<SessionId>,
         /// Its name (default: its first title)
         #[arg(long)]
         name: Option<String>,
@@ -69,7 +70,6 @@ pub fn notebooks(db: &DbArgs, command: NotebooksCommand) -> Result<ExitCode> {
             json,
         } => {
             let store = db.open_existing()?;
-            let session = session.map(|s| crate::domain::canonical_session_id(&s));
             let (notebooks, total) = store.list_notebooks(session.as_deref(), limit, offset)?;
             if json {
                 return out_json(&json!({ "notebooks": notebooks, "count": notebooks.len(), "total": total }))
@@ -147,7 +147,7 @@ pub fn notebooks(db: &DbArgs, command: NotebooksCommand) -> Result<ExitCode> {
                 name,
                 language: decoded.language,
                 tsconfig: decoded.tsconfig,
-                session_id: session.map(|s| crate::domain::canonical_session_id(&s)),
+                session_id: session.map(SessionId::into_string),
                 allow_child_processes: false,
                 cells: decoded.cells,
             })?;

@@ -7,8 +7,9 @@ use std::process::ExitCode;
 
 use clap::{Subcommand, ValueEnum};
 
-use super::{clip, out, out_json, session_id, table};
+use super::{clip, out, out_json, table};
 use crate::cli::DbArgs;
+use crate::domain::SessionId;
 use crate::domain::thread::{Operator, Thread, ThreadStatus, parse_registry, violations_error};
 use crate::error::{Error, Result};
 use crate::store::{Store, ThreadFilter};
@@ -21,8 +22,8 @@ pub enum ThreadsCommand {
         #[arg(long, value_enum)]
         status: Option<ThreadStatusArg>,
         /// Only the children of this thread
-        #[arg(long, value_name = "ID", value_parser = session_id)]
-        parent: Option<String>,
+        #[arg(long, value_name = "ID")]
+        parent: Option<SessionId>,
         /// Only threads with this tag (exact)
         #[arg(long, value_name = "TAG")]
         tag: Option<String>,
@@ -38,24 +39,21 @@ pub enum ThreadsCommand {
     },
     /// Show one thread with its relations
     Show {
-        #[arg(value_parser = session_id)]
-        id: String,
+        id: SessionId,
         /// Print { thread, relations } as JSON
         #[arg(long)]
         json: bool,
     },
     /// Show a thread's descendants
     Tree {
-        #[arg(value_parser = session_id)]
-        id: String,
+        id: SessionId,
         /// Print the descendants as JSON, each with its depth
         #[arg(long)]
         json: bool,
     },
     /// The operations log, newest first (of one thread, or all)
     Log {
-        #[arg(value_parser = session_id)]
-        id: Option<String>,
+        id: Option<SessionId>,
         /// Operations per page (1-1000)
         #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1000))]
         limit: u32,
@@ -67,15 +65,9 @@ pub enum ThreadsCommand {
         json: bool,
     },
     /// Freeze a thread: it can be read and cited, not changed
-    Freeze {
-        #[arg(value_parser = session_id)]
-        id: String,
-    },
+    Freeze { id: SessionId },
     /// Archive a thread (final)
-    Archive {
-        #[arg(value_parser = session_id)]
-        id: String,
-    },
+    Archive { id: SessionId },
     /// Write the thread registry as JSON (to stdout, or to --out)
     Export {
         #[arg(long, value_name = "FILE", value_parser = crate::cli::user_path())]
@@ -222,7 +214,7 @@ fn read(store: &Store, command: ThreadsCommand) -> Result<ExitCode> {
         } => {
             let page = store.list_threads(&ThreadFilter {
                 status: status.map(Into::into),
-                parent_id: parent,
+                parent_id: parent.map(String::from),
                 tag,
                 limit,
                 offset,

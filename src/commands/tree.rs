@@ -17,8 +17,9 @@ use crate::tree::reader::{is_export_file, load_export_file, load_session, sessio
 use crate::tree::writer::{ExportOptions, export_tree, lock_for_reading, write_atomic_with};
 
 pub fn export(db: &DbArgs, args: ExportArgs) -> Result<ExitCode> {
+    let sessions: Vec<String> = args.sessions.into_iter().map(String::from).collect();
     if let Some(format) = args.format {
-        return export_file(db, args.sessions, format.into(), args.out);
+        return export_file(db, sessions, format.into(), args.out);
     }
     let Some(dest) = args.out else {
         return Err(Error::invalid(
@@ -30,7 +31,7 @@ pub fn export(db: &DbArgs, args: ExportArgs) -> Result<ExitCode> {
     // A shortened id (ids are often shown cut) names the sessions it may
     // mean, as `export --format` and `sessions show` do (rather than refuse
     // it as no lower-case UUID).
-    for id in &args.sessions {
+    for id in &sessions {
         if !crate::tree::is_session_id(id) {
             let meant = super::name_sessions_meant(&store, Error::session_not_found(id));
             if !matches!(meant, Error::SessionNotFound { .. }) {
@@ -39,7 +40,7 @@ pub fn export(db: &DbArgs, args: ExportArgs) -> Result<ExitCode> {
         }
     }
     let opts = ExportOptions {
-        sessions: args.sessions,
+        sessions,
         project: args.project.as_deref().map(crate::tree::project_folder).transpose()?,
         granularity: args.partition.map(Into::into),
         lock_wait: None,

@@ -17,7 +17,7 @@ mod types;
 pub use config_key::{ConfigDefault, ConfigKey};
 pub use connection::{ConnectionState, Current};
 pub use partition::{Granularity, partition_path};
-pub use session_id::{SessionId, canonical_session_id};
+pub use session_id::SessionId;
 pub use stage::Stage;
 pub use thought::{
     ChainFacts, PlannedThought, ThoughtInput, chain_full, check_thought_input, is_blank, node_id, plan_thought,

@@ -18,8 +18,9 @@ pub struct SessionId(String);
 /// A session id as the ledger stores it. The ledger writes UUIDs in lower
 /// case, and UUIDs are case-insensitive, so a hyphenated UUID given in upper
 /// or mixed case (as some agents echo it) names the same session. Other ids
-/// are kept as given, apart from surrounding whitespace.
-pub fn canonical_session_id(id: &str) -> String {
+/// are kept as given, apart from surrounding whitespace. Private: every way
+/// in goes through [`SessionId`].
+fn canonical_session_id(id: &str) -> String {
     let id = id.trim();
     let b = id.as_bytes();
     let uuid = b.len() == 36

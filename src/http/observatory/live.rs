@@ -15,6 +15,7 @@ use serde::Deserialize;
 use tokio::sync::broadcast;
 
 use super::payloads::{Frame, SessionSnapshotPayload, session_started, thought_frames};
+use crate::domain::SessionId;
 use crate::shutdown::Shutdown;
 use crate::store::{Mark, Store};
 
@@ -131,7 +132,7 @@ impl Hub {
 struct Request {
     #[serde(rename = "type")]
     kind: String,
-    session_id: Option<String>,
+    session_id: Option<SessionId>,
     scope: Option<String>,
 }
 
@@ -218,7 +219,7 @@ async fn handle(hub: &Hub, watching: &mut Watching, request: Request) -> Option<
             None
         }
         ("subscribe", Some(id), _) => {
-            let id = crate::domain::canonical_session_id(&id);
+            let id = id.into_string();
             let store = hub.store.clone();
             let sid = id.clone();
             // The texts alone past the frame's bound: the rest is not read.
@@ -257,7 +258,7 @@ async fn handle(hub: &Hub, watching: &mut Watching, request: Request) -> Option<
             }
         }
         ("unsubscribe", Some(id), _) => {
-            watching.ids.remove(&crate::domain::canonical_session_id(&id));
+            watching.ids.remove(id.as_str());
             None
         }
         _ => Some(error_frame(

@@ -17,7 +17,7 @@ use axum::routing::get;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::domain::{SessionFilter, SortBy};
+use crate::domain::{SessionFilter, SessionId, SortBy};
 use crate::error::Error;
 use crate::export::{self, Format, Layout};
 use crate::gateway::Gateway;
@@ -194,8 +194,8 @@ struct SnapshotQuery {
 
 /// One session, as the WebSocket's `session_snapshot` payload: each text
 /// cut as there, unless `full=true`.
-async fn session(State(o): State<Observatory>, Path(id): Path<String>, Query(q): Query<SnapshotQuery>) -> Response {
-    let id = crate::domain::canonical_session_id(&id);
+async fn session(State(o): State<Observatory>, Path(id): Path<SessionId>, Query(q): Query<SnapshotQuery>) -> Response {
+    let id = id.into_string();
     let read = reading(&o.store, move |s| {
         Ok(if q.full == Some(true) {
             let (session, thoughts) = s.session_thoughts(&id)?;
@@ -217,8 +217,8 @@ async fn session(State(o): State<Observatory>, Path(id): Path<String>, Query(q):
 
 /// One thought whole (ObservatoryThought), by its node id: what the page
 /// reads to show a thought whose text the snapshot cut.
-async fn thought(State(o): State<Observatory>, Path((id, node)): Path<(String, String)>) -> Response {
-    let id = crate::domain::canonical_session_id(&id);
+async fn thought(State(o): State<Observatory>, Path((id, node)): Path<(SessionId, String)>) -> Response {
+    let id = id.into_string();
     match reading(&o.store, move |s| s.thought_by_node(&id, &node)).await {
         Ok(t) => axum::Json(ObservatoryThought::from(&t)).into_response(),
         Err(r) => r,
@@ -227,8 +227,8 @@ async fn thought(State(o): State<Observatory>, Path((id, node)): Path<(String, S
 
 /// A session as a thread (docs/threads.md): its status, parent and relations,
 /// with the title of every thread it names, so the page can link them.
-async fn thread(State(o): State<Observatory>, Path(id): Path<String>) -> Response {
-    let id = crate::domain::canonical_session_id(&id);
+async fn thread(State(o): State<Observatory>, Path(id): Path<SessionId>) -> Response {
+    let id = id.into_string();
     let read = reading(&o.store, move |s| {
         let (thread, relations) = s.thread(&id)?;
         let named: std::collections::BTreeSet<String> = thread
@@ -264,7 +264,7 @@ struct ExportQuery {
 /// A session as a file to download: SessionExport JSON (the default) or Markdown.
 async fn export_session(
     State(o): State<Observatory>,
-    Path(id): Path<String>,
+    Path(id): Path<SessionId>,
     Query(q): Query<ExportQuery>,
 ) -> Response {
     let format = match q.format.as_deref().unwrap_or("json") {
@@ -277,7 +277,7 @@ async fn export_session(
             ));
         }
     };
-    let id = crate::domain::canonical_session_id(&id);
+    let id = id.into_string();
     let sid = id.clone();
     let rendered = reading(&o.store, move |s| {
         s.with_session(&sid, |snapshot| {
@@ -308,8 +308,8 @@ async fn export_session(
 }
 
 /// The session's analysis (SessionAnalysis, as `session analyze` answers it).
-async fn analysis(State(o): State<Observatory>, Path(id): Path<String>) -> Response {
-    let id = crate::domain::canonical_session_id(&id);
+async fn analysis(State(o): State<Observatory>, Path(id): Path<SessionId>) -> Response {
+    let id = id.into_string();
     let answer = reading(&o.store, move |s| {
         let (session, thoughts, critiques) = s.analysis_input(&id)?;
         Ok(crate::analysis::session_analysis(&session, &thoughts, critiques))
