@@ -1,11 +1,11 @@
-#![allow(deprecated)] // sampling types, used by the sampling test client
+#![allow(deprecated)] // sampling and roots types, used by the test client
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
-    Implementation, SamplingMessage,
+    CallToolRequestParams, ClientCapabilities, ClientConfig, CreateMessageRequestMethod, CreateMessageRequestParams,
+    CreateMessageResult, Implementation, ListRootsResult, Root, RootsCapabilities, SamplingCapability, SamplingMessage,
 };
 use rmcp::service::{RequestContext, RunningService};
 use rmcp::transport::TokioChildProcess;
@@ -52,16 +52,92 @@ pub fn command(db: &Path) -> Command {
     cmd
 }
 
-/// A test client that answers sampling requests with a fixed critique.
+/// How a [`TestClient`] answers a sampling request.
 #[derive(Clone)]
-pub struct SamplingClient;
+pub enum Sampling {
+    /// A short critique ("Critique: consider the edge cases. (saw N
+    /// chars)") by `test-model-1`.
+    Critique,
+    /// The prompt it was sent, by `echo`, so that a test can see the
+    /// context the server gave it.
+    Echo,
+    /// This text, by this model.
+    Text(String, &'static str),
+    /// Never (the request stays unanswered).
+    Never,
+}
 
-impl ClientHandler for SamplingClient {
+/// How a [`TestClient`] answers `roots/list`.
+#[derive(Clone)]
+pub enum Roots {
+    /// With these roots.
+    Listed(Vec<Root>),
+    /// Never (the request stays unanswered).
+    Never,
+}
+
+/// Something a client does to the ledger while its model writes a
+/// critique, as another process would (deletes sessions, moves the file).
+pub type Meanwhile = std::sync::Arc<dyn Fn() + Send + Sync>;
+
+/// The test client: declares sampling and roots when it answers them,
+/// and answers as it is told. `TestClient::default()` declares neither.
+#[derive(Clone, Default)]
+pub struct TestClient {
+    sampling: Option<Sampling>,
+    roots: Option<Roots>,
+    meanwhile: Option<Meanwhile>,
+}
+
+impl TestClient {
+    /// A client that answers sampling requests with a short critique.
+    pub fn critic() -> TestClient {
+        TestClient::default().sampling(Sampling::Critique)
+    }
+
+    pub fn sampling(mut self, how: Sampling) -> TestClient {
+        self.sampling = Some(how);
+        self
+    }
+
+    /// Lists these roots, in this order: `(uri, name)`, with the name the
+    /// client gives the root, if any.
+    pub fn roots<'a>(mut self, roots: impl IntoIterator<Item = (&'a str, Option<&'a str>)>) -> TestClient {
+        let listed = roots
+            .into_iter()
+            .map(|(uri, name)| {
+                let mut root = Root::new(uri);
+                root.name = name.map(str::to_string);
+                root
+            })
+            .collect();
+        self.roots = Some(Roots::Listed(listed));
+        self
+    }
+
+    /// Declares roots and never answers `roots/list`.
+    pub fn silent_roots(mut self) -> TestClient {
+        self.roots = Some(Roots::Never);
+        self
+    }
+
+    /// Runs `meanwhile` before it answers each sampling request.
+    pub fn meanwhile(mut self, meanwhile: impl Fn() + Send + Sync + 'static) -> TestClient {
+        self.meanwhile = Some(std::sync::Arc::new(meanwhile));
+        self
+    }
+}
+
+impl ClientHandler for TestClient {
     fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            ClientCapabilities::builder().enable_sampling().build(),
-            Implementation::new("sampling-test-client", "1.0.0"),
-        )
+        let mut capabilities = ClientCapabilities::default();
+        if self.sampling.is_some() {
+            capabilities.sampling = Some(SamplingCapability::default());
+        }
+        if self.roots.is_some() {
+            capabilities.roots = Some(RootsCapabilities::default());
+        }
+        ClientConfig::new(capabilities, Implementation::new("thoughtbox-test-client", "1.0.0"))
     }
 
     async fn create_message(
@@ -69,14 +145,34 @@ impl ClientHandler for SamplingClient {
         params: CreateMessageRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
-        let asked = prompt_text(&params);
+        if let Some(meanwhile) = &self.meanwhile {
+            meanwhile();
+        }
+        let (text, model) = match &self.sampling {
+            None => return Err(ErrorData::method_not_found::<CreateMessageRequestMethod>()),
+            Some(Sampling::Never) => std::future::pending().await,
+            Some(Sampling::Critique) => (
+                format!(
+                    "Critique: consider the edge cases. (saw {} chars)",
+                    prompt_text(&params).len()
+                ),
+                "test-model-1",
+            ),
+            Some(Sampling::Echo) => (prompt_text(&params), "echo"),
+            Some(Sampling::Text(text, model)) => (text.clone(), *model),
+        };
         Ok(CreateMessageResult::new(
-            SamplingMessage::assistant_text(format!(
-                "Critique: consider the edge cases. (saw {} chars)",
-                asked.len()
-            )),
-            "test-model-1".into(),
+            SamplingMessage::assistant_text(text),
+            model.into(),
         ))
+    }
+
+    async fn list_roots(&self, _context: RequestContext<RoleClient>) -> Result<ListRootsResult, ErrorData> {
+        match &self.roots {
+            None => Ok(ListRootsResult::default()),
+            Some(Roots::Never) => std::future::pending().await,
+            Some(Roots::Listed(roots)) => Ok(ListRootsResult::new(roots.clone())),
+        }
     }
 }
 

@@ -732,7 +732,7 @@ async fn critique_without_sampling_still_records_the_thought() {
 #[tokio::test]
 async fn critique_through_sampling_is_stored_and_exported() {
     let (_d, db) = temp_db();
-    let s = start_with(SamplingClient, command(&db)).await;
+    let s = start_with(TestClient::critic(), command(&db)).await;
     let sid = s.ready("crit").await;
     s.thought(t("The cache is the problem")).await;
     let r = s

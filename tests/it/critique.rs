@@ -2,39 +2,21 @@
 //! environment variable) with a client that never answers, critique
 //! requests counted by the analysis, and the multi round-trip request that
 //! asks a 2026-07-28 client instead.
-#![allow(deprecated)] // sampling types, used by the silent sampling client
+#![allow(deprecated)] // sampling types, sent by hand in a multi round-trip request
 
 use std::time::{Duration, Instant};
 
+use rmcp::ClientHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, CreateMessageRequestParams,
-    CreateMessageResult, Implementation, InputRequiredResult, InputResponses, ProtocolVersion,
+    CallToolRequestParams, CallToolResponse, CreateMessageResult, InputRequiredResult, InputResponses, ProtocolVersion,
 };
-use rmcp::service::RequestContext;
-use rmcp::{ClientHandler, ErrorData, RoleClient};
 use serde_json::{Value, json};
 
 use crate::common::*;
 
 /// A client that declares sampling and never answers a sampling request.
-#[derive(Clone)]
-pub struct SilentSamplingClient;
-
-impl ClientHandler for SilentSamplingClient {
-    fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            ClientCapabilities::builder().enable_sampling().build(),
-            Implementation::new("silent-sampling-client", "1.0.0"),
-        )
-    }
-
-    async fn create_message(
-        &self,
-        _params: CreateMessageRequestParams,
-        _context: RequestContext<RoleClient>,
-    ) -> Result<CreateMessageResult, ErrorData> {
-        std::future::pending().await
-    }
+fn silent_critic() -> TestClient {
+    TestClient::default().sampling(Sampling::Never)
 }
 
 #[tokio::test]
@@ -42,7 +24,7 @@ async fn a_client_that_never_answers_hits_the_timeout() {
     let (_d, db) = temp_db();
     let mut cmd = command(&db);
     cmd.arg("serve").arg("--critique-timeout").arg("1");
-    let s = start_with(SilentSamplingClient, cmd).await;
+    let s = start_with(silent_critic(), cmd).await;
     let sid = s.ready("slow critic").await;
     let t0 = Instant::now();
     let r = s
@@ -72,7 +54,7 @@ async fn the_timeout_also_comes_from_the_environment() {
     let (_d, db) = temp_db();
     let mut cmd = command(&db);
     cmd.env("THOUGHTBOX_CRITIQUE_TIMEOUT_SECS", "1");
-    let s = start_with(SilentSamplingClient, cmd).await;
+    let s = start_with(silent_critic(), cmd).await;
     s.ready("env").await;
     let t0 = Instant::now();
     let r = s
@@ -86,7 +68,7 @@ async fn the_timeout_also_comes_from_the_environment() {
 #[tokio::test]
 async fn answered_and_unanswered_critiques_both_count() {
     let (_d, db) = temp_db();
-    let s = start_with(SamplingClient, command(&db)).await;
+    let s = start_with(TestClient::critic(), command(&db)).await;
     let sid = s.ready("critics").await;
     s.thought(json!({ "thought": "a", "nextThoughtNeeded": true, "critique": true }))
         .await;
@@ -126,40 +108,13 @@ async fn answered_and_unanswered_critiques_both_count() {
     assert_eq!(flags, expected);
 }
 
-/// A client that, while its model writes the critique, first does
-/// something to the ledger as another process would (deletes sessions,
-/// moves the file), then answers as [`SamplingClient`].
-#[derive(Clone)]
-pub struct SamplingClientMeanwhile(std::sync::Arc<dyn Fn() + Send + Sync>);
-
-impl SamplingClientMeanwhile {
-    fn new(meanwhile: impl Fn() + Send + Sync + 'static) -> Self {
-        SamplingClientMeanwhile(std::sync::Arc::new(meanwhile))
-    }
-}
-
-impl ClientHandler for SamplingClientMeanwhile {
-    fn get_info(&self) -> ClientConfig {
-        SamplingClient.get_info()
-    }
-
-    async fn create_message(
-        &self,
-        params: CreateMessageRequestParams,
-        context: RequestContext<RoleClient>,
-    ) -> Result<CreateMessageResult, ErrorData> {
-        (self.0)();
-        SamplingClient.create_message(params, context).await
-    }
-}
-
 /// A critique that arrives for a thought deleted meanwhile is not shown as
 /// stored: the answer says why there is none.
 #[tokio::test]
 async fn a_critique_for_a_thought_deleted_meanwhile_is_not_stored() {
     let (_d, db) = temp_db();
     let path = db.clone();
-    let deleting = SamplingClientMeanwhile::new(move || {
+    let deleting = TestClient::critic().meanwhile(move || {
         use thoughtbox::store::{OpenOptionsStore, Store};
         let store = Store::open(&path, OpenOptionsStore::default()).expect("open");
         for id in store.session_ids().expect("ids") {
@@ -188,7 +143,7 @@ async fn a_critique_that_cannot_be_stored_still_answers_the_recorded_thought() {
     let (_d, db) = temp_db();
     let path = db.clone();
     // With its WAL, which holds the thought.
-    let moving = SamplingClientMeanwhile::new(move || {
+    let moving = TestClient::critic().meanwhile(move || {
         for suffix in ["", "-wal", "-shm"] {
             let from = format!("{}{suffix}", path.display());
             let to = format!("{}{suffix}", path.with_extension("moved").display());
@@ -219,34 +174,18 @@ async fn a_critique_that_cannot_be_stored_still_answers_the_recorded_thought() {
     assert_eq!(rows, [("Ship it".to_string(), 1)]);
 }
 
-/// A client whose model writes a critique of megabytes.
-#[derive(Clone)]
-pub struct LongWindedSamplingClient;
-
-impl ClientHandler for LongWindedSamplingClient {
-    fn get_info(&self) -> ClientConfig {
-        SamplingClient.get_info()
-    }
-
-    async fn create_message(
-        &self,
-        _params: CreateMessageRequestParams,
-        _context: RequestContext<RoleClient>,
-    ) -> Result<CreateMessageResult, ErrorData> {
-        Ok(CreateMessageResult::new(
-            rmcp::model::SamplingMessage::assistant_text("\"".repeat(6 << 20)),
-            "verbose-model".into(),
-        ))
-    }
-}
-
 /// A critique of megabytes (the prompt asks for 1,000 tokens, but a client
 /// may send anything) is kept cut to the thought text's limit, with a note,
 /// so that the thought and its critique can always be read back whole.
 #[tokio::test]
 async fn a_critique_of_megabytes_is_cut_and_reads_back_whole() {
     let (_d, db) = temp_db();
-    let s = start_with(LongWindedSamplingClient, command(&db)).await;
+    let s = start_with(
+        // A model that writes a critique of megabytes.
+        TestClient::default().sampling(Sampling::Text("\"".repeat(6 << 20), "verbose-model")),
+        command(&db),
+    )
+    .await;
     s.ready("long critique").await;
     let r = s
         .thought(json!({ "thought": "Ship it", "nextThoughtNeeded": true, "critique": true, "verbose": true }))
@@ -276,7 +215,7 @@ async fn a_critique_of_megabytes_is_cut_and_reads_back_whole() {
 #[tokio::test]
 async fn a_critique_is_answered_without_verbose() {
     let (_d, db) = temp_db();
-    let s = start_with(SamplingClient, command(&db)).await;
+    let s = start_with(TestClient::critic(), command(&db)).await;
     s.ready("minimal critique").await;
     let r = s
         .thought(json!({ "thought": "Ship it", "nextThoughtNeeded": true, "critique": true }))
@@ -288,29 +227,6 @@ async fn a_critique_is_answered_without_verbose() {
     let plain = s.thought(t("no critique asked")).await;
     assert!(plain.get("critique").is_none(), "{plain}");
     s.stop().await;
-}
-
-/// A client whose "model" answers the prompt it was sent, so that a test
-/// can see the context the server gave it.
-#[derive(Clone)]
-pub struct EchoSamplingClient;
-
-impl ClientHandler for EchoSamplingClient {
-    fn get_info(&self) -> ClientConfig {
-        SamplingClient.get_info()
-    }
-
-    async fn create_message(
-        &self,
-        params: CreateMessageRequestParams,
-        _context: RequestContext<RoleClient>,
-    ) -> Result<CreateMessageResult, ErrorData> {
-        let asked = prompt_text(&params);
-        Ok(CreateMessageResult::new(
-            rmcp::model::SamplingMessage::assistant_text(asked),
-            "echo".into(),
-        ))
-    }
 }
 
 /// The context lines ("Thought n: text") of the prompt a critique echoed.
@@ -327,7 +243,7 @@ fn context_of(answer: &serde_json::Value) -> Vec<String> {
 #[tokio::test]
 async fn a_critique_sees_the_thoughts_before_it_on_its_path() {
     let (_d, db) = temp_db();
-    let s = start_with(EchoSamplingClient, command(&db)).await;
+    let s = start_with(TestClient::default().sampling(Sampling::Echo), command(&db)).await;
     s.ready("paths").await;
     let critiqued = |extra: serde_json::Value| {
         let mut args = json!({ "nextThoughtNeeded": true, "critique": true });
@@ -403,7 +319,7 @@ async fn a_timed_out_critique_request_reaches_the_file_of_an_idle_server() {
     let mut cmd = command(&db);
     // Longer than the quiet second after which the append is checkpointed.
     cmd.arg("serve").arg("--critique-timeout").arg("3");
-    let s = start_with(SilentSamplingClient, cmd).await;
+    let s = start_with(silent_critic(), cmd).await;
     s.ready("idle critic").await;
     let r = s
         .thought(json!({ "thought": "Ship it", "nextThoughtNeeded": true, "critique": true }))
@@ -434,7 +350,7 @@ async fn the_critique_request_is_in_the_ledger_while_the_client_writes_it() {
     let (_dir, db) = temp_db();
     let mut cmd = command(&db);
     cmd.arg("serve").arg("--critique-timeout").arg("3");
-    let s = start_with(SilentSamplingClient, cmd).await;
+    let s = start_with(silent_critic(), cmd).await;
     s.ready("pending critic").await;
     let flag_seen = async {
         let deadline = Instant::now() + Duration::from_secs(3);
@@ -468,7 +384,7 @@ async fn an_unanswered_critique_request_survives_export_and_import() {
     let (dir, db) = temp_db();
     let mut cmd = command(&db);
     cmd.arg("serve").arg("--critique-timeout").arg("1");
-    let s = start_with(SilentSamplingClient, cmd).await;
+    let s = start_with(silent_critic(), cmd).await;
     let sid = s.ready("unanswered").await;
     s.thought(json!({ "thought": "Ship it", "nextThoughtNeeded": true, "critique": true }))
         .await;
@@ -646,7 +562,7 @@ fn stored_thoughts(db: &std::path::Path) -> Vec<(String, Option<String>)> {
 #[tokio::test]
 async fn a_2026_client_gets_its_critique_by_retrying_and_the_thought_is_recorded_once() {
     let (_d, db) = temp_db();
-    let s = start_2026(SamplingClient, command(&db)).await;
+    let s = start_2026(TestClient::critic(), command(&db)).await;
     let sid = s.ready("modern critic").await;
     s.thought(t("Measure first")).await;
     let r = s
@@ -691,7 +607,7 @@ async fn a_2026_client_gets_its_critique_by_retrying_and_the_thought_is_recorded
 #[tokio::test]
 async fn the_critique_round_trip_by_hand_refuses_forged_state_and_never_writes_twice() {
     let (_d, db) = temp_db();
-    let s = start_2026(SamplingClient, command(&db)).await;
+    let s = start_2026(TestClient::critic(), command(&db)).await;
     let sid = s.ready("by hand").await;
     let args = json!({ "thought": "Ship it", "nextThoughtNeeded": true, "critique": true });
     let asked = call_once(&s, "thought", args.clone(), None, None)
@@ -819,7 +735,7 @@ async fn the_critique_round_trip_by_hand_refuses_forged_state_and_never_writes_t
 #[tokio::test]
 async fn a_retry_without_the_sampling_answer_answers_the_thought_with_critique_error() {
     let (_d, db) = temp_db();
-    let s = start_2026(SamplingClient, command(&db)).await;
+    let s = start_2026(TestClient::critic(), command(&db)).await;
     s.ready("no answer").await;
     let args = json!({ "thought": "Ship it", "nextThoughtNeeded": true, "critique": true });
     let asked = call_once(&s, "thought", args.clone(), None, None)
@@ -865,7 +781,7 @@ async fn declined_then_resent<H: ClientHandler>(s: &Server<H>, args: &Value) -> 
 #[tokio::test]
 async fn a_thought_resent_after_a_declined_critique_is_recorded_once() {
     let (_d, db) = temp_db();
-    let s = start_2026(SamplingClient, command(&db)).await;
+    let s = start_2026(TestClient::critic(), command(&db)).await;
     s.ready("declined").await;
     let args = json!({ "thought": "Ship it", "nextThoughtNeeded": true, "critique": true });
     let again = declined_then_resent(&s, &args).await;
@@ -897,7 +813,7 @@ async fn a_thought_resent_after_a_declined_critique_is_recorded_once() {
 #[tokio::test]
 async fn a_final_thought_resent_after_a_declined_critique_is_recorded_once() {
     let (_d, db) = temp_db();
-    let s = start_2026(SamplingClient, command(&db)).await;
+    let s = start_2026(TestClient::critic(), command(&db)).await;
     s.ready("final").await;
     for args in [
         json!({ "thought": "Done", "nextThoughtNeeded": false, "critique": true }),
@@ -920,14 +836,14 @@ async fn a_final_thought_resent_after_a_declined_critique_is_recorded_once() {
 #[tokio::test]
 async fn a_state_from_an_earlier_server_process_is_refused() {
     let (_d, db) = temp_db();
-    let s = start_2026(SamplingClient, command(&db)).await;
+    let s = start_2026(TestClient::critic(), command(&db)).await;
     let sid = s.ready("restarted").await;
     let args = json!({ "thought": "Ship it", "nextThoughtNeeded": true, "critique": true, "sessionId": sid });
     let asked = call_once(&s, "thought", args.clone(), None, None)
         .await
         .expect_err("an InputRequiredResult");
     s.stop().await;
-    let s = start_2026(SamplingClient, command(&db)).await;
+    let s = start_2026(TestClient::critic(), command(&db)).await;
     let response = InputResponses::from([(
         "critique".to_string(),
         serde_json::to_value(CreateMessageResult::new(

@@ -2,13 +2,11 @@
 //! or never answer; bind_root, project tags, scoped lists, navigate, the
 //! default project, and session discovery; and roots asked of a 2026-07-28
 //! client by a multi round-trip request.
-#![allow(deprecated)] // roots types, used by the roots test clients
+#![allow(deprecated)] // roots types, sent by hand in a multi round-trip request
 
 use std::time::{Duration, Instant};
 
-use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, InputResponses, ListRootsResult, Root};
-use rmcp::service::RequestContext;
-use rmcp::{ClientHandler, ErrorData, RoleClient};
+use rmcp::model::{InputResponses, ListRootsResult, Root};
 use serde_json::{Value, json};
 
 use crate::common::*;
@@ -18,39 +16,8 @@ const ENGINE: &str = "file:///home/ada/engine";
 const SITE: &str = "file:///home/ada/web%20site/";
 
 /// A client with two roots, one named by the client, one not.
-#[derive(Clone)]
-pub struct RootsClient;
-
-impl ClientHandler for RootsClient {
-    fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            ClientCapabilities::builder().enable_roots().build(),
-            Implementation::new("roots-test-client", "1.0.0"),
-        )
-    }
-
-    async fn list_roots(&self, _context: RequestContext<RoleClient>) -> Result<ListRootsResult, ErrorData> {
-        let mut engine = Root::new(ENGINE);
-        engine.name = Some("Engine".into());
-        Ok(ListRootsResult::new(vec![engine, Root::new(SITE)]))
-    }
-}
-
-/// A client that declares roots and never answers roots/list.
-#[derive(Clone)]
-pub struct SilentRootsClient;
-
-impl ClientHandler for SilentRootsClient {
-    fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            ClientCapabilities::builder().enable_roots().build(),
-            Implementation::new("silent-roots-client", "1.0.0"),
-        )
-    }
-
-    async fn list_roots(&self, _context: RequestContext<RoleClient>) -> Result<ListRootsResult, ErrorData> {
-        std::future::pending().await
-    }
+fn two_roots() -> TestClient {
+    TestClient::default().roots([(ENGINE, Some("Engine")), (SITE, None)])
 }
 
 fn tags(session: &Value) -> Vec<String> {
@@ -65,7 +32,7 @@ fn tags(session: &Value) -> Vec<String> {
 #[tokio::test]
 async fn list_and_bind_roots_then_sessions_carry_the_project() {
     let (_d, db) = temp_db();
-    let s = start_with(RootsClient, command(&db)).await;
+    let s = start_with(two_roots(), command(&db)).await;
     let r = s.ok("list_roots", Value::Null).await;
     assert_eq!(r["count"], 2);
     assert_eq!(
@@ -180,7 +147,7 @@ async fn a_client_that_never_answers_times_out() {
     let (_d, db) = temp_db();
     let mut cmd = command(&db);
     cmd.arg("serve").arg("--roots-timeout").arg("1");
-    let s = start_with(SilentRootsClient, cmd).await;
+    let s = start_with(TestClient::default().silent_roots(), cmd).await;
     let t0 = Instant::now();
     let e = s.err("list_roots", Value::Null, "INVALID_OPERATION").await;
     assert_eq!(e["details"]["reason"], "ROOTS_TIMEOUT");
@@ -374,30 +341,17 @@ async fn discovery_hides_and_shows_optional_operations() {
     s.stop().await;
 }
 
-/// A client that answers roots/list with the roots it was made with.
-#[derive(Clone)]
-pub struct ListedRootsClient(Vec<&'static str>);
-
-impl ClientHandler for ListedRootsClient {
-    fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            ClientCapabilities::builder().enable_roots().build(),
-            Implementation::new("listed-roots-client", "1.0.0"),
-        )
-    }
-
-    async fn list_roots(&self, _context: RequestContext<RoleClient>) -> Result<ListRootsResult, ErrorData> {
-        Ok(ListRootsResult::new(self.0.iter().map(|uri| Root::new(*uri)).collect()))
-    }
-}
-
 /// Binding by a name two roots share is refused, naming both; binding by
 /// URI picks one.
 #[tokio::test]
 async fn a_name_two_roots_share_is_not_a_guess() {
     let (_d, db) = temp_db();
     // Two roots that share a name (`/a/app`, `/b/app`).
-    let s = start_with(ListedRootsClient(vec!["file:///a/app", "file:///b/app"]), command(&db)).await;
+    let s = start_with(
+        TestClient::default().roots([("file:///a/app", None), ("file:///b/app", None)]),
+        command(&db),
+    )
+    .await;
     let e = s.err("bind_root", json!({ "name": "app" }), "INVALID_PAYLOAD").await;
     assert_eq!(e["details"]["matchingRoots"], json!(["file:///a/app", "file:///b/app"]));
     assert!(e["message"].as_str().unwrap().contains("pass rootUri"), "{e}");
@@ -411,7 +365,11 @@ async fn a_name_two_roots_share_is_not_a_guess() {
 #[tokio::test]
 async fn a_root_listed_twice_is_one_root() {
     let (_d, db) = temp_db();
-    let s = start_with(ListedRootsClient(vec!["file:///a/app", "file:///a/app"]), command(&db)).await;
+    let s = start_with(
+        TestClient::default().roots([("file:///a/app", None), ("file:///a/app", None)]),
+        command(&db),
+    )
+    .await;
     let b = s.ok("bind_root", json!({ "name": "app" })).await;
     assert_eq!(b["boundRoot"]["uri"], "file:///a/app");
     s.stop().await;
@@ -424,7 +382,7 @@ async fn a_root_listed_twice_is_one_root() {
 #[tokio::test]
 async fn a_2026_client_lists_and_binds_roots_by_retrying() {
     let (_d, db) = temp_db();
-    let s = start_2026(RootsClient, command(&db)).await;
+    let s = start_2026(two_roots(), command(&db)).await;
     let r = s.ok("list_roots", Value::Null).await;
     assert_eq!(r["count"], 2, "{r}");
     assert_eq!(
@@ -446,7 +404,7 @@ async fn a_2026_client_lists_and_binds_roots_by_retrying() {
 #[tokio::test]
 async fn the_roots_round_trip_by_hand_refuses_forged_state() {
     let (_d, db) = temp_db();
-    let s = start_2026(RootsClient, command(&db)).await;
+    let s = start_2026(two_roots(), command(&db)).await;
     let args = json!({ "rootUri": SITE });
     let asked = call_once(&s, "bind_root", args.clone(), None, None)
         .await
