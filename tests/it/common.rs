@@ -309,36 +309,98 @@ pub fn sighup_ignored() -> bool {
     false
 }
 
-/// Wait until server `pid`'s ledger writer sleeps in SQLite's busy
-/// handler, waiting for a lock another connection holds, so that a test
-/// acts while a write is held up rather than after a guessed delay. Reads
-/// the kernel's wait channel of each thread (Linux); where it is not shown
-/// (another system, or a kernel that hides it), waits a fixed moment.
-#[cfg(unix)]
-pub async fn writer_waits_for_lock(pid: u32) {
-    #[cfg(not(target_os = "linux"))]
-    let _ = pid;
+/// Whether a thread of process `pid` (of that name, when given) sleeps in
+/// a kernel function whose name contains `wchan`: SQLite's busy handler
+/// waits in `nanosleep`. `None` where the kernel does not show where
+/// threads sleep (another system, or a kernel that hides it).
+pub fn thread_sleeps_in(pid: u32, thread: Option<&str>, wchan: &str) -> Option<bool> {
     #[cfg(target_os = "linux")]
     {
-        let wchan = |tid: &str| std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/wchan")).unwrap_or_default();
+        let of = |tid: &str| std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/wchan")).unwrap_or_default();
         // The main thread waits in epoll: a "0" there means wchan is hidden.
-        let shown = !matches!(wchan(&pid.to_string()).trim(), "" | "0");
-        if shown {
-            for _ in 0..1000 {
-                let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("the server's threads");
-                for task in tasks.flatten() {
-                    let tid = task.file_name().to_string_lossy().into_owned();
-                    let name = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
-                    if name.trim() == "ledger-writer" && wchan(&tid).contains("nanosleep") {
-                        return;
-                    }
-                }
-                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        if matches!(of(&pid.to_string()).trim(), "" | "0") {
+            return None;
+        }
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+        Some(tasks.flatten().any(|task| {
+            let tid = task.file_name().to_string_lossy().into_owned();
+            let name = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+            thread.is_none_or(|t| name.trim() == t) && of(&tid).contains(wchan)
+        }))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (pid, thread, wchan);
+        None
+    }
+}
+
+/// Wait (at most about ten seconds, then fail saying `what` never
+/// happened) until [`thread_sleeps_in`] holds; where that is not shown,
+/// wait a fixed moment instead.
+pub async fn until_thread_sleeps_in(pid: u32, thread: Option<&str>, wchan: &str, what: &str) {
+    for _ in 0..1000 {
+        match thread_sleeps_in(pid, thread, wchan) {
+            Some(true) => return,
+            Some(false) => tokio::time::sleep(std::time::Duration::from_millis(10)).await,
+            None => {
+                tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+                return;
             }
-            panic!("the server's writer never waited for the lock");
         }
     }
-    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    panic!("{what}");
+}
+
+/// Wait until server `pid`'s ledger writer sleeps in SQLite's busy
+/// handler, waiting for a lock another connection holds, so that a test
+/// acts while a write is held up rather than after a guessed delay.
+#[cfg(unix)]
+pub async fn writer_waits_for_lock(pid: u32) {
+    until_thread_sleeps_in(
+        pid,
+        Some("ledger-writer"),
+        "nanosleep",
+        "the server's writer never waited for the lock",
+    )
+    .await;
+}
+
+/// Wait (at most a minute) until the server's log holds `line`; answers
+/// the log.
+pub async fn logged(log: &Path, line: &str) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if text.contains(line) {
+            return text;
+        }
+        assert!(std::time::Instant::now() < deadline, "no {line:?} in the log:\n{text}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// Send `operation` with `args` as a request the client can cancel:
+/// returned once the request is on its way, after every request sent
+/// before it.
+pub async fn cancellable_call<H: ClientHandler>(
+    s: &Server<H>,
+    operation: &str,
+    args: Value,
+) -> rmcp::service::RequestHandle<RoleClient> {
+    use rmcp::model::{CallToolRequest, ClientRequest};
+    use rmcp::service::PeerRequestOptions;
+    let Value::Object(arguments) = json!({ "operation": operation, "args": args }) else {
+        unreachable!()
+    };
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(
+        CallToolRequestParams::new("thoughtbox_gateway").with_arguments(arguments),
+    ));
+    s.client
+        .peer()
+        .send_cancellable_request(request, PeerRequestOptions::no_options())
+        .await
+        .expect("request sent")
 }
 
 /// Wait until a process has exited (polls /proc; bounded).

@@ -306,7 +306,8 @@ async fn clean_shutdown_leaves_one_complete_file() {
 #[tokio::test]
 async fn a_reader_left_open_elsewhere_stalls_no_write() {
     let (dir, db) = temp_db();
-    let s = start(&db).await;
+    let log = dir.path().join("server.log");
+    let s = start_logging(&db, &log).await;
     s.ready("beside a reader").await;
     s.thought(t("before the reader")).await;
     let reader = rusqlite::Connection::open(&db).unwrap();
@@ -316,12 +317,22 @@ async fn a_reader_left_open_elsewhere_stalls_no_write() {
         .unwrap();
     assert_eq!(seen, 1);
     s.thought(t("while it reads")).await;
-    // Long enough for the idle checkpoint to try, and give up.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // The idle checkpoint holds the write lock while it waits for the
+    // reader (in SQLite's busy handler, the only sleep of an idle server):
+    // the next thought is sent meanwhile.
+    until_thread_sleeps_in(
+        s.pid,
+        None,
+        "nanosleep",
+        "the idle checkpoint never waited for the reader",
+    )
+    .await;
     let started = std::time::Instant::now();
     s.thought(t("after the idle checkpoint")).await;
     // Not the 10 s busy timeout the checkpoint used to hold the lock for.
     assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    // It gave up while the reader stayed, and said so.
+    logged(&log, "could not empty the WAL").await;
     reader.execute_batch("COMMIT").unwrap();
     drop(reader);
     let deadline = std::time::Instant::now() + Duration::from_secs(40);
@@ -707,10 +718,20 @@ async fn a_shutdown_during_a_long_export_still_leaves_one_complete_file() {
             peer.call_tool(CallToolRequestParams::new("thoughtbox_gateway").with_arguments(arguments))
                 .await
         });
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        // Under way (its first files are there) before the thoughts.
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while walk(&dir.path().join("tree")).is_empty() {
+            assert!(std::time::Instant::now() < deadline, "{how}: the export never started");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
         for i in 0..3 {
             s.thought(t(&format!("acknowledged {i}"))).await;
         }
+        // Its tree's config.json is written last.
+        assert!(
+            !dir.path().join("tree").join("config.json").exists(),
+            "{how}: the export ended before the shutdown began"
+        );
         let started = std::time::Instant::now();
         if how == "eof" {
             s.stop().await;
@@ -750,36 +771,6 @@ async fn call_then_cancel(s: &Server, operation: &str, args: Value) {
         .expect("cancel sent");
 }
 
-/// Send `operation` with `args` as a request the client can cancel.
-async fn cancellable_call(s: &Server, operation: &str, args: Value) -> rmcp::service::RequestHandle<rmcp::RoleClient> {
-    use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
-    use rmcp::service::PeerRequestOptions;
-    let Value::Object(arguments) = json!({ "operation": operation, "args": args }) else {
-        unreachable!()
-    };
-    let request = ClientRequest::CallToolRequest(CallToolRequest::new(
-        CallToolRequestParams::new("thoughtbox_gateway").with_arguments(arguments),
-    ));
-    s.client
-        .peer()
-        .send_cancellable_request(request, PeerRequestOptions::no_options())
-        .await
-        .expect("request sent")
-}
-
-/// Wait (at most a minute) until the server's log holds `line`.
-async fn logged(log: &Path, line: &str) -> String {
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    loop {
-        let text = std::fs::read_to_string(log).unwrap_or_default();
-        if text.contains(line) {
-            return text;
-        }
-        assert!(std::time::Instant::now() < deadline, "no {line:?} in the log:\n{text}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 /// A client that cancels a long read (`notifications/cancelled`, as clients
 /// send when a call times out or the user stops it) stops it, and the
 /// server serves on.
@@ -816,13 +807,25 @@ async fn a_cancelled_export_into_a_directory_is_finished() {
     let s = start_logging(&db, &log).await;
     s.ready("meanwhile").await;
     let dest = dir.path().join("tree");
-    call_then_cancel(
+    let handle = cancellable_call(
         &s,
         "session",
         json!({ "subOperation": "export", "sessionId": big, "destination": dest.to_str().unwrap() }),
     )
     .await;
-    // The tree is finished: its config.json is written last.
+    // Cancelled once under way (its first files are there), before its
+    // end (its config.json is written last).
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while walk(&dest).is_empty() {
+        assert!(std::time::Instant::now() < deadline, "the export never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(!dest.join("config.json").exists(), "the export ended before the cancel");
+    handle
+        .cancel(Some("the user stopped it".into()))
+        .await
+        .expect("cancel sent");
+    // The tree is finished.
     let deadline = std::time::Instant::now() + Duration::from_secs(120);
     while !dest.join("config.json").exists() {
         assert!(std::time::Instant::now() < deadline, "the export did not finish");
@@ -874,12 +877,12 @@ async fn a_reader_left_open_is_logged_once_and_its_end_too() {
     let reader = rusqlite::Connection::open(&db).unwrap();
     reader.execute_batch("BEGIN; SELECT count(*) FROM thoughts;").unwrap();
     let told = "could not empty the WAL";
-    for i in 0..3 {
-        s.thought(t(&format!("burst {i}"))).await;
-        // Past the idle checkpoint's first try (1 s after the last write).
-        tokio::time::sleep(Duration::from_millis(1600)).await;
-    }
+    s.thought(t("burst 0")).await;
     logged(&log, told).await;
+    for i in 1..3 {
+        s.thought(t(&format!("burst {i}"))).await;
+        idle_checkpoint_tried(s.pid).await;
+    }
     // Past 64 MiB the log warns, once per doubling (one info line is easily
     // missed while the WAL grows to 85 MB).
     let big = "x".repeat(900_000);
@@ -895,6 +898,32 @@ async fn a_reader_left_open_is_logged_once_and_its_end_too() {
     assert_eq!(text.matches(grown).count(), 1, "{text}");
     assert!(text.lines().any(|l| l.contains(grown) && l.contains("WARN")), "{text}");
     s.stop().await;
+}
+
+/// Wait until the idle checkpoint has tried to empty the WAL beside a
+/// reader: seen waiting for it (in SQLite's busy handler, the only sleep of
+/// an idle server), then done. Where that is not shown, until past its
+/// first try (1 s after the last write).
+async fn idle_checkpoint_tried(pid: u32) {
+    if thread_sleeps_in(pid, None, "nanosleep").is_none() {
+        tokio::time::sleep(Duration::from_millis(1600)).await;
+        return;
+    }
+    until_thread_sleeps_in(
+        pid,
+        None,
+        "nanosleep",
+        "the idle checkpoint never waited for the reader",
+    )
+    .await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while thread_sleeps_in(pid, None, "nanosleep") == Some(true) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the idle checkpoint kept waiting for the reader"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 /// Where checkpoints are left to Litestream and it does not copy the WAL
@@ -939,7 +968,15 @@ async fn a_full_disk_refuses_writes_keeps_reads_and_recovers() {
     for i in 1..=5 {
         s.thought(t(&format!("giraffe {i}"))).await;
     }
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Settled before the disk fills: indexed, and the WAL emptied once idle.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while std::fs::metadata(wal(&db)).is_ok_and(|m| m.len() > 0) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the idle server never emptied the WAL"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let filler = disk.fill();
     let mut acknowledged = 5;
     let mut refused = None;
