@@ -524,26 +524,24 @@ async fn analysis_stages() {
 #[tokio::test]
 async fn quick_reads_are_not_queued_behind_many_analyses() {
     let (_d, db) = temp_db();
-    let s = std::sync::Arc::new(start(&db).await);
+    let s = start(&db).await;
     let sid = s.ready("long").await;
     let text = "a thought long enough to make each analysis read something ".repeat(20);
     for _ in 0..2000 {
         s.thought(t(&text)).await;
     }
     let done = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let analyses: Vec<_> = (0..120)
-        .map(|_| {
-            let (s, done, sid) = (s.clone(), done.clone(), sid.clone());
-            tokio::spawn(async move {
-                s.ok("session", json!({ "subOperation": "analyze", "sessionId": sid }))
-                    .await;
-                done.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            })
-        })
-        .collect();
-    // Sent after all of them (the spawned tasks run first on this runtime).
-    tokio::task::yield_now().await;
-    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    let mut analyses = Vec::new();
+    for _ in 0..120 {
+        // On its way once this returns, so that get_state is sent after all.
+        let sent = cancellable_call(&s, "session", json!({ "subOperation": "analyze", "sessionId": sid })).await;
+        let done = done.clone();
+        analyses.push(tokio::spawn(async move {
+            let answer = serde_json::to_value(sent.await_response().await.expect("an answer")).unwrap();
+            assert_ne!(answer["isError"], true, "{answer}");
+            done.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }));
+    }
     s.ok("get_state", json!({})).await;
     let answered_before = done.load(std::sync::atomic::Ordering::SeqCst);
     for a in analyses {
@@ -553,7 +551,7 @@ async fn quick_reads_are_not_queued_behind_many_analyses() {
         answered_before < 100,
         "get_state came after {answered_before} of 120 analyses"
     );
-    std::sync::Arc::try_unwrap(s).ok().unwrap().stop().await;
+    s.stop().await;
 }
 
 /// Saved learnings carry their session's project, so that a project's
