@@ -31,15 +31,52 @@ fn ids(text: &str) -> Vec<u64> {
         .collect()
 }
 
-/// Wait until `path` holds `n` lines.
+/// Wait (at most 20 s) until `path` holds `n` lines.
 fn wait_for_lines(path: &std::path::Path, n: usize) -> String {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let text = std::fs::read_to_string(path).unwrap_or_default();
-        if text.lines().count() >= n || Instant::now() > deadline {
+        if text.lines().count() >= n {
             return text;
         }
+        assert!(
+            Instant::now() < deadline,
+            "{} holds no {n} lines:\n{text}",
+            path.display()
+        );
         std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Wait (at most 20 s) until process `pid` cannot write to its stdout
+/// pipe, as a reader that reads nothing leaves it: a write end of that
+/// pipe, opened anew through /proc, is not writable once the pipe is full.
+/// Linux; elsewhere, half a second.
+fn until_stdout_full(pid: u32) {
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::event::{PollFd, PollFlags, Timespec, poll};
+        use std::os::unix::fs::OpenOptionsExt;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let end = std::fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(format!("/proc/{pid}/fd/1"))
+                .unwrap_or_else(|e| panic!("the server's stdout ({e}): gone before the pipe was full?"));
+            let mut fds = [PollFd::new(&end, PollFlags::OUT)];
+            poll(&mut fds, Some(&Timespec::default())).expect("poll");
+            if !fds[0].revents().contains(PollFlags::OUT) {
+                return;
+            }
+            assert!(Instant::now() < deadline, "the answers never filled the pipe");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = pid;
+        std::thread::sleep(Duration::from_millis(500));
     }
 }
 
@@ -82,8 +119,8 @@ fn stdin_from_a_file_with_a_slow_reader() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    // Let the answers fill the pipe before anything is read.
-    std::thread::sleep(Duration::from_millis(500));
+    // The answers fill the pipe before anything is read.
+    until_stdout_full(child.id());
     let mut out = String::new();
     child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
     assert!(child.wait().unwrap().success());
