@@ -497,6 +497,24 @@ async fn sighup_is_ignored_under_nohup() {
     let (mut child, mut stdin, mut lines) = initialized(cmd).await;
     let pid = child.id().unwrap();
     kill(pid, "HUP");
+    // Left ignored, not caught: the kernel dropped the signal at once, so
+    // the ping below goes to a server that had it. Elsewhere, a moment for
+    // a server that caught it to act.
+    #[cfg(target_os = "linux")]
+    {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let mask = |field: &str| {
+            let hex = status.lines().find_map(|l| l.strip_prefix(field)).unwrap();
+            u64::from_str_radix(hex.trim(), 16).unwrap()
+        };
+        // SIGHUP is signal 1: bit 0.
+        assert_eq!(
+            (mask("SigIgn:") & 1, mask("SigCgt:") & 1),
+            (1, 0),
+            "SIGHUP is not left ignored: {status}"
+        );
+    }
+    #[cfg(not(target_os = "linux"))]
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     send(&mut stdin, r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#).await;
     assert_eq!(
