@@ -87,36 +87,43 @@ impl Limits {
     /// Debug builds (the tests) take smaller bounds from the environment,
     /// so that a test of the deadline does not wait two minutes: e.g.
     /// `THOUGHTBOX_HTTP_LIMITS=header_read_ms=500,max_connections=4`.
-    #[cfg(debug_assertions)]
     fn overridden(mut self) -> Limits {
-        let Ok(given) = std::env::var("THOUGHTBOX_HTTP_LIMITS") else {
-            return self;
-        };
-        for pair in given.split(',') {
-            let Some((name, value)) = pair.split_once('=') else {
-                continue;
-            };
-            let Ok(n) = value.trim().parse::<u64>() else {
-                continue;
-            };
-            match name.trim() {
-                "header_read_ms" => self.header_read = Duration::from_millis(n),
-                "write_stall_ms" => self.write_stall = Duration::from_millis(n),
-                "max_connections" => self.max_connections = usize::try_from(n).unwrap_or(usize::MAX).max(1),
-                "per_address" => {
-                    self.per_address = usize::try_from(n).unwrap_or(usize::MAX).max(1);
-                    self.per_address_on_loopback = true;
-                }
-                _ => {}
-            }
+        if let Some(n) = debug_limit("header_read_ms") {
+            self.header_read = Duration::from_millis(n);
+        }
+        if let Some(n) = debug_limit("write_stall_ms") {
+            self.write_stall = Duration::from_millis(n);
+        }
+        if let Some(n) = debug_limit("max_connections") {
+            self.max_connections = usize::try_from(n).unwrap_or(usize::MAX).max(1);
+        }
+        if let Some(n) = debug_limit("per_address") {
+            self.per_address = usize::try_from(n).unwrap_or(usize::MAX).max(1);
+            self.per_address_on_loopback = true;
         }
         self
     }
+}
 
-    #[cfg(not(debug_assertions))]
-    fn overridden(self) -> Limits {
-        self
-    }
+/// The bound `name` given in `THOUGHTBOX_HTTP_LIMITS`, which only debug
+/// builds (the tests) read: `header_read_ms`, `write_stall_ms`,
+/// `max_connections`, `per_address`, and the Observatory's `send_wait_ms`.
+#[cfg(debug_assertions)]
+pub(super) fn debug_limit(name: &str) -> Option<u64> {
+    let given = std::env::var("THOUGHTBOX_HTTP_LIMITS").ok()?;
+    given.split(',').find_map(|pair| {
+        let (key, value) = pair.split_once('=')?;
+        if key.trim() == name {
+            value.trim().parse().ok()
+        } else {
+            None
+        }
+    })
+}
+
+#[cfg(not(debug_assertions))]
+pub(super) fn debug_limit(_name: &str) -> Option<u64> {
+    None
 }
 
 /// Serve `app` on `listener` until `shutdown` begins; then take no more

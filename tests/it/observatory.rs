@@ -329,7 +329,8 @@ async fn the_websocket_sends_a_snapshot_then_every_thought_whoever_records_it() 
 /// dropped once a frame has waited 5 s to go out.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_socket_that_never_reads_holds_nothing_up() {
-    let server = HttpServer::start().await;
+    // A frame may take half a second to go out (5 s in a release build).
+    let server = HttpServer::start_limited("send_wait_ms=500").await;
     let cookie = server.login().await;
     // A small receive buffer, as a slow client over a real network has:
     // loopback's own grows to 32 MiB, which would take the whole flood.
@@ -337,6 +338,7 @@ async fn a_socket_that_never_reads_holds_nothing_up() {
     let tcp = tokio::net::TcpSocket::new_v4().expect("socket");
     tcp.set_recv_buffer_size(16 << 10).expect("buffer size");
     let tcp = tcp.connect(addr.parse().expect("addr")).await.expect("connect");
+    let ours = tcp.local_addr().expect("local address").port();
     let mut request = format!("ws://{addr}/ws").into_client_request().expect("request");
     request.headers_mut().insert("cookie", cookie.parse().expect("header"));
     let (mut stuck, _) = tokio_tungstenite::client_async(request, tcp).await.expect("socket");
@@ -366,9 +368,9 @@ async fn a_socket_that_never_reads_holds_nothing_up() {
     let after = s.ok("start_new", json!({ "sessionTitle": "after the flood" })).await;
     let started = next_frame(&mut fresh, "session_started").await;
     assert_eq!(started["payload"]["session"]["id"], after["session"]["id"]);
-    // Past the 5 s a frame may take to go out, the stuck socket is
-    // dropped: reading it now gives what the buffers held, then its end.
-    tokio::time::sleep(Duration::from_secs(8)).await;
+    // Past the time a frame may take to go out, the stuck socket is
+    // dropped: reading it then gives what the buffers held, then its end.
+    server_hung_up(server.authority(), ours).await;
     let mut got = 0;
     let ended = loop {
         match tokio::time::timeout(Duration::from_secs(10), stuck.next()).await {
@@ -379,6 +381,39 @@ async fn a_socket_that_never_reads_holds_nothing_up() {
     };
     assert!(ended, "the socket that never read was dropped (it had {got} frames)");
     assert!(got < 1000, "dropped before it took every frame: {got}");
+}
+
+/// Wait (at most a minute) until the server at `authority` has closed its
+/// end of the connection from local port `ours`, as the kernel's table of
+/// TCP connections shows it (Linux: the frames the client has not read
+/// keep the close from reaching it). Where the table does not show the
+/// connection, wait past the half second a frame may take to go out.
+async fn server_hung_up(authority: String, ours: u16) {
+    let server: std::net::SocketAddr = authority.parse().expect("the server's address");
+    // The state of the end at local port `local` talking to `remote` ("01"
+    // is ESTABLISHED; the table gives ports in hexadecimal).
+    let state = |table: &str, local: u16, remote: u16| {
+        let (local, remote) = (format!(":{local:04X}"), format!(":{remote:04X}"));
+        table.lines().find_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            (fields.len() > 3 && fields[1].ends_with(&local) && fields[2].ends_with(&remote))
+                .then(|| fields[3].to_string())
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let table = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+        // Our end stays open: without it, the table is not there to read.
+        if state(&table, ours, server.port()).is_none() {
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            return;
+        }
+        if state(&table, server.port(), ours).is_none_or(|s| s != "01") {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the server kept the socket that never read");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// A session of ten thoughts of 0.9 MiB each: its snapshot (9 MB whole, over

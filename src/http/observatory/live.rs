@@ -41,7 +41,8 @@ const OUT_BUFFER: usize = 8 << 20;
 /// reconnects and subscribes again, would have it closed again.
 const SNAPSHOT_MAX: usize = 6 << 20;
 
-/// How long one frame may take to go out before its socket is dropped.
+/// How long one frame may take to go out before its socket is dropped
+/// (debug builds take `send_wait_ms` from `THOUGHTBOX_HTTP_LIMITS`).
 const SEND_WAIT: Duration = Duration::from_secs(5);
 
 /// The frames of the ledger's changes, for every socket.
@@ -50,6 +51,7 @@ pub(super) struct Hub {
     frames: broadcast::Sender<Arc<(Option<String>, Utf8Bytes)>>,
     store: Store,
     shutdown: Arc<Shutdown>,
+    send_wait: Duration,
 }
 
 impl Hub {
@@ -60,6 +62,7 @@ impl Hub {
             frames,
             store,
             shutdown,
+            send_wait: crate::http::conn::debug_limit("send_wait_ms").map_or(SEND_WAIT, Duration::from_millis),
         };
         let polling = hub.clone();
         tokio::spawn(async move {
@@ -180,21 +183,21 @@ async fn serve(hub: Hub, mut socket: WebSocket) {
                     Err(e) => Some(error_frame(&format!("not a subscribe message: {e}"))),
                 };
                 if let Some(reply) = reply
-                    && !send(&mut socket, reply).await
+                    && !send(&mut socket, reply, hub.send_wait).await
                 {
                     return;
                 }
             }
             frame = frames.recv() => match frame {
                 Ok(frame) => {
-                    if watching.wants(frame.0.as_deref()) && !send(&mut socket, frame.1.clone()).await {
+                    if watching.wants(frame.0.as_deref()) && !send(&mut socket, frame.1.clone(), hub.send_wait).await {
                         tracing::debug!("dropped a WebSocket that does not read");
                         return;
                     }
                 }
                 // Fell behind: dropped, so that it never holds the others up.
                 Err(broadcast::error::RecvError::Lagged(_)) => {
-                    let _ = send(&mut socket, error_frame("too far behind; reconnect")).await;
+                    let _ = send(&mut socket, error_frame("too far behind; reconnect"), hub.send_wait).await;
                     return;
                 }
                 Err(broadcast::error::RecvError::Closed) => return,
@@ -273,10 +276,11 @@ fn error_frame(message: &str) -> Utf8Bytes {
         .into()
 }
 
-/// Send one frame; false when the socket is gone or did not take it in time.
-async fn send(socket: &mut WebSocket, text: Utf8Bytes) -> bool {
+/// Send one frame; false when the socket is gone or did not take it
+/// within `wait`.
+async fn send(socket: &mut WebSocket, text: Utf8Bytes, wait: Duration) -> bool {
     matches!(
-        tokio::time::timeout(SEND_WAIT, socket.send(Message::Text(text))).await,
+        tokio::time::timeout(wait, socket.send(Message::Text(text))).await,
         Ok(Ok(()))
     )
 }
