@@ -403,6 +403,41 @@ pub async fn cancellable_call<H: ClientHandler>(
         .expect("request sent")
 }
 
+/// Wait (at most a minute, then fail saying `what` did not happen) until
+/// the server listening on loopback port `server` has closed its end of
+/// the connection from each local port of `clients`, as the kernel's
+/// table of TCP connections shows it: none of its ends left ESTABLISHED,
+/// or in CLOSE_WAIT (the client closed, the server not yet). Linux; where
+/// the table cannot be read, wait `otherwise` instead.
+pub async fn until_server_closed(server: u16, clients: &[u16], what: &str, otherwise: std::time::Duration) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let Ok(table) = std::fs::read_to_string("/proc/net/tcp") else {
+            tokio::time::sleep(otherwise).await;
+            return;
+        };
+        // Lines of `sl local rem st ...`, addresses as hexadecimal
+        // `IP:PORT`; states 01 ESTABLISHED, 08 CLOSE_WAIT.
+        let port = |address: &str| {
+            address
+                .rsplit_once(':')
+                .and_then(|(_, p)| u16::from_str_radix(p, 16).ok())
+        };
+        let open = table.lines().skip(1).any(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            fields.len() > 3
+                && port(fields[1]) == Some(server)
+                && port(fields[2]).is_some_and(|p| clients.contains(&p))
+                && matches!(fields[3], "01" | "08")
+        });
+        if !open {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "{what}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
 /// Wait until a process has exited (polls /proc; bounded).
 #[cfg(target_os = "linux")]
 pub async fn wait_exit(pid: u32) {

@@ -16,7 +16,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-use crate::common::{Server, command};
+use crate::common::{Server, command, until_server_closed};
 
 /// A `thoughtbox serve --http` process on a free loopback port.
 pub struct HttpServer {
@@ -648,6 +648,7 @@ async fn clients_that_disconnect_mid_request_leave_whole_thoughts() {
         .trim_start_matches("http://")
         .trim_end_matches("/mcp")
         .to_string();
+    let mut cut_off = Vec::new();
     for i in 0..24u64 {
         let call = json!({ "jsonrpc": "2.0", "id": 100 + i, "method": "tools/call", "params": {
             "name": "thoughtbox_gateway", "arguments": { "operation": "thought", "args": {
@@ -660,6 +661,7 @@ async fn clients_that_disconnect_mid_request_leave_whole_thoughts() {
             call.len()
         );
         let mut tcp = tokio::net::TcpStream::connect(&addr).await.expect("connect");
+        cut_off.push(tcp.local_addr().expect("local address").port());
         tcp.write_all(head.as_bytes()).await.expect("head");
         // Odd ones hang up half-way through the body: never run. Even ones
         // send it whole and hang up before the answer.
@@ -667,8 +669,16 @@ async fn clients_that_disconnect_mid_request_leave_whole_thoughts() {
         tcp.write_all(&call.as_bytes()[..sent]).await.expect("body");
         drop(tcp);
     }
+    // Checked once the server is done with every one of them.
+    let port = addr.parse::<std::net::SocketAddr>().expect("addr").port();
+    until_server_closed(
+        port,
+        &cut_off,
+        "the server kept connections whose clients hung up",
+        Duration::from_millis(200),
+    )
+    .await;
     // The server goes on serving this session.
-    tokio::time::sleep(Duration::from_millis(200)).await;
     s.ok(
         "thought",
         json!({ "sessionId": sid, "thought": "after", "nextThoughtNeeded": true }),

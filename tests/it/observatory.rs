@@ -11,7 +11,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
-use crate::common::Server;
+use crate::common::{Server, until_server_closed};
 use crate::http::HttpServer;
 
 impl HttpServer {
@@ -369,8 +369,16 @@ async fn a_socket_that_never_reads_holds_nothing_up() {
     let started = next_frame(&mut fresh, "session_started").await;
     assert_eq!(started["payload"]["session"]["id"], after["session"]["id"]);
     // Past the time a frame may take to go out, the stuck socket is
-    // dropped: reading it then gives what the buffers held, then its end.
-    server_hung_up(server.authority(), ours).await;
+    // dropped (the frames it did not read keep that from reaching it):
+    // reading it then gives what the buffers held, then its end.
+    let port = addr.parse::<std::net::SocketAddr>().expect("addr").port();
+    until_server_closed(
+        port,
+        &[ours],
+        "the server kept the socket that never read",
+        Duration::from_secs(3),
+    )
+    .await;
     let mut got = 0;
     let ended = loop {
         match tokio::time::timeout(Duration::from_secs(10), stuck.next()).await {
@@ -381,39 +389,6 @@ async fn a_socket_that_never_reads_holds_nothing_up() {
     };
     assert!(ended, "the socket that never read was dropped (it had {got} frames)");
     assert!(got < 1000, "dropped before it took every frame: {got}");
-}
-
-/// Wait (at most a minute) until the server at `authority` has closed its
-/// end of the connection from local port `ours`, as the kernel's table of
-/// TCP connections shows it (Linux: the frames the client has not read
-/// keep the close from reaching it). Where the table does not show the
-/// connection, wait past the half second a frame may take to go out.
-async fn server_hung_up(authority: String, ours: u16) {
-    let server: std::net::SocketAddr = authority.parse().expect("the server's address");
-    // The state of the end at local port `local` talking to `remote` ("01"
-    // is ESTABLISHED; the table gives ports in hexadecimal).
-    let state = |table: &str, local: u16, remote: u16| {
-        let (local, remote) = (format!(":{local:04X}"), format!(":{remote:04X}"));
-        table.lines().find_map(|line| {
-            let fields: Vec<&str> = line.split_whitespace().collect();
-            (fields.len() > 3 && fields[1].ends_with(&local) && fields[2].ends_with(&remote))
-                .then(|| fields[3].to_string())
-        })
-    };
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let table = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
-        // Our end stays open: without it, the table is not there to read.
-        if state(&table, ours, server.port()).is_none() {
-            tokio::time::sleep(Duration::from_secs(3)).await;
-            return;
-        }
-        if state(&table, server.port(), ours).is_none_or(|s| s != "01") {
-            return;
-        }
-        assert!(Instant::now() < deadline, "the server kept the socket that never read");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 /// A session of ten thoughts of 0.9 MiB each: its snapshot (9 MB whole, over
