@@ -294,8 +294,11 @@ impl Store {
                 out.pragma_update(None, "journal_mode", "DELETE")?;
             }
             // On disk before it is renamed into place, whatever the copy's
-            // connection synced.
-            std::fs::File::open(tmp)
+            // connection synced. Opened for writing: Windows flushes only
+            // through a handle that may write (else "Access denied").
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(tmp)
                 .and_then(|f| f.sync_all())
                 .map_err(|e| Error::io(format!("flushing {}", tmp.display()), e))?;
             #[cfg(unix)]
