@@ -35,11 +35,54 @@ fn home() -> Result<PathBuf> {
 /// `~` and `~/...` name the home directory, as in a shell. Client configs
 /// (JSON) pass environment values without a shell, and a literal `~`
 /// would make a directory of that name wherever the client starts us.
+/// On Windows `%NAME%` is expanded too, as cmd.exe would: Claude Desktop
+/// passes `%USERPROFILE%\...` as written, which would otherwise be a
+/// relative path under its own working directory.
 pub fn expand_home(path: PathBuf) -> Result<PathBuf> {
+    #[cfg(windows)]
+    let path = match path.to_str() {
+        Some(text) if text.contains('%') => PathBuf::from(
+            expand_percent_vars(text, |name| std::env::var(name).ok())
+                .map_err(|name| Error::invalid("path", unset_variable(text, &name)))?,
+        ),
+        _ => path,
+    };
     match path.strip_prefix("~") {
         Ok(rest) => Ok(home()?.join(rest)),
         Err(_) => Ok(path),
     }
+}
+
+/// `text` with every `%NAME%` replaced by `lookup(NAME)`, as cmd.exe
+/// expands it (names in any letter case: `lookup` decides). A `%` that
+/// opens no name (`50%`, `%%`, `%a\b%`) stays as it is. Err: the first
+/// name `lookup` does not know, since a path with it left in would name a
+/// folder nobody meant.
+#[cfg_attr(not(windows), allow(dead_code))]
+fn expand_percent_vars(text: &str, lookup: impl Fn(&str) -> Option<String>) -> std::result::Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find('%') {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 1..];
+        match after.find('%').map(|end| &after[..end]) {
+            Some(name) if !name.is_empty() && !name.contains(['\\', '/', ':']) => {
+                out.push_str(&lookup(name).ok_or_else(|| name.to_string())?);
+                rest = &after[name.len() + 1..];
+            }
+            _ => {
+                out.push('%');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg_attr(not(windows), allow(dead_code))]
+fn unset_variable(path: &str, name: &str) -> String {
+    format!("{path} names %{name}%, an environment variable that is not set")
 }
 
 /// Whether `THOUGHTBOX_STAGES` turns stage gating off: `off` (or `0`,
@@ -118,6 +161,31 @@ mod tests {
         // Only `~` itself: a name that starts with it is a name.
         let p = resolve_db_path(Some("~backup/x.db".into()), None).unwrap();
         assert_eq!(p, PathBuf::from("~backup/x.db"));
+    }
+
+    #[test]
+    fn percent_names_expand_as_cmd_expands_them() {
+        let lookup = |name: &str| match name.to_ascii_uppercase().as_str() {
+            "USERPROFILE" => Some(r"C:\Users\Ada".to_string()),
+            "APPDATA" => Some(r"C:\Users\Ada\AppData\Roaming".to_string()),
+            _ => None,
+        };
+        let expand = |s: &str| expand_percent_vars(s, lookup);
+        assert_eq!(
+            expand(r"%USERPROFILE%\.thoughtbox\t.db").unwrap(),
+            r"C:\Users\Ada\.thoughtbox\t.db"
+        );
+        assert_eq!(
+            expand(r"%appdata%\tb\%UserProfile%").unwrap(),
+            r"C:\Users\Ada\AppData\Roaming\tb\C:\Users\Ada"
+        );
+        // A % that opens no name stays.
+        for s in [r"C:\50%\t.db", r"C:\a%%b\t.db", r"C:\x%\y%\t.db", "%", r"C:\plain\t.db"] {
+            assert_eq!(expand(s).unwrap(), s);
+        }
+        // An unknown name is refused, naming it, rather than kept as a folder name.
+        assert_eq!(expand(r"%USERPROFIL%\t.db").unwrap_err(), "USERPROFIL");
+        assert!(unset_variable(r"%X%\t.db", "X").contains("%X%, an environment variable that is not set"));
     }
 
     #[test]
