@@ -1,5 +1,6 @@
 //! Running the MCP server on stdio, with background upkeep of the database
-//! and a clean shutdown on stdin EOF, SIGINT, SIGTERM or SIGHUP (unless started with SIGHUP ignored).
+//! and a clean shutdown on stdin EOF, SIGINT, SIGTERM or SIGHUP (unless started with SIGHUP ignored);
+//! on Windows Ctrl-C, Ctrl-Break or the console window closing.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -54,6 +55,16 @@ struct StopSignals {
     terminate: Option<tokio::signal::unix::Signal>,
     #[cfg(unix)]
     hangup: Option<tokio::signal::unix::Signal>,
+    /// Ctrl-C, Ctrl-Break and the console closed: Windows ends the
+    /// process without its clean exit unless they are handled (tokio holds
+    /// the closing one back until the process has exited, within the few
+    /// seconds the system gives).
+    #[cfg(windows)]
+    ctrl_c: Option<tokio::signal::windows::CtrlC>,
+    #[cfg(windows)]
+    ctrl_break: Option<tokio::signal::windows::CtrlBreak>,
+    #[cfg(windows)]
+    ctrl_close: Option<tokio::signal::windows::CtrlClose>,
 }
 
 impl StopSignals {
@@ -77,7 +88,15 @@ impl StopSignals {
                 },
             }
         }
-        #[cfg(not(unix))]
+        #[cfg(windows)]
+        {
+            StopSignals {
+                ctrl_c: tokio::signal::windows::ctrl_c().ok(),
+                ctrl_break: tokio::signal::windows::ctrl_break().ok(),
+                ctrl_close: tokio::signal::windows::ctrl_close().ok(),
+            }
+        }
+        #[cfg(not(any(unix, windows)))]
         StopSignals {}
     }
 
@@ -99,7 +118,23 @@ impl StopSignals {
                 _ = recv(&mut self.hangup) => {}
             }
         }
-        #[cfg(not(unix))]
+        #[cfg(windows)]
+        {
+            async fn or_never(event: Option<impl std::future::Future>) {
+                match event {
+                    Some(event) => {
+                        event.await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            }
+            tokio::select! {
+                _ = or_never(self.ctrl_c.as_mut().map(|s| s.recv())) => {}
+                _ = or_never(self.ctrl_break.as_mut().map(|s| s.recv())) => {}
+                _ = or_never(self.ctrl_close.as_mut().map(|s| s.recv())) => {}
+            }
+        }
+        #[cfg(not(any(unix, windows)))]
         {
             if tokio::signal::ctrl_c().await.is_err() {
                 std::future::pending::<()>().await;
