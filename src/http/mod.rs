@@ -245,6 +245,15 @@ async fn parse_errors(request: axum::extract::Request, next: axum::middleware::N
     }
 }
 
+/// Who may read a token file the server creates. Windows has no file
+/// mode: the file takes its folder's access rules (a profile's folders are
+/// the user's own).
+const CREATED_TOKEN_ACCESS: &str = if cfg!(unix) {
+    "mode 0600"
+} else {
+    "readable by whoever may read its folder"
+};
+
 /// Say where the server listens and where its token is (never the token).
 fn announce(addr: SocketAddr, source: &TokenSource) {
     let host = if addr.ip().is_unspecified() {
@@ -255,7 +264,7 @@ fn announce(addr: SocketAddr, source: &TokenSource) {
     let said = match source {
         TokenSource::Environment => "bearer token from THOUGHTBOX_TOKEN".to_string(),
         TokenSource::File(path) => format!("bearer token in {}", shown(path)),
-        TokenSource::Created(path) => format!("created a bearer token in {} (mode 0600)", shown(path)),
+        TokenSource::Created(path) => format!("created a bearer token in {} ({CREATED_TOKEN_ACCESS})", shown(path)),
     };
     // Written, not `eprintln!`ed: a server started without a stderr to
     // write to serves all the same.
