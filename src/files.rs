@@ -76,3 +76,83 @@ pub(crate) fn remove_leftovers(dir: &Path, ours: impl Fn(&str) -> bool, dirs: bo
         }
     }
 }
+
+/// `path` with its symlinks resolved (`fs::canonicalize`). On Windows
+/// without the `\\?\` that canonicalizing puts in front, when the path
+/// reads the same without it: messages show it ("\\?\C:\..." confuses).
+pub(crate) fn canonical(path: &Path) -> std::io::Result<PathBuf> {
+    let real = fs::canonicalize(path)?;
+    #[cfg(windows)]
+    if let Some(plain) = real.to_str().and_then(without_verbatim_prefix) {
+        return Ok(PathBuf::from(plain));
+    }
+    Ok(real)
+}
+
+/// `\\?\C:\a\b` as `C:\a\b` and `\\?\UNC\host\share\a` as
+/// `\\host\share\a`; None for any other path, and for one that Windows
+/// would read differently without the prefix (longer than MAX_PATH, a
+/// name ending in `.` or a space, a device name such as `NUL` or `COM1`,
+/// a `/`).
+#[cfg_attr(not(windows), allow(dead_code))]
+fn without_verbatim_prefix(path: &str) -> Option<String> {
+    let rest = path.strip_prefix(r"\\?\")?;
+    let (plain, names) = if let Some(unc) = rest.strip_prefix(r"UNC\") {
+        (format!(r"\\{unc}"), unc)
+    } else {
+        let drive = rest.as_bytes();
+        if drive.len() < 3 || !drive[0].is_ascii_alphabetic() || &drive[1..3] != br":\" {
+            return None;
+        }
+        (rest.to_string(), &rest[3..])
+    };
+    const MAX_PATH: usize = 260;
+    let device = |name: &str| {
+        let stem = name.split('.').next().unwrap_or(name).trim_end().to_ascii_uppercase();
+        matches!(stem.as_str(), "CON" | "PRN" | "AUX" | "NUL" | "CONIN$" | "CONOUT$")
+            || (stem.len() == 4
+                && (stem.starts_with("COM") || stem.starts_with("LPT"))
+                && stem.as_bytes()[3].is_ascii_digit())
+    };
+    let ordinary = plain.encode_utf16().count() < MAX_PATH
+        && !rest.contains('/')
+        && names
+            .split('\\')
+            .filter(|name| !name.is_empty())
+            .all(|name| !name.ends_with(['.', ' ']) && !device(name));
+    ordinary.then_some(plain)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_verbatim_prefix_is_dropped_only_where_it_changes_nothing() {
+        assert_eq!(
+            without_verbatim_prefix(r"\\?\C:\Users\Ada\.thoughtbox\t.db").as_deref(),
+            Some(r"C:\Users\Ada\.thoughtbox\t.db")
+        );
+        assert_eq!(
+            without_verbatim_prefix(r"\\?\UNC\host\share\t.db").as_deref(),
+            Some(r"\\host\share\t.db")
+        );
+        assert_eq!(without_verbatim_prefix(r"\\?\d:\").as_deref(), Some(r"d:\"));
+        let long = format!(r"\\?\C:\{}", "a".repeat(300));
+        for kept in [
+            r"C:\plain",
+            "/tmp/x",
+            r"\\?\Volume{0b1c}\x",
+            r"\\?\C:\dir.\t.db",
+            r"\\?\C:\dir \t.db",
+            r"\\?\C:\NUL",
+            r"\\?\C:\x\com1.txt",
+            r"\\?\C:\a/b",
+            &long,
+        ] {
+            assert_eq!(without_verbatim_prefix(kept), None, "{kept}");
+        }
+        // A name that only starts like a device is a name.
+        assert!(without_verbatim_prefix(r"\\?\C:\console\COM10\nulls").is_some());
+    }
+}

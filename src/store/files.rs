@@ -175,7 +175,7 @@ pub(super) struct Watched {
 /// `path` with symbolic links resolved, as SQLite resolves them to name the
 /// `-wal` and `-shm` files (beside the file a link points to).
 pub(crate) fn real_path(path: &Path) -> PathBuf {
-    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+    crate::files::canonical(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// (device, inode); `None` where the platform has none to give.
