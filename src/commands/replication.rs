@@ -158,7 +158,9 @@ mod tests {
         )
         .unwrap();
         assert!(yml.contains("  - path: \"/data/my \\\"tb\\\".db\"\n"), "{yml}");
-        assert!(yml.contains("      type: file\n      path: \"/backup/tb\"\n"), "{yml}");
+        // Made absolute as the system reads it (Windows adds the current drive).
+        let dir = quoted(&std::path::absolute("/backup/tb").unwrap().display().to_string());
+        assert!(yml.contains(&format!("      type: file\n      path: {dir}\n")), "{yml}");
         assert!(yml.contains("      sync-interval: 1s\n"), "{yml}");
     }
 
