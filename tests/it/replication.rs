@@ -613,7 +613,9 @@ async fn the_check_finds_damage_and_the_config_refuses_bad_urls() {
     .await;
     assert!(yml.contains("url: \"s3://bucket/tb\""), "{yml}");
     assert!(yml.contains("sync-interval: 5s"), "{yml}");
-    assert!(yml.contains(&format!("path: \"{}\"", db.display())), "{yml}");
+    // A YAML double-quoted string: a Windows path's backslashes are escaped.
+    let quoted_db = db.display().to_string().replace('\\', "\\\\");
+    assert!(yml.contains(&format!("path: \"{quoted_db}\"")), "{yml}");
     drop(dir);
 }
 
