@@ -147,7 +147,7 @@ fn path_arg() -> impl clap::builder::TypedValueParser<Value = PathBuf> {
 pub(crate) fn user_path() -> impl clap::builder::TypedValueParser<Value = PathBuf> {
     use clap::builder::TypedValueParser;
     clap::builder::OsStringValueParser::new()
-        .try_map(|s| config::expand_home(PathBuf::from(s)).map_err(|e| e.to_string()))
+        .try_map(|s| config::expand_operator_path(PathBuf::from(s)).map_err(|e| e.to_string()))
 }
 
 /// `--sync`, where an empty value means the default.

@@ -13,10 +13,10 @@ pub const DB_FILE: &str = "thoughtbox.db";
 /// (clap already merges each flag with its environment variable.)
 pub fn resolve_db_path(db: Option<PathBuf>, data_dir: Option<PathBuf>) -> Result<PathBuf> {
     if let Some(db) = db.filter(|p| !p.as_os_str().is_empty()) {
-        return expand_home(db);
+        return expand_operator_path(db);
     }
     if let Some(dir) = data_dir.filter(|p| !p.as_os_str().is_empty()) {
-        return Ok(expand_home(dir)?.join(DB_FILE));
+        return Ok(expand_operator_path(dir)?.join(DB_FILE));
     }
     Ok(home()?.join(".thoughtbox").join(DB_FILE))
 }
@@ -35,10 +35,20 @@ fn home() -> Result<PathBuf> {
 /// `~` and `~/...` name the home directory, as in a shell. Client configs
 /// (JSON) pass environment values without a shell, and a literal `~`
 /// would make a directory of that name wherever the client starts us.
-/// On Windows `%NAME%` is expanded too, as cmd.exe would: Claude Desktop
-/// passes `%USERPROFILE%\...` as written, which would otherwise be a
-/// relative path under its own working directory.
+/// For paths an agent names (export destinations, notebook imports).
 pub fn expand_home(path: PathBuf) -> Result<PathBuf> {
+    match path.strip_prefix("~") {
+        Ok(rest) => Ok(home()?.join(rest)),
+        Err(_) => Ok(path),
+    }
+}
+
+/// A path the operator gave (a flag, an environment variable, a command's
+/// argument): [`expand_home`], and on Windows `%NAME%` too, as cmd.exe
+/// would, since Claude Desktop passes `%USERPROFILE%\...` as written (else
+/// a relative path under its own working directory). Never for a path an
+/// agent names: the answer would show it the server's environment.
+pub fn expand_operator_path(path: PathBuf) -> Result<PathBuf> {
     #[cfg(windows)]
     let path = match path.to_str() {
         Some(text) if text.contains('%') => PathBuf::from(
@@ -47,10 +57,7 @@ pub fn expand_home(path: PathBuf) -> Result<PathBuf> {
         ),
         _ => path,
     };
-    match path.strip_prefix("~") {
-        Ok(rest) => Ok(home()?.join(rest)),
-        Err(_) => Ok(path),
-    }
+    expand_home(path)
 }
 
 /// `text` with every `%NAME%` replaced by `lookup(NAME)`, as cmd.exe
@@ -161,6 +168,15 @@ mod tests {
         // Only `~` itself: a name that starts with it is a name.
         let p = resolve_db_path(Some("~backup/x.db".into()), None).unwrap();
         assert_eq!(p, PathBuf::from("~backup/x.db"));
+    }
+
+    /// A path an agent names never has the server's environment put in
+    /// it (the answer would show the agent its values).
+    #[test]
+    fn agent_paths_expand_no_environment_variable() {
+        for given in ["%PATH%/x.json", "%USERPROFILE%\\x.json"] {
+            assert_eq!(expand_home(PathBuf::from(given)).unwrap(), PathBuf::from(given));
+        }
     }
 
     #[test]

@@ -38,7 +38,7 @@ impl EventTarget {
             "stdout" | "-" => {
                 Err("events never go to stdout, which carries the MCP protocol; use stderr or a file path".into())
             }
-            _ => crate::config::expand_home(PathBuf::from(t))
+            _ => crate::config::expand_operator_path(PathBuf::from(t))
                 .map(EventTarget::File)
                 .map_err(|e| e.to_string()),
         }

@@ -136,7 +136,7 @@ fn import(db: &DbArgs, file: &str, json: bool) -> Result<ExitCode> {
             .read_to_string(&mut text)
             .map_err(|e| Error::io("reading the registry from stdin", e))?;
     } else {
-        let path = crate::config::expand_home(PathBuf::from(file))?;
+        let path = crate::config::expand_operator_path(PathBuf::from(file))?;
         text = std::fs::read_to_string(&path).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
     }
     let report = |violations: &[crate::domain::thread::Violation]| {
