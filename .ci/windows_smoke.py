@@ -336,14 +336,20 @@ def servers_start_together():
           codes == [0, 0, 0] and ledger_counts(db) == (3, 3), f"{codes} {ledger_counts(db)}")
 
 
-def concurrent_writers(db):
-    a = Server("--db", db, name="burst-a")
-    b = Server("--db", db, name="burst-b")
+def two_on_one_session(db, name, title):
+    """Two servers on `db`, both past the guide on one new session."""
+    a = Server("--db", db, name=f"{name}-a")
+    b = Server("--db", db, name=f"{name}-b")
     a.initialize()
     b.initialize()
-    sid = a.ok("start_new", {"sessionTitle": "burst"})["sessionId"]
+    sid = a.ok("start_new", {"sessionTitle": title})["sessionId"]
     a.ok("cipher", {"sessionId": sid, "brief": True})
     b.ok("cipher", {"sessionId": sid, "brief": True})
+    return a, b, sid
+
+
+def concurrent_writers(db):
+    a, b, sid = two_on_one_session(db, "burst", "burst")
     sent = {a: [], b: []}
     for i in range(60):
         for srv in (a, b):
@@ -421,13 +427,7 @@ def killed_mid_stream(db, how):
 
 
 def two_servers(db):
-    a = Server("--db", db, name="two-a")
-    b = Server("--db", db, name="two-b")
-    a.initialize()
-    b.initialize()
-    sid = a.ok("start_new", {"sessionTitle": "two writers"})["sessionId"]
-    a.ok("cipher", {"sessionId": sid, "brief": True})
-    b.ok("cipher", {"sessionId": sid, "brief": True})
+    a, b, sid = two_on_one_session(db, "two", "two writers")
     numbers = []
     for i in range(20):
         srv = a if i % 2 == 0 else b
