@@ -327,25 +327,27 @@ impl Store {
     }
 }
 
-/// The suffix of a copy's temporary name, `.tmp-{pid}-{n}`: `n` is random
-/// so that no one can plant a link at the name, or at the `-journal` name
-/// SQLite creates beside it, before the copy is made.
+/// The suffix of a copy's temporary name, `.tmp-{pid}-{n}`: `n` is 16
+/// random hex digits, so that no one can plant a link at the name, or at
+/// the `-journal` name SQLite creates beside it, before the copy is made.
 fn temporary_suffix() -> String {
     let n = uuid::Uuid::new_v4().as_u64_pair().0;
-    format!(".tmp-{}-{n}", std::process::id())
+    format!(".tmp-{}-{n:016x}", std::process::id())
 }
 
 /// Whether `name` is the temporary copy (or its journal) of a backup to
-/// `base`: `{base}.tmp-{pid}[-{n}][-journal]` (`{pid}` alone from earlier
-/// versions).
+/// `base`: `{base}.tmp-{pid}-{16 hex digits}[-journal]`, and nothing looser,
+/// since leftovers are deleted and a person may keep `nightly.db.tmp-2024`.
 fn is_temporary_of(name: &str, base: &str) -> bool {
-    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     name.strip_prefix(base)
         .and_then(|rest| rest.strip_prefix(".tmp-"))
         .map(|rest| rest.strip_suffix("-journal").unwrap_or(rest))
-        .is_some_and(|tag| match tag.split_once('-') {
-            Some((pid, n)) => digits(pid) && digits(n),
-            None => digits(tag),
+        .and_then(|tag| tag.split_once('-'))
+        .is_some_and(|(pid, n)| {
+            !pid.is_empty()
+                && pid.bytes().all(|b| b.is_ascii_digit())
+                && n.len() == 16
+                && n.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
         })
 }
 
@@ -657,11 +659,7 @@ mod tests {
         let (a, b) = (super::temporary_suffix(), super::temporary_suffix());
         assert_ne!(a, b, "a random part, unknown before the backup starts");
         assert!(a.starts_with(&format!(".tmp-{}-", std::process::id())), "{a}");
-        for left in [
-            format!("nightly.db{a}"),
-            format!("nightly.db{a}-journal"),
-            "nightly.db.tmp-42".into(),
-        ] {
+        for left in [format!("nightly.db{a}"), format!("nightly.db{a}-journal")] {
             assert!(super::is_temporary_of(&left, "nightly.db"), "{left}");
         }
         for kept in [
@@ -669,7 +667,11 @@ mod tests {
             "nightly.db.tmp-",
             "nightly.db.tmp-4x",
             "nightly.db.tmp-42-",
-            "other.db.tmp-42",
+            "nightly.db.tmp-42",
+            "nightly.db.tmp-2024-06",
+            "nightly.db.tmp-20240601-1",
+            "nightly.db.tmp-1-00000000000000000",
+            "other.db.tmp-1-0123456789abcdef",
         ] {
             assert!(!super::is_temporary_of(kept, "nightly.db"), "{kept}");
         }
