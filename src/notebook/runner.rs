@@ -73,8 +73,9 @@ fn install_hint() -> &'static str {
 
 impl Node {
     /// `THOUGHTBOX_NODE`, else `node` on the server's PATH; asked its
-    /// version once per executable, known by its path and its file's
-    /// modification time (a Node upgraded while the server runs is asked again).
+    /// version once per executable, known by its path, the file it resolves
+    /// to, and that file's size and modification time (a Node upgraded or
+    /// switched while the server runs is asked again).
     pub async fn find() -> Result<Node> {
         let path = match std::env::var_os("THOUGHTBOX_NODE").filter(|v| !v.is_empty()) {
             Some(p) => PathBuf::from(p),
@@ -88,11 +89,17 @@ impl Node {
 
     /// The Node.js at `path`, asked its version unless known (see [`Node::find`]).
     async fn at(path: PathBuf) -> Result<Node> {
-        type Executable = (PathBuf, Option<std::time::SystemTime>);
+        type Executable = (PathBuf, Option<PathBuf>, Option<(u64, std::time::SystemTime)>);
         static VERSIONS: OnceLock<Mutex<Vec<(Executable, Version)>>> = OnceLock::new();
         let known = VERSIONS.get_or_init(Mutex::default);
-        // Through links too: an upgrade replaces the file a link points to.
-        let executable = (path.clone(), std::fs::metadata(&path).and_then(|m| m.modified()).ok());
+        // The file a link resolves to as well: an upgrade may replace that
+        // file, or switch the link to another with the same time (Nix gives
+        // every file in its store the time 1).
+        let executable = (
+            path.clone(),
+            std::fs::canonicalize(&path).ok(),
+            std::fs::metadata(&path).and_then(|m| Ok((m.len(), m.modified()?))).ok(),
+        );
         if let Some((_, v)) = known
             .lock()
             .ok()
@@ -124,7 +131,7 @@ impl Node {
         let text = String::from_utf8_lossy(&out.stdout);
         let version = parse_version(&text).ok_or_else(|| failed(format!("`node --version` said {:?}", text.trim())))?;
         if let Ok(mut k) = known.lock() {
-            k.retain(|((p, _), _)| *p != path);
+            k.retain(|((p, _, _), _)| *p != path);
             k.push((executable, version));
         }
         Ok(Node { path, version })
@@ -778,6 +785,28 @@ mod tests {
         let upgraded = Node::at(node.clone()).await.unwrap();
         assert_eq!(upgraded.version, (22, 13, 0));
         assert_eq!(upgraded.permission_flag(), Some("--permission"));
+
+        // A link switched to another Node whose file has the same time and
+        // size, as Nix switches a profile.
+        let store = |version: &str| {
+            let file = dir.path().join(format!("node-{version}"));
+            std::fs::write(&file, format!("#!/bin/sh\necho {version}\n")).unwrap();
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).unwrap();
+            std::fs::File::options()
+                .write(true)
+                .open(&file)
+                .unwrap()
+                .set_modified(then)
+                .unwrap();
+            file
+        };
+        let link = dir.path().join("profile-node");
+        std::os::unix::fs::symlink(store("v20.19.0"), &link).unwrap();
+        assert_eq!(Node::at(link.clone()).await.unwrap().version, (20, 19, 0));
+        let switched = dir.path().join("profile-node.new");
+        std::os::unix::fs::symlink(store("v21.10.0"), &switched).unwrap();
+        std::fs::rename(&switched, &link).unwrap();
+        assert_eq!(Node::at(link).await.unwrap().version, (21, 10, 0));
     }
 
     /// Whether process `pid` has ended: gone, or a zombie no one reaped
