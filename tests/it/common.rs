@@ -312,16 +312,19 @@ pub fn sighup_ignored() -> bool {
 /// Whether a thread of process `pid` (of that name, when given) sleeps in
 /// a kernel function whose name contains `wchan`: SQLite's busy handler
 /// waits in `nanosleep`. `None` where the kernel does not show where
-/// threads sleep (another system, or a kernel that hides it).
+/// threads sleep (another system, or a kernel that hides it). Fails the
+/// test if `pid` has ended: it can then never be seen sleeping.
 pub fn thread_sleeps_in(pid: u32, thread: Option<&str>, wchan: &str) -> Option<bool> {
     #[cfg(target_os = "linux")]
     {
-        let of = |tid: &str| std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/wchan")).unwrap_or_default();
-        // The main thread waits in epoll: a "0" there means wchan is hidden.
-        if matches!(of(&pid.to_string()).trim(), "" | "0") {
+        if !wchan_shown() {
             return None;
         }
-        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+        let of = |tid: &str| std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/wchan")).unwrap_or_default();
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task"));
+        let Ok(tasks) = tasks else {
+            panic!("process {pid} has ended")
+        };
         Some(tasks.flatten().any(|task| {
             let tid = task.file_name().to_string_lossy().into_owned();
             let name = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
@@ -335,16 +338,47 @@ pub fn thread_sleeps_in(pid: u32, thread: Option<&str>, wchan: &str) -> Option<b
     }
 }
 
+/// Whether this kernel shows where a thread sleeps: asked once, of a
+/// thread of this process that is known to sleep (a running thread and a
+/// hidden one both read `0`, so a thread of the server cannot tell).
+#[cfg(target_os = "linux")]
+fn wchan_shown() -> bool {
+    static SHOWN: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *SHOWN.get_or_init(|| {
+        let (wake, wait) = std::sync::mpsc::channel::<()>();
+        let (said, tid) = std::sync::mpsc::channel();
+        let sleeper = std::thread::spawn(move || {
+            let _ = said.send(std::fs::read_link("/proc/thread-self").ok());
+            let _ = wait.recv();
+        });
+        let wchan = tid.recv().ok().flatten().map(|task| task.join("wchan"));
+        let shown = wchan.is_some_and(|wchan| {
+            (0..200).any(|_| {
+                let now = std::fs::read_to_string(&wchan).unwrap_or_default();
+                let asleep = !matches!(now.trim(), "" | "0");
+                if !asleep {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                asleep
+            })
+        });
+        drop(wake);
+        let _ = sleeper.join();
+        shown
+    })
+}
+
 /// Wait (at most about ten seconds, then fail saying `what` never
 /// happened) until [`thread_sleeps_in`] holds; where that is not shown,
-/// wait a fixed moment instead.
+/// wait a fixed moment instead, longer than the waits the tests look for
+/// take to begin (the idle checkpoint's first try is 1 s after a write).
 pub async fn until_thread_sleeps_in(pid: u32, thread: Option<&str>, wchan: &str, what: &str) {
     for _ in 0..1000 {
         match thread_sleeps_in(pid, thread, wchan) {
             Some(true) => return,
             Some(false) => tokio::time::sleep(std::time::Duration::from_millis(10)).await,
             None => {
-                tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+                tokio::time::sleep(std::time::Duration::from_millis(1600)).await;
                 return;
             }
         }
