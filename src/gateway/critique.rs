@@ -17,7 +17,7 @@ use super::Gateway;
 use super::mrtr::{self, Recorded};
 use crate::domain::{self, Critique, Thought};
 use crate::error::{Error, Result};
-use crate::store::ThoughtQuery;
+use crate::store::{Pick, ThoughtQuery};
 
 const CRITIC_PROMPT: &str = "You review one step of someone's reasoning. Point out logical errors, unstated assumptions, \
 missed alternatives and unconsidered edge cases, and suggest concrete improvements. Be brief and specific; \
@@ -243,10 +243,7 @@ pub(crate) async fn repeated(gw: &Gateway, recorded: Recorded, mut answer: Value
 /// twice); `THOUGHT_NOT_FOUND` once the thought is gone.
 async fn stored_critique(gw: &Gateway, recorded: &Recorded) -> Result<Option<Critique>> {
     let session = recorded.session_id.clone();
-    let query = match &recorded.branch_id {
-        Some(b) => ThoughtQuery::Branch(b.clone()),
-        None => ThoughtQuery::Number(recorded.thought_number),
-    };
+    let query = ThoughtQuery::on(recorded.branch_id.clone(), Pick::Number(recorded.thought_number));
     let gone = || Error::ThoughtNotFound {
         message: format!(
             "thought {} no longer exists (its session was deleted before the critique came); the critique was \

@@ -12,7 +12,7 @@ use crate::content;
 use crate::domain::{self, NewSession, SessionFilter, SessionId, Stage, Thought};
 use crate::error::{Error, Result};
 use crate::events::{self, EventType};
-use crate::store::ThoughtQuery;
+use crate::store::{Pick, ThoughtQuery};
 
 /// A thought as answered to clients: every ThoughtData field plus its node id.
 pub(crate) fn thought_json(t: &Thought) -> Value {
@@ -381,7 +381,7 @@ struct Restoration {
 }
 
 fn recent_and_branches(s: &crate::store::Store, id: &str) -> Result<Restoration> {
-    let recent = s.read_thoughts(id, &ThoughtQuery::Last(5))?;
+    let recent = s.read_thoughts(id, &ThoughtQuery::main(Pick::Last(5)))?;
     let current = recent.last().map_or(0, |t| t.data.thought_number);
     let revised_by = s.revised_by_nodes(id, recent.iter().map(|t| t.node_id.as_str()))?;
     let recent = recent.iter().map(|t| read_thought_json(t, &revised_by)).collect();
@@ -492,13 +492,13 @@ pub(crate) async fn open_session(gw: &Gateway, args: &Args, trigger: &str) -> Re
     gw.advance(Stage::InitComplete, trigger);
     let stage = gw.settle_session_stage(&session.id, reopen_it, trigger).await;
     let Restoration {
-        mut recent,
+        recent,
         current,
         branches,
         on_branch,
     } = restoration;
     let mut preview = Preview::new(false);
-    preview.apply(&mut recent, true);
+    let recent = preview.apply(recent, true);
     let mut next_step = next_step_in_session(gw, stage, &session.id);
     let mut note = None;
     // A frozen or archived thread is opened to read: it takes no thought.

@@ -3,11 +3,11 @@
 use serde_json::{Value, json};
 
 use super::ops::{read_thought_json, refuse_stray_session_id, session_or_active};
-use super::preview::Preview;
+use super::preview::{Preview, ReadRest};
 use super::{Args, Gateway, answers, params};
 use crate::domain;
 use crate::error::{Error, Result};
-use crate::store::{Structure, ThoughtQuery};
+use crate::store::{Pick, Structure, ThoughtQuery};
 
 fn read_query(p: &params::ReadThoughts) -> Result<(ThoughtQuery, answers::QueryEcho)> {
     let number = params::thought_number("thoughtNumber", p.thought_number)?;
@@ -30,27 +30,24 @@ fn read_query(p: &params::ReadThoughts) -> Result<(ThoughtQuery, answers::QueryE
         }
         None => None,
     };
-    let modes = [number.is_some(), last.is_some(), range.is_some(), branch.is_some()];
-    if modes.iter().filter(|m| **m).count() > 1 {
-        // The specification's query modes are exclusive; one thought of a
-        // branch is read with its branch, and the refusal says how.
-        let how = match &branch {
-            Some(b) if number.is_some() || range.is_some() => format!(
-                ": to read thoughts of branch {}, read the branch with branchId alone (each thought carries its \
-                 thoughtNumber)",
-                super::clip(b)
-            ),
-            _ => String::new(),
-        };
+    if let Some(b) = &branch {
+        domain::validate_branch_id("branchId", b)?;
+    }
+    let picks = [number.is_some(), last.is_some(), range.is_some()];
+    if picks.iter().filter(|m| **m).count() > 1 {
+        // The specification's query modes are exclusive; `branchId` says
+        // which chain any one of them reads.
         return Err(Error::InvalidOperation {
-            message: format!("read_thoughts takes one of thoughtNumber, last, range or branchId, not several{how}"),
+            message: "read_thoughts takes one of thoughtNumber, last or range (each with branchId to read a \
+                      branch's thoughts instead of the main chain's), not several"
+                .into(),
             details: Some(json!({ "modes": ["thoughtNumber", "last", "range", "branchId"] })),
         });
     }
-    let query = if let Some(n) = number {
-        ThoughtQuery::Number(n)
+    let pick = if let Some(n) = number {
+        Pick::Number(n)
     } else if let Some(n) = last {
-        ThoughtQuery::Last(n)
+        Pick::Last(n)
     } else if let Some((start, end)) = range {
         if start > end {
             return Err(Error::invalid(
@@ -58,15 +55,15 @@ fn read_query(p: &params::ReadThoughts) -> Result<(ThoughtQuery, answers::QueryE
                 format!("range start {start} is after its end {end}"),
             ));
         }
-        ThoughtQuery::Range(start, end)
-    } else if let Some(b) = branch {
-        domain::validate_branch_id("branchId", &b)?;
-        ThoughtQuery::Branch(b)
+        Pick::Range(start, end)
+    } else if branch.is_some() {
+        Pick::All
     } else {
-        let query = ThoughtQuery::Last(5);
+        let query = ThoughtQuery::main(Pick::Last(5));
         let echo = answers::QueryEcho::of(&query, true);
         return Ok((query, echo));
     };
+    let query = ThoughtQuery::on(branch, pick);
     let echo = answers::QueryEcho::of(&query, false);
     Ok((query, echo))
 }
@@ -92,30 +89,39 @@ pub async fn read_thoughts(gw: &Gateway, args: Args) -> Result<Value> {
     let (query, echo) = read_query(&p)?;
     // One thought asked for by number is answered whole; every other read
     // is an overview, cut for a model unless `full: true`.
-    let full = p.full.unwrap_or(false) || matches!(query, ThoughtQuery::Number(_));
-    let newest_first = matches!(query, ThoughtQuery::Last(_));
+    let full = p.full.unwrap_or(false) || matches!(query.pick, Pick::Number(_));
+    let newest_first = matches!(query.pick, Pick::Last(_));
     let session_id = session_or_active(gw, p.session_id, &args)?;
     refuse_stray_session_id(&args, Some(&session_id), false)?;
     let sid = session_id.clone();
-    // Given up as soon as the text alone could no longer fit in one answer,
+    let branch = query.branch.clone();
+    // An overview stops reading at the first thought it would not list (in
+    // the order it spends its budget, as the rows come); a whole read is
+    // given up as soon as its text could no longer fit in one answer,
     // before the rest is loaded (`last` or `range` may span a whole session).
-    let (thoughts, also_on, loaded) = gw
+    let (thoughts, unread, also_on, loaded) = gw
         .blocking(move |s| {
             let mut budget = super::TextBudget::default();
-            let thoughts = s.read_thoughts_checked(&sid, &query, &mut |t| budget.add(t))?;
+            let mut listing = Preview::new(full);
+            let (thoughts, unread) = s.read_thoughts_checked(&sid, &query, &mut |t| {
+                if full {
+                    budget.add(t)?;
+                }
+                Ok(listing.admit(t.data.thought.chars().count()).is_some())
+            })?;
             let loaded = budget.bytes;
             let revised_by = s.revised_by_nodes(&sid, thoughts.iter().map(|t| t.node_id.as_str()))?;
-            // A number names a main-chain thought; branches may hold the
-            // same number, which the agent may have meant: they are named.
-            let also_on = match query {
-                ThoughtQuery::Number(n) => s.branches_with_number(&sid, n, "", crate::store::MAX_BRANCHES_NAMED)?,
+            // A number alone names a main-chain thought; branches may hold
+            // the same number, which the agent may have meant: they are named.
+            let also_on = match (&query.branch, query.pick) {
+                (None, Pick::Number(n)) => s.branches_with_number(&sid, n, "", crate::store::MAX_BRANCHES_NAMED)?,
                 _ => Vec::new(),
             };
             let thoughts = thoughts
                 .iter()
                 .map(|t| read_thought_json(t, &revised_by))
                 .collect::<Vec<_>>();
-            Ok((thoughts, also_on, loaded))
+            Ok((thoughts, unread, also_on, loaded))
         })
         .await?;
     // Megabytes read and then cut are heavy work all the same: the memory
@@ -123,9 +129,16 @@ pub async fn read_thoughts(gw: &Gateway, args: Args) -> Result<Value> {
     if loaded >= crate::memory::LARGE_ANSWER {
         gw.release.heavy_work_done();
     }
-    let mut thoughts = thoughts;
     let mut preview = Preview::new(full);
-    preview.apply(&mut thoughts, newest_first);
+    let thoughts = preview.apply(thoughts, newest_first);
+    if let Some(unread) = unread {
+        preview.also_left_out(unread.count);
+        preview.read_rest(ReadRest {
+            session_id: session_id.clone(),
+            range: [unread.first, unread.last],
+            branch_id: branch,
+        });
+    }
     answers::to_value(&answers::ReadThoughtsAnswer {
         session_id,
         query: echo,

@@ -73,7 +73,9 @@ async fn get(gw: &Gateway, args: Args) -> Result<Value> {
                 let revised_by = snapshot.revised_by()?;
                 snapshot.each_thought(&mut |t| {
                     let mut v = read_thought_json(&t, &revised_by);
-                    preview.one(&mut v);
+                    if !preview.one(&mut v) {
+                        return Ok(());
+                    }
                     budget.add_answered(&v)?;
                     match &t.data.branch_id {
                         None => main.push(v),

@@ -57,7 +57,9 @@ pub(crate) use search::query_phrases;
 pub use search::{CANDIDATES as SEARCH_CANDIDATES, SEARCH_INDEX_WAIT, SearchHit, SessionHits, ThoughtHit, fts_query};
 pub use sessions::{SessionPage, SessionsMeant};
 pub use stats::{FileSizes, LedgerStats};
-pub use thoughts::{Appended, MAX_BRANCHES_NAMED, SessionSnapshot, Shape, Structure, Target, ThoughtQuery};
+pub use thoughts::{
+    Appended, MAX_BRANCHES_NAMED, Pick, SessionSnapshot, Shape, Structure, Target, ThoughtQuery, Unread,
+};
 pub use threads::{
     MAX_TREE_THREADS, OperationPage, RegistryImport, Spawn, ThreadFilter, ThreadPage, ThreadTree, ThreadUpdate,
 };

@@ -1016,6 +1016,8 @@ async fn an_answer_too_long_for_one_message_is_refused() {
     assert_eq!(loaded["restorationInfo"]["thoughtCount"], 9);
     s.ok("cipher", Value::Null).await;
     assert_eq!(s.ok("read_thoughts", json!({ "last": 5 })).await["count"], 5);
+    // Counted as answered, cut: nine uncut texts would not fit.
+    assert_eq!(s.ok("read_thoughts", json!({ "range": [1, 9] })).await["count"], 9);
     let got = s
         .ok("session", json!({ "subOperation": "get", "sessionId": sid }))
         .await;

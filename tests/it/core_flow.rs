@@ -464,15 +464,40 @@ async fn core_concepts_branches_and_revisions() {
     let r = s.ok("read_thoughts", json!({ "thoughtNumber": 5 })).await;
     assert_eq!(r["thoughts"][0]["branchId"], Value::Null, "{r}");
     assert_eq!(r["alsoOnBranches"], json!(["redis-approach"]), "{r}");
+    // With branchId, a number (or range, or last) is the branch's.
+    let r = s
+        .ok(
+            "read_thoughts",
+            json!({ "branchId": "redis-approach", "thoughtNumber": 5 }),
+        )
+        .await;
+    assert_eq!(r["thoughts"][0]["nodeId"], format!("{sid}:redis-approach:5"), "{r}");
+    assert_eq!(
+        r["query"],
+        json!({ "mode": "thoughtNumber", "thoughtNumber": 5, "branchId": "redis-approach" })
+    );
+    let r = s
+        .ok("read_thoughts", json!({ "branchId": "redis-approach", "last": 1 }))
+        .await;
+    assert_eq!(r["thoughts"][0]["nodeId"], format!("{sid}:redis-approach:5"), "{r}");
     let e = s
         .err(
             "read_thoughts",
-            json!({ "branchId": "redis-approach", "thoughtNumber": 5 }),
+            json!({ "branchId": "redis-approach", "thoughtNumber": 9 }),
+            "THOUGHT_NOT_FOUND",
+        )
+        .await;
+    let message = e["message"].as_str().unwrap();
+    assert!(message.contains("not found on branch 'redis-approach'"), "{message}");
+    let e = s
+        .err(
+            "read_thoughts",
+            json!({ "last": 2, "thoughtNumber": 5 }),
             "INVALID_OPERATION",
         )
         .await;
     let message = e["message"].as_str().unwrap();
-    assert!(message.contains("read the branch with branchId alone"), "{message}");
+    assert!(message.contains("not several"), "{message}");
     let r = s.ok("read_thoughts", Value::Null).await;
     assert_eq!(r["count"], 5);
     assert_eq!(r["query"]["default"], true);

@@ -608,7 +608,10 @@ fn thought_numbers_set_out_of_range_are_refused() {
     )
     .expect("in range");
     let read = store
-        .read_thoughts(&s.id, &thoughtbox::store::ThoughtQuery::Last(2))
+        .read_thoughts(
+            &s.id,
+            &thoughtbox::store::ThoughtQuery::main(thoughtbox::store::Pick::Last(2)),
+        )
         .expect("the session reads");
     assert_eq!(read[0].data.total_thoughts, 7);
 }
@@ -740,7 +743,10 @@ fn repair_names_what_it_leaves_to_you() {
     let huge = format!("{s}:5");
     insert(&huge, None, 5, 99_999_999_999, Some(&twice));
     let err = store
-        .read_thoughts(&s, &thoughtbox::store::ThoughtQuery::Last(10))
+        .read_thoughts(
+            &s,
+            &thoughtbox::store::ThoughtQuery::main(thoughtbox::store::Pick::Last(10)),
+        )
         .expect_err("the session no longer reads");
     assert!(err.to_string().contains("`thoughtbox repair` names the rows"), "{err}");
     let report = store.repair().unwrap();
@@ -784,7 +790,10 @@ fn repair_names_what_it_leaves_to_you() {
     let report = store.repair().unwrap();
     assert!(report.left_for_you.is_empty(), "{report:?}");
     let read = store
-        .read_thoughts(&s, &thoughtbox::store::ThoughtQuery::Last(10))
+        .read_thoughts(
+            &s,
+            &thoughtbox::store::ThoughtQuery::main(thoughtbox::store::Pick::Last(10)),
+        )
         .unwrap();
     assert_eq!(read.iter().filter(|t| t.data.branch_id.is_none()).count(), 5);
 }
@@ -1031,7 +1040,10 @@ fn thought_text_over_the_limit_is_refused() {
     sh.execute("UPDATE thoughts SET thought = ?2 WHERE node_id = ?1", [&node, &exact])
         .unwrap();
     let read = store
-        .read_thoughts(&s, &thoughtbox::store::ThoughtQuery::Number(1))
+        .read_thoughts(
+            &s,
+            &thoughtbox::store::ThoughtQuery::main(thoughtbox::store::Pick::Number(1)),
+        )
         .unwrap();
     assert_eq!(read[0].data.thought, exact);
     // Such text from before version 9: repair names it.
@@ -1237,7 +1249,10 @@ fn revision_links_that_disagree_are_refused() {
     )
     .unwrap();
     let read = store
-        .read_thoughts(&s, &thoughtbox::store::ThoughtQuery::Number(3))
+        .read_thoughts(
+            &s,
+            &thoughtbox::store::ThoughtQuery::main(thoughtbox::store::Pick::Number(3)),
+        )
         .unwrap();
     assert_eq!(read[0].data.revises_thought, Some(2));
     let latest: String = sh
@@ -1465,7 +1480,10 @@ fn fork_points_written_by_hand_are_refused() {
     insert(None, 4, None, None, o(3)).expect("a main-chain thought");
     assert_eq!(
         store
-            .read_thoughts(&s, &thoughtbox::store::ThoughtQuery::Last(10))
+            .read_thoughts(
+                &s,
+                &thoughtbox::store::ThoughtQuery::main(thoughtbox::store::Pick::Last(10))
+            )
             .unwrap()
             .len(),
         4
@@ -1574,7 +1592,10 @@ fn critiques_of_another_shape_are_refused() {
     sh.execute("UPDATE thoughts SET critique = ?2 WHERE node_id = ?1", [&node, good])
         .unwrap();
     let read = store
-        .read_thoughts(&s, &thoughtbox::store::ThoughtQuery::Number(1))
+        .read_thoughts(
+            &s,
+            &thoughtbox::store::ThoughtQuery::main(thoughtbox::store::Pick::Number(1)),
+        )
         .unwrap();
     assert_eq!(read[0].data.critique.as_ref().map(|c| c.text.as_str()), Some("fine"));
     sh.execute("UPDATE thoughts SET critique = NULL WHERE node_id = ?1", [&node])

@@ -257,6 +257,73 @@ async fn the_stage_travels_with_the_session() {
     s.stop().await;
 }
 
+/// An overview lists at most 50 thoughts, however short, and says which
+/// call reads on: on the main chain and on a branch alike.
+#[tokio::test]
+async fn overview_reads_list_a_page_and_say_how_to_read_on() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    let sid = s.ready("many").await;
+    for _ in 0..60 {
+        s.thought(json!({ "thought": "short", "nextThoughtNeeded": true }))
+            .await;
+    }
+    for i in 0..55 {
+        let mut t = json!({ "thought": "aside", "branchId": "aside", "nextThoughtNeeded": true });
+        if i == 0 {
+            t["branchFromThought"] = json!(2);
+        }
+        s.thought(t).await;
+    }
+    let numbers = |r: &Value| -> Vec<u64> {
+        r["thoughts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["thoughtNumber"].as_u64().unwrap())
+            .collect()
+    };
+    let page = s
+        .ok("read_thoughts", json!({ "sessionId": sid, "range": [1, 60] }))
+        .await;
+    assert_eq!(numbers(&page), (1..=50).collect::<Vec<_>>());
+    assert_eq!(page["truncated"]["leftOut"], 10);
+    assert_eq!(page["truncated"]["thoughts"], 0, "no text was cut");
+    let rest = page["truncated"]["readRest"].clone();
+    assert_eq!(rest, json!({ "sessionId": sid, "range": [51, 60] }));
+    assert_eq!(
+        numbers(&s.ok("read_thoughts", rest).await),
+        (51..=60).collect::<Vec<_>>()
+    );
+
+    let branch = s
+        .ok("read_thoughts", json!({ "sessionId": sid, "branchId": "aside" }))
+        .await;
+    assert_eq!(branch["count"], 50);
+    let rest = branch["truncated"]["readRest"].clone();
+    assert_eq!(
+        rest,
+        json!({ "sessionId": sid, "range": [53, 57], "branchId": "aside" })
+    );
+    let on = s.ok("read_thoughts", rest).await;
+    assert_eq!(numbers(&on), (53..=57).collect::<Vec<_>>());
+    assert!(on.get("truncated").is_none(), "{on}");
+    let one = s
+        .ok(
+            "read_thoughts",
+            json!({ "sessionId": sid, "branchId": "aside", "thoughtNumber": 57 }),
+        )
+        .await;
+    assert_eq!(one["thoughts"][0]["nodeId"], format!("{sid}:aside:57"));
+
+    let got = s
+        .ok("session", json!({ "subOperation": "get", "sessionId": sid }))
+        .await;
+    assert_eq!(got["thoughts"].as_array().unwrap().len(), 50);
+    assert_eq!(got["truncated"]["leftOut"], 65, "{}", got["truncated"]);
+    s.stop().await;
+}
+
 /// Overview reads cut each thought's text and the whole answer for a
 /// model; one thought asked for by number, or `full: true`, is whole.
 #[tokio::test]
@@ -289,16 +356,21 @@ async fn overview_reads_cut_long_thoughts_and_say_how_to_read_them_whole() {
 
     let read = s.ok("read_thoughts", json!({ "sessionId": sid, "last": 12 })).await;
     assert!(size(&read) < 60_000, "{}", size(&read));
-    let texts: Vec<usize> = read["thoughts"]
+    let numbers: Vec<u64> = read["thoughts"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|t| t["thought"].as_str().unwrap().len())
+        .map(|t| t["thoughtNumber"].as_u64().unwrap())
         .collect();
-    // The budget (40,000 characters) goes to the newest first.
-    assert_eq!(texts[11], 4_000);
-    assert_eq!(texts[0], 0);
-    assert_eq!(texts.iter().sum::<usize>(), 40_000);
+    // The budget (40,000 characters) goes to the newest first; the oldest
+    // are left out, and the answer says how to read them.
+    assert_eq!(numbers, (3..=12).collect::<Vec<_>>());
+    assert_eq!(read["truncated"]["leftOut"], 2, "{read}");
+    let rest = read["truncated"]["readRest"].clone();
+    assert_eq!(rest, json!({ "sessionId": sid, "range": [1, 2] }));
+    let older = s.ok("read_thoughts", rest).await;
+    assert_eq!(older["count"], 2);
+    assert!(older["truncated"].get("leftOut").is_none(), "{older}");
 
     let one = s
         .ok("read_thoughts", json!({ "sessionId": sid, "thoughtNumber": 3 }))
@@ -317,7 +389,8 @@ async fn overview_reads_cut_long_thoughts_and_say_how_to_read_them_whole() {
         .ok("session", json!({ "subOperation": "get", "sessionId": sid }))
         .await;
     assert!(size(&got) < 60_000, "{}", size(&got));
-    assert_eq!(got["truncated"]["thoughts"], 12);
+    assert_eq!(got["truncated"]["thoughts"], 10);
+    assert_eq!(got["truncated"]["leftOut"], 2);
     let got = s
         .ok(
             "session",

@@ -35,7 +35,7 @@ use crate::domain::{Critique, Session};
 use crate::error::{Error, Result};
 use crate::gateway::critique::Outcome;
 use crate::gateway::preview::Truncated;
-use crate::store::{SessionPage, ThoughtQuery};
+use crate::store::{Pick, SessionPage, ThoughtQuery};
 
 /// `answer` as the gateway's call path takes it: every answer is
 /// serialized here.
@@ -375,37 +375,48 @@ pub(crate) struct ReadThoughtsAnswer {
 pub(crate) enum QueryEcho {
     ThoughtNumber {
         thought_number: u32,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        branch_id: Option<String>,
     },
     Last {
         last: u32,
         /// Nothing was asked: the last five.
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         default: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        branch_id: Option<String>,
     },
     Range {
         range: Span,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        branch_id: Option<String>,
     },
-    BranchId {
-        branch_id: String,
-    },
+    /// A whole branch.
+    BranchId { branch_id: String },
+    /// The whole main chain (the store's; no gateway call asks for it).
+    All {},
 }
 
 impl QueryEcho {
     /// `query`, asked for (`defaulted` false) or read when nothing was.
     pub(crate) fn of(query: &ThoughtQuery, defaulted: bool) -> QueryEcho {
-        match query {
-            ThoughtQuery::Number(n) => QueryEcho::ThoughtNumber { thought_number: *n },
-            ThoughtQuery::Last(n) => QueryEcho::Last {
-                last: *n,
+        let branch_id = query.branch.clone();
+        match (query.pick, branch_id) {
+            (Pick::Number(n), branch_id) => QueryEcho::ThoughtNumber {
+                thought_number: n,
+                branch_id,
+            },
+            (Pick::Last(n), branch_id) => QueryEcho::Last {
+                last: n,
                 default: defaulted,
+                branch_id,
             },
-            ThoughtQuery::Range(start, end) => QueryEcho::Range {
-                range: Span {
-                    start: *start,
-                    end: *end,
-                },
+            (Pick::Range(start, end), branch_id) => QueryEcho::Range {
+                range: Span { start, end },
+                branch_id,
             },
-            ThoughtQuery::Branch(b) => QueryEcho::BranchId { branch_id: b.clone() },
+            (Pick::All, Some(branch_id)) => QueryEcho::BranchId { branch_id },
+            (Pick::All, None) => QueryEcho::All {},
         }
     }
 }
@@ -513,21 +524,28 @@ mod tests {
     fn a_query_is_echoed_in_the_clients_names() {
         let echo = |q: ThoughtQuery, d: bool| to_value(&QueryEcho::of(&q, d)).unwrap();
         assert_eq!(
-            echo(ThoughtQuery::Number(3), false),
+            echo(ThoughtQuery::main(Pick::Number(3)), false),
             json!({ "mode": "thoughtNumber", "thoughtNumber": 3 })
         );
-        assert_eq!(echo(ThoughtQuery::Last(2), false), json!({ "mode": "last", "last": 2 }));
         assert_eq!(
-            echo(ThoughtQuery::Last(5), true),
+            echo(ThoughtQuery::main(Pick::Last(2)), false),
+            json!({ "mode": "last", "last": 2 })
+        );
+        assert_eq!(
+            echo(ThoughtQuery::main(Pick::Last(5)), true),
             json!({ "mode": "last", "last": 5, "default": true })
         );
         assert_eq!(
-            echo(ThoughtQuery::Range(2, 4), false),
+            echo(ThoughtQuery::main(Pick::Range(2, 4)), false),
             json!({ "mode": "range", "range": { "start": 2, "end": 4 } })
         );
         assert_eq!(
-            echo(ThoughtQuery::Branch("alt".into()), false),
+            echo(ThoughtQuery::on(Some("alt".into()), Pick::All), false),
             json!({ "mode": "branchId", "branchId": "alt" })
+        );
+        assert_eq!(
+            echo(ThoughtQuery::on(Some("alt".into()), Pick::Range(2, 4)), false),
+            json!({ "mode": "range", "range": { "start": 2, "end": 4 }, "branchId": "alt" })
         );
     }
 

@@ -51,7 +51,7 @@ pub struct SessionGet {
     /// false: the session alone, without its thoughts.
     #[schemars(extend("default" = true))]
     pub include_thoughts: Option<bool>,
-    /// true: every text whole. Without it, each text is cut to 4,000 characters and all of them to 40,000, marking what was cut.
+    /// true: every text whole, every thought listed. Without it, each text is cut to 4,000 characters and all of them to 40,000, at most 50 thoughts are listed, and truncated says what was cut or left out.
     #[schemars(extend("default" = false))]
     pub full: Option<bool>,
 }

@@ -117,24 +117,24 @@ impl JsonSchema for ThoughtRange {
     }
 }
 
-/// `read_thoughts`: one of thoughtNumber, last, range, branchId (default: the last 5 main-chain thoughts).
+/// `read_thoughts`: one of thoughtNumber, last, range, each of the main chain or of branchId's branch, or branchId alone (default: the last 5 main-chain thoughts).
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ReadThoughts {
     /// The session to read (default: the connection's current session).
     #[serde(alias = "session_id", alias = "id")]
     pub session_id: Option<SessionId>,
-    /// One main-chain thought.
+    /// One thought, whole (of the main chain, or of branchId's branch).
     #[schemars(range(min = 1))]
     pub thought_number: Option<u32>,
-    /// The last n main-chain thoughts.
+    /// The last n thoughts (of the main chain, or of branchId's branch).
     #[schemars(range(min = 1))]
     pub last: Option<u32>,
-    /// Main-chain thoughts start to end: [start, end] (or {"start": s, "end": e}).
+    /// Thoughts start to end: [start, end] (or {"start": s, "end": e}), of the main chain or of branchId's branch.
     pub range: Option<ThoughtRange>,
-    /// Every thought of this branch.
+    /// A branch: alone, its thoughts; with thoughtNumber, last or range, those of it.
     pub branch_id: Option<String>,
-    /// true: every text whole. Without it, a read other than one thoughtNumber cuts each text to 4,000 characters and all of them to 40,000, newest first, marking what it cut.
+    /// true: every text whole, every thought listed. Without it, a read other than one thoughtNumber cuts each text to 4,000 characters and all of them to 40,000, newest first, lists at most 50 thoughts, and says in truncated.readRest how to read on.
     #[schemars(extend("default" = false))]
     pub full: Option<bool>,
 }
