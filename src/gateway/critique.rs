@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 
 use super::Gateway;
 use super::mrtr::{self, Recorded};
+use super::preview::{BUDGET_CHARS, PREVIEW_CHARS};
 use crate::domain::{self, Critique, Thought};
 use crate::error::{Error, Result};
 use crate::store::{Pick, ThoughtQuery};
@@ -312,18 +313,32 @@ async fn sampling_request(gw: &Gateway, t: &Thought) -> Result<CreateMessageRequ
     } else {
         "Earlier thoughts, oldest first:\n"
     });
+    // Cut as overview reads cut them: a request of megabytes would fail
+    // with any model, and the critique with it.
     for e in &earlier {
-        prompt.push_str(&format!("{}: {}\n", label(e), e.data.thought));
+        prompt.push_str(&format!(
+            "{}: {}\n",
+            label(e),
+            cut_for_model(&e.data.thought, PREVIEW_CHARS)
+        ));
     }
     prompt.push_str(&format!(
         "\n{} to review:\n{}\n\nGive a critical analysis of this thought.",
         label(t),
-        t.data.thought
+        cut_for_model(&t.data.thought, BUDGET_CHARS)
     ));
     Ok(
         CreateMessageRequestParams::new(vec![SamplingMessage::user_text(prompt)], 1000)
             .with_system_prompt(CRITIC_PROMPT),
     )
+}
+
+/// `text` cut to its first `chars` characters, saying how much was left out.
+fn cut_for_model(text: &str, chars: usize) -> std::borrow::Cow<'_, str> {
+    match text.char_indices().nth(chars) {
+        Some((at, _)) => format!("{} [... {} more characters]", &text[..at], text[at..].chars().count()).into(),
+        None => text.into(),
+    }
 }
 
 /// Ask the client's model for a critique by a sampling request (clients

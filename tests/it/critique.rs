@@ -236,6 +236,34 @@ fn context_of(answer: &serde_json::Value) -> Vec<String> {
     earlier.lines().skip(1).map(str::to_string).collect()
 }
 
+/// A critique's prompt cuts long thoughts as overview reads do: megabytes
+/// of prompt would fail with any model.
+#[tokio::test]
+async fn a_critique_prompt_cuts_long_thoughts() {
+    let (_d, db) = temp_db();
+    let s = start_with(TestClient::default().sampling(Sampling::Echo), command(&db)).await;
+    s.ready("long").await;
+    s.thought(t(&"e".repeat(10_000))).await;
+    let r = s
+        .thought(json!({ "thought": "r".repeat(100_000), "nextThoughtNeeded": true, "critique": true }))
+        .await;
+    let context = context_of(&r);
+    assert_eq!(
+        context,
+        [format!("Thought 1: {} [... 6000 more characters]", "e".repeat(4_000))]
+    );
+    let prompt = r["critique"]["text"].as_str().unwrap();
+    assert!(
+        prompt.contains(&format!(
+            "to review:\n{} [... 60000 more characters]\n",
+            "r".repeat(40_000)
+        )),
+        "{}",
+        prompt.len()
+    );
+    s.stop().await;
+}
+
 /// The context of a critique is the five thoughts before the new one on its
 /// path, oldest first: the main chain before it in the order written (also
 /// when numbered backwards), and for a branch the branch so far and then the
