@@ -202,6 +202,9 @@ pub struct Insight {
 /// answer too long to send at all, and even 100 were half of a 10 KB answer;
 /// the rest are in the timeline and an export.
 pub const MAX_RELATED: usize = 20;
+/// Insights of one kind (a branch never followed, a thought revised again)
+/// listed one by one; the rest are told in one insight.
+const MAX_EACH: usize = 10;
 /// Entries listed in `transitions`, `decisionPoints` and `timeline.entries`
 /// (the first ones), for the same reason; each says how many there were
 /// when it was cut.
@@ -440,7 +443,8 @@ fn insights(f: &Facts<'_>, labels: &[Pattern], dominant: Pattern, dominant_freq:
         related_nodes: nodes(&dominant_thoughts),
         related_count: None,
     });
-    for b in f.branches.iter().filter(|b| !b.converged) {
+    let unfollowed: Vec<_> = f.branches.iter().filter(|b| !b.converged).collect();
+    for b in unfollowed.iter().take(MAX_EACH) {
         let from = b.from_thought.map(|k| format!(" from thought {k}")).unwrap_or_default();
         out.push(Insight {
             kind: InsightType::Anomaly,
@@ -455,13 +459,27 @@ fn insights(f: &Facts<'_>, labels: &[Pattern], dominant: Pattern, dominant_freq:
             related_count: None,
         });
     }
+    if let Some(rest) = unfollowed.get(MAX_EACH..).filter(|r| !r.is_empty()) {
+        out.push(Insight {
+            kind: InsightType::Anomaly,
+            description: format!(
+                "{} more branches were never followed by the main chain: their conclusions are not carried forward.",
+                rest.len()
+            ),
+            confidence: 0.6,
+            related_thoughts: rest.iter().flat_map(|b| b.numbers.iter().copied()).collect(),
+            related_nodes: rest.iter().flat_map(|b| b.nodes.iter().cloned()).collect(),
+            related_count: None,
+        });
+    }
     let mut revised: std::collections::BTreeMap<(Option<&str>, u32), Vec<&Thought>> = std::collections::BTreeMap::new();
     for t in f.ordered.iter().filter(|t| t.data.is_revision) {
         if let Some(r) = t.data.revises_thought {
             revised.entry((t.data.branch_id.as_deref(), r)).or_default().push(t);
         }
     }
-    for ((_, target), by) in revised.iter().filter(|(_, by)| by.len() >= 2) {
+    let revised_again: Vec<_> = revised.iter().filter(|(_, by)| by.len() >= 2).collect();
+    for ((_, target), by) in revised_again.iter().take(MAX_EACH) {
         let mut related = vec![*target];
         related.extend(numbers(by));
         let mut related_nodes: Vec<String> = by[0].revises_node.iter().cloned().collect();
@@ -475,6 +493,19 @@ fn insights(f: &Facts<'_>, labels: &[Pattern], dominant: Pattern, dominant_freq:
             confidence: round2((0.4 + 0.2 * by.len() as f64).min(1.0)),
             related_thoughts: related,
             related_nodes,
+            related_count: None,
+        });
+    }
+    if let Some(rest) = revised_again.get(MAX_EACH..).filter(|r| !r.is_empty()) {
+        out.push(Insight {
+            kind: InsightType::Anomaly,
+            description: format!(
+                "{} more thoughts were each revised more than once: the beliefs behind them may need checking.",
+                rest.len()
+            ),
+            confidence: 0.8,
+            related_thoughts: rest.iter().map(|((_, target), _)| *target).collect(),
+            related_nodes: rest.iter().filter_map(|(_, by)| by[0].revises_node.clone()).collect(),
             related_count: None,
         });
     }
@@ -762,6 +793,30 @@ mod tests {
         for field in ["entryCount", "transitionCount", "decisionPointCount", "relatedCount"] {
             assert!(!text.contains(field), "{field}: {text}");
         }
+    }
+
+    /// Thousands of branches never followed are told in one insight past
+    /// the first ten, not one each (as are thoughts revised again).
+    #[test]
+    fn insights_of_one_kind_past_ten_are_told_together() {
+        let names: Vec<String> = (0..30).map(|i| format!("b{i}")).collect();
+        let mut specs: Vec<Spec<'_>> = vec![(1, None, None, None, true, "root"), (2, None, None, None, true, "two")];
+        for name in &names {
+            specs.push((2, Some(name.as_str()), Some(1), None, true, "aside"));
+        }
+        let r = run(&thoughts(&specs));
+        let unfollowed: Vec<&Insight> = r
+            .insights
+            .iter()
+            .filter(|i| i.description.contains("never followed"))
+            .collect();
+        assert_eq!(unfollowed.len(), MAX_EACH + 1);
+        assert!(
+            unfollowed[MAX_EACH].description.starts_with("20 more branches"),
+            "{:?}",
+            unfollowed[MAX_EACH]
+        );
+        assert_eq!(unfollowed[MAX_EACH].related_nodes.len(), 20);
     }
 
     #[test]
