@@ -126,6 +126,33 @@ pub(super) fn debug_limit(_name: &str) -> Option<u64> {
     None
 }
 
+/// Connections closed for their address's share, said at most once a
+/// minute: a proxy or a container bridge in front of the server gives all
+/// its clients one address, and an operator needs to know why they fail.
+#[derive(Default)]
+struct Refusals {
+    since_said: usize,
+    said_at: Option<std::time::Instant>,
+}
+
+impl Refusals {
+    fn refused(&mut self, peer: SocketAddr, share: usize) {
+        self.since_said += 1;
+        if self.said_at.is_some_and(|at| at.elapsed() < Duration::from_secs(60)) {
+            return;
+        }
+        tracing::warn!(
+            "closed {} HTTP connection(s) from {} at once: one client address holds at most {share} \
+             connections (a proxy or container bridge in front of the server gives all its clients its \
+             address; docs/http.md, Connections)",
+            self.since_said,
+            peer.ip()
+        );
+        self.since_said = 0;
+        self.said_at = Some(std::time::Instant::now());
+    }
+}
+
 /// Serve `app` on `listener` until `shutdown` begins; then take no more
 /// connections, let each finish the request it is answering, and return
 /// once they are closed (an upgraded WebSocket is no longer the HTTP
@@ -136,6 +163,7 @@ pub(super) async fn serve(listener: TcpListener, app: Router, limits: Limits, sh
     // Each connection's task holds a receiver: all are gone once
     // `closed()` resolves.
     let (open_tx, open_rx) = watch::channel(());
+    let mut refusals = Refusals::default();
     loop {
         // A permit first: at the cap, the next connection waits in the
         // kernel's queue, in order, rather than being taken and dropped.
@@ -157,10 +185,7 @@ pub(super) async fn serve(listener: TcpListener, app: Router, limits: Limits, sh
         };
         // Closed at once, giving its place back: this address holds its share.
         let Some(held) = addresses.take(peer.ip(), &limits) else {
-            tracing::debug!(
-                "HTTP connection from {peer} refused: that address holds {} already",
-                limits.per_address
-            );
+            refusals.refused(peer, limits.per_address);
             continue;
         };
         // Without TCP_NODELAY a small answer waits for the client's delayed

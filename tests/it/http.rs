@@ -24,6 +24,8 @@ pub struct HttpServer {
     pub url: String,
     pub token: String,
     pub db: PathBuf,
+    /// Its log after the line that said where it listens.
+    log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
     _dir: Option<tempfile::TempDir>,
 }
 
@@ -101,7 +103,13 @@ impl HttpServer {
         cmd.envs(env.iter().copied());
         let (child, mut lines, url) = announced(cmd).await;
         // Keep reading its log, so that it never blocks on a full pipe.
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let kept = log.clone();
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                kept.lock().unwrap().push(line);
+            }
+        });
         let token = std::fs::read_to_string(db.with_extension("token"))
             .expect("the token file beside the database")
             .trim()
@@ -111,8 +119,20 @@ impl HttpServer {
             url,
             token,
             db: db.to_path_buf(),
+            log,
             _dir: None,
         }
+    }
+
+    /// Wait (at most ten seconds) for a line of its log that contains `text`.
+    pub async fn logged(&self, text: &str) -> String {
+        for _ in 0..1000 {
+            if let Some(line) = self.log.lock().unwrap().iter().find(|l| l.contains(text)) {
+                return line.clone();
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        panic!("the server never logged {text:?}: {:?}", self.log.lock().unwrap());
     }
 
     fn transport(&self) -> StreamableHttpClientTransport<reqwest::Client> {
