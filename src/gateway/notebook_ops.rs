@@ -269,7 +269,13 @@ async fn list(gw: &Gateway, args: Args) -> Result<Value> {
         .filter(|_| p.all_sessions != Some(true))
         .map(SessionId::into_string);
     let (notebooks, total) = gw
-        .blocking(move |s| s.list_notebooks(session.as_deref(), limit, offset))
+        .blocking(move |s| {
+            // A session that does not exist is an error, not an empty list.
+            if let Some(id) = &session {
+                s.session(id)?;
+            }
+            s.list_notebooks(session.as_deref(), limit, offset)
+        })
         .await?;
     answers::to_value(&NotebookListAnswer {
         count: notebooks.len(),
@@ -536,7 +542,7 @@ async fn install_deps(gw: &Gateway, args: Args) -> Result<Value> {
 /// server's working directory, which the client chose and the agent cannot see.
 /// Over HTTP, only inside the files root ([`super::paths`]).
 fn absolute(gw: &Gateway, field: &str, given: &str) -> Result<PathBuf> {
-    let path = crate::config::expand_home(PathBuf::from(given.trim()))?;
+    let path = crate::config::expand_agent_path(PathBuf::from(given.trim()))?;
     if given.trim().is_empty() || !path.is_absolute() {
         return Err(Error::invalid(
             field,

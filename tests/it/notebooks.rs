@@ -149,6 +149,8 @@ async fn notebooks_live_in_the_ledger_linked_to_their_session() {
 
     let listed = s.ok("notebook", nb("list", json!({ "sessionId": sid }))).await;
     assert_eq!(listed["total"], 1);
+    let unknown = json!({ "sessionId": "00000000-0000-4000-8000-000000000000" });
+    s.err("notebook", nb("list", unknown), "SESSION_NOT_FOUND").await;
     assert_eq!(listed["notebooks"][0]["cellCount"], cells + 2);
     let gone = s
         .ok(
