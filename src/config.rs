@@ -32,11 +32,14 @@ fn home() -> Result<PathBuf> {
         })
 }
 
-/// `~` and `~/...` name the home directory, as in a shell. Client configs
-/// (JSON) pass environment values without a shell, and a literal `~`
-/// would make a directory of that name wherever the client starts us.
-/// For paths an agent names (export destinations, notebook imports).
-pub fn expand_home(path: PathBuf) -> Result<PathBuf> {
+/// A path an agent names (an export destination, a notebook import): `~`
+/// and `~/...` name the home directory, as in a shell, and nothing else is
+/// expanded, never an environment variable (the answer would show the
+/// agent the server's environment). Also the last step of
+/// [`expand_operator_path`]: client configs (JSON) pass environment values
+/// without a shell, and a literal `~` would make a directory of that name
+/// wherever the client starts us.
+pub fn expand_agent_path(path: PathBuf) -> Result<PathBuf> {
     match path.strip_prefix("~") {
         Ok(rest) => Ok(home()?.join(rest)),
         Err(_) => Ok(path),
@@ -44,7 +47,7 @@ pub fn expand_home(path: PathBuf) -> Result<PathBuf> {
 }
 
 /// A path the operator gave (a flag, an environment variable, a command's
-/// argument): [`expand_home`], and on Windows `%NAME%` too, as cmd.exe
+/// argument): `~` as [`expand_agent_path`], and on Windows `%NAME%` too, as cmd.exe
 /// would, since Claude Desktop passes `%USERPROFILE%\...` as written (else
 /// a relative path under its own working directory). Never for a path an
 /// agent names: the answer would show it the server's environment.
@@ -57,7 +60,7 @@ pub fn expand_operator_path(path: PathBuf) -> Result<PathBuf> {
         ),
         _ => path,
     };
-    expand_home(path)
+    expand_agent_path(path)
 }
 
 /// `text` with every `%NAME%` replaced by `lookup(NAME)`, as cmd.exe
@@ -175,7 +178,7 @@ mod tests {
     #[test]
     fn agent_paths_expand_no_environment_variable() {
         for given in ["%PATH%/x.json", "%USERPROFILE%\\x.json"] {
-            assert_eq!(expand_home(PathBuf::from(given)).unwrap(), PathBuf::from(given));
+            assert_eq!(expand_agent_path(PathBuf::from(given)).unwrap(), PathBuf::from(given));
         }
     }
 

@@ -211,7 +211,7 @@ async fn export(gw: &Gateway, args: Args) -> Result<Value> {
         }
         // A relative path would be taken from the server's working
         // directory, which the MCP client chose and the agent cannot see.
-        let dest = crate::config::expand_home(std::path::PathBuf::from(dest.trim()))?;
+        let dest = crate::config::expand_agent_path(std::path::PathBuf::from(dest.trim()))?;
         if !dest.is_absolute() {
             let cwd = std::env::current_dir()
                 .map(|d| d.display().to_string())
