@@ -62,7 +62,7 @@ pub async fn knowledge(gw: &Gateway, args: Args) -> Result<Value> {
             let with_content = p.include_content.unwrap_or(true);
             let (notes, total) = gw.blocking(move |s| s.list_notes(limit, offset)).await?;
             answers::to_value(&NoteListAnswer {
-                notes: notes.iter().map(|n| NoteView::of(n, with_content)).collect(),
+                notes: notes.iter().map(|n| NoteView::item(n, with_content)).collect(),
                 count: notes.len(),
                 total,
                 has_more: u64::from(offset) + (notes.len() as u64) < total,

@@ -1097,3 +1097,55 @@ async fn a_tag_filter_in_other_letter_case_names_the_tag_carried() {
     );
     s.stop().await;
 }
+
+/// A page of patterns or notes cuts each content for a model, saying its
+/// length; reading one answers it whole.
+#[tokio::test]
+async fn pages_cut_long_contents_and_one_read_is_whole() {
+    let (_d, db) = temp_db();
+    let s = start(&db).await;
+    s.ready("long knowledge").await;
+    let long = "é".repeat(10_000);
+    s.ok(
+        "knowledge",
+        k(
+            "create_pattern",
+            json!({ "title": "Long", "description": "d", "content": long, "tags": [] }),
+        ),
+    )
+    .await;
+    s.ok(
+        "knowledge",
+        k("write_scratchpad", json!({ "topic": "Long", "content": long })),
+    )
+    .await;
+    s.ok(
+        "knowledge",
+        k("write_scratchpad", json!({ "topic": "Short", "content": "brief" })),
+    )
+    .await;
+    let page = s.ok("knowledge", k("list_patterns", json!({}))).await;
+    assert_eq!(page["patterns"][0]["content"].as_str().unwrap().chars().count(), 4_000);
+    assert_eq!(page["patterns"][0]["contentChars"], 10_000);
+    let whole = s.ok("knowledge", k("get_pattern", json!({ "id": "long" }))).await;
+    assert_eq!(whole["content"].as_str().unwrap(), long);
+    assert!(whole.get("contentChars").is_none(), "{}", whole["contentChars"]);
+    let notes = s.ok("knowledge", k("list_scratchpad", json!({}))).await;
+    let note = |id: &str| {
+        notes["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["id"] == id)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(note("long")["contentChars"], 10_000);
+    assert_eq!(note("short")["content"], "brief");
+    assert!(note("short").get("contentChars").is_none());
+    let one = s
+        .ok("knowledge", k("read_scratchpad", json!({ "topic": "Long" })))
+        .await;
+    assert_eq!(one["content"].as_str().unwrap(), long);
+    s.stop().await;
+}

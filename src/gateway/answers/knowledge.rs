@@ -20,9 +20,12 @@ pub(crate) struct PatternView<'a> {
     pub title: &'a str,
     pub description: &'a str,
     pub tags: &'a [String],
-    /// Left out of a page with `includeContent: false`.
+    /// Left out of a page with `includeContent: false`; cut in a page.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub content: Option<&'a str>,
+    /// The whole content's length in characters, when a page cut it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content_chars: Option<usize>,
     pub derived_from_sessions: &'a [String],
     /// `null` when nobody was named.
     pub created_by: Option<&'a str>,
@@ -44,6 +47,7 @@ impl<'a> PatternView<'a> {
             description: &p.description,
             tags: &p.tags,
             content: Some(&p.content),
+            content_chars: None,
             derived_from_sessions: &p.derived_from_sessions,
             created_by: p.created_by.as_deref(),
             created_at: &p.created_at,
@@ -54,14 +58,13 @@ impl<'a> PatternView<'a> {
         }
     }
 
-    /// An item of a page, with its text unless `with_content` is false.
+    /// An item of a page, with its text cut unless `with_content` is
+    /// false (`get_pattern` answers one whole).
     pub(crate) fn item(item: &'a PatternListItem, with_content: bool) -> PatternView<'a> {
+        let (content, content_chars) = page_content(&item.pattern.content, with_content);
         PatternView {
-            content: if with_content {
-                Some(&item.pattern.content)
-            } else {
-                None
-            },
+            content,
+            content_chars,
             snippet: item.snippet.as_deref(),
             score: item.score,
             ..PatternView::of(&item.pattern)
@@ -75,9 +78,12 @@ impl<'a> PatternView<'a> {
 pub(crate) struct NoteView<'a> {
     pub id: &'a str,
     pub title: &'a str,
-    /// Left out of a page with `includeContent: false`.
+    /// Left out of a page with `includeContent: false`; cut in a page.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub content: Option<&'a str>,
+    /// The whole content's length in characters, when a page cut it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content_chars: Option<usize>,
     pub created_at: &'a str,
     pub updated_at: &'a str,
     pub uri: String,
@@ -89,10 +95,34 @@ impl<'a> NoteView<'a> {
             id: &n.id,
             title: &n.title,
             content: with_content.then_some(n.content.as_str()),
+            content_chars: None,
             created_at: &n.created_at,
             updated_at: &n.updated_at,
             uri: note_uri(&n.id),
         }
+    }
+
+    /// An item of a page, with its text cut unless `with_content` is
+    /// false (`read_scratchpad` answers one whole).
+    pub(crate) fn item(n: &'a ScratchpadNote, with_content: bool) -> NoteView<'a> {
+        let (content, content_chars) = page_content(&n.content, with_content);
+        NoteView {
+            content,
+            content_chars,
+            ..NoteView::of(n, false)
+        }
+    }
+}
+
+/// A content as a page of a list shows it: cut to
+/// [`PREVIEW_CHARS`](crate::gateway::preview::PREVIEW_CHARS) characters, with its whole length when cut.
+fn page_content(text: &str, with_content: bool) -> (Option<&str>, Option<usize>) {
+    if !with_content {
+        return (None, None);
+    }
+    match text.char_indices().nth(crate::gateway::preview::PREVIEW_CHARS) {
+        Some((at, _)) => (Some(&text[..at]), Some(text.chars().count())),
+        None => (Some(text), None),
     }
 }
 

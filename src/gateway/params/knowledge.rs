@@ -118,7 +118,7 @@ macro_rules! with_pattern_filter_fields {
             /// Sort order.
             #[schemars(extend("default" = "desc"))]
             pub sort_order: Option<SortOrderName>,
-            /// false: leave out each pattern's content.
+            /// false: leave out each pattern's content. Else each is cut to 4,000 characters (contentChars: its whole length); get_pattern answers one whole.
             #[schemars(extend("default" = true))]
             pub include_content: Option<bool>,
         }
@@ -173,7 +173,7 @@ pub struct ListScratchpad {
     /// Notes to skip.
     #[schemars(extend("default" = 0))]
     pub offset: Option<u32>,
-    /// false: leave out each note's content.
+    /// false: leave out each note's content. Else each is cut to 4,000 characters (contentChars: its whole length); read_scratchpad answers one whole.
     #[schemars(extend("default" = true))]
     pub include_content: Option<bool>,
 }
