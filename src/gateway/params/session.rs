@@ -82,7 +82,7 @@ pub struct SessionExport {
     /// The session (default: the connection's current session).
     #[serde(alias = "session_id", alias = "id")]
     pub session_id: Option<SessionId>,
-    /// The text format.
+    /// The text format: json and markdown hold every field; cipher is a summary, one line a thought cut at 200 characters, without critiques.
     #[schemars(extend("default" = "json"))]
     pub format: Option<ExportFormat>,
     /// An absolute directory: write the session's files there instead (JSON layout).
