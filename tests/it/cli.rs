@@ -1069,11 +1069,14 @@ fn leftovers_of_interrupted_exports_and_backups_are_swept() {
     assert!(one.exists() && !old_export.exists());
     assert!(new_export.exists() && other.exists());
 
-    let old_copy = plant("copy.db.tmp-999999", true);
-    let old_journal = plant("copy.db.tmp-999999-journal", true);
+    let old_copy = plant("copy.db.tmp-999999-00000000000000ff", true);
+    let old_journal = plant("copy.db.tmp-999999-00000000000000ff-journal", true);
+    // A name a person gave is theirs, however old.
+    let kept = plant("copy.db.tmp-2024-06", true);
     let copy = dir.path().join("copy.db");
     ok(&db, &["backup", copy.to_str().unwrap()]);
     assert!(copy.exists() && !old_copy.exists() && !old_journal.exists());
+    assert!(kept.exists());
 
     let backups = dir.path().join("backups");
     std::fs::create_dir(&backups).unwrap();

@@ -50,7 +50,7 @@ async fn kill_nine_loses_nothing_acknowledged() {
     let sid = session.unwrap();
     s.ok("load_context", json!({ "sessionId": sid })).await;
     s.ok("cipher", Value::Null).await;
-    let all = s.ok("read_thoughts", json!({ "range": [1, 1000] })).await;
+    let all = s.ok("read_thoughts", json!({ "range": [1, 1000], "full": true })).await;
     let stored: Vec<(u64, String)> = all["thoughts"]
         .as_array()
         .unwrap()
@@ -160,7 +160,7 @@ async fn four_processes_share_one_database() {
     let s = start(&db).await;
     s.ok("load_context", json!({ "sessionId": shared })).await;
     s.ok("cipher", Value::Null).await;
-    let all = s.ok("read_thoughts", json!({ "range": [1, 10000] })).await;
+    let all = s.ok("read_thoughts", json!({ "range": [1, 10000], "full": true })).await;
     let numbers: Vec<u64> = all["thoughts"]
         .as_array()
         .unwrap()
@@ -171,7 +171,7 @@ async fn four_processes_share_one_database() {
     assert_eq!(numbers, expected);
     for own in owns {
         let r = s
-            .ok("read_thoughts", json!({ "sessionId": own, "range": [1, 1000] }))
+            .ok("read_thoughts", json!({ "sessionId": own, "range": [1, 1000], "full": true }))
             .await;
         assert_eq!(r["count"], per_process / 2);
         let got = s
@@ -446,7 +446,7 @@ async fn backup_while_writing() {
     let b = start(&dest).await;
     b.ok("load_context", json!({ "sessionId": sid })).await;
     b.ok("cipher", Value::Null).await;
-    let r = b.ok("read_thoughts", json!({ "range": [1, 1000] })).await;
+    let r = b.ok("read_thoughts", json!({ "range": [1, 1000], "full": true })).await;
     let n = r["count"].as_u64().unwrap();
     assert!((10..=110).contains(&n));
     // Consistent: the session's counter matches its rows.
@@ -1071,7 +1071,7 @@ async fn memory_freed_by_heavy_reads_goes_back_to_the_system() {
             .ok("deep_analysis", json!({ "sessionId": sid, "analysisType": "full" }))
             .await;
         assert_eq!(d["sessionId"], sid.as_str(), "{d}");
-        let r = s.ok("read_thoughts", json!({ "range": [1, 5000] })).await;
+        let r = s.ok("read_thoughts", json!({ "range": [1, 5000], "full": true })).await;
         assert_eq!(r["thoughts"].as_array().map(Vec::len), Some(5000));
     }
     // Given back a moment after the last one (at most 20 s here, for a
