@@ -28,6 +28,7 @@ use std::path::{Path, PathBuf};
 use chrono::DateTime;
 use serde::Deserialize;
 
+use super::bounded::{self, Unread};
 use super::integrity::{IntegrityValidationResult, SessionReport};
 use super::{MANIFEST, REFERENCE_BRANCH_DIR, SessionManifest, is_session_id, sort_files, thought_file_number};
 use crate::domain::{
@@ -49,12 +50,10 @@ pub struct LoadedSession {
     pub thoughts: Vec<Thought>,
 }
 
-/// The first of `candidates` that exists (not following a symbolic link),
-/// and whether it is a regular file.
-fn locate<const N: usize>(candidates: [PathBuf; N]) -> Option<(PathBuf, bool)> {
-    candidates
-        .into_iter()
-        .find_map(|p| fs::symlink_metadata(&p).ok().map(|m| (p, m.is_file())))
+/// The first of `candidates` that exists (a symbolic link, dangling or
+/// not, counts: reading it is refused, saying why).
+fn locate<const N: usize>(candidates: [PathBuf; N]) -> Option<PathBuf> {
+    candidates.into_iter().find(|p| fs::symlink_metadata(p).is_ok())
 }
 
 /// A ThoughtNode as found on disk: numbers as plain integers so that zero or
@@ -238,16 +237,11 @@ impl Loader<'_> {
             self.error("the session directory does not exist".into());
             return None;
         }
-        let manifest_path = self.dir.join(MANIFEST);
-        let bytes = match fs::read(&manifest_path) {
+        let bytes = match bounded::read_regular(&self.dir.join(MANIFEST), bounded::MAX_MANIFEST_BYTES) {
             Ok(b) => b,
             Err(e) => {
-                if e.kind() == std::io::ErrorKind::NotFound {
-                    self.error("manifest.json is missing".into());
-                } else {
-                    self.report.result.manifest_exists = true;
-                    self.error(format!("manifest.json cannot be read: {e}"));
-                }
+                self.report.result.manifest_exists = !matches!(e, Unread::Missing);
+                self.error(format!("{MANIFEST} {e}"));
                 return None;
             }
         };
@@ -451,6 +445,19 @@ impl Loader<'_> {
             }
             let ours = self.dir.join(branch);
             let reference = self.dir.join(REFERENCE_BRANCH_DIR).join(branch);
+            // As for thought files: a folder linked from elsewhere would
+            // import files from outside the session folder.
+            let linked = [ours.clone(), self.dir.join(REFERENCE_BRANCH_DIR), reference.clone()]
+                .into_iter()
+                .find(|d| bounded::is_link(d));
+            if let Some(link) = linked {
+                let shown = link.strip_prefix(self.dir).unwrap_or(&link).display().to_string();
+                self.error(format!(
+                    "the branch folder {shown} is a symbolic link; import and validate follow no links inside a \
+                     tree, so branch {branch:?} was not read"
+                ));
+                continue;
+            }
             for f in files {
                 if thought_file_number(f).is_none() {
                     self.error(format!(
@@ -468,7 +475,6 @@ impl Loader<'_> {
                     continue;
                 };
                 let shown = path
-                    .0
                     .strip_prefix(self.dir)
                     .map(|p| p.display().to_string())
                     .unwrap_or_else(|_| f.clone());
@@ -481,21 +487,15 @@ impl Loader<'_> {
     }
 
     /// Parse and check one thought file.
-    fn read_node(
-        &mut self,
-        (path, is_file): &(PathBuf, bool),
-        shown: &str,
-        branch: Option<&String>,
-        sid: &str,
-    ) -> Option<Node> {
-        if !is_file {
-            self.error(format!("{shown} is not a regular file"));
-            return None;
-        }
-        let raw: RawNode = match fs::read(path)
-            .map_err(|e| e.to_string())
-            .and_then(|b| self.parse(shown, &b))
-        {
+    fn read_node(&mut self, path: &Path, shown: &str, branch: Option<&String>, sid: &str) -> Option<Node> {
+        let bytes = match bounded::read_regular(path, bounded::MAX_THOUGHT_FILE_BYTES) {
+            Ok(b) => b,
+            Err(e) => {
+                self.error(format!("{shown} {e}"));
+                return None;
+            }
+        };
+        let raw: RawNode = match self.parse(shown, &bytes) {
             Ok(n) => n,
             Err(e) => {
                 self.error(format!("{shown} is not a valid ThoughtNode: {e}"));
