@@ -32,8 +32,8 @@ use super::bounded::{self, Unread};
 use super::integrity::{IntegrityValidationResult, SessionReport};
 use super::{MANIFEST, REFERENCE_BRANCH_DIR, SessionManifest, is_session_id, sort_files, thought_file_number};
 use crate::domain::{
-    self, Critique, MAX_THOUGHT_BYTES, MAX_THOUGHT_NUMBER, MAX_TITLE_CHARS, Session, Thought, ThoughtData,
-    validate_branch_id,
+    self, Critique, MAX_CRITIQUE_BYTES, MAX_CRITIQUE_MODEL_CHARS, MAX_THOUGHT_BYTES, MAX_THOUGHT_NUMBER,
+    MAX_TITLE_CHARS, Session, Thought, ThoughtData, validate_branch_id,
 };
 use crate::error::Result;
 
@@ -595,6 +595,29 @@ impl Loader<'_> {
         }
         let mut critique = d.critique;
         if let Some(c) = &mut critique {
+            // The server's limits on a client's critique: more would make
+            // the thought too long to read back through the gateway.
+            if c.text.len() > MAX_CRITIQUE_BYTES {
+                self.error(format!(
+                    "{shown}: the critique text is {} bytes; the limit is {MAX_CRITIQUE_BYTES}",
+                    c.text.len()
+                ));
+            }
+            let model_chars = c.model.chars().count();
+            if model_chars > MAX_CRITIQUE_MODEL_CHARS {
+                self.error(format!(
+                    "{shown}: the critique's model name has {model_chars} characters; the limit is \
+                     {MAX_CRITIQUE_MODEL_CHARS}"
+                ));
+            }
+            // As in the thought text: the server keeps no NUL.
+            if c.text.contains('\0') || c.model.contains('\0') {
+                c.text = c.text.replace('\0', "\u{FFFD}");
+                c.model = c.model.replace('\0', "\u{FFFD}");
+                self.report.warnings.push(format!(
+                    "{shown}: NUL characters (U+0000) in the critique replaced by U+FFFD"
+                ));
+            }
             match canonical_time(&c.timestamp) {
                 Some(t) => {
                     self.converted(&c.timestamp, &t);

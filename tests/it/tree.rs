@@ -1579,3 +1579,90 @@ fn special_and_linked_files_of_a_tree_are_refused() {
     ok(&db, &["import", path_str(&tree)]);
     assert_eq!(ok_json(&db, &["stats"])["sessions"], 1);
 }
+
+/// `forked_session` imported into `db`, then written back as a
+/// SessionExport: the JSON every test below edits.
+fn forked_export(dir: &Path, db: &Path) -> Value {
+    let session = dir.join("source").join(GOOD);
+    forked_session(&session, GOOD);
+    ok(db, &["import", path_str(&session)]);
+    let file = dir.join("forked.json");
+    ok(
+        db,
+        &[
+            "export",
+            "--session",
+            GOOD,
+            "--format",
+            "json",
+            "--out",
+            path_str(&file),
+        ],
+    );
+    serde_json::from_slice(&fs::read(file).unwrap()).unwrap()
+}
+
+/// `validate` and `import` of `doc` into the empty ledger `db`: both
+/// refuse it with an error containing `says`, and nothing is imported.
+fn refused_export(dir: &Path, db: &Path, doc: &Value, says: &str) {
+    let file = dir.join("edited.json");
+    put(&file, doc);
+    for command in ["validate", "import"] {
+        let out = run(db, &[command, path_str(&file), "--json"]);
+        assert_eq!(out.status.code(), Some(1), "{command}: {says}");
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let report = match command {
+            "import" => &v["sessions"][0]["report"],
+            _ => &v["sessions"][0],
+        };
+        let errors = report["errors"].as_array().unwrap();
+        assert!(
+            errors.iter().any(|e| e.as_str().unwrap().contains(says)),
+            "{command}: {says}: {v:#}"
+        );
+    }
+    assert_eq!(ok_json(db, &["stats"])["sessions"], 0, "{says}");
+}
+
+/// A critique is held to what the server keeps of a client's (1 MiB of
+/// text, a model name of 200 characters): more is refused, naming the
+/// thought; at the limits it imports.
+#[test]
+fn an_imported_critique_is_held_to_the_servers_limits() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = forked_export(dir.path(), &dir.path().join("source.db"));
+    let db = dir.path().join("ledger.db");
+    drop(Store::open(&db, OpenOptionsStore::default()).unwrap());
+    let with_critique = |text: String, model: String| {
+        let mut doc = doc.clone();
+        doc["nodes"][1]["data"]["critique"] =
+            json!({ "text": text, "model": model, "timestamp": "2025-01-15T10:00:05.000Z" });
+        doc
+    };
+    let limit = 1 << 20;
+    refused_export(
+        dir.path(),
+        &db,
+        &with_critique("x".repeat(9_000_000), "m".into()),
+        "nodes[1]: the critique text is 9000000 bytes; the limit is 1048576",
+    );
+    refused_export(
+        dir.path(),
+        &db,
+        &with_critique("x".repeat(limit + 1), "m".into()),
+        "nodes[1]: the critique text is 1048577 bytes; the limit is 1048576",
+    );
+    refused_export(
+        dir.path(),
+        &db,
+        &with_critique("fine".into(), "é".repeat(201)),
+        "nodes[1]: the critique's model name has 201 characters; the limit is 200",
+    );
+    let file = dir.path().join("at-limits.json");
+    put(&file, &with_critique("x".repeat(limit), "é".repeat(200)));
+    ok(&db, &["import", path_str(&file)]);
+    let shown = ok_json(&db, &["sessions", "show", GOOD]);
+    let critique = &shown["nodes"][1]["data"]["critique"];
+    assert_eq!(critique["text"].as_str().unwrap().len(), limit);
+    assert_eq!(critique["model"], "é".repeat(200));
+}
