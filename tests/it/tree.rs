@@ -1666,3 +1666,50 @@ fn an_imported_critique_is_held_to_the_servers_limits() {
     assert_eq!(critique["text"].as_str().unwrap().len(), limit);
     assert_eq!(critique["model"], "é".repeat(200));
 }
+
+/// A branch thought whose `branchFromThought` and `branchOrigin` name
+/// different thoughts is refused as a revision whose number and node
+/// disagree is, rather than stored with one of them silently rewritten.
+#[test]
+fn a_fork_whose_number_and_node_disagree_is_not_imported() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = forked_export(dir.path(), &dir.path().join("source.db"));
+    let db = dir.path().join("ledger.db");
+    drop(Store::open(&db, OpenOptionsStore::default()).unwrap());
+    let alt = doc["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|n| n["id"] == format!("{GOOD}:alt:3"))
+        .unwrap();
+    for (from, says) in [
+        (
+            99,
+            format!(
+                "nodes[{alt}]: branchFromThought 99 and branchOrigin {GOOD}:2 (thought 2) disagree: they must name \
+                 one thought, either branchFromThought 99 with branchOrigin {GOOD}:99 or branchFromThought 2 with \
+                 branchOrigin {GOOD}:2"
+            ),
+        ),
+        (
+            1,
+            format!("nodes[{alt}]: branchFromThought 1 and branchOrigin {GOOD}:2 (thought 2) disagree"),
+        ),
+    ] {
+        let mut edited = doc.clone();
+        edited["nodes"][alt]["data"]["branchFromThought"] = json!(from);
+        refused_export(dir.path(), &db, &edited, &says);
+    }
+    // Either alone names the fork.
+    let mut edited = doc.clone();
+    edited["nodes"][alt]["data"]
+        .as_object_mut()
+        .unwrap()
+        .remove("branchFromThought");
+    let file = dir.path().join("origin-only.json");
+    put(&file, &edited);
+    let v = ok_json(&db, &["import", path_str(&file)]);
+    assert_eq!(v["imported"], 1, "{v:#}");
+    let shown = ok_json(&db, &["sessions", "show", GOOD]);
+    assert_eq!(shown["nodes"][alt]["data"]["branchFromThought"], 2);
+}
