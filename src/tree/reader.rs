@@ -79,6 +79,22 @@ struct RawNode {
     seq: Option<i64>,
 }
 
+impl RawNode {
+    /// The node with every node id it holds in the form the ledger keeps
+    /// for session `sid` ([`canonical_node_id`]).
+    fn in_session(self, sid: &str) -> RawNode {
+        let id = |v: String| canonical_node_id(sid, v);
+        RawNode {
+            id: id(self.id),
+            prev: self.prev.map(id),
+            next: self.next.map(|next| next.into_iter().map(id).collect()),
+            revises_node: self.revises_node.map(id),
+            branch_origin: self.branch_origin.map(id),
+            ..self
+        }
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct RawData {
@@ -155,6 +171,24 @@ fn parse_repairing<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> serde_json::
             Some((fixed, n)) => serde_json::from_slice(&fixed).map(|v| (v, n)).map_err(|_| e),
             None => Err(e),
         },
+    }
+}
+
+/// A session id as the ledger keeps it: a UUID in lower case. UUIDs are
+/// case-insensitive, and the server takes one in upper case (as some tools
+/// write it) as the same session: so does a tree or a SessionExport.
+fn canonical_session_id(id: &str) -> Option<String> {
+    Some(id.to_ascii_lowercase()).filter(|sid| is_session_id(sid))
+}
+
+/// `id`, a node id (`{sessionId}:...`), with its session part as `sid`
+/// (canonical) writes it when it names `sid` in another case.
+fn canonical_node_id(sid: &str, id: String) -> String {
+    match id.get(..sid.len()) {
+        Some(head) if head != sid && head.eq_ignore_ascii_case(sid) && id[sid.len()..].starts_with(':') => {
+            format!("{sid}{}", &id[sid.len()..])
+        }
+        _ => id,
     }
 }
 
@@ -246,7 +280,7 @@ impl Loader<'_> {
             }
         };
         self.report.result.manifest_exists = true;
-        let manifest: SessionManifest = match self.parse(MANIFEST, &bytes) {
+        let mut manifest: SessionManifest = match self.parse(MANIFEST, &bytes) {
             Ok(m) => m,
             Err(e) => {
                 self.error(format!("manifest.json is not a valid SessionManifest: {e}"));
@@ -254,13 +288,14 @@ impl Loader<'_> {
             }
         };
         self.report.result.manifest_valid = true;
-        let sid = manifest.id.clone();
-        if !is_session_id(&sid) {
-            self.error(format!("manifest id {sid:?} is not a lower-case UUID"));
+        let Some(sid) = canonical_session_id(&manifest.id) else {
+            self.error(format!("manifest id {:?} is not a UUID", manifest.id));
             return None;
-        }
+        };
+        manifest.id = sid.clone();
         self.report.session_id = sid.clone();
-        if self.dir.file_name().and_then(|n| n.to_str()) != Some(sid.as_str()) {
+        let dir_name = self.dir.file_name().and_then(|n| n.to_str());
+        if !dir_name.is_some_and(|n| n.eq_ignore_ascii_case(&sid)) {
             self.error(format!("the directory is not named after the manifest id {sid}"));
         }
         let session = self.session(&manifest, "metadata");
@@ -518,6 +553,7 @@ impl Loader<'_> {
         sid: &str,
     ) -> Option<Node> {
         let before = self.report.result.errors.len();
+        let raw = raw.in_session(sid);
         let mut d = raw.data;
         // The server refuses a NUL in new text; one in a tree written by
         // another program costs that character, not the session.

@@ -1713,3 +1713,40 @@ fn a_fork_whose_number_and_node_disagree_is_not_imported() {
     let shown = ok_json(&db, &["sessions", "show", GOOD]);
     assert_eq!(shown["nodes"][alt]["data"]["branchFromThought"], 2);
 }
+
+/// A session id in upper case names the session the ledger keeps in lower
+/// case, as everywhere else: a SessionExport or a session directory
+/// written so imports under the lower-case id, node ids with it.
+#[test]
+fn an_upper_case_session_id_imports_in_lower_case() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("source.db");
+    let doc = forked_export(dir.path(), &source);
+    let original = ok_json(&source, &["sessions", "show", GOOD]);
+    let upper = GOOD.to_ascii_uppercase();
+    // Every id upper-cased, or only the session's.
+    let everywhere: Value = serde_json::from_str(&doc.to_string().replace(GOOD, &upper)).unwrap();
+    let mut session_only = doc.clone();
+    session_only["session"]["id"] = json!(upper);
+    for (case, edited) in [("everywhere", everywhere), ("session only", session_only)] {
+        let file = dir.path().join("upper.json");
+        put(&file, &edited);
+        let v = ok_json(&source, &["validate", path_str(&file)]);
+        assert_eq!(v["sessions"][0]["sessionId"], GOOD, "{case}: {v:#}");
+        let db = dir.path().join(format!("{}.db", case.replace(' ', "-")));
+        let v = ok_json(&db, &["import", path_str(&file)]);
+        assert_eq!((&v["imported"], &v["invalid"]), (&json!(1), &json!(0)), "{case}: {v:#}");
+        let shown = ok_json(&db, &["sessions", "show", &upper]);
+        assert_eq!(shown["session"]["id"], GOOD, "{case}");
+        assert_eq!(shown["nodes"], original["nodes"], "{case}");
+    }
+
+    // A session directory, its folder and manifest id upper-cased.
+    let session = dir.path().join("tree").join(&upper);
+    forked_session(&session, &upper);
+    let db = dir.path().join("from-tree.db");
+    ok(&db, &["validate", path_str(&session)]);
+    ok(&db, &["import", path_str(&session)]);
+    let shown = ok_json(&db, &["sessions", "show", GOOD]);
+    assert_eq!(shown["nodes"], original["nodes"]);
+}
