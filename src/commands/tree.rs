@@ -157,6 +157,9 @@ pub fn import(db: &DbArgs, args: ImportArgs) -> Result<ExitCode> {
         Some(load_export_file(&args.dir)?)
     } else {
         session_dirs_to_read(&args.dir)?;
+        // A bad thread registry refuses the import: say so before a
+        // database is made. The import reads it again under the tree's lock.
+        crate::tree::threads::read_registry_file(&args.dir).map_err(crate::tree::importer::nothing_imported)?;
         None
     };
     let from_file = file.is_some();
@@ -245,13 +248,22 @@ pub fn validate(args: ValidateArgs) -> Result<ExitCode> {
     }
     let wanted = |report: &SessionReport| args.session.as_ref().is_none_or(|id| *id == report.session_id);
     let mut reports = Vec::new();
+    // What `import` would refuse the whole tree for (one session checked:
+    // not asked about).
+    let mut threads_error = None;
     if is_export_file(&args.dir) {
         let sessions = load_export_file(&args.dir)?;
         reports.extend(sessions.into_iter().map(|(report, _)| report).filter(wanted));
     } else {
         // Not while an export is writing into the tree.
         let _lock = lock_for_reading(&args.dir);
-        for dir in session_dirs_to_read(&args.dir)? {
+        let dirs = session_dirs_to_read(&args.dir)?;
+        if args.session.is_none() {
+            threads_error = crate::tree::threads::read_registry_file(&args.dir)
+                .err()
+                .map(|e| e.to_string());
+        }
+        for dir in dirs {
             let (report, _) = load_session(&dir);
             if wanted(&report) {
                 reports.push(report);
@@ -268,14 +280,21 @@ pub fn validate(args: ValidateArgs) -> Result<ExitCode> {
     }
     let invalid = reports.iter().filter(|r| !r.result.valid).count();
     if args.json {
-        out_json(&json!({
-            "valid": invalid == 0,
+        let mut answer = json!({
+            "valid": invalid == 0 && threads_error.is_none(),
             "sessionsChecked": reports.len(),
             "invalid": invalid,
             "sessions": reports,
-        }))?;
+        });
+        if let Some(e) = &threads_error {
+            answer["threadsError"] = json!(e);
+        }
+        out_json(&answer)?;
     } else {
         let mut text: String = reports.iter().map(|r| r.describe()).collect();
+        if let Some(e) = &threads_error {
+            text.push_str(&format!("error: {e}\n"));
+        }
         text.push_str(&format!(
             "{} checked in {}: {} valid, {invalid} invalid\n",
             counted(reports.len() as u64, "session", "sessions"),
@@ -284,7 +303,7 @@ pub fn validate(args: ValidateArgs) -> Result<ExitCode> {
         ));
         out(&text)?;
     }
-    Ok(if invalid > 0 {
+    Ok(if invalid > 0 || threads_error.is_some() {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS

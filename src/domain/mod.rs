@@ -96,6 +96,14 @@ pub const MAX_THOUGHT_NUMBER: u32 = i32::MAX as u32;
 /// Largest thought text accepted, in bytes (1 MiB).
 pub const MAX_THOUGHT_BYTES: usize = 1 << 20;
 
+/// Largest critique text kept, in bytes: the thought text's limit, so that
+/// a thought and its critique always fit in one answer together.
+pub const MAX_CRITIQUE_BYTES: usize = MAX_THOUGHT_BYTES;
+
+/// Longest model name kept with a critique, in characters: names such as
+/// `claude-sonnet-4-20250514` take a few dozen.
+pub const MAX_CRITIQUE_MODEL_CHARS: usize = 200;
+
 /// Longest session title, in characters (Session schema).
 pub const MAX_TITLE_CHARS: usize = 200;
 

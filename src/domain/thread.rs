@@ -633,6 +633,20 @@ pub fn parse_registry(text: &str) -> std::result::Result<Registry, Vec<Violation
 /// first one's path, with every one in `details.violations`.
 pub fn violations_error(violations: &[Violation]) -> Error {
     let first = violations.first().map(|v| v.path.clone()).unwrap_or_default();
+    Error::invalid_with(
+        if first.is_empty() {
+            "registry".to_string()
+        } else {
+            format!("registry.{first}")
+        },
+        format!("the registry {}", broken_rules(violations, "; nothing was imported")),
+        json!({ "violations": violations }),
+    )
+}
+
+/// "breaks N rule(s) of the registry format (docs/threads.md){then}: " and
+/// the first five violations.
+pub fn broken_rules(violations: &[Violation], then: &str) -> String {
     let shown: Vec<String> = violations
         .iter()
         .take(5)
@@ -644,19 +658,11 @@ pub fn violations_error(violations: &[Violation]) -> Error {
             }
         })
         .collect();
-    Error::invalid_with(
-        if first.is_empty() {
-            "registry".to_string()
-        } else {
-            format!("registry.{first}")
-        },
-        format!(
-            "the registry breaks {} rule(s) of the registry format (docs/threads.md); nothing was imported: {}{}",
-            violations.len(),
-            shown.join("; "),
-            if violations.len() > shown.len() { "; ..." } else { "" }
-        ),
-        json!({ "violations": violations }),
+    format!(
+        "breaks {} rule(s) of the registry format (docs/threads.md){then}: {}{}",
+        violations.len(),
+        shown.join("; "),
+        if violations.len() > shown.len() { "; ..." } else { "" }
     )
 }
 

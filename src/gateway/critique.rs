@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use super::Gateway;
 use super::mrtr::{self, Recorded};
 use super::preview::{BUDGET_CHARS, PREVIEW_CHARS};
-use crate::domain::{self, Critique, Thought};
+use crate::domain::{self, Critique, MAX_CRITIQUE_BYTES, Thought};
 use crate::error::{Error, Result};
 use crate::store::{Pick, ThoughtQuery};
 
@@ -24,14 +24,9 @@ const CRITIC_PROMPT: &str = "You review one step of someone's reasoning. Point o
 missed alternatives and unconsidered edge cases, and suggest concrete improvements. Be brief and specific; \
 if the step is sound, say so in one sentence.";
 
-/// The most critique text stored, the thought text's limit: a thought and
-/// its critique then always fit in one answer together. The prompt asks
-/// for at most 1,000 tokens; a client sending megabytes anyway has its
-/// critique cut, with a note saying so.
-const MAX_CRITIQUE_BYTES: usize = domain::MAX_THOUGHT_BYTES;
-
 /// `text` cut to [`MAX_CRITIQUE_BYTES`] (between two characters), with a
-/// note of how long it was.
+/// note of how long it was. The prompt asks for at most 1,000 tokens; a
+/// client sending megabytes anyway has its critique cut, saying so.
 fn bounded(mut text: String) -> String {
     if text.len() <= MAX_CRITIQUE_BYTES {
         return text;
@@ -400,9 +395,18 @@ fn critique_of(result: CreateMessageResult) -> Result<Critique> {
             s
         }
     };
+    // The model name is the client's to choose: kept to a name's length.
+    let mut model = no_nul(result.model);
+    if let Some((cut, _)) = model.char_indices().nth(domain::MAX_CRITIQUE_MODEL_CHARS) {
+        tracing::warn!(
+            chars = model.chars().count(),
+            "the client's model name is longer than thoughtbox keeps: cut"
+        );
+        model.truncate(cut);
+    }
     Ok(Critique {
         text: bounded(no_nul(text)),
-        model: no_nul(result.model),
+        model,
         timestamp: domain::now(),
     })
 }
@@ -426,5 +430,25 @@ mod tests {
             long.len()
         )));
         assert!(long.starts_with(cut.split('\n').next().unwrap_or_default()));
+    }
+
+    /// The model name comes from the client too: a few thousand characters
+    /// of it are not kept (import refuses such a name).
+    #[test]
+    fn the_model_name_is_cut_to_its_limit() {
+        let answer = |model: String| {
+            critique_of(CreateMessageResult::new(
+                SamplingMessage::assistant_text("sound"),
+                model,
+            ))
+            .unwrap()
+        };
+        assert_eq!(answer("claude-sonnet-4".into()).model, "claude-sonnet-4");
+        let exact = "é".repeat(domain::MAX_CRITIQUE_MODEL_CHARS);
+        assert_eq!(answer(exact.clone()).model, exact);
+        let cut = answer(format!("{exact}and more, 5,000 characters in all"));
+        assert_eq!(cut.model, exact);
+        assert_eq!(answer("a\0b".into()).model, "a\u{FFFD}b");
+        assert_eq!(cut.text, "sound");
     }
 }

@@ -12,10 +12,11 @@ use std::sync::mpsc;
 use serde::Serialize;
 
 use super::CONFIG;
+use super::bounded::{MAX_CONFIG_BYTES, Unread, read_regular};
 use super::integrity::SessionReport;
 use super::reader::{LoadedSession, is_export_file, load_export_file, load_session, session_dirs_to_read};
-use super::threads::ThreadsImported;
-use crate::error::Result;
+use super::threads::{ThreadsImported, import_registry, read_registry_file};
+use crate::error::{Error, Result};
 use crate::store::{ImportOutcome, Store};
 
 /// What became of one session (directory, or SessionExport of a file).
@@ -73,6 +74,8 @@ pub fn import_tree(
     // Not while an export is writing into the tree.
     let _lock = super::writer::lock_for_reading(root);
     let dirs = session_dirs_to_read(root)?;
+    // Checked before any session goes in: a bad registry changes nothing.
+    let registry = read_registry_file(root).map_err(nothing_imported)?;
     let mut summary = ImportSummary {
         source: root.to_path_buf(),
         sessions_found: dirs.len(),
@@ -80,15 +83,17 @@ pub fn import_tree(
     };
     // config.json is optional and describes the exporting installation; the
     // ledger keeps its own settings, so it is only checked.
-    let config = root.join(CONFIG);
-    if config.is_file()
-        && let Err(e) = std::fs::read(&config).map_err(|e| e.to_string()).and_then(|b| {
-            serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(&b).map_err(|e| e.to_string())
-        })
-    {
+    let config = match read_regular(&root.join(CONFIG), MAX_CONFIG_BYTES) {
+        Err(Unread::Missing) => None,
+        Err(e) => Some(format!("it {e}")),
+        Ok(b) => serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(&b)
+            .err()
+            .map(|e| e.to_string()),
+    };
+    if let Some(why) = config {
         summary
             .warnings
-            .push(format!("config.json is not a readable JSON object ({e}); ignored"));
+            .push(format!("config.json is not a readable JSON object ({why}); ignored"));
     }
     let total = dirs.len();
     std::thread::scope(|scope| -> Result<()> {
@@ -106,12 +111,24 @@ pub fn import_tree(
         Ok(())
     })?;
     // Once the sessions are in, which the registry's threads are.
-    match super::threads::import_registry_file(store, root) {
-        Ok(threads) => summary.threads = threads,
-        Err(e) => summary.threads_error = Some(e),
+    if let Some(registry) = registry {
+        match import_registry(store, registry) {
+            Ok(threads) => summary.threads = Some(threads),
+            Err(e) => summary.threads_error = Some(e),
+        }
     }
     summary.index(store)?;
     Ok(summary)
+}
+
+/// `e`, a refusal of the tree's thread registry, saying what it cost.
+pub fn nothing_imported(e: Error) -> Error {
+    match e {
+        Error::InvalidPayload { field, message, .. } => {
+            Error::invalid(field, format!("{message}; nothing was imported"))
+        }
+        other => other,
+    }
 }
 
 /// Import sessions already read and checked (those of a SessionExport file,

@@ -21,6 +21,7 @@
 //! must be UUIDs, branch ids `[a-z0-9-]{1,64}`, thought files `<digits>.json`,
 //! so nothing read from a tree or the database can point outside it.
 
+pub mod bounded;
 pub mod importer;
 pub mod integrity;
 pub mod reader;

@@ -28,11 +28,12 @@ use std::path::{Path, PathBuf};
 use chrono::DateTime;
 use serde::Deserialize;
 
+use super::bounded::{self, Unread};
 use super::integrity::{IntegrityValidationResult, SessionReport};
 use super::{MANIFEST, REFERENCE_BRANCH_DIR, SessionManifest, is_session_id, sort_files, thought_file_number};
 use crate::domain::{
-    self, Critique, MAX_THOUGHT_BYTES, MAX_THOUGHT_NUMBER, MAX_TITLE_CHARS, Session, Thought, ThoughtData,
-    validate_branch_id,
+    self, Critique, MAX_CRITIQUE_BYTES, MAX_CRITIQUE_MODEL_CHARS, MAX_THOUGHT_BYTES, MAX_THOUGHT_NUMBER,
+    MAX_TITLE_CHARS, Session, Thought, ThoughtData, validate_branch_id,
 };
 use crate::error::Result;
 
@@ -49,12 +50,10 @@ pub struct LoadedSession {
     pub thoughts: Vec<Thought>,
 }
 
-/// The first of `candidates` that exists (not following a symbolic link),
-/// and whether it is a regular file.
-fn locate<const N: usize>(candidates: [PathBuf; N]) -> Option<(PathBuf, bool)> {
-    candidates
-        .into_iter()
-        .find_map(|p| fs::symlink_metadata(&p).ok().map(|m| (p, m.is_file())))
+/// The first of `candidates` that exists (a symbolic link, dangling or
+/// not, counts: reading it is refused, saying why).
+fn locate<const N: usize>(candidates: [PathBuf; N]) -> Option<PathBuf> {
+    candidates.into_iter().find(|p| fs::symlink_metadata(p).is_ok())
 }
 
 /// A ThoughtNode as found on disk: numbers as plain integers so that zero or
@@ -78,6 +77,22 @@ struct RawNode {
     /// Creation order, written by our exporter; absent from other trees.
     #[serde(default)]
     seq: Option<i64>,
+}
+
+impl RawNode {
+    /// The node with every node id it holds in the form the ledger keeps
+    /// for session `sid` ([`canonical_node_id`]).
+    fn in_session(self, sid: &str) -> RawNode {
+        let id = |v: String| canonical_node_id(sid, v);
+        RawNode {
+            id: id(self.id),
+            prev: self.prev.map(id),
+            next: self.next.map(|next| next.into_iter().map(id).collect()),
+            revises_node: self.revises_node.map(id),
+            branch_origin: self.branch_origin.map(id),
+            ..self
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -156,6 +171,24 @@ fn parse_repairing<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> serde_json::
             Some((fixed, n)) => serde_json::from_slice(&fixed).map(|v| (v, n)).map_err(|_| e),
             None => Err(e),
         },
+    }
+}
+
+/// A session id as the ledger keeps it: a UUID in lower case. UUIDs are
+/// case-insensitive, and the server takes one in upper case (as some tools
+/// write it) as the same session: so does a tree or a SessionExport.
+fn canonical_session_id(id: &str) -> Option<String> {
+    Some(id.to_ascii_lowercase()).filter(|sid| is_session_id(sid))
+}
+
+/// `id`, a node id (`{sessionId}:...`), with its session part as `sid`
+/// (canonical) writes it when it names `sid` in another case.
+fn canonical_node_id(sid: &str, id: String) -> String {
+    match id.get(..sid.len()) {
+        Some(head) if head != sid && head.eq_ignore_ascii_case(sid) && id[sid.len()..].starts_with(':') => {
+            format!("{sid}{}", &id[sid.len()..])
+        }
+        _ => id,
     }
 }
 
@@ -238,21 +271,16 @@ impl Loader<'_> {
             self.error("the session directory does not exist".into());
             return None;
         }
-        let manifest_path = self.dir.join(MANIFEST);
-        let bytes = match fs::read(&manifest_path) {
+        let bytes = match bounded::read_regular(&self.dir.join(MANIFEST), bounded::MAX_MANIFEST_BYTES) {
             Ok(b) => b,
             Err(e) => {
-                if e.kind() == std::io::ErrorKind::NotFound {
-                    self.error("manifest.json is missing".into());
-                } else {
-                    self.report.result.manifest_exists = true;
-                    self.error(format!("manifest.json cannot be read: {e}"));
-                }
+                self.report.result.manifest_exists = !matches!(e, Unread::Missing);
+                self.error(format!("{MANIFEST} {e}"));
                 return None;
             }
         };
         self.report.result.manifest_exists = true;
-        let manifest: SessionManifest = match self.parse(MANIFEST, &bytes) {
+        let mut manifest: SessionManifest = match self.parse(MANIFEST, &bytes) {
             Ok(m) => m,
             Err(e) => {
                 self.error(format!("manifest.json is not a valid SessionManifest: {e}"));
@@ -260,13 +288,14 @@ impl Loader<'_> {
             }
         };
         self.report.result.manifest_valid = true;
-        let sid = manifest.id.clone();
-        if !is_session_id(&sid) {
-            self.error(format!("manifest id {sid:?} is not a lower-case UUID"));
+        let Some(sid) = canonical_session_id(&manifest.id) else {
+            self.error(format!("manifest id {:?} is not a UUID", manifest.id));
             return None;
-        }
+        };
+        manifest.id = sid.clone();
         self.report.session_id = sid.clone();
-        if self.dir.file_name().and_then(|n| n.to_str()) != Some(sid.as_str()) {
+        let dir_name = self.dir.file_name().and_then(|n| n.to_str());
+        if !dir_name.is_some_and(|n| n.eq_ignore_ascii_case(&sid)) {
             self.error(format!("the directory is not named after the manifest id {sid}"));
         }
         let session = self.session(&manifest, "metadata");
@@ -451,6 +480,19 @@ impl Loader<'_> {
             }
             let ours = self.dir.join(branch);
             let reference = self.dir.join(REFERENCE_BRANCH_DIR).join(branch);
+            // As for thought files: a folder linked from elsewhere would
+            // import files from outside the session folder.
+            let linked = [ours.clone(), self.dir.join(REFERENCE_BRANCH_DIR), reference.clone()]
+                .into_iter()
+                .find(|d| bounded::is_link(d));
+            if let Some(link) = linked {
+                let shown = link.strip_prefix(self.dir).unwrap_or(&link).display().to_string();
+                self.error(format!(
+                    "the branch folder {shown} is a symbolic link; import and validate follow no links inside a \
+                     tree, so branch {branch:?} was not read"
+                ));
+                continue;
+            }
             for f in files {
                 if thought_file_number(f).is_none() {
                     self.error(format!(
@@ -468,7 +510,6 @@ impl Loader<'_> {
                     continue;
                 };
                 let shown = path
-                    .0
                     .strip_prefix(self.dir)
                     .map(|p| p.display().to_string())
                     .unwrap_or_else(|_| f.clone());
@@ -481,21 +522,15 @@ impl Loader<'_> {
     }
 
     /// Parse and check one thought file.
-    fn read_node(
-        &mut self,
-        (path, is_file): &(PathBuf, bool),
-        shown: &str,
-        branch: Option<&String>,
-        sid: &str,
-    ) -> Option<Node> {
-        if !is_file {
-            self.error(format!("{shown} is not a regular file"));
-            return None;
-        }
-        let raw: RawNode = match fs::read(path)
-            .map_err(|e| e.to_string())
-            .and_then(|b| self.parse(shown, &b))
-        {
+    fn read_node(&mut self, path: &Path, shown: &str, branch: Option<&String>, sid: &str) -> Option<Node> {
+        let bytes = match bounded::read_regular(path, bounded::MAX_THOUGHT_FILE_BYTES) {
+            Ok(b) => b,
+            Err(e) => {
+                self.error(format!("{shown} {e}"));
+                return None;
+            }
+        };
+        let raw: RawNode = match self.parse(shown, &bytes) {
             Ok(n) => n,
             Err(e) => {
                 self.error(format!("{shown} is not a valid ThoughtNode: {e}"));
@@ -518,6 +553,7 @@ impl Loader<'_> {
         sid: &str,
     ) -> Option<Node> {
         let before = self.report.result.errors.len();
+        let raw = raw.in_session(sid);
         let mut d = raw.data;
         // The server refuses a NUL in new text; one in a tree written by
         // another program costs that character, not the session.
@@ -595,6 +631,29 @@ impl Loader<'_> {
         }
         let mut critique = d.critique;
         if let Some(c) = &mut critique {
+            // The server's limits on a client's critique: more would make
+            // the thought too long to read back through the gateway.
+            if c.text.len() > MAX_CRITIQUE_BYTES {
+                self.error(format!(
+                    "{shown}: the critique text is {} bytes; the limit is {MAX_CRITIQUE_BYTES}",
+                    c.text.len()
+                ));
+            }
+            let model_chars = c.model.chars().count();
+            if model_chars > MAX_CRITIQUE_MODEL_CHARS {
+                self.error(format!(
+                    "{shown}: the critique's model name has {model_chars} characters; the limit is \
+                     {MAX_CRITIQUE_MODEL_CHARS}"
+                ));
+            }
+            // As in the thought text: the server keeps no NUL.
+            if c.text.contains('\0') || c.model.contains('\0') {
+                c.text = c.text.replace('\0', "\u{FFFD}");
+                c.model = c.model.replace('\0', "\u{FFFD}");
+                self.report.warnings.push(format!(
+                    "{shown}: NUL characters (U+0000) in the critique replaced by U+FFFD"
+                ));
+            }
             match canonical_time(&c.timestamp) {
                 Some(t) => {
                     self.converted(&c.timestamp, &t);

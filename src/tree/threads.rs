@@ -7,7 +7,8 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use crate::domain::thread::{Registry, parse_registry};
+use super::bounded::{MAX_REGISTRY_BYTES, Unread, read_regular};
+use crate::domain::thread::{Registry, broken_rules, parse_registry};
 use crate::error::Result;
 use crate::store::{RegistryImport, Store};
 
@@ -36,18 +37,28 @@ pub struct ThreadsImported {
     pub threads_left_out: Vec<String>,
 }
 
-/// Apply the `threads.json` at `root`, if there is one, to the sessions
-/// the ledger holds. `Ok(None)`: no file. `Err`: why nothing of it was
-/// written (the sessions imported stay).
-pub(super) fn import_registry_file(store: &Store, root: &Path) -> Result<Option<ThreadsImported>, String> {
+/// The `threads.json` at `root`, checked: `Ok(None)` when there is none.
+/// `import` reads it before any session goes in, so that a file that is no
+/// registry (not a regular file, too large, not JSON, breaking its rules)
+/// refuses the import before anything is written.
+pub fn read_registry_file(root: &Path) -> Result<Option<Registry>> {
     let path = root.join(THREADS);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("{THREADS} could not be read ({e})")),
+    let refused = |why: String| crate::Error::invalid(THREADS, format!("{} {why}", path.display()));
+    let bytes = match read_regular(&path, MAX_REGISTRY_BYTES) {
+        Ok(bytes) => bytes,
+        Err(Unread::Missing) => return Ok(None),
+        Err(e) => return Err(refused(e.to_string())),
     };
-    let registry =
-        parse_registry(&text).map_err(|v| format!("{THREADS}: {}", crate::domain::thread::violations_error(&v)))?;
+    let text = String::from_utf8(bytes).map_err(|_| refused("is not UTF-8 text".into()))?;
+    parse_registry(&text)
+        .map(Some)
+        .map_err(|v| refused(broken_rules(&v, "")))
+}
+
+/// Apply `registry`, read from a tree by [`read_registry_file`], to the
+/// sessions the ledger holds. `Err`: why nothing of it was written (the
+/// sessions imported stay).
+pub(super) fn import_registry(store: &Store, registry: Registry) -> Result<ThreadsImported, String> {
     // One read of the ledger's ids, not one per thread.
     let ledger: BTreeSet<String> = store.session_ids().map_err(|e| e.to_string())?.into_iter().collect();
     let present: BTreeSet<String> = registry
@@ -60,7 +71,7 @@ pub(super) fn import_registry_file(store: &Store, root: &Path) -> Result<Option<
     let done = store
         .import_registry(&registry)
         .map_err(|e| format!("{THREADS} was not applied: {e}"))?;
-    Ok(Some(ThreadsImported { done, threads_left_out }))
+    Ok(ThreadsImported { done, threads_left_out })
 }
 
 /// `registry` without the threads not in `keep`, nor relations to them; a

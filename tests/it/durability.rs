@@ -160,7 +160,9 @@ async fn four_processes_share_one_database() {
     let s = start(&db).await;
     s.ok("load_context", json!({ "sessionId": shared })).await;
     s.ok("cipher", Value::Null).await;
-    let all = s.ok("read_thoughts", json!({ "range": [1, 10000], "full": true })).await;
+    let all = s
+        .ok("read_thoughts", json!({ "range": [1, 10000], "full": true }))
+        .await;
     let numbers: Vec<u64> = all["thoughts"]
         .as_array()
         .unwrap()
@@ -171,7 +173,10 @@ async fn four_processes_share_one_database() {
     assert_eq!(numbers, expected);
     for own in owns {
         let r = s
-            .ok("read_thoughts", json!({ "sessionId": own, "range": [1, 1000], "full": true }))
+            .ok(
+                "read_thoughts",
+                json!({ "sessionId": own, "range": [1, 1000], "full": true }),
+            )
             .await;
         assert_eq!(r["count"], per_process / 2);
         let got = s

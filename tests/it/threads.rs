@@ -887,8 +887,8 @@ async fn export_then_import_keeps_threads_and_stages() {
     assert_eq!(e["details"]["status"], "archived", "{e}");
     s.stop().await;
 
-    // A tree whose registry the ledger contradicts: the sessions are in,
-    // the registry is not applied, the exit code says so.
+    // A tree whose registry breaks the registry's rules: refused before
+    // any session goes in, saying why.
     let other = dir.path().join("other.db");
     let s = start(&other).await;
     s.ready("the other ledger's own").await;
@@ -899,12 +899,14 @@ async fn export_then_import_keeps_threads_and_stages() {
     std::fs::write(tree.join("threads.json"), registry.to_string()).unwrap();
     let out = run(&other, &["import", tree.to_str().unwrap()]);
     assert!(!out.status.success());
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = String::from_utf8_lossy(&out.stderr);
     assert!(
-        text.contains("error: threads.json") && text.contains("status"),
+        text.contains("threads.json breaks 1 rule(s)")
+            && text.contains(&format!("threads.{child}.status"))
+            && text.contains("nothing was imported"),
         "{text}"
     );
-    assert_eq!(ok_json(&other, &["sessions", "list"])["total"], 3);
+    assert_eq!(ok_json(&other, &["sessions", "list"])["total"], 1);
 }
 
 /// Deleting a session changes the threads related to it (children become

@@ -1395,3 +1395,358 @@ fn revision_links_that_disagree_are_not_imported() {
         (&json!(1), &json!(format!("{GOOD}:1")))
     );
 }
+
+/// A session directory of `sid`: main thoughts 1-3, branch `alt` (in
+/// `alt/`) of thought 3 forking from 2.
+fn forked_session(dir: &Path, sid: &str) {
+    put(
+        &dir.join("manifest.json"),
+        &manifest(
+            sid,
+            &["001.json", "002.json", "003.json"],
+            json!({ "alt": ["003.json"] }),
+        ),
+    );
+    put(&dir.join("001.json"), &node(sid, None, 1, None, json!({})));
+    for n in [2, 3] {
+        let prev = Some(format!("{sid}:{}", n - 1));
+        put(&dir.join(format!("{n:03}.json")), &node(sid, None, n, prev, json!({})));
+    }
+    let mut alt = node(
+        sid,
+        Some("alt"),
+        3,
+        Some(format!("{sid}:2")),
+        json!({ "branchFromThought": 2, "branchId": "alt" }),
+    );
+    alt["branchOrigin"] = json!(format!("{sid}:2"));
+    put(&dir.join("alt/003.json"), &alt);
+}
+
+/// `import` or `validate` run with a guard: what would read `/dev/zero`
+/// or wait on a FIFO for ever fails the test (out of address space, or
+/// stopped after two minutes) rather than taking the machine with it.
+#[cfg(target_os = "linux")]
+fn run_guarded(db: &Path, args: &[&str]) -> std::process::Output {
+    let mut cmd = std::process::Command::new("timeout");
+    cmd.args([
+        "120",
+        "sh",
+        "-c",
+        "ulimit -v 4194304 && exec \"$0\" \"$@\"",
+        bin(),
+        "--db",
+    ])
+    .arg(db)
+    .args(args)
+    .stdin(std::process::Stdio::null())
+    .env("RUST_LOG", "warn");
+    for var in SCRUBBED_ENV {
+        cmd.env_remove(var);
+    }
+    let out = cmd.output().unwrap();
+    assert_ne!(out.status.code(), Some(124), "{args:?} hung");
+    out
+}
+
+/// A session's manifest.json, a branch folder or the tree's threads.json
+/// that is a FIFO, a link (to `/dev/zero`, or to a file or folder outside
+/// the session) or too large is refused as a thought file is: `validate`
+/// and `import` say which file and why, promptly, and nothing is imported.
+#[cfg(target_os = "linux")]
+#[test]
+fn special_and_linked_files_of_a_tree_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = dir.path().join("outside");
+    forked_session(&outside, GOOD);
+    let mkfifo = |path: &Path| {
+        let _ = fs::remove_file(path);
+        let made = std::process::Command::new("mkfifo").arg(path).status().unwrap();
+        assert!(made.success());
+    };
+    let link = |target: &Path, path: &Path| {
+        if path.is_dir() && !path.is_symlink() {
+            fs::remove_dir_all(path).unwrap();
+        } else {
+            let _ = fs::remove_file(path);
+        }
+        std::os::unix::fs::symlink(target, path).unwrap();
+    };
+    let db = dir.path().join("ledger.db");
+    drop(Store::open(&db, OpenOptionsStore::default()).unwrap());
+    let session = dir.path().join("tree").join(GOOD);
+    let manifest_json = session.join("manifest.json");
+    type Spoil<'a> = Box<dyn Fn() + 'a>;
+    let cases: Vec<(&str, Spoil, &str)> = vec![
+        (
+            "FIFO manifest",
+            Box::new(|| mkfifo(&manifest_json)),
+            "manifest.json is not a regular file",
+        ),
+        (
+            "manifest linked to /dev/zero",
+            Box::new(|| link(Path::new("/dev/zero"), &manifest_json)),
+            "manifest.json is a symbolic link, not a regular file; import and validate follow no links inside a tree",
+        ),
+        (
+            "manifest linked outside",
+            Box::new(|| link(&outside.join("manifest.json"), &manifest_json)),
+            "manifest.json is a symbolic link",
+        ),
+        (
+            "manifest over 64 MiB",
+            Box::new(|| {
+                let f = fs::OpenOptions::new().write(true).open(&manifest_json).unwrap();
+                f.set_len((64 << 20) + 1).unwrap();
+            }),
+            "manifest.json is 67108865 bytes; import and validate read at most 67108864 bytes (64 MiB) of such a file",
+        ),
+        (
+            "branch folder linked outside",
+            Box::new(|| link(&outside.join("alt"), &session.join("alt"))),
+            "the branch folder alt is a symbolic link; import and validate follow no links inside a tree, so branch \
+             \"alt\" was not read",
+        ),
+        (
+            "FIFO thought file",
+            Box::new(|| mkfifo(&session.join("002.json"))),
+            "002.json is not a regular file",
+        ),
+    ];
+    for (case, spoil, says) in cases {
+        let _ = fs::remove_dir_all(&session);
+        forked_session(&session, GOOD);
+        // As it is, the session is valid.
+        ok(&db, &["validate", path_str(&session)]);
+        spoil();
+        for command in ["validate", "import"] {
+            let out = run_guarded(&db, &[command, path_str(&session), "--json"]);
+            assert_eq!(out.status.code(), Some(1), "{case}: {command}");
+            let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+            let report = match command {
+                "import" => &v["sessions"][0]["report"],
+                _ => &v["sessions"][0],
+            };
+            assert_eq!(report["valid"], false, "{case}: {v:#}");
+            let errors = report["errors"].as_array().unwrap();
+            assert!(
+                errors.iter().any(|e| e.as_str().unwrap().contains(says)),
+                "{case}: {command}: {v:#}"
+            );
+        }
+        assert_eq!(ok_json(&db, &["stats"])["sessions"], 0, "{case}");
+    }
+
+    // The tree's thread registry is checked before any session goes in.
+    let tree = dir.path().join("tree");
+    let _ = fs::remove_dir_all(&session);
+    forked_session(&session, GOOD);
+    let threads = tree.join("threads.json");
+    let fresh = dir.path().join("fresh.db");
+    type Registry<'a> = Box<dyn Fn() + 'a>;
+    let registries: Vec<(Registry, &str)> = vec![
+        (Box::new(|| mkfifo(&threads)), "threads.json is not a regular file"),
+        (
+            Box::new(|| link(Path::new("/dev/zero"), &threads)),
+            "threads.json is a symbolic link",
+        ),
+        (
+            Box::new(|| {
+                fs::remove_file(&threads).unwrap();
+                fs::write(&threads, "{\"version\": ").unwrap();
+            }),
+            "threads.json breaks 1 rule(s) of the registry format",
+        ),
+    ];
+    for (spoil, says) in registries {
+        spoil();
+        let out = run_guarded(&fresh, &["import", path_str(&tree)]);
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says) && err.contains("nothing was imported"), "{err}");
+        assert!(!fresh.exists(), "no database is made for a tree refused");
+        let out = run_guarded(&db, &["import", path_str(&tree)]);
+        assert_eq!(out.status.code(), Some(1));
+        assert_eq!(ok_json(&db, &["stats"])["sessions"], 0);
+        let out = run_guarded(&db, &["validate", path_str(&tree), "--json"]);
+        assert_eq!(out.status.code(), Some(1));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["valid"], false, "{v:#}");
+        assert_eq!(v["invalid"], 0, "{v:#}");
+        assert!(v["threadsError"].as_str().unwrap().contains(says), "{v:#}");
+    }
+    fs::remove_file(&threads).unwrap();
+    ok(&db, &["import", path_str(&tree)]);
+    assert_eq!(ok_json(&db, &["stats"])["sessions"], 1);
+}
+
+/// `forked_session` imported into `db`, then written back as a
+/// SessionExport: the JSON every test below edits.
+fn forked_export(dir: &Path, db: &Path) -> Value {
+    let session = dir.join("source").join(GOOD);
+    forked_session(&session, GOOD);
+    ok(db, &["import", path_str(&session)]);
+    let file = dir.join("forked.json");
+    ok(
+        db,
+        &[
+            "export",
+            "--session",
+            GOOD,
+            "--format",
+            "json",
+            "--out",
+            path_str(&file),
+        ],
+    );
+    serde_json::from_slice(&fs::read(file).unwrap()).unwrap()
+}
+
+/// `validate` and `import` of `doc` into the empty ledger `db`: both
+/// refuse it with an error containing `says`, and nothing is imported.
+fn refused_export(dir: &Path, db: &Path, doc: &Value, says: &str) {
+    let file = dir.join("edited.json");
+    put(&file, doc);
+    for command in ["validate", "import"] {
+        let out = run(db, &[command, path_str(&file), "--json"]);
+        assert_eq!(out.status.code(), Some(1), "{command}: {says}");
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let report = match command {
+            "import" => &v["sessions"][0]["report"],
+            _ => &v["sessions"][0],
+        };
+        let errors = report["errors"].as_array().unwrap();
+        assert!(
+            errors.iter().any(|e| e.as_str().unwrap().contains(says)),
+            "{command}: {says}: {v:#}"
+        );
+    }
+    assert_eq!(ok_json(db, &["stats"])["sessions"], 0, "{says}");
+}
+
+/// A critique is held to what the server keeps of a client's (1 MiB of
+/// text, a model name of 200 characters): more is refused, naming the
+/// thought; at the limits it imports.
+#[test]
+fn an_imported_critique_is_held_to_the_servers_limits() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = forked_export(dir.path(), &dir.path().join("source.db"));
+    let db = dir.path().join("ledger.db");
+    drop(Store::open(&db, OpenOptionsStore::default()).unwrap());
+    let with_critique = |text: String, model: String| {
+        let mut doc = doc.clone();
+        doc["nodes"][1]["data"]["critique"] =
+            json!({ "text": text, "model": model, "timestamp": "2025-01-15T10:00:05.000Z" });
+        doc
+    };
+    let limit = 1 << 20;
+    refused_export(
+        dir.path(),
+        &db,
+        &with_critique("x".repeat(9_000_000), "m".into()),
+        "nodes[1]: the critique text is 9000000 bytes; the limit is 1048576",
+    );
+    refused_export(
+        dir.path(),
+        &db,
+        &with_critique("x".repeat(limit + 1), "m".into()),
+        "nodes[1]: the critique text is 1048577 bytes; the limit is 1048576",
+    );
+    refused_export(
+        dir.path(),
+        &db,
+        &with_critique("fine".into(), "é".repeat(201)),
+        "nodes[1]: the critique's model name has 201 characters; the limit is 200",
+    );
+    let file = dir.path().join("at-limits.json");
+    put(&file, &with_critique("x".repeat(limit), "é".repeat(200)));
+    ok(&db, &["import", path_str(&file)]);
+    let shown = ok_json(&db, &["sessions", "show", GOOD]);
+    let critique = &shown["nodes"][1]["data"]["critique"];
+    assert_eq!(critique["text"].as_str().unwrap().len(), limit);
+    assert_eq!(critique["model"], "é".repeat(200));
+}
+
+/// A branch thought whose `branchFromThought` and `branchOrigin` name
+/// different thoughts is refused as a revision whose number and node
+/// disagree is, rather than stored with one of them silently rewritten.
+#[test]
+fn a_fork_whose_number_and_node_disagree_is_not_imported() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = forked_export(dir.path(), &dir.path().join("source.db"));
+    let db = dir.path().join("ledger.db");
+    drop(Store::open(&db, OpenOptionsStore::default()).unwrap());
+    let alt = doc["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|n| n["id"] == format!("{GOOD}:alt:3"))
+        .unwrap();
+    for (from, says) in [
+        (
+            99,
+            format!(
+                "nodes[{alt}]: branchFromThought 99 and branchOrigin {GOOD}:2 (thought 2) disagree: they must name \
+                 one thought, either branchFromThought 99 with branchOrigin {GOOD}:99 or branchFromThought 2 with \
+                 branchOrigin {GOOD}:2"
+            ),
+        ),
+        (
+            1,
+            format!("nodes[{alt}]: branchFromThought 1 and branchOrigin {GOOD}:2 (thought 2) disagree"),
+        ),
+    ] {
+        let mut edited = doc.clone();
+        edited["nodes"][alt]["data"]["branchFromThought"] = json!(from);
+        refused_export(dir.path(), &db, &edited, &says);
+    }
+    // Either alone names the fork.
+    let mut edited = doc.clone();
+    edited["nodes"][alt]["data"]
+        .as_object_mut()
+        .unwrap()
+        .remove("branchFromThought");
+    let file = dir.path().join("origin-only.json");
+    put(&file, &edited);
+    let v = ok_json(&db, &["import", path_str(&file)]);
+    assert_eq!(v["imported"], 1, "{v:#}");
+    let shown = ok_json(&db, &["sessions", "show", GOOD]);
+    assert_eq!(shown["nodes"][alt]["data"]["branchFromThought"], 2);
+}
+
+/// A session id in upper case names the session the ledger keeps in lower
+/// case, as everywhere else: a SessionExport or a session directory
+/// written so imports under the lower-case id, node ids with it.
+#[test]
+fn an_upper_case_session_id_imports_in_lower_case() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("source.db");
+    let doc = forked_export(dir.path(), &source);
+    let original = ok_json(&source, &["sessions", "show", GOOD]);
+    let upper = GOOD.to_ascii_uppercase();
+    // Every id upper-cased, or only the session's.
+    let everywhere: Value = serde_json::from_str(&doc.to_string().replace(GOOD, &upper)).unwrap();
+    let mut session_only = doc.clone();
+    session_only["session"]["id"] = json!(upper);
+    for (case, edited) in [("everywhere", everywhere), ("session only", session_only)] {
+        let file = dir.path().join("upper.json");
+        put(&file, &edited);
+        let v = ok_json(&source, &["validate", path_str(&file)]);
+        assert_eq!(v["sessions"][0]["sessionId"], GOOD, "{case}: {v:#}");
+        let db = dir.path().join(format!("{}.db", case.replace(' ', "-")));
+        let v = ok_json(&db, &["import", path_str(&file)]);
+        assert_eq!((&v["imported"], &v["invalid"]), (&json!(1), &json!(0)), "{case}: {v:#}");
+        let shown = ok_json(&db, &["sessions", "show", &upper]);
+        assert_eq!(shown["session"]["id"], GOOD, "{case}");
+        assert_eq!(shown["nodes"], original["nodes"], "{case}");
+    }
+
+    // A session directory, its folder and manifest id upper-cased.
+    let session = dir.path().join("tree").join(&upper);
+    forked_session(&session, &upper);
+    let db = dir.path().join("from-tree.db");
+    ok(&db, &["validate", path_str(&session)]);
+    ok(&db, &["import", path_str(&session)]);
+    let shown = ok_json(&db, &["sessions", "show", GOOD]);
+    assert_eq!(shown["nodes"], original["nodes"]);
+}

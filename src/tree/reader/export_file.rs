@@ -16,12 +16,12 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::{LoadedSession, Loader, Node, RawNode, canonical_time, parse_repairing};
+use super::{LoadedSession, Loader, Node, RawNode, canonical_session_id, canonical_time, parse_repairing};
 use crate::domain::{json_kind as kind, validate_branch_id};
 use crate::error::Error;
 use crate::export::VERSION;
 use crate::tree::integrity::{IntegrityValidationResult, SessionReport};
-use crate::tree::{MANIFEST_VERSION, ManifestMetadata, SessionManifest, is_session_id, names_settings};
+use crate::tree::{MANIFEST_VERSION, ManifestMetadata, SessionManifest, names_settings};
 
 /// How the JSON export is written, for messages.
 const HOW_TO_EXPORT: &str = "`thoughtbox export --session ID --format json --out FILE`";
@@ -288,13 +288,14 @@ fn load_document(path: &Path, doc: Document, repaired: usize) -> (SessionReport,
 }
 
 impl Loader<'_> {
-    fn load_export(&mut self, file: &str, doc: Document, repaired: usize) -> Option<LoadedSession> {
+    fn load_export(&mut self, file: &str, mut doc: Document, repaired: usize) -> Option<LoadedSession> {
         self.repaired(file, repaired);
-        let sid = doc.session.id.clone();
-        if !is_session_id(&sid) {
-            self.error(format!("session.id {sid:?} is not a lower-case UUID"));
+        let Some(sid) = canonical_session_id(&doc.session.id) else {
+            self.error(format!("session.id {:?} is not a UUID", doc.session.id));
             return None;
-        }
+        };
+        self.report.session_id = sid.clone();
+        doc.session.id = sid.clone();
         let last_accessed = doc.session.last_accessed_at.clone();
         let mut session = self.session(&doc.session.manifest(), "session");
         // A session directory has no last-access time; the record has.
@@ -614,7 +615,7 @@ mod tests {
         for (field, value, says) in [
             ("title", json!(" "), "the title must be"),
             ("createdAt", json!("soon"), "session.createdAt \"soon\""),
-            ("id", json!("not-a-uuid"), "is not a lower-case UUID"),
+            ("id", json!("not-a-uuid"), "session.id \"not-a-uuid\" is not a UUID"),
         ] {
             let mut doc = export();
             doc["session"][field] = value;

@@ -7,6 +7,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
+use crate::tree::bounded::{MAX_CONFIG_BYTES, read_regular};
 use crate::tree::{MANIFEST, REFERENCE_BRANCH_DIR, io, is_session_id, thought_file_number};
 
 /// Whether `dir` holds a numbered thought file: itself, in a branch folder
@@ -90,7 +91,7 @@ pub fn find_session_dirs(root: &Path) -> Result<Vec<PathBuf>> {
 /// project folder's own), `projects/` or `sessions/` (an export of an empty
 /// ledger has sessions in none of them).
 pub(super) fn looks_like_tree(dir: &Path) -> bool {
-    fs::read(dir.join(crate::tree::CONFIG)).is_ok_and(|b| crate::tree::is_our_config(&b))
+    read_regular(&dir.join(crate::tree::CONFIG), MAX_CONFIG_BYTES).is_ok_and(|b| crate::tree::is_our_config(&b))
         || dir.join("projects").is_dir()
         || dir.join("sessions").is_dir()
 }

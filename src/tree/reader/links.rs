@@ -24,6 +24,11 @@ impl Loader<'_> {
         // else branchFromThought), which must agree.
         let mut forks: BTreeMap<String, String> = BTreeMap::new();
         for n in &nodes {
+            if n.branch.is_some()
+                && let Some(why) = fork_disagreement(sid, n.data.branch_from_thought, n.branch_origin.as_deref())
+            {
+                self.error(format!("{}: {why}", n.file));
+            }
             let stated = n
                 .branch_origin
                 .clone()
@@ -289,6 +294,29 @@ pub(super) fn revision_link(
             }
         },
     }
+}
+
+/// Why a branch thought's `branchFromThought` and `branchOrigin` do not
+/// name one thought, when they do not: as for a revision, which one the
+/// file meant only its author knows, so the message names both and what
+/// each would have to be.
+fn fork_disagreement(sid: &str, number: Option<u32>, origin: Option<&str>) -> Option<String> {
+    let (k, origin) = (number?, origin?);
+    let expected = domain::node_id(sid, None, k);
+    if origin == expected {
+        return None;
+    }
+    Some(match number_on_chain(sid, None, origin) {
+        Some(m) => format!(
+            "branchFromThought {k} and branchOrigin {origin} (thought {m}) disagree: they must name one thought, \
+             either branchFromThought {k} with branchOrigin {expected} or branchFromThought {m} with branchOrigin \
+             {origin}"
+        ),
+        None => format!(
+            "branchFromThought {k} and branchOrigin {origin} disagree: a branch forks from a main-chain thought, \
+             so branchFromThought {k} goes with branchOrigin {expected}"
+        ),
+    })
 }
 
 /// The thought number `node` names when it is a node id of `branch` (None:
