@@ -21,6 +21,7 @@ mod notebooks;
 mod open;
 mod pool;
 mod projects;
+mod reads;
 mod repair;
 mod search;
 mod sessions;
@@ -52,14 +53,13 @@ use open::{Found, inspect};
 use pool::LastClone;
 pub(crate) use pool::open_file;
 pub use pool::{leave_open, wait_until_closed};
+pub use reads::{Pick, ThoughtQuery, Unread};
 pub use repair::RepairReport;
 pub(crate) use search::query_phrases;
 pub use search::{CANDIDATES as SEARCH_CANDIDATES, SEARCH_INDEX_WAIT, SearchHit, SessionHits, ThoughtHit, fts_query};
 pub use sessions::{SessionPage, SessionsMeant};
 pub use stats::{FileSizes, LedgerStats};
-pub use thoughts::{
-    Appended, MAX_BRANCHES_NAMED, Pick, SessionSnapshot, Shape, Structure, Target, ThoughtQuery, Unread,
-};
+pub use thoughts::{Appended, MAX_BRANCHES_NAMED, SessionSnapshot, Shape, Structure, Target};
 pub use threads::{
     MAX_TREE_THREADS, OperationPage, RegistryImport, Spawn, ThreadFilter, ThreadPage, ThreadTree, ThreadUpdate,
 };
