@@ -639,10 +639,13 @@ impl Loader<'_> {
                     c.text.len()
                 ));
             }
+            // Earlier versions stored a client's model name uncut, and
+            // exported it so: cut, as the server now cuts it, not refused.
             let model_chars = c.model.chars().count();
-            if model_chars > MAX_CRITIQUE_MODEL_CHARS {
-                self.error(format!(
-                    "{shown}: the critique's model name has {model_chars} characters; the limit is \
+            if let Some((at, _)) = c.model.char_indices().nth(MAX_CRITIQUE_MODEL_CHARS) {
+                c.model.truncate(at);
+                self.report.warnings.push(format!(
+                    "{shown}: the critique's model name ({model_chars} characters) cut to its first \
                      {MAX_CRITIQUE_MODEL_CHARS}"
                 ));
             }

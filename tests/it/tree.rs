@@ -1625,8 +1625,9 @@ fn refused_export(dir: &Path, db: &Path, doc: &Value, says: &str) {
 }
 
 /// A critique is held to what the server keeps of a client's (1 MiB of
-/// text, a model name of 200 characters): more is refused, naming the
-/// thought; at the limits it imports.
+/// text, a model name of 200 characters): longer text is refused, naming
+/// the thought; a longer model name (earlier versions kept it uncut) is
+/// cut, with a warning; at the limits it imports as it is.
 #[test]
 fn an_imported_critique_is_held_to_the_servers_limits() {
     let dir = tempfile::tempdir().unwrap();
@@ -1652,12 +1653,18 @@ fn an_imported_critique_is_held_to_the_servers_limits() {
         &with_critique("x".repeat(limit + 1), "m".into()),
         "nodes[1]: the critique text is 1048577 bytes; the limit is 1048576",
     );
-    refused_export(
-        dir.path(),
-        &db,
-        &with_critique("fine".into(), "é".repeat(201)),
-        "nodes[1]: the critique's model name has 201 characters; the limit is 200",
+    let file = dir.path().join("long-model.json");
+    put(&file, &with_critique("fine".into(), "é".repeat(300)));
+    let other = dir.path().join("other.db");
+    let imported = ok_json(&other, &["import", path_str(&file)]);
+    assert!(
+        imported
+            .to_string()
+            .contains("model name (300 characters) cut to its first 200"),
+        "{imported}"
     );
+    let shown = ok_json(&other, &["sessions", "show", GOOD]);
+    assert_eq!(shown["nodes"][1]["data"]["critique"]["model"], "é".repeat(200));
     let file = dir.path().join("at-limits.json");
     put(&file, &with_critique("x".repeat(limit), "é".repeat(200)));
     ok(&db, &["import", path_str(&file)]);
