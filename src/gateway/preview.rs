@@ -1,8 +1,8 @@
 //! Answers sized for a model's context. The reads that return thought text
 //! without being asked for one thought (`load_context`, `session resume`,
 //! `session get`, `read_thoughts` without `thoughtNumber`) cut each
-//! thought's text (and critique) to [`PREVIEW_CHARS`] characters, all the
-//! thought text to [`BUDGET_CHARS`], and list at most [`MAX_LISTED`]
+//! thought's text (and critique) to [`PREVIEW_CHARS`] characters, all of
+//! them to [`BUDGET_CHARS`], and list at most [`MAX_LISTED`]
 //! thoughts: five thoughts of a megabyte each once made a `load_context`
 //! answer of 10 MB, and the entries of 20,000 short ones 6 MB, which no
 //! model reads. A cut thought says so (`thoughtTruncated`, `thoughtChars`),
@@ -14,7 +14,7 @@ use serde_json::Value;
 
 /// The characters of one thought's text (or critique) an overview read answers.
 pub const PREVIEW_CHARS: usize = 4_000;
-/// The characters of thought text an overview read answers in all.
+/// The characters of thought and critique text an overview read answers in all.
 pub const BUDGET_CHARS: usize = 40_000;
 /// The thoughts an overview read lists at most.
 pub const MAX_LISTED: usize = 50;
@@ -25,6 +25,9 @@ pub const MAX_LISTED: usize = 50;
 pub(crate) struct Truncated {
     /// How many listed thoughts' text was cut.
     thoughts: usize,
+    /// How many listed thoughts' critique was cut.
+    #[serde(skip_serializing_if = "is_zero")]
+    critiques: usize,
     /// How many thoughts were not listed, the budget spent.
     #[serde(skip_serializing_if = "is_zero")]
     left_out: usize,
@@ -58,6 +61,7 @@ pub(crate) struct Preview {
     left: Option<usize>,
     listed: usize,
     cut: usize,
+    critiques_cut: usize,
     left_out: usize,
     read_rest: Option<ReadRest>,
 }
@@ -68,16 +72,19 @@ impl Preview {
             left: (!full).then_some(BUDGET_CHARS),
             listed: 0,
             cut: 0,
+            critiques_cut: 0,
             left_out: 0,
             read_rest: None,
         }
     }
 
-    /// Whether a thought of `chars` characters is listed, next in the
-    /// order the budget is spent in, and how many of them.
-    pub fn admit(&mut self, chars: usize) -> Option<usize> {
+    /// Whether a thought of `chars` characters, with a critique of
+    /// `critique_chars`, is listed, next in the order the budget is spent
+    /// in, and how many characters of each it keeps: the critique is paid
+    /// for from the same budget as the text.
+    pub fn admit(&mut self, chars: usize, critique_chars: usize) -> Option<(usize, usize)> {
         let Some(left) = self.left.as_mut() else {
-            return Some(chars);
+            return Some((chars, critique_chars));
         };
         if self.listed == MAX_LISTED || *left == 0 {
             self.left_out += 1;
@@ -86,10 +93,11 @@ impl Preview {
         self.listed += 1;
         let keep = chars.min(PREVIEW_CHARS).min(*left);
         *left -= keep;
-        if keep < chars {
-            self.cut += 1;
-        }
-        Some(keep)
+        let keep_critique = critique_chars.min(PREVIEW_CHARS).min(*left);
+        *left -= keep_critique;
+        self.cut += usize::from(keep < chars);
+        self.critiques_cut += usize::from(keep_critique < critique_chars);
+        Some((keep, keep_critique))
     }
 
     /// The listed ones of `thoughts` (answered thought objects), each cut,
@@ -115,11 +123,10 @@ impl Preview {
     /// Whether one answered thought object is listed; its `thought` text
     /// and critique cut if so.
     pub fn one(&mut self, thought: &mut Value) -> bool {
-        let chars = thought
-            .get("thought")
-            .and_then(Value::as_str)
-            .map_or(0, |t| t.chars().count());
-        let Some(keep) = self.admit(chars) else {
+        let chars_of = |v: Option<&Value>| v.and_then(Value::as_str).map_or(0, |t| t.chars().count());
+        let chars = chars_of(thought.get("thought"));
+        let critique_chars = chars_of(thought.pointer("/critique/text"));
+        let Some((keep, keep_critique)) = self.admit(chars, critique_chars) else {
             return false;
         };
         if keep < chars {
@@ -129,15 +136,12 @@ impl Preview {
             thought["thoughtTruncated"] = Value::Bool(true);
             thought["thoughtChars"] = Value::from(chars);
         }
-        if self.left.is_some()
-            && let Some(Value::String(text)) = thought.pointer_mut("/critique/text")
-        {
-            let chars = text.chars().count();
-            if chars > PREVIEW_CHARS {
-                cut(text, PREVIEW_CHARS);
-                thought["critique"]["textTruncated"] = Value::Bool(true);
-                thought["critique"]["textChars"] = Value::from(chars);
+        if keep_critique < critique_chars {
+            if let Some(Value::String(text)) = thought.pointer_mut("/critique/text") {
+                cut(text, keep_critique);
             }
+            thought["critique"]["textTruncated"] = Value::Bool(true);
+            thought["critique"]["textChars"] = Value::from(critique_chars);
         }
         true
     }
@@ -154,8 +158,9 @@ impl Preview {
 
     /// The answer's `truncated` field, when something was cut or left out.
     pub fn truncated(self) -> Option<Truncated> {
-        (self.cut > 0 || self.left_out > 0).then_some(Truncated {
+        (self.cut > 0 || self.critiques_cut > 0 || self.left_out > 0).then_some(Truncated {
             thoughts: self.cut,
+            critiques: self.critiques_cut,
             left_out: self.left_out,
             max_chars_per_thought: PREVIEW_CHARS,
             max_chars: BUDGET_CHARS,
@@ -210,6 +215,23 @@ mod tests {
         assert_eq!(said["thoughts"], 1);
         assert_eq!(said["maxCharsPerThought"], PREVIEW_CHARS);
         assert!(said.get("leftOut").is_none(), "{said}");
+        assert_eq!(said["critiques"], 1);
+    }
+
+    /// A critique is paid for from the same budget: an answer whose
+    /// critiques alone are cut still says so, and lists fewer thoughts.
+    #[test]
+    fn critiques_share_the_budget_and_are_told_cut() {
+        let mut p = Preview::new(false);
+        let all: Vec<Value> = (0..20)
+            .map(|_| json!({ "thought": "short", "critique": { "text": "c".repeat(6_000) } }))
+            .collect();
+        let kept = p.apply(all, false);
+        // Each listed thought costs 5 + 4,000 characters of the 40,000.
+        assert_eq!(kept.len(), 10);
+        assert_eq!(kept[0]["critique"]["textChars"], 6_000);
+        let said = p.truncated().unwrap();
+        assert_eq!((said.thoughts, said.critiques, said.left_out), (0, 10, 10));
     }
 
     #[test]

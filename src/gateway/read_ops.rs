@@ -107,7 +107,8 @@ pub async fn read_thoughts(gw: &Gateway, args: Args) -> Result<Value> {
                 if full {
                     budget.add(t)?;
                 }
-                Ok(listing.admit(t.data.thought.chars().count()).is_some())
+                let critique = t.data.critique.as_ref().map_or(0, |c| c.text.chars().count());
+                Ok(listing.admit(t.data.thought.chars().count(), critique).is_some())
             })?;
             let loaded = budget.bytes;
             let revised_by = s.revised_by_nodes(&sid, thoughts.iter().map(|t| t.node_id.as_str()))?;
