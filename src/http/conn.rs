@@ -137,16 +137,17 @@ struct Refusals {
 
 impl Refusals {
     fn refused(&mut self, peer: SocketAddr, share: usize) {
+        let ip = peer.ip().to_canonical();
+        tracing::debug!("HTTP connection from {ip} closed at once: that address holds {share} already");
         self.since_said += 1;
         if self.said_at.is_some_and(|at| at.elapsed() < Duration::from_secs(60)) {
             return;
         }
         tracing::warn!(
-            "closed {} HTTP connection(s) from {} at once: one client address holds at most {share} \
-             connections (a proxy or container bridge in front of the server gives all its clients its \
-             address; docs/http.md, Connections)",
+            "closed a new HTTP connection from {ip} at once ({} since the last such warning): one client \
+             address holds at most {share} connections (a proxy or container bridge in front of the server \
+             gives all its clients its address; docs/http.md, Connections)",
             self.since_said,
-            peer.ip()
         );
         self.since_said = 0;
         self.said_at = Some(std::time::Instant::now());

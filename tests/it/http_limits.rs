@@ -211,7 +211,9 @@ async fn one_address_holds_at_most_its_share_of_connections() {
     let got = closed_within(&mut fourth, CLOSED_BEFORE).await;
     assert_eq!(got.as_deref(), Some(&b""[..]), "closed unanswered");
     // An operator learns why (a proxy in front gives every client its address).
-    let said = server.logged("connection(s) from 127.0.0.1 at once").await;
+    let said = server
+        .logged("closed a new HTTP connection from 127.0.0.1 at once")
+        .await;
     assert!(said.contains("at most 3 connections"), "{said}");
     drop(busy.pop());
     // Once the server has seen that one close, its place serves again.
