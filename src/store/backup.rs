@@ -336,18 +336,20 @@ fn temporary_suffix() -> String {
 }
 
 /// Whether `name` is the temporary copy (or its journal) of a backup to
-/// `base`: `{base}.tmp-{pid}-{16 hex digits}[-journal]`, and nothing looser,
-/// since leftovers are deleted and a person may keep `nightly.db.tmp-2024`.
+/// `base`: `{base}.tmp-{pid}-{16 hex digits}[-journal]`, or the random
+/// part as the version before wrote it (15 to 20 decimal digits), and
+/// nothing looser, since leftovers are deleted and a person may keep
+/// `nightly.db.tmp-2024-06`.
 fn is_temporary_of(name: &str, base: &str) -> bool {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     name.strip_prefix(base)
         .and_then(|rest| rest.strip_prefix(".tmp-"))
         .map(|rest| rest.strip_suffix("-journal").unwrap_or(rest))
         .and_then(|tag| tag.split_once('-'))
         .is_some_and(|(pid, n)| {
-            !pid.is_empty()
-                && pid.bytes().all(|b| b.is_ascii_digit())
-                && n.len() == 16
-                && n.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+            digits(pid)
+                && ((n.len() == 16 && n.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
+                    || ((15..=20).contains(&n.len()) && digits(n)))
         })
 }
 
@@ -659,7 +661,11 @@ mod tests {
         let (a, b) = (super::temporary_suffix(), super::temporary_suffix());
         assert_ne!(a, b, "a random part, unknown before the backup starts");
         assert!(a.starts_with(&format!(".tmp-{}-", std::process::id())), "{a}");
-        for left in [format!("nightly.db{a}"), format!("nightly.db{a}-journal")] {
+        for left in [
+            format!("nightly.db{a}"),
+            format!("nightly.db{a}-journal"),
+            "nightly.db.tmp-42-13835058055282163712".into(),
+        ] {
             assert!(super::is_temporary_of(&left, "nightly.db"), "{left}");
         }
         for kept in [
@@ -670,7 +676,8 @@ mod tests {
             "nightly.db.tmp-42",
             "nightly.db.tmp-2024-06",
             "nightly.db.tmp-20240601-1",
-            "nightly.db.tmp-1-00000000000000000",
+            "nightly.db.tmp-1-0123456789abcdeg",
+            "nightly.db.tmp-1-12345678901234",
             "other.db.tmp-1-0123456789abcdef",
         ] {
             assert!(!super::is_temporary_of(kept, "nightly.db"), "{kept}");
