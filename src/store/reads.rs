@@ -220,21 +220,13 @@ mod tests {
     use crate::store::Target;
     use crate::store::test_support::temp_store;
 
-    fn t(text: &str) -> ThoughtInput {
-        ThoughtInput {
-            thought: text.into(),
-            next_thought_needed: true,
-            ..Default::default()
-        }
-    }
-
     #[test]
     fn reads() {
         let (_d, store) = temp_store();
         let s = store.create_session(NewSession::titled("s")).unwrap();
         for i in 0..8 {
             store
-                .append_thought(Target::Session(s.id.clone()), t(&format!("t{i}")))
+                .append_thought(Target::Session(s.id.clone()), ThoughtInput::text(format!("t{i}")))
                 .unwrap();
         }
         let last = store.read_thoughts(&s.id, &ThoughtQuery::main(Pick::Last(3))).unwrap();
@@ -261,7 +253,7 @@ mod tests {
                     ThoughtInput {
                         branch_id: Some("deep".into()),
                         branch_from_thought: Some(8),
-                        ..t("b")
+                        ..ThoughtInput::text("b")
                     },
                 )
                 .unwrap();
@@ -302,7 +294,9 @@ mod tests {
         let (_d, store) = temp_store();
         let s = store.create_session(NewSession::titled("t")).unwrap();
         for _ in 0..6 {
-            store.append_thought(Target::Session(s.id.clone()), t("x")).unwrap();
+            store
+                .append_thought(Target::Session(s.id.clone()), ThoughtInput::text("x"))
+                .unwrap();
         }
         for (query, first_seen) in [
             (ThoughtQuery::main(Pick::Range(1, 6)), 1),

@@ -749,14 +749,6 @@ mod tests {
         assert!(last.contains("(node_id=?)"), "{last}");
     }
 
-    fn t(text: &str) -> ThoughtInput {
-        ThoughtInput {
-            thought: text.into(),
-            next_thought_needed: true,
-            ..Default::default()
-        }
-    }
-
     /// The structure and the analyses' input each come from one moment,
     /// while another connection appends (as transactions of their own, their
     /// parts could disagree).
@@ -768,7 +760,7 @@ mod tests {
             let (store, id) = (store.clone(), s.id.clone());
             std::thread::spawn(move || {
                 for i in 0..400 {
-                    let mut input = t(&format!("thought {i}"));
+                    let mut input = ThoughtInput::text(format!("thought {i}"));
                     input.critique_requested = true;
                     if i % 4 == 3 {
                         input.branch_from_thought = Some(1);
@@ -796,7 +788,9 @@ mod tests {
     fn a_critique_is_stored_once_and_never_for_a_thought_that_is_gone() {
         let (_d, store) = temp_store();
         let s = store.create_session(NewSession::titled("s")).unwrap();
-        let a = store.append_thought(Target::Session(s.id.clone()), t("one")).unwrap();
+        let a = store
+            .append_thought(Target::Session(s.id.clone()), ThoughtInput::text("one"))
+            .unwrap();
         let critique = |text: &str| crate::domain::Critique {
             text: text.into(),
             model: "m".into(),
@@ -812,9 +806,13 @@ mod tests {
     fn append_links_and_counts() {
         let (_d, store) = temp_store();
         let s = store.create_session(NewSession::titled("s")).unwrap();
-        let a = store.append_thought(Target::Session(s.id.clone()), t("one")).unwrap();
+        let a = store
+            .append_thought(Target::Session(s.id.clone()), ThoughtInput::text("one"))
+            .unwrap();
         assert_eq!(a.thought.data.thought_number, 1);
-        let b = store.append_thought(Target::Session(s.id.clone()), t("two")).unwrap();
+        let b = store
+            .append_thought(Target::Session(s.id.clone()), ThoughtInput::text("two"))
+            .unwrap();
         assert_eq!(b.thought.prev_node.as_deref(), Some(a.thought.node_id.as_str()));
         let br = store
             .append_thought(
@@ -822,7 +820,7 @@ mod tests {
                 ThoughtInput {
                     branch_id: Some("alt".into()),
                     branch_from_thought: Some(1),
-                    ..t("alt")
+                    ..ThoughtInput::text("alt")
                 },
             )
             .unwrap();
@@ -841,7 +839,7 @@ mod tests {
                 Target::Session(s.id.clone()),
                 ThoughtInput {
                     next_thought_needed: false,
-                    ..t("done")
+                    ..ThoughtInput::text("done")
                 },
             )
             .unwrap();
@@ -853,7 +851,9 @@ mod tests {
     fn failed_appends_change_nothing() {
         let (_d, store) = temp_store();
         let s = store.create_session(NewSession::titled("s")).unwrap();
-        store.append_thought(Target::Session(s.id.clone()), t("one")).unwrap();
+        store
+            .append_thought(Target::Session(s.id.clone()), ThoughtInput::text("one"))
+            .unwrap();
         let before = store.session(&s.id).unwrap();
         assert!(
             store
@@ -861,7 +861,7 @@ mod tests {
                     Target::Session(s.id.clone()),
                     ThoughtInput {
                         thought_number: Some(1),
-                        ..t("dup")
+                        ..ThoughtInput::text("dup")
                     }
                 )
                 .is_err()
@@ -872,14 +872,14 @@ mod tests {
                     Target::Session(s.id.clone()),
                     ThoughtInput {
                         revises_thought: Some(5),
-                        ..t("r")
+                        ..ThoughtInput::text("r")
                     }
                 )
                 .is_err()
         );
         assert_eq!(
             store
-                .append_thought(Target::Session("nope".into()), t("x"))
+                .append_thought(Target::Session("nope".into()), ThoughtInput::text("x"))
                 .unwrap_err()
                 .code(),
             "SESSION_NOT_FOUND"
