@@ -763,18 +763,22 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let node = dir.path().join("node");
+        // A fake `node` at `path` answering `version`, its file of time `modified`.
+        let fake = |path: &std::path::Path, version: &str, modified: std::time::SystemTime| {
+            std::fs::write(path, format!("#!/bin/sh\necho {version}\n")).unwrap();
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+            std::fs::File::options()
+                .write(true)
+                .open(path)
+                .unwrap()
+                .set_modified(modified)
+                .unwrap();
+        };
         let install = |version: &str, modified: std::time::SystemTime| {
             // Written beside and renamed over, as a package manager does
             // (writing into a file being run fails with ETXTBSY).
             let new = dir.path().join("node.new");
-            std::fs::write(&new, format!("#!/bin/sh\necho {version}\n")).unwrap();
-            std::fs::set_permissions(&new, std::fs::Permissions::from_mode(0o755)).unwrap();
-            std::fs::File::options()
-                .write(true)
-                .open(&new)
-                .unwrap()
-                .set_modified(modified)
-                .unwrap();
+            fake(&new, version, modified);
             std::fs::rename(&new, &node).unwrap();
         };
         let then = std::time::SystemTime::now() - Duration::from_secs(3600);
@@ -790,14 +794,7 @@ mod tests {
         // size, as Nix switches a profile.
         let store = |version: &str| {
             let file = dir.path().join(format!("node-{version}"));
-            std::fs::write(&file, format!("#!/bin/sh\necho {version}\n")).unwrap();
-            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).unwrap();
-            std::fs::File::options()
-                .write(true)
-                .open(&file)
-                .unwrap()
-                .set_modified(then)
-                .unwrap();
+            fake(&file, version, then);
             file
         };
         let link = dir.path().join("profile-node");
