@@ -166,30 +166,21 @@ fn unread_tx(
     query: &ThoughtQuery,
     kept: &[Thought],
 ) -> Result<Option<Unread>> {
-    let chain = "FROM thoughts WHERE session_id = ?1 AND branch_id IS ?2";
-    let branch = query.branch.as_deref();
-    let (count, low, high): (i64, Option<u32>, Option<u32>) = match query.pick {
+    // Every pick as numbers between two ends, the newest `limit` of them
+    // (SQLite reads a negative limit as none).
+    let (from, to, limit) = match query.pick {
         Pick::Number(_) => return Ok(None),
-        Pick::Last(n) => tx.query_row(
-            &format!(
-                "SELECT count(*), min(n), max(n) FROM (SELECT thought_number AS n {chain} ORDER BY n DESC LIMIT ?3)"
-            ),
-            params![session_id, branch, n],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-        )?,
-        Pick::Range(a, b) => tx.query_row(
-            &format!(
-                "SELECT count(*), min(thought_number), max(thought_number) {chain} AND thought_number BETWEEN ?3 AND ?4"
-            ),
-            params![session_id, branch, a, b],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-        )?,
-        Pick::All => tx.query_row(
-            &format!("SELECT count(*), min(thought_number), max(thought_number) {chain}"),
-            params![session_id, branch],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-        )?,
+        Pick::Last(n) => (1, u32::MAX, i64::from(n)),
+        Pick::Range(a, b) => (a, b, -1),
+        Pick::All => (1, u32::MAX, -1),
     };
+    let (count, low, high): (i64, Option<u32>, Option<u32>) = tx.query_row(
+        "SELECT count(*), min(n), max(n) FROM (SELECT thought_number AS n FROM thoughts
+         WHERE session_id = ?1 AND branch_id IS ?2 AND thought_number BETWEEN ?3 AND ?4
+         ORDER BY n DESC LIMIT ?5)",
+        params![session_id, query.branch.as_deref(), from, to, limit],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )?;
     let count = usize::try_from(count).unwrap_or(usize::MAX);
     let numbers = kept.iter().map(|t| t.data.thought_number);
     let range = match (query.pick, low, high) {
